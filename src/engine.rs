@@ -1,0 +1,267 @@
+//! Drives one run: read each file once, prefilter, extract facts, run the
+//! rules, resolve positions and fingerprints, and gather a sorted report.
+
+use crate::advice::Target;
+use crate::facts::{FileFacts, Language, Span};
+use crate::finding::{FileError, Finding, Label, LineIndex, Report, Severity};
+use crate::rules::{self, Context};
+use crate::walk::{self, Entry};
+use crate::{frontend, prefilter, words};
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Everything that changes what a run reports.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// Only these rule codes (`None` = all).
+    pub select: Option<Vec<&'static str>>,
+    /// Never these rule codes.
+    pub ignore: Vec<&'static str>,
+    /// Per-rule severity overrides.
+    pub severity: HashMap<&'static str, Severity>,
+    /// Report test code too.
+    pub tests: bool,
+    /// Extra lock-key patterns (config `lock-key-patterns`).
+    pub lock_key_patterns: Vec<regex::Regex>,
+    pub target: Target,
+    /// Worker threads (0 = all cores).
+    pub threads: usize,
+}
+
+impl Settings {
+    pub fn rule_enabled(&self, code: &str) -> bool {
+        self.select.as_ref().is_none_or(|s| s.contains(&code)) && !self.ignore.contains(&code)
+    }
+}
+
+/// Largest file read whole; larger files are scanned in pieces is not
+/// supported, they are read up to this size and the rest is reported.
+pub const MAX_FILE_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Checks one source text as if it were the file `display_path`.
+pub fn check_source(
+    display_path: &str,
+    src: &str,
+    language: Language,
+    settings: &Settings,
+) -> Vec<Finding> {
+    if !settings.tests && words::is_test_path(Path::new(display_path)) {
+        return Vec::new();
+    }
+    let mut facts = frontend::extract(Path::new(display_path), src, language);
+    if !settings.tests {
+        drop_test_code(&mut facts);
+    }
+    findings_for(display_path, src, &facts, settings)
+}
+
+/// Removes the ops, scripts and fail-opens of test scopes: test code sets up
+/// and cleans up lock keys on purpose.
+fn drop_test_code(facts: &mut FileFacts) {
+    let test: Vec<bool> = facts.scopes.iter().map(|s| s.is_test).collect();
+    let is_test = |id: u32| test.get(id as usize).copied().unwrap_or(false);
+    facts.ops.retain(|o| !is_test(o.scope));
+    facts.fail_opens.retain(|f| !is_test(f.scope));
+}
+
+fn findings_for(
+    display_path: &str,
+    src: &str,
+    facts: &FileFacts,
+    settings: &Settings,
+) -> Vec<Finding> {
+    let file_name = Path::new(display_path)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let cx = Context::new(
+        facts,
+        &file_name,
+        &settings.lock_key_patterns,
+        settings.target,
+    );
+    let diags = rules::run_all(&cx, |code| settings.rule_enabled(code));
+    let index = LineIndex::new(src);
+    let mut out: Vec<Finding> = Vec::with_capacity(diags.len());
+    let mut seen_fp: HashMap<String, usize> = HashMap::new();
+    for (meta, d) in diags {
+        let (line, column) = index.line_col(d.span.start);
+        let (end_line, end_column) = index.line_col(d.span.end.max(d.span.start));
+        let labels = d
+            .labels
+            .into_iter()
+            .map(|(span, text)| {
+                let (line, column) = index.line_col(span.start);
+                Label {
+                    span,
+                    line,
+                    column,
+                    text,
+                }
+            })
+            .collect();
+        let line_text = index.line_text(line).trim();
+        let base = format!(
+            "{}\0{}\0{}",
+            meta.code,
+            display_path,
+            line_text.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
+        let n = seen_fp.entry(base.clone()).or_insert(0);
+        *n += 1;
+        let fingerprint = fingerprint(&format!("{base}\0{n}"));
+        out.push(Finding {
+            code: meta.code,
+            name: meta.name,
+            severity: settings
+                .severity
+                .get(meta.code)
+                .copied()
+                .unwrap_or(meta.severity),
+            path: display_path.to_string(),
+            line,
+            column,
+            end_line,
+            end_column,
+            message: d.message,
+            label: d.label,
+            help: d.help,
+            note: d.note,
+            language: facts.language,
+            fingerprint,
+            span: Span::new(d.span.start, d.span.end.max(d.span.start)),
+            labels,
+        });
+    }
+    out.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    out.dedup_by(|a, b| a.code == b.code && a.line == b.line && a.column == b.column);
+    out
+}
+
+fn fingerprint(s: &str) -> String {
+    let digest = Sha256::digest(s.as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Outcome of reading one file.
+pub enum Loaded {
+    Text(String),
+    /// Binary files are skipped silently.
+    Binary,
+}
+
+/// Reads a file once: binary files (a NUL byte in the first 8 KiB) are
+/// skipped, invalid UTF-8 is decoded lossily, a leading BOM is dropped.
+pub fn load(path: &Path) -> Result<Loaded, String> {
+    let meta = std::fs::metadata(path).map_err(|e| walk::io_cause(&e))?;
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(format!(
+            "file is larger than {} MiB; skipped",
+            MAX_FILE_BYTES / (1024 * 1024)
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| walk::io_cause(&e))?;
+    let head = &bytes[..bytes.len().min(8192)];
+    if memchr::memchr(0, head).is_some() {
+        return Ok(Loaded::Binary);
+    }
+    if !prefilter::may_match(&bytes) {
+        return Ok(Loaded::Text(String::new()));
+    }
+    let text = match String::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    };
+    Ok(Loaded::Text(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_string(),
+        None => text,
+    }))
+}
+
+struct FileOutcome {
+    findings: Vec<Finding>,
+    error: Option<FileError>,
+    source: Option<(String, Arc<str>)>,
+    notes: Vec<(String, String)>,
+}
+
+fn check_entry(entry: &Entry, settings: &Settings) -> FileOutcome {
+    let mut outcome = FileOutcome {
+        findings: Vec::new(),
+        error: None,
+        source: None,
+        notes: Vec::new(),
+    };
+    if !settings.tests && words::is_test_path(&entry.path) {
+        return outcome;
+    }
+    match load(&entry.path) {
+        Err(message) => {
+            outcome.error = Some(FileError {
+                path: entry.display.clone(),
+                message,
+            })
+        }
+        Ok(Loaded::Binary) => {}
+        Ok(Loaded::Text(src)) if src.is_empty() => {}
+        Ok(Loaded::Text(src)) => {
+            let mut facts = frontend::extract(&entry.path, &src, entry.language);
+            if !settings.tests {
+                drop_test_code(&mut facts);
+            }
+            outcome.notes = facts
+                .notes
+                .iter()
+                .map(|n| (entry.display.clone(), n.clone()))
+                .collect();
+            outcome.findings = findings_for(&entry.display, &src, &facts, settings);
+            if !outcome.findings.is_empty() {
+                outcome.source = Some((entry.display.clone(), Arc::from(src)));
+            }
+        }
+    }
+    outcome
+}
+
+/// Checks every file under `paths`.
+pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
+    let start = Instant::now();
+    let threads = if settings.threads == 0 {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    } else {
+        settings.threads
+    };
+    let (entries, walk_errors) = walk::collect(paths, threads);
+    let run = || {
+        entries
+            .par_iter()
+            .map(|e| check_entry(e, settings))
+            .collect::<Vec<_>>()
+    };
+    let outcomes = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        Ok(pool) => pool.install(run),
+        Err(_) => run(),
+    };
+    let mut report = Report {
+        files_scanned: entries.len(),
+        errors: walk_errors,
+        ..Report::default()
+    };
+    for o in outcomes {
+        report.findings.extend(o.findings);
+        report.errors.extend(o.error);
+        report.notes.extend(o.notes);
+        if let Some((p, s)) = o.source {
+            report.sources.insert(p, s);
+        }
+    }
+    report.sort();
+    report.duration_ms = start.elapsed().as_millis() as u64;
+    report
+}

@@ -1,0 +1,404 @@
+//! The language-neutral model every front-end produces and every rule reads.
+//!
+//! Invariant: nothing in here names a rule, and nothing a rule needs to know
+//! about a language is missing from here. A front-end turns one source file
+//! into one [`FileFacts`]; the rules only ever see that value.
+//!
+//! All positions are byte offsets into the (lossily decoded) source text; the
+//! engine turns them into 1-based lines and character columns at the end.
+
+use serde::Serialize;
+use std::path::Path;
+
+/// Index into [`FileFacts::scopes`]. Scope 0 is always the file's top level.
+pub type ScopeId = u32;
+/// Index into [`FileFacts::scripts`].
+pub type ScriptId = u32;
+
+/// A byte range `[start, end)` in the source text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Span {
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Span {
+    pub fn new(start: usize, end: usize) -> Self {
+        Span { start, end }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    Rust,
+    Java,
+    Kotlin,
+    Python,
+    JavaScript,
+    TypeScript,
+    Go,
+    Ruby,
+    Php,
+    CSharp,
+    Lua,
+    /// Raw redis commands: `.redis` files.
+    Redis,
+    /// Shell scripts running `redis-cli`.
+    Shell,
+}
+
+impl Language {
+    pub fn name(self) -> &'static str {
+        match self {
+            Language::Rust => "rust",
+            Language::Java => "java",
+            Language::Kotlin => "kotlin",
+            Language::Python => "python",
+            Language::JavaScript => "javascript",
+            Language::TypeScript => "typescript",
+            Language::Go => "go",
+            Language::Ruby => "ruby",
+            Language::Php => "php",
+            Language::CSharp => "csharp",
+            Language::Lua => "lua",
+            Language::Redis => "redis",
+            Language::Shell => "shell",
+        }
+    }
+
+    /// The language of a file, by its extension; `None` for files locklint does not read.
+    pub fn from_path(path: &Path) -> Option<Language> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        Some(match ext.as_str() {
+            "rs" => Language::Rust,
+            "java" => Language::Java,
+            "kt" | "kts" => Language::Kotlin,
+            "py" => Language::Python,
+            "js" | "mjs" | "cjs" | "jsx" => Language::JavaScript,
+            "ts" | "tsx" | "mts" | "cts" => Language::TypeScript,
+            "go" => Language::Go,
+            "rb" => Language::Ruby,
+            "php" => Language::Php,
+            "cs" => Language::CSharp,
+            "lua" => Language::Lua,
+            "redis" => Language::Redis,
+            "sh" | "bash" => Language::Shell,
+            _ => return None,
+        })
+    }
+}
+
+/// The client library a call was made through. Rules never branch on it; it
+/// only selects how the `help:` text spells the fix.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Client {
+    #[default]
+    Unknown,
+    RedisRs,
+    Fred,
+    Rustis,
+    SpringData,
+    Jedis,
+    Lettuce,
+    RedisPy,
+    Ioredis,
+    NodeRedis,
+    GoRedis,
+    Redigo,
+    Rueidis,
+    RedisRb,
+    Phpredis,
+    Predis,
+    StackExchange,
+    RedisCli,
+    Lua,
+}
+
+/// A function, method or closure body that ops are grouped by.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scope {
+    /// Function or method name (`""` for the file's top level).
+    pub name: String,
+    /// The enclosing type, impl, class, module or trait name, if any.
+    pub owner: Option<String>,
+    /// `#[test]`, `#[cfg(test)]` module, a test class/function by convention.
+    pub is_test: bool,
+}
+
+/// One piece of a normalised key expression.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum KeyPart {
+    /// Literal text (a string literal, or a constant resolved to its literal).
+    Lit(String),
+    /// A named constant, static, final field, or `self.field` / `this.field`
+    /// that could not be resolved to a literal: evidence for correlation.
+    Const(String),
+    /// A local variable or parameter.
+    Var(String),
+    /// Something the front-end could not reduce (a call, an index, …).
+    Unknown,
+}
+
+/// A key expression reduced to constant parts and variable names, so that
+/// `format!("lock:{}", id)`, `format!("lock:{id}")`, `"lock:" + id` and
+/// `f"lock:{id}"` are all `[Lit("lock:"), Var("id")]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct KeyExpr {
+    pub parts: Vec<KeyPart>,
+    /// Every identifier that took part in building the key, including the
+    /// names of constants that were resolved to literals (`LOCK_KEY`), for
+    /// the "reads like a lock" test.
+    pub idents: Vec<String>,
+}
+
+impl KeyExpr {
+    pub fn lit(s: &str) -> Self {
+        KeyExpr {
+            parts: vec![KeyPart::Lit(s.to_string())],
+            idents: vec![],
+        }
+    }
+
+    pub fn var(name: &str) -> Self {
+        KeyExpr {
+            parts: vec![KeyPart::Var(name.to_string())],
+            idents: vec![name.to_string()],
+        }
+    }
+
+    /// Nothing is known about this key.
+    pub fn unknown() -> Self {
+        KeyExpr {
+            parts: vec![KeyPart::Unknown],
+            idents: vec![],
+        }
+    }
+
+    pub fn is_unknown(&self) -> bool {
+        self.parts.is_empty() || self.parts.iter().all(|p| matches!(p, KeyPart::Unknown))
+    }
+
+    /// Appends `other`, merging adjacent literals, so concatenation and
+    /// interpolation normalise to the same parts.
+    pub fn push(&mut self, part: KeyPart) {
+        if let KeyPart::Lit(s) = &part {
+            if s.is_empty() {
+                return;
+            }
+            if let Some(KeyPart::Lit(prev)) = self.parts.last_mut() {
+                prev.push_str(s);
+                return;
+            }
+        }
+        self.parts.push(part);
+    }
+
+    pub fn append(&mut self, other: KeyExpr) {
+        for p in other.parts {
+            self.push(p);
+        }
+        self.idents.extend(other.idents);
+    }
+
+    /// A constant part (a literal prefix, a named constant or field) that makes
+    /// a match across functions meaningful.
+    pub fn has_constant_part(&self) -> bool {
+        self.parts.iter().any(|p| {
+            matches!(p, KeyPart::Lit(s) if !s.trim().is_empty()) || matches!(p, KeyPart::Const(_))
+        })
+    }
+
+    /// A readable form for messages: `"lock:" + id` style.
+    pub fn display(&self) -> String {
+        let mut out = String::new();
+        for p in &self.parts {
+            match p {
+                KeyPart::Lit(s) => out.push_str(s),
+                KeyPart::Const(n) | KeyPart::Var(n) => {
+                    out.push('{');
+                    out.push_str(n);
+                    out.push('}');
+                }
+                KeyPart::Unknown => out.push_str("{?}"),
+            }
+        }
+        out
+    }
+}
+
+/// What is written as the lock's value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ValueExpr {
+    /// A literal, or a constant/local bound once to a literal. The text is the literal.
+    Constant(String),
+    /// A UUID, random bytes, nanoid, … : unique per acquisition.
+    Unique,
+    /// Not unique across processes: thread id, pid, host name alone, time, a
+    /// process-local counter, a few random digits. The text says which.
+    Weak(String),
+    /// Anything else (a parameter, a field, a call we do not know).
+    #[default]
+    Unknown,
+}
+
+/// The Redis operation a call performs, as far as locks are concerned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    /// A set-if-absent write (`SET k v NX`, `SETNX`, `setIfAbsent`, `LockTake`, …).
+    /// `expiry` is false only when no TTL option is present or the TTL is a
+    /// literal zero/None/null/nil.
+    Acquire { expiry: bool },
+    /// A plain `SET` without `NX` (and without `XX`); `expiry` when it carries `PX`/`EX`.
+    Set { expiry: bool },
+    /// `EXPIRE`/`PEXPIRE`/`EXPIREAT`/`PEXPIREAT`, or `SET … XX PX`
+    /// (Spring `setIfPresent(k, v, timeout)`): changes the TTL of an existing key.
+    Expire,
+    /// `DEL`/`UNLINK` or a client method that does it. `checked` for releases
+    /// that compare ownership atomically (`DELEX … IFEQ`, `LockRelease`,
+    /// a conditional transaction, …).
+    Release { checked: bool },
+    /// An atomic checked extend (`LockExtend`, `SET … IFEQ … PX`).
+    CheckedExtend,
+    /// `GET` of the key (or `MGET` including it).
+    Get,
+    /// `GETDEL`: a single-use token is consumed.
+    GetDel,
+    /// `GETSET`: the timestamp takeover of the old SETNX algorithm.
+    GetSet,
+    /// A Lua script run on this key (`EVAL`, `EVALSHA`, `FCALL`, a script object).
+    /// `script` when the front-end could resolve the script text in this file.
+    Eval { script: Option<ScriptId> },
+}
+
+/// One Redis operation on one key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Op {
+    pub kind: OpKind,
+    pub key: KeyExpr,
+    /// The written value, for acquires and plain sets.
+    pub value: Option<ValueExpr>,
+    pub scope: ScopeId,
+    /// Position in the file; orders ops inside a scope (source order).
+    pub order: u32,
+    /// Block nesting depth inside the scope (0 = the function body itself).
+    pub depth: u32,
+    /// Inside MULTI/EXEC or an atomic pipeline.
+    pub atomic: bool,
+    /// Under `WATCH` of a key (an optimistic transaction).
+    pub watched: bool,
+    /// The whole call.
+    pub span: Span,
+    /// Where the method or command name stands (first line of a split call).
+    pub name_span: Span,
+    pub client: Client,
+}
+
+/// A place where a failed or null acquisition is treated as "acquired"
+/// (`.unwrap_or(true)`, `Err(_) => true`, `acquired == null || acquired`, …).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FailOpen {
+    pub span: Span,
+    /// The key of the acquire whose failure is turned into success.
+    pub key: KeyExpr,
+    pub scope: ScopeId,
+    pub client: Client,
+}
+
+/// An argument of a `redis.call` inside a Lua script.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LuaArg {
+    /// `KEYS[i]` (1-based), or a local alias of it.
+    Keys(u32),
+    /// `ARGV[i]` (1-based), or a local alias of it.
+    Argv(u32),
+    /// A string or number literal.
+    Literal(String),
+    /// Anything else.
+    Other,
+}
+
+/// One `redis.call`/`redis.pcall` in a script.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LuaCall {
+    /// The command, lower-cased (`"del"`, `"pexpire"`, …); `"?"` when not a literal.
+    pub command: String,
+    pub args: Vec<LuaArg>,
+    /// The call runs only after the stored value was compared with an `ARGV`
+    /// (or an alias of one): the ownership check of a safe release.
+    pub guarded: bool,
+    /// Byte range of the call inside the script text.
+    pub span: Span,
+}
+
+/// What the Lua analyser learned about one script text.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LuaFacts {
+    pub calls: Vec<LuaCall>,
+    /// The script did not lex/parse cleanly; calls are a best effort.
+    pub partial: bool,
+}
+
+/// A Lua script found in the file: a string literal handed to a script API,
+/// a script constant, or a whole `.lua` file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScriptFact {
+    /// The variable, constant or file stem it is known by (`RELEASE_SCRIPT`, `unlock`).
+    pub name: Option<String>,
+    /// The decoded script text.
+    pub text: String,
+    /// Anchors `(offset in text, byte offset in source)`, sorted by text
+    /// offset: a text offset maps to `source + (offset - text_anchor)` from
+    /// the last anchor at or before it.
+    pub anchors: Vec<(usize, usize)>,
+    pub lua: LuaFacts,
+    pub client: Client,
+}
+
+impl ScriptFact {
+    /// Maps a byte offset in the script text to a byte offset in the source.
+    pub fn to_source(&self, offset: usize) -> usize {
+        let idx = self.anchors.partition_point(|&(t, _)| t <= offset);
+        if idx == 0 {
+            return self.anchors.first().map(|a| a.1).unwrap_or(0);
+        }
+        let (t, s) = self.anchors[idx - 1];
+        s + (offset - t)
+    }
+}
+
+/// Everything one front-end learned about one file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileFacts {
+    pub language: Language,
+    pub scopes: Vec<Scope>,
+    pub ops: Vec<Op>,
+    pub scripts: Vec<ScriptFact>,
+    pub fail_opens: Vec<FailOpen>,
+    /// Notes for verbose output (e.g. "syn could not parse; pattern fallback").
+    pub notes: Vec<String>,
+}
+
+impl FileFacts {
+    pub fn new(language: Language) -> Self {
+        FileFacts {
+            language,
+            scopes: vec![Scope::default()],
+            ops: Vec::new(),
+            scripts: Vec::new(),
+            fail_opens: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    pub fn scope(&self, id: ScopeId) -> &Scope {
+        &self.scopes[id as usize]
+    }
+
+    /// Adds a scope and returns its id.
+    pub fn add_scope(&mut self, scope: Scope) -> ScopeId {
+        self.scopes.push(scope);
+        (self.scopes.len() - 1) as ScopeId
+    }
+}

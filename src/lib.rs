@@ -1,0 +1,19 @@
+//! locklint: finds misuse of Redis as a distributed lock.
+//!
+//! Pipeline: [`walk`] → [`prefilter`] → [`frontend`] (per language) →
+//! [`facts`] (language-neutral) → [`rules`] → filters → [`report`].
+//! See `ARCHITECTURE.md` at the repository root.
+
+pub mod advice;
+pub mod engine;
+pub mod facts;
+pub mod finding;
+pub mod frontend;
+pub mod prefilter;
+pub mod report;
+pub mod rules;
+pub mod walk;
+pub mod words;
+
+pub use engine::{check_paths, check_source, Settings};
+pub use finding::{FileError, Finding, Report, Severity};

@@ -1,0 +1,144 @@
+//! rustc/miette-style output: `error[LL002] unconditional-release`, the
+//! message, the excerpt with the span labelled, `help:` and `note:`.
+
+use super::{EmitOptions, Emitter};
+use crate::finding::{Finding, Report, Severity};
+use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource};
+use std::fmt;
+use std::io::{self, Write};
+use std::sync::Arc;
+
+pub struct Human;
+
+/// One finding as a miette diagnostic.
+struct Diag<'a> {
+    f: &'a Finding,
+    src: NamedSource<Arc<str>>,
+}
+
+impl fmt::Debug for Diag<'_> {
+    fn fmt(&self, fm: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(fm, "{}", self.f.message)
+    }
+}
+
+impl fmt::Display for Diag<'_> {
+    fn fmt(&self, fm: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(fm, "{}", self.f.message)
+    }
+}
+
+impl std::error::Error for Diag<'_> {}
+
+impl miette::Diagnostic for Diag<'_> {
+    fn code<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        Some(Box::new(format!("{} {}", self.f.code, self.f.name)))
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.f.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+        })
+    }
+
+    fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        let mut h = self.f.help.clone();
+        if let Some(n) = &self.f.note {
+            h.push_str("\nnote: ");
+            h.push_str(n);
+        }
+        Some(Box::new(h))
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        Some(&self.src)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        let f = self.f;
+        let primary = LabeledSpan::new_primary_with_span(
+            Some(f.label.clone()),
+            (f.span.start, f.span.end - f.span.start),
+        );
+        let rest = f.labels.iter().map(|l| {
+            LabeledSpan::new_with_span(
+                Some(l.text.clone()),
+                (l.span.start, l.span.end - l.span.start),
+            )
+        });
+        Some(Box::new(std::iter::once(primary).chain(rest)))
+    }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("{n} {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+impl Emitter for Human {
+    fn emit(&self, report: &Report, opts: &EmitOptions, out: &mut dyn Write) -> io::Result<()> {
+        let theme = if opts.color {
+            GraphicalTheme::unicode()
+        } else {
+            GraphicalTheme::unicode_nocolor()
+        };
+        let handler = GraphicalReportHandler::new_themed(theme)
+            .with_width(100)
+            .with_context_lines(1);
+        if !opts.quiet {
+            for f in &report.findings {
+                let text = report
+                    .sources
+                    .get(&f.path)
+                    .cloned()
+                    .unwrap_or_else(|| Arc::from(""));
+                let diag = Diag {
+                    f,
+                    src: NamedSource::new(format!("{}:{}:{}", f.path, f.line, f.column), text),
+                };
+                let mut s = String::new();
+                if handler.render_report(&mut s, &diag).is_err() {
+                    s = format!(
+                        "{}[{}] {}: {}:{}:{}\n",
+                        f.severity.as_str(),
+                        f.code,
+                        f.message,
+                        f.path,
+                        f.line,
+                        f.column
+                    );
+                }
+                writeln!(out, "{s}")?;
+            }
+            if opts.verbose {
+                for (path, note) in &report.notes {
+                    writeln!(out, "note: {path}: {note}")?;
+                }
+            }
+        }
+        for e in &report.errors {
+            writeln!(out, "error: {}: {}", e.path, e.message)?;
+        }
+        let (errs, warns) = (
+            report.count(Severity::Error),
+            report.count(Severity::Warning),
+        );
+        if errs + warns == 0 {
+            writeln!(out, "no findings in {} files", report.files_scanned)?;
+        } else {
+            writeln!(
+                out,
+                "{}, {} in {} of {} files",
+                plural(errs, "error"),
+                plural(warns, "warning"),
+                report.files_with_findings(),
+                report.files_scanned
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,80 @@
+//! The stable JSON format of SPEC §5.
+
+use super::{EmitOptions, Emitter};
+use crate::finding::{Report, Severity};
+use serde::Serialize;
+use std::io::{self, Write};
+
+pub struct Json;
+
+#[derive(Serialize)]
+struct Out<'a> {
+    version: &'static str,
+    summary: Summary,
+    findings: Vec<JsonFinding<'a>>,
+    errors: &'a [crate::finding::FileError],
+}
+
+#[derive(Serialize)]
+struct Summary {
+    files_scanned: usize,
+    files_with_findings: usize,
+    errors: usize,
+    warnings: usize,
+    duration_ms: u64,
+}
+
+#[derive(Serialize)]
+struct JsonFinding<'a> {
+    code: &'a str,
+    name: &'a str,
+    severity: Severity,
+    path: &'a str,
+    line: usize,
+    column: usize,
+    end_line: usize,
+    end_column: usize,
+    message: &'a str,
+    help: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<&'a str>,
+    language: crate::facts::Language,
+    fingerprint: &'a str,
+}
+
+impl Emitter for Json {
+    fn emit(&self, report: &Report, _opts: &EmitOptions, out: &mut dyn Write) -> io::Result<()> {
+        let doc = Out {
+            version: env!("CARGO_PKG_VERSION"),
+            summary: Summary {
+                files_scanned: report.files_scanned,
+                files_with_findings: report.files_with_findings(),
+                errors: report.count(Severity::Error),
+                warnings: report.count(Severity::Warning),
+                duration_ms: report.duration_ms,
+            },
+            findings: report
+                .findings
+                .iter()
+                .map(|f| JsonFinding {
+                    code: f.code,
+                    name: f.name,
+                    severity: f.severity,
+                    path: &f.path,
+                    line: f.line,
+                    column: f.column,
+                    end_line: f.end_line,
+                    end_column: f.end_column,
+                    message: &f.message,
+                    help: &f.help,
+                    note: f.note.as_deref(),
+                    language: f.language,
+                    fingerprint: &f.fingerprint,
+                })
+                .collect(),
+            errors: &report.errors,
+        };
+        serde_json::to_writer_pretty(&mut *out, &doc)?;
+        writeln!(out)
+    }
+}

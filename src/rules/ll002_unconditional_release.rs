@@ -1,0 +1,73 @@
+use super::{Context, Diagnostic, Rule, RuleMeta};
+use crate::advice;
+use crate::facts::{Op, OpKind};
+use crate::finding::Severity;
+
+/// Flags a `DEL`/`UNLINK` of a lock key that does not check ownership.
+/// See the markdown beside this file.
+pub struct UnconditionalRelease;
+
+static META: RuleMeta = RuleMeta {
+    code: "LL002",
+    name: "unconditional-release",
+    severity: Severity::Error,
+    summary: "a lock is released with a plain DEL/UNLINK that can delete another holder's lock",
+    doc: include_str!("ll002_unconditional_release.md"),
+};
+
+/// A release in the acquire function right after its own set-if-absent
+/// (and before or instead of a TTL), nested deeper than the acquire: the
+/// rollback of a failed EXPIRE, part of the LL003 sequence.
+pub(super) fn is_rollback(cx: &Context, release: &Op) -> bool {
+    for prev in cx.earlier_in_scope(release) {
+        if !cx.same_key(prev, release) {
+            continue;
+        }
+        match prev.kind {
+            OpKind::Expire => continue,
+            OpKind::Acquire { expiry: false } => return release.depth > prev.depth,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// The release is preceded in its function by a GET of the same key (LL005's case).
+pub(super) fn get_before(cx: &Context, release: &Op) -> bool {
+    cx.earlier_in_scope(release)
+        .any(|o| o.kind == OpKind::Get && cx.same_key(o, release))
+}
+
+impl Rule for UnconditionalRelease {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
+        for op in cx.ops() {
+            if op.kind != (OpKind::Release { checked: false }) || op.watched {
+                continue;
+            }
+            if !cx.is_lock_key(op) || cx.deliberate_scope(op.scope) {
+                continue;
+            }
+            if get_before(cx, op) || is_rollback(cx, op) {
+                continue;
+            }
+            let acquire = cx.any_same_key(op, |o| matches!(o.kind, OpKind::Acquire { .. }));
+            out.push(Diagnostic {
+                span: Context::call_span(op),
+                message: format!(
+                    "lock `{}` is released without checking that this process still owns it: if the TTL ran out and another process took the lock, this deletes theirs",
+                    op.key.display()
+                ),
+                label: "deletes whoever holds the lock now".into(),
+                help: advice::release(op.client, cx.target),
+                note: Some(advice::LEASE_NOTE.into()),
+                labels: acquire
+                    .map(|a| vec![(Context::call_span(a), "the lock is taken here".to_string())])
+                    .unwrap_or_default(),
+            });
+        }
+    }
+}

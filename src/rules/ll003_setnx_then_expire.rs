@@ -1,0 +1,69 @@
+use super::{Context, Diagnostic, Rule, RuleMeta};
+use crate::advice;
+use crate::facts::{Op, OpKind};
+use crate::finding::Severity;
+
+/// Flags a set-if-absent without expiry followed by a separate EXPIRE of the
+/// same key. See the markdown beside this file.
+pub struct SetnxThenExpire;
+
+static META: RuleMeta = RuleMeta {
+    code: "LL003",
+    name: "setnx-then-expire",
+    severity: Severity::Error,
+    summary: "SETNX and EXPIRE are two commands: a crash between them, or a waiter inside MULTI, breaks the TTL",
+    doc: include_str!("ll003_setnx_then_expire.md"),
+};
+
+/// The first EXPIRE of the same key after `acquire` in its function.
+pub(super) fn following_expire<'a>(cx: &Context<'a>, acquire: &'a Op) -> Option<&'a Op> {
+    cx.later_in_scope(acquire)
+        .find(|o| o.kind == OpKind::Expire && cx.same_key(o, acquire))
+}
+
+impl Rule for SetnxThenExpire {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
+        for op in cx.ops() {
+            if op.kind != (OpKind::Acquire { expiry: false }) {
+                continue;
+            }
+            let Some(expire) = following_expire(cx, op) else {
+                continue;
+            };
+            let key = op.key.display();
+            let (message, label) = if op.atomic && expire.atomic {
+                (
+                    format!(
+                        "lock `{key}` is taken with SETNX and given its TTL by an EXPIRE in the same transaction: the EXPIRE runs even when SETNX failed, so every waiter refreshes the TTL of the current holder's lock, and waiters that retry keep a crashed holder's lock alive forever"
+                    ),
+                    "the EXPIRE in this transaction runs whether or not SETNX succeeded".to_string(),
+                )
+            } else {
+                (
+                    format!(
+                        "lock `{key}` is taken with a set-if-absent and given its TTL by a separate EXPIRE: if the process dies between the two commands the lock never expires"
+                    ),
+                    "a crash after this command leaves the lock without TTL".to_string(),
+                )
+            };
+            out.push(Diagnostic {
+                span: Context::call_span(op),
+                message,
+                label,
+                help: format!(
+                    "take the lock and its TTL in one command, with a unique token:\n{}",
+                    advice::acquire(op.client)
+                ),
+                note: None,
+                labels: vec![(
+                    Context::call_span(expire),
+                    "the TTL is set separately here".into(),
+                )],
+            });
+        }
+    }
+}

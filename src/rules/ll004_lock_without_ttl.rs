@@ -1,0 +1,48 @@
+use super::ll003_setnx_then_expire::following_expire;
+use super::{Context, Diagnostic, Rule, RuleMeta};
+use crate::advice;
+use crate::facts::OpKind;
+use crate::finding::Severity;
+
+/// Flags a lock acquired with no expiry at all. See the markdown beside this file.
+pub struct LockWithoutTtl;
+
+static META: RuleMeta = RuleMeta {
+    code: "LL004",
+    name: "lock-without-ttl",
+    severity: Severity::Error,
+    summary: "a lock is acquired without a TTL: a crashed holder keeps it forever",
+    doc: include_str!("ll004_lock_without_ttl.md"),
+};
+
+impl Rule for LockWithoutTtl {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
+        for op in cx.ops() {
+            if op.kind != (OpKind::Acquire { expiry: false }) || following_expire(cx, op).is_some()
+            {
+                continue;
+            }
+            if !cx.used_as_lock(op) {
+                continue;
+            }
+            out.push(Diagnostic {
+                span: Context::call_span(op),
+                message: format!(
+                    "lock `{}` is acquired without a TTL: if the holder crashes before releasing it, no one can ever take it again",
+                    op.key.display()
+                ),
+                label: "no expiry".into(),
+                help: format!(
+                    "give the lock a TTL in the same command, with a unique token:\n{}",
+                    advice::acquire(op.client)
+                ),
+                note: None,
+                labels: Vec::new(),
+            });
+        }
+    }
+}

@@ -1,0 +1,123 @@
+use super::{Context, Diagnostic, Rule, RuleMeta};
+use crate::advice;
+use crate::facts::{LuaArg, LuaCall, OpKind, ScriptFact, Span};
+use crate::finding::Severity;
+use crate::words;
+
+/// Flags a Lua release/extend script that deletes or extends `KEYS[i]`
+/// without first comparing the stored value with an `ARGV`. See the markdown
+/// beside this file.
+pub struct UnsafeReleaseScript;
+
+static META: RuleMeta = RuleMeta {
+    code: "LL006",
+    name: "unsafe-release-script",
+    severity: Severity::Error,
+    summary: "a Lua release or extend script deletes or extends the lock without comparing its value with the caller's token",
+    doc: include_str!("ll006_unsafe_release_script.md"),
+};
+
+/// Commands that make a script an acquire script, a counter or a rate
+/// limiter: it creates or counts the key in the same run.
+const CREATES: &[&str] = &[
+    "incr",
+    "incrby",
+    "incrbyfloat",
+    "decr",
+    "decrby",
+    "hincrby",
+    "hincrbyfloat",
+    "zadd",
+    "sadd",
+    "hset",
+    "hsetnx",
+    "hmset",
+    "setnx",
+    "lpush",
+    "rpush",
+    "pfadd",
+    "exists",
+    "zincrby",
+    "xadd",
+    "set",
+];
+
+fn is_release_or_extend(call: &LuaCall) -> bool {
+    match call.command.as_str() {
+        "del" | "unlink" | "expire" | "pexpire" | "expireat" | "pexpireat" => true,
+        "set" => call.args.iter().any(|a| matches!(a, LuaArg::Literal(s) if matches!(s.to_ascii_lowercase().as_str(), "px" | "ex" | "pxat" | "exat" | "keepttl"))),
+        _ => false,
+    }
+}
+
+/// The script creates or counts the key: `set … nx`, `exists`, `incr`, … —
+/// but a `set … xx`/`set … px` that only rewrites the lock is not creation.
+fn creates(call: &LuaCall) -> bool {
+    if call.command == "set" {
+        return call
+            .args
+            .iter()
+            .any(|a| matches!(a, LuaArg::Literal(s) if s.eq_ignore_ascii_case("nx")))
+            || !is_release_or_extend(call)
+                && !call
+                    .args
+                    .iter()
+                    .any(|a| matches!(a, LuaArg::Literal(s) if s.eq_ignore_ascii_case("xx")));
+    }
+    CREATES.contains(&call.command.as_str())
+}
+
+impl UnsafeReleaseScript {
+    fn is_release_context(cx: &Context, id: usize, script: &ScriptFact) -> bool {
+        script
+            .name
+            .as_deref()
+            .is_some_and(words::is_release_or_extend_name)
+            || cx.ops().any(|o| {
+                matches!(o.kind, OpKind::Eval { script: Some(s) } if s as usize == id)
+                    && cx.is_lock_key(o)
+            })
+    }
+}
+
+impl Rule for UnsafeReleaseScript {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
+        for (id, script) in cx.facts.scripts.iter().enumerate() {
+            let calls = &script.lua.calls;
+            if calls.iter().any(creates) || !Self::is_release_context(cx, id, script) {
+                continue;
+            }
+            for call in calls {
+                if call.guarded
+                    || !is_release_or_extend(call)
+                    || !matches!(call.args.first(), Some(LuaArg::Keys(_)))
+                {
+                    continue;
+                }
+                let start = script.to_source(call.span.start);
+                let end = script.to_source(call.span.end.max(call.span.start));
+                let extend = call.command != "del" && call.command != "unlink";
+                out.push(Diagnostic {
+                    span: Span::new(start, end.max(start)),
+                    message: if extend {
+                        format!("this script extends the lock with `{}` without first comparing the stored value with the caller's token (an ARGV): it extends whoever holds the lock now", call.command)
+                    } else {
+                        format!("this script deletes the lock with `{}` without first comparing the stored value with the caller's token (an ARGV): it releases whoever holds the lock now", call.command)
+                    },
+                    label: "no ownership check before this call".into(),
+                    help: if extend {
+                        format!("compare before extending:\n{}", advice::EXTEND_SCRIPT)
+                    } else {
+                        format!("compare before deleting:\n{}", advice::RELEASE_SCRIPT)
+                    },
+                    note: None,
+                    labels: Vec::new(),
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,56 @@
+use super::{Context, Diagnostic, Rule, RuleMeta};
+use crate::advice;
+use crate::facts::OpKind;
+use crate::finding::Severity;
+
+/// Flags an EXPIRE/PEXPIRE (or `SET … XX PX`, or a plain `SET … PX`) of a
+/// lock key outside its acquire sequence. See the markdown beside this file.
+pub struct UnconditionalExtend;
+
+static META: RuleMeta = RuleMeta {
+    code: "LL007",
+    name: "unconditional-extend",
+    severity: Severity::Warning,
+    summary: "a lock's lease is extended (or overwritten) without checking that this process still owns it",
+    doc: include_str!("ll007_unconditional_extend.md"),
+};
+
+impl Rule for UnconditionalExtend {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
+        for op in cx.ops() {
+            let overwrite = match op.kind {
+                OpKind::Expire => false,
+                OpKind::Set { expiry: true } => true,
+                _ => continue,
+            };
+            if op.watched || !cx.is_lock_key(op) || cx.deliberate_scope(op.scope) {
+                continue;
+            }
+            // Part of the acquire sequence: LL003 (or the acquire itself) speaks for it.
+            let in_acquire = cx
+                .earlier_in_scope(op)
+                .any(|o| matches!(o.kind, OpKind::Acquire { expiry: false }) && cx.same_key(o, op));
+            if in_acquire {
+                continue;
+            }
+            // A plain SET with a TTL is only an overwrite of a key that is taken
+            // with set-if-absent somewhere, or named like a lock.
+            out.push(Diagnostic {
+                span: Context::call_span(op),
+                message: if overwrite {
+                    format!("lock `{}` is overwritten with a plain SET and a TTL, without NX or an ownership check: it replaces whoever holds the lock now", op.key.display())
+                } else {
+                    format!("the lease of lock `{}` is extended without checking that this process still owns it: a watchdog like this extends the lock of whoever holds it now", op.key.display())
+                },
+                label: if overwrite { "overwrites the current holder".into() } else { "extends whoever holds the lock".into() },
+                help: advice::extend(op.client),
+                note: Some(advice::LEASE_NOTE.into()),
+                labels: Vec::new(),
+            });
+        }
+    }
+}

@@ -1,0 +1,49 @@
+use super::{Context, Diagnostic, Rule, RuleMeta};
+use crate::advice;
+use crate::facts::{OpKind, ValueExpr};
+use crate::finding::Severity;
+
+/// Flags a lock value that is not unique across processes. See the markdown
+/// beside this file.
+pub struct WeakLockToken;
+
+static META: RuleMeta = RuleMeta {
+    code: "LL009",
+    name: "weak-lock-token",
+    severity: Severity::Warning,
+    summary:
+        "a lock's token (thread id, pid, host name, time, counter) is not unique across processes",
+    doc: include_str!("ll009_weak_lock_token.md"),
+};
+
+impl Rule for WeakLockToken {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
+        for op in cx.ops() {
+            let (OpKind::Acquire { .. }, Some(ValueExpr::Weak(what))) = (&op.kind, &op.value)
+            else {
+                continue;
+            };
+            if !cx.used_as_lock(op) {
+                continue;
+            }
+            out.push(Diagnostic {
+                span: Context::call_span(op),
+                message: format!(
+                    "lock `{}` uses {what} as its token: it is not unique across processes and hosts, so two holders can carry the same token and release each other's lock",
+                    op.key.display()
+                ),
+                label: format!("{what} is not a unique token"),
+                help: format!(
+                    "use a UUID or 16+ random bytes per acquisition:\n{}",
+                    advice::acquire(op.client)
+                ),
+                note: None,
+                labels: Vec::new(),
+            });
+        }
+    }
+}

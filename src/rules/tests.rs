@@ -1,0 +1,301 @@
+//! Rule unit tests over hand-built facts: the rules never see source text.
+
+use super::*;
+use crate::advice::Target;
+use crate::facts::*;
+
+struct B {
+    facts: FileFacts,
+    order: u32,
+}
+
+impl B {
+    fn new() -> Self {
+        B {
+            facts: FileFacts::new(Language::Rust),
+            order: 0,
+        }
+    }
+    fn scope(&mut self, name: &str) -> ScopeId {
+        self.facts.add_scope(Scope {
+            name: name.into(),
+            owner: None,
+            is_test: false,
+        })
+    }
+    fn op(
+        &mut self,
+        scope: ScopeId,
+        kind: OpKind,
+        key: KeyExpr,
+        value: Option<ValueExpr>,
+    ) -> &mut Op {
+        self.order += 1;
+        let at = self.order as usize * 10;
+        self.facts.ops.push(Op {
+            kind,
+            key,
+            value,
+            scope,
+            order: self.order,
+            depth: 0,
+            atomic: false,
+            watched: false,
+            span: Span::new(at, at + 5),
+            name_span: Span::new(at, at + 3),
+            client: Client::RedisRs,
+        });
+        self.facts.ops.last_mut().unwrap()
+    }
+    fn run(&self) -> Vec<(&'static str, usize)> {
+        let cx = Context::new(&self.facts, "app", &[], Target::default());
+        let mut v: Vec<_> = run_all(&cx, |_| true)
+            .into_iter()
+            .map(|(m, d)| (m.code, d.span.start))
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+fn lockkey() -> KeyExpr {
+    let mut k = KeyExpr::lit("lock:");
+    k.push(KeyPart::Var("id".into()));
+    k.idents.push("id".into());
+    k
+}
+
+#[test]
+fn constant_value_and_plain_del() {
+    let mut b = B::new();
+    let f = b.scope("run");
+    b.op(
+        f,
+        OpKind::Acquire { expiry: true },
+        lockkey(),
+        Some(ValueExpr::Constant("\"1\"".into())),
+    );
+    b.op(f, OpKind::Release { checked: false }, lockkey(), None);
+    assert_eq!(b.run(), vec![("LL001", 10), ("LL002", 20)]);
+}
+
+#[test]
+fn dedup_window_is_silent() {
+    let mut b = B::new();
+    let f = b.scope("handle");
+    b.op(
+        f,
+        OpKind::Acquire { expiry: true },
+        KeyExpr::lit("dedup:evt"),
+        Some(ValueExpr::Constant("1".into())),
+    );
+    assert_eq!(b.run(), vec![]);
+}
+
+#[test]
+fn cache_invalidation_is_silent() {
+    let mut b = B::new();
+    let f = b.scope("update_user");
+    b.op(
+        f,
+        OpKind::Release { checked: false },
+        KeyExpr::lit("user:42"),
+        None,
+    );
+    assert_eq!(b.run(), vec![]);
+}
+
+#[test]
+fn setnx_expire_is_ll003_not_ll004() {
+    let mut b = B::new();
+    let f = b.scope("acquire");
+    b.op(
+        f,
+        OpKind::Acquire { expiry: false },
+        lockkey(),
+        Some(ValueExpr::Unique),
+    );
+    b.op(f, OpKind::Expire, lockkey(), None);
+    assert_eq!(b.run(), vec![("LL003", 10)]);
+}
+
+#[test]
+fn no_ttl_is_ll004() {
+    let mut b = B::new();
+    let f = b.scope("acquire");
+    b.op(
+        f,
+        OpKind::Acquire { expiry: false },
+        lockkey(),
+        Some(ValueExpr::Unique),
+    );
+    assert_eq!(b.run(), vec![("LL004", 10)]);
+}
+
+#[test]
+fn idempotency_marker_is_silent() {
+    let mut b = B::new();
+    let f = b.scope("process");
+    b.op(
+        f,
+        OpKind::Acquire { expiry: false },
+        KeyExpr::lit("processed:order"),
+        Some(ValueExpr::Constant("1".into())),
+    );
+    assert_eq!(b.run(), vec![]);
+}
+
+#[test]
+fn get_then_del_is_ll005_only() {
+    let mut b = B::new();
+    let f = b.scope("release");
+    b.op(f, OpKind::Get, lockkey(), None);
+    b.op(f, OpKind::Release { checked: false }, lockkey(), None);
+    assert_eq!(b.run(), vec![("LL005", 20)]);
+}
+
+#[test]
+fn watched_release_is_checked() {
+    let mut b = B::new();
+    let f = b.scope("release");
+    b.op(f, OpKind::Get, lockkey(), None).watched = true;
+    b.op(f, OpKind::Release { checked: false }, lockkey(), None)
+        .watched = true;
+    assert_eq!(b.run(), vec![]);
+}
+
+#[test]
+fn force_release_is_deliberate() {
+    let mut b = B::new();
+    let f = b.scope("force_unlock");
+    b.op(f, OpKind::Release { checked: false }, lockkey(), None);
+    assert_eq!(b.run(), vec![]);
+}
+
+#[test]
+fn bare_parameter_needs_a_lock_pair_across_functions() {
+    let mut b = B::new();
+    let put = b.scope("put_if_absent");
+    let del = b.scope("delete");
+    b.op(
+        put,
+        OpKind::Acquire { expiry: true },
+        KeyExpr::var("key"),
+        Some(ValueExpr::Unknown),
+    );
+    b.op(
+        del,
+        OpKind::Release { checked: false },
+        KeyExpr::var("key"),
+        None,
+    );
+    assert_eq!(b.run(), vec![]);
+
+    let mut b = B::new();
+    let lock = b.scope("try_lock");
+    let unlock = b.scope("unlock");
+    b.op(
+        lock,
+        OpKind::Acquire { expiry: true },
+        KeyExpr::var("key"),
+        Some(ValueExpr::Unknown),
+    );
+    b.op(
+        unlock,
+        OpKind::Release { checked: false },
+        KeyExpr::var("key"),
+        None,
+    );
+    assert_eq!(b.run(), vec![("LL002", 20)]);
+}
+
+#[test]
+fn rollback_of_failed_expire_is_not_ll002() {
+    let mut b = B::new();
+    let f = b.scope("acquire");
+    b.op(
+        f,
+        OpKind::Acquire { expiry: false },
+        lockkey(),
+        Some(ValueExpr::Unique),
+    );
+    b.op(f, OpKind::Expire, lockkey(), None);
+    b.op(f, OpKind::Release { checked: false }, lockkey(), None)
+        .depth = 1;
+    assert_eq!(b.run(), vec![("LL003", 10)]);
+}
+
+#[test]
+fn bare_extend_is_ll007_and_weak_token_ll009() {
+    let mut b = B::new();
+    let a = b.scope("acquire");
+    let w = b.scope("watchdog");
+    b.op(
+        a,
+        OpKind::Acquire { expiry: true },
+        lockkey(),
+        Some(ValueExpr::Weak("a thread id".into())),
+    );
+    b.op(w, OpKind::Expire, lockkey(), None);
+    assert_eq!(b.run(), vec![("LL007", 20), ("LL009", 10)]);
+}
+
+#[test]
+fn unsafe_release_script_is_ll006_only() {
+    let mut b = B::new();
+    let f = b.scope("unlock");
+    b.facts.scripts.push(ScriptFact {
+        name: Some("UNLOCK".into()),
+        text: "return redis.call('del', KEYS[1])".into(),
+        anchors: vec![(0, 100)],
+        lua: LuaFacts {
+            calls: vec![LuaCall {
+                command: "del".into(),
+                args: vec![LuaArg::Keys(1)],
+                guarded: false,
+                span: Span::new(7, 33),
+            }],
+            partial: false,
+        },
+        client: Client::RedisRs,
+    });
+    b.op(f, OpKind::Eval { script: Some(0) }, lockkey(), None);
+    assert_eq!(b.run(), vec![("LL006", 107)]);
+    b.facts.scripts[0].lua.calls[0].guarded = true;
+    assert_eq!(b.run(), vec![]);
+}
+
+#[test]
+fn fail_open_needs_a_lock() {
+    let mut b = B::new();
+    let f = b.scope("acquire");
+    b.facts.fail_opens.push(FailOpen {
+        span: Span::new(50, 60),
+        key: lockkey(),
+        scope: f,
+        client: Client::RedisRs,
+    });
+    assert_eq!(b.run(), vec![("LL008", 50)]);
+    b.facts.fail_opens[0].key = KeyExpr::lit("ratelimit:ip");
+    assert_eq!(b.run(), vec![]);
+}
+
+#[test]
+fn every_rule_has_documented_sections() {
+    for r in all() {
+        let m = r.meta();
+        for s in [
+            "What it does",
+            "Why is this bad?",
+            "Example",
+            "Use instead",
+            "What the fix does not solve",
+        ] {
+            assert!(
+                m.section(s).is_some_and(|t| !t.is_empty()),
+                "{} lacks section {s}",
+                m.code
+            );
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! Turns the paths of the command line into the list of files to scan.
+//! Folders are walked in parallel with the `ignore` crate (`.gitignore`,
+//! `.ignore`, hidden files skipped); explicitly named files are always taken.
+
+use crate::facts::Language;
+use crate::finding::FileError;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// A file to scan: the path to open and the path to print.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Entry {
+    pub display: String,
+    pub path: PathBuf,
+    pub language: Language,
+    /// Named on the command line (never excluded).
+    pub explicit: bool,
+}
+
+/// Walks `paths` and returns the files locklint reads, sorted by display
+/// path, plus an error for each path that does not exist or cannot be walked.
+pub fn collect(paths: &[PathBuf], threads: usize) -> (Vec<Entry>, Vec<FileError>) {
+    let files = Mutex::new(Vec::new());
+    let errors = Mutex::new(Vec::new());
+    for root in paths {
+        let meta = std::fs::metadata(root);
+        match meta {
+            Err(e) => errors.lock().unwrap().push(FileError {
+                path: root.display().to_string(),
+                message: io_cause(&e),
+            }),
+            Ok(m) if m.is_file() => {
+                let language = Language::from_path(root).or_else(|| sniff_shell(root));
+                if let Some(language) = language {
+                    files.lock().unwrap().push(Entry {
+                        display: root.display().to_string(),
+                        path: root.clone(),
+                        language,
+                        explicit: true,
+                    });
+                }
+            }
+            Ok(_) => walk_dir(root, threads, &files, &errors),
+        }
+    }
+    let mut files = files.into_inner().unwrap();
+    let mut errors = errors.into_inner().unwrap();
+    files.sort();
+    files.dedup_by(|a, b| a.path == b.path);
+    errors.sort();
+    (files, errors)
+}
+
+fn walk_dir(
+    root: &Path,
+    threads: usize,
+    files: &Mutex<Vec<Entry>>,
+    errors: &Mutex<Vec<FileError>>,
+) {
+    let walker = ignore::WalkBuilder::new(root)
+        .threads(threads.max(1))
+        .follow_links(false)
+        .require_git(false)
+        .build_parallel();
+    walker.run(|| {
+        Box::new(|res| {
+            match res {
+                Ok(entry) => {
+                    if entry.file_type().is_some_and(|t| t.is_file()) {
+                        if let Some(language) = Language::from_path(entry.path()) {
+                            let display = entry.path().display().to_string();
+                            files.lock().unwrap().push(Entry {
+                                display,
+                                path: entry.path().to_path_buf(),
+                                language,
+                                explicit: false,
+                            });
+                        }
+                    }
+                }
+                Err(e) => {
+                    let path = match &e {
+                        ignore::Error::WithPath { path, .. } => path.display().to_string(),
+                        _ => root.display().to_string(),
+                    };
+                    errors.lock().unwrap().push(FileError {
+                        path,
+                        message: e.to_string(),
+                    });
+                }
+            }
+            ignore::WalkState::Continue
+        })
+    });
+}
+
+/// An explicitly named file without a known extension is read as a shell
+/// script when its first line is a shell shebang.
+fn sniff_shell(path: &Path) -> Option<Language> {
+    use std::io::Read;
+    let mut buf = [0u8; 64];
+    let n = std::fs::File::open(path).ok()?.read(&mut buf).ok()?;
+    let head = &buf[..n];
+    (head.starts_with(b"#!") && (head.windows(2).any(|w| w == b"sh"))).then_some(Language::Shell)
+}
+
+/// A short human cause for an I/O error ("No such file or directory").
+pub fn io_cause(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}

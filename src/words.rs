@@ -1,0 +1,306 @@
+//! Word-level helpers shared by front-ends and rules: "does this name read
+//! like a lock", "is this function a deliberate force-release", "is this
+//! value a unique or a weak token". Pure string functions, no language.
+
+use crate::facts::ValueExpr;
+
+/// Splits an identifier or literal into lower-case word parts on case
+/// changes, digits boundaries and the separators `_ - : . / { } $ # space`.
+/// `LOCK_PREFIX` → `lock prefix`, `lockKey` → `lock key`, `f"mutex:{id}"` →
+/// `f mutex id`, `HTTPLock` → `http lock`.
+pub fn word_parts(s: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut cur = String::new();
+    let chars: Vec<char> = s.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if !c.is_alphanumeric() {
+            if !cur.is_empty() {
+                parts.push(std::mem::take(&mut cur));
+            }
+            continue;
+        }
+        if c.is_uppercase() && !cur.is_empty() {
+            let prev = chars[i - 1];
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            if prev.is_lowercase() || prev.is_ascii_digit() || (prev.is_uppercase() && next_lower) {
+                parts.push(std::mem::take(&mut cur));
+            }
+        }
+        cur.extend(c.to_lowercase());
+    }
+    if !cur.is_empty() {
+        parts.push(cur);
+    }
+    parts
+}
+
+const LOCK_WORDS: &[&str] = &[
+    "lock",
+    "locks",
+    "mutex",
+    "mutexes",
+    "lease",
+    "leases",
+    "semaphore",
+    "semaphores",
+    "redlock",
+    "mutexkey",
+    "lockkey",
+];
+
+/// True when one word part of `s` is a lock word (`lock`, `mutex`, `lease`,
+/// `semaphore` or a plural). `blockKey`, `clock` and `release` are not.
+pub fn reads_like_lock(s: &str) -> bool {
+    word_parts(s)
+        .iter()
+        .any(|w| LOCK_WORDS.contains(&w.as_str()))
+}
+
+/// A function whose name says its deletion is deliberate: `forceRelease`,
+/// `force_unlock`, `reset_all`, `breakLock`, `clearLocks`.
+pub fn is_deliberate_release_fn(name: &str) -> bool {
+    let parts = word_parts(name);
+    match parts.first().map(String::as_str) {
+        Some("force" | "reset" | "clear" | "purge" | "wipe" | "flush") => true,
+        Some("break") => parts.iter().any(|p| p == "lock" || p == "locks"),
+        _ => false,
+    }
+}
+
+/// The two halves of a lock API: names that read like taking a lock.
+pub fn is_acquire_fn(name: &str) -> bool {
+    let parts = word_parts(name);
+    parts.iter().any(|p| {
+        matches!(
+            p.as_str(),
+            "lock" | "acquire" | "obtain" | "take" | "grab" | "claim" | "trylock" | "enter"
+        )
+    }) && !is_release_fn(name)
+}
+
+/// Names that read like giving a lock back.
+pub fn is_release_fn(name: &str) -> bool {
+    word_parts(name).iter().any(|p| {
+        matches!(
+            p.as_str(),
+            "unlock" | "release" | "free" | "drop" | "exit" | "leave" | "relinquish"
+        )
+    })
+}
+
+/// Names of scripts or files that release or extend a lock.
+pub fn is_release_or_extend_name(name: &str) -> bool {
+    word_parts(name).iter().any(|p| {
+        matches!(
+            p.as_str(),
+            "release"
+                | "unlock"
+                | "extend"
+                | "renew"
+                | "refresh"
+                | "prolong"
+                | "touch"
+                | "heartbeat"
+        )
+    }) || name.to_ascii_lowercase().contains("unlock")
+}
+
+/// Classifies a value by the words of the call or identifier that produced
+/// it: `Uuid::new_v4()`, `UUID.randomUUID()`, `uuid4()`, `crypto.randomUUID()`,
+/// `nanoid()`, `secrets.token_hex(16)` are unique; thread ids, pids, host
+/// names, clocks and counters are weak. `None` when the words say nothing.
+pub fn classify_value_words(text: &str) -> Option<ValueExpr> {
+    let lower = text.to_ascii_lowercase();
+    let parts = word_parts(text);
+    let has = |w: &str| parts.iter().any(|p| p == w);
+    const UNIQUE: &[&str] = &[
+        "uuid",
+        "guid",
+        "nanoid",
+        "ulid",
+        "cuid",
+        "ksuid",
+        "xid",
+        "snowflake",
+    ];
+    if UNIQUE.iter().any(|w| lower.contains(w))
+        || lower.contains("random_uuid")
+        || lower.contains("randomuuid")
+        || lower.contains("token_hex")
+        || lower.contains("token_urlsafe")
+        || lower.contains("token_bytes")
+        || lower.contains("urandom")
+        || lower.contains("randombytes")
+        || lower.contains("random_bytes")
+        || lower.contains("securerandom")
+        || lower.contains("fill_bytes")
+        || lower.contains("thread_rng().gen")
+        || lower.contains("rand::random")
+        || lower.contains("getrandomvalues")
+        || lower.contains("newguid")
+        || lower.contains("str::random")
+        || lower.contains("bin2hex")
+    {
+        return Some(ValueExpr::Unique);
+    }
+    if has("thread") && (has("id") || has("current") || has("ident") || has("name"))
+        || lower.contains("threadid")
+        || lower.contains("get_ident")
+        || lower.contains("gettid")
+    {
+        return Some(ValueExpr::Weak("a thread id".into()));
+    }
+    if has("pid") || has("getpid") || lower.contains("process::id") || lower.contains("process.pid")
+    {
+        return Some(ValueExpr::Weak("a process id".into()));
+    }
+    if has("hostname") || has("gethostname") || lower.contains("host_name") {
+        return Some(ValueExpr::Weak("a host name".into()));
+    }
+    if has("now")
+        || has("time")
+        || has("millis")
+        || has("nanos")
+        || has("timestamp")
+        || lower.contains("currenttimemillis")
+        || lower.contains("nanotime")
+        || lower.contains("unixnano")
+        || lower.contains("unix_epoch")
+        || lower.contains("microtime")
+    {
+        return Some(ValueExpr::Weak("the current time".into()));
+    }
+    if lower.contains("math.random") || has("rand") || has("mt_rand") || has("randint") {
+        return Some(ValueExpr::Weak("a small random number".into()));
+    }
+    if has("counter")
+        || has("increment_and_get")
+        || lower.contains("incrementandget")
+        || lower.contains("fetch_add")
+    {
+        return Some(ValueExpr::Weak("a process-local counter".into()));
+    }
+    None
+}
+
+/// A literal that is a constant lock value: any literal at all. Kept as a
+/// function so front-ends agree on what text is stored.
+pub fn constant(text: &str) -> ValueExpr {
+    ValueExpr::Constant(text.to_string())
+}
+
+/// Test files by path convention (SPEC §1): `tests/`, `test/`, `spec/`,
+/// `__tests__/`, `*_test.go`, `*Test.java`, `*Tests.cs`, `test_*.py`,
+/// `*_spec.rb`, `*.test.ts`, `*.spec.ts` and the like.
+pub fn is_test_path(path: &std::path::Path) -> bool {
+    for comp in path.components() {
+        if let std::path::Component::Normal(c) = comp {
+            let c = c.to_string_lossy();
+            if matches!(
+                c.as_ref(),
+                "tests" | "test" | "spec" | "specs" | "__tests__" | "testing" | "testdata"
+            ) {
+                return true;
+            }
+        }
+    }
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return false;
+    };
+    let stem = name.split('.').next().unwrap_or("");
+    let lower = name.to_ascii_lowercase();
+    stem.ends_with("_test")
+        || stem.ends_with("Test")
+        || stem.ends_with("Tests")
+        || stem.ends_with("IT")
+        || stem.ends_with("_spec")
+        || stem.starts_with("test_")
+        || stem.ends_with("_tests")
+        || lower.contains(".test.")
+        || lower.contains(".spec.")
+        || lower == "conftest.py"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_words() {
+        assert_eq!(word_parts("LOCK_PREFIX"), vec!["lock", "prefix"]);
+        assert_eq!(word_parts("lockKey"), vec!["lock", "key"]);
+        assert_eq!(word_parts("HTTPLock"), vec!["http", "lock"]);
+        assert_eq!(word_parts("f\"mutex:{id}\""), vec!["f", "mutex", "id"]);
+    }
+
+    #[test]
+    fn lock_words() {
+        for yes in [
+            "LOCK_PREFIX",
+            "lockKey",
+            "lock:",
+            "mutex:{id}",
+            "locks",
+            "job-lease",
+            "Semaphore",
+        ] {
+            assert!(reads_like_lock(yes), "{yes}");
+        }
+        for no in [
+            "blockKey",
+            "clock",
+            "release",
+            "user:42",
+            "unlocked_at",
+            "deadlock_count",
+        ] {
+            assert!(!reads_like_lock(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn deliberate() {
+        assert!(is_deliberate_release_fn("forceRelease"));
+        assert!(is_deliberate_release_fn("reset_all"));
+        assert!(is_deliberate_release_fn("breakLock"));
+        assert!(!is_deliberate_release_fn("release"));
+        assert!(!is_deliberate_release_fn("unlock"));
+    }
+
+    #[test]
+    fn values() {
+        assert_eq!(
+            classify_value_words("Uuid::new_v4().to_string()"),
+            Some(ValueExpr::Unique)
+        );
+        assert_eq!(
+            classify_value_words("UUID.randomUUID().toString()"),
+            Some(ValueExpr::Unique)
+        );
+        assert!(matches!(
+            classify_value_words("Thread.currentThread().getId()"),
+            Some(ValueExpr::Weak(_))
+        ));
+        assert!(matches!(
+            classify_value_words("std::process::id()"),
+            Some(ValueExpr::Weak(_))
+        ));
+        assert!(matches!(
+            classify_value_words("System.currentTimeMillis()"),
+            Some(ValueExpr::Weak(_))
+        ));
+        assert_eq!(classify_value_words("token"), None);
+    }
+
+    #[test]
+    fn test_paths() {
+        use std::path::Path;
+        assert!(is_test_path(Path::new("src/tests/a.rs")));
+        assert!(is_test_path(Path::new("x/lock_test.go")));
+        assert!(is_test_path(Path::new("LockTest.java")));
+        assert!(is_test_path(Path::new("test_lock.py")));
+        assert!(is_test_path(Path::new("lock.spec.ts")));
+        assert!(!is_test_path(Path::new("src/lock.rs")));
+        assert!(!is_test_path(Path::new("src/latest.rs")));
+    }
+}
