@@ -57,8 +57,7 @@ fn for_each_code_byte(src: &str, mut f: impl FnMut(usize, u8)) {
                             break;
                         }
                         if b[j] == b'"'
-                            && b
-                                .get(j + 1..j + 1 + hashes)
+                            && b.get(j + 1..j + 1 + hashes)
                                 .is_some_and(|t| t.iter().all(|&h| h == b'#'))
                         {
                             j += 1 + hashes;

@@ -27,13 +27,33 @@ fn dump() {
     }
     for o in &f.ops {
         let at = text.get(o.name_span.start..o.span.end).unwrap_or("?");
-        eprintln!("{:?} key={} val={:?} scope={} depth={} atomic={} watched={} {:?} `{}`", o.kind, o.key.display(), o.value, o.scope, o.depth, o.atomic, o.watched, o.client, at);
+        eprintln!(
+            "{:?} key={} val={:?} scope={} depth={} atomic={} watched={} {:?} `{}`",
+            o.kind,
+            o.key.display(),
+            o.value,
+            o.scope,
+            o.depth,
+            o.atomic,
+            o.watched,
+            o.client,
+            at
+        );
     }
     for s in &f.scripts {
-        eprintln!("script {:?} calls={} text={:?}", s.name, s.lua.calls.len(), &s.text.chars().take(60).collect::<String>());
+        eprintln!(
+            "script {:?} calls={} text={:?}",
+            s.name,
+            s.lua.calls.len(),
+            &s.text.chars().take(60).collect::<String>()
+        );
     }
     for fo in &f.fail_opens {
-        eprintln!("failopen {} `{}`", fo.key.display(), text.get(fo.span.start..fo.span.end).unwrap_or("?"));
+        eprintln!(
+            "failopen {} `{}`",
+            fo.key.display(),
+            text.get(fo.span.start..fo.span.end).unwrap_or("?")
+        );
     }
     eprintln!("notes {:?}", f.notes);
 }

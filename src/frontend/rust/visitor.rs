@@ -357,12 +357,12 @@ impl SetFlags {
             match w.as_str() {
                 "NX" | "Nx" | "nx" => f.nx = true,
                 "XX" | "Xx" | "xx" => f.xx = true,
-                "PX" | "EX" | "PXAT" | "EXAT" | "Px" | "Ex" | "Pxat" | "Exat" | "px" | "ex"
-                | "pxat" | "exat" => {
+                "PX" | "EX" | "PXAT" | "EXAT" | "Px" | "Ex" | "Pxat" | "Exat" | "px" | "ex" | "pxat"
+                | "exat"
                     // `PX(0)` is no expiry.
-                    if words.get(i + 1).map(String::as_str) != Some("0") {
-                        f.expiry = true;
-                    }
+                    if words.get(i + 1).map(String::as_str) != Some("0") =>
+                {
+                    f.expiry = true;
                 }
                 "IFEQ" | "IfEq" | "ifeq" | "IFDEQ" => f.ifeq = true,
                 _ => {}
@@ -526,7 +526,10 @@ fn is_test_attrs(attrs: &[syn::Attribute]) -> bool {
             .last()
             .map(|s| s.ident.to_string())
             .unwrap_or_default();
-        if matches!(last.as_str(), "test" | "rstest" | "test_case" | "quickcheck") {
+        if matches!(
+            last.as_str(),
+            "test" | "rstest" | "test_case" | "quickcheck"
+        ) {
             return true;
         }
         if path.is_ident("cfg") {
@@ -672,7 +675,8 @@ impl<'f> Walker<'f, '_> {
 
     // --- scopes ----------------------------------------------------------
 
-    fn with_fn(&mut self, name: String, attrs: &[syn::Attribute], body: &syn::Block) {
+    fn with_fn(&mut self, sig: &syn::Signature, attrs: &[syn::Attribute], body: &syn::Block) {
+        let name = sig.ident.to_string();
         let is_test = self.in_test || is_test_attrs(attrs);
         let id = self.facts.add_scope(Scope {
             name,
@@ -684,6 +688,20 @@ impl<'f> Walker<'f, '_> {
         let saved_locals = std::mem::take(&mut self.locals);
         let saved_txns = std::mem::take(&mut self.txns);
         let saved_test = std::mem::replace(&mut self.in_test, is_test);
+        for input in &sig.inputs {
+            if let syn::FnArg::Typed(t) = input {
+                if let Some(pname) = pat_name(&t.pat) {
+                    let ty = t.ty.to_token_stream().to_string();
+                    self.locals.push(Local {
+                        key: KeyExpr::var(&pname),
+                        value: words::classify_value_words(&pname).unwrap_or(ValueExpr::Unknown),
+                        non_redis: NON_REDIS_TYPES.iter().any(|w| ty.contains(w)),
+                        name: pname,
+                        ..blank_local()
+                    });
+                }
+            }
+        }
         for s in &body.stmts {
             self.visit_stmt(s);
         }
@@ -811,7 +829,8 @@ impl<'f> Walker<'f, '_> {
                 }
                 KeyExpr::unknown()
             }
-            Expr::MethodCall(m) if matches!(&*m.receiver, Expr::Path(p) if p.path.is_ident("self")) => {
+            Expr::MethodCall(m) if matches!(&*m.receiver, Expr::Path(p) if p.path.is_ident("self")) =>
+            {
                 let args: Vec<&Expr> = m.args.iter().collect();
                 self.helper_key(&m.method.to_string(), &args, d, sub)
             }
@@ -1007,8 +1026,9 @@ impl<'f> Walker<'f, '_> {
                 }
                 if let Some((name, ce)) = self.const_expr(&p.path) {
                     return match self.value_d(ce, d + 1) {
-                        ValueExpr::Unknown => words::classify_value_words(&name)
-                            .unwrap_or(ValueExpr::Unknown),
+                        ValueExpr::Unknown => {
+                            words::classify_value_words(&name).unwrap_or(ValueExpr::Unknown)
+                        }
                         v => v,
                     };
                 }
@@ -1131,7 +1151,14 @@ impl<'f> Walker<'f, '_> {
 
     // --- emitting --------------------------------------------------------
 
-    fn emit(&mut self, f: Found, span: Span, name_span: Span, atomic: bool, script: Option<ScriptId>) {
+    fn emit(
+        &mut self,
+        f: Found,
+        span: Span,
+        name_span: Span,
+        atomic: bool,
+        script: Option<ScriptId>,
+    ) {
         if f.key.is_unknown() {
             return;
         }
@@ -1181,9 +1208,11 @@ impl<'f> Walker<'f, '_> {
 
     /// The key of the first acquire among ops pushed since `from`.
     fn acquire_since(&self, from: usize) -> Option<KeyExpr> {
-        self.facts.ops.get(from..)?.iter().find_map(|o| {
-            matches!(o.kind, OpKind::Acquire { .. }).then(|| o.key.clone())
-        })
+        self.facts
+            .ops
+            .get(from..)?
+            .iter()
+            .find_map(|o| matches!(o.kind, OpKind::Acquire { .. }).then(|| o.key.clone()))
     }
 
     // --- command tables --------------------------------------------------
@@ -1198,8 +1227,8 @@ impl<'f> Walker<'f, '_> {
             let parts = words::word_parts(&text);
             const NON_REDIS: &[&str] = &[
                 "map", "maps", "cache", "caches", "headers", "params", "env", "args", "json",
-                "row", "vec", "list", "dict", "table", "set", "sets", "cookies", "query",
-                "form", "config", "settings", "options", "attrs", "fields", "memo",
+                "row", "vec", "list", "dict", "table", "set", "sets", "cookies", "query", "form",
+                "config", "settings", "options", "attrs", "fields", "memo",
             ];
             if parts
                 .last()
@@ -1211,8 +1240,22 @@ impl<'f> Walker<'f, '_> {
                 return true;
             }
             const REDISH: &[&str] = &[
-                "redis", "con", "conn", "connection", "client", "pool", "pipe", "pipeline",
-                "rds", "trx", "tx", "txn", "multi", "manager", "cluster", "db",
+                "redis",
+                "con",
+                "conn",
+                "connection",
+                "client",
+                "pool",
+                "pipe",
+                "pipeline",
+                "rds",
+                "trx",
+                "tx",
+                "txn",
+                "multi",
+                "manager",
+                "cluster",
+                "db",
             ];
             if parts.iter().any(|p| REDISH.contains(&p.as_str())) {
                 return true;
@@ -1229,13 +1272,27 @@ impl<'f> Walker<'f, '_> {
     }
 
     /// A client method call (`con.set_nx(k, v)`, `Cmd::del(k)`).
-    fn method_ops(&mut self, name: &str, args: &[&Expr], recv: Option<&Expr>, atomic: bool) -> Vec<Found> {
+    fn method_ops(
+        &mut self,
+        name: &str,
+        args: &[&Expr],
+        recv: Option<&Expr>,
+        atomic: bool,
+    ) -> Vec<Found> {
         let n = args.len();
-        let key = |w: &Self| args.first().map(|a| w.key_of(a)).unwrap_or_else(KeyExpr::unknown);
+        let key = |w: &Self| {
+            args.first()
+                .map(|a| w.key_of(a))
+                .unwrap_or_else(KeyExpr::unknown)
+        };
         let ambiguous = |w: &Self, k: &KeyExpr| w.redis_evidence(recv, k, atomic);
         match (name, n) {
             ("set_nx" | "setnx", 2) => {
-                let c = if name == "setnx" { Some(Client::Fred) } else { None };
+                let c = if name == "setnx" {
+                    Some(Client::Fred)
+                } else {
+                    None
+                };
                 let mut f = Found::new(OpKind::Acquire { expiry: false }, key(self))
                     .value(self.value_of(args[1]));
                 f.client = c;
@@ -1254,7 +1311,9 @@ impl<'f> Walker<'f, '_> {
                 let exp = self.words_of(args[2]);
                 let opts = self.words_of(args[3]);
                 let has_exp = !exp.iter().any(|w| w == "None")
-                    && exp.iter().any(|w| w != "Some" && w != "Expiration" && w != "KEEPTTL")
+                    && exp
+                        .iter()
+                        .any(|w| w != "Some" && w != "Expiration" && w != "KEEPTTL")
                     && !exp.iter().any(|w| w == "KEEPTTL");
                 let mut flags = SetFlags::from_words(&opts);
                 flags.expiry = has_exp;
@@ -1263,16 +1322,18 @@ impl<'f> Walker<'f, '_> {
                     .client(Client::Fred)]
             }
             ("set_ex" | "pset_ex", 3) => {
-                vec![Found::new(OpKind::Set { expiry: true }, key(self)).value(self.value_of(args[1]))]
+                vec![Found::new(OpKind::Set { expiry: true }, key(self))
+                    .value(self.value_of(args[1]))]
             }
             ("setex" | "psetex", 3) => {
-                vec![Found::new(OpKind::Set { expiry: true }, key(self)).value(self.value_of(args[2]))]
+                vec![Found::new(OpKind::Set { expiry: true }, key(self))
+                    .value(self.value_of(args[2]))]
             }
             ("set_options", 3) => {
                 let flags = SetFlags::from_words(&self.words_of(args[2]));
                 vec![Found::new(flags.kind(), key(self)).value(self.value_of(args[1]))]
             }
-            ("set_with_options", 4) => {
+            ("set_with_options", 4..=6) => {
                 let mut w = self.words_of(args[2]);
                 w.extend(self.words_of(args[3]));
                 let flags = SetFlags::from_words(&w);
@@ -1349,7 +1410,9 @@ impl<'f> Walker<'f, '_> {
                 let Some(l) = links.iter().find(|l| l.method == "keys") else {
                     return vec![];
                 };
-                let Some(a) = l.args.first() else { return vec![] };
+                let Some(a) = l.args.first() else {
+                    return vec![];
+                };
                 let mut f = Found::new(OpKind::Eval { script: None }, self.first_key(a))
                     .client(Client::Rustis);
                 f.script = name == "eval";
@@ -1376,14 +1439,22 @@ impl<'f> Walker<'f, '_> {
     /// A raw command: `cmd("SET").arg(..)…`, `Cmd::new().arg("SET")…`.
     fn raw_ops(&mut self, name: &str, args: &[&Expr]) -> (Vec<Found>, Option<ScriptId>) {
         let upper = name.to_ascii_uppercase();
-        let key = |w: &Self| args.first().map(|a| w.key_of(a)).unwrap_or_else(KeyExpr::unknown);
+        let key = |w: &Self| {
+            args.first()
+                .map(|a| w.key_of(a))
+                .unwrap_or_else(KeyExpr::unknown)
+        };
         let value = |w: &Self, i: usize| args.get(i).map(|a| w.value_of(a));
         let mut script = None;
         let found = match upper.as_str() {
             "SET" if args.len() >= 2 => {
                 let words: Vec<String> = args[2..]
                     .iter()
-                    .map(|a| self.const_str(a).map(|s| s.to_ascii_uppercase()).unwrap_or_else(|| "?".into()))
+                    .map(|a| {
+                        self.const_str(a)
+                            .map(|s| s.to_ascii_uppercase())
+                            .unwrap_or_else(|| "?".into())
+                    })
                     .collect();
                 let flags = SetFlags::from_words(&words);
                 let mut f = Found::new(flags.kind(), key(self));
@@ -1406,13 +1477,16 @@ impl<'f> Walker<'f, '_> {
                 .collect(),
             "DELEX" => {
                 let checked = args[1.min(args.len())..].iter().any(|a| {
-                    self.const_str(a)
-                        .is_some_and(|s| s.eq_ignore_ascii_case("IFEQ") || s.eq_ignore_ascii_case("IFDEQ"))
+                    self.const_str(a).is_some_and(|s| {
+                        s.eq_ignore_ascii_case("IFEQ") || s.eq_ignore_ascii_case("IFDEQ")
+                    })
                 });
                 vec![Found::new(OpKind::Release { checked }, key(self))]
             }
             "DELIFEQ" => vec![Found::new(OpKind::Release { checked: true }, key(self))],
-            "EXPIRE" | "PEXPIRE" | "EXPIREAT" | "PEXPIREAT" => vec![Found::new(OpKind::Expire, key(self))],
+            "EXPIRE" | "PEXPIRE" | "EXPIREAT" | "PEXPIREAT" => {
+                vec![Found::new(OpKind::Expire, key(self))]
+            }
             "GET" => vec![Found::new(OpKind::Get, key(self))],
             "GETDEL" => vec![Found::new(OpKind::GetDel, key(self))],
             "GETSET" => vec![Found::new(OpKind::GetSet, key(self))],
@@ -1469,7 +1543,9 @@ impl<'f> Walker<'f, '_> {
                 if last == "cmd" && c.args.len() == 1 {
                     if let Some(name) = self.const_str(&c.args[0]) {
                         let ns = match &*c.func {
-                            Expr::Path(p) => p.path.segments.last().map(|s| self.off(s.ident.span())),
+                            Expr::Path(p) => {
+                                p.path.segments.last().map(|s| self.off(s.ident.span()))
+                            }
                             _ => None,
                         }
                         .unwrap_or_else(|| self.span_of(base));
@@ -1499,7 +1575,9 @@ impl<'f> Walker<'f, '_> {
                     for f in found {
                         self.emit(f, sp, ns, atomic, None);
                     }
-                } else if last == "pipe" || (prev == "Pipeline" && matches!(last, "new" | "with_capacity")) {
+                } else if last == "pipe"
+                    || (prev == "Pipeline" && matches!(last, "new" | "with_capacity"))
+                {
                     recv_is_redis_base = true;
                 } else if (prev == "Script" && matches!(last, "new" | "from_lua"))
                     || (prev == "CallBuilder" && last == "script")
@@ -1572,17 +1650,21 @@ impl<'f> Walker<'f, '_> {
             self.flush_raw(raw.take(), chain_start, atomic, &mut acquired);
             if let Some(sid) = script {
                 match m.as_str() {
-                    "key" => {
-                        if script_key.is_none() {
-                            if let Some(a) = l.args.first() {
-                                script_key = Some((self.first_key(a), ns));
-                            }
+                    "key" if script_key.is_none() => {
+                        if let Some(a) = l.args.first() {
+                            script_key = Some((self.first_key(a), ns));
                         }
                     }
-                    "invoke" | "invoke_async" | "prepare_invoke" | "evalsha_with_reload" | "eval" => {
+                    "invoke"
+                    | "invoke_async"
+                    | "prepare_invoke"
+                    | "evalsha_with_reload"
+                    | "eval" => {
                         let key = match (&script_key, l.args.get(1)) {
                             (Some((k, _)), _) => Some(k.clone()),
-                            (None, Some(keys)) if m != "invoke" && m != "invoke_async" => Some(self.first_key(keys)),
+                            (None, Some(keys)) if m != "invoke" && m != "invoke_async" => {
+                                Some(self.first_key(keys))
+                            }
                             _ => None,
                         };
                         if let Some(k) = key {
@@ -1601,8 +1683,10 @@ impl<'f> Walker<'f, '_> {
                 continue;
             }
             // Fail-open conversions of an acquire's result.
-            if matches!(m.as_str(), "unwrap_or" | "unwrap_or_else" | "or" | "or_else")
-                && l.args.first().is_some_and(|a| truthy(a, 0))
+            if matches!(
+                m.as_str(),
+                "unwrap_or" | "unwrap_or_else" | "or" | "or_else"
+            ) && l.args.first().is_some_and(|a| truthy(a, 0))
             {
                 if let Some(k) = acquired.clone().or_else(|| self.acquire_since(ops_before)) {
                     self.fail_open(Span::new(ns.start, l.end), k);
@@ -1659,7 +1743,13 @@ impl<'f> Walker<'f, '_> {
         }
     }
 
-    fn flush_raw(&mut self, raw: Option<Raw>, chain_start: usize, atomic: bool, acquired: &mut Option<KeyExpr>) {
+    fn flush_raw(
+        &mut self,
+        raw: Option<Raw>,
+        chain_start: usize,
+        atomic: bool,
+        acquired: &mut Option<KeyExpr>,
+    ) {
         let Some(r) = raw else { return };
         let Some(name) = r.name else { return };
         let (found, script) = self.raw_ops(&name, &r.args);
@@ -1693,18 +1783,22 @@ impl<'f> Walker<'f, '_> {
 
     // --- lets ------------------------------------------------------------
 
-    fn bind(&mut self, name: String, ty: Option<&syn::Type>, init: Option<&Expr>, ops_before: usize) {
+    fn bind(
+        &mut self,
+        name: String,
+        ty: Option<&syn::Type>,
+        init: Option<&Expr>,
+        ops_before: usize,
+    ) {
         let Some(init) = init else {
+            let non_redis = ty.is_some_and(|t| {
+                let t = t.to_token_stream().to_string();
+                NON_REDIS_TYPES.iter().any(|w| t.contains(w))
+            });
             self.locals.push(Local {
+                key: KeyExpr::var(&name),
                 name,
-                key: KeyExpr::unknown(),
-                value: ValueExpr::Unknown,
-                str_val: None,
-                words: Vec::new(),
-                script: None,
-                atomic: false,
-                acquire: None,
-                non_redis: false,
+                non_redis,
                 ..blank_local()
             });
             return;
@@ -1712,7 +1806,11 @@ impl<'f> Walker<'f, '_> {
         // A binding that produced ops (`let ok = con.set_nx(..)?`) is a result, not a key.
         let produced = self.facts.ops.len() > ops_before;
         let acquire = self.acquire_since(ops_before);
-        let mut key = if produced { KeyExpr::unknown() } else { self.key_of(init) };
+        let mut key = if produced {
+            KeyExpr::unknown()
+        } else {
+            self.key_of(init)
+        };
         if key.is_unknown() && !produced {
             key = KeyExpr::var(&name);
         } else if !produced {
@@ -1732,15 +1830,17 @@ impl<'f> Walker<'f, '_> {
             self.local_of(init).and_then(|l| l.script)
         };
         let (_, links) = flatten(init);
-        let base_pipe = call_path(flatten(init).0)
-            .is_some_and(|p| p.last().is_some_and(|l| l == "pipe"));
+        let base_pipe =
+            call_path(flatten(init).0).is_some_and(|p| p.last().is_some_and(|l| l == "pipe"));
         let atomic = links.iter().any(|l| {
             l.method == "multi" || l.method == "create_transaction" || l.method == "atomic"
         }) || (base_pipe && links.iter().any(|l| l.method == "atomic"))
             || self.local_of(init).is_some_and(|l| l.atomic);
         let init_text = self.text_of(init);
-        let ty_text = ty.map(|t| t.to_token_stream().to_string()).unwrap_or_default();
-        let non_redis = ["HashMap", "BTreeMap", "HashSet", "BTreeSet", "IndexMap", "DashMap", "Vec", "vec!", "LruCache", "Cache", "VecDeque"]
+        let ty_text = ty
+            .map(|t| t.to_token_stream().to_string())
+            .unwrap_or_default();
+        let non_redis = NON_REDIS_TYPES
             .iter()
             .any(|w| init_text.contains(w) || ty_text.contains(w));
         let str_val = self.const_str(init);
@@ -1766,7 +1866,12 @@ impl<'f> Walker<'f, '_> {
         let closure = c.args.iter().rev().find(|a| matches!(a, Expr::Closure(_)));
         if matches!(last, "transaction" | "transaction_async") && c.args.len() >= 3 {
             if let Some(cl) = closure {
-                let watched = c.args.iter().nth(1).map(|k| self.keys_of(k)).unwrap_or_default();
+                let watched = c
+                    .args
+                    .iter()
+                    .nth(1)
+                    .map(|k| self.keys_of(k))
+                    .unwrap_or_default();
                 for a in c.args.iter() {
                     if !std::ptr::eq(a, cl) {
                         self.visit_expr(a);
@@ -1795,6 +1900,12 @@ impl<'f> Walker<'f, '_> {
             .is_some_and(|s| s.text.contains("redis.call") || s.text.contains("redis.pcall"))
     }
 }
+
+/// Types (and constructors) of values that are not Redis connections.
+const NON_REDIS_TYPES: &[&str] = &[
+    "HashMap", "BTreeMap", "HashSet", "BTreeSet", "IndexMap", "IndexSet", "DashMap", "Vec", "vec!",
+    "LruCache", "Cache", "VecDeque", "Mutex", "RwLock",
+];
 
 fn blank_local() -> Local {
     Local {
@@ -1850,16 +1961,16 @@ fn flatten(top: &Expr) -> (&Expr, Vec<Link<'_>>) {
 
 impl<'ast> Visit<'ast> for Walker<'_, '_> {
     fn visit_item_fn(&mut self, i: &'ast syn::ItemFn) {
-        self.with_fn(i.sig.ident.to_string(), &i.attrs, &i.block);
+        self.with_fn(&i.sig, &i.attrs, &i.block);
     }
 
     fn visit_impl_item_fn(&mut self, i: &'ast syn::ImplItemFn) {
-        self.with_fn(i.sig.ident.to_string(), &i.attrs, &i.block);
+        self.with_fn(&i.sig, &i.attrs, &i.block);
     }
 
     fn visit_trait_item_fn(&mut self, i: &'ast syn::TraitItemFn) {
         if let Some(b) = &i.default {
-            self.with_fn(i.sig.ident.to_string(), &i.attrs, b);
+            self.with_fn(&i.sig, &i.attrs, b);
         }
     }
 
@@ -1878,7 +1989,9 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
 
     fn visit_item_mod(&mut self, i: &'ast syn::ItemMod) {
         let test = is_test_attrs(&i.attrs);
-        self.with_owner(Some(i.ident.to_string()), test, |w| visit::visit_item_mod(w, i));
+        self.with_owner(Some(i.ident.to_string()), test, |w| {
+            visit::visit_item_mod(w, i)
+        });
     }
 
     fn visit_item_const(&mut self, i: &'ast syn::ItemConst) {
@@ -1886,7 +1999,9 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
             lit: Lit::Str(s), ..
         }) = &*i.expr
         {
-            if !self.in_test && (s.value().contains("redis.call") || s.value().contains("redis.pcall")) {
+            if !self.in_test
+                && (s.value().contains("redis.call") || s.value().contains("redis.pcall"))
+            {
                 self.register_script(s, Some(i.ident.to_string()));
             }
         }
@@ -1898,7 +2013,9 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
             lit: Lit::Str(s), ..
         }) = &*i.expr
         {
-            if !self.in_test && (s.value().contains("redis.call") || s.value().contains("redis.pcall")) {
+            if !self.in_test
+                && (s.value().contains("redis.call") || s.value().contains("redis.pcall"))
+            {
                 self.register_script(s, Some(i.ident.to_string()));
             }
         }
