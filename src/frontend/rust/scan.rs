@@ -151,19 +151,25 @@ pub fn top_level_items_in(src: &str, range: Range<usize>) -> Vec<Range<usize>> {
         return Vec::new();
     };
     let mut out = Vec::new();
-    let mut depth = 0usize;
+    // Braces decide where items end; parentheses and brackets only keep a
+    // `;` inside them from ending one, and are forgotten at a closing brace
+    // so that one unbalanced `(` does not swallow the rest of the file.
+    let mut braces = 0usize;
+    let mut parens = 0usize;
     let mut start = 0usize;
     let mut ends: Vec<usize> = Vec::new();
     for_each_code_byte(part, |i, c| match c {
-        b'(' | b'[' | b'{' => depth += 1,
-        b')' | b']' => depth = depth.saturating_sub(1),
+        b'{' => braces += 1,
+        b'(' | b'[' => parens += 1,
+        b')' | b']' => parens = parens.saturating_sub(1),
         b'}' => {
-            depth = depth.saturating_sub(1);
-            if depth == 0 {
+            braces = braces.saturating_sub(1);
+            if braces == 0 {
+                parens = 0;
                 ends.push(i + 1);
             }
         }
-        b';' if depth == 0 => ends.push(i + 1),
+        b';' if braces == 0 && parens == 0 => ends.push(i + 1),
         _ => {}
     });
     let bytes = part.as_bytes();

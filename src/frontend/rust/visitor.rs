@@ -303,8 +303,15 @@ fn split_tokens(tokens: TokenStream) -> Vec<TokenStream> {
     out
 }
 
-/// The comma-separated expressions of a macro body that parse as expressions.
+/// The comma-separated expressions of a macro body: parsed as a whole when
+/// it is an expression list (turbofish commas included), else chunk by chunk.
 fn macro_exprs(tokens: &TokenStream) -> Vec<Expr> {
+    use syn::parse::Parser;
+    let whole = syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated
+        .parse2(tokens.clone());
+    if let Ok(list) = whole {
+        return list.into_iter().collect();
+    }
     split_tokens(tokens.clone())
         .into_iter()
         .filter(|t| !t.is_empty())
