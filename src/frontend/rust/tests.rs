@@ -475,12 +475,16 @@ fn fine(c: &mut redis::Connection) { let _: bool = c.set_nx("lock:x", 1).unwrap(
 
 #[test]
 fn pathological_inputs_do_not_panic() {
-    let deep = format!("fn f() {{ {}1{} }}", "(".repeat(5000), ")".repeat(5000));
+    let deep = format!(
+        "fn f() {{ c.del({}1{}) }}",
+        "(".repeat(5000),
+        ")".repeat(5000)
+    );
     let f = extract(&deep);
     assert!(!f.notes.is_empty());
-    let long_chain = format!("fn f() {{ x{} ; }}", ".a()".repeat(20000));
+    let long_chain = format!("fn f() {{ redis{} ; }}", ".a()".repeat(20000));
     let _ = extract(&long_chain);
-    let sum = format!("fn f() {{ let _ = 1{}; }}", " + 1".repeat(50000));
+    let sum = format!("fn f() {{ let _ = redis{}; }}", " + 1".repeat(50000));
     let _ = extract(&sum);
     for s in [
         "",
@@ -495,4 +499,57 @@ fn pathological_inputs_do_not_panic() {
     }
     let f = extract("\u{feff}#!/usr/bin/env run\nfn main() { let _: () = redis::cmd(\"DEL\").arg(\"lock:z\").query(c).unwrap(); }");
     assert_eq!(f.ops.len(), 1);
+}
+
+#[test]
+fn timing() {
+    let Ok(list) = std::env::var("LL_TIME") else {
+        return;
+    };
+    let files: Vec<String> = std::fs::read_to_string(list)
+        .unwrap()
+        .lines()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .collect();
+    let t = std::time::Instant::now();
+    for f in &files {
+        let _ = syn::parse_file(f);
+    }
+    eprintln!("syn only: {:?}", t.elapsed());
+    let t = std::time::Instant::now();
+    for f in &files {
+        let _ = extract(f);
+    }
+    eprintln!("extract: {:?}", t.elapsed());
+}
+
+#[test]
+fn lazy_static_and_once_cell_scripts() {
+    let src = r##"use redis;
+lazy_static! {
+    pub static ref UNLOCK: redis::Script = redis::Script::new("return redis.call('del', KEYS[1])");
+    static ref OTHER: u32 = 1;
+}
+static EXTEND: once_cell::sync::Lazy<redis::Script> = once_cell::sync::Lazy::new(|| {
+    redis::Script::new(r#"return redis.call("pexpire", KEYS[1], ARGV[1])"#)
+});
+async fn release(c: &mut C, lock_key: &str) { let _: i32 = UNLOCK.key(lock_key).invoke_async(c).await.unwrap(); }
+async fn extend(c: &mut C, lock_key: &str) { let _: i32 = EXTEND.key(lock_key).arg(5).invoke_async(c).await.unwrap(); }
+"##;
+    let f = extract(src);
+    let names: Vec<_> = f.scripts.iter().map(|s| s.name.clone()).collect();
+    assert_eq!(
+        names,
+        vec![Some("UNLOCK".to_string()), Some("EXTEND".to_string())]
+    );
+    let got: Vec<_> = f.ops.iter().map(|o| o.kind.clone()).collect();
+    assert_eq!(
+        got,
+        vec![
+            OpKind::Eval { script: Some(0) },
+            OpKind::Eval { script: Some(1) }
+        ]
+    );
+    let s = &f.scripts[0];
+    assert!(src[s.to_source(7)..].starts_with("redis.call"));
 }

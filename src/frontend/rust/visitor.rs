@@ -53,7 +53,10 @@ struct Helper<'f> {
 
 #[derive(Default)]
 struct FileInfo<'f> {
-    consts: HashMap<String, &'f Expr>,
+    /// Constants and statics by name, with the base offset of their unit.
+    consts: HashMap<String, (usize, &'f Expr)>,
+    /// `lazy_static! { static ref NAME: T = expr; }` items, parsed out of the macro.
+    macro_consts: HashMap<String, (usize, Expr)>,
     helpers: HashMap<String, Helper<'f>>,
     /// Struct fields initialised with `Script::new(x)`: field name → `x`.
     script_fields: HashMap<String, &'f Expr>,
@@ -71,6 +74,7 @@ impl FileInfo<'_> {
 
 struct Collect<'f, 'i> {
     info: &'i mut FileInfo<'f>,
+    base: usize,
 }
 
 fn note_crate(info: &mut FileInfo, name: &str) {
@@ -106,15 +110,21 @@ fn helper_of<'f>(sig: &'f syn::Signature, block: &'f syn::Block) -> Option<Helpe
 
 impl<'f> Visit<'f> for Collect<'f, '_> {
     fn visit_item_const(&mut self, i: &'f syn::ItemConst) {
-        self.info.consts.insert(i.ident.to_string(), &i.expr);
+        self.info
+            .consts
+            .insert(i.ident.to_string(), (self.base, &i.expr));
         visit::visit_item_const(self, i);
     }
     fn visit_item_static(&mut self, i: &'f syn::ItemStatic) {
-        self.info.consts.insert(i.ident.to_string(), &i.expr);
+        self.info
+            .consts
+            .insert(i.ident.to_string(), (self.base, &i.expr));
         visit::visit_item_static(self, i);
     }
     fn visit_impl_item_const(&mut self, i: &'f syn::ImplItemConst) {
-        self.info.consts.insert(i.ident.to_string(), &i.expr);
+        self.info
+            .consts
+            .insert(i.ident.to_string(), (self.base, &i.expr));
         visit::visit_impl_item_const(self, i);
     }
     fn visit_item_fn(&mut self, i: &'f syn::ItemFn) {
@@ -146,6 +156,14 @@ impl<'f> Visit<'f> for Collect<'f, '_> {
         }
         // Only the root of a use tree names a crate.
     }
+    fn visit_item_macro(&mut self, i: &'f syn::ItemMacro) {
+        if macro_name(&i.mac) == "lazy_static" {
+            for (name, e) in lazy_statics(&i.mac.tokens) {
+                self.info.macro_consts.insert(name, (self.base, e));
+            }
+        }
+        visit::visit_item_macro(self, i);
+    }
     fn visit_item_extern_crate(&mut self, i: &'f syn::ItemExternCrate) {
         note_crate(self.info, &i.ident.to_string());
     }
@@ -157,6 +175,39 @@ impl<'f> Visit<'f> for Collect<'f, '_> {
         }
         visit::visit_path(self, p);
     }
+}
+
+/// The `static ref NAME: T = expr;` items of a `lazy_static!` body.
+fn lazy_statics(tokens: &TokenStream) -> Vec<(String, Expr)> {
+    let mut out = Vec::new();
+    let mut cur: Vec<TokenTree> = Vec::new();
+    let flush = |cur: &mut Vec<TokenTree>, out: &mut Vec<(String, Expr)>| {
+        let toks = std::mem::take(cur);
+        let eq = toks
+            .iter()
+            .position(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == '=' && p.spacing() == proc_macro2::Spacing::Alone));
+        let Some(eq) = eq else { return };
+        let name = toks[..eq]
+            .iter()
+            .skip_while(|t| !matches!(t, TokenTree::Ident(i) if i == "ref"))
+            .nth(1);
+        let Some(TokenTree::Ident(name)) = name else {
+            return;
+        };
+        let rest: TokenStream = toks[eq + 1..].iter().cloned().collect();
+        if let Ok(e) = syn::parse2::<Expr>(rest) {
+            out.push((name.to_string(), e));
+        }
+    };
+    for tt in tokens.clone() {
+        if matches!(&tt, TokenTree::Punct(p) if p.as_char() == ';') {
+            flush(&mut cur, &mut out);
+        } else {
+            cur.push(tt);
+        }
+    }
+    flush(&mut cur, &mut out);
+    out
 }
 
 /// The argument of a `Script::new(x)` / `Script::from_lua(x)` inside `e`
@@ -628,8 +679,12 @@ struct Walker<'f, 'o> {
 pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
     let mut info = FileInfo::default();
     {
-        let mut c = Collect { info: &mut info };
+        let mut c = Collect {
+            info: &mut info,
+            base: 0,
+        };
         for u in units {
+            c.base = u.base;
             c.visit_item(u.item);
         }
     }
@@ -742,9 +797,18 @@ impl<'f> Walker<'f, '_> {
     }
 
     fn const_expr(&self, path: &syn::Path) -> Option<(String, &'f Expr)> {
+        self.const_entry(path).map(|(n, _, e)| (n, e))
+    }
+
+    /// A constant's name, the base offset of its unit and its expression.
+    fn const_entry(&self, path: &syn::Path) -> Option<(String, usize, &'f Expr)> {
         let last = path.segments.last()?.ident.to_string();
-        let e = self.info.consts.get(&last)?;
-        Some((last, e))
+        let info: &'f FileInfo<'f> = self.info;
+        if let Some((b, e)) = info.consts.get(&last) {
+            return Some((last, *b, e));
+        }
+        let (b, e) = info.macro_consts.get(&last)?;
+        Some((last, *b, e))
     }
 
     // --- keys ------------------------------------------------------------
@@ -1108,9 +1172,12 @@ impl<'f> Walker<'f, '_> {
                         return l.script;
                     }
                 }
-                let (cname, ce) = self.const_expr(&p.path)?;
+                let (cname, base, ce) = self.const_entry(&p.path)?;
                 let inner = find_script_new(ce).unwrap_or(ce);
-                self.script_d(inner, Some(cname), d + 1)
+                let saved = std::mem::replace(&mut self.base, base);
+                let id = self.script_d(inner, Some(cname), d + 1);
+                self.base = saved;
+                id
             }
             Expr::Field(f) => {
                 let syn::Member::Named(m) = &f.member else {
@@ -2154,6 +2221,17 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
     }
 
     fn visit_item_macro(&mut self, i: &'ast syn::ItemMacro) {
+        if macro_name(&i.mac) == "lazy_static" {
+            for (name, e) in lazy_statics(&i.mac.tokens) {
+                if !self.in_test {
+                    if let Some(arg) = find_script_new(&e) {
+                        self.script_of(arg, Some(name));
+                    }
+                }
+                self.visit_expr(&e);
+            }
+            return;
+        }
         if i.ident.is_none() {
             self.visit_macro(&i.mac);
         }
