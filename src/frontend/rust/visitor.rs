@@ -627,6 +627,8 @@ struct Local {
     acquire: Option<KeyExpr>,
     /// A map, set, vector or cache: not a Redis connection.
     non_redis: bool,
+    /// The keys of a list of keys (`let keys = [a, b]`).
+    keys: Vec<KeyExpr>,
 }
 
 struct Txn {
@@ -1058,6 +1060,11 @@ impl<'f> Walker<'f, '_> {
 
     /// The keys of a `del` argument: one per element of an array or `vec!`.
     fn keys_of(&self, e: &Expr) -> Vec<KeyExpr> {
+        if let Some(l) = self.local_of(e) {
+            if !l.keys.is_empty() {
+                return l.keys.clone();
+            }
+        }
         match strip(e) {
             Expr::Array(a) => a.elems.iter().map(|x| self.key_of(x)).collect(),
             Expr::Macro(m) if macro_name(&m.mac) == "vec" => macro_exprs(&m.mac.tokens)
@@ -1918,7 +1925,14 @@ impl<'f> Walker<'f, '_> {
             .iter()
             .any(|w| init_text.contains(w) || ty_text.contains(w));
         let str_val = self.const_str(init);
+        let list = match strip(init) {
+            Expr::Array(_) | Expr::Tuple(_) => true,
+            Expr::Macro(m) => macro_name(&m.mac) == "vec",
+            _ => false,
+        };
+        let keys = if list { self.keys_of(init) } else { Vec::new() };
         self.locals.push(Local {
+            keys,
             name,
             key,
             value,
@@ -1992,6 +2006,7 @@ fn blank_local() -> Local {
         atomic: false,
         acquire: None,
         non_redis: false,
+        keys: Vec::new(),
     }
 }
 
@@ -2103,6 +2118,10 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
                 self.register_script(s, None);
             }
         }
+    }
+
+    fn visit_attribute(&mut self, _: &'ast syn::Attribute) {
+        // Doc comments and attributes hold no calls.
     }
 
     fn visit_block(&mut self, b: &'ast syn::Block) {
