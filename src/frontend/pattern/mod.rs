@@ -6,7 +6,11 @@
 //! as the Rust front-end.
 
 // Token-walking code reads better with explicit nesting.
-#![allow(clippy::collapsible_if, clippy::collapsible_match, clippy::while_let_loop)]
+#![allow(
+    clippy::collapsible_if,
+    clippy::collapsible_match,
+    clippy::while_let_loop
+)]
 
 pub mod calls;
 pub mod clients;
@@ -493,6 +497,24 @@ impl<'a> Analyzer<'a> {
         }
         for (n, sid) in alias {
             self.script_names.entry(n).or_insert(sid);
+        }
+        // Python `with r.pipeline() as pipe:`
+        if self.lang == Language::Python {
+            for i in 0..self.toks.len() {
+                if self.toks[i].is("as") && i >= 2 && self.toks[i - 1].is(")") {
+                    if let (Some(&o), Some(n)) =
+                        (self.st.matching.get(&(i - 1)), self.toks.get(i + 1))
+                    {
+                        if o >= 1
+                            && self.toks[o - 1].is("pipeline")
+                            && !self.vals.text(o, i).contains("transaction=False")
+                        {
+                            self.atomic_vars.insert(n.text.clone());
+                            self.redis_vars.insert(n.text.clone());
+                        }
+                    }
+                }
+            }
         }
         // ioredis defineCommand("name", …)
         for i in 0..self.toks.len() {
