@@ -281,17 +281,28 @@ fn classify_header(
     let base = head.min(open);
     // Go: func Name( / func (r *T) Name(
     if lang == Language::Go {
-        if h.first().is_some_and(|t| t.is("func")) {
+        if in_func {
+            return Frame::Block;
+        }
+        if let Some(f) = h.iter().rposition(|t| t.is("func")) {
+            let base = base + f;
+            let h = &h[f..];
             let mut k = 1;
             if h.get(1).is_some_and(|t| t.is("(")) {
                 let close = st.matching.get(&(base + 1)).copied().unwrap_or(base + 1);
+                if close <= base + 1 || close >= open {
+                    return Frame::Block;
+                }
                 // receiver type: last ident inside
                 if let Some(ty) = toks[base + 1..close].iter().rev().find(|t| t.is_ident()) {
                     owner = Some(ty.text.clone());
                 }
                 k = close - base + 1;
             }
-            if let Some(n) = h.get(k).filter(|n| n.is_ident()) {
+            if let Some(n) = h
+                .get(k)
+                .filter(|n| n.is_ident() && h.get(k + 1).is_some_and(|p| p.is("(")))
+            {
                 let params = &toks[base + k..open];
                 let test = n.text.starts_with("Test") && params.iter().any(|p| p.text == "testing");
                 return mk(st, &n.text.clone(), base + k, owner, test);
