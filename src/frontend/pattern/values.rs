@@ -27,6 +27,47 @@ pub struct Values<'a> {
     pub bindings: HashMap<(u32, String), Vec<Binding>>,
 }
 
+/// Value words, plus per-language spellings the shared table does not know.
+fn classify(text: &str) -> Option<ValueExpr> {
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("newguid")
+        || lower.contains("securerandom")
+        || lower.contains("randomnumbergenerator")
+        || lower.contains("crypto/rand")
+        || lower.contains("randomuuid")
+    {
+        return Some(ValueExpr::Unique);
+    }
+    if let Some(v) = words::classify_value_words(text) {
+        return Some(v);
+    }
+    if lower.contains("machinename")
+        || lower.contains("getlocalhost")
+        || lower.contains("os.hostname")
+        || lower.contains("gethostname")
+    {
+        return Some(ValueExpr::Weak("a host name".into()));
+    }
+    if lower.contains("processid")
+        || lower.contains("getpid")
+        || lower.contains("mypid")
+        || lower.contains("$$")
+    {
+        return Some(ValueExpr::Weak("a process id".into()));
+    }
+    if lower.contains("managedthreadid") || lower.contains("goid") {
+        return Some(ValueExpr::Weak("a thread id".into()));
+    }
+    if lower.contains("ticks")
+        || lower.contains("datetime")
+        || lower.contains("date.now")
+        || lower.contains("time.time")
+    {
+        return Some(ValueExpr::Weak("the current time".into()));
+    }
+    None
+}
+
 /// `this.x`, `self.x`, `$this->x`, `@x` all become `this.x`; PHP `$x` becomes `x`.
 pub fn norm_name(raw: &str) -> String {
     let s = raw.trim();
@@ -608,8 +649,7 @@ impl<'a> Values<'a> {
             match t.kind {
                 Kind::Str => {
                     if t.lit.as_ref().is_some_and(|l| l.has_interp()) {
-                        return words::classify_value_words(self.text(s, e))
-                            .unwrap_or(ValueExpr::Unknown);
+                        return classify(self.text(s, e)).unwrap_or(ValueExpr::Unknown);
                     }
                     return words::constant(&format!("\"{}\"", t.text));
                 }
@@ -640,7 +680,7 @@ impl<'a> Values<'a> {
                     return v;
                 }
             }
-            return words::classify_value_words(text).unwrap_or(ValueExpr::Unknown);
+            return classify(text).unwrap_or(ValueExpr::Unknown);
         }
         // concatenations: weak/unique by words, constant when all literal
         let pieces = self.concat_pieces(s, e);
@@ -660,7 +700,7 @@ impl<'a> Values<'a> {
             }
             return ValueExpr::Unknown;
         }
-        words::classify_value_words(text).unwrap_or(ValueExpr::Unknown)
+        classify(text).unwrap_or(ValueExpr::Unknown)
     }
 
     /// A TTL argument that means "no expiry": a literal zero, null, None, nil.
