@@ -189,11 +189,26 @@ fn test_class(name: &Option<String>) -> bool {
 fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
     let mut frames: Vec<(usize, Frame)> = Vec::new();
     let mut head = 0usize; // first token of the current statement header
+                           // an expression-bodied function: (end token, scope)
+    let mut expr_scope: Option<(usize, u32)> = None;
     for i in 0..toks.len() {
         let t = &toks[i];
         let (s, d) = current(&frames);
         st.tok_scope[i] = s;
         st.tok_depth[i] = d;
+        if let Some((end, sc)) = expr_scope {
+            if i < end {
+                st.tok_scope[i] = sc;
+                st.tok_depth[i] = 0;
+            } else {
+                expr_scope = None;
+            }
+        }
+        if expr_scope.is_none() && s == 0 {
+            if let Some((end, sc)) = expression_body(toks, lang, i, &frames, st) {
+                expr_scope = Some((end, sc));
+            }
+        }
         if t.kind != Kind::Punct {
             continue;
         }
@@ -211,6 +226,57 @@ fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
             _ => {}
         }
     }
+}
+
+/// Kotlin `fun name(..): T = expr` and C# `T Name(..) => expr;`: a scope
+/// over the expression, returned as (end token, scope id).
+fn expression_body(
+    toks: &[Tok],
+    lang: Language,
+    i: usize,
+    frames: &[(usize, Frame)],
+    st: &mut Structure,
+) -> Option<(usize, u32)> {
+    let t = &toks[i];
+    let (name_tok, open) = match lang {
+        Language::Kotlin if t.is("fun") => {
+            let mut j = i + 1;
+            while toks.get(j + 1).is_some_and(|x| x.is(".")) {
+                j += 2;
+            }
+            (j, j + 1)
+        }
+        Language::CSharp if t.is_ident() && matches!(frames.last(), Some((_, Frame::Class(_)))) => {
+            (i, i + 1)
+        }
+        _ => return None,
+    };
+    if !toks.get(name_tok).is_some_and(|n| n.is_ident())
+        || !toks.get(open).is_some_and(|p| p.is("("))
+    {
+        return None;
+    }
+    let close = *st.matching.get(&open)?;
+    let mut j = close + 1;
+    let limit = (j + 24).min(toks.len());
+    while j < limit && !toks[j].is("=") && !toks[j].is("=>") && !toks[j].is("{") && !toks[j].is(";")
+    {
+        j += 1;
+    }
+    let arrow = if lang == Language::Kotlin { "=" } else { "=>" };
+    if j >= limit || !toks[j].is(arrow) {
+        return None;
+    }
+    let end = super::values::expr_end(toks, st, lang, j + 1);
+    st.decl_names.insert(name_tok);
+    let owner = owner_of(frames);
+    let is_test = test_class(&owner);
+    st.scopes.push(Scope {
+        name: toks[name_tok].text.clone(),
+        owner,
+        is_test,
+    });
+    Some((end, (st.scopes.len() - 1) as u32))
 }
 
 fn classify_header(
