@@ -260,6 +260,11 @@ impl<'a> Analyzer<'a> {
         if c.recv.last().is_some_and(|r| r == "B()") {
             return self.rueidis(c, &lname).into_iter().collect();
         }
+        // A bare call is a local function, a builtin (PHP `unlink`, JS `eval`)
+        // or a declaration: client commands are always called on something.
+        if c.recv.is_empty() {
+            return Vec::new();
+        }
         if AMBIGUOUS.contains(&lname.as_str()) && !self.redis_receiver(c) {
             return Vec::new();
         }
