@@ -1,0 +1,91 @@
+//! The pre-commit hook end to end with the real `pre-commit` tool (from
+//! PyPI; `.ci/run` installs it): `pre-commit try-repo` of this repository on
+//! a temporary git repository fails with the finding on a bad staged file
+//! and passes on a good one. The hook is built by pre-commit itself
+//! (`language: rust` → `cargo install --path .`); the build reuses
+//! `target/pre-commit-build` and skips optimisation to stay quick.
+
+mod gate_common;
+
+use gate_common::{frontend_live, git, tools_required, write, RELEASE_RS, STALE_RS};
+use std::path::Path;
+use std::process::Command;
+
+fn pre_commit_available() -> bool {
+    Command::new("pre-commit")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn try_repo(repo: &Path, home: &Path) -> (bool, String) {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new("pre-commit")
+        .current_dir(repo)
+        .args(["try-repo", manifest.to_str().unwrap(), "locklint", "--color", "never"])
+        .env("PRE_COMMIT_HOME", home)
+        .env("CARGO_TARGET_DIR", manifest.join("target").join("pre-commit-build"))
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0")
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+        .env("CARGO_PROFILE_RELEASE_INCREMENTAL", "true")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("pre-commit runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[test]
+fn pre_commit_try_repo_fails_on_a_bad_file_and_passes_on_a_good_one() {
+    if !pre_commit_available() {
+        assert!(
+            !tools_required(),
+            "`pre-commit` is not on PATH: .ci/run installs it with `pip install pre-commit`"
+        );
+        eprintln!("skipped: `pre-commit` is not installed (pip install pre-commit)");
+        return;
+    }
+    let repo = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let root = repo.path();
+    git(root, &["init", "-q"]);
+    write(root, "README.md", "# app\n");
+    git(root, &["add", "README.md"]);
+    git(root, &["commit", "-q", "-m", "init"]);
+
+    // The bad file: a plain DEL of a lock once the Rust front-end is in;
+    // until then a stale suppression, made an error by the project's config.
+    let (bad_path, bad, code) = if frontend_live() {
+        ("src/release.rs", RELEASE_RS.to_string(), "LL002")
+    } else {
+        write(root, "locklint.toml", "[severity]\nLL100 = \"error\"\n");
+        git(root, &["add", "locklint.toml"]);
+        ("src/cache.rs", STALE_RS.to_string(), "LL100")
+    };
+    write(root, bad_path, &bad);
+    git(root, &["add", bad_path]);
+    let (ok, out) = try_repo(root, home.path());
+    assert!(!ok, "the hook passed on a bad file:\n{out}");
+    assert!(out.contains(code), "no {code} in the hook's output:\n{out}");
+    assert!(out.contains(bad_path), "the hook does not name {bad_path}:\n{out}");
+
+    // The good file: fixed (and an unrelated file staged beside it).
+    let good = if code == "LL002" {
+        RELEASE_RS.replace(
+            "    redis::cmd(\"DEL\").arg(LOCK_KEY).query(con)",
+            "    let _ = con;\n    Ok(())",
+        )
+    } else {
+        STALE_RS.replace("    // locklint: allow(LL003) -- left over from an old SETNX\n", "")
+    };
+    write(root, bad_path, &good);
+    write(root, "notes.txt", "DEL lock:x is fine in prose\n");
+    git(root, &["add", bad_path, "notes.txt"]);
+    let (ok, out) = try_repo(root, home.path());
+    assert!(ok, "the hook failed on a good file:\n{out}");
+    assert!(out.contains("Passed"), "{out}");
+}
