@@ -11,20 +11,42 @@ use gate_common::{frontend_live, git, tools_required, write, RELEASE_RS, STALE_R
 use std::path::Path;
 use std::process::Command;
 
-fn pre_commit_available() -> bool {
-    Command::new("pre-commit")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
+/// `pre-commit`, or `python3 -m pre_commit` when pip put no script on PATH.
+fn pre_commit() -> Option<Command> {
+    let candidates: [(&str, &[&str]); 2] =
+        [("pre-commit", &[]), ("python3", &["-m", "pre_commit"])];
+    for (program, pre) in candidates {
+        let works = Command::new(program)
+            .args(pre)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if works {
+            let mut c = Command::new(program);
+            c.args(pre);
+            return Some(c);
+        }
+    }
+    None
 }
 
 fn try_repo(repo: &Path, home: &Path) -> (bool, String) {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new("pre-commit")
+    let out = pre_commit()
+        .expect("pre-commit is available")
         .current_dir(repo)
-        .args(["try-repo", manifest.to_str().unwrap(), "locklint", "--color", "never"])
+        .args([
+            "try-repo",
+            manifest.to_str().unwrap(),
+            "locklint",
+            "--color",
+            "never",
+        ])
         .env("PRE_COMMIT_HOME", home)
-        .env("CARGO_TARGET_DIR", manifest.join("target").join("pre-commit-build"))
+        .env(
+            "CARGO_TARGET_DIR",
+            manifest.join("target").join("pre-commit-build"),
+        )
         .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0")
         .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
         .env("CARGO_PROFILE_RELEASE_INCREMENTAL", "true")
@@ -41,7 +63,7 @@ fn try_repo(repo: &Path, home: &Path) -> (bool, String) {
 
 #[test]
 fn pre_commit_try_repo_fails_on_a_bad_file_and_passes_on_a_good_one() {
-    if !pre_commit_available() {
+    if pre_commit().is_none() {
         assert!(
             !tools_required(),
             "`pre-commit` is not on PATH: .ci/run installs it with `pip install pre-commit`"
@@ -71,7 +93,10 @@ fn pre_commit_try_repo_fails_on_a_bad_file_and_passes_on_a_good_one() {
     let (ok, out) = try_repo(root, home.path());
     assert!(!ok, "the hook passed on a bad file:\n{out}");
     assert!(out.contains(code), "no {code} in the hook's output:\n{out}");
-    assert!(out.contains(bad_path), "the hook does not name {bad_path}:\n{out}");
+    assert!(
+        out.contains(bad_path),
+        "the hook does not name {bad_path}:\n{out}"
+    );
 
     // The good file: fixed (and an unrelated file staged beside it).
     let good = if code == "LL002" {
@@ -80,7 +105,10 @@ fn pre_commit_try_repo_fails_on_a_bad_file_and_passes_on_a_good_one() {
             "    let _ = con;\n    Ok(())",
         )
     } else {
-        STALE_RS.replace("    // locklint: allow(LL003) -- left over from an old SETNX\n", "")
+        STALE_RS.replace(
+            "    // locklint: allow(LL003) -- left over from an old SETNX\n",
+            "",
+        )
     };
     write(root, bad_path, &good);
     write(root, "notes.txt", "DEL lock:x is fine in prose\n");
