@@ -81,12 +81,13 @@ pub fn document(report: &Report) -> Value {
                     region["endLine"] = json!(el);
                     region["endColumn"] = json!(ec);
                 }
-                json!({
-                    "physicalLocation": {
-                        "artifactLocation": { "uri": uri(&f.path), "uriBaseId": "%SRCROOT%" },
-                        "region": region,
-                    }
-                })
+                let u = uri(&f.path);
+                let artifact = if u.starts_with("file://") {
+                    json!({ "uri": u })
+                } else {
+                    json!({ "uri": u, "uriBaseId": "%SRCROOT%" })
+                };
+                json!({ "physicalLocation": { "artifactLocation": artifact, "region": region } })
             };
             let mut text = f.message.clone();
             if !f.help.is_empty() {
