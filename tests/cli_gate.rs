@@ -6,7 +6,7 @@
 
 mod gate_common;
 
-use gate_common::{git, json_findings, locklint, write, RELEASE_RS, STALE_RS};
+use gate_common::{git, json_findings, locklint, write, RELEASE_RS, STALE_RS, UNLOCK_LUA};
 use predicates::str::contains;
 use std::path::Path;
 
@@ -40,7 +40,8 @@ fn the_nearest_config_wins_and_flags_override_it() {
     locklint(root)
         .assert()
         .code(1)
-        .stdout(contains("LL100 unused-suppression"));
+        .stdout(contains("LL100"))
+        .stdout(contains("unused-suppression"));
     // From sub/: its own config wins and ignores LL100.
     locklint(&root.join("sub"))
         .assert()
@@ -511,4 +512,108 @@ fn rules_and_explain_know_unused_suppression() {
         .assert()
         .code(2)
         .stderr(contains("did you mean `LL002`?"));
+}
+
+// Real findings from the Lua front-end (LL006 in a release script).
+
+#[test]
+fn lua_finding_suppressed_in_lua_comment_syntax() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    write(root, "scripts/unlock.lua", UNLOCK_LUA);
+    assert_eq!(
+        findings_in(root, &[]),
+        vec![("LL006".into(), "./scripts/unlock.lua".into(), 3)]
+    );
+    locklint(root).assert().code(1);
+    // On the line above, by code, with a reason.
+    write(
+        root,
+        "scripts/unlock.lua",
+        &UNLOCK_LUA.replace(
+            "return",
+            "-- locklint: allow(LL006) -- the caller compares first\nreturn",
+        ),
+    );
+    assert!(findings_in(root, &[]).is_empty());
+    locklint(root).assert().code(0);
+    // On the line itself, by name.
+    write(
+        root,
+        "scripts/unlock.lua",
+        &UNLOCK_LUA.replace("key)\n", "key) -- locklint: allow(unsafe-release-script)\n"),
+    );
+    assert!(findings_in(root, &[]).is_empty());
+    // Naming another rule silences nothing: the finding stays and LL100 reports the comment.
+    write(
+        root,
+        "scripts/unlock.lua",
+        &UNLOCK_LUA.replace("key)\n", "key) -- locklint: allow(LL002)\n"),
+    );
+    assert_eq!(
+        findings_in(root, &[]),
+        vec![
+            ("LL006".into(), "./scripts/unlock.lua".into(), 3),
+            ("LL100".into(), "./scripts/unlock.lua".into(), 3),
+        ]
+    );
+}
+
+#[test]
+fn lua_finding_baseline_and_changed_since() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    git(root, &["init", "-q"]);
+    write(root, "scripts/unlock.lua", UNLOCK_LUA);
+    git(root, &["add", "."]);
+    git(root, &["commit", "-q", "-m", "legacy"]);
+    locklint(root)
+        .args(["--write-baseline", "baseline.json"])
+        .assert()
+        .code(0);
+    // Lines inserted above: still known.
+    write(
+        root,
+        "scripts/unlock.lua",
+        &format!("-- Owned by the jobs team.\n-- See RUNBOOK.md.\n{UNLOCK_LUA}"),
+    );
+    locklint(root)
+        .args(["--baseline", "baseline.json"])
+        .assert()
+        .code(0);
+    // Not on a changed line: not reported by the review gate either.
+    assert!(findings_in(root, &["--changed-since", "HEAD"]).is_empty());
+    // The offending line changes: new for the baseline and for the review gate.
+    write(
+        root,
+        "scripts/unlock.lua",
+        &UNLOCK_LUA.replace("redis.call('DEL', key)", "redis.call('UNLINK', key)"),
+    );
+    locklint(root)
+        .args(["--baseline", "baseline.json"])
+        .assert()
+        .code(1)
+        .stdout(contains("LL006"));
+    assert_eq!(
+        findings_in(root, &["--changed-since", "HEAD"]),
+        vec![("LL006".into(), "./scripts/unlock.lua".into(), 3)]
+    );
+    // SARIF of a real finding.
+    let out = locklint(root).args(["--format", "sarif"]).output().unwrap();
+    let sarif: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &sarif["runs"][0]["results"][0];
+    assert_eq!(r["ruleId"], "LL006");
+    assert_eq!(r["level"], "error");
+    assert_eq!(
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "scripts/unlock.lua"
+    );
+    assert_eq!(
+        r["locations"][0]["physicalLocation"]["region"]["startLine"],
+        3
+    );
+    assert_eq!(
+        r["locations"][0]["physicalLocation"]["region"]["startColumn"],
+        8
+    );
 }

@@ -7,7 +7,8 @@
 
 mod gate_common;
 
-use gate_common::{frontend_live, git, tools_required, write, RELEASE_RS, STALE_RS};
+use gate_common::{git, tools_required, write, STALE_RS, UNLOCK_LUA};
+use locklint::facts::Language;
 use std::path::Path;
 use std::process::Command;
 
@@ -79,11 +80,21 @@ fn pre_commit_try_repo_fails_on_a_bad_file_and_passes_on_a_good_one() {
     git(root, &["add", "README.md"]);
     git(root, &["commit", "-q", "-m", "init"]);
 
-    // The bad file: a plain DEL of a lock once the Rust front-end is in;
-    // until then a stale suppression, made an error by the project's config.
-    let (bad_path, bad, code) = if frontend_live() {
-        ("src/release.rs", RELEASE_RS.to_string(), "LL002")
+    // The bad file: a Lua release script that deletes without comparing
+    // (LL006, an error). Should the Lua front-end ever yield nothing, a
+    // stale suppression made an error by the project's config stands in.
+    let lua_live = locklint::check_source(
+        "scripts/unlock.lua",
+        UNLOCK_LUA,
+        Language::Lua,
+        &locklint::Settings::default(),
+    )
+    .iter()
+    .any(|f| f.code == "LL006");
+    let (bad_path, bad, code) = if lua_live {
+        ("scripts/unlock.lua", UNLOCK_LUA.to_string(), "LL006")
     } else {
+        eprintln!("note: the Lua front-end yields no LL006; using a stale suppression");
         write(root, "locklint.toml", "[severity]\nLL100 = \"error\"\n");
         git(root, &["add", "locklint.toml"]);
         ("src/cache.rs", STALE_RS.to_string(), "LL100")
@@ -99,11 +110,14 @@ fn pre_commit_try_repo_fails_on_a_bad_file_and_passes_on_a_good_one() {
     );
 
     // The good file: fixed (and an unrelated file staged beside it).
-    let good = if code == "LL002" {
-        RELEASE_RS.replace(
-            "    redis::cmd(\"DEL\").arg(LOCK_KEY).query(con)",
-            "    let _ = con;\n    Ok(())",
-        )
+    let good = if code == "LL006" {
+        "-- Releases the job lock if this caller still holds it.
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+"
+        .to_string()
     } else {
         STALE_RS.replace(
             "    // locklint: allow(LL003) -- left over from an old SETNX\n",

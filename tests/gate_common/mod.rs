@@ -107,3 +107,10 @@ pub fn json_findings(stdout: &[u8]) -> Vec<(String, String, u64)> {
         })
         .collect()
 }
+
+/// A Lua release script that deletes without comparing: LL006 at line 3,
+/// column 8 (the Lua front-end is on main).
+pub const UNLOCK_LUA: &str = "-- Releases the job lock.
+local key = KEYS[1]
+return redis.call('DEL', key)
+";
