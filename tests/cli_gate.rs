@@ -617,3 +617,19 @@ fn lua_finding_baseline_and_changed_since() {
         8
     );
 }
+
+#[test]
+fn a_stale_suppression_is_reported_even_when_no_redis_code_is_left() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    // The DEL was replaced by a library call: no Redis keyword is left in the file.
+    write(
+        root,
+        "src/jobs.rs",
+        "pub fn finish(lock: Lock) {\n    // locklint: allow(LL002) -- janitor\n    lock.release();\n}\n",
+    );
+    assert_eq!(
+        findings_in(root, &[]),
+        vec![("LL100".into(), "./src/jobs.rs".into(), 2)]
+    );
+}
