@@ -279,3 +279,20 @@ fn every_format_name_parses() {
     }
     let _ = Severity::Error;
 }
+
+#[test]
+fn sarif_of_an_empty_run_and_of_file_errors() {
+    let empty: Value = serde_json::from_str(&emit(Format::Sarif, &Report::default())).unwrap();
+    assert_eq!(empty["runs"][0]["results"], Value::Array(vec![]));
+    assert_eq!(
+        empty["runs"][0]["invocations"][0]["executionSuccessful"],
+        true
+    );
+    let doc: Value = serde_json::from_str(&emit(Format::Sarif, &report())).unwrap();
+    let n = &doc["runs"][0]["invocations"][0]["toolExecutionNotifications"][0];
+    assert_eq!(n["level"], "error");
+    assert!(n["message"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("Permission denied"));
+}
