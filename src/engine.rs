@@ -6,9 +6,8 @@ use crate::facts::{FileFacts, Language, Span};
 use crate::finding::{FileError, Finding, Label, LineIndex, Report, Severity};
 use crate::rules::{self, Context};
 use crate::walk::{self, Entry};
-use crate::{frontend, prefilter, words};
+use crate::{filter, frontend, prefilter, words};
 use rayon::prelude::*;
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,6 +29,8 @@ pub struct Settings {
     pub target: Target,
     /// Worker threads (0 = all cores).
     pub threads: usize,
+    /// Config `exclude`/`extend-exclude` (folders walked only; named files are always read).
+    pub exclude: Option<crate::config::Exclude>,
 }
 
 impl Settings {
@@ -87,7 +88,7 @@ fn findings_for(
     let diags = rules::run_all(&cx, |code| settings.rule_enabled(code));
     let index = LineIndex::new(src);
     let mut out: Vec<Finding> = Vec::with_capacity(diags.len());
-    let mut seen_fp: HashMap<String, usize> = HashMap::new();
+    let mut seen_fp: HashMap<(&str, String), usize> = HashMap::new();
     for (meta, d) in diags {
         let (line, column) = index.line_col(d.span.start);
         let (end_line, end_column) = index.line_col(d.span.end.max(d.span.start));
@@ -104,16 +105,12 @@ fn findings_for(
                 }
             })
             .collect();
-        let line_text = index.line_text(line).trim();
-        let base = format!(
-            "{}\0{}\0{}",
-            meta.code,
-            display_path,
-            line_text.split_whitespace().collect::<Vec<_>>().join(" ")
-        );
-        let n = seen_fp.entry(base.clone()).or_insert(0);
+        let line_text = index.line_text(line);
+        let n = seen_fp
+            .entry((meta.code, filter::baseline::normalise_line(line_text)))
+            .or_insert(0);
         *n += 1;
-        let fingerprint = fingerprint(&format!("{base}\0{n}"));
+        let fingerprint = filter::baseline::fingerprint(meta.code, display_path, line_text, *n);
         out.push(Finding {
             code: meta.code,
             name: meta.name,
@@ -139,12 +136,7 @@ fn findings_for(
     }
     out.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     out.dedup_by(|a, b| a.code == b.code && a.line == b.line && a.column == b.column);
-    out
-}
-
-fn fingerprint(s: &str) -> String {
-    let digest = Sha256::digest(s.as_bytes());
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    filter::suppress::apply(display_path, src, facts.language, out, settings)
 }
 
 /// Outcome of reading one file.
@@ -265,7 +257,7 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
     } else {
         settings.threads
     };
-    let (entries, walk_errors) = walk::collect(paths, threads);
+    let (entries, walk_errors) = walk::collect_excluding(paths, threads, settings.exclude.as_ref());
     let run = || {
         entries
             .par_iter()

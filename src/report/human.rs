@@ -24,17 +24,21 @@ impl fmt::Debug for Diag<'_> {
 
 impl fmt::Display for Diag<'_> {
     fn fmt(&self, fm: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(fm, "{}", self.f.message)
+        let f = self.f;
+        write!(
+            fm,
+            "{}[{}] {}: {}",
+            f.severity.as_str(),
+            f.code,
+            f.name,
+            f.message
+        )
     }
 }
 
 impl std::error::Error for Diag<'_> {}
 
 impl miette::Diagnostic for Diag<'_> {
-    fn code<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
-        Some(Box::new(format!("{} {}", self.f.code, self.f.name)))
-    }
-
     fn severity(&self) -> Option<miette::Severity> {
         Some(match self.f.severity {
             Severity::Error => miette::Severity::Error,
@@ -81,11 +85,14 @@ fn plural(n: usize, word: &str) -> String {
 
 impl Emitter for Human {
     fn emit(&self, report: &Report, opts: &EmitOptions, out: &mut dyn Write) -> io::Result<()> {
-        let theme = if opts.color {
+        let mut theme = if opts.color {
             GraphicalTheme::unicode()
         } else {
             GraphicalTheme::unicode_nocolor()
         };
+        // The header already says `error[LL002]`: no severity glyph before it.
+        theme.characters.error = String::new();
+        theme.characters.warning = String::new();
         let handler = GraphicalReportHandler::new_themed(theme)
             .with_width(100)
             .with_context_lines(1);
@@ -98,7 +105,7 @@ impl Emitter for Human {
                     .unwrap_or_else(|| Arc::from(""));
                 let diag = Diag {
                     f,
-                    src: NamedSource::new(format!("{}:{}:{}", f.path, f.line, f.column), text),
+                    src: NamedSource::new(f.path.clone(), text),
                 };
                 let mut s = String::new();
                 if handler.render_report(&mut s, &diag).is_err() {

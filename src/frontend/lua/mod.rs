@@ -1,0 +1,834 @@
+//! Lua script analyser: finds every `redis.call`/`redis.pcall` of a script
+//! (also through a local alias), resolves `KEYS[i]`/`ARGV[j]` arguments and
+//! their local aliases, and decides for each call whether it runs only after
+//! an ownership check (the stored value compared with an `ARGV`).
+//!
+//! It is a lexer plus a light structural pass over `if`/`elseif`/`else`/`end`
+//! blocks, not a Lua parser. The approximation of "guarded" is sound for the
+//! shapes seen in real lock libraries: a call is guarded when it comes, in
+//! text order, after an `if`/`elseif` condition that holds an ownership
+//! check, except in the branch of that same `if` that runs exactly when the
+//! check failed (the `else` of an `==` check, the `then` of a `~=` check).
+//!
+//! Every pass is linear in the number of tokens (bracket pairs are matched
+//! once and jumped over; operand scans are bounded), so arbitrary input never
+//! hangs, and nothing indexes past the token vector, so it never panics.
+
+mod lexer;
+#[cfg(test)]
+mod tests;
+
+use crate::facts::{Client, FileFacts, Language, LuaArg, LuaCall, LuaFacts, ScriptFact, Span};
+use lexer::{Kind, Tok};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+/// Commands that read the stored value (or membership) of a lock.
+const READS: &[&str] = &[
+    "get",
+    "mget",
+    "getrange",
+    "substr",
+    "getex",
+    "hget",
+    "hmget",
+    "hexists",
+    "zscore",
+    "sismember",
+];
+
+/// Reads that are an ownership check by themselves when an `ARGV` is their
+/// field or member (`hexists KEYS[1] ARGV[2]`, `zscore KEYS[1] ARGV[1]`).
+const MEMBER_READS: &[&str] = &["hget", "hmget", "hexists", "zscore", "sismember"];
+
+const KEYWORDS: &[&str] = &[
+    "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if", "in",
+    "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while",
+];
+
+const BINOPS: &[&str] = &[
+    "+", "-", "*", "/", "//", "%", "^", "..", "==", "~=", "<", ">", "<=", ">=", "&", "|", "~",
+    "<<", ">>",
+];
+
+/// Upper bound on the tokens one comparison operand is searched for.
+const OPERAND_SCAN: usize = 256;
+/// Upper bound on the tokens of one condition or one assigned expression
+/// that are searched for a check: keeps nested bodies (a `function` inside a
+/// call inside a condition, many levels deep) from turning quadratic.
+const EXPR_SCAN: usize = 1024;
+
+const NONE: u32 = u32::MAX;
+
+/// Token ranges `[start, end)` of a call's arguments.
+type ArgRanges = Vec<(usize, usize)>;
+
+/// Analyses one Lua script text. Never panics; linear time.
+pub fn analyse(text: &str) -> LuaFacts {
+    let lexed = lexer::lex(text);
+    let mut a = Analyser::new(text, &lexed.toks, &lexed.strings);
+    a.run();
+    LuaFacts {
+        calls: a.calls,
+        partial: lexed.partial || a.partial,
+    }
+}
+
+/// A whole `.lua` file: one script named after the file stem.
+pub fn extract_file(path: &Path, src: &str) -> FileFacts {
+    let mut facts = FileFacts::new(Language::Lua);
+    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned());
+    facts.scripts.push(ScriptFact {
+        name,
+        text: src.to_string(),
+        anchors: vec![(0, 0)],
+        lua: analyse(src),
+        client: Client::Lua,
+    });
+    facts
+}
+
+/// Which branches of an `if` an ownership check in one of its conditions
+/// protects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Polarity {
+    /// `read == ARGV`: the branch it opens.
+    Equal,
+    /// `read ~= ARGV`: the branches after it (the `then` is the failure path).
+    NotEqual,
+    /// Mixed, negated, or a membership read: every branch from it on.
+    Unknown,
+}
+
+impl Polarity {
+    /// Does a check found in the condition of branch `at` protect branch `b`?
+    fn covers(self, at: u32, b: u32) -> bool {
+        match self {
+            Polarity::Equal => b == at,
+            Polarity::NotEqual => b > at,
+            Polarity::Unknown => b >= at,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FrameKind {
+    If,
+    /// `function … end`, `do … end` (also of `while`/`for`).
+    Block,
+    Repeat,
+}
+
+#[derive(Debug)]
+struct Frame {
+    kind: FrameKind,
+    /// Index of the current branch (`then` = 0, each `elseif`/`else` + 1).
+    branch: u32,
+    /// Checks found in this `if`'s conditions: (branch, polarity).
+    checks: Vec<(u32, Polarity)>,
+    /// The check of the condition being read, activated at `then`.
+    pending: Option<Polarity>,
+    /// The current branch is protected by one of `checks`.
+    covered: bool,
+}
+
+impl Frame {
+    fn new(kind: FrameKind) -> Self {
+        Frame {
+            kind,
+            branch: 0,
+            checks: Vec::new(),
+            pending: None,
+            covered: false,
+        }
+    }
+}
+
+struct Analyser<'a> {
+    src: &'a str,
+    toks: &'a [Tok],
+    strings: &'a [String],
+    /// For an opening bracket, the index of its closing one (`NONE` otherwise).
+    close: Vec<u32>,
+    partial: bool,
+    /// Locals bound to `redis.call`/`redis.pcall`.
+    callee_alias: HashSet<&'a str>,
+    key_alias: HashMap<&'a str, u32>,
+    argv_alias: HashMap<&'a str, u32>,
+    /// Locals assigned from an expression that reads the stored value.
+    read_local: HashSet<&'a str>,
+    /// Locals assigned a whole ownership check (`local ok = get(..) == ARGV[1]`).
+    check_local: HashSet<&'a str>,
+    frames: Vec<Frame>,
+    /// Number of frames whose current branch is covered.
+    covered: usize,
+    /// A checked `if` has ended: everything after it is guarded.
+    guard_after: bool,
+    calls: Vec<LuaCall>,
+}
+
+impl<'a> Analyser<'a> {
+    fn new(src: &'a str, toks: &'a [Tok], strings: &'a [String]) -> Self {
+        let mut a = Analyser {
+            src,
+            toks,
+            strings,
+            close: vec![NONE; toks.len()],
+            partial: false,
+            callee_alias: HashSet::new(),
+            key_alias: HashMap::new(),
+            argv_alias: HashMap::new(),
+            read_local: HashSet::new(),
+            check_local: HashSet::new(),
+            frames: Vec::new(),
+            covered: 0,
+            guard_after: false,
+            calls: Vec::new(),
+        };
+        a.match_brackets();
+        a
+    }
+
+    fn match_brackets(&mut self) {
+        let mut stack: Vec<(usize, u8)> = Vec::new();
+        for (i, t) in self.toks.iter().enumerate() {
+            if t.kind != Kind::Sym {
+                continue;
+            }
+            let c = self
+                .src
+                .as_bytes()
+                .get(t.start as usize)
+                .copied()
+                .unwrap_or(0);
+            match c {
+                b'(' | b'[' | b'{' => stack.push((i, c)),
+                b')' | b']' | b'}' => {
+                    let open = match c {
+                        b')' => b'(',
+                        b']' => b'[',
+                        _ => b'{',
+                    };
+                    if stack.last().is_some_and(|&(_, o)| o == open) {
+                        if let Some((j, _)) = stack.pop() {
+                            self.close[j] = i as u32;
+                        }
+                    } else {
+                        self.partial = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if !stack.is_empty() {
+            self.partial = true;
+        }
+    }
+
+    // ---- token helpers -------------------------------------------------
+
+    fn text(&self, i: usize) -> &'a str {
+        let src: &'a str = self.src;
+        match self.toks.get(i) {
+            Some(t) => src.get(t.start as usize..t.end as usize).unwrap_or(""),
+            None => "",
+        }
+    }
+
+    fn kind(&self, i: usize) -> Option<Kind> {
+        self.toks.get(i).map(|t| t.kind)
+    }
+
+    fn is_sym(&self, i: usize, s: &str) -> bool {
+        self.kind(i) == Some(Kind::Sym) && self.text(i) == s
+    }
+
+    fn is_name(&self, i: usize, s: &str) -> bool {
+        self.kind(i) == Some(Kind::Name) && self.text(i) == s
+    }
+
+    /// A name that is not a keyword and not a field (`x.name`, `x:name`).
+    fn is_plain_name(&self, i: usize) -> bool {
+        self.kind(i) == Some(Kind::Name)
+            && !KEYWORDS.contains(&self.text(i))
+            && !(i > 0 && (self.is_sym(i - 1, ".") || self.is_sym(i - 1, ":")))
+    }
+
+    fn str_value(&self, i: usize) -> Option<&'a str> {
+        let t = self.toks.get(i)?;
+        if t.kind != Kind::Str {
+            return None;
+        }
+        let strings: &'a [String] = self.strings;
+        strings.get(t.str_index as usize).map(String::as_str)
+    }
+
+    /// Index after the bracket group opened at `i` (or `i + 1` when unmatched).
+    fn skip(&self, i: usize) -> usize {
+        match self.close.get(i) {
+            Some(&c) if c != NONE => c as usize + 1,
+            _ => i + 1,
+        }
+    }
+
+    /// `redis.call`/`redis.pcall` or an alias of them starting at `i`: the
+    /// number of tokens of the callee.
+    fn callee_len(&self, i: usize) -> Option<usize> {
+        if !self.is_plain_name(i) {
+            return None;
+        }
+        let name = self.text(i);
+        if name == "redis"
+            && self.is_sym(i + 1, ".")
+            && (self.is_name(i + 2, "call") || self.is_name(i + 2, "pcall"))
+        {
+            return Some(3);
+        }
+        (!self.callee_alias.is_empty() && self.callee_alias.contains(name)).then_some(1)
+    }
+
+    /// A `redis.call(` at `i`: the index of its `(`.
+    fn call_at(&self, i: usize) -> Option<usize> {
+        let len = self.callee_len(i)?;
+        self.is_sym(i + len, "(").then_some(i + len)
+    }
+
+    /// The argument ranges of the call whose `(` is at `open`, and the index
+    /// of its `)` (or the token count when unclosed).
+    fn args(&self, open: usize) -> (ArgRanges, usize) {
+        let close = match self.close.get(open) {
+            Some(&c) if c != NONE => c as usize,
+            _ => self.toks.len(),
+        };
+        let mut out = Vec::new();
+        let mut start = open + 1;
+        let mut i = start;
+        while i < close {
+            if self.is_sym(i, ",") {
+                out.push((start, i));
+                start = i + 1;
+                i += 1;
+            } else if matches!(self.text(i), "(" | "[" | "{") && self.kind(i) == Some(Kind::Sym) {
+                i = self.skip(i).min(close);
+            } else {
+                i += 1;
+            }
+        }
+        if start < close {
+            out.push((start, close));
+        }
+        (out, close)
+    }
+
+    /// The lower-cased command of the call at `i`, its argument ranges and `)`.
+    fn call_parts(&self, i: usize) -> Option<(String, ArgRanges, usize)> {
+        let open = self.call_at(i)?;
+        let (args, close) = self.args(open);
+        let command = args
+            .first()
+            .filter(|&&(s, e)| e == s + 1)
+            .and_then(|&(s, _)| self.str_value(s))
+            .map(|s| s.to_ascii_lowercase())
+            .unwrap_or_else(|| "?".to_string());
+        Some((command, args, close))
+    }
+
+    /// `KEYS[n]` / `ARGV[n]` with an integer literal index at `s..e`.
+    fn indexed(&self, s: usize, e: usize, table: &str) -> Option<Option<u32>> {
+        if e != s + 4
+            || !self.is_name(s, table)
+            || !self.is_sym(s + 1, "[")
+            || !self.is_sym(s + 3, "]")
+        {
+            return None;
+        }
+        if self.kind(s + 2) != Some(Kind::Num) {
+            return Some(None);
+        }
+        Some(self.text(s + 2).parse::<u32>().ok())
+    }
+
+    fn classify(&self, s: usize, e: usize) -> LuaArg {
+        if e == s + 1 {
+            return match self.kind(s) {
+                Some(Kind::Str) => LuaArg::Literal(self.str_value(s).unwrap_or("").to_string()),
+                Some(Kind::Num) => LuaArg::Literal(self.text(s).to_string()),
+                Some(Kind::Name) if self.is_plain_name(s) => {
+                    let n = self.text(s);
+                    if let Some(&k) = self.key_alias.get(n) {
+                        LuaArg::Keys(k)
+                    } else if let Some(&a) = self.argv_alias.get(n) {
+                        LuaArg::Argv(a)
+                    } else {
+                        LuaArg::Other
+                    }
+                }
+                _ => LuaArg::Other,
+            };
+        }
+        if e == s + 2 && self.is_sym(s, "-") && self.kind(s + 1) == Some(Kind::Num) {
+            return LuaArg::Literal(format!("-{}", self.text(s + 1)));
+        }
+        if let Some(k) = self.indexed(s, e, "KEYS") {
+            return k.map_or(LuaArg::Other, LuaArg::Keys);
+        }
+        if let Some(a) = self.indexed(s, e, "ARGV") {
+            return a.map_or(LuaArg::Other, LuaArg::Argv);
+        }
+        LuaArg::Other
+    }
+
+    // ---- the pass ------------------------------------------------------
+
+    fn run(&mut self) {
+        let n = self.toks.len();
+        let mut i = 0;
+        while i < n {
+            let kind = self.toks[i].kind;
+            let text = self.text(i);
+            if kind == Kind::Name {
+                match text {
+                    "local" => self.local(i),
+                    "if" => {
+                        let pending = self.condition_after(i);
+                        let mut f = Frame::new(FrameKind::If);
+                        f.pending = pending;
+                        self.frames.push(f);
+                    }
+                    "elseif" => {
+                        let pending = self.condition_after(i);
+                        self.next_branch(pending);
+                    }
+                    "else" => self.next_branch(None),
+                    "then" => self.then(),
+                    "function" | "do" => self.frames.push(Frame::new(FrameKind::Block)),
+                    "repeat" => self.frames.push(Frame::new(FrameKind::Repeat)),
+                    "until" => self.pop(FrameKind::Repeat),
+                    "end" => self.pop_end(),
+                    _ => {
+                        if let Some((command, args, close)) = self.call_parts(i) {
+                            self.record(i, command, &args, close);
+                        } else if self.is_sym(i + 1, "=")
+                            && self.is_plain_name(i)
+                            && !(i > 0
+                                && (self.is_sym(i - 1, ",")
+                                    || self.is_sym(i - 1, "{")
+                                    || self.is_name(i - 1, "local")))
+                        {
+                            self.assign(&[i], i + 2);
+                        }
+                    }
+                }
+            }
+            i += 1;
+        }
+        if !self.frames.is_empty() {
+            self.partial = true;
+        }
+    }
+
+    fn record(&mut self, i: usize, command: String, args: &[(usize, usize)], close: usize) {
+        let end = match self.toks.get(close) {
+            Some(t) => t.end as usize,
+            None => {
+                self.partial = true;
+                self.toks.last().map_or(0, |t| t.end as usize)
+            }
+        };
+        let args = args
+            .iter()
+            .skip(1)
+            .map(|&(s, e)| self.classify(s, e))
+            .collect();
+        self.calls.push(LuaCall {
+            command,
+            args,
+            guarded: self.guard_after || self.covered > 0,
+            span: Span::new(self.toks[i].start as usize, end),
+        });
+    }
+
+    /// The condition between `if`/`elseif` at `i` and its `then`.
+    fn condition_after(&self, i: usize) -> Option<Polarity> {
+        let n = self.toks.len();
+        let mut j = i + 1;
+        while j < n {
+            match (self.toks[j].kind, self.text(j)) {
+                (Kind::Name, "then") => return self.check_in(i + 1, j),
+                (
+                    Kind::Name,
+                    "end" | "local" | "return" | "if" | "elseif" | "else" | "do" | "function"
+                    | "until" | "repeat" | "while" | "for",
+                ) => return None,
+                (Kind::Sym, "(" | "[" | "{") => j = self.skip(j),
+                _ => j += 1,
+            }
+        }
+        None
+    }
+
+    /// Does the expression `s..e` hold an ownership check, and of which polarity?
+    fn check_in(&self, s: usize, e: usize) -> Option<Polarity> {
+        const EQ: u8 = 1;
+        const NE: u8 = 2;
+        const UNKNOWN: u8 = 4;
+        let mut found = 0u8;
+        let mut negated = false;
+        let e = e.min(s.saturating_add(EXPR_SCAN));
+        for t in s..e {
+            match self.kind(t) {
+                Some(Kind::Name) => {
+                    let x = self.text(t);
+                    if x == "not" {
+                        negated = true;
+                    } else if let Some((command, args, _)) = self.call_parts(t) {
+                        if MEMBER_READS.contains(&command.as_str())
+                            && args.iter().skip(2).any(|&(a, b)| self.has_argv(a, b))
+                        {
+                            found |= UNKNOWN;
+                        }
+                    } else if self.is_plain_name(t)
+                        && !self.check_local.is_empty()
+                        && self.check_local.contains(x)
+                    {
+                        found |= UNKNOWN;
+                    }
+                }
+                Some(Kind::Sym) => {
+                    let x = self.text(t);
+                    if x == "==" || x == "~=" {
+                        let (ls, le) = self.operand_left(t, s);
+                        let (rs, re) = self.operand_right(t, e);
+                        if (self.has_read(ls, le) && self.has_argv(rs, re))
+                            || (self.has_argv(ls, le) && self.has_read(rs, re))
+                        {
+                            found |= if x == "==" { EQ } else { NE };
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        match found {
+            0 => None,
+            EQ if !negated => Some(Polarity::Equal),
+            NE if !negated => Some(Polarity::NotEqual),
+            _ => Some(Polarity::Unknown),
+        }
+    }
+
+    fn is_operand_boundary(&self, t: usize) -> bool {
+        match self.kind(t) {
+            Some(Kind::Sym) => matches!(
+                self.text(t),
+                "==" | "~=" | "<" | ">" | "<=" | ">=" | "," | "=" | ";"
+            ),
+            Some(Kind::Name) => matches!(
+                self.text(t),
+                "and" | "or" | "not" | "if" | "elseif" | "then" | "return" | "local" | "do"
+            ),
+            _ => false,
+        }
+    }
+
+    /// The left operand of the comparison at `op`, not before `lo`.
+    fn operand_left(&self, op: usize, lo: usize) -> (usize, usize) {
+        let mut j = op;
+        let mut depth = 0usize;
+        while j > lo && op - j < OPERAND_SCAN {
+            let k = j - 1;
+            if self.kind(k) == Some(Kind::Sym) {
+                match self.text(k) {
+                    ")" | "]" | "}" => depth += 1,
+                    "(" | "[" | "{" => {
+                        if depth == 0 {
+                            break;
+                        }
+                        depth -= 1;
+                    }
+                    _ => {}
+                }
+            }
+            if depth == 0 && self.is_operand_boundary(k) {
+                break;
+            }
+            j = k;
+        }
+        (j, op)
+    }
+
+    /// The right operand of the comparison at `op`, before `hi`.
+    fn operand_right(&self, op: usize, hi: usize) -> (usize, usize) {
+        let mut j = op + 1;
+        let mut depth = 0usize;
+        while j < hi && j - op < OPERAND_SCAN {
+            if self.kind(j) == Some(Kind::Sym) {
+                match self.text(j) {
+                    "(" | "[" | "{" => depth += 1,
+                    ")" | "]" | "}" => {
+                        if depth == 0 {
+                            break;
+                        }
+                        depth -= 1;
+                    }
+                    _ => {}
+                }
+            }
+            if depth == 0 && self.is_operand_boundary(j) {
+                break;
+            }
+            j += 1;
+        }
+        (op + 1, j)
+    }
+
+    /// `s..e` reads the stored value: a read call, or a local assigned from one.
+    fn has_read(&self, s: usize, e: usize) -> bool {
+        (s..e).any(|t| {
+            if let Some((command, _, _)) = self.call_parts(t) {
+                return READS.contains(&command.as_str());
+            }
+            self.is_plain_name(t)
+                && !self.read_local.is_empty()
+                && self.read_local.contains(self.text(t))
+        })
+    }
+
+    /// `s..e` mentions `ARGV[…]` or a local alias of one.
+    fn has_argv(&self, s: usize, e: usize) -> bool {
+        (s..e).any(|t| {
+            (self.is_name(t, "ARGV") && self.is_sym(t + 1, "["))
+                || (self.is_plain_name(t)
+                    && !self.argv_alias.is_empty()
+                    && self.argv_alias.contains_key(self.text(t)))
+        })
+    }
+
+    // ---- blocks --------------------------------------------------------
+
+    fn set_covered(&mut self, covered: bool) {
+        if let Some(f) = self.frames.last_mut() {
+            if f.covered != covered {
+                f.covered = covered;
+                if covered {
+                    self.covered += 1;
+                } else {
+                    self.covered = self.covered.saturating_sub(1);
+                }
+            }
+        }
+    }
+
+    fn top_is_if(&mut self) -> bool {
+        let ok = self.frames.last().is_some_and(|f| f.kind == FrameKind::If);
+        if !ok {
+            self.partial = true;
+        }
+        ok
+    }
+
+    /// `then`: the branch starts; a check of its condition takes effect.
+    fn then(&mut self) {
+        if !self.top_is_if() {
+            return;
+        }
+        let covered = match self.frames.last_mut() {
+            Some(f) => {
+                if let Some(p) = f.pending.take() {
+                    if f.checks.len() < 16 {
+                        f.checks.push((f.branch, p));
+                    }
+                }
+                let b = f.branch;
+                f.checks.iter().any(|&(at, p)| p.covers(at, b))
+            }
+            None => false,
+        };
+        self.set_covered(covered);
+    }
+
+    /// `elseif` (with its condition's check) or `else`.
+    fn next_branch(&mut self, pending: Option<Polarity>) {
+        if !self.top_is_if() {
+            return;
+        }
+        self.set_covered(false);
+        let covered = match self.frames.last_mut() {
+            Some(f) => {
+                f.branch = f.branch.saturating_add(1);
+                f.pending = pending;
+                let b = f.branch;
+                f.checks.iter().any(|&(at, p)| p.covers(at, b))
+            }
+            None => false,
+        };
+        // An `elseif` branch is covered from its `then`; `else` from here.
+        if pending.is_none() {
+            self.set_covered(covered);
+        }
+    }
+
+    fn pop_end(&mut self) {
+        match self.frames.last().map(|f| f.kind) {
+            Some(FrameKind::If) | Some(FrameKind::Block) => {
+                self.set_covered(false);
+                if let Some(f) = self.frames.pop() {
+                    if !f.checks.is_empty() {
+                        self.guard_after = true;
+                    }
+                }
+            }
+            _ => self.partial = true,
+        }
+    }
+
+    fn pop(&mut self, kind: FrameKind) {
+        if self.frames.last().is_some_and(|f| f.kind == kind) {
+            self.set_covered(false);
+            self.frames.pop();
+        } else {
+            self.partial = true;
+        }
+    }
+
+    // ---- locals and aliases --------------------------------------------
+
+    /// `local a, b <const> = e1, e2`.
+    fn local(&mut self, i: usize) {
+        let mut names = Vec::new();
+        let mut j = i + 1;
+        while self.is_plain_name(j) {
+            names.push(j);
+            j += 1;
+            if self.is_sym(j, "<") && self.is_sym(j + 2, ">") {
+                j += 3;
+            }
+            if self.is_sym(j, ",") {
+                j += 1;
+            } else {
+                break;
+            }
+        }
+        if self.is_sym(j, "=") {
+            self.assign(&names, j + 1);
+        } else {
+            for &n in &names {
+                self.forget(self.text(n));
+            }
+        }
+    }
+
+    fn forget(&mut self, name: &str) {
+        self.callee_alias.remove(name);
+        self.key_alias.remove(name);
+        self.argv_alias.remove(name);
+        self.read_local.remove(name);
+        self.check_local.remove(name);
+    }
+
+    /// Binds `names` to the expression list starting at `j`.
+    fn assign(&mut self, names: &[usize], mut j: usize) {
+        let mut exprs_left = true;
+        for &n in names {
+            let name = self.text(n);
+            if !exprs_left {
+                self.forget(name);
+                continue;
+            }
+            let e = self.expr_end(j);
+            self.bind(name, j, e);
+            if self.is_sym(e, ",") {
+                j = e + 1;
+            } else {
+                exprs_left = false;
+            }
+        }
+    }
+
+    fn bind(&mut self, name: &'a str, s: usize, e: usize) {
+        let scan_end = e.min(s.saturating_add(EXPR_SCAN));
+        let callee = (e == s + 3 && self.callee_len(s) == Some(3))
+            || (e == s + 1 && self.callee_len(s) == Some(1));
+        let key = self.indexed(s, e, "KEYS").flatten().or_else(|| {
+            (e == s + 1 && self.is_plain_name(s))
+                .then(|| self.key_alias.get(self.text(s)).copied())
+                .flatten()
+        });
+        let argv = self.indexed(s, e, "ARGV").flatten().or_else(|| {
+            (e == s + 1 && self.is_plain_name(s))
+                .then(|| self.argv_alias.get(self.text(s)).copied())
+                .flatten()
+        });
+        let check = e > s && self.check_in(s, e).is_some();
+        let read = !check && e > s && self.has_read(s, scan_end);
+        self.forget(name);
+        if callee {
+            self.callee_alias.insert(name);
+        } else if let Some(k) = key {
+            self.key_alias.insert(name, k);
+        } else if let Some(a) = argv {
+            self.argv_alias.insert(name, a);
+        } else if check {
+            self.check_local.insert(name);
+        } else if read {
+            self.read_local.insert(name);
+        }
+    }
+
+    /// The end (exclusive) of the expression starting at `i`; stops before a
+    /// top-level `,` and at anything that cannot continue an expression.
+    /// Gives up at `function` (a function body is read by the main pass).
+    fn expr_end(&self, mut i: usize) -> usize {
+        let n = self.toks.len();
+        let mut want_operand = true;
+        while i < n {
+            let kind = self.toks[i].kind;
+            let x = self.text(i);
+            if want_operand {
+                match kind {
+                    Kind::Name if x == "not" => i += 1,
+                    Kind::Name
+                        if KEYWORDS.contains(&x) && !matches!(x, "nil" | "true" | "false") =>
+                    {
+                        return i
+                    }
+                    Kind::Name | Kind::Num | Kind::Str => {
+                        want_operand = false;
+                        i += 1;
+                    }
+                    Kind::Sym if x == "(" || x == "{" => {
+                        i = self.skip(i);
+                        want_operand = false;
+                    }
+                    Kind::Sym if x == "..." => {
+                        want_operand = false;
+                        i += 1;
+                    }
+                    Kind::Sym if x == "-" || x == "#" || x == "~" => i += 1,
+                    _ => return i,
+                }
+            } else {
+                match kind {
+                    Kind::Sym if x == "." || x == ":" => {
+                        i += 1;
+                        if self.kind(i) == Some(Kind::Name) {
+                            i += 1;
+                        }
+                    }
+                    Kind::Sym if x == "[" || x == "(" || x == "{" => i = self.skip(i),
+                    Kind::Str => i += 1,
+                    Kind::Sym if BINOPS.contains(&x) => {
+                        want_operand = true;
+                        i += 1;
+                    }
+                    Kind::Name if x == "and" || x == "or" => {
+                        want_operand = true;
+                        i += 1;
+                    }
+                    _ => return i,
+                }
+            }
+        }
+        n
+    }
+}

@@ -1,0 +1,283 @@
+use super::*;
+
+fn calls(src: &str) -> Vec<LuaCall> {
+    analyse(src).calls
+}
+
+/// (command, guarded) of every call.
+fn shape(src: &str) -> Vec<(String, bool)> {
+    calls(src)
+        .into_iter()
+        .map(|c| (c.command, c.guarded))
+        .collect()
+}
+
+fn s(cmd: &str, guarded: bool) -> (String, bool) {
+    (cmd.to_string(), guarded)
+}
+
+#[test]
+fn safe_release() {
+    let src = "if redis.call('get', KEYS[1]) == ARGV[1] then\n  return redis.call('del', KEYS[1])\nelse\n  return 0\nend";
+    let c = calls(src);
+    assert_eq!(c.len(), 2);
+    assert_eq!(c[0].command, "get");
+    assert_eq!(c[0].args, vec![LuaArg::Keys(1)]);
+    assert!(!c[0].guarded);
+    assert_eq!(c[1].command, "del");
+    assert_eq!(c[1].args, vec![LuaArg::Keys(1)]);
+    assert!(c[1].guarded);
+    assert_eq!(
+        &src[c[1].span.start..c[1].span.end],
+        "redis.call('del', KEYS[1])"
+    );
+    assert!(!analyse(src).partial);
+}
+
+#[test]
+fn safe_extend() {
+    let src = "if redis.call(\"get\", KEYS[1]) == ARGV[1] then return redis.call(\"pexpire\", KEYS[1], ARGV[2]) else return 0 end";
+    let c = calls(src);
+    assert_eq!(c[1].command, "pexpire");
+    assert_eq!(c[1].args, vec![LuaArg::Keys(1), LuaArg::Argv(2)]);
+    assert!(c[1].guarded);
+}
+
+#[test]
+fn unsafe_del() {
+    assert_eq!(
+        shape("return redis.call('del', KEYS[1])"),
+        vec![s("del", false)]
+    );
+    assert_eq!(
+        shape("redis.call('get', KEYS[1])\nreturn redis.call('del', KEYS[1])"),
+        vec![s("get", false), s("del", false)]
+    );
+}
+
+#[test]
+fn del_in_else_branch_is_not_guarded() {
+    let src = "if redis.call('get', KEYS[1]) == ARGV[1] then return 1 else return redis.call('del', KEYS[1]) end";
+    assert_eq!(shape(src), vec![s("get", false), s("del", false)]);
+    // elseif after an == check runs when the check failed.
+    let src = "if redis.call('get', KEYS[1]) == ARGV[1] then return 1 elseif ARGV[2] == '1' then redis.call('del', KEYS[1]) end";
+    assert_eq!(shape(src)[1], s("del", false));
+}
+
+#[test]
+fn ne_check_then_branch_is_the_failure_path() {
+    let src = "if redis.call('get', KEYS[1]) ~= ARGV[1] then redis.call('del', KEYS[1]) end";
+    assert_eq!(shape(src)[1], s("del", false));
+    let src = "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 else return redis.call('del', KEYS[1]) end";
+    assert_eq!(shape(src)[1], s("del", true));
+}
+
+#[test]
+fn early_return() {
+    let src = "if redis.call('get', KEYS[1]) ~= ARGV[1] then\n  return 0\nend\nreturn redis.call('del', KEYS[1])";
+    assert_eq!(shape(src), vec![s("get", false), s("del", true)]);
+}
+
+#[test]
+fn false_or_ne_token_alias() {
+    let src = "local key = KEYS[1]\nlocal token = ARGV[1]\nlocal v = redis.call('GET', key)\nif v == false or v ~= token then\n  return 0\nend\nredis.call('DEL', key)\nreturn 1";
+    let c = calls(src);
+    assert_eq!(c.len(), 2);
+    assert_eq!(c[1].command, "del");
+    assert_eq!(c[1].args, vec![LuaArg::Keys(1)]);
+    assert!(c[1].guarded);
+}
+
+#[test]
+fn local_read_then_compare() {
+    let src = "local v = redis.call('get', KEYS[1]); if v == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
+    assert_eq!(shape(src)[1], s("del", true));
+}
+
+#[test]
+fn redisson_style_hexists_hincrby() {
+    let src = "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; \
+local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); \
+if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; \
+else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; return nil;";
+    let c = calls(src);
+    let cmds: Vec<&str> = c.iter().map(|c| c.command.as_str()).collect();
+    assert_eq!(
+        cmds,
+        vec!["hexists", "hincrby", "pexpire", "del", "publish"]
+    );
+    assert_eq!(
+        c[1].args,
+        vec![
+            LuaArg::Keys(1),
+            LuaArg::Argv(3),
+            LuaArg::Literal("-1".into())
+        ]
+    );
+    assert!(!c[0].guarded);
+    assert!(c[1..].iter().all(|c| c.guarded));
+}
+
+#[test]
+fn hget_with_argv_field_in_condition() {
+    let src = "if redis.call('hget', KEYS[1], ARGV[1]) then return redis.call('del', KEYS[1]) end";
+    assert_eq!(shape(src)[1], s("del", true));
+}
+
+#[test]
+fn bsm_redislock_mget() {
+    let src = "local values = redis.call(\"mget\", unpack(KEYS))\nfor i, _ in ipairs(KEYS) do\n\tif values[i] ~= ARGV[1] then\n\t\treturn false\n\tend\nend\nredis.call(\"del\", unpack(KEYS))\nreturn true";
+    let c = calls(src);
+    assert_eq!(c[1].command, "del");
+    assert_eq!(c[1].args, vec![LuaArg::Other]);
+    assert!(c[1].guarded);
+    assert!(!analyse(src).partial);
+    let src = "local vals = redis.call('mget', KEYS[1]) if vals[1] == ARGV[1] then redis.call('del', KEYS[1]) end";
+    assert_eq!(shape(src)[1], s("del", true));
+}
+
+#[test]
+fn symfony_zscore() {
+    let src = "local key = KEYS[1]\nlocal uniqueToken = ARGV[1]\nif redis.call('ZSCORE', key, uniqueToken) then\n  return redis.call('DEL', key)\nend\nreturn 0";
+    let c = calls(src);
+    assert_eq!(c[0].command, "zscore");
+    assert_eq!(c[0].args, vec![LuaArg::Keys(1), LuaArg::Argv(1)]);
+    assert!(c[1].guarded);
+}
+
+#[test]
+fn getrange_with_string_sub() {
+    let src = "if string.sub(redis.call('getrange', KEYS[1], 0, 35), 1, 36) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
+    assert_eq!(shape(src)[1], s("del", true));
+}
+
+#[test]
+fn aliases_and_pcall_and_case() {
+    let src = "local rcall = redis.call\nlocal call = redis.pcall\nlocal k = KEYS[2]\nrcall('DEL', k)\ncall(\"Unlink\", KEYS[1], ARGV[1], 'x', 5)";
+    let c = calls(src);
+    assert_eq!(c.len(), 2);
+    assert_eq!(c[0].command, "del");
+    assert_eq!(c[0].args, vec![LuaArg::Keys(2)]);
+    assert_eq!(&src[c[0].span.start..c[0].span.end], "rcall('DEL', k)");
+    assert_eq!(c[1].command, "unlink");
+    assert_eq!(
+        c[1].args,
+        vec![
+            LuaArg::Keys(1),
+            LuaArg::Argv(1),
+            LuaArg::Literal("x".into()),
+            LuaArg::Literal("5".into())
+        ]
+    );
+    // An alias checks too.
+    let src = "local rcall = redis.call if rcall('get', KEYS[1]) == ARGV[1] then return rcall('del', KEYS[1]) end";
+    assert_eq!(shape(src), vec![s("get", false), s("del", true)]);
+}
+
+#[test]
+fn non_literal_command_and_index() {
+    let c = calls("redis.call(ARGV[4], KEYS[#KEYS], KEYS[i], KEYS[1.5], KEYS[1] .. 'x')");
+    assert_eq!(c[0].command, "?");
+    assert!(c[0].args.iter().all(|a| *a == LuaArg::Other));
+}
+
+#[test]
+fn literal_compare_is_not_a_check() {
+    let src = "if redis.call('get', KEYS[1]) == '1' then return redis.call('del', KEYS[1]) end";
+    assert_eq!(shape(src)[1], s("del", false));
+    let src = "if redis.call('exists', KEYS[1]) == 1 then return redis.call('del', KEYS[1]) end";
+    assert_eq!(shape(src)[1], s("del", false));
+    // An unrelated ARGV comparison beside a literal compare is not a check either.
+    let src = "if redis.call('get', KEYS[1]) == '1' and ARGV[2] == 'force' then redis.call('del', KEYS[1]) end";
+    assert_eq!(shape(src)[1], s("del", false));
+}
+
+#[test]
+fn comments_do_not_produce_calls() {
+    let src = "-- redis.call('del', KEYS[1])\n--[[ redis.call('del', KEYS[1]) ]]\n--[==[\nredis.call('del', KEYS[1])\n]==]\nreturn redis.call('get', KEYS[1])";
+    assert_eq!(shape(src), vec![s("get", false)]);
+    // Nor do strings.
+    assert_eq!(shape("return \"redis.call('del', KEYS[1])\""), vec![]);
+}
+
+#[test]
+fn check_through_a_local_boolean() {
+    let src = "local owned = redis.call('get', KEYS[1]) == ARGV[1]\nif not owned then return 0 end\nreturn redis.call('del', KEYS[1])";
+    assert_eq!(shape(src)[1], s("del", true));
+}
+
+#[test]
+fn reassigned_alias_is_forgotten() {
+    let src = "local token = ARGV[1]\ntoken = 'x'\nif redis.call('get', KEYS[1]) == token then redis.call('del', KEYS[1]) end";
+    assert_eq!(shape(src)[1], s("del", false));
+}
+
+#[test]
+fn nested_blocks_and_loops() {
+    let src = "for i = 1, #KEYS do\n  if redis.call('get', KEYS[i]) == ARGV[1] then\n    while true do redis.call('del', KEYS[i]) break end\n  else\n    repeat redis.call('expire', KEYS[1], 1) until true\n  end\nend";
+    assert_eq!(
+        shape(src),
+        vec![s("get", false), s("del", true), s("expire", false)]
+    );
+    assert!(!analyse(src).partial);
+}
+
+#[test]
+fn partial_on_broken_scripts() {
+    let f = analyse("if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]");
+    assert!(f.partial);
+    assert_eq!(f.calls.len(), 2);
+    assert!(f.calls[1].guarded);
+    assert!(analyse("end end )").partial);
+}
+
+#[test]
+fn never_panics_on_odd_input() {
+    for src in [
+        "",
+        "redis.call(",
+        "redis.call",
+        "redis . call ( 'del' , KEYS [ 99999999999 ] )",
+        "local = = =",
+        "local a, b",
+        "if then else elseif end until",
+        "rcall = redis.call rcall(",
+        "'\\",
+        "[==[",
+        "--[[",
+        "\u{0}\u{ff}é\u{10ffff}",
+        "if (((( then",
+        "local x <const> = KEYS[1] redis.call('del', x)",
+    ] {
+        let _ = analyse(src);
+    }
+}
+
+#[test]
+fn deep_nesting_stays_linear() {
+    let mut src = String::new();
+    for _ in 0..3_000 {
+        src.push_str("if f(function() local a = g(function() ");
+    }
+    for _ in 0..3_000 {
+        src.push_str("end) then end end)");
+    }
+    let start = std::time::Instant::now();
+    let _ = analyse(&src);
+    // Generous even for a debug build on a loaded machine; quadratic would take minutes.
+    assert!(start.elapsed().as_secs() < 20);
+}
+
+#[test]
+fn extract_file_names_the_script_after_the_stem() {
+    let f = extract_file(
+        Path::new("scripts/unlock.lua"),
+        "return redis.call('del', KEYS[1])",
+    );
+    assert_eq!(f.language, Language::Lua);
+    assert_eq!(f.scripts.len(), 1);
+    assert_eq!(f.scripts[0].name.as_deref(), Some("unlock"));
+    assert_eq!(f.scripts[0].anchors, vec![(0, 0)]);
+    assert_eq!(f.scripts[0].client, Client::Lua);
+    assert_eq!(f.scripts[0].lua.calls.len(), 1);
+}
