@@ -619,8 +619,13 @@ fn walk_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// Every fixture that expects a finding passes the prefilter, and every
+/// fixture the prefilter rejects has no finding when it is analysed in full:
+/// rejecting a file never changes what locklint reports for it. (Good
+/// fixtures that only use a lock library or cache TTLs — Redisson, redlock,
+/// `GETDEL` tokens — are rejected by design: that is the prefilter's job.)
 #[test]
-fn prefilter_passes_every_fixture() {
+fn prefilter_keeps_every_fixture_with_a_finding() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     let mut files = Vec::new();
     walk_files(&root, &mut files);
@@ -628,14 +633,35 @@ fn prefilter_passes_every_fixture() {
         eprintln!("no fixtures/ yet: nothing to check");
         return;
     }
-    let rejected: Vec<_> = files
-        .iter()
-        .filter(|p| locklint::facts::Language::from_path(p).is_some())
-        .filter(|p| !locklint::prefilter::may_match(&fs::read(p).expect("read fixture")))
-        .collect();
+    let settings = locklint::Settings::default();
+    let mut lost = Vec::new();
+    let mut rejected = 0;
+    for p in &files {
+        let Some(lang) = locklint::facts::Language::from_path(p) else {
+            continue;
+        };
+        let bytes = fs::read(p).expect("read fixture");
+        if locklint::prefilter::may_match(&bytes) {
+            continue;
+        }
+        rejected += 1;
+        let text = String::from_utf8_lossy(&bytes);
+        let expects_some = text
+            .lines()
+            .find_map(|l| l.split("locklint-expect:").nth(1))
+            .is_some_and(|e| e.trim() != "none");
+        let found = locklint::check_source(&p.display().to_string(), &text, lang, &settings);
+        if expects_some || !found.is_empty() {
+            lost.push(p.display().to_string());
+        }
+    }
     assert!(
-        rejected.is_empty(),
-        "the prefilter rejects fixtures it must keep: {rejected:?}"
+        lost.is_empty(),
+        "the prefilter rejects fixtures that have findings: {lost:?}"
+    );
+    eprintln!(
+        "{} fixtures, {rejected} rejected by the prefilter, none with a finding",
+        files.len()
     );
 }
 
