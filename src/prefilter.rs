@@ -169,6 +169,11 @@ fn accept(bytes: &[u8], word: &str, start: usize, end: usize) -> bool {
             if !starts_part(bytes, start) {
                 return false;
             }
+            // `m.lock()`, `mu.Lock()`, `Mutex<T>`, `RwLock<T>`: taking an
+            // in-process lock or naming its type, never a Redis key.
+            if continues_with(bytes, end, "()") || at(bytes, end) == b'<' {
+                return false;
+            }
             if !at(bytes, end).is_ascii_lowercase() {
                 return true;
             }
@@ -286,6 +291,9 @@ mod tests {
         assert!(!pass("mu.Lock(); unlinked = true; delegate(deleter)"));
         assert!(!pass(
             "let seen: HashSet<u32> = HashSet::new(); let g = m.lock();"
+        ));
+        assert!(!pass(
+            "static M: Mutex<u32> = make(); set(m.lock(), 1); delete_user();"
         ));
         assert!(!pass(
             "let mu = sync.Mutex{}; mu.Lock(); offset = reset(asset);"
