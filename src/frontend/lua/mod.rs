@@ -16,7 +16,7 @@
 
 mod lexer;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use crate::facts::{Client, FileFacts, Language, LuaArg, LuaCall, LuaFacts, ScriptFact, Span};
 use lexer::{Kind, Tok};
@@ -46,11 +46,18 @@ const KEYWORDS: &[&str] = &[
     "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while",
 ];
 
+fn is_keyword(s: &str) -> bool {
+    // Every keyword is 2 to 8 lower-case letters: most names leave at once.
+    s.len() >= 2 && s.len() <= 8 && s.as_bytes()[0].is_ascii_lowercase() && KEYWORDS.contains(&s)
+}
+
 const BINOPS: &[&str] = &[
     "+", "-", "*", "/", "//", "%", "^", "..", "==", "~=", "<", ">", "<=", ">=", "&", "|", "~",
     "<<", ">>",
 ];
 
+/// Tokens taken as the arguments of a call whose `)` is missing.
+const UNCLOSED_ARGS: usize = 32;
 /// Upper bound on the tokens one comparison operand is searched for.
 const OPERAND_SCAN: usize = 256;
 /// Upper bound on the tokens of one condition or one assigned expression
@@ -250,7 +257,7 @@ impl<'a> Analyser<'a> {
     /// A name that is not a keyword and not a field (`x.name`, `x:name`).
     fn is_plain_name(&self, i: usize) -> bool {
         self.kind(i) == Some(Kind::Name)
-            && !KEYWORDS.contains(&self.text(i))
+            && !is_keyword(self.text(i))
             && !(i > 0 && (self.is_sym(i - 1, ".") || self.is_sym(i - 1, ":")))
     }
 
@@ -296,9 +303,11 @@ impl<'a> Analyser<'a> {
     /// The argument ranges of the call whose `(` is at `open`, and the index
     /// of its `)` (or the token count when unclosed).
     fn args(&self, open: usize) -> (ArgRanges, usize) {
+        // An unclosed call takes what follows as its arguments, up to a bound
+        // (nested unclosed calls would otherwise each scan to the end).
         let close = match self.close.get(open) {
             Some(&c) if c != NONE => c as usize,
-            _ => self.toks.len(),
+            _ => self.toks.len().min(open + 1 + UNCLOSED_ARGS),
         };
         let mut out = Vec::new();
         let mut start = open + 1;
@@ -406,7 +415,11 @@ impl<'a> Analyser<'a> {
                     "until" => self.pop(FrameKind::Repeat),
                     "end" => self.pop_end(),
                     _ => {
-                        if let Some((command, args, close)) = self.call_parts(i) {
+                        let may_call = text == "redis"
+                            || (!self.callee_alias.is_empty() && self.callee_alias.contains(text));
+                        if let Some((command, args, close)) =
+                            may_call.then(|| self.call_parts(i)).flatten()
+                        {
                             self.record(i, command, &args, close);
                         } else if self.is_sym(i + 1, "=")
                             && self.is_plain_name(i)
@@ -428,12 +441,16 @@ impl<'a> Analyser<'a> {
     }
 
     fn record(&mut self, i: usize, command: String, args: &[(usize, usize)], close: usize) {
-        let end = match self.toks.get(close) {
-            Some(t) => t.end as usize,
-            None => {
-                self.partial = true;
-                self.toks.last().map_or(0, |t| t.end as usize)
-            }
+        let closed = self
+            .toks
+            .get(close)
+            .is_some_and(|t| t.kind == Kind::Sym && self.text(close) == ")");
+        let end = if closed {
+            self.toks[close].end as usize
+        } else {
+            self.partial = true;
+            let last = close.saturating_sub(1).max(i);
+            self.toks.get(last).map_or(0, |t| t.end as usize)
         };
         let args = args
             .iter()
@@ -787,9 +804,7 @@ impl<'a> Analyser<'a> {
             if want_operand {
                 match kind {
                     Kind::Name if x == "not" => i += 1,
-                    Kind::Name
-                        if KEYWORDS.contains(&x) && !matches!(x, "nil" | "true" | "false") =>
-                    {
+                    Kind::Name if is_keyword(x) && !matches!(x, "nil" | "true" | "false") => {
                         return i
                     }
                     Kind::Name | Kind::Num | Kind::Str => {

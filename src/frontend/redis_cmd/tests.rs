@@ -270,3 +270,101 @@ fn never_panics() {
         let _ = sh(&format!("f() {{ redis-cli {src}"));
     }
 }
+
+#[test]
+fn random_shell_soup_never_panics() {
+    const PIECES: &[&str] = &[
+        "redis-cli",
+        "$REDIS",
+        "REDIS=redis-cli",
+        "SET",
+        "DEL",
+        "lock:$JOB",
+        "NX",
+        "PX",
+        "100",
+        "EVAL",
+        "\"return redis.call('del', KEYS[1])\"",
+        "1",
+        "MULTI",
+        "EXEC",
+        "WATCH",
+        "<<EOF",
+        "<<-'E'",
+        "EOF",
+        "E",
+        "\n",
+        "\t",
+        ";",
+        "&&",
+        "||",
+        "|",
+        "&",
+        "(",
+        ")",
+        "{",
+        "}",
+        "f()",
+        "function",
+        "if",
+        "then",
+        "fi",
+        "$(",
+        "`",
+        "'",
+        "\"",
+        "\\",
+        "${",
+        "$((",
+        "#",
+        "$$",
+        "2>",
+        ">",
+        "é",
+        " ",
+        "-h",
+        "--eval",
+        ",",
+        "case",
+        "esac",
+        "$'",
+    ];
+    let mut rng = crate::frontend::lua::tests::Rng(7);
+    for _ in 0..1500 {
+        let len = (rng.next() % 50) as usize;
+        let mut src = String::new();
+        for _ in 0..len {
+            src.push_str(PIECES[(rng.next() % PIECES.len() as u64) as usize]);
+            if rng.next() % 2 == 0 {
+                src.push(' ');
+            }
+        }
+        for lang in [Language::Shell, Language::Redis] {
+            let f = extract(&src, lang);
+            for o in &f.ops {
+                assert!(
+                    o.span.end <= src.len() && o.name_span.end <= src.len(),
+                    "{src:?}"
+                );
+                assert!((o.scope as usize) < f.scopes.len());
+            }
+            for s in &f.scripts {
+                for c in &s.lua.calls {
+                    assert!(s.to_source(c.span.end) <= src.len(), "{src:?}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn random_bytes_never_panic() {
+    let mut rng = crate::frontend::lua::tests::Rng(1234);
+    for _ in 0..500 {
+        let len = (rng.next() % 300) as usize;
+        let bytes: Vec<u8> = (0..len).map(|_| (rng.next() % 256) as u8).collect();
+        let src = String::from_utf8_lossy(&bytes);
+        let _ = extract(&src, Language::Shell);
+        let _ = extract(&src, Language::Redis);
+    }
+}
