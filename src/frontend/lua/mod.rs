@@ -56,6 +56,8 @@ const BINOPS: &[&str] = &[
     "<<", ">>",
 ];
 
+/// Longest function body (in tokens) read as an ownership-check helper.
+const CHECK_HELPER_TOKENS: usize = 96;
 /// Tokens taken as the arguments of a call whose `)` is missing.
 const UNCLOSED_ARGS: usize = 32;
 /// Upper bound on the tokens one comparison operand is searched for.
@@ -137,6 +139,11 @@ struct Frame {
     pending: Option<Polarity>,
     /// The current branch is protected by one of `checks`.
     covered: bool,
+    /// For a named function body: its name and first token, so that a
+    /// function whose body is an ownership check counts as one when called
+    /// in a condition (`local function owned() return get(..) == ARGV[1] end`).
+    /// (token of the name, first token of the body)
+    function: Option<(usize, usize)>,
 }
 
 impl Frame {
@@ -147,6 +154,7 @@ impl Frame {
             checks: Vec::new(),
             pending: None,
             covered: false,
+            function: None,
         }
     }
 }
@@ -410,10 +418,16 @@ impl<'a> Analyser<'a> {
                     }
                     "else" => self.next_branch(None),
                     "then" => self.then(),
-                    "function" | "do" => self.frames.push(Frame::new(FrameKind::Block)),
+                    "function" => {
+                        let mut f = Frame::new(FrameKind::Block);
+                        f.function = self.function_name(i).map(|n| (n, i + 1));
+                        self.frames.push(f);
+                    }
+                    "do" => self.frames.push(Frame::new(FrameKind::Block)),
+                    "for" => self.for_in(i),
                     "repeat" => self.frames.push(Frame::new(FrameKind::Repeat)),
                     "until" => self.pop(FrameKind::Repeat),
-                    "end" => self.pop_end(),
+                    "end" => self.pop_end(i),
                     _ => {
                         let may_call = text == "redis"
                             || (!self.callee_alias.is_empty() && self.callee_alias.contains(text));
@@ -685,7 +699,7 @@ impl<'a> Analyser<'a> {
         }
     }
 
-    fn pop_end(&mut self) {
+    fn pop_end(&mut self, at: usize) {
         match self.frames.last().map(|f| f.kind) {
             Some(FrameKind::If) | Some(FrameKind::Block) => {
                 self.set_covered(false);
@@ -693,9 +707,64 @@ impl<'a> Analyser<'a> {
                     if !f.checks.is_empty() {
                         self.guard_after = true;
                     }
+                    // Only short bodies: a check helper is one comparison, and
+                    // the bound keeps deeply nested functions linear.
+                    if let Some((name, body)) = f.function {
+                        if at.saturating_sub(body) <= CHECK_HELPER_TOKENS
+                            && self.check_in(body, at).is_some()
+                        {
+                            self.check_local.insert(self.text(name));
+                        }
+                    }
                 }
             }
             _ => self.partial = true,
+        }
+    }
+
+    /// The name token of the function whose `function` keyword is at `i`:
+    /// `[local] function name(`, or `local name = function(`.
+    fn function_name(&self, i: usize) -> Option<usize> {
+        if self.is_plain_name(i + 1) && self.is_sym(i + 2, "(") {
+            return Some(i + 1);
+        }
+        if i >= 3
+            && self.is_sym(i - 1, "=")
+            && self.is_plain_name(i - 2)
+            && self.is_name(i - 3, "local")
+        {
+            return Some(i - 2);
+        }
+        None
+    }
+
+    /// `for a, b in <expr> do`: loop variables over a read result (`ipairs(vals)`
+    /// of an `mget`) read the stored value too.
+    fn for_in(&mut self, i: usize) {
+        let mut names = Vec::new();
+        let mut j = i + 1;
+        while self.is_plain_name(j) {
+            names.push(self.text(j));
+            j += 1;
+            if !self.is_sym(j, ",") {
+                break;
+            }
+            j += 1;
+        }
+        if !self.is_name(j, "in") {
+            for n in names {
+                self.forget(n);
+            }
+            return;
+        }
+        let s = j + 1;
+        let e = self.expr_end(s);
+        let read = e > s && self.has_read(s, e.min(s + EXPR_SCAN));
+        for n in names {
+            self.forget(n);
+            if read {
+                self.read_local.insert(n);
+            }
         }
     }
 

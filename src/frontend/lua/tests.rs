@@ -207,6 +207,23 @@ fn check_through_a_local_boolean() {
 }
 
 #[test]
+fn check_through_a_local_function() {
+    let src = "local function owned()\n  return redis.call('get', KEYS[1]) == ARGV[1]\nend\nif not owned() then return 0 end\nreturn redis.call('del', KEYS[1])";
+    assert_eq!(shape(src)[1], s("del", true));
+    let src = "local owns = function() return redis.call('get', KEYS[1]) == ARGV[1] end\nif owns() then redis.call('del', KEYS[1]) end";
+    assert_eq!(shape(src)[1], s("del", true));
+    // A function that compares with a literal is no check.
+    let src = "local function set() return redis.call('get', KEYS[1]) == '1' end\nif set() then redis.call('del', KEYS[1]) end";
+    assert_eq!(shape(src)[1], s("del", false));
+}
+
+#[test]
+fn loop_over_mget_values() {
+    let src = "local vals = redis.call('mget', unpack(KEYS))\nfor _, v in ipairs(vals) do\n  if v ~= ARGV[1] then return 0 end\nend\nreturn redis.call('del', KEYS[1])";
+    assert_eq!(shape(src)[1], s("del", true));
+}
+
+#[test]
 fn reassigned_alias_is_forgotten() {
     let src = "local token = ARGV[1]\ntoken = 'x'\nif redis.call('get', KEYS[1]) == token then redis.call('del', KEYS[1]) end";
     assert_eq!(shape(src)[1], s("del", false));
