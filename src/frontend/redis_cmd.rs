@@ -80,6 +80,10 @@ const CLI_OPTS_WITH_VALUE: &[&str] = &[
     "--functions-rdb",
 ];
 
+/// Keys of one multi-key command (`DEL`, `MGET`, `EVAL`) turned into ops;
+/// more are ignored (the rules compare ops pairwise).
+const MAX_KEYS_PER_COMMAND: usize = 64;
+
 /// Transaction state of one connection.
 #[derive(Debug, Default)]
 struct Session {
@@ -435,7 +439,9 @@ impl<'a> Extractor<'a> {
                 sess.atomic = false;
                 sess.watched.clear();
             }
-            "WATCH" => sess.watched.extend(args.iter().map(key_expr)),
+            "WATCH" => sess
+                .watched
+                .extend(args.iter().take(MAX_KEYS_PER_COMMAND).map(key_expr)),
             "UNWATCH" => sess.watched.clear(),
             "SET" if args.len() >= 2 => {
                 let nx = has(2, &["NX"]);
@@ -481,7 +487,7 @@ impl<'a> Extractor<'a> {
                 self.push(OpKind::Expire, &args[0], None, span, name_span, sess);
             }
             "DEL" | "UNLINK" => {
-                for k in args {
+                for k in args.iter().take(MAX_KEYS_PER_COMMAND) {
                     self.push(
                         OpKind::Release { checked: false },
                         k,
@@ -517,7 +523,7 @@ impl<'a> Extractor<'a> {
                 self.push(OpKind::Get, &args[0], None, span, name_span, sess);
             }
             "MGET" => {
-                for k in args {
+                for k in args.iter().take(MAX_KEYS_PER_COMMAND) {
                     self.push(OpKind::Get, k, None, span, name_span, sess);
                 }
             }
@@ -539,7 +545,7 @@ impl<'a> Extractor<'a> {
                     .literal()
                     .and_then(|s| s.trim().parse::<usize>().ok())
                     .unwrap_or(0);
-                for k in args.iter().skip(2).take(numkeys) {
+                for k in args.iter().skip(2).take(numkeys.min(MAX_KEYS_PER_COMMAND)) {
                     self.push(OpKind::Eval { script }, k, None, span, name_span, sess);
                 }
             }

@@ -368,3 +368,42 @@ fn random_bytes_never_panic() {
         let _ = extract(&src, Language::Redis);
     }
 }
+
+/// Prints how long 10 MB inputs take; run with
+/// `cargo test --release --lib frontend::redis_cmd::tests::timing -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn timing_of_10_mb_inputs() {
+    let shell_unit = "release_lock() {\n  # give the lock back\n  redis-cli -h \"$HOST\" EVAL \"if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end\" 1 \"lock:$JOB\" \"$TOKEN\"\n  OK=$(redis-cli SET \"lock:$JOB\" \"$(uuidgen)\" NX PX 3000) && echo done\n}\n";
+    let redis_unit = "SET lock:job $TOKEN NX PX 30000\nGET lock:job\nDELEX lock:job IFEQ $TOKEN\n";
+    let inputs: Vec<(&str, Language, String)> = vec![
+        (
+            "shell",
+            Language::Shell,
+            shell_unit.repeat(10_000_000 / shell_unit.len()),
+        ),
+        (
+            "redis",
+            Language::Redis,
+            redis_unit.repeat(10_000_000 / redis_unit.len()),
+        ),
+        ("substs", Language::Shell, "$(".repeat(5_000_000)),
+        ("braces", Language::Shell, "${".repeat(5_000_000)),
+        (
+            "heredocs",
+            Language::Shell,
+            "redis-cli <<A\nDEL lock:x\nA\n".repeat(400_000),
+        ),
+        ("one-line", Language::Redis, "DEL ".repeat(2_500_000)),
+    ];
+    for (name, lang, src) in inputs {
+        let start = std::time::Instant::now();
+        let f = extract(&src, lang);
+        println!(
+            "{name:>10}: {:>6} KiB, {:>8} ops, {:?}",
+            src.len() / 1024,
+            f.ops.len(),
+            start.elapsed()
+        );
+    }
+}
