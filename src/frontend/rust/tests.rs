@@ -553,3 +553,35 @@ async fn extend(c: &mut C, lock_key: &str) { let _: i32 = EXTEND.key(lock_key).a
     let s = &f.scripts[0];
     assert!(src[s.to_source(7)..].starts_with("redis.call"));
 }
+
+#[test]
+fn commands_and_options_built_over_several_statements() {
+    let k = kinds(
+        r#"use redis::{Commands, SetOptions, ExistenceCheck, SetExpiry};
+fn a(c: &mut redis::Connection, k: &str, t: &str, ttl: Option<u64>) {
+    let mut cmd = redis::cmd("SET");
+    cmd.arg(k).arg(t).arg("NX");
+    if let Some(ms) = ttl {
+        cmd.arg("PX").arg(ms);
+    }
+    let _: Option<String> = cmd.query(c).unwrap();
+    let del = redis::Cmd::new().arg("DEL").arg("lock:z").to_owned();
+    let _: () = del.query(c).unwrap();
+}
+fn b(c: &mut redis::Connection, t: &str, ttl: u64) {
+    let mut opts = SetOptions::default().conditional_set(ExistenceCheck::NX);
+    if ttl > 0 {
+        opts = opts.with_expiration(SetExpiry::PX(ttl));
+    }
+    let _: bool = c.set_options("lock:y", t, opts).unwrap();
+}"#,
+    );
+    assert_eq!(
+        k,
+        vec![
+            (OpKind::Acquire { expiry: true }, "{k}".to_string()),
+            (OpKind::Release { checked: false }, "lock:z".to_string()),
+            (OpKind::Acquire { expiry: true }, "lock:y".to_string()),
+        ]
+    );
+}

@@ -629,7 +629,27 @@ struct Local {
     non_redis: bool,
     /// The keys of a list of keys (`let keys = [a, b]`).
     keys: Vec<KeyExpr>,
+    /// A raw command built over several statements (`let mut c = cmd("SET"); c.arg(k);`).
+    raw: Option<RawLocal>,
 }
+
+#[derive(Clone, Debug)]
+struct RawLocal {
+    name: Option<String>,
+    name_span: Span,
+    args: Vec<Expr>,
+    start: usize,
+}
+
+/// Methods that send a command built with `cmd(..)`.
+const TERMINALS: &[&str] = &[
+    "query",
+    "query_async",
+    "exec",
+    "exec_async",
+    "execute",
+    "query_async_raw",
+];
 
 struct Txn {
     watched: Vec<KeyExpr>,
@@ -1612,8 +1632,32 @@ impl<'f> Walker<'f, '_> {
         let mut acquired: Option<KeyExpr> = None;
         let mut recv_is_redis_base = false;
 
+        // A command built in a local over several statements.
+        let local_raw: Option<(String, RawLocal)> = match base {
+            Expr::Path(p) => p.path.get_ident().and_then(|i| {
+                let name = i.to_string();
+                self.local(&name)
+                    .and_then(|l| l.raw.clone())
+                    .map(|r| (name, r))
+            }),
+            _ => None,
+        };
+        let prefix: Vec<Expr> = local_raw
+            .as_ref()
+            .map(|(_, r)| r.args.clone())
+            .unwrap_or_default();
+        let mut consumed = false;
         // The base: a raw command, a pipeline, a script, a local.
-        let mut raw: Option<Raw> = None;
+        let mut raw: Option<Raw> = local_raw.as_ref().map(|(_, r)| Raw {
+            name: r.name.clone(),
+            name_span: r.name_span,
+            args: prefix.iter().collect(),
+            end: self.span_of(base).end,
+        });
+        let chain_start = local_raw
+            .as_ref()
+            .map(|(_, r)| r.start)
+            .unwrap_or(chain_start);
         let mut script: Option<Option<ScriptId>> = None;
         match base {
             Expr::Call(c) => {
@@ -1714,6 +1758,16 @@ impl<'f> Walker<'f, '_> {
                     }
                     continue;
                 }
+                _ if local_raw.is_some() => {
+                    if TERMINALS.contains(&m.as_str()) && !consumed {
+                        if let Some(r) = raw.as_mut() {
+                            r.end = l.end;
+                        }
+                        self.flush_raw(raw.take(), chain_start, atomic, &mut acquired);
+                        consumed = true;
+                    }
+                    continue;
+                }
                 "cmd" if l.args.len() == 1 => {
                     self.flush_raw(raw.take(), chain_start, atomic, &mut acquired);
                     if let Some(name) = self.const_str(l.args[0]) {
@@ -1792,6 +1846,21 @@ impl<'f> Walker<'f, '_> {
             recv_for = None;
         }
         let _ = prev_end;
+        if let Some((name, _)) = &local_raw {
+            // Not sent yet: keep the arguments on the local for a later `.query`.
+            let kept = if consumed {
+                None
+            } else {
+                raw.take()
+                    .map(|r| r.args.iter().map(|e| (*e).clone()).collect::<Vec<Expr>>())
+            };
+            if let Some(l) = self.locals.iter_mut().rev().find(|l| &l.name == name) {
+                match (kept, l.raw.as_mut()) {
+                    (Some(args), Some(lr)) => lr.args = args,
+                    _ => l.raw = None,
+                }
+            }
+        }
         self.flush_raw(raw.take(), chain_start, atomic, &mut acquired);
         if let (Some(sid), Some((k, ns))) = (script, script_key) {
             // `script.key(k).arg(t)` bound or returned before the invoke.
@@ -1931,8 +2000,10 @@ impl<'f> Walker<'f, '_> {
             _ => false,
         };
         let keys = if list { self.keys_of(init) } else { Vec::new() };
+        let raw = if produced { None } else { self.raw_local(init) };
         self.locals.push(Local {
             keys,
+            raw,
             name,
             key,
             value,
@@ -1981,6 +2052,51 @@ impl<'f> Walker<'f, '_> {
         visit::visit_expr_call(self, c);
     }
 
+    /// `cmd("SET").arg(k)` or `Cmd::new().arg("SET")` bound to a local before it is sent.
+    fn raw_local(&self, init: &Expr) -> Option<RawLocal> {
+        let (base, links) = flatten(init);
+        let Expr::Call(c) = base else { return None };
+        let path = call_path(base)?;
+        let n = path.len();
+        let last = path.last()?.as_str();
+        let prev = if n >= 2 { path[n - 2].as_str() } else { "" };
+        let func_span = match &*c.func {
+            Expr::Path(p) => p.path.segments.last().map(|s| self.off(s.ident.span())),
+            _ => None,
+        }
+        .unwrap_or_else(|| self.span_of(base));
+        let mut r = if last == "cmd" && c.args.len() == 1 {
+            RawLocal {
+                name: Some(self.const_str(&c.args[0])?),
+                name_span: func_span,
+                args: Vec::new(),
+                start: self.span_of(base).start,
+            }
+        } else if prev == "Cmd" && last == "new" {
+            RawLocal {
+                name: None,
+                name_span: func_span,
+                args: Vec::new(),
+                start: self.span_of(base).start,
+            }
+        } else {
+            return None;
+        };
+        for l in &links {
+            if l.method != "arg" {
+                return None;
+            }
+            let a = l.args.first()?;
+            if r.name.is_none() {
+                r.name = self.const_str(a);
+                r.name_span = self.off(l.method.span());
+            } else {
+                r.args.push((*a).clone());
+            }
+        }
+        Some(r)
+    }
+
     fn is_lua(&self, id: ScriptId) -> bool {
         self.facts
             .scripts
@@ -2007,6 +2123,7 @@ fn blank_local() -> Local {
         acquire: None,
         non_redis: false,
         keys: Vec::new(),
+        raw: None,
     }
 }
 
@@ -2153,7 +2270,10 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
         let before = self.facts.ops.len();
         let init = l.init.as_ref().map(|i| &*i.expr);
         if let Some(i) = &l.init {
-            self.visit_expr(&i.expr);
+            // A command still being built is sent later, from the local.
+            if self.raw_local(&i.expr).is_none() {
+                self.visit_expr(&i.expr);
+            }
             if let Some((_, d)) = &i.diverge {
                 self.visit_expr(d);
             }
@@ -2184,6 +2304,19 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
                 self.chain(e);
             }
             Expr::Call(c) => self.expr_call(e, c),
+            Expr::Assign(a) => {
+                visit::visit_expr(self, e);
+                // `opts = opts.with_expiration(..)`: the options grow.
+                if let Expr::Path(p) = &*a.left {
+                    if let Some(i) = p.path.get_ident() {
+                        let name = i.to_string();
+                        let words = self.words_of(&a.right);
+                        if let Some(l) = self.locals.iter_mut().rev().find(|l| l.name == name) {
+                            l.words.extend(words);
+                        }
+                    }
+                }
+            }
             _ => visit::visit_expr(self, e),
         }
     }
