@@ -585,3 +585,57 @@ fn b(c: &mut redis::Connection, t: &str, ttl: u64) {
         ]
     );
 }
+
+#[test]
+fn fred_scripts_custom_eval_and_static_cmd() {
+    let f = extract(
+        r#"use fred::prelude::*;
+use fred::types::Script;
+const RELEASE_LOCK: &str = "return redis.call('del', KEYS[1])";
+async fn a(c: &Client, id: u64) {
+    let script = Script::from_lua(RELEASE_LOCK);
+    let _: i64 = script.evalsha_with_reload(c, vec![format!("lock:{id}")], vec!["t"]).await.unwrap();
+    let _: i64 = c.custom(CustomCommand::new_static("EVAL", ClusterHash::FirstKey, false), vec![RELEASE_LOCK.to_string(), "1".into(), format!("lock:{id}")]).await.unwrap();
+}"#,
+    );
+    let got: Vec<_> = f
+        .ops
+        .iter()
+        .map(|o| (o.kind.clone(), o.key.display(), o.client))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                OpKind::Eval { script: Some(0) },
+                "lock:{id}".into(),
+                Client::Fred
+            ),
+            (
+                OpKind::Eval { script: Some(0) },
+                "lock:{id}".into(),
+                Client::Fred
+            ),
+        ]
+    );
+    assert_eq!(f.scripts[0].name.as_deref(), Some("RELEASE_LOCK"));
+
+    let k = kinds(
+        r#"fn a(c: &mut redis::Connection) {
+    let _: bool = redis::Cmd::set_nx("lock:s", 1).query(c).unwrap();
+    let _: () = redis::Cmd::del("lock:s").query(c).unwrap();
+    let _: () = redis::cmd("DELEX").arg("lock:s").arg("IFEQ").arg("t").query(c).unwrap();
+    let _: () = redis::cmd("EVALSHA").arg("abc").arg(1).arg("lock:s").arg("t").query(c).unwrap();
+    let _: () = redis::cmd("FCALL").arg("release").arg(0).query(c).unwrap();
+}"#,
+    );
+    assert_eq!(
+        k,
+        vec![
+            (OpKind::Acquire { expiry: false }, "lock:s".into()),
+            (OpKind::Release { checked: false }, "lock:s".into()),
+            (OpKind::Release { checked: true }, "lock:s".into()),
+            (OpKind::Eval { script: None }, "lock:s".into()),
+        ]
+    );
+}
