@@ -1411,6 +1411,12 @@ impl<'f> Walker<'f, '_> {
                 let k = key(self);
                 let exp = self.words_of(args[2]);
                 let opts = self.words_of(args[3]);
+                let fred_like = self.info.crates.contains(&Client::Fred)
+                    || exp.iter().any(|w| w == "Expiration")
+                    || opts.iter().any(|w| w == "SetOptions");
+                if !fred_like {
+                    return vec![];
+                }
                 let has_exp = !exp.iter().any(|w| w == "None")
                     && exp
                         .iter()
