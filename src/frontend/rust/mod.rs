@@ -127,6 +127,11 @@ fn extract_here(src: &str) -> FileFacts {
                     parsed.push((chunk.start, item, None));
                     continue;
                 }
+                // The first chunk may start with inner attributes (`//!`, `#![..]`).
+                if let Ok(file) = syn::parse_file(piece) {
+                    parsed.extend(file.items.into_iter().map(|i| (chunk.start, i, None)));
+                    continue;
+                }
                 // An impl, trait or module with a broken member: try its members.
                 if let Some((owner, body)) = scan::container_body(piece) {
                     for inner in scan::top_level_items_in(piece, body) {

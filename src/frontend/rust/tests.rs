@@ -442,7 +442,9 @@ async fn t2() { let _: () = c.del("lock:a").unwrap(); }
 
 #[test]
 fn unparsable_file_falls_back_per_item() {
-    let src = r#"use redis::Commands;
+    let src = r#"//! Module docs.
+#![allow(dead_code)]
+use redis::Commands;
 fn broken( { this is not rust
 }
 impl Locker {
