@@ -641,3 +641,29 @@ async fn a(c: &Client, id: u64) {
         ]
     );
 }
+
+#[test]
+fn watch_and_helper_values() {
+    let f = extract(
+        r#"use redis::Commands;
+fn new_token() -> String { uuid::Uuid::new_v4().to_string() }
+fn stamp() -> u128 { std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() }
+fn a(c: &mut redis::Connection, t: &str) {
+    let _: bool = c.set_nx("lock:a", new_token()).unwrap();
+    let _: bool = c.set_nx("lock:b", stamp()).unwrap();
+    let _: () = redis::cmd("WATCH").arg("lock:a").query(c).unwrap();
+    let v: Option<String> = c.get("lock:a").unwrap();
+    let _: () = redis::pipe().atomic().del("lock:a").query(c).unwrap();
+}"#,
+    );
+    let got: Vec<_> = f.ops.iter().map(|o| (o.value.clone(), o.watched)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (Some(ValueExpr::Unique), false),
+            (Some(ValueExpr::Weak("the current time".into())), false),
+            (None, true),
+            (None, true),
+        ]
+    );
+}

@@ -695,6 +695,8 @@ struct Walker<'f, 'o> {
     depth: u32,
     locals: Vec<Local>,
     txns: Vec<Txn>,
+    /// Keys under `WATCH` in the current fn (raw `WATCH`, fred/rustis `watch`).
+    fn_watched: Vec<KeyExpr>,
     script_at: HashMap<usize, ScriptId>,
 }
 
@@ -721,6 +723,7 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
         depth: 0,
         locals: Vec::new(),
         txns: Vec::new(),
+        fn_watched: Vec::new(),
         script_at: HashMap::new(),
     };
     for u in units {
@@ -771,6 +774,7 @@ impl<'f> Walker<'f, '_> {
         let saved_depth = std::mem::replace(&mut self.depth, 0);
         let saved_locals = std::mem::take(&mut self.locals);
         let saved_txns = std::mem::take(&mut self.txns);
+        let saved_watched = std::mem::take(&mut self.fn_watched);
         let saved_test = std::mem::replace(&mut self.in_test, is_test);
         for input in &sig.inputs {
             if let syn::FnArg::Typed(t) = input {
@@ -793,6 +797,7 @@ impl<'f> Walker<'f, '_> {
         self.depth = saved_depth;
         self.locals = saved_locals;
         self.txns = saved_txns;
+        self.fn_watched = saved_watched;
         self.in_test = saved_test;
     }
 
@@ -1116,6 +1121,17 @@ impl<'f> Walker<'f, '_> {
         let e = strip(e);
         match e {
             Expr::Lit(l) => return ValueExpr::Constant(self.text_of(l)),
+            Expr::Call(c) => {
+                // A one-expression helper of the file: classify what it returns.
+                let path = call_path(e).unwrap_or_default();
+                if path.len() == 1 || (path.len() == 2 && path[0] == "Self") {
+                    if let Some(h) = path.last().and_then(|n| self.info.helpers.get(n)) {
+                        if h.params.len() == c.args.len() {
+                            return self.value_d(h.body, d + 1);
+                        }
+                    }
+                }
+            }
             Expr::Path(p) => {
                 if let Some(i) = p.path.get_ident() {
                     if let Some(l) = self.local(&i.to_string()) {
@@ -1271,7 +1287,8 @@ impl<'f> Walker<'f, '_> {
         let watched = self
             .txns
             .iter()
-            .any(|t| t.watched.iter().any(|w| w.parts == f.key.parts));
+            .any(|t| t.watched.iter().any(|w| w.parts == f.key.parts))
+            || self.fn_watched.iter().any(|w| w.parts == f.key.parts);
         let client = f.client.unwrap_or_else(|| match self.info.client() {
             Client::Unknown => Client::RedisRs,
             c => c,
@@ -1486,6 +1503,11 @@ impl<'f> Walker<'f, '_> {
                 }
                 vec![Found::new(OpKind::Get, k)]
             }
+            ("watch", 1) => {
+                let keys = self.keys_of(args[0]);
+                self.fn_watched.extend(keys);
+                vec![]
+            }
             ("get_del" | "getdel", 1) => vec![Found::new(OpKind::GetDel, key(self))],
             ("getset" | "get_set", 2) => {
                 let k = key(self);
@@ -1597,6 +1619,11 @@ impl<'f> Walker<'f, '_> {
             "GET" => vec![Found::new(OpKind::Get, key(self))],
             "GETDEL" => vec![Found::new(OpKind::GetDel, key(self))],
             "GETSET" => vec![Found::new(OpKind::GetSet, key(self))],
+            "WATCH" => {
+                let keys: Vec<KeyExpr> = args.iter().map(|a| self.key_of(a)).collect();
+                self.fn_watched.extend(keys);
+                vec![]
+            }
             "EVAL" | "EVALSHA" | "FCALL" | "EVAL_RO" | "EVALSHA_RO" | "FCALL_RO" => {
                 if upper.starts_with("EVAL") && !upper.starts_with("EVALSHA") {
                     if let Some(a) = args.first() {
