@@ -61,6 +61,8 @@ struct FileInfo<'f> {
     /// Struct fields initialised with `Script::new(x)`: field name → `x`.
     script_fields: HashMap<String, &'f Expr>,
     crates: Vec<Client>,
+    /// Struct fields whose type is a map, set, vector or cache (`self.local.get(..)`).
+    non_redis_fields: Vec<String>,
 }
 
 impl FileInfo<'_> {
@@ -146,6 +148,15 @@ impl<'f> Visit<'f> for Collect<'f, '_> {
             }
         }
         visit::visit_field_value(self, i);
+    }
+    fn visit_field(&mut self, f: &'f syn::Field) {
+        if let Some(name) = &f.ident {
+            let ty = f.ty.to_token_stream().to_string();
+            if NON_REDIS_TYPES.iter().any(|w| ty.contains(w)) {
+                self.info.non_redis_fields.push(name.to_string());
+            }
+        }
+        visit::visit_field(self, f);
     }
     fn visit_use_tree(&mut self, i: &'f syn::UseTree) {
         match i {
@@ -1340,6 +1351,13 @@ impl<'f> Walker<'f, '_> {
         if let Some(r) = recv {
             if self.local_of(r).is_some_and(|l| l.non_redis) {
                 return false;
+            }
+            if let Expr::Field(f) = strip(r) {
+                if let syn::Member::Named(m) = &f.member {
+                    if self.info.non_redis_fields.contains(&m.to_string()) {
+                        return false;
+                    }
+                }
             }
             let text = self.text_of(r);
             let parts = words::word_parts(&text);
