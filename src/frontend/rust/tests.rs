@@ -667,3 +667,26 @@ fn a(c: &mut redis::Connection, t: &str) {
         ]
     );
 }
+
+#[test]
+fn script_invocation_built_in_steps() {
+    let f = extract(
+        r#"use redis::Script;
+const RELEASE: &str = "return redis.call('del', KEYS[1])";
+async fn a(c: &mut C, lock_key: &str, t: &str) {
+    let script = Script::new(RELEASE);
+    let mut inv = script.prepare_invoke();
+    inv.key(lock_key).arg(t);
+    let _: i32 = inv.invoke_async(c).await.unwrap();
+}"#,
+    );
+    let got: Vec<_> = f
+        .ops
+        .iter()
+        .map(|o| (o.kind.clone(), o.key.display()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(OpKind::Eval { script: Some(0) }, "{lock_key}".to_string())]
+    );
+}

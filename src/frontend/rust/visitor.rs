@@ -2028,7 +2028,8 @@ impl<'f> Walker<'f, '_> {
             self.script_of(init, Some(name.clone()))
                 .filter(|&id| find_script_new(init).is_some() || self.is_lua(id))
         } else {
-            self.local_of(init).and_then(|l| l.script)
+            // `let inv = script.prepare_invoke();` keeps the script of its base.
+            self.local_of(flatten(init).0).and_then(|l| l.script)
         };
         let (_, links) = flatten(init);
         let base_pipe =
