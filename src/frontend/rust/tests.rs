@@ -469,6 +469,12 @@ fn fine(c: &mut redis::Connection) { let _: bool = c.set_nx("lock:x", 1).unwrap(
     );
     let del = &f.ops[0];
     assert_eq!(&src[del.name_span.start..del.name_span.end], "del");
+    assert_eq!(&src[del.name_span.start..del.span.end], "del(\"lock:x\")");
+    let acq = &f.ops[1];
+    assert_eq!(
+        &src[acq.name_span.start..acq.span.end],
+        "set_nx(\"lock:x\", 1)"
+    );
     assert_eq!(
         f.scopes[del.scope as usize].owner.as_deref(),
         Some("Locker")

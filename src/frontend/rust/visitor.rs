@@ -1675,7 +1675,10 @@ impl<'f> Walker<'f, '_> {
     // --- chains ----------------------------------------------------------
 
     fn chain(&mut self, top: &Expr) {
-        let (base, links) = flatten(top);
+        let (base, mut links) = flatten(top);
+        for l in links.iter_mut() {
+            l.end += self.base;
+        }
         let chain_start = self.span_of(base).start;
         let ops_before = self.facts.ops.len();
         let has_atomic = links.iter().any(|l| l.method == "atomic");
@@ -2189,6 +2192,8 @@ struct Raw<'e> {
 struct Link<'e> {
     method: &'e syn::Ident,
     args: Vec<&'e Expr>,
+    /// End of the call's closing parenthesis, relative to the unit until
+    /// [`Walker::chain`] adds the unit's base.
     end: usize,
 }
 
