@@ -696,3 +696,18 @@ async fn a(c: &mut C, lock_key: &str, t: &str) {
         vec![(OpKind::Eval { script: Some(0) }, "{lock_key}".to_string())]
     );
 }
+
+#[test]
+fn byte_offsets_survive_multibyte_text() {
+    let src = "// héllo wörld — ünïcode ✓\nuse redis::Commands;\nfn f(c: &mut redis::Connection) { let s = \"ümlaut→\"; let _: () = c.del(format!(\"lock:{s}\")).unwrap(); println!(\"{}\", vec![c.del::<_, ()>(\"lock:ß\").is_ok()][0]); }\n";
+    let f = extract(src);
+    assert_eq!(f.ops.len(), 2);
+    for o in &f.ops {
+        assert_eq!(src.get(o.name_span.start..o.name_span.end), Some("del"));
+    }
+    let script = "const R: &str = \"--ü\\n\\u{e9}redis.call('del', KEYS[1])\";\nfn g(c: &mut C, lock_key: &str) { let _: i32 = redis::Script::new(R).key(lock_key).invoke(c).unwrap(); }\n";
+    let f = extract(script);
+    let s = &f.scripts[0];
+    let at = s.text.find("redis.call").unwrap();
+    assert!(script[s.to_source(at)..].starts_with("redis.call"));
+}
