@@ -102,6 +102,8 @@ fn format_positional_inline_and_concat_keys_are_the_same() {
         r#"use redis::Commands; fn f(c: &mut redis::Connection, id: String) { let _: () = c.del("lock:".to_string() + &id).unwrap(); }"#,
         r#"use redis::Commands; fn f(c: &mut redis::Connection, id: u64) { let k = format!("lock:{id}"); let _: () = c.del(&k).unwrap(); }"#,
         r#"use redis::Commands; fn f(c: &mut redis::Connection, id: u64) { let _: () = c.del(format!("lock:{:>8}", id).as_str()).unwrap(); }"#,
+        r#"use redis::Commands; fn f(c: &mut redis::Connection, id: &str) { let _: () = c.del(["lock:", id].concat()).unwrap(); }"#,
+        r#"use redis::Commands; fn f(c: &mut redis::Connection, id: &str) { let _: () = c.del(["lock", id].join(":")).unwrap(); }"#,
     ];
     for s in srcs {
         let op = one(s);

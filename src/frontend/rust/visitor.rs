@@ -938,6 +938,31 @@ impl<'f> Walker<'f, '_> {
                 }
                 KeyExpr::unknown()
             }
+            // `[LOCK_PREFIX, &id].concat()`, `[a, b].join(":")`.
+            Expr::MethodCall(m)
+                if (m.method == "concat" && m.args.is_empty()
+                    || m.method == "join" && m.args.len() == 1)
+                    && matches!(strip(&m.receiver), Expr::Array(_)) =>
+            {
+                let Expr::Array(a) = strip(&m.receiver) else {
+                    return KeyExpr::unknown();
+                };
+                let sep = m.args.first().and_then(|s| self.const_str(s));
+                let mut k = KeyExpr::default();
+                for (i, el) in a.elems.iter().enumerate() {
+                    if i > 0 {
+                        if let Some(sep) = &sep {
+                            k.push(KeyPart::Lit(sep.clone()));
+                        }
+                    }
+                    k.append(self.key_d(el, d + 1, sub));
+                }
+                if k.parts.is_empty() {
+                    KeyExpr::unknown()
+                } else {
+                    k
+                }
+            }
             Expr::MethodCall(m) if matches!(&*m.receiver, Expr::Path(p) if p.path.is_ident("self")) =>
             {
                 let args: Vec<&Expr> = m.args.iter().collect();
