@@ -1372,7 +1372,10 @@ impl<'f> Walker<'f, '_> {
     // --- command tables --------------------------------------------------
 
     /// Is an ambiguous method name (`get`, `set`, `del`, …) a Redis call here?
-    fn redis_evidence(&self, recv: Option<&Expr>, key: &KeyExpr, atomic: bool) -> bool {
+    fn redis_evidence(&self, recv: Option<&Expr>, key: &KeyExpr, sure: bool) -> bool {
+        if sure {
+            return true;
+        }
         if let Some(r) = recv {
             if self.local_of(r).is_some_and(|l| l.non_redis) {
                 return false;
@@ -1397,7 +1400,7 @@ impl<'f> Walker<'f, '_> {
             {
                 return false;
             }
-            if atomic || !self.txns.is_empty() {
+            if !self.txns.is_empty() {
                 return true;
             }
             const REDISH: &[&str] = &[
@@ -1432,13 +1435,14 @@ impl<'f> Walker<'f, '_> {
         }) || k.idents.iter().any(|i| words::reads_like_lock(i))
     }
 
-    /// A client method call (`con.set_nx(k, v)`, `Cmd::del(k)`).
+    /// A client method call (`con.set_nx(k, v)`, `Cmd::del(k)`). `sure` when the
+    /// receiver is known to be Redis (a pipeline, a transaction, `Cmd`).
     fn method_ops(
         &mut self,
         name: &str,
         args: &[&Expr],
         recv: Option<&Expr>,
-        atomic: bool,
+        sure: bool,
     ) -> Vec<Found> {
         let n = args.len();
         let key = |w: &Self| {
@@ -1446,7 +1450,7 @@ impl<'f> Walker<'f, '_> {
                 .map(|a| w.key_of(a))
                 .unwrap_or_else(KeyExpr::unknown)
         };
-        let ambiguous = |w: &Self, k: &KeyExpr| w.redis_evidence(recv, k, atomic);
+        let ambiguous = |w: &Self, k: &KeyExpr| w.redis_evidence(recv, k, sure);
         match (name, n) {
             ("set_nx" | "setnx", 2) => {
                 let c = if name == "setnx" {
@@ -1709,7 +1713,8 @@ impl<'f> Walker<'f, '_> {
         let has_atomic = links.iter().any(|l| l.method == "atomic");
         let mut atomic = has_atomic;
         let mut acquired: Option<KeyExpr> = None;
-        let mut recv_is_redis_base = false;
+        // A pipeline base: every command of the chain is a Redis command.
+        let mut pipe_base = false;
 
         // A command built in a local over several statements.
         let local_raw: Option<(String, RawLocal)> = match base {
@@ -1769,7 +1774,7 @@ impl<'f> Walker<'f, '_> {
                     });
                 } else if prev == "Cmd" {
                     let args: Vec<&Expr> = c.args.iter().collect();
-                    let found = self.method_ops(last, &args, None, false);
+                    let found = self.method_ops(last, &args, None, true);
                     let ns = match &*c.func {
                         Expr::Path(p) => p.path.segments.last().map(|s| self.off(s.ident.span())),
                         _ => None,
@@ -1782,7 +1787,7 @@ impl<'f> Walker<'f, '_> {
                 } else if last == "pipe"
                     || (prev == "Pipeline" && matches!(last, "new" | "with_capacity"))
                 {
-                    recv_is_redis_base = true;
+                    pipe_base = true;
                 } else if (prev == "Script" && matches!(last, "new" | "from_lua"))
                     || (prev == "CallBuilder" && last == "script")
                 {
@@ -1817,9 +1822,7 @@ impl<'f> Walker<'f, '_> {
         }
 
         let mut script_key: Option<(KeyExpr, Span)> = None;
-        let mut prev_end = self.span_of(base).end;
         let mut recv_for: Option<&Expr> = Some(base);
-        let _ = recv_is_redis_base;
         for l in &links {
             let m = l.method.to_string();
             let ns = self.off(l.method.span());
@@ -1893,7 +1896,6 @@ impl<'f> Walker<'f, '_> {
                     }
                     _ => {}
                 }
-                prev_end = l.end;
                 continue;
             }
             // Fail-open conversions of an acquire's result.
@@ -1906,7 +1908,7 @@ impl<'f> Walker<'f, '_> {
                     self.fail_open(Span::new(ns.start, l.end), k);
                 }
             }
-            let found = self.method_ops(&m, &l.args, recv_for, atomic);
+            let found = self.method_ops(&m, &l.args, recv_for, atomic || pipe_base);
             let script_id = if found.iter().any(|f| f.script) {
                 self.method_script(&m, &l.args)
             } else {
@@ -1921,10 +1923,8 @@ impl<'f> Walker<'f, '_> {
             if m == "custom" && l.args.len() == 2 {
                 self.fred_custom(l.args[0], l.args[1], span, ns, atomic);
             }
-            prev_end = l.end;
             recv_for = None;
         }
-        let _ = prev_end;
         if let Some((name, _)) = &local_raw {
             // Not sent yet: keep the arguments on the local for a later `.query`.
             let kept = if consumed {
