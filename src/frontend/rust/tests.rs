@@ -402,10 +402,12 @@ async fn e(c: &mut C) -> Result<bool, E> { match c.set_nx("lock:e", 1).await { O
 async fn g(c: &mut C) -> bool { c.set_nx("lock:g", 1).await.unwrap_or_default() }
 async fn h(c: &mut C) -> bool { match c.set_nx("lock:h", 1).await { Ok(v) => v, Err(_) => false } }
 async fn i(c: &mut C) -> bool { c.get::<_, bool>("lock:i").await.unwrap_or(true) }
+async fn j(c: &mut C) -> bool { let r: RedisResult<bool> = c.set_nx("lock:j", 1).await; r.is_err() || r.unwrap_or(false) }
+async fn k(c: &mut C, other: Result<(), E>) -> bool { let r: RedisResult<bool> = c.set_nx("lock:k", 1).await; other.is_err() || r.unwrap_or(false) }
 "#,
     );
     let keys: Vec<String> = f.fail_opens.iter().map(|x| x.key.display()).collect();
-    assert_eq!(keys, vec!["lock:a", "lock:b", "lock:d", "lock:e"]);
+    assert_eq!(keys, vec!["lock:a", "lock:b", "lock:d", "lock:e", "lock:j"]);
 }
 
 #[test]
@@ -712,4 +714,33 @@ fn byte_offsets_survive_multibyte_text() {
     let s = &f.scripts[0];
     let at = s.text.find("redis.call").unwrap();
     assert!(script[s.to_source(at)..].starts_with("redis.call"));
+}
+
+/// `LL_FUZZ=list.txt`: extracts truncated and spliced versions of each listed file.
+#[test]
+fn fuzz_truncations() {
+    let Ok(list) = std::env::var("LL_FUZZ") else {
+        return;
+    };
+    let mut n = 0;
+    for p in std::fs::read_to_string(list).unwrap().lines() {
+        let Ok(text) = std::fs::read_to_string(p) else {
+            continue;
+        };
+        let text = format!("use redis::Commands;\n{text}");
+        for frac in [3usize, 2, 5] {
+            let mut cut = text.len() * (frac - 1) / frac;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let _ = extract(&text[..cut]);
+            let _ = extract(&format!(
+                "{}}}}} fn x() {{ c.del(\"lock:a\"); {}",
+                &text[..cut / 2],
+                &text[cut..]
+            ));
+            n += 1;
+        }
+    }
+    eprintln!("fuzzed {n} variants");
 }

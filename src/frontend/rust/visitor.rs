@@ -2386,6 +2386,27 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
                 self.chain(e);
             }
             Expr::Call(c) => self.expr_call(e, c),
+            Expr::Binary(b) if matches!(b.op, syn::BinOp::Or(_)) => {
+                // `res.is_err() || res.unwrap()`: an error counts as acquired.
+                let before = self.facts.ops.len();
+                visit::visit_expr(self, e);
+                let err_side = [&*b.left, &*b.right].into_iter().find_map(|side| {
+                    let Expr::MethodCall(m) = strip(side) else {
+                        return None;
+                    };
+                    if m.method != "is_err" || !m.args.is_empty() {
+                        return None;
+                    }
+                    let (base, _) = flatten(&m.receiver);
+                    self.local_of(base)
+                        .and_then(|l| l.acquire.clone())
+                        .or_else(|| self.acquire_since(before))
+                });
+                if let Some(k) = err_side {
+                    let sp = self.span_of(e);
+                    self.fail_open(sp, k);
+                }
+            }
             Expr::Assign(a) => {
                 visit::visit_expr(self, e);
                 // `opts = opts.with_expiration(..)`: the options grow.
