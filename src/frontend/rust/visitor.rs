@@ -2181,7 +2181,7 @@ impl<'f> Walker<'f, '_> {
         self.facts
             .scripts
             .get(id as usize)
-            .is_some_and(|s| s.text.contains("redis.call") || s.text.contains("redis.pcall"))
+            .is_some_and(|s| looks_like_lua(&s.text))
     }
 }
 
@@ -2190,6 +2190,14 @@ const NON_REDIS_TYPES: &[&str] = &[
     "HashMap", "BTreeMap", "HashSet", "BTreeSet", "IndexMap", "IndexSet", "DashMap", "Vec", "vec!",
     "LruCache", "Cache", "VecDeque", "Mutex", "RwLock",
 ];
+
+/// A string that is a Redis Lua script: it calls `redis.call`/`redis.pcall`
+/// (or Valkey's `server.call`/`server.pcall`).
+fn looks_like_lua(text: &str) -> bool {
+    ["redis.call", "redis.pcall", "server.call", "server.pcall"]
+        .iter()
+        .any(|w| text.contains(w))
+}
 
 fn blank_local() -> Local {
     Local {
@@ -2287,9 +2295,7 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
             lit: Lit::Str(s), ..
         }) = &*i.expr
         {
-            if !self.in_test
-                && (s.value().contains("redis.call") || s.value().contains("redis.pcall"))
-            {
+            if !self.in_test && looks_like_lua(&s.value()) {
                 self.register_script(s, Some(i.ident.to_string()));
             }
         }
@@ -2301,9 +2307,7 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
             lit: Lit::Str(s), ..
         }) = &*i.expr
         {
-            if !self.in_test
-                && (s.value().contains("redis.call") || s.value().contains("redis.pcall"))
-            {
+            if !self.in_test && looks_like_lua(&s.value()) {
                 self.register_script(s, Some(i.ident.to_string()));
             }
         }
@@ -2313,7 +2317,7 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
     fn visit_lit_str(&mut self, s: &'ast syn::LitStr) {
         if !self.in_test {
             let v = s.value();
-            if v.contains("redis.call(") || v.contains("redis.pcall(") {
+            if looks_like_lua(&v) {
                 self.register_script(s, None);
             }
         }
