@@ -9,6 +9,7 @@
 //! is freed with it, so a long run does not accumulate source maps.
 
 mod scan;
+mod syntax;
 pub(crate) mod visitor;
 
 #[cfg(test)]
