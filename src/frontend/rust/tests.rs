@@ -744,3 +744,51 @@ fn fuzz_truncations() {
     }
     eprintln!("fuzzed {n} variants");
 }
+
+#[test]
+fn literal_decoding_and_set_flags() {
+    use super::syntax::{decode_literal, SetFlags};
+    let (t, a) = decode_literal(
+        r#""a\nb\"c\u{e9}d\
+        e""#,
+        100,
+    )
+    .unwrap();
+    assert_eq!(t, "a\nb\"c\u{e9}de");
+    // `d` follows the \u{e9} escape: source 100 + 1 + 13.
+    let sf = ScriptFact {
+        name: None,
+        text: t.clone(),
+        anchors: a,
+        lua: LuaFacts::default(),
+        client: Client::RedisRs,
+    };
+    assert_eq!(sf.to_source(t.find('d').unwrap()), 100 + 1 + 13);
+    let (t, a) = decode_literal("r##\"x\"#y\"##", 5).unwrap();
+    assert_eq!(t, "x\"#y");
+    assert_eq!(a, vec![(0, 5 + 4)]);
+    assert!(decode_literal("b\"x\"", 0).is_none());
+
+    let w = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+    assert_eq!(
+        SetFlags::from_words(&w("NX PX 100")).kind(),
+        OpKind::Acquire { expiry: true }
+    );
+    assert_eq!(
+        SetFlags::from_words(&w("PX 0 NX")).kind(),
+        OpKind::Acquire { expiry: false }
+    );
+    assert_eq!(SetFlags::from_words(&w("XX EX 5")).kind(), OpKind::Expire);
+    assert_eq!(
+        SetFlags::from_words(&w("IFEQ t PX 5")).kind(),
+        OpKind::CheckedExtend
+    );
+    assert_eq!(
+        SetFlags::from_words(&w("EX 5")).kind(),
+        OpKind::Set { expiry: true }
+    );
+    assert_eq!(
+        SetFlags::from_words(&w("GET")).kind(),
+        OpKind::Set { expiry: false }
+    );
+}
