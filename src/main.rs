@@ -234,6 +234,7 @@ fn run_check(args: CheckArgs) -> ExitCode {
 
     // Gates, in order: the baseline written now or read, then changed lines.
     let mut failed = false;
+    let mut hidden: Vec<(usize, &str)> = Vec::new();
     if let Some(path) = &args.write_baseline {
         match filter::baseline::write(path, &report) {
             Ok(()) => {
@@ -252,17 +253,16 @@ fn run_check(args: CheckArgs) -> ExitCode {
     }
     if let Some(path) = &args.baseline {
         match Baseline::read(path) {
-            Ok(b) => {
-                b.filter(&mut report);
-            }
+            Ok(b) => hidden.push((b.filter(&mut report), "in the baseline")),
             Err(e) => return usage_error(&e),
         }
     }
     if let Some(rev) = &args.changed_since {
         match ChangedLines::since(rev, &cwd) {
-            Ok(c) => {
-                c.filter(&mut report, &cwd);
-            }
+            Ok(c) => hidden.push((
+                c.filter(&mut report, &cwd),
+                "on lines not changed since the revision",
+            )),
             Err(e) => return usage_error(&e),
         }
     }
@@ -300,6 +300,11 @@ fn run_check(args: CheckArgs) -> ExitCode {
     };
     if let Err(e) = written {
         return usage_error(&format!("cannot write the report: {e}"));
+    }
+    if format == Format::Human && !args.quiet {
+        for (n, why) in hidden.iter().filter(|h| h.0 > 0) {
+            eprintln!("locklint: {n} more finding(s) {why} not shown");
+        }
     }
     if format != Format::Human {
         for e in &report.errors {
