@@ -1,0 +1,253 @@
+use super::lexer::{lex, Kind, StrPart};
+use super::*;
+use crate::facts::{KeyPart, Language};
+
+fn strs(src: &str, lang: Language) -> Vec<String> {
+    lex(src, lang)
+        .into_iter()
+        .filter(|t| t.kind == Kind::Str)
+        .map(|t| t.text)
+        .collect()
+}
+
+#[test]
+fn comments_are_dropped() {
+    let t = lex("a // DEL x\n/* del */ b # c", Language::Java);
+    let ids: Vec<_> = t.iter().map(|t| t.text.as_str()).collect();
+    assert_eq!(ids, vec!["a", "b", "#", "c"]);
+    let t = lex("a # del\nb // x", Language::Php);
+    assert_eq!(
+        t.iter().map(|t| t.text.as_str()).collect::<Vec<_>>(),
+        vec!["a", "b"]
+    );
+    let t = lex("a # del\nb", Language::Python);
+    assert_eq!(t.len(), 2);
+}
+
+/// `LOCKLINT_DUMP=path cargo test --lib pattern::tests::dump -- --nocapture`
+#[test]
+fn dump() {
+    let Ok(p) = std::env::var("LOCKLINT_DUMP") else {
+        return;
+    };
+    let src = std::fs::read_to_string(&p).unwrap();
+    let lang = Language::from_path(std::path::Path::new(&p)).unwrap();
+    let f = extract(std::path::Path::new(&p), &src, lang);
+    let idx = crate::finding::LineIndex::new(&src);
+    for (i, s) in f.scopes.iter().enumerate() {
+        eprintln!("scope {i}: {s:?}");
+    }
+    for o in &f.ops {
+        let (l, c) = idx.line_col(o.name_span.start);
+        eprintln!(
+            "{l}:{c} {:?} key={} val={:?} scope={} depth={} atomic={} watched={} {:?}",
+            o.kind,
+            o.key.display(),
+            o.value,
+            o.scope,
+            o.depth,
+            o.atomic,
+            o.watched,
+            o.client
+        );
+    }
+    for s in &f.scripts {
+        eprintln!(
+            "script {:?} anchors={:?} text={:?}",
+            s.name, s.anchors, s.text
+        );
+    }
+    for fo in &f.fail_opens {
+        let (l, c) = idx.line_col(fo.span.start);
+        eprintln!("failopen {l}:{c} key={}", fo.key.display());
+    }
+    for x in crate::check_source(&p, &src, lang, &Default::default()) {
+        eprintln!("FINDING {}@{}:{}", x.code, x.line, x.column);
+    }
+}
+
+fn parts(src: &str, lang: Language) -> Vec<Vec<StrPart>> {
+    lex(src, lang)
+        .into_iter()
+        .filter_map(|t| t.lit.map(|l| l.parts))
+        .collect()
+}
+
+#[test]
+fn string_forms() {
+    assert_eq!(
+        strs("x = \"\"\"\n  a \"b\"\n  \"\"\";", Language::Java),
+        vec!["  a \"b\"\n  "]
+    );
+    assert_eq!(
+        strs("val s = \"\"\"raw $x\"\"\"", Language::Kotlin),
+        vec!["raw "]
+    );
+    assert_eq!(strs("`a${b}c`", Language::JavaScript), vec!["ac"]);
+    assert_eq!(
+        strs("f'lock:{id}' rb'x' '''t'''", Language::Python),
+        vec!["lock:", "x", "t"]
+    );
+    assert_eq!(strs("`a\\nb`", Language::Go), vec!["a\\nb"]);
+    assert_eq!(
+        strs("@\"a\"\"b\" $\"k:{id}\"", Language::CSharp),
+        vec!["a\"b", "k:"]
+    );
+    assert_eq!(
+        strs("\"lock:#{id}\" 'x'", Language::Ruby),
+        vec!["lock:", "x"]
+    );
+    assert_eq!(
+        strs("\"k:{$id}\" 'a\\'b' \"p:$x\"", Language::Php),
+        vec!["k:", "a'b", "p:"]
+    );
+    let here = "x = <<~EOS\n  if redis.call('get', KEYS[1])\n  EOS\ny = 1";
+    let s = strs(here, Language::Ruby);
+    assert_eq!(s, vec!["  if redis.call('get', KEYS[1])\n"]);
+    let php = "$s = <<<'LUA'\nredis.call('del', KEYS[1])\nLUA;\n$t = 1;";
+    assert_eq!(
+        strs(php, Language::Php),
+        vec!["redis.call('del', KEYS[1])\n"]
+    );
+    let p = parts("`lock:${id}`", Language::TypeScript);
+    assert!(matches!(&p[0][1], StrPart::Interp(_, _)));
+    let p = parts("\"lock:$id\"", Language::Kotlin);
+    assert_eq!(p[0].len(), 2);
+}
+
+#[test]
+fn anchors_map_escapes() {
+    let src = "x = \"a\\nredis.call('del')\"";
+    let t = lex(src, Language::Java);
+    let lit = t.iter().find_map(|t| t.lit.clone()).unwrap();
+    let off = lit.text.find("redis").unwrap();
+    let f = crate::facts::ScriptFact {
+        name: None,
+        text: lit.text.clone(),
+        anchors: lit.anchors.clone(),
+        lua: Default::default(),
+        client: Default::default(),
+    };
+    assert_eq!(&src[f.to_source(off)..f.to_source(off) + 5], "redis");
+}
+
+#[test]
+fn calls_split_over_lines_and_chains() {
+    let src = "class A { void f() {\n  redisTemplate\n    .opsForValue()\n    .setIfAbsent(\"lock:\" + id,\n      token, 10, TimeUnit.SECONDS);\n} }";
+    let toks = lex(src, Language::Java);
+    let st = calls::structure(&toks, src, Language::Java);
+    let cs = calls::calls(&toks, &st, Language::Java);
+    let c = cs.iter().find(|c| c.name == "setIfAbsent").unwrap();
+    assert_eq!(c.recv, vec!["redisTemplate", "opsForValue()"]);
+    assert_eq!(c.args.len(), 4);
+    assert_eq!(st.scopes[1].name, "f");
+    assert_eq!(st.scopes[1].owner.as_deref(), Some("A"));
+}
+
+fn key_of(src: &str, lang: Language) -> Vec<KeyPart> {
+    let f = extract(std::path::Path::new("x"), src, lang);
+    f.ops
+        .first()
+        .map(|o| o.key.parts.clone())
+        .unwrap_or_default()
+}
+
+#[test]
+fn keys_normalise_across_languages() {
+    let want = vec![KeyPart::Lit("lock:".into()), KeyPart::Var("id".into())];
+    assert_eq!(
+        key_of(
+            "class A { void f(String id) { jedis.del(\"lock:\" + id); } }",
+            Language::Java
+        ),
+        want
+    );
+    assert_eq!(
+        key_of(
+            "class A { void f(String id) { jedis.del(String.format(\"lock:%s\", id)); } }",
+            Language::Java
+        ),
+        want
+    );
+    assert_eq!(
+        key_of(
+            "import redis\ndef f(id):\n    r.delete(f\"lock:{id}\")\n",
+            Language::Python
+        ),
+        want
+    );
+    assert_eq!(
+        key_of(
+            "import Redis from 'ioredis'\nasync function f(id) { await redis.del(`lock:${id}`) }",
+            Language::JavaScript
+        ),
+        want
+    );
+    assert_eq!(key_of("package x\nimport \"github.com/redis/go-redis/v9\"\nfunc f(id string) { rdb.Del(ctx, fmt.Sprintf(\"lock:%s\", id)) }", Language::Go), want);
+    assert_eq!(
+        key_of(
+            "require 'redis'\ndef f(id)\n  redis.del(\"lock:#{id}\")\nend\n",
+            Language::Ruby
+        ),
+        want
+    );
+    assert_eq!(
+        key_of(
+            "<?php\nfunction f($id) { $redis->del(\"lock:{$id}\"); }",
+            Language::Php
+        ),
+        want
+    );
+    assert_eq!(key_of("using StackExchange.Redis;\nclass A { void F(string id) { db.KeyDelete($\"lock:{id}\"); } }", Language::CSharp), want);
+    // constants resolve to their literal
+    let k = key_of("class A { static final String LOCK_PREFIX = \"lock:\"; void f(String id) { jedis.del(LOCK_PREFIX + id); } }", Language::Java);
+    assert_eq!(k, want);
+    // fields normalise to one form
+    let k = key_of(
+        "import redis\nclass L:\n    def release(self):\n        self.r.delete(self.lock_key)\n",
+        Language::Python,
+    );
+    assert_eq!(k, vec![KeyPart::Const("this.lock_key".into())]);
+}
+
+#[test]
+fn ambiguous_names_need_redis() {
+    let f = extract(std::path::Path::new("x.py"), "import os\ndef f(p):\n    os.remove(p)\n    requests.delete(url)\n    session.delete(obj)\n", Language::Python);
+    assert!(f.ops.is_empty());
+    let f = extract(std::path::Path::new("x.js"), "import axios from 'axios'\nconst redis = new Redis()\nasync function f(k) { await axios.delete(url); map.delete(k); }", Language::JavaScript);
+    assert!(f.ops.is_empty());
+}
+
+#[test]
+fn never_panics_on_odd_input() {
+    for lang in [
+        Language::Java,
+        Language::Kotlin,
+        Language::Python,
+        Language::JavaScript,
+        Language::Go,
+        Language::Ruby,
+        Language::Php,
+        Language::CSharp,
+    ] {
+        for src in [
+            "\"unterminated",
+            "'''",
+            "`${",
+            "<<~EOS\n",
+            "<<<EOS",
+            "#{",
+            "é\"ü\u{1F600}",
+            "f(((",
+            "}}}",
+            "$\"{",
+            "@\"",
+            "/* ",
+            "a.b.c(",
+            "%q{",
+            "=begin",
+        ] {
+            let _ = extract(std::path::Path::new("x"), src, lang);
+        }
+    }
+}
