@@ -511,12 +511,8 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
         let (s, d) = current(&frames);
         st.tok_scope[i] = s;
         st.tok_depth[i] = d;
-        let stmt_start = i == 0
-            || t.nl
-            || toks[i - 1].is(";")
-            || toks[i - 1].is("=")
-            || toks[i - 1].is("(")
-            || toks[i - 1].is("return");
+        let stmt_start =
+            i == 0 || t.nl || toks[i - 1].is(";") || toks[i - 1].is("=") || toks[i - 1].is("(");
         if t.kind == Kind::Punct {
             match t.text.as_str() {
                 "{" => {

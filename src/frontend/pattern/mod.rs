@@ -195,7 +195,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
             key: d.key.clone(),
             value: d.value.clone(),
             scope,
-            order: d.name_tok as u32,
+            order: an.exec_order(d.name_tok) as u32,
             depth,
             atomic,
             watched,
@@ -292,6 +292,31 @@ impl<'a> Analyzer<'a> {
             ranges,
             conditioned,
         }
+    }
+
+    /// Source order, except that a Ruby/Perl-style modifier condition
+    /// (`redis.del(k) if redis.get(k) == t`) runs before its statement.
+    fn exec_order(&self, tok: usize) -> usize {
+        if self.lang != Language::Ruby {
+            return tok;
+        }
+        let mut k = tok;
+        while k > 0 && !self.toks[k].nl {
+            k -= 1;
+            let t = &self.toks[k];
+            if (t.is("if") || t.is("unless"))
+                && !t.nl
+                && self.st.tok_paren[k] == self.st.tok_paren[tok]
+            {
+                // the line's first token
+                let mut s = k;
+                while s > 0 && !self.toks[s].nl {
+                    s -= 1;
+                }
+                return s;
+            }
+        }
+        tok
     }
 
     /// The chain goes on after this call (`multi().set(..).exec()`).
