@@ -127,7 +127,13 @@ pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
                     "]" => "[",
                     _ => "{",
                 };
-                if let Some(pos) = stack.iter().rposition(|&o| toks[o].text == want) {
+                // bounded search: a stray closer must not make this quadratic
+                let floor = stack.len().saturating_sub(64);
+                if let Some(pos) = stack[floor..]
+                    .iter()
+                    .rposition(|&o| toks[o].text == want)
+                    .map(|p| p + floor)
+                {
                     let o = stack[pos];
                     stack.truncate(pos);
                     st.matching.insert(o, i);

@@ -287,6 +287,32 @@ impl<'a> Analyzer<'a> {
                 _ => {}
             }
         }
+        // Ruby blocks: `redis.multi do |tx| … end`, `redis.watch(k) do … end`
+        if self.lang == Language::Ruby {
+            for (i, t) in self.toks.iter().enumerate() {
+                if !(t.is("do") || t.is("{")) || i == 0 {
+                    continue;
+                }
+                let Some(&m) = self.st.matching.get(&i) else {
+                    continue;
+                };
+                if m <= i {
+                    continue;
+                }
+                let mut n = i - 1;
+                if self.toks[n].is(")") {
+                    match self.st.matching.get(&n) {
+                        Some(&o) if o >= 1 => n = o - 1,
+                        _ => continue,
+                    }
+                }
+                let name = self.toks[n].text.as_str();
+                if n >= 1 && self.toks[n - 1].is(".") && (name == "multi" || name == "watch") {
+                    let atomic = name == "multi";
+                    ranges.push((i, m, atomic, !atomic));
+                }
+            }
+        }
         TxState {
             marks,
             ranges,

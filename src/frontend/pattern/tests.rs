@@ -251,3 +251,43 @@ fn never_panics_on_odd_input() {
         }
     }
 }
+
+/// Every fixture, cut at many points and with brackets/quotes dropped, must
+/// lex and extract without a panic.
+#[test]
+fn truncated_and_mangled_fixtures_never_panic() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let mut n = 0;
+    for dir in [
+        "java",
+        "kotlin",
+        "python",
+        "javascript",
+        "typescript",
+        "go",
+        "ruby",
+        "php",
+        "csharp",
+    ] {
+        let Ok(rd) = std::fs::read_dir(root.join(dir)) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let Some(lang) = Language::from_path(&p) else {
+                continue;
+            };
+            let src = std::fs::read_to_string(&p).unwrap_or_default();
+            let cuts: Vec<usize> = src.char_indices().map(|(i, _)| i).step_by(13).collect();
+            for c in cuts {
+                let _ = extract(&p, &src[..c], lang);
+            }
+            for drop in ['(', ')', '{', '}', '"', '\'', '`', '[', ']', '\n'] {
+                let mangled: String = src.chars().filter(|&ch| ch != drop).collect();
+                let _ = extract(&p, &mangled, lang);
+            }
+            n += 1;
+        }
+    }
+    assert!(n > 100, "fixtures found: {n}");
+}
