@@ -424,13 +424,40 @@ fn classify_header(
         }
         return Frame::Block;
     }
+    // JS/TS object-literal methods at the top level: `{ async acquire(key) { … } }`
+    if matches!(lang, Language::JavaScript | Language::TypeScript) && !in_func {
+        let k = h
+            .iter()
+            .position(|t| {
+                !matches!(
+                    t.text.as_str(),
+                    "async"
+                        | "static"
+                        | "get"
+                        | "set"
+                        | "public"
+                        | "private"
+                        | "protected"
+                        | "*"
+                        | ","
+                )
+            })
+            .unwrap_or(0);
+        let header_ends = st
+            .matching
+            .get(&(base + k + 1))
+            .is_some_and(|&c| c + 1 == open || toks.get(c + 1).is_some_and(|x| x.is(":")));
+        if h.get(k)
+            .is_some_and(|n| n.is_ident() && !CONTROL.contains(&n.text.as_str()))
+            && h.get(k + 1).is_some_and(|p| p.is("("))
+            && header_ends
+        {
+            let name = h[k].text.clone();
+            return mk(st, &name, base + k, owner, false);
+        }
+    }
     // methods: `mods Type name(params) [throws X] {` directly in a class (or top level)
-    let direct_in_class = matches!(frames.last(), Some((_, Frame::Class(_))))
-        || (frames.is_empty()
-            && matches!(
-                lang,
-                Language::JavaScript | Language::TypeScript | Language::Php
-            ));
+    let direct_in_class = matches!(frames.last(), Some((_, Frame::Class(_))));
     if direct_in_class {
         if let Some(p) = h.iter().position(|t| t.is("(")) {
             if p >= 1 && h[p - 1].is_ident() && !CONTROL.contains(&h[p - 1].text.as_str()) {

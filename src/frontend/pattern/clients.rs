@@ -573,6 +573,23 @@ impl<'a> Analyzer<'a> {
             {
                 nx = true;
             }
+            // Spring RedisConnection: SetOption.SET_IF_ABSENT / ifAbsent(), Expiration.seconds(n)
+            if t.is_ident() {
+                match t.text.as_str() {
+                    "SET_IF_ABSENT" | "ifAbsent" => nx = true,
+                    "SET_IF_PRESENT" | "ifPresent" => xx = true,
+                    "Expiration" if toks.get(k + 1).is_some_and(|n| n.is(".")) => {
+                        let how = toks.get(k + 2).map(|n| n.text.as_str()).unwrap_or("");
+                        let zero = toks.get(k + 4).is_some_and(|v| v.text == "0")
+                            && toks.get(k + 5).is_some_and(|v| v.is(")"));
+                        set_exp(
+                            !matches!(how, "persistent" | "keepTtl") && !zero,
+                            &mut expiry,
+                        );
+                    }
+                    _ => {}
+                }
+            }
             k += 1;
         }
         (nx, xx, expiry)

@@ -291,3 +291,70 @@ fn truncated_and_mangled_fixtures_never_panic() {
     }
     assert!(n > 100, "fixtures found: {n}");
 }
+
+fn kinds(src: &str, lang: Language) -> Vec<String> {
+    extract(std::path::Path::new("x"), src, lang)
+        .ops
+        .iter()
+        .map(|o| format!("{:?}", o.kind))
+        .collect()
+}
+
+#[test]
+fn builder_chains_and_named_options() {
+    let j = "import redis.clients.jedis.*;\nclass A { void f() { jedis.set(\"lock:a\", t, SetParams.setParams().nx().px(ms)); } }";
+    assert_eq!(kinds(j, Language::Java), vec!["Acquire { expiry: true }"]);
+    let l = "import io.lettuce.core.*;\nclass A { void f() { commands.set(\"lock:a\", t, SetArgs.Builder.nx()); } }";
+    assert_eq!(kinds(l, Language::Java), vec!["Acquire { expiry: false }"]);
+    let c = "import org.springframework.data.redis.connection.*;\nclass A { void f() { conn.set(k.getBytes(), v, Expiration.seconds(10), SetOption.SET_IF_ABSENT); } }";
+    assert_eq!(kinds(c, Language::Java), vec!["Acquire { expiry: true }"]);
+    let r = "package x\nimport \"github.com/redis/rueidis\"\nfunc f() { client.Do(ctx, client.B().Set().Key(k).Value(v).Nx().Px(ttl).Build()) }";
+    assert_eq!(kinds(r, Language::Go), vec!["Acquire { expiry: true }"]);
+    let g = "package x\nimport \"github.com/redis/go-redis/v9\"\nfunc f() { rdb.SetArgs(ctx, k, v, redis.SetArgs{Mode: \"NX\", TTL: ttl}) }";
+    assert_eq!(kinds(g, Language::Go), vec!["Acquire { expiry: true }"]);
+    let p = "import redis\ndef f():\n    r.set(k, v, nx=True, ex=None)\n    r.set(k, v, nx=False, ex=5)\n";
+    assert_eq!(
+        kinds(p, Language::Python),
+        vec!["Acquire { expiry: false }", "Set { expiry: true }"]
+    );
+    let js = "const redis = require('redis')\nasync function f() { await client.set(k, v, { NX: true, PX: ms }); await client.set(k, v, { condition: 'NX', expiration: { type: 'PX', value: ms } }) }";
+    assert_eq!(
+        kinds(js, Language::JavaScript),
+        vec!["Acquire { expiry: true }", "Acquire { expiry: true }"]
+    );
+    let php = "<?php\nfunction f($redis) { $redis->set($k, $v, ['nx', 'px' => $ms]); $redis->set($k, $v, 'PX', $ms, 'NX'); }";
+    assert_eq!(
+        kinds(php, Language::Php),
+        vec!["Acquire { expiry: true }", "Acquire { expiry: true }"]
+    );
+    let rb = "require 'redis'\ndef f\n  redis.set(k, v, nx: true, px: ms)\n  redis.set k, v, nx: true\nend\n";
+    assert_eq!(
+        kinds(rb, Language::Ruby),
+        vec!["Acquire { expiry: true }", "Acquire { expiry: false }"]
+    );
+    let cs = "using StackExchange.Redis;\nclass A { void F() { db.StringSet(k, v, TimeSpan.FromSeconds(5), When.NotExists); db.StringSet(k, v, null, When.NotExists); } }";
+    assert_eq!(
+        kinds(cs, Language::CSharp),
+        vec!["Acquire { expiry: true }", "Acquire { expiry: false }"]
+    );
+    let redigo = "package x\nimport \"github.com/gomodule/redigo/redis\"\nfunc f() { conn.Do(\"SET\", k, v, \"NX\", \"PX\", 0) }";
+    assert_eq!(
+        kinds(redigo, Language::Go),
+        vec!["Acquire { expiry: false }"]
+    );
+}
+
+#[test]
+fn scopes_owners_and_tests() {
+    let go = "package x\nimport \"github.com/redis/go-redis/v9\"\nfunc (l *RedisLock) Unlock() { l.rdb.Del(ctx, l.key) }\nfunc TestX(t *testing.T) { rdb.Del(ctx, \"lock:a\") }";
+    let f = extract(std::path::Path::new("x.go"), go, Language::Go);
+    assert_eq!(f.scopes[1].name, "Unlock");
+    assert_eq!(f.scopes[1].owner.as_deref(), Some("RedisLock"));
+    assert!(f.scopes[2].is_test);
+    let j = "class A {\n @Test\n void releases() { jedis.del(\"lock:a\"); }\n}";
+    let f = extract(std::path::Path::new("A.java"), j, Language::Java);
+    assert!(f.scopes[1].is_test);
+    let js = "const redis = require('ioredis')\nmodule.exports = {\n  async release(k) { await redis.del(k) },\n}";
+    let f = extract(std::path::Path::new("a.js"), js, Language::JavaScript);
+    assert_eq!(f.scopes[1].name, "release");
+}
