@@ -358,3 +358,16 @@ fn scopes_owners_and_tests() {
     let f = extract(std::path::Path::new("a.js"), js, Language::JavaScript);
     assert_eq!(f.scopes[1].name, "release");
 }
+
+#[test]
+fn helpers_returning_one_expression_resolve() {
+    let want = vec![KeyPart::Lit("lock:".into()), KeyPart::Var("orderId".into())];
+    let j = "import redis.clients.jedis.*;\nclass A {\n private String lockKey(String id) { return \"lock:\" + id; }\n void f(String orderId) { jedis.del(lockKey(orderId)); }\n}";
+    assert_eq!(key_of(j, Language::Java), want);
+    let p = "import redis\nclass A:\n    def lock_key(self, id):\n        return f\"lock:{id}\"\n\n    def f(self, orderId):\n        r.delete(self.lock_key(orderId))\n";
+    assert_eq!(key_of(p, Language::Python), want);
+    let g = "package x\nimport \"github.com/redis/go-redis/v9\"\nfunc lockKey(id string) string { return \"lock:\" + id }\nfunc f(orderId string) { rdb.Del(ctx, lockKey(orderId)) }";
+    assert_eq!(key_of(g, Language::Go), want);
+    let r = "require 'redis'\ndef lock_key(id)\n  \"lock:#{id}\"\nend\ndef f(orderId)\n  redis.del(lock_key(orderId))\nend\n";
+    assert_eq!(key_of(r, Language::Ruby), want);
+}
