@@ -257,12 +257,10 @@ impl<'a> Values<'a> {
             // the body: the first token after the header that opens it
             let mut k = close + 1;
             let limit = (k + 16).min(toks.len());
-            while k < limit
-                && !toks[k].is("{")
-                && !toks[k].is(":")
-                && !toks[k].is("=")
-                && !(toks[k].nl && self.lang == Language::Ruby)
-            {
+            let opens_body = |t: &Tok| {
+                t.is("{") || t.is(":") || t.is("=") || (t.nl && self.lang == Language::Ruby)
+            };
+            while k < limit && !opens_body(&toks[k]) {
                 k += 1;
             }
             if k >= limit {
