@@ -70,7 +70,12 @@ pub struct Analyzer<'a> {
 fn default_client(lang: Language, lower: &str) -> Client {
     match lang {
         Language::Java | Language::Kotlin => {
-            if lower.contains("springframework.data.redis")
+            // imports first, then names
+            if lower.contains("redis.clients.jedis") {
+                Client::Jedis
+            } else if lower.contains("io.lettuce") {
+                Client::Lettuce
+            } else if lower.contains("springframework.data.redis")
                 || lower.contains("redistemplate")
                 || lower.contains("opsforvalue")
             {
