@@ -273,6 +273,22 @@ impl<'a> Analyzer<'a> {
         if self.lang == Language::Go && pos.first().is_some_and(|a| self.is_ctx(a)) {
             pos.remove(0);
         }
+        // keyword key/value: redis-py `set(name=k, value=v, nx=True)`, C# `key:`/`value:`
+        let named = |names: &[&str]| {
+            c.args
+                .iter()
+                .find(|a| a.name.as_deref().is_some_and(|n| names.contains(&n)))
+        };
+        if pos.is_empty() {
+            if let Some(k) = named(&["name", "key", "lock_key"]) {
+                pos.push(k);
+            }
+        }
+        if pos.len() == 1 {
+            if let Some(v) = named(&["value", "val"]) {
+                pos.push(v);
+            }
+        }
         let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
         let key_of = |a: &Arg| self.vals.key(a.start, a.end, scope);
         let bound = self.bound_key(c);

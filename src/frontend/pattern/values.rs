@@ -28,6 +28,9 @@ pub struct Values<'a> {
     /// Same-file helpers whose body returns one expression:
     /// name → (parameter names, expression token range, its scope).
     pub helpers: HashMap<String, Helper>,
+    /// Names being resolved right now: `key = "lock:" + key` refers to the
+    /// previous value (a parameter) inside its own right-hand side.
+    resolving: std::cell::RefCell<Vec<String>>,
 }
 
 #[derive(Clone, Debug)]
@@ -168,6 +171,7 @@ impl<'a> Values<'a> {
             lang,
             bindings: HashMap::new(),
             helpers: HashMap::new(),
+            resolving: std::cell::RefCell::new(Vec::new()),
         };
         v.collect_bindings();
         v.collect_helpers();
@@ -635,8 +639,11 @@ impl<'a> Values<'a> {
                 name = field;
             }
         }
-        if let Some(b) = self.lookup(scope, &name) {
+        let blocked = self.resolving.borrow().contains(&name);
+        if let Some(b) = self.lookup(scope, &name).filter(|_| !blocked) {
+            self.resolving.borrow_mut().push(name.clone());
             let mut k = self.key_d(b.start, b.end, self.st.tok_scope[b.eq], depth + 1);
+            self.resolving.borrow_mut().pop();
             // a field is only resolved when it is a constant; else it stays `this.x`
             let field_var = name.starts_with("this.")
                 && k.parts
