@@ -166,6 +166,9 @@ enum Frame {
     Class(String),
     Func(u32),
     Block,
+    /// A type literal inside a header (`interface{}`, TS `{ ok: boolean }`):
+    /// neither a block nor a statement boundary.
+    TypeLit,
 }
 
 fn owner_of(frames: &[(usize, Frame)]) -> Option<String> {
@@ -181,6 +184,7 @@ fn current(frames: &[(usize, Frame)]) -> (u32, u32) {
         match f {
             Frame::Func(s) => return (*s, depth),
             Frame::Block => depth += 1,
+            Frame::TypeLit => {}
             Frame::Class(_) => return (0, 0),
         }
     }
@@ -219,12 +223,37 @@ fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
             continue;
         }
         match t.text.as_str() {
-            ";" => head = i + 1,
+            ";" => {
+                if !matches!(frames.last(), Some((_, Frame::TypeLit))) {
+                    head = i + 1;
+                }
+            }
             "}" => {
-                frames.pop();
-                head = i + 1;
+                if !matches!(frames.pop(), Some((_, Frame::TypeLit))) {
+                    head = i + 1;
+                }
             }
             "{" => {
+                let prev = i
+                    .checked_sub(1)
+                    .map(|p| toks[p].text.as_str())
+                    .unwrap_or("");
+                let type_lit = match lang {
+                    Language::Go => {
+                        matches!(prev, "interface" | "struct")
+                            && (st.tok_paren[i] > 0 || toks.get(i + 1).is_some_and(|n| n.is("}")))
+                    }
+                    Language::TypeScript => {
+                        matches!(prev, ":" | "<" | "|" | "&")
+                            && i > 0
+                            && toks[i - 1].kind == Kind::Punct
+                    }
+                    _ => false,
+                };
+                if type_lit || matches!(frames.last(), Some((_, Frame::TypeLit))) {
+                    frames.push((i, Frame::TypeLit));
+                    continue;
+                }
                 let frame = classify_header(toks, head, i, lang, &frames, st);
                 frames.push((i, frame));
                 head = i + 1;

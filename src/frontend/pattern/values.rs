@@ -180,9 +180,22 @@ impl<'a> Values<'a> {
 
     fn collect_bindings(&mut self) {
         let toks = self.toks;
+        // Go `const ( a = … )` / `var ( … )` groups: their parens do not count
+        let mut group_depth = vec![0u32; toks.len()];
+        if self.lang == Language::Go {
+            for (i, t) in toks.iter().enumerate() {
+                if t.is("(") && i > 0 && (toks[i - 1].is("const") || toks[i - 1].is("var")) {
+                    if let Some(&c) = self.st.matching.get(&i) {
+                        for g in group_depth.iter_mut().take(c).skip(i + 1) {
+                            *g += 1;
+                        }
+                    }
+                }
+            }
+        }
         for i in 1..toks.len() {
             let t = &toks[i];
-            if !(t.is("=") || t.is(":=")) || self.st.tok_paren[i] != 0 {
+            if !(t.is("=") || t.is(":=")) || self.st.tok_paren[i] != group_depth[i] {
                 continue;
             }
             let n = &toks[i - 1];
