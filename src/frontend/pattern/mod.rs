@@ -70,7 +70,12 @@ pub struct Analyzer<'a> {
 fn default_client(lang: Language, lower: &str) -> Client {
     match lang {
         Language::Java | Language::Kotlin => {
-            if lower.contains("springframework.data.redis")
+            // imports first, then names
+            if lower.contains("redis.clients.jedis") {
+                Client::Jedis
+            } else if lower.contains("io.lettuce") {
+                Client::Lettuce
+            } else if lower.contains("springframework.data.redis")
                 || lower.contains("redistemplate")
                 || lower.contains("opsforvalue")
             {
@@ -195,7 +200,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
             key: d.key.clone(),
             value: d.value.clone(),
             scope,
-            order: d.name_tok as u32,
+            order: an.exec_order(d.name_tok) as u32,
             depth,
             atomic,
             watched,
@@ -287,11 +292,62 @@ impl<'a> Analyzer<'a> {
                 _ => {}
             }
         }
+        // Ruby blocks: `redis.multi do |tx| … end`, `redis.watch(k) do … end`
+        if self.lang == Language::Ruby {
+            for (i, t) in self.toks.iter().enumerate() {
+                if !(t.is("do") || t.is("{")) || i == 0 {
+                    continue;
+                }
+                let Some(&m) = self.st.matching.get(&i) else {
+                    continue;
+                };
+                if m <= i {
+                    continue;
+                }
+                let mut n = i - 1;
+                if self.toks[n].is(")") {
+                    match self.st.matching.get(&n) {
+                        Some(&o) if o >= 1 => n = o - 1,
+                        _ => continue,
+                    }
+                }
+                let name = self.toks[n].text.as_str();
+                if n >= 1 && self.toks[n - 1].is(".") && (name == "multi" || name == "watch") {
+                    let atomic = name == "multi";
+                    ranges.push((i, m, atomic, !atomic));
+                }
+            }
+        }
         TxState {
             marks,
             ranges,
             conditioned,
         }
+    }
+
+    /// Source order, except that a Ruby/Perl-style modifier condition
+    /// (`redis.del(k) if redis.get(k) == t`) runs before its statement.
+    fn exec_order(&self, tok: usize) -> usize {
+        if self.lang != Language::Ruby {
+            return tok;
+        }
+        let mut k = tok;
+        while k > 0 && !self.toks[k].nl {
+            k -= 1;
+            let t = &self.toks[k];
+            if (t.is("if") || t.is("unless"))
+                && !t.nl
+                && self.st.tok_paren[k] == self.st.tok_paren[tok]
+            {
+                // the line's first token
+                let mut s = k;
+                while s > 0 && !self.toks[s].nl {
+                    s -= 1;
+                }
+                return s;
+            }
+        }
+        tok
     }
 
     /// The chain goes on after this call (`multi().set(..).exec()`).
