@@ -792,3 +792,22 @@ fn literal_decoding_and_set_flags() {
         OpKind::Set { expiry: false }
     );
 }
+
+#[test]
+fn raw_set_with_set_options_argument() {
+    let k = kinds(
+        r#"use redis::{SetOptions, ExistenceCheck, SetExpiry};
+fn a(c: &mut redis::Connection, t: &str) {
+    let opts = SetOptions::default().conditional_set(ExistenceCheck::NX).with_expiration(SetExpiry::PX(5));
+    let _: Option<String> = redis::cmd("SET").arg("lock:o").arg(t).arg(opts).query(c).unwrap();
+    let _: Option<String> = redis::cmd("SET").arg("lock:p").arg(t).arg(&t).query(c).unwrap();
+}"#,
+    );
+    assert_eq!(
+        k,
+        vec![
+            (OpKind::Acquire { expiry: true }, "lock:o".to_string()),
+            (OpKind::Set { expiry: false }, "lock:p".to_string()),
+        ]
+    );
+}

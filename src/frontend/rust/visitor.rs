@@ -1195,14 +1195,23 @@ impl<'f> Walker<'f, '_> {
         let mut script = None;
         let found = match upper.as_str() {
             "SET" if args.len() >= 2 => {
-                let words: Vec<String> = args[2..]
-                    .iter()
-                    .map(|a| {
-                        self.const_str(a)
-                            .map(|s| s.to_ascii_uppercase())
-                            .unwrap_or_else(|| "?".into())
-                    })
-                    .collect();
+                let mut words: Vec<String> = Vec::new();
+                for a in &args[2..] {
+                    match self.const_str(a) {
+                        Some(s) => words.push(s.to_ascii_uppercase()),
+                        None => {
+                            // `.arg(opts)` with a `SetOptions` value (ToRedisArgs).
+                            let w = self.words_of(a);
+                            if w.iter().any(|x| {
+                                matches!(x.as_str(), "SetOptions" | "ExistenceCheck" | "SetExpiry")
+                            }) {
+                                words.extend(w);
+                            } else {
+                                words.push("?".into());
+                            }
+                        }
+                    }
+                }
                 let flags = SetFlags::from_words(&words);
                 let mut f = Found::new(flags.kind(), key(self));
                 f.value = value(self, 1);
