@@ -811,3 +811,21 @@ fn a(c: &mut redis::Connection, t: &str) {
         ]
     );
 }
+
+#[test]
+fn fully_qualified_trait_calls() {
+    let k = kinds(
+        r#"use redis::{AsyncCommands, Commands};
+async fn a(c: &mut C) {
+    let _: bool = AsyncCommands::set_nx(c, "lock:q", 1).await.unwrap();
+    let _: () = redis::Commands::del(c, "lock:q").unwrap();
+}"#,
+    );
+    assert_eq!(
+        k,
+        vec![
+            (OpKind::Acquire { expiry: false }, "lock:q".to_string()),
+            (OpKind::Release { checked: false }, "lock:q".to_string()),
+        ]
+    );
+}

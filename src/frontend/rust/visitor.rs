@@ -223,6 +223,17 @@ struct RawLocal {
     start: usize,
 }
 
+/// Client traits whose methods may be called with the fully qualified syntax.
+const COMMAND_TRAITS: &[&str] = &[
+    "Commands",
+    "AsyncCommands",
+    "TypedCommands",
+    "AsyncTypedCommands",
+    "KeysInterface",
+    "StringCommands",
+    "GenericCommands",
+];
+
 /// Methods that send a command built with `cmd(..)`.
 const TERMINALS: &[&str] = &[
     "query",
@@ -1352,8 +1363,11 @@ impl<'f> Walker<'f, '_> {
                         args: Vec::new(),
                         end: self.span_of(base).end,
                     });
-                } else if prev == "Cmd" {
-                    let args: Vec<&Expr> = c.args.iter().collect();
+                } else if prev == "Cmd" || COMMAND_TRAITS.contains(&prev) {
+                    // `Cmd::del(k)`, or `AsyncCommands::del(&mut con, k)` (the first
+                    // argument is the connection).
+                    let skip = usize::from(prev != "Cmd");
+                    let args: Vec<&Expr> = c.args.iter().skip(skip).collect();
                     let found = self.method_ops(last, &args, None, true);
                     let ns = match &*c.func {
                         Expr::Path(p) => p.path.segments.last().map(|s| self.off(s.ident.span())),
@@ -1704,7 +1718,9 @@ impl<'f> Walker<'f, '_> {
         }
         // `cmd("DEL")` used without a chain, `Cmd::set_nx(..)`, `Script::new(..)`.
         let interesting = last == "cmd"
-            || path.len() >= 2 && matches!(path[path.len() - 2].as_str(), "Cmd" | "Script");
+            || path.len() >= 2
+                && (matches!(path[path.len() - 2].as_str(), "Cmd" | "Script")
+                    || COMMAND_TRAITS.contains(&path[path.len() - 2].as_str()));
         if interesting {
             self.chain(e);
             return;
