@@ -371,3 +371,25 @@ fn helpers_returning_one_expression_resolve() {
     let r = "require 'redis'\ndef lock_key(id)\n  \"lock:#{id}\"\nend\ndef f(orderId)\n  redis.del(lock_key(orderId))\nend\n";
     assert_eq!(key_of(r, Language::Ruby), want);
 }
+
+#[test]
+fn multibyte_escapes_and_eof_shapes() {
+    for lang in [
+        Language::Java,
+        Language::Python,
+        Language::Ruby,
+        Language::Php,
+        Language::JavaScript,
+    ] {
+        let _ = extract(
+            std::path::Path::new("x"),
+            "x = \"a\\é\\😀b\" + 'c\\ü'\nredis.set(k, v, nx=True) or acquired.orElse",
+            lang,
+        );
+        let _ = extract(
+            std::path::Path::new("x"),
+            "Boolean ok = jedis.set(k, v, \"NX\", \"PX\", 1); ok.orElse(true",
+            lang,
+        );
+    }
+}
