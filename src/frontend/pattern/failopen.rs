@@ -59,7 +59,8 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                     | "getOrDefault"
                     | "onErrorReturnItem"
                     | "rescue"
-            ) && (k + 3..close).any(|j| is_true(&toks[j]))
+            ) && (k + 3..close)
+                .any(|j| is_true(&toks[j]) || (toks[j].kind == Kind::Str && toks[j].text == "OK"))
             {
                 push(k + 1, close);
             }
