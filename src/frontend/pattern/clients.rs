@@ -264,7 +264,12 @@ impl<'a> Analyzer<'a> {
         if c.recv.is_empty() {
             return Vec::new();
         }
-        if AMBIGUOUS.contains(&lname.as_str()) && !self.redis_receiver(c) {
+        // go-redis methods take a context first: `c.Del(ctx, key)` is Redis evidence enough
+        let go_ctx = self.lang == Language::Go
+            && self.has_redis
+            && c.name.starts_with(|ch: char| ch.is_ascii_uppercase())
+            && c.args.first().is_some_and(|a| self.is_ctx(a));
+        if AMBIGUOUS.contains(&lname.as_str()) && !go_ctx && !self.redis_receiver(c) {
             return Vec::new();
         }
         let client = self.client_for(c, &lname);

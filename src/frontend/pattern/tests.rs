@@ -393,3 +393,9 @@ fn multibyte_escapes_and_eof_shapes() {
         );
     }
 }
+
+#[test]
+fn go_context_first_is_redis_evidence() {
+    let g = "package x\nimport \"github.com/redis/go-redis/v9\"\nfunc f(c *redis.Client) { c.Del(ctx, \"lock:a\"); m.Get(\"x\") }";
+    assert_eq!(kinds(g, Language::Go), vec!["Release { checked: false }"]);
+}
