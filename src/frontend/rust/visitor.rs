@@ -61,6 +61,8 @@ struct FileInfo<'f> {
     /// Struct fields initialised with `Script::new(x)`: field name → `x`.
     script_fields: HashMap<String, &'f Expr>,
     crates: Vec<Client>,
+    /// Struct fields whose type is a map, set, vector or cache (`self.local.get(..)`).
+    non_redis_fields: Vec<String>,
 }
 
 impl FileInfo<'_> {
@@ -146,6 +148,15 @@ impl<'f> Visit<'f> for Collect<'f, '_> {
             }
         }
         visit::visit_field_value(self, i);
+    }
+    fn visit_field(&mut self, f: &'f syn::Field) {
+        if let Some(name) = &f.ident {
+            let ty = f.ty.to_token_stream().to_string();
+            if NON_REDIS_TYPES.iter().any(|w| ty.contains(w)) {
+                self.info.non_redis_fields.push(name.to_string());
+            }
+        }
+        visit::visit_field(self, f);
     }
     fn visit_use_tree(&mut self, i: &'f syn::UseTree) {
         match i {
@@ -629,7 +640,27 @@ struct Local {
     non_redis: bool,
     /// The keys of a list of keys (`let keys = [a, b]`).
     keys: Vec<KeyExpr>,
+    /// A raw command built over several statements (`let mut c = cmd("SET"); c.arg(k);`).
+    raw: Option<RawLocal>,
 }
+
+#[derive(Clone, Debug)]
+struct RawLocal {
+    name: Option<String>,
+    name_span: Span,
+    args: Vec<Expr>,
+    start: usize,
+}
+
+/// Methods that send a command built with `cmd(..)`.
+const TERMINALS: &[&str] = &[
+    "query",
+    "query_async",
+    "exec",
+    "exec_async",
+    "execute",
+    "query_async_raw",
+];
 
 struct Txn {
     watched: Vec<KeyExpr>,
@@ -675,6 +706,8 @@ struct Walker<'f, 'o> {
     depth: u32,
     locals: Vec<Local>,
     txns: Vec<Txn>,
+    /// Keys under `WATCH` in the current fn (raw `WATCH`, fred/rustis `watch`).
+    fn_watched: Vec<KeyExpr>,
     script_at: HashMap<usize, ScriptId>,
 }
 
@@ -701,6 +734,7 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
         depth: 0,
         locals: Vec::new(),
         txns: Vec::new(),
+        fn_watched: Vec::new(),
         script_at: HashMap::new(),
     };
     for u in units {
@@ -751,6 +785,7 @@ impl<'f> Walker<'f, '_> {
         let saved_depth = std::mem::replace(&mut self.depth, 0);
         let saved_locals = std::mem::take(&mut self.locals);
         let saved_txns = std::mem::take(&mut self.txns);
+        let saved_watched = std::mem::take(&mut self.fn_watched);
         let saved_test = std::mem::replace(&mut self.in_test, is_test);
         for input in &sig.inputs {
             if let syn::FnArg::Typed(t) = input {
@@ -773,6 +808,7 @@ impl<'f> Walker<'f, '_> {
         self.depth = saved_depth;
         self.locals = saved_locals;
         self.txns = saved_txns;
+        self.fn_watched = saved_watched;
         self.in_test = saved_test;
     }
 
@@ -1096,6 +1132,17 @@ impl<'f> Walker<'f, '_> {
         let e = strip(e);
         match e {
             Expr::Lit(l) => return ValueExpr::Constant(self.text_of(l)),
+            Expr::Call(c) => {
+                // A one-expression helper of the file: classify what it returns.
+                let path = call_path(e).unwrap_or_default();
+                if path.len() == 1 || (path.len() == 2 && path[0] == "Self") {
+                    if let Some(h) = path.last().and_then(|n| self.info.helpers.get(n)) {
+                        if h.params.len() == c.args.len() {
+                            return self.value_d(h.body, d + 1);
+                        }
+                    }
+                }
+            }
             Expr::Path(p) => {
                 if let Some(i) = p.path.get_ident() {
                     if let Some(l) = self.local(&i.to_string()) {
@@ -1251,7 +1298,8 @@ impl<'f> Walker<'f, '_> {
         let watched = self
             .txns
             .iter()
-            .any(|t| t.watched.iter().any(|w| w.parts == f.key.parts));
+            .any(|t| t.watched.iter().any(|w| w.parts == f.key.parts))
+            || self.fn_watched.iter().any(|w| w.parts == f.key.parts);
         let client = f.client.unwrap_or_else(|| match self.info.client() {
             Client::Unknown => Client::RedisRs,
             c => c,
@@ -1303,6 +1351,13 @@ impl<'f> Walker<'f, '_> {
         if let Some(r) = recv {
             if self.local_of(r).is_some_and(|l| l.non_redis) {
                 return false;
+            }
+            if let Expr::Field(f) = strip(r) {
+                if let syn::Member::Named(m) = &f.member {
+                    if self.info.non_redis_fields.contains(&m.to_string()) {
+                        return false;
+                    }
+                }
             }
             let text = self.text_of(r);
             let parts = words::word_parts(&text);
@@ -1391,6 +1446,12 @@ impl<'f> Walker<'f, '_> {
                 let k = key(self);
                 let exp = self.words_of(args[2]);
                 let opts = self.words_of(args[3]);
+                let fred_like = self.info.crates.contains(&Client::Fred)
+                    || exp.iter().any(|w| w == "Expiration")
+                    || opts.iter().any(|w| w == "SetOptions");
+                if !fred_like {
+                    return vec![];
+                }
                 let has_exp = !exp.iter().any(|w| w == "None")
                     && exp
                         .iter()
@@ -1459,6 +1520,11 @@ impl<'f> Walker<'f, '_> {
                     return vec![];
                 }
                 vec![Found::new(OpKind::Get, k)]
+            }
+            ("watch", 1) => {
+                let keys = self.keys_of(args[0]);
+                self.fn_watched.extend(keys);
+                vec![]
             }
             ("get_del" | "getdel", 1) => vec![Found::new(OpKind::GetDel, key(self))],
             ("getset" | "get_set", 2) => {
@@ -1571,6 +1637,11 @@ impl<'f> Walker<'f, '_> {
             "GET" => vec![Found::new(OpKind::Get, key(self))],
             "GETDEL" => vec![Found::new(OpKind::GetDel, key(self))],
             "GETSET" => vec![Found::new(OpKind::GetSet, key(self))],
+            "WATCH" => {
+                let keys: Vec<KeyExpr> = args.iter().map(|a| self.key_of(a)).collect();
+                self.fn_watched.extend(keys);
+                vec![]
+            }
             "EVAL" | "EVALSHA" | "FCALL" | "EVAL_RO" | "EVALSHA_RO" | "FCALL_RO" => {
                 if upper.starts_with("EVAL") && !upper.starts_with("EVALSHA") {
                     if let Some(a) = args.first() {
@@ -1604,7 +1675,10 @@ impl<'f> Walker<'f, '_> {
     // --- chains ----------------------------------------------------------
 
     fn chain(&mut self, top: &Expr) {
-        let (base, links) = flatten(top);
+        let (base, mut links) = flatten(top);
+        for l in links.iter_mut() {
+            l.end += self.base;
+        }
         let chain_start = self.span_of(base).start;
         let ops_before = self.facts.ops.len();
         let has_atomic = links.iter().any(|l| l.method == "atomic");
@@ -1612,8 +1686,32 @@ impl<'f> Walker<'f, '_> {
         let mut acquired: Option<KeyExpr> = None;
         let mut recv_is_redis_base = false;
 
+        // A command built in a local over several statements.
+        let local_raw: Option<(String, RawLocal)> = match base {
+            Expr::Path(p) => p.path.get_ident().and_then(|i| {
+                let name = i.to_string();
+                self.local(&name)
+                    .and_then(|l| l.raw.clone())
+                    .map(|r| (name, r))
+            }),
+            _ => None,
+        };
+        let prefix: Vec<Expr> = local_raw
+            .as_ref()
+            .map(|(_, r)| r.args.clone())
+            .unwrap_or_default();
+        let mut consumed = false;
         // The base: a raw command, a pipeline, a script, a local.
-        let mut raw: Option<Raw> = None;
+        let mut raw: Option<Raw> = local_raw.as_ref().map(|(_, r)| Raw {
+            name: r.name.clone(),
+            name_span: r.name_span,
+            args: prefix.iter().collect(),
+            end: self.span_of(base).end,
+        });
+        let chain_start = local_raw
+            .as_ref()
+            .map(|(_, r)| r.start)
+            .unwrap_or(chain_start);
         let mut script: Option<Option<ScriptId>> = None;
         match base {
             Expr::Call(c) => {
@@ -1714,6 +1812,16 @@ impl<'f> Walker<'f, '_> {
                     }
                     continue;
                 }
+                _ if local_raw.is_some() => {
+                    if TERMINALS.contains(&m.as_str()) && !consumed {
+                        if let Some(r) = raw.as_mut() {
+                            r.end = l.end;
+                        }
+                        self.flush_raw(raw.take(), chain_start, atomic, &mut acquired);
+                        consumed = true;
+                    }
+                    continue;
+                }
                 "cmd" if l.args.len() == 1 => {
                     self.flush_raw(raw.take(), chain_start, atomic, &mut acquired);
                     if let Some(name) = self.const_str(l.args[0]) {
@@ -1792,6 +1900,21 @@ impl<'f> Walker<'f, '_> {
             recv_for = None;
         }
         let _ = prev_end;
+        if let Some((name, _)) = &local_raw {
+            // Not sent yet: keep the arguments on the local for a later `.query`.
+            let kept = if consumed {
+                None
+            } else {
+                raw.take()
+                    .map(|r| r.args.iter().map(|e| (*e).clone()).collect::<Vec<Expr>>())
+            };
+            if let Some(l) = self.locals.iter_mut().rev().find(|l| &l.name == name) {
+                match (kept, l.raw.as_mut()) {
+                    (Some(args), Some(lr)) => lr.args = args,
+                    _ => l.raw = None,
+                }
+            }
+        }
         self.flush_raw(raw.take(), chain_start, atomic, &mut acquired);
         if let (Some(sid), Some((k, ns))) = (script, script_key) {
             // `script.key(k).arg(t)` bound or returned before the invoke.
@@ -1908,7 +2031,8 @@ impl<'f> Walker<'f, '_> {
             self.script_of(init, Some(name.clone()))
                 .filter(|&id| find_script_new(init).is_some() || self.is_lua(id))
         } else {
-            self.local_of(init).and_then(|l| l.script)
+            // `let inv = script.prepare_invoke();` keeps the script of its base.
+            self.local_of(flatten(init).0).and_then(|l| l.script)
         };
         let (_, links) = flatten(init);
         let base_pipe =
@@ -1931,8 +2055,10 @@ impl<'f> Walker<'f, '_> {
             _ => false,
         };
         let keys = if list { self.keys_of(init) } else { Vec::new() };
+        let raw = if produced { None } else { self.raw_local(init) };
         self.locals.push(Local {
             keys,
+            raw,
             name,
             key,
             value,
@@ -1981,6 +2107,51 @@ impl<'f> Walker<'f, '_> {
         visit::visit_expr_call(self, c);
     }
 
+    /// `cmd("SET").arg(k)` or `Cmd::new().arg("SET")` bound to a local before it is sent.
+    fn raw_local(&self, init: &Expr) -> Option<RawLocal> {
+        let (base, links) = flatten(init);
+        let Expr::Call(c) = base else { return None };
+        let path = call_path(base)?;
+        let n = path.len();
+        let last = path.last()?.as_str();
+        let prev = if n >= 2 { path[n - 2].as_str() } else { "" };
+        let func_span = match &*c.func {
+            Expr::Path(p) => p.path.segments.last().map(|s| self.off(s.ident.span())),
+            _ => None,
+        }
+        .unwrap_or_else(|| self.span_of(base));
+        let mut r = if last == "cmd" && c.args.len() == 1 {
+            RawLocal {
+                name: Some(self.const_str(&c.args[0])?),
+                name_span: func_span,
+                args: Vec::new(),
+                start: self.span_of(base).start,
+            }
+        } else if prev == "Cmd" && last == "new" {
+            RawLocal {
+                name: None,
+                name_span: func_span,
+                args: Vec::new(),
+                start: self.span_of(base).start,
+            }
+        } else {
+            return None;
+        };
+        for l in &links {
+            if l.method != "arg" {
+                return None;
+            }
+            let a = l.args.first()?;
+            if r.name.is_none() {
+                r.name = self.const_str(a);
+                r.name_span = self.off(l.method.span());
+            } else {
+                r.args.push((*a).clone());
+            }
+        }
+        Some(r)
+    }
+
     fn is_lua(&self, id: ScriptId) -> bool {
         self.facts
             .scripts
@@ -2007,6 +2178,7 @@ fn blank_local() -> Local {
         acquire: None,
         non_redis: false,
         keys: Vec::new(),
+        raw: None,
     }
 }
 
@@ -2020,6 +2192,8 @@ struct Raw<'e> {
 struct Link<'e> {
     method: &'e syn::Ident,
     args: Vec<&'e Expr>,
+    /// End of the call's closing parenthesis, relative to the unit until
+    /// [`Walker::chain`] adds the unit's base.
     end: usize,
 }
 
@@ -2153,7 +2327,10 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
         let before = self.facts.ops.len();
         let init = l.init.as_ref().map(|i| &*i.expr);
         if let Some(i) = &l.init {
-            self.visit_expr(&i.expr);
+            // A command still being built is sent later, from the local.
+            if self.raw_local(&i.expr).is_none() {
+                self.visit_expr(&i.expr);
+            }
             if let Some((_, d)) = &i.diverge {
                 self.visit_expr(d);
             }
@@ -2184,6 +2361,19 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
                 self.chain(e);
             }
             Expr::Call(c) => self.expr_call(e, c),
+            Expr::Assign(a) => {
+                visit::visit_expr(self, e);
+                // `opts = opts.with_expiration(..)`: the options grow.
+                if let Expr::Path(p) = &*a.left {
+                    if let Some(i) = p.path.get_ident() {
+                        let name = i.to_string();
+                        let words = self.words_of(&a.right);
+                        if let Some(l) = self.locals.iter_mut().rev().find(|l| l.name == name) {
+                            l.words.extend(words);
+                        }
+                    }
+                }
+            }
             _ => visit::visit_expr(self, e),
         }
     }
