@@ -399,3 +399,29 @@ fn go_context_first_is_redis_evidence() {
     let g = "package x\nimport \"github.com/redis/go-redis/v9\"\nfunc f(c *redis.Client) { c.Del(ctx, \"lock:a\"); m.Get(\"x\") }";
     assert_eq!(kinds(g, Language::Go), vec!["Release { checked: false }"]);
 }
+
+#[test]
+fn concatenated_script_pieces_map_back_to_source() {
+    let cases = [
+        ("class A { static final String RELEASE = \"if redis.call('get', KEYS[1]) == ARGV[1] then \" +\n      \"return redis.call('del', KEYS[1]) end\"; }", Language::Java),
+        ("RELEASE = (\"if redis.call('get', KEYS[1]) == ARGV[1] then \"\n           \"return redis.call('del', KEYS[1]) end\")\n", Language::Python),
+        ("<?php\nconst RELEASE = 'if redis.call(\"get\", KEYS[1]) == ARGV[1] then ' .\n  'return redis.call(\"del\", KEYS[1]) end';", Language::Php),
+        ("const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then\n  return redis.call('del', KEYS[1]) end`", Language::JavaScript),
+    ];
+    for (src, lang) in cases {
+        let f = extract(std::path::Path::new("x"), src, lang);
+        let s = f
+            .scripts
+            .first()
+            .unwrap_or_else(|| panic!("no script in {lang:?}"));
+        assert_eq!(s.name.as_deref(), Some("RELEASE"));
+        let off = s
+            .text
+            .find("redis.call('del'")
+            .or_else(|| s.text.find("redis.call(\"del\""))
+            .unwrap();
+        let at = s.to_source(off);
+        assert_eq!(&src[at..at + 16], &s.text[off..off + 16], "{lang:?}");
+        assert!(!s.anchors.is_empty());
+    }
+}
