@@ -425,3 +425,14 @@ fn concatenated_script_pieces_map_back_to_source() {
         assert!(!s.anchors.is_empty());
     }
 }
+
+#[test]
+fn older_and_bucket_spellings() {
+    let p = "import aioredis\nasync def f():\n    await redis.set(k, v, expire=10, exist=redis.SET_IF_NOT_EXIST)\n";
+    assert_eq!(kinds(p, Language::Python), vec!["Acquire { expiry: true }"]);
+    let j = "import org.redisson.api.*;\nclass A { void f() { redisson.getBucket(\"lock:a\").trySet(token, 10, TimeUnit.SECONDS); redisson.getBucket(\"lock:a\").delete(); } }";
+    assert_eq!(
+        kinds(j, Language::Java),
+        vec!["Acquire { expiry: true }", "Release { checked: false }"]
+    );
+}
