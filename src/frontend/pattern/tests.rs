@@ -436,3 +436,12 @@ fn older_and_bucket_spellings() {
         vec!["Acquire { expiry: true }", "Release { checked: false }"]
     );
 }
+
+#[test]
+fn go_receiver_fields_are_this_fields() {
+    let g = "package x\nimport \"github.com/redis/go-redis/v9\"\nfunc (l *RedisLock) Unlock(ctx context.Context) { l.rdb.Del(ctx, l.key) }";
+    assert_eq!(
+        key_of(g, Language::Go),
+        vec![KeyPart::Const("this.key".into())]
+    );
+}
