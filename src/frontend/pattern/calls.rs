@@ -41,6 +41,8 @@ pub struct Structure {
     pub matching: HashMap<usize, usize>,
     /// Tokens that are the name of a function declaration.
     pub decl_names: HashSet<usize>,
+    /// Go methods: scope → receiver variable (`l` in `func (l *RedisLock) Unlock()`).
+    pub receivers: HashMap<u32, String>,
 }
 
 const CONTROL: &[&str] = &[
@@ -112,6 +114,7 @@ pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
         tok_paren: vec![0; toks.len()],
         matching: HashMap::new(),
         decl_names: HashSet::new(),
+        receivers: HashMap::new(),
     };
     // brackets
     let mut stack: Vec<usize> = Vec::new();
@@ -389,6 +392,7 @@ fn classify_header(
             let base = base + f;
             let h = &h[f..];
             let mut k = 1;
+            let mut recv_var = None;
             if h.get(1).is_some_and(|t| t.is("(")) {
                 let close = st.matching.get(&(base + 1)).copied().unwrap_or(base + 1);
                 if close <= base + 1 || close >= open {
@@ -398,6 +402,13 @@ fn classify_header(
                 if let Some(ty) = toks[base + 1..close].iter().rev().find(|t| t.is_ident()) {
                     owner = Some(ty.text.clone());
                 }
+                let idents: Vec<&Tok> = toks[base + 1..close]
+                    .iter()
+                    .filter(|t| t.is_ident())
+                    .collect();
+                if idents.len() >= 2 {
+                    recv_var = Some(idents[0].text.clone());
+                }
                 k = close - base + 1;
             }
             if let Some(n) = h
@@ -406,7 +417,11 @@ fn classify_header(
             {
                 let params = &toks[base + k..open];
                 let test = n.text.starts_with("Test") && params.iter().any(|p| p.text == "testing");
-                return mk(st, &n.text.clone(), base + k, owner, test);
+                let frame = mk(st, &n.text.clone(), base + k, owner, test);
+                if let (Frame::Func(id), Some(r)) = (&frame, recv_var) {
+                    st.receivers.insert(*id, r);
+                }
+                return frame;
             }
         }
         return Frame::Block;

@@ -59,7 +59,6 @@ const NOT_REDIS_RECV: &[&str] = &[
     "app",
     "fs",
     "storage",
-    "bucket",
     "s3",
     "request",
     "response",
@@ -197,7 +196,7 @@ impl<'a> Analyzer<'a> {
             if t.is_ident()
                 && matches!(
                     t.text.as_str(),
-                    "boundValueOps" | "boundHashOps" | "boundSetOps"
+                    "boundValueOps" | "boundHashOps" | "boundSetOps" | "getBucket"
                 )
                 && self.toks.get(k + 1).is_some_and(|x| x.is("("))
             {
@@ -264,7 +263,12 @@ impl<'a> Analyzer<'a> {
         if c.recv.is_empty() {
             return Vec::new();
         }
-        if AMBIGUOUS.contains(&lname.as_str()) && !self.redis_receiver(c) {
+        // go-redis methods take a context first: `c.Del(ctx, key)` is Redis evidence enough
+        let go_ctx = self.lang == Language::Go
+            && self.has_redis
+            && c.name.starts_with(|ch: char| ch.is_ascii_uppercase())
+            && c.args.first().is_some_and(|a| self.is_ctx(a));
+        if AMBIGUOUS.contains(&lname.as_str()) && !go_ctx && !self.redis_receiver(c) {
             return Vec::new();
         }
         let client = self.client_for(c, &lname);
@@ -325,6 +329,14 @@ impl<'a> Analyzer<'a> {
                             && !self.vals.is_zero_ttl(a.start, a.end)
                     });
                 vec![mk(OpKind::Acquire { expiry }, key, value_at(vpos))]
+            }
+            // Redisson RBucket: getBucket(k).trySet(v[, ttl, unit])
+            "tryset" if bound.is_some() => {
+                let Some(key) = key else { return Vec::new() };
+                let expiry = pos
+                    .get(1)
+                    .is_some_and(|t| !self.vals.is_zero_ttl(t.start, t.end));
+                vec![mk(OpKind::Acquire { expiry }, key, value_at(0))]
             }
             "setifpresent" => {
                 let Some(key) = key else { return Vec::new() };
@@ -505,7 +517,11 @@ impl<'a> Analyzer<'a> {
                 "nx" if !falsy(a.start, a.end) => nx = true,
                 "xx" if !falsy(a.start, a.end) => xx = true,
                 "px" | "ex" | "pxat" | "exat" | "expiry" | "ttl" | "expiration" | "timeout"
-                | "expire" => set_exp(!self.vals.is_zero_ttl(a.start, a.end), &mut expiry),
+                | "expire" | "pexpire" => {
+                    set_exp(!self.vals.is_zero_ttl(a.start, a.end), &mut expiry)
+                }
+                "exist" if txt.contains("NOT_EXIST") => nx = true,
+                "exist" if txt.contains("IF_EXIST") => xx = true,
                 "when" | "condition" | "mode" => {
                     if txt.contains("NotExists") || txt.to_ascii_lowercase().contains("nx") {
                         nx = true;

@@ -153,6 +153,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     };
     an.find_scripts();
     an.classify_bindings();
+    an.link_script_setters();
     let all_calls = calls::calls(&toks, &st, language);
     let mut drafts: Vec<(Draft, Option<usize>)> = Vec::new();
     for (ci, c) in all_calls.iter().enumerate() {
@@ -464,6 +465,34 @@ impl<'a> Analyzer<'a> {
             }
         }
         None
+    }
+
+    /// `script.setScriptText(LUA)` (Spring `DefaultRedisScript`): the object runs that text.
+    fn link_script_setters(&mut self) {
+        let toks = self.toks;
+        for i in 2..toks.len() {
+            if !(toks[i].is("setScriptText")
+                && toks[i - 1].is(".")
+                && toks.get(i + 1).is_some_and(|t| t.is("(")))
+            {
+                continue;
+            }
+            let Some(&close) = self.st.matching.get(&(i + 1)) else {
+                continue;
+            };
+            let sid = self.script_ref(i + 2, close);
+            if sid.is_none() {
+                continue;
+            }
+            let mut recv = toks[i - 2].text.clone();
+            if i >= 4 && toks[i - 3].is(".") && matches!(toks[i - 4].text.as_str(), "this" | "self")
+            {
+                recv = format!("this.{recv}");
+            }
+            let recv = values::norm_name(&recv);
+            self.script_objs.insert(recv.clone(), sid);
+            self.script_names.insert(recv, sid);
+        }
     }
 
     /// Bindings whose value is a script object, a Redis client or a transaction.

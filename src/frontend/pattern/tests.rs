@@ -371,3 +371,77 @@ fn helpers_returning_one_expression_resolve() {
     let r = "require 'redis'\ndef lock_key(id)\n  \"lock:#{id}\"\nend\ndef f(orderId)\n  redis.del(lock_key(orderId))\nend\n";
     assert_eq!(key_of(r, Language::Ruby), want);
 }
+
+#[test]
+fn multibyte_escapes_and_eof_shapes() {
+    for lang in [
+        Language::Java,
+        Language::Python,
+        Language::Ruby,
+        Language::Php,
+        Language::JavaScript,
+    ] {
+        let _ = extract(
+            std::path::Path::new("x"),
+            "x = \"a\\é\\😀b\" + 'c\\ü'\nredis.set(k, v, nx=True) or acquired.orElse",
+            lang,
+        );
+        let _ = extract(
+            std::path::Path::new("x"),
+            "Boolean ok = jedis.set(k, v, \"NX\", \"PX\", 1); ok.orElse(true",
+            lang,
+        );
+    }
+}
+
+#[test]
+fn go_context_first_is_redis_evidence() {
+    let g = "package x\nimport \"github.com/redis/go-redis/v9\"\nfunc f(c *redis.Client) { c.Del(ctx, \"lock:a\"); m.Get(\"x\") }";
+    assert_eq!(kinds(g, Language::Go), vec!["Release { checked: false }"]);
+}
+
+#[test]
+fn concatenated_script_pieces_map_back_to_source() {
+    let cases = [
+        ("class A { static final String RELEASE = \"if redis.call('get', KEYS[1]) == ARGV[1] then \" +\n      \"return redis.call('del', KEYS[1]) end\"; }", Language::Java),
+        ("RELEASE = (\"if redis.call('get', KEYS[1]) == ARGV[1] then \"\n           \"return redis.call('del', KEYS[1]) end\")\n", Language::Python),
+        ("<?php\nconst RELEASE = 'if redis.call(\"get\", KEYS[1]) == ARGV[1] then ' .\n  'return redis.call(\"del\", KEYS[1]) end';", Language::Php),
+        ("const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then\n  return redis.call('del', KEYS[1]) end`", Language::JavaScript),
+    ];
+    for (src, lang) in cases {
+        let f = extract(std::path::Path::new("x"), src, lang);
+        let s = f
+            .scripts
+            .first()
+            .unwrap_or_else(|| panic!("no script in {lang:?}"));
+        assert_eq!(s.name.as_deref(), Some("RELEASE"));
+        let off = s
+            .text
+            .find("redis.call('del'")
+            .or_else(|| s.text.find("redis.call(\"del\""))
+            .unwrap();
+        let at = s.to_source(off);
+        assert_eq!(&src[at..at + 16], &s.text[off..off + 16], "{lang:?}");
+        assert!(!s.anchors.is_empty());
+    }
+}
+
+#[test]
+fn older_and_bucket_spellings() {
+    let p = "import aioredis\nasync def f():\n    await redis.set(k, v, expire=10, exist=redis.SET_IF_NOT_EXIST)\n";
+    assert_eq!(kinds(p, Language::Python), vec!["Acquire { expiry: true }"]);
+    let j = "import org.redisson.api.*;\nclass A { void f() { redisson.getBucket(\"lock:a\").trySet(token, 10, TimeUnit.SECONDS); redisson.getBucket(\"lock:a\").delete(); } }";
+    assert_eq!(
+        kinds(j, Language::Java),
+        vec!["Acquire { expiry: true }", "Release { checked: false }"]
+    );
+}
+
+#[test]
+fn go_receiver_fields_are_this_fields() {
+    let g = "package x\nimport \"github.com/redis/go-redis/v9\"\nfunc (l *RedisLock) Unlock(ctx context.Context) { l.rdb.Del(ctx, l.key) }";
+    assert_eq!(
+        key_of(g, Language::Go),
+        vec![KeyPart::Const("this.key".into())]
+    );
+}

@@ -639,6 +639,15 @@ impl<'a> Values<'a> {
 
     fn name_key(&self, raw: &str, scope: u32, depth: u32) -> KeyExpr {
         let mut name = norm_name(raw);
+        // Go: the method receiver `l.key` is `this.key`
+        if let Some(r) = self.st.receivers.get(&scope) {
+            if let Some(rest) = name
+                .strip_prefix(r.as_str())
+                .and_then(|x| x.strip_prefix('.'))
+            {
+                name = format!("this.{rest}");
+            }
+        }
         if matches!(
             name.as_str(),
             "null" | "None" | "nil" | "true" | "false" | "True" | "False"
