@@ -6,9 +6,8 @@ use crate::facts::{FileFacts, Language, Span};
 use crate::finding::{FileError, Finding, Label, LineIndex, Report, Severity};
 use crate::rules::{self, Context};
 use crate::walk::{self, Entry};
-use crate::{frontend, prefilter, words};
+use crate::{filter, frontend, prefilter, words};
 use rayon::prelude::*;
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,6 +29,8 @@ pub struct Settings {
     pub target: Target,
     /// Worker threads (0 = all cores).
     pub threads: usize,
+    /// Config `exclude`/`extend-exclude` (folders walked only; named files are always read).
+    pub exclude: Option<crate::config::Exclude>,
 }
 
 impl Settings {
@@ -87,7 +88,7 @@ fn findings_for(
     let diags = rules::run_all(&cx, |code| settings.rule_enabled(code));
     let index = LineIndex::new(src);
     let mut out: Vec<Finding> = Vec::with_capacity(diags.len());
-    let mut seen_fp: HashMap<String, usize> = HashMap::new();
+    let mut seen_fp: HashMap<(&str, String), usize> = HashMap::new();
     for (meta, d) in diags {
         let (line, column) = index.line_col(d.span.start);
         let (end_line, end_column) = index.line_col(d.span.end.max(d.span.start));
@@ -104,16 +105,12 @@ fn findings_for(
                 }
             })
             .collect();
-        let line_text = index.line_text(line).trim();
-        let base = format!(
-            "{}\0{}\0{}",
-            meta.code,
-            display_path,
-            line_text.split_whitespace().collect::<Vec<_>>().join(" ")
-        );
-        let n = seen_fp.entry(base.clone()).or_insert(0);
+        let line_text = index.line_text(line);
+        let n = seen_fp
+            .entry((meta.code, filter::baseline::normalise_line(line_text)))
+            .or_insert(0);
         *n += 1;
-        let fingerprint = fingerprint(&format!("{base}\0{n}"));
+        let fingerprint = filter::baseline::fingerprint(meta.code, display_path, line_text, *n);
         out.push(Finding {
             code: meta.code,
             name: meta.name,
@@ -139,12 +136,7 @@ fn findings_for(
     }
     out.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     out.dedup_by(|a, b| a.code == b.code && a.line == b.line && a.column == b.column);
-    out
-}
-
-fn fingerprint(s: &str) -> String {
-    let digest = Sha256::digest(s.as_bytes());
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    filter::suppress::apply(display_path, src, facts.language, out, settings)
 }
 
 /// Outcome of reading one file.
@@ -152,34 +144,62 @@ pub enum Loaded {
     Text(String),
     /// Binary files are skipped silently.
     Binary,
+    /// No word a finding needs (see [`prefilter`]): never decoded nor parsed.
+    Rejected,
 }
 
+/// How many leading bytes decide "binary" (a NUL byte among them).
+const BINARY_PROBE: usize = 8192;
+
 /// Reads a file once: binary files (a NUL byte in the first 8 KiB) are
-/// skipped, invalid UTF-8 is decoded lossily, a leading BOM is dropped.
+/// skipped, files the prefilter rejects are not decoded, invalid UTF-8 is
+/// decoded lossily, a leading BOM is dropped.
 pub fn load(path: &Path) -> Result<Loaded, String> {
-    let meta = std::fs::metadata(path).map_err(|e| walk::io_cause(&e))?;
+    load_with(path, false)
+}
+
+/// As [`load`]; `custom_lock_keys` when the configuration adds lock-key
+/// patterns (the prefilter then lets a release without a lock word through).
+pub fn load_with(path: &Path, custom_lock_keys: bool) -> Result<Loaded, String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).map_err(|e| walk::io_cause(&e))?;
+    let meta = file.metadata().map_err(|e| walk::io_cause(&e))?;
+    if meta.is_dir() {
+        return Err("is a directory, not a source file".into());
+    }
     if meta.len() > MAX_FILE_BYTES {
         return Err(format!(
             "file is larger than {} MiB; skipped",
             MAX_FILE_BYTES / (1024 * 1024)
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| walk::io_cause(&e))?;
-    let head = &bytes[..bytes.len().min(8192)];
-    if memchr::memchr(0, head).is_some() {
+    // One read into a buffer of the right size (+1 to see EOF without a regrow);
+    // `take` bounds a file that grows while it is read.
+    let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
+    (&mut file)
+        .take(MAX_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| walk::io_cause(&e))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(format!(
+            "file is larger than {} MiB; skipped",
+            MAX_FILE_BYTES / (1024 * 1024)
+        ));
+    }
+    if memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_some() {
         return Ok(Loaded::Binary);
     }
-    if !prefilter::may_match(&bytes) {
-        return Ok(Loaded::Text(String::new()));
+    if !prefilter::may_match_with(&bytes, custom_lock_keys) {
+        return Ok(Loaded::Rejected);
     }
-    let text = match String::from_utf8(bytes) {
+    let mut text = match String::from_utf8(bytes) {
         Ok(s) => s,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     };
-    Ok(Loaded::Text(match text.strip_prefix('\u{feff}') {
-        Some(rest) => rest.to_string(),
-        None => text,
-    }))
+    if text.starts_with('\u{feff}') {
+        text.drain(..'\u{feff}'.len_utf8());
+    }
+    Ok(Loaded::Text(text))
 }
 
 struct FileOutcome {
@@ -199,14 +219,14 @@ fn check_entry(entry: &Entry, settings: &Settings) -> FileOutcome {
     if !settings.tests && words::is_test_path(&entry.path) {
         return outcome;
     }
-    match load(&entry.path) {
+    match load_with(&entry.path, !settings.lock_key_patterns.is_empty()) {
         Err(message) => {
             outcome.error = Some(FileError {
                 path: entry.display.clone(),
                 message,
             })
         }
-        Ok(Loaded::Binary) => {}
+        Ok(Loaded::Binary | Loaded::Rejected) => {}
         Ok(Loaded::Text(src)) if src.is_empty() => {}
         Ok(Loaded::Text(src)) => {
             let mut facts = frontend::extract(&entry.path, &src, entry.language);
@@ -237,7 +257,7 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
     } else {
         settings.threads
     };
-    let (entries, walk_errors) = walk::collect(paths, threads);
+    let (entries, walk_errors) = walk::collect_excluding(paths, threads, settings.exclude.as_ref());
     let run = || {
         entries
             .par_iter()

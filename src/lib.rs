@@ -5,8 +5,10 @@
 //! See `ARCHITECTURE.md` at the repository root.
 
 pub mod advice;
+pub mod config;
 pub mod engine;
 pub mod facts;
+pub mod filter;
 pub mod finding;
 pub mod frontend;
 pub mod prefilter;

@@ -2,10 +2,12 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use locklint::advice::Target;
+use locklint::config::{self, Config, FailOn};
+use locklint::filter::{self, baseline::Baseline, diff::ChangedLines};
 use locklint::report::{self, EmitOptions, Format};
-use locklint::{rules, Settings, Severity};
+use locklint::{Report, Settings};
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
@@ -23,6 +25,7 @@ struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+#[allow(clippy::large_enum_variant)] // parsed once
 enum Command {
     /// Check files and folders (the default command).
     Check(CheckArgs),
@@ -42,13 +45,6 @@ enum Command {
 enum RulesFormat {
     Text,
     Json,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum FailOn {
-    Error,
-    Warning,
-    Never,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -75,16 +71,31 @@ struct CheckArgs {
     /// Never these rules (codes or names, comma-separated).
     #[arg(long, value_delimiter = ',', value_name = "RULES")]
     ignore: Vec<String>,
-    /// Lowest severity that makes the exit code 1.
+    /// Lowest severity that makes the exit code 1 (default: error, or the config's `fail-on`).
     #[arg(long, value_enum)]
     fail_on: Option<FailOn>,
+    /// Read the configuration from FILE (a locklint.toml, or a pyproject.toml with [tool.locklint]).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_config")]
+    config: Option<PathBuf>,
+    /// Ignore every configuration file.
+    #[arg(long)]
+    no_config: bool,
+    /// Do not report findings whose fingerprint is in FILE (written by --write-baseline).
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// Write the fingerprints of the current findings to FILE, then report only newer ones.
+    #[arg(long, value_name = "FILE")]
+    write_baseline: Option<PathBuf>,
+    /// Only findings on lines added or changed since this git revision (working tree included).
+    #[arg(long, value_name = "GIT_REV")]
+    changed_since: Option<String>,
     /// Exit 0 even when there are findings (errors still exit 2).
     #[arg(long)]
     exit_zero: bool,
     /// Report test code too (tests/, *_test.go, #[test], …).
     #[arg(long)]
     tests: bool,
-    /// Print per-rule counts.
+    /// Print the number of findings per rule instead of each finding (to stderr for machine formats).
     #[arg(long)]
     stats: bool,
     /// Print only the summary and errors.
@@ -104,31 +115,67 @@ struct CheckArgs {
     min_redis_version: Option<String>,
 }
 
-fn parse_version(s: &str) -> Result<(u32, u32), String> {
-    let mut it = s.trim().split('.');
-    let major = it.next().and_then(|m| m.parse().ok());
-    let minor = it.next().map(|m| m.parse().ok()).unwrap_or(Some(0));
-    match (major, minor) {
-        (Some(a), Some(b)) => Ok((a, b)),
-        _ => Err(format!(
-            "invalid Redis version `{s}`: expected X.Y, e.g. 7.2"
-        )),
-    }
-}
-
 fn resolve_rules(list: &[String]) -> Result<Vec<&'static str>, String> {
     let mut out = Vec::new();
     for item in list.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
         if item.eq_ignore_ascii_case("all") {
-            out.extend(rules::all().iter().map(|r| r.meta().code));
+            out.extend(filter::all_metas().iter().map(|m| m.code));
             continue;
         }
-        match rules::lookup(item) {
+        match filter::lookup(item) {
             Some(m) => out.push(m.code),
-            None => return Err(format!("unknown rule `{item}` (see `locklint rules`)")),
+            None => {
+                return Err(format!(
+                    "unknown rule `{item}` ({})",
+                    filter::rule_hint(item)
+                ))
+            }
         }
     }
     Ok(out)
+}
+
+/// The configuration the flags ask for: none, the named file, or the
+/// nearest one found from the current folder upwards.
+fn load_config(args: &CheckArgs, cwd: &Path) -> Result<Config, String> {
+    if args.no_config {
+        return Ok(Config::defaults());
+    }
+    let path = match &args.config {
+        Some(p) => Some(p.clone()),
+        None => {
+            config::discover(cwd).map(|p| p.strip_prefix(cwd).map(Path::to_path_buf).unwrap_or(p))
+        }
+    };
+    match path {
+        Some(p) => config::load(&p).map_err(|e| e.to_string()),
+        None => Ok(Config::defaults()),
+    }
+}
+
+/// Per-rule counts, most frequent first, like `ruff --statistics`.
+fn stats_table(report: &Report) -> String {
+    let mut counts: Vec<(usize, &str, &str, &str)> = Vec::new();
+    for f in &report.findings {
+        match counts.iter_mut().find(|c| c.1 == f.code) {
+            Some(c) => c.0 += 1,
+            None => counts.push((1, f.code, f.name, f.severity.as_str())),
+        }
+    }
+    counts.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    let width = counts
+        .iter()
+        .map(|c| c.0.to_string().len())
+        .max()
+        .unwrap_or(1);
+    let name_width = counts.iter().map(|c| c.2.len()).max().unwrap_or(0);
+    let mut s = String::new();
+    for (n, code, name, sev) in counts {
+        s.push_str(&format!(
+            "{n:>width$}  {code}  {name:<name_width$}  {sev}\n"
+        ));
+    }
+    s
 }
 
 fn usage_error(msg: &str) -> ExitCode {
@@ -137,37 +184,96 @@ fn usage_error(msg: &str) -> ExitCode {
 }
 
 fn run_check(args: CheckArgs) -> ExitCode {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    let cfg = match load_config(&args, &cwd) {
+        Ok(c) => c,
+        Err(e) => return usage_error(&e),
+    };
     let select = match resolve_rules(&args.select) {
         Ok(v) => v,
         Err(e) => return usage_error(&e),
     };
-    let ignore = match resolve_rules(&args.ignore) {
+    let mut ignore = match resolve_rules(&args.ignore) {
         Ok(v) => v,
         Err(e) => return usage_error(&e),
     };
+    ignore.extend(cfg.ignore.iter().copied());
     let min_redis = match args
         .min_redis_version
         .as_deref()
-        .map(parse_version)
+        .map(config::parse_version)
         .transpose()
     {
-        Ok(v) => v,
+        Ok(v) => v.or(cfg.min_redis_version),
         Err(e) => return usage_error(&e),
     };
+    let exclude = match cfg.exclude_matcher(&cwd) {
+        Ok(x) => x,
+        Err(e) => return usage_error(&e.to_string()),
+    };
     let settings = Settings {
-        select: (!select.is_empty()).then_some(select),
+        select: if select.is_empty() {
+            cfg.select.clone()
+        } else {
+            Some(select)
+        },
         ignore,
-        tests: args.tests,
+        severity: cfg.severity.clone(),
+        tests: args.tests || cfg.tests.unwrap_or(false),
+        lock_key_patterns: cfg.lock_key_patterns.clone(),
         target: Target { min_redis },
         threads: args.threads.unwrap_or(0),
-        ..Settings::default()
+        exclude: Some(exclude),
     };
     let paths = if args.paths.is_empty() {
         vec![PathBuf::from(".")]
     } else {
         args.paths.clone()
     };
-    let report = locklint::check_paths(&paths, &settings);
+    // The gates' inputs are read before the scan: a bad baseline or revision fails fast.
+    let baseline = match args.baseline.as_deref().map(Baseline::read).transpose() {
+        Ok(b) => b,
+        Err(e) => return usage_error(&e),
+    };
+    let changed = match args
+        .changed_since
+        .as_deref()
+        .map(|rev| ChangedLines::since(rev, &cwd))
+        .transpose()
+    {
+        Ok(c) => c,
+        Err(e) => return usage_error(&e),
+    };
+    let mut report = locklint::check_paths(&paths, &settings);
+
+    // Gates, in order: the baseline written now or read, then changed lines.
+    let mut failed = false;
+    let mut hidden: Vec<(usize, &str)> = Vec::new();
+    if let Some(path) = &args.write_baseline {
+        match filter::baseline::write(path, &report) {
+            Ok(()) => {
+                eprintln!(
+                    "locklint: wrote {} finding(s) to the baseline {}",
+                    report.findings.len(),
+                    path.display()
+                );
+                report.findings.clear();
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                failed = true;
+            }
+        }
+    }
+    if let Some(b) = &baseline {
+        hidden.push((b.filter(&mut report), "in the baseline"));
+    }
+    if let Some(c) = &changed {
+        hidden.push((
+            c.filter(&mut report, &cwd),
+            "on lines not changed since the revision",
+        ));
+    }
 
     let format = args.format.unwrap_or(Format::Human);
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
@@ -178,11 +284,19 @@ fn run_check(args: CheckArgs) -> ExitCode {
     };
     let opts = EmitOptions {
         color,
-        quiet: args.quiet,
+        quiet: args.quiet || (args.stats && format == Format::Human),
         stats: args.stats,
         verbose: args.verbose,
     };
     let mut buf: Vec<u8> = Vec::new();
+    if args.stats {
+        let table = stats_table(&report);
+        if format == Format::Human {
+            buf.extend_from_slice(table.as_bytes());
+        } else {
+            eprint!("{table}");
+        }
+    }
     if let Err(e) = report::emitter(format).emit(&report, &opts, &mut buf) {
         return usage_error(&format!("cannot format the report: {e}"));
     }
@@ -195,20 +309,25 @@ fn run_check(args: CheckArgs) -> ExitCode {
     if let Err(e) = written {
         return usage_error(&format!("cannot write the report: {e}"));
     }
+    if format == Format::Human && !args.quiet {
+        for (n, why) in hidden.iter().filter(|h| h.0 > 0) {
+            eprintln!("locklint: {n} more finding(s) {why} not shown");
+        }
+    }
     if format != Format::Human {
         for e in &report.errors {
             eprintln!("error: {}: {}", e.path, e.message);
         }
     }
 
-    if !report.errors.is_empty() {
+    if failed || !report.errors.is_empty() {
         return ExitCode::from(2);
     }
-    let threshold = match args.fail_on.unwrap_or(FailOn::Error) {
-        FailOn::Error => Some(Severity::Error),
-        FailOn::Warning => Some(Severity::Warning),
-        FailOn::Never => None,
-    };
+    let threshold = args
+        .fail_on
+        .or(cfg.fail_on)
+        .unwrap_or(FailOn::Error)
+        .threshold();
     let failing = threshold.is_some_and(|t| report.findings.iter().any(|f| f.severity >= t));
     if failing && !args.exit_zero {
         ExitCode::from(1)
@@ -218,8 +337,11 @@ fn run_check(args: CheckArgs) -> ExitCode {
 }
 
 fn explain(rule: &str) -> ExitCode {
-    let Some(meta) = rules::lookup(rule) else {
-        return usage_error(&format!("unknown rule `{rule}` (see `locklint rules`)"));
+    let Some(meta) = filter::lookup(rule) else {
+        return usage_error(&format!(
+            "unknown rule `{rule}` ({})",
+            filter::rule_hint(rule)
+        ));
     };
     println!("{} {} ({})\n", meta.code, meta.name, meta.severity.as_str());
     println!("{}\n", meta.summary);
@@ -228,7 +350,7 @@ fn explain(rule: &str) -> ExitCode {
 }
 
 fn list_rules(format: RulesFormat) -> ExitCode {
-    let metas: Vec<_> = rules::all().iter().map(|r| r.meta()).collect();
+    let metas = filter::all_metas();
     match format {
         RulesFormat::Text => {
             for m in metas {

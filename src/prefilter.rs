@@ -1,54 +1,342 @@
-//! One Aho-Corasick automaton over the bytes of a file: a file that contains
-//! none of the words every finding needs is never parsed.
+//! Decides from the raw bytes of a file, before any decoding or parsing,
+//! whether it can hold a finding at all. Most files of a repository never
+//! talk to Redis: they are rejected here after one pass of one automaton.
+//!
+//! The test is derived from what the rules need (see `rules/`): every finding
+//! needs
+//! - an acquire (LL001, LL003, LL004, LL008, LL009 — and an acquire's key is
+//!   a lock key for LL002, LL005, LL007), spelled with a set-if-absent word:
+//!   `NX`/`SETNX`/`SetNX`/`set_nx`/`.nx()`, `setIfAbsent`, `LockTake`,
+//!   `When.NotExists`; or
+//! - a Lua script (LL006), whose text always contains `redis.call` or
+//!   `redis.pcall` (`server.call` on Valkey); or
+//! - a release or extend (`DEL`, `delete`, `unlink`, `expire`, `pexpire`, a
+//!   plain `SET … PX`) of a key that reads like a lock, which needs a lock
+//!   word (`lock`, `mutex`, `lease`, `semaphore`, a plural) somewhere in the
+//!   file — unless the configuration adds lock-key patterns.
+//!
+//! Words are matched case-insensitively and only as word parts (the way
+//! [`crate::words::word_parts`] splits names): `del` matches `DEL`, `del(`,
+//! `KeyDelete`, `delete_key` but not `model`, `delay` or `delta`; `lock`
+//! matches `lockKey`, `LOCK_PREFIX`, `"lock:"` but not `block` or `clock`;
+//! `nx` matches `SetNX`, `setnx`, `"NX"` but not `nginx` or `anxiety`.
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use std::sync::OnceLock;
 
-/// Every finding needs one of these (case-insensitive): a set-if-absent, a
-/// delete, an expire, a script, or a raw command. `del` also covers
-/// `delete`/`KeyDelete`, `expire` covers `pexpire`/`KeyExpire`, `nx` covers
-/// `setnx`/`SetNX`/`NotExists`-free spellings.
+/// The anchor words of the prefilter (case-insensitive). The benchmark gives
+/// `rg -i -c` the same list (`bench/keywords.txt`).
 pub const KEYWORDS: &[&str] = &[
     "nx",
     "setifabsent",
+    "setifpresent",
     "locktake",
+    "lockextend",
+    "lockrelease",
     "notexists",
+    "redis.call",
+    "redis.pcall",
+    "server.call",
+    "server.pcall",
+    // A suppression comment: a stale one (its Redis call gone) is still reported as LL100.
+    "locklint:",
     "del",
     "unlink",
     "expire",
-    "eval",
-    "redis.call",
-    "redis.pcall",
-    "script",
-    "lockrelease",
-    "fcall",
+    "lock",
+    "mutex",
+    "lease",
+    "semaphore",
+    "redlock",
 ];
+
+/// Words that may spell a plain `SET` with a TTL (LL007 on a lock-named key);
+/// only looked for in files that have a lock word but no release word.
+const SET_WORDS: &[&str] = &["set"];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// Enough on its own: an acquire or a script.
+    Strong,
+    /// A release or an extend.
+    Release,
+    /// A lock word.
+    Lock,
+}
+
+fn class_of(pattern: usize) -> Class {
+    match KEYWORDS[pattern] {
+        "del" | "unlink" | "expire" | "setifpresent" => Class::Release,
+        "lock" | "mutex" | "lease" | "semaphore" | "redlock" => Class::Lock,
+        _ => Class::Strong,
+    }
+}
+
+fn build(words: &[&str]) -> AhoCorasick {
+    AhoCorasickBuilder::new()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::Standard)
+        .kind(Some(AhoCorasickKind::DFA))
+        .build(words)
+        .expect("static keyword list builds")
+}
 
 fn automaton() -> &'static AhoCorasick {
     static AC: OnceLock<AhoCorasick> = OnceLock::new();
-    AC.get_or_init(|| {
-        AhoCorasickBuilder::new()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::LeftmostFirst)
-            .build(KEYWORDS)
-            .expect("static keyword list builds")
-    })
+    AC.get_or_init(|| build(KEYWORDS))
 }
 
-/// True when the bytes contain at least one keyword.
+fn set_automaton() -> &'static AhoCorasick {
+    static AC: OnceLock<AhoCorasick> = OnceLock::new();
+    AC.get_or_init(|| build(SET_WORDS))
+}
+
+#[inline]
+fn at(bytes: &[u8], i: usize) -> u8 {
+    bytes.get(i).copied().unwrap_or(b' ')
+}
+
+#[inline]
+fn before(bytes: &[u8], start: usize) -> u8 {
+    if start == 0 {
+        b' '
+    } else {
+        bytes[start - 1]
+    }
+}
+
+/// The match at `start` begins a word part: the byte before is not a letter,
+/// or the case changes there (`keyDelete`, `SetNX`), or an upper-case run
+/// ends there (`HTTPLock`).
+#[inline]
+fn starts_part(bytes: &[u8], start: usize) -> bool {
+    let prev = before(bytes, start);
+    let first = at(bytes, start);
+    if !prev.is_ascii_alphabetic() {
+        return true;
+    }
+    if prev.is_ascii_lowercase() && first.is_ascii_uppercase() {
+        return true;
+    }
+    prev.is_ascii_uppercase()
+        && first.is_ascii_uppercase()
+        && at(bytes, start + 1).is_ascii_lowercase()
+}
+
+/// Case-insensitive "the bytes at `i` start with `word`".
+#[inline]
+fn continues_with(bytes: &[u8], i: usize, word: &str) -> bool {
+    bytes
+        .get(i..i + word.len())
+        .is_some_and(|s| s.eq_ignore_ascii_case(word.as_bytes()))
+}
+
+/// Checks one raw automaton match against the word-part rules of its keyword.
+fn accept(bytes: &[u8], word: &str, start: usize, end: usize) -> bool {
+    match word {
+        // `NX`, `SetNX`, `set_nx`, `.Nx()`, `setnx`, `MSETNX`, `HSETNX`.
+        "nx" => {
+            let set_before = start >= 3 && bytes[start - 3..start].eq_ignore_ascii_case(b"set");
+            (set_before || starts_part(bytes, start)) && !at(bytes, end).is_ascii_lowercase()
+        }
+        // `DEL`, `del(`, `Del`, `delete`, `KeyDelete`, `DELEX`, `DELIFEQ`.
+        "del" => {
+            starts_part(bytes, start)
+                && (!at(bytes, end).is_ascii_lowercase()
+                    || continues_with(bytes, end, "ete")
+                    || continues_with(bytes, end, "ex")
+                    || continues_with(bytes, end, "ifeq"))
+        }
+        // `expire`, `PEXPIRE`, `pexpire`, `KeyExpire`, `expireat`, `pExpire`.
+        "expire" => {
+            starts_part(bytes, start)
+                || (matches!(before(bytes, start), b'p' | b'P') && starts_part(bytes, start - 1))
+        }
+        "unlink" => starts_part(bytes, start),
+        // Lock words as whole word parts, plurals and the `lockkey`/`mutexkey` spellings.
+        "lock" | "mutex" | "lease" | "semaphore" | "redlock" => {
+            if !starts_part(bytes, start) {
+                return false;
+            }
+            if !at(bytes, end).is_ascii_lowercase() {
+                return true;
+            }
+            let rest = if continues_with(bytes, end, "es") {
+                end + 2
+            } else if continues_with(bytes, end, "s") {
+                end + 1
+            } else if continues_with(bytes, end, "key") {
+                end + 3
+            } else {
+                return false;
+            };
+            !at(bytes, rest).is_ascii_lowercase()
+        }
+        // Distinctive enough as they are.
+        _ => true,
+    }
+}
+
+/// A word part `set` that can name a write with a TTL: `SET`, `set(`,
+/// `Set(`, `StringSet`, `setex`, `psetex`, `SetArgs`, `setIfPresent`, `set_options`.
+fn set_word(bytes: &[u8], start: usize, end: usize) -> bool {
+    let starts = starts_part(bytes, start)
+        || (matches!(before(bytes, start), b'p' | b'P') && starts_part(bytes, start - 1));
+    starts
+        && (!at(bytes, end).is_ascii_lowercase()
+            || continues_with(bytes, end, "ex")
+            || continues_with(bytes, end, "ifpresent")
+            || continues_with(bytes, end, "async"))
+}
+
+/// True when the bytes may hold a finding (see the module doc). Never false
+/// for a file that can produce one with the default configuration.
 pub fn may_match(bytes: &[u8]) -> bool {
-    automaton().is_match(bytes)
+    may_match_with(bytes, false)
+}
+
+/// As [`may_match`]; `custom_lock_keys` when the configuration adds
+/// lock-key patterns, so that a release or extend counts without a lock word.
+pub fn may_match_with(bytes: &[u8], custom_lock_keys: bool) -> bool {
+    let mut release = false;
+    let mut lock = custom_lock_keys;
+    // Overlapping: `lock` inside `LockTake` must not hide `locktake`.
+    for m in automaton().find_overlapping_iter(bytes) {
+        let pattern = m.pattern().as_usize();
+        let class = class_of(pattern);
+        // Already known: skip the boundary check.
+        if (class == Class::Release && release) || (class == Class::Lock && lock) {
+            continue;
+        }
+        if !accept(bytes, KEYWORDS[pattern], m.start(), m.end()) {
+            continue;
+        }
+        match class {
+            Class::Strong => return true,
+            Class::Release => release = true,
+            Class::Lock => lock = true,
+        }
+        if release && lock {
+            return true;
+        }
+    }
+    // A lock word without a release word: a plain `SET … PX` of a lock key is LL007.
+    lock && set_automaton()
+        .find_iter(bytes)
+        .any(|m| set_word(bytes, m.start(), m.end()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn pass(s: &str) -> bool {
+        may_match(s.as_bytes())
+    }
+
     #[test]
     fn rejects_unrelated_text() {
-        assert!(!may_match(b"fn main() { println!(\"hello\"); }"));
-        assert!(may_match(b"con.set_nx(k, v)"));
-        assert!(may_match(b"jedis.DEL(key)"));
-        assert!(may_match(b"redis.call('get', KEYS[1])"));
+        assert!(!pass("fn main() { println!(\"hello\"); }"));
+        // Common substrings of the keywords are not words.
+        assert!(!pass("let model = Model::new(); delay(delta); deliver();"));
+        assert!(!pass("// javascript description, evaluate the script"));
+        assert!(!pass(
+            "server { listen 80; } # nginx config, anxiety, phoenix, LYNX"
+        ));
+        assert!(!pass("let block = clock.now(); unlocked(); blocking_io();"));
+        assert!(
+            !pass("x.expired; y.delete(z);"),
+            "a release without a lock word"
+        );
+        assert!(!pass(
+            "let mu = sync.Mutex{}; mu.Lock(); offset = reset(asset);"
+        ));
+    }
+
+    #[test]
+    fn accepts_every_client_spelling() {
+        for s in [
+            "con.set_nx(k, v)",
+            "rdb.SetNX(ctx, k, v, 0)",
+            "jedis.setnx(k, v)",
+            "MSETNX a 1 b 2",
+            "r.set(k, v, nx=True)",
+            "redis.set(k, v, nx: true)",
+            "client.set(k, v, { NX: true })",
+            "conn.Do(\"SET\", k, v, \"NX\", \"PX\", 3000)",
+            "client.B().Set().Key(k).Value(v).Nx().Px(ttl)",
+            ".conditional_set(ExistenceCheck::NX)",
+            "ops.setIfAbsent(k, v)",
+            "db.LockTake(k, v, t)",
+            "db.StringSet(k, v, e, When.NotExists)",
+            "if redis.call('get', KEYS[1]) == ARGV[1]",
+            "local ok = redis.pcall('del', KEYS[1])",
+            "SET lock:x 1 NX PX 3000",
+        ] {
+            assert!(pass(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn release_or_extend_needs_a_lock_word() {
+        for s in [
+            "con.del(LOCK_KEY)",
+            "redisTemplate.delete(lockKey)",
+            "db.KeyDelete(\"mutex:\" + id)",
+            "r.unlink(f\"lease:{id}\")",
+            "con.pexpire(LOCK, 3000)",
+            "jedis.expire(lockName, 30)",
+            "DEL locks:jobs",
+            "DELEX lock:x IFEQ token",
+            "redis_lock.delete(name)",
+            "HTTPLock.del(k)",
+            "r.set(lock_key, v, px=3000)",
+            "rdb.Set(ctx, lockKey, v, 10*time.Second)",
+            "jedis.psetex(LOCK, 3000, v)",
+            "db.StringSetAsync(redlock, v, ttl)",
+        ] {
+            assert!(pass(s), "{s}");
+        }
+        assert!(!may_match_with(b"con.del(key)", false));
+        assert!(may_match_with(b"con.del(key)", true));
+    }
+
+    #[test]
+    fn matches_only_whole_word_parts() {
+        fn b(s: &str) -> &[u8] {
+            s.as_bytes()
+        }
+        assert!(accept(b("x.del(k)"), "del", 2, 5));
+        assert!(accept(b("KeyDelete"), "del", 3, 6));
+        assert!(!accept(b("model"), "del", 2, 5));
+        assert!(!accept(b("delay"), "del", 0, 3));
+        assert!(accept(b("lockKey"), "lock", 0, 4));
+        assert!(accept(b("LOCK_PREFIX"), "lock", 0, 4));
+        assert!(accept(b("locks"), "lock", 0, 4));
+        assert!(accept(b("lockkey"), "lock", 0, 4));
+        assert!(!accept(b("blockKey"), "lock", 1, 5));
+        assert!(!accept(b("locked"), "lock", 0, 4));
+        assert!(accept(b("SetNX"), "nx", 3, 5));
+        assert!(!accept(b("nginx"), "nx", 3, 5));
+        // Matches at the very start and end of the input never index out of bounds.
+        assert!(accept(b("nx"), "nx", 0, 2));
+        assert!(accept(b("del"), "del", 0, 3));
+        assert!(accept(b("expire"), "expire", 0, 6));
+    }
+
+    #[test]
+    fn never_panics_on_odd_bytes() {
+        for s in [
+            &b""[..],
+            b"\xff\xfe",
+            b"p",
+            b"pexpire",
+            b"Pset",
+            b"\x00del\x00",
+            b"s",
+        ] {
+            let _ = may_match(s);
+            let _ = may_match_with(s, true);
+        }
     }
 }

@@ -20,6 +20,16 @@ pub struct Entry {
 /// Walks `paths` and returns the files locklint reads, sorted by display
 /// path, plus an error for each path that does not exist or cannot be walked.
 pub fn collect(paths: &[PathBuf], threads: usize) -> (Vec<Entry>, Vec<FileError>) {
+    collect_excluding(paths, threads, None)
+}
+
+/// [`collect`], skipping what the config's `exclude` globs match below the
+/// named folders (named files and folders themselves are always taken).
+pub fn collect_excluding(
+    paths: &[PathBuf],
+    threads: usize,
+    exclude: Option<&crate::config::Exclude>,
+) -> (Vec<Entry>, Vec<FileError>) {
     let files = Mutex::new(Vec::new());
     let errors = Mutex::new(Vec::new());
     for root in paths {
@@ -40,7 +50,7 @@ pub fn collect(paths: &[PathBuf], threads: usize) -> (Vec<Entry>, Vec<FileError>
                     });
                 }
             }
-            Ok(_) => walk_dir(root, threads, &files, &errors),
+            Ok(_) => walk_dir(root, threads, exclude, &files, &errors),
         }
     }
     let mut files = files.into_inner().unwrap();
@@ -54,14 +64,21 @@ pub fn collect(paths: &[PathBuf], threads: usize) -> (Vec<Entry>, Vec<FileError>
 fn walk_dir(
     root: &Path,
     threads: usize,
+    exclude: Option<&crate::config::Exclude>,
     files: &Mutex<Vec<Entry>>,
     errors: &Mutex<Vec<FileError>>,
 ) {
-    let walker = ignore::WalkBuilder::new(root)
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder
         .threads(threads.max(1))
         .follow_links(false)
-        .require_git(false)
-        .build_parallel();
+        .require_git(false);
+    if let Some(ex) = exclude.cloned() {
+        builder.filter_entry(move |e| {
+            e.depth() == 0 || !ex.is_excluded(e.path(), e.file_type().is_some_and(|t| t.is_dir()))
+        });
+    }
+    let walker = builder.build_parallel();
     walker.run(|| {
         Box::new(|res| {
             match res {

@@ -1,0 +1,485 @@
+//! Configuration (SPEC §6): `.locklint.toml`, `locklint.toml` or
+//! `[tool.locklint]` in `pyproject.toml`, found from the current folder
+//! upwards (the nearest wins; in one folder in that order), or named with
+//! `--config FILE`. Parsed with `toml` + `serde`; an unknown key or rule is
+//! an error naming the file, the line and the nearest valid name.
+
+use crate::filter::{self, nearest};
+use crate::finding::{LineIndex, Severity};
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+use toml::Spanned;
+
+/// The lowest severity that makes the exit code 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    Error,
+    Warning,
+    Never,
+}
+
+impl FailOn {
+    pub fn threshold(self) -> Option<Severity> {
+        match self {
+            FailOn::Error => Some(Severity::Error),
+            FailOn::Warning => Some(Severity::Warning),
+            FailOn::Never => None,
+        }
+    }
+}
+
+/// Folders never walked unless `exclude` replaces this list
+/// (`extend-exclude` adds to it).
+pub const DEFAULT_EXCLUDE: &[&str] = &[
+    ".git",
+    "node_modules",
+    "target",
+    "vendor",
+    "third_party",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".tox",
+];
+
+/// Every key of the file, for "did you mean".
+pub const KEYS: &[&str] = &[
+    "select",
+    "ignore",
+    "severity",
+    "exclude",
+    "extend-exclude",
+    "lock-key-patterns",
+    "min-redis-version",
+    "fail-on",
+    "tests",
+];
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct Raw {
+    select: Option<Vec<Spanned<String>>>,
+    ignore: Option<Vec<Spanned<String>>>,
+    severity: Option<BTreeMap<String, Spanned<String>>>,
+    exclude: Option<Vec<String>>,
+    extend_exclude: Option<Vec<String>>,
+    lock_key_patterns: Option<Vec<Spanned<String>>>,
+    min_redis_version: Option<Spanned<toml::Value>>,
+    fail_on: Option<Spanned<String>>,
+    tests: Option<bool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct PyProject {
+    tool: Option<PyTool>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct PyTool {
+    locklint: Option<Raw>,
+}
+
+/// A configuration error: the file, the 1-based line and column, the cause.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    pub path: PathBuf,
+    pub line: Option<(usize, usize)>,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some((l, c)) => write!(f, "{}:{l}:{c}: {}", self.path.display(), self.message),
+            None => write!(f, "{}: {}", self.path.display(), self.message),
+        }
+    }
+}
+
+/// Paths excluded by the config's `exclude`/`extend-exclude` globs
+/// (gitignore syntax, relative to the folder of the config file).
+#[derive(Clone, Debug)]
+pub struct Exclude {
+    matcher: Gitignore,
+    /// The folder the globs are relative to (absolute).
+    base: PathBuf,
+    /// The current folder (absolute), to resolve relative walked paths.
+    cwd: PathBuf,
+}
+
+/// `a/./b/../c` → `a/c`, without touching the file system.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+impl Exclude {
+    pub fn new(globs: &[String], base: &Path, cwd: &Path) -> Result<Exclude, String> {
+        let mut b = GitignoreBuilder::new(base);
+        for g in globs {
+            b.add_line(None, g)
+                .map_err(|e| format!("invalid exclude glob `{g}`: {e}"))?;
+        }
+        let matcher = b.build().map_err(|e| e.to_string())?;
+        Ok(Exclude {
+            matcher,
+            base: lexical(base),
+            cwd: lexical(cwd),
+        })
+    }
+
+    /// Is this walked path (relative to the current folder, or absolute) excluded?
+    pub fn is_excluded(&self, path: &Path, is_dir: bool) -> bool {
+        let abs = lexical(&self.cwd.join(path));
+        match abs.strip_prefix(&self.base) {
+            Ok(rel) if !rel.as_os_str().is_empty() => self.matcher.matched(rel, is_dir).is_ignore(),
+            _ => false,
+        }
+    }
+}
+
+/// The configuration, resolved: rule names turned into codes, regexes compiled.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    /// The file it was read from (`None`: defaults).
+    pub path: Option<PathBuf>,
+    pub select: Option<Vec<&'static str>>,
+    pub ignore: Vec<&'static str>,
+    pub severity: HashMap<&'static str, Severity>,
+    /// `exclude` (or the default list) plus `extend-exclude`.
+    pub exclude: Vec<String>,
+    pub lock_key_patterns: Vec<regex::Regex>,
+    pub min_redis_version: Option<(u32, u32)>,
+    pub fail_on: Option<FailOn>,
+    pub tests: Option<bool>,
+}
+
+impl Config {
+    /// Defaults: no file.
+    pub fn defaults() -> Config {
+        Config {
+            exclude: DEFAULT_EXCLUDE.iter().map(|s| s.to_string()).collect(),
+            ..Config::default()
+        }
+    }
+
+    /// The folder `exclude` globs are relative to.
+    pub fn base(&self, cwd: &Path) -> PathBuf {
+        match self.path.as_ref().and_then(|p| p.parent()) {
+            Some(d) if !d.as_os_str().is_empty() => cwd.join(d),
+            _ => cwd.to_path_buf(),
+        }
+    }
+
+    /// The exclusion matcher of this configuration.
+    pub fn exclude_matcher(&self, cwd: &Path) -> Result<Exclude, ConfigError> {
+        Exclude::new(&self.exclude, &self.base(cwd), cwd).map_err(|message| ConfigError {
+            path: self.path.clone().unwrap_or_default(),
+            line: None,
+            message,
+        })
+    }
+}
+
+/// `8`, `8.4`, `"7.2"` → (major, minor).
+pub fn parse_version(s: &str) -> Result<(u32, u32), String> {
+    let mut it = s.trim().split('.');
+    let major = it.next().and_then(|m| m.parse().ok());
+    let minor = it.next().map(|m| m.parse().ok()).unwrap_or(Some(0));
+    match (major, minor, it.next()) {
+        (Some(a), Some(b), None) => Ok((a, b)),
+        _ => Err(format!(
+            "invalid Redis version `{s}`: expected X.Y, e.g. \"7.2\""
+        )),
+    }
+}
+
+/// Finds the configuration for `start` (a folder): the nearest folder
+/// upwards with `.locklint.toml`, `locklint.toml`, or a `pyproject.toml`
+/// that has a `[tool.locklint]` table.
+pub fn discover(start: &Path) -> Option<PathBuf> {
+    for dir in start.ancestors() {
+        for name in [".locklint.toml", "locklint.toml"] {
+            let p = dir.join(name);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+        let py = dir.join("pyproject.toml");
+        if py.is_file() {
+            if let Ok(text) = std::fs::read_to_string(&py) {
+                if has_tool_locklint(&text) {
+                    return Some(py);
+                }
+            }
+        }
+    }
+    None
+}
+
+fn has_tool_locklint(text: &str) -> bool {
+    match toml::from_str::<toml::Table>(text) {
+        Ok(t) => t
+            .get("tool")
+            .and_then(|t| t.as_table())
+            .is_some_and(|t| t.contains_key("locklint")),
+        // An invalid pyproject.toml that mentions us is reported, not skipped.
+        Err(_) => text.contains("tool.locklint"),
+    }
+}
+
+/// Reads and resolves a configuration file (a `pyproject.toml` is read for
+/// its `[tool.locklint]` table).
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        path: path.to_path_buf(),
+        line: None,
+        message: format!(
+            "cannot read the configuration: {}",
+            crate::walk::io_cause(&e)
+        ),
+    })?;
+    let is_pyproject = path.file_name().is_some_and(|n| n == "pyproject.toml");
+    from_text(path, &text, is_pyproject)
+}
+
+/// Parses configuration text as if read from `path`.
+pub fn from_text(path: &Path, text: &str, is_pyproject: bool) -> Result<Config, ConfigError> {
+    let index = LineIndex::new(text);
+    let err_at = |offset: Option<usize>, message: String| ConfigError {
+        path: path.to_path_buf(),
+        line: offset.map(|o| index.line_col(o)),
+        message,
+    };
+    let parsed = if is_pyproject {
+        toml::from_str::<PyProject>(text)
+            .map(|p| p.tool.and_then(|t| t.locklint).unwrap_or_default())
+    } else {
+        toml::from_str::<Raw>(text)
+    };
+    let raw =
+        parsed.map_err(|e| err_at(e.span().map(|s| s.start), explain_toml_error(e.message())))?;
+
+    let rule = |s: &Spanned<String>| -> Result<&'static str, ConfigError> {
+        let name = s.get_ref().trim();
+        filter::lookup(name).map(|m| m.code).ok_or_else(|| {
+            err_at(
+                Some(s.span().start),
+                format!("unknown rule `{name}` ({})", filter::rule_hint(name)),
+            )
+        })
+    };
+    let rules = |list: &Option<Vec<Spanned<String>>>| -> Result<Vec<&'static str>, ConfigError> {
+        let mut out = Vec::new();
+        for s in list.iter().flatten() {
+            if s.get_ref().trim().eq_ignore_ascii_case("all") {
+                out.extend(filter::all_metas().iter().map(|m| m.code));
+            } else {
+                out.push(rule(s)?);
+            }
+        }
+        Ok(out)
+    };
+
+    let mut cfg = Config::defaults();
+    cfg.path = Some(path.to_path_buf());
+    cfg.select = match &raw.select {
+        Some(_) => Some(rules(&raw.select)?),
+        None => None,
+    };
+    cfg.ignore = rules(&raw.ignore)?;
+    for (name, level) in raw.severity.iter().flatten() {
+        let at = Some(level.span().start);
+        let code = filter::lookup(name).map(|m| m.code).ok_or_else(|| {
+            err_at(
+                at,
+                format!(
+                    "unknown rule `{name}` in `severity` ({})",
+                    filter::rule_hint(name)
+                ),
+            )
+        })?;
+        let sev = match level.get_ref().as_str() {
+            "error" => Severity::Error,
+            "warning" => Severity::Warning,
+            other => {
+                return Err(err_at(
+                    at,
+                    format!(
+                    "unknown severity `{other}` for `{name}`: expected \"error\" or \"warning\""
+                ),
+                ))
+            }
+        };
+        cfg.severity.insert(code, sev);
+    }
+    if let Some(ex) = raw.exclude {
+        cfg.exclude = ex;
+    }
+    cfg.exclude.extend(raw.extend_exclude.unwrap_or_default());
+    for p in raw.lock_key_patterns.iter().flatten() {
+        let re = regex::Regex::new(p.get_ref()).map_err(|e| {
+            err_at(
+                Some(p.span().start),
+                format!("invalid regex in `lock-key-patterns`: {e}"),
+            )
+        })?;
+        cfg.lock_key_patterns.push(re);
+    }
+    if let Some(v) = &raw.min_redis_version {
+        let text = match v.get_ref() {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            other => other.to_string(),
+        };
+        cfg.min_redis_version =
+            Some(parse_version(&text).map_err(|e| err_at(Some(v.span().start), e))?);
+    }
+    if let Some(f) = &raw.fail_on {
+        cfg.fail_on = Some(match f.get_ref().as_str() {
+            "error" => FailOn::Error,
+            "warning" => FailOn::Warning,
+            "never" => FailOn::Never,
+            other => {
+                return Err(err_at(
+                    Some(f.span().start),
+                    format!("unknown `fail-on` value `{other}`: expected \"error\", \"warning\" or \"never\""),
+                ))
+            }
+        });
+    }
+    cfg.tests = raw.tests;
+    Ok(cfg)
+}
+
+/// serde's "unknown field `selct`, expected one of …" → "unknown key
+/// `selct` (did you mean `select`?)".
+fn explain_toml_error(message: &str) -> String {
+    let message = message.trim();
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        if let Some(end) = rest.find('`') {
+            let key = &rest[..end];
+            let hint = match nearest(key, KEYS.iter().copied()) {
+                Some(k) => format!("did you mean `{k}`?"),
+                None => format!("valid keys: {}", KEYS.join(", ")),
+            };
+            return format!("unknown key `{key}` ({hint})");
+        }
+    }
+    message.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        from_text(Path::new("locklint.toml"), text, false)
+    }
+
+    #[test]
+    fn reads_every_key() {
+        let c = parse(
+            r#"
+select = ["LL002", "check-then-delete", "LL100"]
+ignore = ["LL009"]
+severity = { LL007 = "error", "weak-lock-token" = "warning" }
+exclude = ["generated/"]
+extend-exclude = ["*.gen.go"]
+lock-key-patterns = ["^job:.*:owner$"]
+min-redis-version = "8.4"
+fail-on = "warning"
+tests = true
+"#,
+        )
+        .unwrap();
+        assert_eq!(c.select, Some(vec!["LL002", "LL005", "LL100"]));
+        assert_eq!(c.ignore, vec!["LL009"]);
+        assert_eq!(c.severity.get("LL007"), Some(&Severity::Error));
+        assert_eq!(c.severity.get("LL009"), Some(&Severity::Warning));
+        assert_eq!(c.exclude, vec!["generated/", "*.gen.go"]);
+        assert_eq!(c.lock_key_patterns.len(), 1);
+        assert_eq!(c.min_redis_version, Some((8, 4)));
+        assert_eq!(c.fail_on, Some(FailOn::Warning));
+        assert_eq!(c.tests, Some(true));
+    }
+
+    #[test]
+    fn unknown_key_names_line_and_suggestion() {
+        let e = parse("tests = false\nselct = [\"LL002\"]\n").unwrap_err();
+        assert_eq!(e.line.map(|l| l.0), Some(2));
+        assert!(
+            e.message.contains("did you mean `select`?"),
+            "{}",
+            e.message
+        );
+        assert!(e.to_string().starts_with("locklint.toml:2:"), "{e}");
+    }
+
+    #[test]
+    fn unknown_rule_names_line_and_suggestion() {
+        let e =
+            parse("\n\nignore = [\n  \"LL001\",\n  \"unconditional-relase\",\n]\n").unwrap_err();
+        assert_eq!(e.line.map(|l| l.0), Some(5));
+        assert!(
+            e.message.contains("did you mean `unconditional-release`?"),
+            "{}",
+            e.message
+        );
+        let e = parse("[severity]\nLL0007 = \"error\"\n").unwrap_err();
+        assert_eq!(e.line.map(|l| l.0), Some(2));
+        assert!(e.message.contains("`LL007`"), "{}", e.message);
+    }
+
+    #[test]
+    fn pyproject_table() {
+        let text = "[project]\nname = \"x\"\n\n[tool.locklint]\nignore = [\"LL009\"]\nfail-on = \"never\"\n";
+        let c = from_text(Path::new("pyproject.toml"), text, true).unwrap();
+        assert_eq!(c.ignore, vec!["LL009"]);
+        assert_eq!(c.fail_on, Some(FailOn::Never));
+        let e = from_text(
+            Path::new("pyproject.toml"),
+            "[tool.locklint]\nexclud = []\n",
+            true,
+        )
+        .unwrap_err();
+        assert_eq!(e.line.map(|l| l.0), Some(2));
+        assert!(
+            e.message.contains("did you mean `exclude`?"),
+            "{}",
+            e.message
+        );
+        assert!(has_tool_locklint(text));
+        assert!(!has_tool_locklint("[tool.ruff]\n"));
+    }
+
+    #[test]
+    fn exclude_globs_are_relative_to_the_config_folder() {
+        let ex = Exclude::new(
+            &["generated/".into(), "*.gen.go".into(), "/top.py".into()],
+            Path::new("/repo"),
+            Path::new("/repo/sub"),
+        )
+        .unwrap();
+        assert!(ex.is_excluded(Path::new("generated"), true));
+        assert!(ex.is_excluded(Path::new("./a/generated"), true));
+        assert!(!ex.is_excluded(Path::new("generated"), false));
+        assert!(ex.is_excluded(Path::new("x/y.gen.go"), false));
+        assert!(!ex.is_excluded(Path::new("top.py"), false)); // /repo/sub/top.py
+        assert!(ex.is_excluded(Path::new("../top.py"), false));
+        assert!(!ex.is_excluded(Path::new("/elsewhere/x.gen.go"), false));
+    }
+}

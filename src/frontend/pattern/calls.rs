@@ -1,0 +1,898 @@
+//! The structure over the token stream: function/class scopes with block
+//! depth, matching brackets, and method calls with their receiver chain and
+//! argument list (balanced brackets, split over any number of lines).
+
+use super::lexer::{Kind, Tok};
+use crate::facts::{Language, Scope};
+use std::collections::{HashMap, HashSet};
+
+/// One argument: token range `[start, end)`, and its name for keyword /
+/// named arguments (`nx=True`, `px: ms`, `expiry: null`).
+#[derive(Clone, Debug)]
+pub struct Arg {
+    pub start: usize,
+    pub end: usize,
+    pub name: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Call {
+    pub name: String,
+    pub name_tok: usize,
+    /// First token of the receiver chain (== name_tok when there is none).
+    pub recv_start: usize,
+    /// Receiver segments, outermost first: `redisTemplate`, `opsForValue`.
+    pub recv: Vec<String>,
+    /// Index of the `(` (or of the first argument for paren-less Ruby calls).
+    pub open: usize,
+    /// Index one past the last token of the call.
+    pub end: usize,
+    pub args: Vec<Arg>,
+}
+
+/// Scopes, depth and brackets of one token stream.
+pub struct Structure {
+    pub scopes: Vec<Scope>,
+    pub tok_scope: Vec<u32>,
+    pub tok_depth: Vec<u32>,
+    /// Paren/bracket nesting (not braces) at each token.
+    pub tok_paren: Vec<u32>,
+    /// Matching bracket (both directions) for `( ) [ ] { }` and Ruby `do … end`.
+    pub matching: HashMap<usize, usize>,
+    /// Tokens that are the name of a function declaration.
+    pub decl_names: HashSet<usize>,
+    /// Go methods: scope → receiver variable (`l` in `func (l *RedisLock) Unlock()`).
+    pub receivers: HashMap<u32, String>,
+}
+
+const CONTROL: &[&str] = &[
+    "if",
+    "for",
+    "while",
+    "switch",
+    "catch",
+    "synchronized",
+    "using",
+    "foreach",
+    "return",
+    "new",
+    "else",
+    "do",
+    "try",
+    "finally",
+    "when",
+    "fixed",
+    "checked",
+    "unchecked",
+    "function",
+    "elseif",
+    "match",
+    "select",
+    "go",
+    "defer",
+    "await",
+    "throw",
+    "yield",
+    "typeof",
+    "sizeof",
+    "assert",
+    "super",
+    "this",
+    "base",
+    "in",
+    "is",
+    "as",
+    "case",
+    "default",
+    "with",
+    "except",
+];
+
+fn is_close(t: &Tok) -> bool {
+    t.kind == Kind::Punct && matches!(t.text.as_str(), ")" | "]" | "}")
+}
+
+fn line_indent(src: &str, pos: usize) -> usize {
+    let pos = pos.min(src.len());
+    let b = src.as_bytes();
+    let mut ls = pos;
+    while ls > 0 && b[ls - 1] != b'\n' {
+        ls -= 1;
+    }
+    let mut n = 0;
+    while ls + n < b.len() && (b[ls + n] == b' ' || b[ls + n] == b'\t') {
+        n += 1;
+    }
+    n
+}
+
+pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
+    let mut st = Structure {
+        scopes: vec![Scope::default()],
+        tok_scope: vec![0; toks.len()],
+        tok_depth: vec![0; toks.len()],
+        tok_paren: vec![0; toks.len()],
+        matching: HashMap::new(),
+        decl_names: HashSet::new(),
+        receivers: HashMap::new(),
+    };
+    // brackets
+    let mut stack: Vec<usize> = Vec::new();
+    for (i, t) in toks.iter().enumerate() {
+        if t.kind != Kind::Punct {
+            continue;
+        }
+        match t.text.as_str() {
+            "(" | "[" | "{" => stack.push(i),
+            ")" | "]" | "}" => {
+                let want = match t.text.as_str() {
+                    ")" => "(",
+                    "]" => "[",
+                    _ => "{",
+                };
+                // bounded search: a stray closer must not make this quadratic
+                let floor = stack.len().saturating_sub(64);
+                if let Some(pos) = stack[floor..]
+                    .iter()
+                    .rposition(|&o| toks[o].text == want)
+                    .map(|p| p + floor)
+                {
+                    let o = stack[pos];
+                    stack.truncate(pos);
+                    st.matching.insert(o, i);
+                    st.matching.insert(i, o);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut paren = 0u32;
+    for (i, t) in toks.iter().enumerate() {
+        if t.kind == Kind::Punct && matches!(t.text.as_str(), ")" | "]") {
+            paren = paren.saturating_sub(1);
+        }
+        st.tok_paren[i] = paren;
+        if t.kind == Kind::Punct && matches!(t.text.as_str(), "(" | "[") {
+            paren += 1;
+        }
+    }
+    match lang {
+        Language::Python => python_scopes(toks, src, &mut st),
+        Language::Ruby => ruby_scopes(toks, &mut st),
+        _ => clike_scopes(toks, lang, &mut st),
+    }
+    st
+}
+
+#[derive(Clone)]
+enum Frame {
+    Class(String),
+    Func(u32),
+    Block,
+    /// A type literal inside a header (`interface{}`, TS `{ ok: boolean }`):
+    /// neither a block nor a statement boundary.
+    TypeLit,
+}
+
+fn owner_of(frames: &[(usize, Frame)]) -> Option<String> {
+    frames.iter().rev().find_map(|(_, f)| match f {
+        Frame::Class(n) => Some(n.clone()),
+        _ => None,
+    })
+}
+
+fn current(frames: &[(usize, Frame)]) -> (u32, u32) {
+    let mut depth = 0;
+    for (_, f) in frames.iter().rev() {
+        match f {
+            Frame::Func(s) => return (*s, depth),
+            Frame::Block => depth += 1,
+            Frame::TypeLit => {}
+            Frame::Class(_) => return (0, 0),
+        }
+    }
+    (0, 0)
+}
+
+fn test_class(name: &Option<String>) -> bool {
+    name.as_deref()
+        .is_some_and(|n| n.ends_with("Test") || n.ends_with("Tests") || n.starts_with("Test"))
+}
+
+fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
+    let mut frames: Vec<(usize, Frame)> = Vec::new();
+    let mut head = 0usize; // first token of the current statement header
+                           // an expression-bodied function: (end token, scope)
+    let mut expr_scope: Option<(usize, u32)> = None;
+    for i in 0..toks.len() {
+        let t = &toks[i];
+        let (s, d) = current(&frames);
+        st.tok_scope[i] = s;
+        st.tok_depth[i] = d;
+        if let Some((end, sc)) = expr_scope {
+            if i < end {
+                st.tok_scope[i] = sc;
+                st.tok_depth[i] = 0;
+            } else {
+                expr_scope = None;
+            }
+        }
+        if expr_scope.is_none() && s == 0 {
+            if let Some((end, sc)) = expression_body(toks, lang, i, &frames, st) {
+                expr_scope = Some((end, sc));
+            }
+        }
+        if t.kind != Kind::Punct {
+            continue;
+        }
+        match t.text.as_str() {
+            ";" => {
+                if !matches!(frames.last(), Some((_, Frame::TypeLit))) {
+                    head = i + 1;
+                }
+            }
+            "}" => {
+                if !matches!(frames.pop(), Some((_, Frame::TypeLit))) {
+                    head = i + 1;
+                }
+            }
+            "{" => {
+                let prev = i
+                    .checked_sub(1)
+                    .map(|p| toks[p].text.as_str())
+                    .unwrap_or("");
+                let type_lit = match lang {
+                    Language::Go => {
+                        matches!(prev, "interface" | "struct")
+                            && (st.tok_paren[i] > 0 || toks.get(i + 1).is_some_and(|n| n.is("}")))
+                    }
+                    Language::TypeScript => {
+                        matches!(prev, ":" | "<" | "|" | "&")
+                            && i > 0
+                            && toks[i - 1].kind == Kind::Punct
+                    }
+                    _ => false,
+                };
+                if type_lit || matches!(frames.last(), Some((_, Frame::TypeLit))) {
+                    frames.push((i, Frame::TypeLit));
+                    continue;
+                }
+                let frame = classify_header(toks, head, i, lang, &frames, st);
+                frames.push((i, frame));
+                head = i + 1;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Kotlin `fun name(..): T = expr` and C# `T Name(..) => expr;`: a scope
+/// over the expression, returned as (end token, scope id).
+fn expression_body(
+    toks: &[Tok],
+    lang: Language,
+    i: usize,
+    frames: &[(usize, Frame)],
+    st: &mut Structure,
+) -> Option<(usize, u32)> {
+    let t = &toks[i];
+    let (name_tok, open) = match lang {
+        Language::Kotlin if t.is("fun") => {
+            let mut j = i + 1;
+            while toks.get(j + 1).is_some_and(|x| x.is(".")) {
+                j += 2;
+            }
+            (j, j + 1)
+        }
+        Language::CSharp if t.is_ident() && matches!(frames.last(), Some((_, Frame::Class(_)))) => {
+            (i, i + 1)
+        }
+        _ => return None,
+    };
+    if !toks.get(name_tok).is_some_and(|n| n.is_ident())
+        || !toks.get(open).is_some_and(|p| p.is("("))
+    {
+        return None;
+    }
+    let close = *st.matching.get(&open)?;
+    let mut j = close + 1;
+    let limit = (j + 24).min(toks.len());
+    while j < limit && !toks[j].is("=") && !toks[j].is("=>") && !toks[j].is("{") && !toks[j].is(";")
+    {
+        j += 1;
+    }
+    let arrow = if lang == Language::Kotlin { "=" } else { "=>" };
+    if j >= limit || !toks[j].is(arrow) {
+        return None;
+    }
+    let end = super::values::expr_end(toks, st, lang, j + 1);
+    st.decl_names.insert(name_tok);
+    let owner = owner_of(frames);
+    let is_test = test_class(&owner);
+    st.scopes.push(Scope {
+        name: toks[name_tok].text.clone(),
+        owner,
+        is_test,
+    });
+    Some((end, (st.scopes.len() - 1) as u32))
+}
+
+fn classify_header(
+    toks: &[Tok],
+    head: usize,
+    open: usize,
+    lang: Language,
+    frames: &[(usize, Frame)],
+    st: &mut Structure,
+) -> Frame {
+    let h = &toks[head.min(open)..open];
+    let in_func = current(frames).0 != 0 || frames.iter().any(|(_, f)| matches!(f, Frame::Func(_)));
+    // class-like
+    for (k, t) in h.iter().enumerate() {
+        if t.is_ident()
+            && matches!(
+                t.text.as_str(),
+                "class"
+                    | "struct"
+                    | "interface"
+                    | "trait"
+                    | "object"
+                    | "enum"
+                    | "record"
+                    | "module"
+            )
+        {
+            if let Some(n) = h.get(k + 1).filter(|n| n.is_ident()) {
+                // Go: `type Name struct {`
+                if lang == Language::Go {
+                    if k >= 1 && h[k - 1].is_ident() {
+                        return Frame::Class(h[k - 1].text.clone());
+                    }
+                    return Frame::Block;
+                }
+                return Frame::Class(n.text.clone());
+            }
+            if lang == Language::Go && t.text == "struct" && k >= 1 && h[k - 1].is_ident() {
+                return Frame::Class(h[k - 1].text.clone());
+            }
+        }
+    }
+    let annotated_test = h.windows(2).any(|w| {
+        (w[0].is("@") || w[0].is("["))
+            && matches!(
+                w[1].text.as_str(),
+                "Test"
+                    | "ParameterizedTest"
+                    | "RepeatedTest"
+                    | "Fact"
+                    | "Theory"
+                    | "TestMethod"
+                    | "TestCase"
+            )
+    });
+    let mut owner = owner_of(frames);
+    let class_is_test = test_class(&owner);
+    let mk =
+        |st: &mut Structure, name: &str, name_tok: usize, owner: Option<String>, test: bool| {
+            st.decl_names.insert(name_tok);
+            st.scopes.push(Scope {
+                name: name.to_string(),
+                owner,
+                is_test: test || class_is_test,
+            });
+            Frame::Func((st.scopes.len() - 1) as u32)
+        };
+    let base = head.min(open);
+    // Go: func Name( / func (r *T) Name(
+    if lang == Language::Go {
+        if in_func {
+            return Frame::Block;
+        }
+        if let Some(f) = h.iter().rposition(|t| t.is("func")) {
+            let base = base + f;
+            let h = &h[f..];
+            let mut k = 1;
+            let mut recv_var = None;
+            if h.get(1).is_some_and(|t| t.is("(")) {
+                let close = st.matching.get(&(base + 1)).copied().unwrap_or(base + 1);
+                if close <= base + 1 || close >= open {
+                    return Frame::Block;
+                }
+                // receiver type: last ident inside
+                if let Some(ty) = toks[base + 1..close].iter().rev().find(|t| t.is_ident()) {
+                    owner = Some(ty.text.clone());
+                }
+                let idents: Vec<&Tok> = toks[base + 1..close]
+                    .iter()
+                    .filter(|t| t.is_ident())
+                    .collect();
+                if idents.len() >= 2 {
+                    recv_var = Some(idents[0].text.clone());
+                }
+                k = close - base + 1;
+            }
+            if let Some(n) = h
+                .get(k)
+                .filter(|n| n.is_ident() && h.get(k + 1).is_some_and(|p| p.is("(")))
+            {
+                let params = &toks[base + k..open];
+                let test = n.text.starts_with("Test") && params.iter().any(|p| p.text == "testing");
+                let frame = mk(st, &n.text.clone(), base + k, owner, test);
+                if let (Frame::Func(id), Some(r)) = (&frame, recv_var) {
+                    st.receivers.insert(*id, r);
+                }
+                return frame;
+            }
+        }
+        return Frame::Block;
+    }
+    // `function name(` / `fun name(` / `def`
+    for (k, t) in h.iter().enumerate() {
+        if t.is_ident() && matches!(t.text.as_str(), "function" | "fun") {
+            let mut j = k + 1;
+            if h.get(j).is_some_and(|x| x.is("*")) {
+                j += 1;
+            }
+            // Kotlin extension / generic: fun <T> Type.name(
+            while h.get(j + 1).is_some_and(|x| x.is(".") || x.is("<")) {
+                j += 2;
+            }
+            if let Some(n) = h.get(j).filter(|n| n.is_ident()) {
+                if h.get(j + 1).is_some_and(|x| x.is("(")) {
+                    let test = annotated_test
+                        || (lang == Language::Php && n.text.starts_with("test"))
+                        || (lang == Language::Kotlin && class_is_test);
+                    return mk(st, &n.text.clone(), base + j, owner, test);
+                }
+            }
+            if in_func {
+                return Frame::Block;
+            }
+        }
+    }
+    // JS/TS arrow assigned to a name: `const name = async (..) => {` / `name = (..) => {`
+    if matches!(lang, Language::JavaScript | Language::TypeScript)
+        && h.last().is_some_and(|t| t.is("=>"))
+    {
+        if let Some(eq) = h.iter().position(|t| t.is("=")) {
+            if eq >= 1 && h[eq - 1].is_ident() && !in_func {
+                return mk(st, &h[eq - 1].text.clone(), base + eq - 1, owner, false);
+            }
+            if eq >= 1
+                && h[eq - 1].is_ident()
+                && h.first()
+                    .is_some_and(|t| matches!(t.text.as_str(), "const" | "let" | "var"))
+            {
+                return mk(st, &h[eq - 1].text.clone(), base + eq - 1, owner, false);
+            }
+        }
+        return Frame::Block;
+    }
+    // JS/TS object-literal methods at the top level: `{ async acquire(key) { … } }`
+    if matches!(lang, Language::JavaScript | Language::TypeScript) && !in_func {
+        let k = h
+            .iter()
+            .position(|t| {
+                !matches!(
+                    t.text.as_str(),
+                    "async"
+                        | "static"
+                        | "get"
+                        | "set"
+                        | "public"
+                        | "private"
+                        | "protected"
+                        | "*"
+                        | ","
+                )
+            })
+            .unwrap_or(0);
+        let header_ends = st
+            .matching
+            .get(&(base + k + 1))
+            .is_some_and(|&c| c + 1 == open || toks.get(c + 1).is_some_and(|x| x.is(":")));
+        if h.get(k)
+            .is_some_and(|n| n.is_ident() && !CONTROL.contains(&n.text.as_str()))
+            && h.get(k + 1).is_some_and(|p| p.is("("))
+            && header_ends
+        {
+            let name = h[k].text.clone();
+            return mk(st, &name, base + k, owner, false);
+        }
+    }
+    // methods: `mods Type name(params) [throws X] {` directly in a class (or top level)
+    let direct_in_class = matches!(frames.last(), Some((_, Frame::Class(_))));
+    if direct_in_class {
+        if let Some(p) = h.iter().position(|t| t.is("(")) {
+            if p >= 1 && h[p - 1].is_ident() && !CONTROL.contains(&h[p - 1].text.as_str()) {
+                let name = h[p - 1].text.clone();
+                return mk(st, &name, base + p - 1, owner, annotated_test);
+            }
+        }
+    }
+    Frame::Block
+}
+
+fn python_scopes(toks: &[Tok], src: &str, st: &mut Structure) {
+    // logical lines
+    let mut lines: Vec<(usize, usize)> = Vec::new();
+    let mut s = 0;
+    for i in 1..=toks.len() {
+        if i == toks.len() || (toks[i].nl && st.tok_paren[i] == 0 && !toks[i - 1].is("\\")) {
+            if s < i {
+                lines.push((s, i));
+            }
+            s = i;
+        }
+    }
+    let mut frames: Vec<(usize, Frame)> = Vec::new(); // (indent, frame)
+    for (ls, le) in lines {
+        let ind = line_indent(src, toks[ls].start);
+        while frames.last().is_some_and(|(fi, _)| *fi >= ind) {
+            frames.pop();
+        }
+        let (sc, d) = current(&frames);
+        for k in ls..le {
+            st.tok_scope[k] = sc;
+            st.tok_depth[k] = d;
+        }
+        let mut k = ls;
+        while k < le && toks[k].is("@") {
+            // decorator line: nothing to open
+            k = le;
+        }
+        if k >= le {
+            continue;
+        }
+        if toks[k].is("async") {
+            k += 1;
+        }
+        let ends_colon = toks[le - 1].is(":");
+        if k < le && toks[k].is("def") {
+            if let Some(n) = toks.get(k + 1).filter(|n| n.is_ident()) {
+                let owner = owner_of(&frames);
+                let test = n.text.starts_with("test") || test_class(&owner);
+                st.decl_names.insert(k + 1);
+                st.scopes.push(Scope {
+                    name: n.text.clone(),
+                    owner,
+                    is_test: test,
+                });
+                frames.push((ind, Frame::Func((st.scopes.len() - 1) as u32)));
+                continue;
+            }
+        }
+        if k < le && toks[k].is("class") {
+            if let Some(n) = toks.get(k + 1).filter(|n| n.is_ident()) {
+                frames.push((ind, Frame::Class(n.text.clone())));
+                continue;
+            }
+        }
+        if ends_colon {
+            frames.push((ind, Frame::Block));
+        }
+    }
+}
+
+fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
+    // (opener token index, frame, closes with `}`)
+    let mut frames: Vec<(usize, Frame)> = Vec::new();
+    let mut braces: Vec<bool> = Vec::new(); // parallel: true when opened by `{`
+    let mut skip_do_line: Option<usize> = None;
+    let mut line_no = 0usize;
+    for i in 0..toks.len() {
+        let t = &toks[i];
+        if t.nl {
+            line_no += 1;
+        }
+        let (s, d) = current(&frames);
+        st.tok_scope[i] = s;
+        st.tok_depth[i] = d;
+        let stmt_start =
+            i == 0 || t.nl || toks[i - 1].is(";") || toks[i - 1].is("=") || toks[i - 1].is("(");
+        if t.kind == Kind::Punct {
+            match t.text.as_str() {
+                "{" => {
+                    frames.push((i, Frame::Block));
+                    braces.push(true);
+                }
+                "}" => {
+                    if braces.last() == Some(&true) {
+                        braces.pop();
+                        frames.pop();
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        if t.kind != Kind::Ident {
+            continue;
+        }
+        let prev_dot = i > 0 && (toks[i - 1].is(".") || toks[i - 1].is("&."));
+        if prev_dot {
+            continue;
+        }
+        match t.text.as_str() {
+            "def" => {
+                let mut k = i + 1;
+                if toks.get(k + 1).is_some_and(|x| x.is(".")) {
+                    k += 2;
+                }
+                let name = toks.get(k).map(|n| n.text.clone()).unwrap_or_default();
+                let owner = owner_of(&frames);
+                let test = name.starts_with("test_") || test_class(&owner);
+                st.decl_names.insert(k);
+                st.scopes.push(Scope {
+                    name,
+                    owner,
+                    is_test: test,
+                });
+                frames.push((i, Frame::Func((st.scopes.len() - 1) as u32)));
+                braces.push(false);
+            }
+            "class" | "module" => {
+                let f = match toks.get(i + 1) {
+                    Some(n) if n.is_ident() => Frame::Class(n.text.clone()),
+                    _ => Frame::Block,
+                };
+                frames.push((i, f));
+                braces.push(false);
+            }
+            "do" => {
+                if skip_do_line == Some(line_no) {
+                    skip_do_line = None;
+                    continue;
+                }
+                frames.push((i, Frame::Block));
+                braces.push(false);
+            }
+            "begin" | "case" => {
+                frames.push((i, Frame::Block));
+                braces.push(false);
+            }
+            "if" | "unless" | "while" | "until" | "for" if stmt_start => {
+                if matches!(t.text.as_str(), "while" | "until" | "for") {
+                    skip_do_line = Some(line_no);
+                }
+                frames.push((i, Frame::Block));
+                braces.push(false);
+            }
+            "end" => {
+                if let Some(pos) = braces.iter().rposition(|b| !b) {
+                    let (o, _) = frames[pos];
+                    st.matching.insert(o, i);
+                    st.matching.insert(i, o);
+                    frames.truncate(pos);
+                    braces.truncate(pos);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Splits `(`…`)` contents at top-level commas.
+pub fn split_args(toks: &[Tok], st: &Structure, open: usize, close: usize) -> Vec<Arg> {
+    let mut out = Vec::new();
+    let mut s = open + 1;
+    let mut k = open + 1;
+    while k < close {
+        let t = &toks[k];
+        if t.kind == Kind::Punct && matches!(t.text.as_str(), "(" | "[" | "{") {
+            if let Some(&m) = st.matching.get(&k) {
+                if m > k && m < close {
+                    k = m + 1;
+                    continue;
+                }
+            }
+        }
+        if t.is(",") {
+            out.push(make_arg(toks, s, k));
+            s = k + 1;
+        }
+        k += 1;
+    }
+    if s < close {
+        out.push(make_arg(toks, s, close));
+    }
+    out
+}
+
+fn make_arg(toks: &[Tok], s: usize, e: usize) -> Arg {
+    // `name=value`, `name: value`, `name => value` (named/keyword arguments)
+    if e > s + 2 && toks[s].is_ident() {
+        let sep = &toks[s + 1];
+        if sep.is("=") || sep.is(":") {
+            return Arg {
+                start: s + 2,
+                end: e,
+                name: Some(toks[s].text.clone()),
+            };
+        }
+    }
+    if e > s + 2 && toks[s].kind == Kind::Str && toks[s + 1].is("=>") {
+        return Arg {
+            start: s + 2,
+            end: e,
+            name: Some(toks[s].text.clone()),
+        };
+    }
+    Arg {
+        start: s,
+        end: e,
+        name: None,
+    }
+}
+
+/// Walks back over a receiver chain ending just before `name_tok`.
+fn receiver(toks: &[Tok], st: &Structure, name_tok: usize) -> (usize, Vec<String>) {
+    let mut segs = Vec::new();
+    let mut k = name_tok;
+    let mut guard = 0;
+    while k >= 2 && guard < 64 {
+        guard += 1;
+        let sep = &toks[k - 1];
+        if !(sep.is(".") || sep.is("->") || sep.is("?.") || sep.is("::") || sep.is("&.")) {
+            break;
+        }
+        let mut j = k - 2;
+        // `!!.` Kotlin, `!.` TS non-null
+        while j > 0 && toks[j].is("!") {
+            j -= 1;
+        }
+        let t = &toks[j];
+        if t.is_ident() || t.kind == Kind::Str {
+            segs.push(t.text.clone());
+            k = j;
+            continue;
+        }
+        if is_close(t) {
+            let Some(&o) = st.matching.get(&j) else { break };
+            if o >= j {
+                break;
+            }
+            if t.is(")") && o >= 1 && toks[o - 1].is_ident() {
+                segs.push(format!("{}()", toks[o - 1].text));
+                k = o - 1;
+                continue;
+            }
+            segs.push("?".into());
+            k = o;
+            // an index or a parenthesised expression: continue before it
+            if o >= 1 && toks[o - 1].is_ident() && !t.is(")") {
+                k = o - 1;
+                segs.push(toks[o - 1].text.clone());
+            }
+            continue;
+        }
+        break;
+    }
+    segs.reverse();
+    (k, segs)
+}
+
+/// Every call `name(args)` in the stream (and paren-less Ruby method calls).
+pub fn calls(toks: &[Tok], st: &Structure, lang: Language) -> Vec<Call> {
+    let mut out = Vec::new();
+    for i in 0..toks.len() {
+        let t = &toks[i];
+        if t.kind != Kind::Ident {
+            continue;
+        }
+        let next = toks.get(i + 1);
+        let mut open = i + 1;
+        // Generic call `foo<T>(…)`, C# `Method<T>(…)`
+        if next.is_some_and(|n| n.is("<")) && lang != Language::Python {
+            let mut j = i + 2;
+            while j < toks.len()
+                && j < i + 12
+                && (toks[j].is_ident() || toks[j].is(",") || toks[j].is(".") || toks[j].is("?"))
+            {
+                j += 1;
+            }
+            if toks.get(j).is_some_and(|x| x.is(">"))
+                && toks.get(j + 1).is_some_and(|x| x.is("("))
+                && !toks[j + 1].nl
+            {
+                open = j + 1;
+            }
+        }
+        if toks.get(open).is_some_and(|n| n.is("(")) && !(lang == Language::Ruby && toks[open].nl) {
+            let Some(&close) = st.matching.get(&open) else {
+                continue;
+            };
+            let (recv_start, recv) = receiver(toks, st, i);
+            let args = split_args(toks, st, open, close);
+            out.push(Call {
+                name: t.text.clone(),
+                name_tok: i,
+                recv_start,
+                recv,
+                open,
+                end: close + 1,
+                args,
+            });
+            continue;
+        }
+        // Ruby `recv.name arg, arg` (paren-less, same line)
+        if lang == Language::Ruby && i >= 1 && toks[i - 1].is(".") {
+            let Some(n) = next else { continue };
+            if n.nl {
+                continue;
+            }
+            let starts_arg = match n.kind {
+                Kind::Str | Kind::Num | Kind::Ident => !matches!(
+                    n.text.as_str(),
+                    "if" | "unless" | "do" | "and" | "or" | "then" | "while" | "until" | "rescue"
+                ),
+                Kind::Punct => matches!(n.text.as_str(), "[" | "@" | "-"),
+            };
+            if !starts_arg || (n.kind == Kind::Punct && n.text == "-") {
+                continue;
+            }
+            // the args run to the end of the line (continuing after a trailing comma)
+            let mut k = i + 1;
+            while k < toks.len() {
+                let x = &toks[k];
+                if k > i + 1 && x.nl && !toks[k - 1].is(",") {
+                    break;
+                }
+                if x.is_ident()
+                    && matches!(x.text.as_str(), "if" | "unless" | "do" | "rescue" | "then")
+                    && k > i + 1
+                {
+                    break;
+                }
+                if x.is("{") && k > i + 1 {
+                    break;
+                }
+                if x.kind == Kind::Punct && matches!(x.text.as_str(), "(" | "[") {
+                    if let Some(&m) = st.matching.get(&k) {
+                        if m > k {
+                            k = m + 1;
+                            continue;
+                        }
+                    }
+                }
+                if x.kind == Kind::Punct && matches!(x.text.as_str(), ")" | "]" | "}" | ";") {
+                    break;
+                }
+                k += 1;
+            }
+            let (recv_start, recv) = receiver(toks, st, i);
+            // split at top-level commas of [i+1, k)
+            let mut args = Vec::new();
+            let mut s = i + 1;
+            let mut j = i + 1;
+            while j < k {
+                if toks[j].kind == Kind::Punct && matches!(toks[j].text.as_str(), "(" | "[" | "{") {
+                    if let Some(&m) = st.matching.get(&j) {
+                        if m > j && m < k {
+                            j = m + 1;
+                            continue;
+                        }
+                    }
+                }
+                if toks[j].is(",") {
+                    args.push(make_arg(toks, s, j));
+                    s = j + 1;
+                }
+                j += 1;
+            }
+            if s < k {
+                args.push(make_arg(toks, s, k));
+            }
+            out.push(Call {
+                name: t.text.clone(),
+                name_tok: i,
+                recv_start,
+                recv,
+                open: i,
+                end: k,
+                args,
+            });
+        }
+    }
+    out
+}

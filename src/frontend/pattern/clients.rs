@@ -1,0 +1,1000 @@
+//! Per-client tables: which method names are which Redis command, in which
+//! argument order, with which expiry semantics (SPEC §2, CLIENTS.md).
+
+use super::calls::{Arg, Call};
+use super::lexer::Kind;
+use super::{values, Analyzer, Draft};
+use crate::facts::{Client, KeyExpr, Language, OpKind, ScriptId};
+
+/// Names that also belong to maps, ORMs, files and HTTP clients: they need
+/// Redis evidence (SPEC §2 "client methods by name").
+const AMBIGUOUS: &[&str] = &[
+    "set", "get", "del", "delete", "remove", "exec", "execute", "call", "do", "send", "command",
+];
+
+/// Receiver words that say "this is a Redis client / template / connection".
+const REDIS_RECV: &[&str] = &[
+    "redis",
+    "jedis",
+    "template",
+    "rdb",
+    "conn",
+    "client",
+    "commands",
+    "ops",
+    "pipe",
+    "multi",
+    "tx",
+    "transaction",
+    "lettuce",
+    "predis",
+    "valkey",
+    "cmd",
+    "getresource()",
+    "sync()",
+    "async()",
+    "reactive()",
+    "opsforvalue()",
+    "boundvalueops()",
+    "db",
+];
+/// Receiver words that say "this is not Redis".
+const NOT_REDIS_RECV: &[&str] = &[
+    "http",
+    "session",
+    "repo",
+    "repository",
+    "map",
+    "file",
+    "axios",
+    "requests",
+    "fetch",
+    "dict",
+    "os",
+    "path",
+    "em",
+    "entitymanager",
+    "dao",
+    "router",
+    "app",
+    "fs",
+    "storage",
+    "s3",
+    "request",
+    "response",
+    "api",
+    "list",
+    "array",
+    "queue",
+];
+
+/// The rest of a script call after the script argument: numkeys, key lists, options.
+fn list_first(an: &Analyzer, a: usize, e: usize) -> Option<(usize, usize)> {
+    let toks = an.toks;
+    if e <= a {
+        return None;
+    }
+    let last = e - 1;
+    if !(toks[last].is(")") || toks[last].is("]") || toks[last].is("}")) {
+        return None;
+    }
+    let &open = an.st.matching.get(&last)?;
+    if open < a {
+        return None;
+    }
+    if toks[open].is("(") {
+        let ctor = open
+            .checked_sub(1)
+            .map(|k| toks[k].text.as_str())
+            .unwrap_or("");
+        if !matches!(
+            ctor,
+            "of" | "asList"
+                | "singletonList"
+                | "singleton"
+                | "listOf"
+                | "arrayOf"
+                | "mutableListOf"
+                | "newArrayList"
+                | "array"
+                | "List"
+                | "list"
+                | "tuple"
+                | "Arrays"
+        ) {
+            return None;
+        }
+    }
+    let args = super::calls::split_args(toks, an.st, open, last);
+    args.first().map(|x| (x.start, x.end))
+}
+
+impl<'a> Analyzer<'a> {
+    fn arg_text(&self, a: &Arg) -> &'a str {
+        self.vals.text(a.start, a.end)
+    }
+
+    fn is_ctx(&self, a: &Arg) -> bool {
+        let t = self.arg_text(a).to_ascii_lowercase();
+        t.contains("ctx") || t.contains("context")
+    }
+
+    /// The receiver (or the file) says Redis.
+    pub fn redis_receiver(&self, c: &Call) -> bool {
+        if !self.has_redis || c.recv.is_empty() {
+            return false;
+        }
+        let segs: Vec<String> = c.recv.iter().map(|s| s.to_ascii_lowercase()).collect();
+        let last = segs.last().cloned().unwrap_or_default();
+        let words = crate::words::word_parts(&c.recv.join("."));
+        if words.iter().any(|w| NOT_REDIS_RECV.contains(&w.as_str())) {
+            return false;
+        }
+        if segs
+            .iter()
+            .any(|s| REDIS_RECV.iter().any(|w| s.contains(w)))
+        {
+            return true;
+        }
+        if matches!(
+            last.as_str(),
+            "r" | "rc" | "red" | "$r" | "cli" | "$this->redis"
+        ) {
+            return true;
+        }
+        let first = values::norm_name(&c.recv[0]);
+        let joined = values::norm_name(&c.recv.join("."));
+        self.redis_vars.contains(&first) || self.redis_vars.contains(&joined)
+    }
+
+    fn client_for(&self, c: &Call, lname: &str) -> Client {
+        let recv = c.recv.join(".").to_ascii_lowercase();
+        match self.lang {
+            Language::Java | Language::Kotlin => {
+                let args_text = self.vals.text(c.open, c.end);
+                if recv.contains("opsforvalue")
+                    || recv.contains("boundvalueops")
+                    || lname == "setifabsent"
+                    || lname == "setifpresent"
+                {
+                    Client::SpringData
+                } else if args_text.contains("SetParams") {
+                    Client::Jedis
+                } else if args_text.contains("SetArgs") || args_text.contains("ScriptOutputType") {
+                    Client::Lettuce
+                } else if recv.contains("jedis") {
+                    Client::Jedis
+                } else {
+                    self.default_client
+                }
+            }
+            Language::JavaScript | Language::TypeScript => {
+                if c.name == "setNX"
+                    || c.name == "pExpire"
+                    || self.vals.text(c.open, c.end).contains("NX:")
+                {
+                    Client::NodeRedis
+                } else {
+                    self.default_client
+                }
+            }
+            Language::Php => {
+                if recv.contains("predis") {
+                    Client::Predis
+                } else {
+                    self.default_client
+                }
+            }
+            _ => self.default_client,
+        }
+    }
+
+    /// `boundValueOps(key)` in the receiver chain: its key argument.
+    fn bound_key(&self, c: &Call) -> Option<(usize, usize)> {
+        for k in c.recv_start..c.name_tok {
+            let t = &self.toks[k];
+            if t.is_ident()
+                && matches!(
+                    t.text.as_str(),
+                    "boundValueOps" | "boundHashOps" | "boundSetOps" | "getBucket"
+                )
+                && self.toks.get(k + 1).is_some_and(|x| x.is("("))
+            {
+                let &close = self.st.matching.get(&(k + 1))?;
+                let args = super::calls::split_args(self.toks, self.st, k + 1, close);
+                return args.first().map(|a| (a.start, a.end));
+            }
+        }
+        None
+    }
+
+    pub fn classify(&self, c: &Call, all: &[Call]) -> Vec<Draft> {
+        let _ = all;
+        if self.st.decl_names.contains(&c.name_tok) {
+            return Vec::new();
+        }
+        let toks = self.toks;
+        // a declaration without a body: `Boolean setIfAbsent(String k, …);`, `def del(self, k)`
+        if c.recv.is_empty() && c.name_tok > 0 {
+            let p = &toks[c.name_tok - 1];
+            let decl_prev = (p.is_ident()
+                && !matches!(
+                    p.text.as_str(),
+                    "return"
+                        | "await"
+                        | "yield"
+                        | "throw"
+                        | "else"
+                        | "do"
+                        | "in"
+                        | "of"
+                        | "not"
+                        | "and"
+                        | "or"
+                        | "if"
+                        | "then"
+                        | "new"
+                        | "echo"
+                        | "print"
+                        | "go"
+                        | "defer"
+                        | "is"
+                ))
+                || p.is(">")
+                || p.is("]");
+            if decl_prev {
+                return Vec::new();
+            }
+        }
+        let mut lname = c.name.to_ascii_lowercase().replace('_', "");
+        if self.lang == Language::CSharp && lname.len() > 5 && lname.ends_with("async") {
+            lname.truncate(lname.len() - 5);
+        }
+        // script object invocation: `release_script(keys=[k], args=[t])`, `script.Run(ctx, rdb, keys)`
+        if let Some(d) = self.script_invocation(c, &lname) {
+            return vec![d];
+        }
+        // rueidis builder: client.B().Set().Key(k).Value(v).Nx().Px(ttl).Build()
+        if c.recv.last().is_some_and(|r| r == "B()") {
+            return self.rueidis(c, &lname).into_iter().collect();
+        }
+        // A bare call is a local function, a builtin (PHP `unlink`, JS `eval`)
+        // or a declaration: client commands are always called on something.
+        if c.recv.is_empty() {
+            return Vec::new();
+        }
+        // go-redis methods take a context first: `c.Del(ctx, key)` is Redis evidence enough
+        let go_ctx = self.lang == Language::Go
+            && self.has_redis
+            && c.name.starts_with(|ch: char| ch.is_ascii_uppercase())
+            && c.args.first().is_some_and(|a| self.is_ctx(a));
+        if AMBIGUOUS.contains(&lname.as_str()) && !go_ctx && !self.redis_receiver(c) {
+            return Vec::new();
+        }
+        let client = self.client_for(c, &lname);
+        // positional args (Go: without the leading ctx)
+        let mut pos: Vec<&Arg> = c.args.iter().filter(|a| a.name.is_none()).collect();
+        if self.lang == Language::Go && pos.first().is_some_and(|a| self.is_ctx(a)) {
+            pos.remove(0);
+        }
+        // keyword key/value: redis-py `set(name=k, value=v, nx=True)`, C# `key:`/`value:`
+        let named = |names: &[&str]| {
+            c.args
+                .iter()
+                .find(|a| a.name.as_deref().is_some_and(|n| names.contains(&n)))
+        };
+        if pos.is_empty() {
+            if let Some(k) = named(&["name", "key", "lock_key"]) {
+                pos.push(k);
+            }
+        }
+        if pos.len() == 1 {
+            if let Some(v) = named(&["value", "val"]) {
+                pos.push(v);
+            }
+        }
+        let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
+        let key_of = |a: &Arg| self.vals.key(a.start, a.end, scope);
+        let bound = self.bound_key(c);
+        let mk = |kind: OpKind, key: KeyExpr, value| Draft {
+            kind,
+            key,
+            value,
+            name_tok: c.name_tok,
+            end_tok: c.end,
+            client,
+        };
+        // (key, value arg, rest) for key-first commands, honouring boundValueOps(k)
+        let (key, vpos): (Option<KeyExpr>, usize) = match bound {
+            Some((a, b)) => (Some(self.vals.key(a, b, scope)), 0),
+            None => (pos.first().map(|a| key_of(a)), 1),
+        };
+        let value_at = |i: usize| pos.get(i).map(|a| self.vals.value(a.start, a.end, scope));
+        let raw_first = pos
+            .first()
+            .filter(|a| a.end == a.start + 1 && toks[a.start].kind == Kind::Str);
+        match lname.as_str() {
+            "setnx" | "setifabsent" | "locktake" | "msetnx" => {
+                let Some(key) = key else { return Vec::new() };
+                let ttl = pos.get(vpos + 1);
+                let expiry = match ttl {
+                    Some(t) => !self.vals.is_zero_ttl(t.start, t.end),
+                    None => false,
+                };
+                let expiry = expiry
+                    || c.args.iter().any(|a| {
+                        a.name
+                            .as_deref()
+                            .is_some_and(|n| matches!(n, "expiry" | "timeout" | "ttl"))
+                            && !self.vals.is_zero_ttl(a.start, a.end)
+                    });
+                vec![mk(OpKind::Acquire { expiry }, key, value_at(vpos))]
+            }
+            // Redisson RBucket: getBucket(k).trySet(v[, ttl, unit])
+            "tryset" if bound.is_some() => {
+                let Some(key) = key else { return Vec::new() };
+                let expiry = pos
+                    .get(1)
+                    .is_some_and(|t| !self.vals.is_zero_ttl(t.start, t.end));
+                vec![mk(OpKind::Acquire { expiry }, key, value_at(0))]
+            }
+            "setifpresent" => {
+                let Some(key) = key else { return Vec::new() };
+                if pos.len() > vpos + 1 {
+                    vec![mk(OpKind::Expire, key, None)]
+                } else {
+                    Vec::new()
+                }
+            }
+            "set" | "stringset" | "setargs" => {
+                if raw_first.is_some()
+                    && self.toks[raw_first.map(|a| a.start).unwrap_or(0)]
+                        .text
+                        .eq_ignore_ascii_case("set")
+                    && c.args.len() > 3
+                {
+                    // `call('set', k, v, …)` style handled as a raw command
+                    return self.raw(c, client, scope);
+                }
+                let Some(key) = key else { return Vec::new() };
+                let (nx, xx, expiry) = self.set_options(c, &pos, vpos + 1);
+                let value = value_at(vpos);
+                if nx {
+                    vec![mk(
+                        OpKind::Acquire {
+                            expiry: expiry.unwrap_or(false),
+                        },
+                        key,
+                        value,
+                    )]
+                } else if xx && expiry == Some(true) {
+                    vec![mk(OpKind::Expire, key, None)]
+                } else if xx {
+                    Vec::new()
+                } else {
+                    vec![mk(
+                        OpKind::Set {
+                            expiry: expiry.unwrap_or(false),
+                        },
+                        key,
+                        value,
+                    )]
+                }
+            }
+            "setex" | "psetex" => match key {
+                Some(key) => vec![mk(OpKind::Set { expiry: true }, key, None)],
+                None => Vec::new(),
+            },
+            "getset" | "stringgetset" | "getandset" => key
+                .map(|k| vec![mk(OpKind::GetSet, k, None)])
+                .unwrap_or_default(),
+            "get" | "stringget" => {
+                if pos.len() != 1 && bound.is_none() {
+                    return Vec::new();
+                }
+                key.map(|k| vec![mk(OpKind::Get, k, None)])
+                    .unwrap_or_default()
+            }
+            "getdel" | "stringgetdelete" => key
+                .map(|k| vec![mk(OpKind::GetDel, k, None)])
+                .unwrap_or_default(),
+            "del" | "delete" | "unlink" | "keydelete" => {
+                let text = self.vals.text(c.open, c.end);
+                let checked = text.contains("ifEquals") || text.contains("IfEquals");
+                if let Some((a, b)) = bound {
+                    return vec![mk(
+                        OpKind::Release { checked },
+                        self.vals.key(a, b, scope),
+                        None,
+                    )];
+                }
+                let mut out = Vec::new();
+                for a in &pos {
+                    if toks[a.start].is("new")
+                        || toks[a.start].is("{")
+                        || (a.start..a.end).any(|k| toks[k].is("->") || toks[k].is("=>"))
+                    {
+                        continue;
+                    }
+                    // a list of keys: its first element
+                    let k = match list_first(self, a.start, a.end) {
+                        Some((s, e)) => self.vals.key(s, e, scope),
+                        None => key_of(a),
+                    };
+                    if matches!(lname.as_str(), "del" | "delete") && !self.keyish(&k) {
+                        continue;
+                    }
+                    out.push(mk(OpKind::Release { checked }, k, None));
+                }
+                out
+            }
+            "delex" | "delifeq" | "delexargs" | "lockrelease" => key
+                .map(|k| vec![mk(OpKind::Release { checked: true }, k, None)])
+                .unwrap_or_default(),
+            "lockextend" => key
+                .map(|k| vec![mk(OpKind::CheckedExtend, k, None)])
+                .unwrap_or_default(),
+            "expire" | "pexpire" | "expireat" | "pexpireat" | "keyexpire" => {
+                if pos.len() < 2 && bound.is_none() {
+                    return Vec::new();
+                }
+                key.map(|k| vec![mk(OpKind::Expire, k, None)])
+                    .unwrap_or_default()
+            }
+            "eval" | "evalsha" | "evalro" | "evalsharo" | "scriptevaluate" | "fcall" => {
+                if c.recv.is_empty() {
+                    return Vec::new();
+                }
+                let Some(script) = pos.first() else {
+                    return Vec::new();
+                };
+                let sid = self.script_ref(script.start, script.end);
+                let key = self.eval_key(c, &pos[1..], scope);
+                vec![mk(OpKind::Eval { script: sid }, key, None)]
+            }
+            "execute" if self.lang == Language::Java || self.lang == Language::Kotlin => {
+                let Some(script) = pos.first() else {
+                    return Vec::new();
+                };
+                let sid = self.script_ref(script.start, script.end);
+                let text = self.arg_text(script);
+                if sid.is_none()
+                    && !text.contains("Script")
+                    && !text.to_ascii_lowercase().contains("script")
+                {
+                    return Vec::new();
+                }
+                let key = self.eval_key(c, &pos[1..], scope);
+                vec![mk(OpKind::Eval { script: sid }, key, None)]
+            }
+            "do" | "send" | "executecommand" | "call" | "sendcommand" | "rawcommand"
+            | "executeraw" | "command" | "execute" => self.raw(c, client, scope),
+            _ => Vec::new(),
+        }
+    }
+
+    /// A key worth a `del`/`delete`: a literal, a concatenation, a key-named variable.
+    fn keyish(&self, k: &KeyExpr) -> bool {
+        if k.is_unknown() {
+            return false;
+        }
+        if k.has_constant_part() {
+            return true;
+        }
+        k.idents.iter().any(|i| {
+            let w = crate::words::word_parts(i);
+            w.iter().any(|p| {
+                matches!(
+                    p.as_str(),
+                    "key" | "keys" | "k" | "name" | "lock" | "id" | "resource" | "mutex" | "lease"
+                )
+            }) || crate::words::reads_like_lock(i)
+        })
+    }
+
+    /// SET options: (nx, xx, expiry) where expiry is None when absent, Some(false) for a zero/null TTL.
+    fn set_options(&self, c: &Call, pos: &[&Arg], from: usize) -> (bool, bool, Option<bool>) {
+        let toks = self.toks;
+        let mut nx = false;
+        let mut xx = false;
+        let mut expiry: Option<bool> = None;
+        let set_exp = |v: bool, expiry: &mut Option<bool>| {
+            *expiry = Some(expiry.unwrap_or(false) || v);
+        };
+        let scope_of = |k: usize| self.st.tok_scope.get(k).copied().unwrap_or(0);
+        let falsy = |s: usize, e: usize| {
+            matches!(
+                self.vals.text(s, e).trim(),
+                "false" | "False" | "nil" | "None" | "null" | "0"
+            )
+        };
+        // named arguments
+        for a in &c.args {
+            let Some(n) = a.name.as_deref() else { continue };
+            let n = n.to_ascii_lowercase();
+            let txt = self.vals.text(a.start, a.end);
+            match n.as_str() {
+                "nx" if !falsy(a.start, a.end) => nx = true,
+                "xx" if !falsy(a.start, a.end) => xx = true,
+                "px" | "ex" | "pxat" | "exat" | "expiry" | "ttl" | "expiration" | "timeout"
+                | "expire" | "pexpire" => {
+                    set_exp(!self.vals.is_zero_ttl(a.start, a.end), &mut expiry)
+                }
+                "exist" if txt.contains("NOT_EXIST") => nx = true,
+                "exist" if txt.contains("IF_EXIST") => xx = true,
+                "when" | "condition" | "mode" => {
+                    if txt.contains("NotExists") || txt.to_ascii_lowercase().contains("nx") {
+                        nx = true;
+                    } else if txt.contains("Exists") || txt.to_ascii_lowercase().contains("xx") {
+                        xx = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        // positional expiry (C# StringSet(k, v, expiry, when), Go Set(ctx, k, v, ttl))
+        if matches!(self.lang, Language::CSharp | Language::Go) {
+            if let Some(a) = pos.get(from) {
+                let t = self.arg_text(a);
+                if !t.contains("When.")
+                    && !t.contains('{')
+                    && !(a.start..a.end).any(|k| toks[k].kind == Kind::Str)
+                {
+                    set_exp(!self.vals.is_zero_ttl(a.start, a.end), &mut expiry);
+                }
+            }
+        }
+        // flags inside the option arguments
+        let start = pos.get(from).map(|a| a.start).unwrap_or(c.end);
+        let mut k = start;
+        let end = c.end.saturating_sub(1).max(start);
+        while k < end {
+            let t = &toks[k];
+            // a constant bound to a flag literal: `SET_IF_NOT_EXIST = "NX"`
+            let resolved = self.flag_const(k, scope_of(k));
+            let low = resolved
+                .clone()
+                .unwrap_or_else(|| t.text.to_ascii_lowercase());
+            let next = toks.get(k + 1);
+            let followed_value =
+                next.is_some_and(|n| n.is(":") || n.is("=") || n.is("=>") || n.is(","));
+            let is_flag_tok = t.kind == Kind::Str
+                || resolved.is_some()
+                || (t.is_ident()
+                    && (next.is_some_and(|n| n.is("(") || n.is(":") || n.is("="))
+                        || (k > 0 && toks[k - 1].is("."))));
+            if is_flag_tok {
+                match low.as_str() {
+                    "nx" | "notexists" | "ifnotexists" => {
+                        // `NX: false` / `nx => false`
+                        let neg = followed_value
+                            && !next.is_some_and(|n| n.is(","))
+                            && toks.get(k + 2).is_some_and(|v| {
+                                matches!(v.text.as_str(), "false" | "False" | "nil" | "null")
+                            });
+                        if !neg {
+                            nx = true;
+                        }
+                    }
+                    "xx" | "exists" => xx = true,
+                    "px" | "ex" | "pxat" | "exat" | "ttl" | "expiration" | "expiry" => {
+                        // value: builder `(v)`, `: v`, `=> v`, or the next positional arg
+                        let vs = k + 2;
+                        let ve = if next.is_some_and(|n| n.is("(")) {
+                            self.st.matching.get(&(k + 1)).copied().unwrap_or(vs)
+                        } else {
+                            let mut j = vs;
+                            while j < end
+                                && !toks[j].is(",")
+                                && !toks[j].is("}")
+                                && !toks[j].is("]")
+                                && !toks[j].is(")")
+                            {
+                                j += 1;
+                            }
+                            j
+                        };
+                        if next.is_some() && ve > vs {
+                            set_exp(!self.vals.is_zero_ttl(vs, ve), &mut expiry);
+                        } else if t.is_ident() && next.is_some_and(|n| n.is("(")) {
+                            set_exp(true, &mut expiry);
+                        }
+                    }
+                    "keepttl" => set_exp(true, &mut expiry),
+                    _ => {}
+                }
+            }
+            if t.is_ident()
+                && t.text == "When"
+                && toks.get(k + 2).is_some_and(|n| n.text == "NotExists")
+            {
+                nx = true;
+            }
+            // Spring RedisConnection: SetOption.SET_IF_ABSENT / ifAbsent(), Expiration.seconds(n)
+            if t.is_ident() {
+                match t.text.as_str() {
+                    "SET_IF_ABSENT" | "ifAbsent" => nx = true,
+                    "SET_IF_PRESENT" | "ifPresent" => xx = true,
+                    "Expiration" if toks.get(k + 1).is_some_and(|n| n.is(".")) => {
+                        let how = toks.get(k + 2).map(|n| n.text.as_str()).unwrap_or("");
+                        let zero = toks.get(k + 4).is_some_and(|v| v.text == "0")
+                            && toks.get(k + 5).is_some_and(|v| v.is(")"));
+                        set_exp(
+                            !matches!(how, "persistent" | "keepTtl") && !zero,
+                            &mut expiry,
+                        );
+                    }
+                    _ => {}
+                }
+            }
+            k += 1;
+        }
+        (nx, xx, expiry)
+    }
+
+    /// An identifier bound once to a short string literal (`"NX"`, `"PX"`): its lower-cased text.
+    fn flag_const(&self, k: usize, scope: u32) -> Option<String> {
+        let t = self.toks.get(k)?;
+        if !t.is_ident() || self.toks.get(k + 1).is_some_and(|n| n.is("(")) {
+            return None;
+        }
+        let b = self.vals.lookup(scope, &t.text)?;
+        if b.end != b.start + 1 {
+            return None;
+        }
+        let v = self.toks.get(b.start).filter(|v| v.kind == Kind::Str)?;
+        let low = v.text.to_ascii_lowercase();
+        matches!(
+            low.as_str(),
+            "nx" | "xx" | "px" | "ex" | "pxat" | "exat" | "keepttl"
+        )
+        .then_some(low)
+    }
+
+    /// The script an argument refers to: a literal group, a named script or
+    /// script object, or `new DefaultRedisScript<>(X)` inline.
+    pub fn script_ref(&self, s: usize, e: usize) -> Option<ScriptId> {
+        for k in s..e {
+            if let Some(&id) = self.script_at.get(&k) {
+                return Some(id);
+            }
+        }
+        for k in s..e {
+            let t = &self.toks[k];
+            if t.is_ident() {
+                let mut name = t.text.clone();
+                if k >= 2
+                    && self.toks[k - 1].is(".")
+                    && matches!(self.toks[k - 2].text.as_str(), "this" | "self")
+                {
+                    name = format!("this.{name}");
+                }
+                let n = values::norm_name(&name);
+                if let Some(&id) = self
+                    .script_names
+                    .get(&n)
+                    .or_else(|| self.script_objs.get(&n))
+                {
+                    if id.is_some() {
+                        return id;
+                    }
+                }
+            }
+        }
+        None
+    }
+
+    /// The first key handed to a script call (after the script argument).
+    fn eval_key(&self, c: &Call, rest: &[&Arg], scope: u32) -> KeyExpr {
+        let toks = self.toks;
+        for a in &c.args {
+            if a.name
+                .as_deref()
+                .is_some_and(|n| n.eq_ignore_ascii_case("keys"))
+            {
+                if let Some((s, e)) = list_first(self, a.start, a.end) {
+                    return self.vals.key(s, e, scope);
+                }
+            }
+        }
+        let mut i = 0;
+        while i < rest.len() {
+            let a = rest[i];
+            // node-redis `{ keys: [k], arguments: [..] }`
+            if toks[a.start].is("{") {
+                for k in a.start..a.end {
+                    if toks[k].text == "keys" && toks.get(k + 1).is_some_and(|x| x.is(":")) {
+                        let vs = k + 2;
+                        if toks.get(vs).is_some_and(|x| x.is("[")) {
+                            if let Some(&m) = self.st.matching.get(&vs) {
+                                if let Some((s, e)) = list_first(self, vs, m + 1) {
+                                    return self.vals.key(s, e, scope);
+                                }
+                            }
+                        }
+                    }
+                }
+                i += 1;
+                continue;
+            }
+            if let Some((s, e)) = list_first(self, a.start, a.end) {
+                return self.vals.key(s, e, scope);
+            }
+            if a.end == a.start + 1 && toks[a.start].kind == Kind::Num {
+                if toks[a.start].text == "0" {
+                    return KeyExpr::unknown();
+                }
+                if let Some(n) = rest.get(i + 1) {
+                    return self.vals.key(n.start, n.end, scope);
+                }
+            }
+            i += 1;
+        }
+        KeyExpr::unknown()
+    }
+
+    /// A call of a script object: `script(keys=[k])`, `script.Run(ctx, rdb, []string{k})`,
+    /// `script.Do(conn, k, t)`, `redis.releaseLock(k, t)` (ioredis defineCommand).
+    fn script_invocation(&self, c: &Call, lname: &str) -> Option<Draft> {
+        let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
+        let pos: Vec<&Arg> = c.args.iter().filter(|a| a.name.is_none()).collect();
+        let own = if c.recv.len() == 1 && matches!(c.recv[0].as_str(), "self" | "this" | "$this") {
+            format!("this.{}", c.name)
+        } else {
+            c.name.clone()
+        };
+        let sid_key = if c.recv.is_empty() || own.starts_with("this.") {
+            let sid = *self.script_objs.get(&values::norm_name(&own))?;
+            (sid, self.eval_key(c, &pos, scope))
+        } else if matches!(
+            lname,
+            "run" | "exec" | "do" | "eval" | "evalsha" | "evalro" | "execute" | "evaluate" | "call"
+        ) {
+            let r = values::norm_name(&c.recv.join("."));
+            let sid = *self.script_objs.get(&r)?;
+            let key = if lname == "do" && self.lang == Language::Go {
+                pos.get(1)
+                    .map(|a| self.vals.key(a.start, a.end, scope))
+                    .unwrap_or_else(KeyExpr::unknown)
+            } else {
+                self.eval_key(c, &pos, scope)
+            };
+            (sid, key)
+        } else if self.script_objs.contains_key(&c.name) && self.lang != Language::Python {
+            // ioredis custom command: redis.releaseLock(key, token)
+            let sid = *self.script_objs.get(&c.name)?;
+            let key = pos
+                .first()
+                .map(|a| self.vals.key(a.start, a.end, scope))
+                .unwrap_or_else(KeyExpr::unknown);
+            (sid, key)
+        } else {
+            return None;
+        };
+        Some(Draft {
+            kind: OpKind::Eval { script: sid_key.0 },
+            key: sid_key.1,
+            value: None,
+            name_tok: c.name_tok,
+            end_tok: c.end,
+            client: self.default_client,
+        })
+    }
+
+    /// Raw command calls: `Do("SET", k, v, "NX", "PX", ms)`, `execute_command('DEL', k)`,
+    /// `call('del', k)`, `sendCommand(['SET', …])`, `rawCommand('SET', …)`.
+    fn raw(&self, c: &Call, client: Client, scope: u32) -> Vec<Draft> {
+        let toks = self.toks;
+        let mut items: Vec<(usize, usize)> = c
+            .args
+            .iter()
+            .filter(|a| a.name.is_none())
+            .map(|a| (a.start, a.end))
+            .collect();
+        if self.lang == Language::Go
+            && items
+                .first()
+                .is_some_and(|&(s, e)| self.vals.text(s, e).to_ascii_lowercase().contains("ctx"))
+        {
+            items.remove(0);
+        }
+        // an array of the whole command
+        if items.len() == 1 && toks[items[0].0].is("[") {
+            if let Some(&m) = self.st.matching.get(&items[0].0) {
+                items = super::calls::split_args(toks, self.st, items[0].0, m)
+                    .into_iter()
+                    .map(|a| (a.start, a.end))
+                    .collect();
+            }
+        }
+        let Some(&(cs, ce)) = items.first() else {
+            return Vec::new();
+        };
+        if ce != cs + 1 || toks[cs].kind != Kind::Str {
+            return Vec::new();
+        }
+        let cmd = toks[cs].text.to_ascii_lowercase();
+        let args = &items[1..];
+        let mk = |kind: OpKind, key: KeyExpr, value| Draft {
+            kind,
+            key,
+            value,
+            name_tok: c.name_tok,
+            end_tok: c.end,
+            client,
+        };
+        let key = || args.first().map(|&(s, e)| self.vals.key(s, e, scope));
+        let word = |i: usize| {
+            args.get(i)
+                .filter(|&&(s, e)| e == s + 1)
+                .and_then(|&(s, _)| {
+                    if toks[s].kind == Kind::Str {
+                        Some(toks[s].text.to_ascii_lowercase())
+                    } else {
+                        self.flag_const(s, scope)
+                    }
+                })
+        };
+        match cmd.as_str() {
+            "set" => {
+                let Some(k) = key() else { return Vec::new() };
+                let value = args.get(1).map(|&(s, e)| self.vals.value(s, e, scope));
+                let (mut nx, mut xx, mut exp) = (false, false, None);
+                let mut i = 2;
+                while i < args.len() {
+                    match word(i).as_deref() {
+                        Some("nx") => nx = true,
+                        Some("xx") => xx = true,
+                        Some("px" | "ex" | "pxat" | "exat") => {
+                            let z = args
+                                .get(i + 1)
+                                .is_some_and(|&(s, e)| self.vals.is_zero_ttl(s, e));
+                            exp = Some(exp.unwrap_or(false) || !z);
+                            i += 1;
+                        }
+                        Some("keepttl") => exp = Some(true),
+                        _ => {}
+                    }
+                    i += 1;
+                }
+                if nx {
+                    vec![mk(
+                        OpKind::Acquire {
+                            expiry: exp.unwrap_or(false),
+                        },
+                        k,
+                        value,
+                    )]
+                } else if xx && exp == Some(true) {
+                    vec![mk(OpKind::Expire, k, None)]
+                } else if xx {
+                    Vec::new()
+                } else {
+                    vec![mk(
+                        OpKind::Set {
+                            expiry: exp.unwrap_or(false),
+                        },
+                        k,
+                        value,
+                    )]
+                }
+            }
+            "setnx" => key()
+                .map(|k| {
+                    vec![mk(
+                        OpKind::Acquire { expiry: false },
+                        k,
+                        args.get(1).map(|&(s, e)| self.vals.value(s, e, scope)),
+                    )]
+                })
+                .unwrap_or_default(),
+            "del" | "unlink" => args
+                .iter()
+                .map(|&(s, e)| {
+                    mk(
+                        OpKind::Release { checked: false },
+                        self.vals.key(s, e, scope),
+                        None,
+                    )
+                })
+                .collect(),
+            "delex" | "delifeq" => key()
+                .map(|k| vec![mk(OpKind::Release { checked: true }, k, None)])
+                .unwrap_or_default(),
+            "expire" | "pexpire" | "expireat" | "pexpireat" => key()
+                .map(|k| vec![mk(OpKind::Expire, k, None)])
+                .unwrap_or_default(),
+            "get" => key()
+                .map(|k| vec![mk(OpKind::Get, k, None)])
+                .unwrap_or_default(),
+            "getdel" => key()
+                .map(|k| vec![mk(OpKind::GetDel, k, None)])
+                .unwrap_or_default(),
+            "getset" => key()
+                .map(|k| vec![mk(OpKind::GetSet, k, None)])
+                .unwrap_or_default(),
+            "eval" | "evalsha" => {
+                let Some(&(s, e)) = args.first() else {
+                    return Vec::new();
+                };
+                let sid = self.script_ref(s, e);
+                let key = match args.get(1) {
+                    Some(&(ns, ne))
+                        if ne == ns + 1 && toks[ns].kind == Kind::Num && toks[ns].text != "0" =>
+                    {
+                        args.get(2)
+                            .map(|&(a, b)| self.vals.key(a, b, scope))
+                            .unwrap_or_else(KeyExpr::unknown)
+                    }
+                    _ => KeyExpr::unknown(),
+                };
+                vec![mk(OpKind::Eval { script: sid }, key, None)]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// rueidis: `B().Set().Key(k).Value(v).Nx().Px(ttl).Build()`, `B().Del().Key(k).Build()`.
+    fn rueidis(&self, c: &Call, lname: &str) -> Option<Draft> {
+        let toks = self.toks;
+        let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
+        // walk the chain forward
+        let mut k = c.end;
+        let mut key = None;
+        let mut value = None;
+        let mut nx = false;
+        let mut xx = false;
+        let mut exp = false;
+        let mut end = c.end;
+        let mut guard = 0;
+        while guard < 32
+            && toks.get(k).is_some_and(|t| t.is("."))
+            && toks.get(k + 2).is_some_and(|t| t.is("("))
+        {
+            guard += 1;
+            let name = toks[k + 1].text.to_ascii_lowercase();
+            let open = k + 2;
+            let close = *self.st.matching.get(&open)?;
+            let inner = (open + 1, close);
+            match name.as_str() {
+                "key" if key.is_none() => key = Some(self.vals.key(inner.0, inner.1, scope)),
+                "value" => value = Some(self.vals.value(inner.0, inner.1, scope)),
+                "nx" => nx = true,
+                "xx" => xx = true,
+                "px" | "ex" | "pxat" | "exat" | "exSeconds" | "keepttl" => {
+                    exp = !self.vals.is_zero_ttl(inner.0, inner.1) || name == "keepttl"
+                }
+                _ => {}
+            }
+            end = close + 1;
+            k = close + 1;
+            if name == "build" {
+                break;
+            }
+        }
+        let key = key?;
+        let kind = match lname {
+            "set" if nx => OpKind::Acquire { expiry: exp },
+            "set" if xx && exp => OpKind::Expire,
+            "set" => OpKind::Set { expiry: exp },
+            "setnx" => OpKind::Acquire { expiry: false },
+            "del" | "unlink" => OpKind::Release { checked: false },
+            "expire" | "pexpire" => OpKind::Expire,
+            "get" => OpKind::Get,
+            "getdel" => OpKind::GetDel,
+            _ => return None,
+        };
+        Some(Draft {
+            kind,
+            key,
+            value: if matches!(lname, "set" | "setnx") {
+                value
+            } else {
+                None
+            },
+            name_tok: c.name_tok,
+            end_tok: end,
+            client: Client::Rueidis,
+        })
+    }
+}

@@ -1,0 +1,318 @@
+//! LL008 shapes: code that turns a failed or null acquisition into
+//! "acquired" — `acquired == null || acquired`, `?: true`, `?? true`,
+//! `!Boolean.FALSE.equals(..)`, a catch/except/rescue around the acquire
+//! that returns true, Go `if err != nil { return true }`, `.catch(() => true)`.
+
+use super::calls::Call;
+use super::lexer::{Kind, Tok};
+use super::Analyzer;
+use crate::facts::{FailOpen, Op, OpKind, Span};
+
+fn is_true(t: &Tok) -> bool {
+    t.is("true") || t.is("True")
+}
+fn is_null(t: &Tok) -> bool {
+    matches!(t.text.as_str(), "null" | "nil" | "None" | "undefined") && t.kind == Kind::Ident
+}
+
+pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
+    let toks = an.toks;
+    let mut out: Vec<FailOpen> = Vec::new();
+    for op in ops {
+        if !matches!(op.kind, OpKind::Acquire { .. }) {
+            continue;
+        }
+        let nt = op.order as usize;
+        let Some(call) = calls.iter().find(|c| c.name_tok == nt) else {
+            continue;
+        };
+        let mut push = |s: usize, e: usize| {
+            let last = toks.len().saturating_sub(1);
+            let span = Span::new(toks[s.min(last)].start, toks[e.max(s).min(last)].end);
+            if !out.iter().any(|f| f.span.start == span.start) {
+                out.push(FailOpen {
+                    span,
+                    key: op.key.clone(),
+                    scope: op.scope,
+                    client: op.client,
+                });
+            }
+        };
+        // 1. on the call chain: .catch(() => true), ?: true, ?? true, .orElse(true)
+        let mut k = call.end;
+        let mut guard = 0;
+        while guard < 16
+            && toks.get(k).is_some_and(|t| t.is(".") || t.is("?."))
+            && toks.get(k + 2).is_some_and(|t| t.is("("))
+        {
+            guard += 1;
+            let Some(&close) = an.st.matching.get(&(k + 2)) else {
+                break;
+            };
+            let name = toks[k + 1].text.as_str();
+            if matches!(
+                name,
+                "catch"
+                    | "exceptionally"
+                    | "onErrorReturn"
+                    | "orElse"
+                    | "getOrDefault"
+                    | "onErrorReturnItem"
+                    | "rescue"
+            ) && (k + 3..close)
+                .any(|j| is_true(&toks[j]) || (toks[j].kind == Kind::Str && toks[j].text == "OK"))
+            {
+                push(k + 1, close);
+            }
+            k = close + 1;
+        }
+        if let (Some(a), Some(b)) = (toks.get(k), toks.get(k + 1)) {
+            if (a.is("?:") || a.is("??")) && is_true(b) {
+                push(k, k + 1);
+            }
+        }
+        // 2. prefix: !Boolean.FALSE.equals(call), Boolean.FALSE != call
+        let rs = call.recv_start;
+        if rs >= 7
+            && toks[rs - 7].is("!")
+            && toks[rs - 6].is("Boolean")
+            && toks[rs - 4].is("FALSE")
+            && toks[rs - 2].is("equals")
+        {
+            push(rs - 7, rs - 1);
+        }
+        if rs >= 4
+            && toks[rs - 4].is("Boolean")
+            && toks[rs - 2].is("FALSE")
+            && toks[rs - 1].is("!=")
+        {
+            push(rs - 4, rs - 1);
+        }
+        // 3. the result variable, tested null-tolerantly
+        let scope = op.scope;
+        let mut var: Option<String> = None;
+        let mut errvar: Option<String> = None;
+        {
+            let mut j = rs;
+            let mut g = 0;
+            while j > 0 && g < 12 {
+                j -= 1;
+                g += 1;
+                let t = &toks[j];
+                if t.is("=") || t.is(":=") {
+                    // idents before it on the same statement
+                    let mut names = Vec::new();
+                    let mut q = j;
+                    while q > 0 {
+                        q -= 1;
+                        let x = &toks[q];
+                        if x.is_ident() {
+                            names.push(x.text.clone());
+                        } else if !x.is(",") && !x.is(":") {
+                            break;
+                        }
+                        if x.nl {
+                            break;
+                        }
+                    }
+                    names.reverse();
+                    // `Boolean acquired = …` → last ident; Go `ok, err := …`
+                    if let Some(e) = names
+                        .iter()
+                        .find(|n| *n == "err" || n.ends_with("Err") || n.ends_with("err"))
+                    {
+                        errvar = Some(e.clone());
+                    }
+                    var = names.into_iter().rfind(|n| n != "err" && n != "_");
+                    break;
+                }
+                if t.is(";")
+                    || t.is("{")
+                    || t.is("}")
+                    || (t.nl
+                        && !matches!(
+                            an.lang,
+                            crate::facts::Language::Java
+                                | crate::facts::Language::CSharp
+                                | crate::facts::Language::Php
+                        ))
+                {
+                    break;
+                }
+            }
+        }
+        let limit = (call.end + 400).min(toks.len());
+        let in_scope = |j: usize| an.st.tok_scope.get(j) == Some(&scope);
+        if let Some(v) = var.as_deref() {
+            for j in call.end..limit {
+                if !in_scope(j) {
+                    break;
+                }
+                if toks[j].text != v || toks[j].kind != Kind::Ident {
+                    continue;
+                }
+                let a = toks.get(j + 1);
+                let b = toks.get(j + 2);
+                let c = toks.get(j + 3);
+                let (Some(a), Some(b)) = (a, b) else { continue };
+                // v == null || …
+                if (a.is("==") || a.is("==="))
+                    && is_null(b)
+                    && c.is_some_and(|c| c.is("||") || c.is("or"))
+                {
+                    push(j, (j + 4).min(toks.len() - 1));
+                    break;
+                }
+                if a.is("is") && b.is("None") && c.is_some_and(|c| c.is("or")) {
+                    push(j, (j + 4).min(toks.len() - 1));
+                    break;
+                }
+                // v != false / v != Boolean.FALSE / v ?: true / v ?? true
+                if (a.is("!=") || a.is("!=="))
+                    && (b.is("false")
+                        || (b.is("Boolean") && toks.get(j + 4).is_some_and(|x| x.is("FALSE"))))
+                {
+                    push(j, j + 2);
+                    break;
+                }
+                if (a.is("?:") || a.is("??")) && is_true(b) {
+                    push(j, j + 2);
+                    break;
+                }
+                if a.is(".") && b.is("orElse") && toks.get(j + 4).is_some_and(is_true) {
+                    push(j, j + 5);
+                    break;
+                }
+                // null == v || …
+                if j >= 2
+                    && is_null(&toks[j - 2])
+                    && (toks[j - 1].is("==") || toks[j - 1].is("==="))
+                    && a.is("||")
+                {
+                    push(j - 2, j + 1);
+                    break;
+                }
+                // !Boolean.FALSE.equals(v)
+                if j >= 6
+                    && toks[j - 6].is("!")
+                    && toks[j - 5].is("Boolean")
+                    && toks[j - 3].is("FALSE")
+                    && toks[j - 1].is("(")
+                {
+                    push(j - 6, j + 1);
+                    break;
+                }
+            }
+        }
+        // Go: if err != nil { return true }
+        if let Some(ev) = errvar.as_deref() {
+            for j in call.end..limit.min(call.end + 80) {
+                if !in_scope(j) {
+                    break;
+                }
+                if toks[j].is("if")
+                    && toks.get(j + 1).is_some_and(|t| t.text == ev)
+                    && toks.get(j + 2).is_some_and(|t| t.is("!="))
+                    && toks.get(j + 3).is_some_and(|t| t.is("nil"))
+                    && toks.get(j + 4).is_some_and(|t| t.is("{"))
+                {
+                    let Some(&close) = an.st.matching.get(&(j + 4)) else {
+                        break;
+                    };
+                    for q in j + 5..close {
+                        if toks[q].is("return") && toks.get(q + 1).is_some_and(is_true) {
+                            push(q, q + 1);
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+        // 4. a handler around the acquire that returns true
+        let d = op.depth;
+        for j in call.end..limit {
+            if !in_scope(j) {
+                break;
+            }
+            let dj = an.st.tok_depth[j];
+            let t = &toks[j];
+            let handler = t.is_ident()
+                && matches!(t.text.as_str(), "catch" | "except" | "rescue")
+                && !toks[j - 1].is(".");
+            if handler {
+                let ok_depth = if an.lang == crate::facts::Language::Ruby {
+                    dj <= d
+                } else {
+                    dj < d
+                };
+                if !ok_depth {
+                    break;
+                }
+                // body
+                let (bs, be) = handler_body(an, j);
+                for q in bs..be {
+                    if toks[q].is("return") && toks.get(q + 1).is_some_and(is_true) {
+                        push(q, q + 1);
+                        break;
+                    }
+                    if an.lang == crate::facts::Language::Ruby && is_true(&toks[q]) && toks[q].nl {
+                        push(q, q);
+                        break;
+                    }
+                    if toks[q].is("=>") && toks.get(q + 1).is_some_and(is_true) {
+                        push(q + 1, q + 1);
+                        break;
+                    }
+                }
+                break;
+            }
+            if dj + 1 < d.max(1) && an.lang != crate::facts::Language::Ruby {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The token range of a catch/except/rescue body.
+fn handler_body(an: &Analyzer, at: usize) -> (usize, usize) {
+    let toks = an.toks;
+    let n = toks.len();
+    match an.lang {
+        crate::facts::Language::Python => {
+            let d = an.st.tok_depth[at];
+            let mut s = at + 1;
+            while s < n && !toks[s].is(":") {
+                s += 1;
+            }
+            let mut e = s + 1;
+            while e < n && an.st.tok_depth[e] > d {
+                e += 1;
+            }
+            (s.min(n), e.min(n))
+        }
+        crate::facts::Language::Ruby => {
+            let d = an.st.tok_depth[at];
+            let mut e = at + 1;
+            while e < n
+                && !(an.st.tok_depth[e] <= d
+                    && toks[e].is_ident()
+                    && matches!(toks[e].text.as_str(), "end" | "ensure" | "else" | "rescue"))
+            {
+                e += 1;
+            }
+            (at + 1, e.min(n))
+        }
+        _ => {
+            let mut k = at + 1;
+            if toks.get(k).is_some_and(|t| t.is("(")) {
+                k = an.st.matching.get(&k).copied().unwrap_or(k) + 1;
+            }
+            if toks.get(k).is_some_and(|t| t.is("{")) {
+                let e = an.st.matching.get(&k).copied().unwrap_or(k);
+                return (k, e.max(k));
+            }
+            (at, at)
+        }
+    }
+}

@@ -1,0 +1,978 @@
+//! A small lexer per language family (C-like, Python, Ruby; PHP and the
+//! interpolating C-likes as variants). It drops comments, keeps string
+//! literals with their source span, their decoded text, anchors from text
+//! offsets to source offsets, and their interpolations as parts.
+
+use crate::facts::Language;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Ident,
+    Str,
+    Num,
+    Punct,
+}
+
+/// One piece of a string literal: literal text or an interpolated expression.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StrPart {
+    Lit(String),
+    /// The expression's source byte range.
+    Interp(usize, usize),
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StrLit {
+    /// Decoded text of the literal pieces (interpolations left out).
+    pub text: String,
+    /// `(text offset, source offset)`, sorted by text offset.
+    pub anchors: Vec<(usize, usize)>,
+    pub parts: Vec<StrPart>,
+}
+
+impl StrLit {
+    fn push_src(&mut self, src: &str, from: usize, to: usize) {
+        if from >= to {
+            return;
+        }
+        let Some(piece) = src.get(from..to) else {
+            return;
+        };
+        let predicted = self.anchors.last().map(|&(t, s)| s + (self.text.len() - t));
+        if predicted != Some(from) {
+            self.anchors.push((self.text.len(), from));
+        }
+        self.text.push_str(piece);
+        self.push_lit(piece);
+    }
+    fn push_decoded(&mut self, c: char) {
+        self.text.push(c);
+        let mut b = [0u8; 4];
+        self.push_lit(c.encode_utf8(&mut b));
+    }
+    fn push_lit(&mut self, s: &str) {
+        if let Some(StrPart::Lit(prev)) = self.parts.last_mut() {
+            prev.push_str(s);
+        } else {
+            self.parts.push(StrPart::Lit(s.to_string()));
+        }
+    }
+    fn push_interp(&mut self, start: usize, end: usize) {
+        self.parts.push(StrPart::Interp(start, end));
+    }
+    pub fn has_interp(&self) -> bool {
+        self.parts.iter().any(|p| matches!(p, StrPart::Interp(..)))
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tok {
+    pub kind: Kind,
+    pub start: usize,
+    pub end: usize,
+    /// Identifier, number or punctuation text; for strings the decoded text.
+    pub text: String,
+    pub lit: Option<Box<StrLit>>,
+    /// A line break stands between the previous token and this one.
+    pub nl: bool,
+}
+
+impl Tok {
+    pub fn is(&self, s: &str) -> bool {
+        self.kind != Kind::Str && self.text == s
+    }
+    pub fn is_ident(&self) -> bool {
+        self.kind == Kind::Ident
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Family {
+    CLike,
+    Python,
+    Ruby,
+}
+
+fn family(lang: Language) -> Family {
+    match lang {
+        Language::Python => Family::Python,
+        Language::Ruby => Family::Ruby,
+        _ => Family::CLike,
+    }
+}
+
+const PUNCTS: &[&str] = &[
+    "===", "!==", "...", "<=>", "?.", "??", "?:", "->", "=>", "::", "==", "!=", "<=", ">=", "&&",
+    "||", ":=", "+=", "-=", "*=", "/=", "..", "++", "--", "**", "<<",
+];
+
+struct Lx<'a> {
+    src: &'a str,
+    b: &'a [u8],
+    i: usize,
+    lang: Language,
+    fam: Family,
+    toks: Vec<Tok>,
+    nl: bool,
+    /// Ruby heredocs whose bodies start at the next line: (terminator, squiggly/dash, interpolating, literal index).
+    pending_heredocs: Vec<(String, bool, usize)>,
+}
+
+fn is_ident_start(c: u8) -> bool {
+    c.is_ascii_alphabetic() || c == b'_' || c >= 0x80
+}
+fn is_ident_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
+}
+
+/// Lexes `src` as `lang`. Never panics; unterminated constructs end at EOF.
+pub fn lex(src: &str, lang: Language) -> Vec<Tok> {
+    let mut lx = Lx {
+        src,
+        b: src.as_bytes(),
+        i: 0,
+        lang,
+        fam: family(lang),
+        toks: Vec::new(),
+        nl: false,
+        pending_heredocs: Vec::new(),
+    };
+    lx.run();
+    lx.toks
+}
+
+impl<'a> Lx<'a> {
+    fn at(&self, k: usize) -> u8 {
+        self.b.get(self.i + k).copied().unwrap_or(0)
+    }
+    fn starts(&self, s: &str) -> bool {
+        self.b[self.i.min(self.b.len())..].starts_with(s.as_bytes())
+    }
+    fn char_len(&self, i: usize) -> usize {
+        match self.b.get(i) {
+            Some(&c) if c < 0x80 => 1,
+            Some(&c) if c >= 0xF0 => 4,
+            Some(&c) if c >= 0xE0 => 3,
+            Some(&c) if c >= 0xC0 => 2,
+            Some(_) => 1,
+            None => 1,
+        }
+    }
+    fn push(&mut self, kind: Kind, start: usize, end: usize, text: String, lit: Option<StrLit>) {
+        self.toks.push(Tok {
+            kind,
+            start,
+            end,
+            text,
+            lit: lit.map(Box::new),
+            nl: std::mem::take(&mut self.nl),
+        });
+    }
+    fn prev(&self) -> Option<&Tok> {
+        self.toks.last()
+    }
+
+    fn run(&mut self) {
+        let n = self.b.len();
+        while self.i < n {
+            let c = self.b[self.i];
+            if c == b'\n' {
+                self.nl = true;
+                self.i += 1;
+                if !self.pending_heredocs.is_empty() {
+                    self.ruby_heredoc_bodies();
+                }
+                continue;
+            }
+            if c.is_ascii_whitespace() {
+                self.i += 1;
+                continue;
+            }
+            if self.comment() {
+                continue;
+            }
+            if self.string() {
+                continue;
+            }
+            if is_ident_start(c)
+                || (c == b'$'
+                    && matches!(
+                        self.lang,
+                        Language::Php
+                            | Language::JavaScript
+                            | Language::TypeScript
+                            | Language::Ruby
+                    ))
+                || (c == b'@' && self.fam == Family::Ruby)
+            {
+                let start = self.i;
+                self.i += 1;
+                while self.i < n
+                    && (is_ident_char(self.b[self.i])
+                        || self.b[self.i] == b'$'
+                            && self.fam == Family::CLike
+                            && self.lang != Language::Php
+                        || self.b[self.i] == b'@')
+                {
+                    self.i += self.char_len(self.i);
+                }
+                // Ruby predicate/bang methods.
+                if self.fam == Family::Ruby
+                    && matches!(self.at(0), b'?' | b'!')
+                    && self.at(1) != b'='
+                {
+                    self.i += 1;
+                }
+                let end = self.i.min(n);
+                let text = self.src.get(start..end).unwrap_or("").to_string();
+                self.push(Kind::Ident, start, end, text, None);
+                continue;
+            }
+            if c.is_ascii_digit() {
+                let start = self.i;
+                while self.i < n
+                    && (self.b[self.i].is_ascii_alphanumeric()
+                        || self.b[self.i] == b'_'
+                        || (self.b[self.i] == b'.'
+                            && self.b.get(self.i + 1).is_some_and(|d| d.is_ascii_digit())))
+                {
+                    self.i += 1;
+                }
+                let text = self.src.get(start..self.i).unwrap_or("").to_string();
+                self.push(Kind::Num, start, self.i, text, None);
+                continue;
+            }
+            if c >= 0x80 {
+                self.i += self.char_len(self.i);
+                continue;
+            }
+            let start = self.i;
+            let p = PUNCTS.iter().find(|p| self.starts(p)).copied();
+            let len = p.map(|p| p.len()).unwrap_or(1);
+            self.i += len;
+            let text = self.src.get(start..self.i).unwrap_or("").to_string();
+            self.push(Kind::Punct, start, self.i, text, None);
+        }
+    }
+
+    /// Skips a comment at the cursor; true when one was skipped.
+    fn comment(&mut self) -> bool {
+        let c = self.at(0);
+        let line_comment = match self.fam {
+            Family::CLike => {
+                (c == b'/' && self.at(1) == b'/')
+                    || (self.lang == Language::Php && c == b'#' && self.at(1) != b'[')
+            }
+            Family::Python | Family::Ruby => c == b'#',
+        };
+        if line_comment {
+            while self.i < self.b.len() && self.b[self.i] != b'\n' {
+                self.i += 1;
+            }
+            return true;
+        }
+        if self.fam == Family::CLike && c == b'/' && self.at(1) == b'*' {
+            self.i += 2;
+            while self.i < self.b.len() && !(self.b[self.i] == b'*' && self.at(1) == b'/') {
+                if self.b[self.i] == b'\n' {
+                    self.nl = true;
+                }
+                self.i += 1;
+            }
+            self.i = (self.i + 2).min(self.b.len());
+            return true;
+        }
+        if self.fam == Family::Ruby
+            && self.starts("=begin")
+            && (self.i == 0 || self.b[self.i - 1] == b'\n')
+        {
+            match self.src[self.i..].find("\n=end") {
+                Some(k) => {
+                    let e = self.i + k + 5;
+                    self.i = self.src[e..]
+                        .find('\n')
+                        .map(|x| e + x)
+                        .unwrap_or(self.b.len());
+                }
+                None => self.i = self.b.len(),
+            }
+            return true;
+        }
+        false
+    }
+
+    /// Lexes a string literal at the cursor; true when one was read.
+    fn string(&mut self) -> bool {
+        let start = self.i;
+        match self.fam {
+            Family::Python => {
+                // prefixes: r, b, u, f and combinations
+                let mut k = 0;
+                while k < 3 && matches!(self.at(k).to_ascii_lowercase(), b'r' | b'b' | b'u' | b'f')
+                {
+                    k += 1;
+                }
+                let q = self.at(k);
+                if (q == b'"' || q == b'\'') && (k == 0 || !self.prev_is_ident_glued(start)) {
+                    let prefix = self
+                        .src
+                        .get(start..start + k)
+                        .unwrap_or("")
+                        .to_ascii_lowercase();
+                    let raw = prefix.contains('r');
+                    let fstr = prefix.contains('f');
+                    self.i += k;
+                    let triple = self.at(0) == q && self.at(1) == q && self.at(2) == q;
+                    let delim = if triple {
+                        if q == b'"' {
+                            "\"\"\""
+                        } else {
+                            "'''"
+                        }
+                    } else if q == b'"' {
+                        "\""
+                    } else {
+                        "'"
+                    };
+                    self.i += delim.len();
+                    let lit = self.body(
+                        delim,
+                        !raw,
+                        if fstr { Interp::Brace } else { Interp::None },
+                        !triple,
+                    );
+                    self.push(Kind::Str, start, self.i, lit.text.clone(), Some(lit));
+                    return true;
+                }
+                false
+            }
+            Family::Ruby => self.ruby_string(),
+            Family::CLike => self.clike_string(),
+        }
+    }
+
+    fn prev_is_ident_glued(&self, start: usize) -> bool {
+        start > 0 && is_ident_char(self.b[start - 1])
+    }
+
+    fn clike_string(&mut self) -> bool {
+        let c = self.at(0);
+        let start = self.i;
+        let lang = self.lang;
+        match lang {
+            Language::Java | Language::Kotlin if self.starts("\"\"\"") => {
+                self.i += 3;
+                let interp = if lang == Language::Kotlin {
+                    Interp::Dollar
+                } else {
+                    Interp::None
+                };
+                // Java text blocks start after the line break.
+                if lang == Language::Java {
+                    while self.i < self.b.len() && self.b[self.i] != b'\n' {
+                        self.i += 1;
+                    }
+                    self.i = (self.i + 1).min(self.b.len());
+                }
+                let lit = self.body("\"\"\"", lang == Language::Java, interp, false);
+                self.push(Kind::Str, start, self.i, lit.text.clone(), Some(lit));
+                true
+            }
+            Language::CSharp if c == b'@' || c == b'$' => {
+                let mut k = 0;
+                let mut verbatim = false;
+                let mut interp = false;
+                while k < 3 {
+                    match self.at(k) {
+                        b'@' => verbatim = true,
+                        b'$' => interp = true,
+                        _ => break,
+                    }
+                    k += 1;
+                }
+                if self.at(k) != b'"' {
+                    return false;
+                }
+                self.i += k;
+                let raw = self.starts("\"\"\"");
+                let delim = if raw { "\"\"\"" } else { "\"" };
+                self.i += delim.len();
+                let mode = if interp { Interp::Brace } else { Interp::None };
+                let lit = if verbatim || raw {
+                    self.verbatim_body(delim, mode)
+                } else {
+                    self.body("\"", true, mode, true)
+                };
+                self.push(Kind::Str, start, self.i, lit.text.clone(), Some(lit));
+                true
+            }
+            _ if c == b'"' && lang == Language::CSharp && self.starts("\"\"\"") => {
+                self.i += 3;
+                let lit = self.verbatim_body("\"\"\"", Interp::None);
+                self.push(Kind::Str, start, self.i, lit.text.clone(), Some(lit));
+                true
+            }
+            _ if c == b'"'
+                || c == b'\''
+                || (c == b'`'
+                    && matches!(
+                        lang,
+                        Language::JavaScript | Language::TypeScript | Language::Go
+                    )) =>
+            {
+                self.i += 1;
+                let d = match c {
+                    b'"' => "\"",
+                    b'\'' => "'",
+                    _ => "`",
+                };
+                let (escapes, interp, single_line) = match (lang, c) {
+                    (Language::Go, b'`') => (false, Interp::None, false),
+                    (Language::JavaScript | Language::TypeScript, b'`') => {
+                        (true, Interp::DollarBrace, false)
+                    }
+                    (Language::Kotlin, b'"') => (true, Interp::Dollar, true),
+                    (Language::Php, b'"') => (true, Interp::Php, false),
+                    (Language::Php, b'\'') => (true, Interp::None, false),
+                    _ => (true, Interp::None, true),
+                };
+                let lit = if lang == Language::Php && c == b'\'' {
+                    self.php_single()
+                } else {
+                    self.body(d, escapes, interp, single_line)
+                };
+                self.push(Kind::Str, start, self.i, lit.text.clone(), Some(lit));
+                true
+            }
+            Language::Php if self.starts("<<<") => {
+                let mut j = self.i + 3;
+                while j < self.b.len() && (self.b[j] == b' ' || self.b[j] == b'\t') {
+                    j += 1;
+                }
+                let quote = self.b.get(j).copied().filter(|&q| q == b'\'' || q == b'"');
+                if quote.is_some() {
+                    j += 1;
+                }
+                let ns = j;
+                while j < self.b.len() && is_ident_char(self.b[j]) {
+                    j += 1;
+                }
+                if j == ns {
+                    return false;
+                }
+                let term = self.src[ns..j].to_string();
+                if quote.is_some() {
+                    j += 1;
+                }
+                // body starts after the line break
+                while j < self.b.len() && self.b[j] != b'\n' {
+                    j += 1;
+                }
+                self.i = (j + 1).min(self.b.len());
+                let interp = if quote == Some(b'\'') {
+                    Interp::None
+                } else {
+                    Interp::Php
+                };
+                let lit = self.heredoc_body(&term, interp);
+                self.push(Kind::Str, start, self.i, lit.text.clone(), Some(lit));
+                true
+            }
+            Language::JavaScript | Language::TypeScript if c == b'/' && self.regex_allowed() => {
+                // A regex literal: skip it as an opaque token.
+                self.i += 1;
+                let mut class = false;
+                while self.i < self.b.len() && self.b[self.i] != b'\n' {
+                    let ch = self.b[self.i];
+                    if ch == b'\\' {
+                        self.i += 2;
+                        continue;
+                    }
+                    if ch == b'[' {
+                        class = true;
+                    } else if ch == b']' {
+                        class = false;
+                    } else if ch == b'/' && !class {
+                        self.i += 1;
+                        break;
+                    }
+                    self.i += 1;
+                }
+                while self.i < self.b.len() && self.b[self.i].is_ascii_alphabetic() {
+                    self.i += 1;
+                }
+                self.i = self.i.min(self.b.len());
+                self.push(Kind::Punct, start, self.i, "/regex/".into(), None);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn regex_allowed(&self) -> bool {
+        match self.prev() {
+            None => true,
+            Some(t) => match t.kind {
+                Kind::Ident => matches!(
+                    t.text.as_str(),
+                    "return"
+                        | "typeof"
+                        | "case"
+                        | "in"
+                        | "of"
+                        | "new"
+                        | "delete"
+                        | "void"
+                        | "throw"
+                ),
+                Kind::Num | Kind::Str => false,
+                Kind::Punct => !matches!(t.text.as_str(), ")" | "]" | "}" | "++" | "--"),
+            },
+        }
+    }
+
+    fn php_single(&mut self) -> StrLit {
+        let mut lit = StrLit::default();
+        let mut from = self.i;
+        while self.i < self.b.len() {
+            let ch = self.b[self.i];
+            if ch == b'\\' && matches!(self.at(1), b'\'' | b'\\') {
+                lit.push_src(self.src, from, self.i);
+                lit.push_decoded(self.at(1) as char);
+                self.i += 2;
+                from = self.i;
+                continue;
+            }
+            if ch == b'\'' {
+                lit.push_src(self.src, from, self.i);
+                self.i += 1;
+                return lit;
+            }
+            self.i += self.char_len(self.i);
+        }
+        lit.push_src(self.src, from, self.b.len());
+        self.i = self.b.len();
+        lit
+    }
+
+    /// A string body up to `delim`, with backslash escapes (unless raw) and
+    /// interpolation of the given kind.
+    fn body(&mut self, delim: &str, escapes: bool, interp: Interp, single_line: bool) -> StrLit {
+        let mut lit = StrLit::default();
+        let mut from = self.i;
+        let n = self.b.len();
+        while self.i < n {
+            let ch = self.b[self.i];
+            if self.starts(delim) {
+                lit.push_src(self.src, from, self.i);
+                self.i += delim.len();
+                return lit;
+            }
+            if ch == b'\n' && single_line {
+                lit.push_src(self.src, from, self.i);
+                return lit;
+            }
+            if ch == b'\\' {
+                if !escapes {
+                    // raw: a backslash still keeps the next quote inside
+                    self.i = (self.i + 1 + self.char_len(self.i + 1)).min(n);
+                    continue;
+                }
+                lit.push_src(self.src, from, self.i);
+                let e = self.at(1);
+                let dec = match e {
+                    b'n' => Some('\n'),
+                    b't' => Some('\t'),
+                    b'r' => Some('\r'),
+                    b'0' => Some('\0'),
+                    b'\n' => None,
+                    b'"' | b'\'' | b'\\' | b'`' | b'$' | b'{' | b'}' | b'/' => Some(e as char),
+                    _ => Some('\\'),
+                };
+                if let Some(d) = dec {
+                    lit.push_decoded(d);
+                    if d == '\\' {
+                        self.i += 1;
+                        from = self.i;
+                        continue;
+                    }
+                }
+                self.i = (self.i + 1 + self.char_len(self.i + 1)).min(n);
+                from = self.i;
+                continue;
+            }
+            if let Some((s, e, next)) = self.interp_at(interp) {
+                lit.push_src(self.src, from, self.i);
+                if s < e {
+                    lit.push_interp(s, e);
+                }
+                self.i = next;
+                from = next;
+                continue;
+            }
+            if interp == Interp::Brace && (self.starts("{{") || self.starts("}}")) {
+                lit.push_src(self.src, from, self.i + 1);
+                self.i += 2;
+                from = self.i;
+                continue;
+            }
+            self.i += self.char_len(self.i);
+        }
+        lit.push_src(self.src, from, n);
+        self.i = n;
+        lit
+    }
+
+    /// C# verbatim/raw bodies: `""` is a quote, no backslash escapes.
+    fn verbatim_body(&mut self, delim: &str, interp: Interp) -> StrLit {
+        let mut lit = StrLit::default();
+        let mut from = self.i;
+        let n = self.b.len();
+        while self.i < n {
+            if delim == "\"" && self.starts("\"\"") {
+                lit.push_src(self.src, from, self.i + 1);
+                self.i += 2;
+                from = self.i;
+                continue;
+            }
+            if self.starts(delim) {
+                lit.push_src(self.src, from, self.i);
+                self.i += delim.len();
+                return lit;
+            }
+            if let Some((s, e, next)) = self.interp_at(interp) {
+                lit.push_src(self.src, from, self.i);
+                lit.push_interp(s, e);
+                self.i = next;
+                from = next;
+                continue;
+            }
+            if interp == Interp::Brace && (self.starts("{{") || self.starts("}}")) {
+                lit.push_src(self.src, from, self.i + 1);
+                self.i += 2;
+                from = self.i;
+                continue;
+            }
+            self.i += self.char_len(self.i);
+        }
+        lit.push_src(self.src, from, n);
+        self.i = n;
+        lit
+    }
+
+    /// A heredoc body (PHP or Ruby): lines up to one whose trimmed text is `term`.
+    fn heredoc_body(&mut self, term: &str, interp: Interp) -> StrLit {
+        let mut lit = StrLit::default();
+        let n = self.b.len();
+        loop {
+            if self.i >= n {
+                return lit;
+            }
+            let line_end = self.src[self.i..]
+                .find('\n')
+                .map(|k| self.i + k)
+                .unwrap_or(n);
+            let line = &self.src[self.i..line_end];
+            let t = line.trim_start();
+            if t == term
+                || t.strip_prefix(term)
+                    .is_some_and(|r| r.starts_with([';', ',', ')', ' ', '\r']))
+                || t.trim_end() == term
+            {
+                // PHP: `EOS;` keeps the `;` as the next token.
+                self.nl = true;
+                let ws = line.len() - t.len();
+                self.i = (self.i + ws + term.len()).min(n);
+                return lit;
+            }
+            // lex the line with interpolation
+            let mut from = self.i;
+            while self.i < line_end {
+                if self.b[self.i] == b'\\' && interp != Interp::None {
+                    lit.push_src(self.src, from, self.i);
+                    let e = self.at(1);
+                    match e {
+                        b'n' => lit.push_decoded('\n'),
+                        b't' => lit.push_decoded('\t'),
+                        b'\n' => {}
+                        _ => lit.push_decoded(e as char),
+                    }
+                    self.i = (self.i + 1 + self.char_len(self.i + 1)).min(n);
+                    from = self.i;
+                    continue;
+                }
+                if let Some((s, e, next)) = self.interp_at(interp) {
+                    lit.push_src(self.src, from, self.i);
+                    lit.push_interp(s, e);
+                    self.i = next;
+                    from = next;
+                    continue;
+                }
+                self.i += self.char_len(self.i);
+            }
+            let stop = (line_end + 1).min(n);
+            lit.push_src(self.src, from, stop);
+            self.i = stop;
+        }
+    }
+
+    /// An interpolation at the cursor: (expr start, expr end, position after it).
+    fn interp_at(&self, interp: Interp) -> Option<(usize, usize, usize)> {
+        let c = self.at(0);
+        match interp {
+            Interp::None => None,
+            Interp::DollarBrace if c == b'$' && self.at(1) == b'{' => {
+                let e = self.match_brace(self.i + 1)?;
+                Some((self.i + 2, e, e + 1))
+            }
+            Interp::Dollar if c == b'$' => {
+                if self.at(1) == b'{' {
+                    let e = self.match_brace(self.i + 1)?;
+                    return Some((self.i + 2, e, e + 1));
+                }
+                let s = self.i + 1;
+                let mut j = s;
+                while j < self.b.len() && is_ident_char(self.b[j]) {
+                    j += 1;
+                }
+                (j > s).then_some((s, j, j))
+            }
+            Interp::Brace if c == b'{' && self.at(1) != b'{' => {
+                let e = self.match_brace(self.i)?;
+                // strip a format spec / conversion: `{x:>3}`, `{x!r}`
+                let inner = &self.src[self.i + 1..e];
+                let cut = inner
+                    .find(['!', ':'])
+                    .filter(|&k| k > 0 && !inner[..k].contains(['(', '[', '"', '\'']))
+                    .unwrap_or(inner.len());
+                Some((self.i + 1, self.i + 1 + cut, e + 1))
+            }
+            Interp::Hash if c == b'#' && self.at(1) == b'{' => {
+                let e = self.match_brace(self.i + 1)?;
+                Some((self.i + 2, e, e + 1))
+            }
+            Interp::Php if c == b'{' && self.at(1) == b'$' => {
+                let e = self.match_brace(self.i)?;
+                Some((self.i + 1, e, e + 1))
+            }
+            Interp::Php if c == b'$' && is_ident_start(self.at(1)) => {
+                let s = self.i;
+                let mut j = s + 1;
+                while j < self.b.len() && is_ident_char(self.b[j]) {
+                    j += 1;
+                }
+                if self.b.get(j) == Some(&b'-')
+                    && self.b.get(j + 1) == Some(&b'>')
+                    && self.b.get(j + 2).is_some_and(|&c| is_ident_start(c))
+                {
+                    j += 2;
+                    while j < self.b.len() && is_ident_char(self.b[j]) {
+                        j += 1;
+                    }
+                }
+                Some((s, j, j))
+            }
+            Interp::Php if c == b'$' && self.at(1) == b'{' => {
+                let e = self.match_brace(self.i + 1)?;
+                Some((self.i + 2, e, e + 1))
+            }
+            _ => None,
+        }
+    }
+
+    /// The index of the `}` matching the `{` at `open`, skipping nested strings.
+    fn match_brace(&self, open: usize) -> Option<usize> {
+        let mut depth = 0usize;
+        let mut j = open;
+        let mut quote: Option<u8> = None;
+        while j < self.b.len() {
+            let ch = self.b[j];
+            if let Some(q) = quote {
+                if ch == b'\\' {
+                    j += 2;
+                    continue;
+                }
+                if ch == q {
+                    quote = None;
+                }
+            } else {
+                match ch {
+                    b'{' => depth += 1,
+                    b'}' => {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            return Some(j);
+                        }
+                    }
+                    b'"' | b'\'' | b'`' => quote = Some(ch),
+                    b'\n' if depth > 8 => return None,
+                    _ => {}
+                }
+            }
+            j += 1;
+        }
+        None
+    }
+
+    fn ruby_string(&mut self) -> bool {
+        let c = self.at(0);
+        let start = self.i;
+        if c == b'"' || c == b'\'' || c == b'`' {
+            self.i += 1;
+            let d = match c {
+                b'"' => "\"",
+                b'\'' => "'",
+                _ => "`",
+            };
+            let interp = if c == b'\'' {
+                Interp::None
+            } else {
+                Interp::Hash
+            };
+            let lit = self.body(d, true, interp, false);
+            self.push(Kind::Str, start, self.i, lit.text.clone(), Some(lit));
+            return true;
+        }
+        // symbol :name (not ::, not a ternary's `: x` with space)
+        if c == b':'
+            && is_ident_start(self.at(1))
+            && !self.prev_is_ident_glued(start)
+            && self.at(1) != b':'
+        {
+            let prev_colon = start > 0 && self.b[start - 1] == b':';
+            if !prev_colon {
+                let mut j = start + 1;
+                while j < self.b.len() && is_ident_char(self.b[j]) {
+                    j += 1;
+                }
+                let mut lit = StrLit::default();
+                lit.push_src(self.src, start + 1, j);
+                self.i = j;
+                self.push(Kind::Str, start, j, lit.text.clone(), Some(lit));
+                return true;
+            }
+        }
+        // %q{...} %Q{...} %w[...] %(...)
+        if c == b'%'
+            && !matches!(
+                self.prev().map(|t| t.kind),
+                Some(Kind::Ident | Kind::Num | Kind::Str)
+            )
+        {
+            let mut k = 1;
+            let kind = self.at(1);
+            if matches!(kind, b'q' | b'Q' | b'w' | b'W' | b'i' | b'I') {
+                k = 2;
+            }
+            let open = self.at(k);
+            let close = match open {
+                b'{' => b'}',
+                b'(' => b')',
+                b'[' => b']',
+                b'<' => b'>',
+                b'|' | b'!' | b'/' => open,
+                _ => return false,
+            };
+            let body_start = self.i + k + 1;
+            let mut j = body_start;
+            let mut depth = 1;
+            while j < self.b.len() {
+                let ch = self.b[j];
+                if ch == b'\\' {
+                    j += 2;
+                    continue;
+                }
+                if ch == close && open != close {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                } else if ch == open && open != close {
+                    depth += 1;
+                } else if ch == close {
+                    break;
+                }
+                j += 1;
+            }
+            let end = j.min(self.b.len());
+            let mut lit = StrLit::default();
+            lit.push_src(self.src, body_start.min(end), end);
+            self.i = (end + 1).min(self.b.len());
+            self.push(Kind::Str, start, self.i, lit.text.clone(), Some(lit));
+            return true;
+        }
+        // heredoc <<~EOS, <<-EOS, <<EOS, <<~'EOS'
+        if c == b'<' && self.at(1) == b'<' {
+            let mut j = self.i + 2;
+            if matches!(self.b.get(j), Some(b'~' | b'-')) {
+                j += 1;
+            } else if !self
+                .b
+                .get(j)
+                .is_some_and(|c| c.is_ascii_uppercase() || *c == b'\'' || *c == b'"')
+            {
+                return false;
+            }
+            let quote = self.b.get(j).copied().filter(|&q| q == b'\'' || q == b'"');
+            if quote.is_some() {
+                j += 1;
+            }
+            let ns = j;
+            while j < self.b.len() && is_ident_char(self.b[j]) {
+                j += 1;
+            }
+            if j == ns || !self.b[ns].is_ascii_uppercase() && quote.is_none() {
+                return false;
+            }
+            let term = self.src[ns..j].to_string();
+            if quote.is_some() {
+                j += 1;
+            }
+            self.i = j.min(self.b.len());
+            // placeholder token; the body is filled at the next line break
+            self.push(
+                Kind::Str,
+                start,
+                self.i,
+                String::new(),
+                Some(StrLit::default()),
+            );
+            let idx = self.toks.len() - 1;
+            self.pending_heredocs
+                .push((term, quote != Some(b'\''), idx));
+            return true;
+        }
+        false
+    }
+
+    fn ruby_heredoc_bodies(&mut self) {
+        let pending = std::mem::take(&mut self.pending_heredocs);
+        for (term, interp, idx) in pending {
+            let mode = if interp { Interp::Hash } else { Interp::None };
+            let lit = self.heredoc_body(&term, mode);
+            // skip the rest of the terminator line
+            while self.i < self.b.len() && self.b[self.i] != b'\n' {
+                self.i += 1;
+            }
+            if let Some(t) = self.toks.get_mut(idx) {
+                t.text = lit.text.clone();
+                t.lit = Some(Box::new(lit));
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Interp {
+    None,
+    /// `${expr}` (JS template)
+    DollarBrace,
+    /// `$name`, `${expr}` (Kotlin)
+    Dollar,
+    /// `{expr}` with `{{` escapes (Python f-strings, C# `$"…"`)
+    Brace,
+    /// `#{expr}` (Ruby)
+    Hash,
+    /// `$name`, `$name->prop`, `{$expr}`, `${name}` (PHP)
+    Php,
+}

@@ -1,0 +1,632 @@
+//! Pattern front-end for Java, Kotlin, Python, JavaScript/TypeScript, Go,
+//! Ruby, PHP and C#: a lexer per language family ([`lexer`]), the scope and
+//! call structure over its tokens ([`calls`]), key and value normalisation
+//! ([`values`]) and the per-client tables of method names, argument order
+//! and semantics ([`clients`]). It produces the same language-neutral facts
+//! as the Rust front-end.
+
+// Token-walking code reads better with explicit nesting.
+#![allow(
+    clippy::collapsible_if,
+    clippy::collapsible_match,
+    clippy::while_let_loop
+)]
+
+pub mod calls;
+pub mod clients;
+pub mod failopen;
+pub mod lexer;
+pub mod values;
+
+#[cfg(test)]
+mod tests;
+
+use crate::facts::{
+    Client, FileFacts, KeyExpr, Language, Op, OpKind, ScriptFact, ScriptId, Span, ValueExpr,
+};
+use calls::{Call, Structure};
+use lexer::{Kind, Tok};
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use values::Values;
+
+/// An operation found by the client tables, before scope bookkeeping.
+#[derive(Clone, Debug)]
+pub struct Draft {
+    pub kind: OpKind,
+    pub key: KeyExpr,
+    pub value: Option<ValueExpr>,
+    pub name_tok: usize,
+    /// One past the last token of the call.
+    pub end_tok: usize,
+    pub client: Client,
+}
+
+pub struct Analyzer<'a> {
+    pub src: &'a str,
+    pub lang: Language,
+    pub toks: &'a [Tok],
+    pub st: &'a Structure,
+    pub vals: Values<'a>,
+    /// The file mentions a Redis client library.
+    pub has_redis: bool,
+    pub default_client: Client,
+    /// Script literal groups: first token index → script id.
+    pub script_at: HashMap<usize, ScriptId>,
+    /// Names bound to a script text or script object → script id (if known).
+    pub script_names: HashMap<String, Option<ScriptId>>,
+    /// Names bound to a callable/runnable script object (`register_script`,
+    /// `NewScript`, `DefaultRedisScript`, …), and ioredis `defineCommand` names.
+    pub script_objs: HashMap<String, Option<ScriptId>>,
+    pub scripts: Vec<ScriptFact>,
+    /// Names bound to a Redis client, pipeline or transaction.
+    pub redis_vars: HashSet<String>,
+    /// Names bound to a transaction/pipeline that runs atomically.
+    pub atomic_vars: HashSet<String>,
+    /// Names bound to a StackExchange `CreateTransaction()`.
+    pub tx_vars: HashSet<String>,
+}
+
+fn default_client(lang: Language, lower: &str) -> Client {
+    match lang {
+        Language::Java | Language::Kotlin => {
+            // imports first, then names
+            if lower.contains("redis.clients.jedis") {
+                Client::Jedis
+            } else if lower.contains("io.lettuce") {
+                Client::Lettuce
+            } else if lower.contains("springframework.data.redis")
+                || lower.contains("redistemplate")
+                || lower.contains("opsforvalue")
+            {
+                Client::SpringData
+            } else if lower.contains("jedis") {
+                Client::Jedis
+            } else if lower.contains("lettuce") || lower.contains("rediscommands") {
+                Client::Lettuce
+            } else {
+                Client::SpringData
+            }
+        }
+        Language::Python => Client::RedisPy,
+        Language::JavaScript | Language::TypeScript => {
+            if lower.contains("ioredis") {
+                Client::Ioredis
+            } else {
+                Client::NodeRedis
+            }
+        }
+        Language::Go => {
+            if lower.contains("rueidis") {
+                Client::Rueidis
+            } else if lower.contains("redigo") {
+                Client::Redigo
+            } else {
+                Client::GoRedis
+            }
+        }
+        Language::Ruby => Client::RedisRb,
+        Language::Php => {
+            if lower.contains("predis") {
+                Client::Predis
+            } else {
+                Client::Phpredis
+            }
+        }
+        Language::CSharp => Client::StackExchange,
+        _ => Client::Unknown,
+    }
+}
+
+/// Extracts the facts of one file in pattern mode.
+pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
+    let mut facts = FileFacts::new(language);
+    let toks = lexer::lex(src, language);
+    let st = calls::structure(&toks, src, language);
+    let lower = src.to_ascii_lowercase();
+    let has_redis = [
+        "redis",
+        "jedis",
+        "lettuce",
+        "rueidis",
+        "stackexchange",
+        "valkey",
+    ]
+    .iter()
+    .any(|w| lower.contains(w));
+    let vals = Values::new(src, &toks, &st, language);
+    let mut an = Analyzer {
+        src,
+        lang: language,
+        toks: &toks,
+        st: &st,
+        vals,
+        has_redis,
+        default_client: default_client(language, &lower),
+        script_at: HashMap::new(),
+        script_names: HashMap::new(),
+        script_objs: HashMap::new(),
+        scripts: Vec::new(),
+        redis_vars: HashSet::new(),
+        atomic_vars: HashSet::new(),
+        tx_vars: HashSet::new(),
+    };
+    an.find_scripts();
+    an.classify_bindings();
+    an.link_script_setters();
+    let all_calls = calls::calls(&toks, &st, language);
+    let mut drafts: Vec<(Draft, Option<usize>)> = Vec::new();
+    for (ci, c) in all_calls.iter().enumerate() {
+        for d in an.classify(c, &all_calls) {
+            drafts.push((d, Some(ci)));
+        }
+    }
+    drafts.sort_by_key(|(d, _)| d.name_tok);
+    facts.scopes = st.scopes.clone();
+    let tx = an.tx_state(&all_calls);
+    for (d, ci) in &drafts {
+        let scope = st.tok_scope.get(d.name_tok).copied().unwrap_or(0);
+        let depth = st.tok_depth.get(d.name_tok).copied().unwrap_or(0);
+        let (mut atomic, watched) = tx.at(d.name_tok, scope);
+        let call = ci.and_then(|i| all_calls.get(i));
+        if let Some(c) = call {
+            if c.recv
+                .iter()
+                .any(|r| r.eq_ignore_ascii_case("multi()") || r == "TxPipeline()")
+                || c.recv
+                    .first()
+                    .is_some_and(|r| an.atomic_vars.contains(&values::norm_name(r)))
+            {
+                atomic = true;
+            }
+        }
+        let mut kind = d.kind.clone();
+        if let (OpKind::Release { checked: false }, Some(c)) = (&kind, call) {
+            if c.recv
+                .first()
+                .is_some_and(|r| an.tx_vars.contains(&values::norm_name(r)))
+                && tx.conditioned.contains(&scope)
+            {
+                kind = OpKind::Release { checked: true };
+            }
+        }
+        let name = &toks[d.name_tok];
+        let end = toks
+            .get(d.end_tok.saturating_sub(1))
+            .map(|t| t.end)
+            .unwrap_or(name.end)
+            .max(name.end);
+        facts.ops.push(Op {
+            kind,
+            key: d.key.clone(),
+            value: d.value.clone(),
+            scope,
+            order: an.exec_order(d.name_tok) as u32,
+            depth,
+            atomic,
+            watched,
+            span: Span::new(name.start, end),
+            name_span: Span::new(name.start, name.end),
+            client: d.client,
+        });
+    }
+    facts.fail_opens = failopen::find(&an, &all_calls, &facts.ops);
+    facts.scripts = std::mem::take(&mut an.scripts);
+    facts
+}
+
+/// MULTI/EXEC and WATCH state by position.
+pub struct TxState {
+    /// (scope, token index, atomic, watched) transitions in token order.
+    marks: Vec<(u32, usize, bool, bool)>,
+    /// Token ranges that run atomically or watched (callbacks, blocks).
+    ranges: Vec<(usize, usize, bool, bool)>,
+    /// Scopes with a StackExchange `AddCondition(Condition.StringEqual…)`.
+    pub conditioned: HashSet<u32>,
+}
+
+impl TxState {
+    fn at(&self, tok: usize, scope: u32) -> (bool, bool) {
+        let mut atomic = false;
+        let mut watched = false;
+        for &(s, t, a, w) in &self.marks {
+            if s == scope && t < tok {
+                atomic = a;
+                watched = w;
+            }
+        }
+        for &(s, e, a, w) in &self.ranges {
+            if s < tok && tok < e {
+                atomic |= a;
+                watched |= w;
+            }
+        }
+        (atomic, watched)
+    }
+}
+
+impl<'a> Analyzer<'a> {
+    fn tx_state(&self, all: &[Call]) -> TxState {
+        let mut marks = Vec::new();
+        let mut ranges = Vec::new();
+        let mut conditioned = HashSet::new();
+        let mut state: HashMap<u32, (bool, bool)> = HashMap::new();
+        for c in all {
+            let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
+            let lname = c.name.to_ascii_lowercase();
+            let cur = state.entry(scope).or_insert((false, false));
+            // a block or callback argument: `TxPipelined(ctx, func…{…})`, Ruby `multi do … end`
+            let block_end = self.block_after(c);
+            match lname.as_str() {
+                "txpipelined" => ranges.push((c.open, c.end, true, false)),
+                "watch"
+                    if self.lang == Language::Go
+                        && c.args.iter().any(|a| self.toks[a.start].is("func")) =>
+                {
+                    ranges.push((c.open, c.end, false, true))
+                }
+                "multi" | "watch" if block_end.is_some() => {
+                    let e = block_end.unwrap_or(c.end);
+                    let atomic = lname == "multi";
+                    ranges.push((c.open, e, atomic, !atomic));
+                }
+                "multi" if c.recv.len() <= 2 && !self.call_continues(c) => {
+                    cur.0 = true;
+                    marks.push((scope, c.name_tok, cur.0, cur.1));
+                }
+                "watch" if !c.args.is_empty() => {
+                    cur.1 = true;
+                    marks.push((scope, c.name_tok, cur.0, cur.1));
+                }
+                "exec" | "execute" | "discard" | "unwatch" => {
+                    if lname != "execute" || cur.0 {
+                        *cur = (false, false);
+                        marks.push((scope, c.name_tok, false, false));
+                    }
+                }
+                "addcondition" => {
+                    let t = self.vals.text(c.open, c.end);
+                    if t.contains("StringEqual") || t.contains("HashEqual") {
+                        conditioned.insert(scope);
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Ruby blocks: `redis.multi do |tx| … end`, `redis.watch(k) do … end`
+        if self.lang == Language::Ruby {
+            for (i, t) in self.toks.iter().enumerate() {
+                if !(t.is("do") || t.is("{")) || i == 0 {
+                    continue;
+                }
+                let Some(&m) = self.st.matching.get(&i) else {
+                    continue;
+                };
+                if m <= i {
+                    continue;
+                }
+                let mut n = i - 1;
+                if self.toks[n].is(")") {
+                    match self.st.matching.get(&n) {
+                        Some(&o) if o >= 1 => n = o - 1,
+                        _ => continue,
+                    }
+                }
+                let name = self.toks[n].text.as_str();
+                if n >= 1 && self.toks[n - 1].is(".") && (name == "multi" || name == "watch") {
+                    let atomic = name == "multi";
+                    ranges.push((i, m, atomic, !atomic));
+                }
+            }
+        }
+        TxState {
+            marks,
+            ranges,
+            conditioned,
+        }
+    }
+
+    /// Source order, except that a Ruby/Perl-style modifier condition
+    /// (`redis.del(k) if redis.get(k) == t`) runs before its statement.
+    fn exec_order(&self, tok: usize) -> usize {
+        if self.lang != Language::Ruby {
+            return tok;
+        }
+        let mut k = tok;
+        while k > 0 && !self.toks[k].nl {
+            k -= 1;
+            let t = &self.toks[k];
+            if (t.is("if") || t.is("unless"))
+                && !t.nl
+                && self.st.tok_paren[k] == self.st.tok_paren[tok]
+            {
+                // the line's first token
+                let mut s = k;
+                while s > 0 && !self.toks[s].nl {
+                    s -= 1;
+                }
+                return s;
+            }
+        }
+        tok
+    }
+
+    /// The chain goes on after this call (`multi().set(..).exec()`).
+    fn call_continues(&self, c: &Call) -> bool {
+        self.toks
+            .get(c.end)
+            .is_some_and(|t| t.is(".") || t.is("->"))
+    }
+
+    /// For Ruby/Kotlin-style blocks: the end of a `do … end` / `{ … }` right after the call.
+    fn block_after(&self, c: &Call) -> Option<usize> {
+        let t = self.toks.get(c.end)?;
+        if t.is("do") || t.is("{") {
+            let m = *self.st.matching.get(&c.end)?;
+            return (m > c.end).then_some(m);
+        }
+        None
+    }
+
+    /// Finds Lua script texts: string literals (and concatenations of them)
+    /// that call `redis.call`/`redis.pcall`.
+    fn find_scripts(&mut self) {
+        let toks = self.toks;
+        let mut i = 0;
+        while i < toks.len() {
+            if toks[i].kind != Kind::Str {
+                i += 1;
+                continue;
+            }
+            let first = i;
+            let mut group = vec![i];
+            let mut k = i + 1;
+            loop {
+                let Some(t) = toks.get(k) else { break };
+                let joins = t.is("+")
+                    || (self.lang == Language::Php && t.is("."))
+                    || (self.lang == Language::Lua && t.is(".."));
+                if joins && toks.get(k + 1).is_some_and(|x| x.kind == Kind::Str) {
+                    group.push(k + 1);
+                    k += 2;
+                } else if t.kind == Kind::Str && matches!(self.lang, Language::Python) {
+                    group.push(k);
+                    k += 1;
+                } else {
+                    break;
+                }
+            }
+            i = k;
+            let mut text = String::new();
+            let mut anchors = Vec::new();
+            for &g in &group {
+                if let Some(lit) = &toks[g].lit {
+                    let base = text.len();
+                    for &(t, s) in &lit.anchors {
+                        anchors.push((base + t, s));
+                    }
+                    if lit.anchors.is_empty() {
+                        anchors.push((base, toks[g].start));
+                    }
+                    text.push_str(&lit.text);
+                }
+            }
+            let lower = text.to_ascii_lowercase();
+            if !(lower.contains("redis.call") || lower.contains("redis.pcall")) {
+                continue;
+            }
+            let name = self.script_name(first);
+            let id = self.scripts.len() as ScriptId;
+            let lua = crate::frontend::lua::analyse(&text);
+            self.scripts.push(ScriptFact {
+                name: name.clone(),
+                text,
+                anchors,
+                lua,
+                client: self.default_client,
+            });
+            self.script_at.insert(first, id);
+            if let Some(n) = name {
+                self.script_names.insert(n, Some(id));
+            }
+        }
+    }
+
+    /// The name a script literal is known by: the binding it initialises
+    /// (directly or through a script constructor), or a `defineCommand` name.
+    fn script_name(&self, tok: usize) -> Option<String> {
+        // defineCommand('name', { lua: … })
+        let mut best: Option<(usize, String)> = None;
+        for ((_, name), bs) in &self.vals.bindings {
+            for b in bs {
+                if b.start <= tok && tok < b.end {
+                    let w = b.end - b.start;
+                    if best.as_ref().is_none_or(|(bw, _)| w < *bw) {
+                        best = Some((w, name.clone()));
+                    }
+                }
+            }
+        }
+        if let Some((_, n)) = best {
+            return Some(n);
+        }
+        // inside defineCommand("name", {...})
+        let mut k = tok;
+        let mut guard = 0;
+        while k > 0 && guard < 40 {
+            k -= 1;
+            guard += 1;
+            if self.toks[k].is("defineCommand") {
+                return self
+                    .toks
+                    .get(k + 2)
+                    .filter(|t| t.kind == Kind::Str)
+                    .map(|t| t.text.clone());
+            }
+        }
+        None
+    }
+
+    /// `script.setScriptText(LUA)` (Spring `DefaultRedisScript`): the object runs that text.
+    fn link_script_setters(&mut self) {
+        let toks = self.toks;
+        for i in 2..toks.len() {
+            if !(toks[i].is("setScriptText")
+                && toks[i - 1].is(".")
+                && toks.get(i + 1).is_some_and(|t| t.is("(")))
+            {
+                continue;
+            }
+            let Some(&close) = self.st.matching.get(&(i + 1)) else {
+                continue;
+            };
+            let sid = self.script_ref(i + 2, close);
+            if sid.is_none() {
+                continue;
+            }
+            let mut recv = toks[i - 2].text.clone();
+            if i >= 4 && toks[i - 3].is(".") && matches!(toks[i - 4].text.as_str(), "this" | "self")
+            {
+                recv = format!("this.{recv}");
+            }
+            let recv = values::norm_name(&recv);
+            self.script_objs.insert(recv.clone(), sid);
+            self.script_names.insert(recv, sid);
+        }
+    }
+
+    /// Bindings whose value is a script object, a Redis client or a transaction.
+    fn classify_bindings(&mut self) {
+        let mut objs = Vec::new();
+        let mut alias = Vec::new();
+        for ((_, name), bs) in &self.vals.bindings {
+            for b in bs {
+                let text = self.vals.text(b.start, b.end);
+                let lower = text.to_ascii_lowercase();
+                let is_script_obj = [
+                    "register_script",
+                    "newscript",
+                    "newluascript",
+                    "defaultredisscript",
+                    "redisscript.of",
+                    "luascript.prepare",
+                    "script.new",
+                    "registerscript",
+                ]
+                .iter()
+                .any(|w| lower.contains(w));
+                // the script text it holds: a literal group inside, or a name of one
+                let mut sid = None;
+                for k in b.start..b.end {
+                    if let Some(&id) = self.script_at.get(&k) {
+                        sid = Some(id);
+                        break;
+                    }
+                }
+                if sid.is_none() {
+                    for k in b.start..b.end {
+                        let t = &self.toks[k];
+                        if t.is_ident() {
+                            if let Some(&Some(id)) =
+                                self.script_names.get(&values::norm_name(&t.text))
+                            {
+                                sid = Some(id);
+                                break;
+                            }
+                        }
+                    }
+                }
+                if is_script_obj {
+                    objs.push((name.clone(), sid));
+                } else if sid.is_some() && b.end - b.start == 1 {
+                    alias.push((name.clone(), sid));
+                }
+                let client_ctor = [
+                    "redis",
+                    "jedis",
+                    "createclient",
+                    "getresource",
+                    "connectionmultiplexer",
+                    "getdatabase",
+                    "predis",
+                    "rueidis",
+                    "lettuce",
+                    "connect(",
+                ]
+                .iter()
+                .any(|w| lower.contains(w));
+                if client_ctor && !is_script_obj {
+                    self.redis_vars.insert(name.clone());
+                }
+                if lower.contains("pipeline(")
+                    && !lower.contains("transaction=false")
+                    && self.lang == Language::Python
+                    || lower.contains("txpipeline(")
+                    || lower.contains(".multi(")
+                {
+                    self.atomic_vars.insert(name.clone());
+                    self.redis_vars.insert(name.clone());
+                }
+                if lower.contains("createtransaction(") {
+                    self.tx_vars.insert(name.clone());
+                    self.redis_vars.insert(name.clone());
+                }
+                if lower.contains("pipeline(") || lower.contains("pipelined(") {
+                    self.redis_vars.insert(name.clone());
+                }
+            }
+        }
+        for (n, sid) in objs {
+            self.script_objs.insert(n.clone(), sid);
+            self.script_names.entry(n).or_insert(sid);
+        }
+        for (n, sid) in alias {
+            self.script_names.entry(n).or_insert(sid);
+        }
+        // Python `with r.pipeline() as pipe:`
+        if self.lang == Language::Python {
+            for i in 0..self.toks.len() {
+                if self.toks[i].is("as") && i >= 2 && self.toks[i - 1].is(")") {
+                    if let (Some(&o), Some(n)) =
+                        (self.st.matching.get(&(i - 1)), self.toks.get(i + 1))
+                    {
+                        if o >= 1
+                            && self.toks[o - 1].is("pipeline")
+                            && !self.vals.text(o, i).contains("transaction=False")
+                        {
+                            self.atomic_vars.insert(n.text.clone());
+                            self.redis_vars.insert(n.text.clone());
+                        }
+                    }
+                }
+            }
+        }
+        // ioredis defineCommand("name", …)
+        for i in 0..self.toks.len() {
+            if self.toks[i].is("defineCommand") {
+                if let Some(t) = self.toks.get(i + 2).filter(|t| t.kind == Kind::Str) {
+                    let mut sid = None;
+                    let end = (i + 40).min(self.toks.len());
+                    for k in i..end {
+                        if let Some(&id) = self.script_at.get(&k) {
+                            sid = Some(id);
+                            break;
+                        }
+                        if self.toks[k].is_ident() {
+                            if let Some(&Some(id)) = self
+                                .script_names
+                                .get(&values::norm_name(&self.toks[k].text))
+                            {
+                                if k > i + 2 {
+                                    sid = Some(id);
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    self.script_objs.insert(t.text.clone(), sid);
+                }
+            }
+        }
+    }
+}

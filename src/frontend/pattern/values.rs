@@ -1,0 +1,909 @@
+//! Keys and values: bindings (constants of the file, locals bound once),
+//! key normalisation across concatenation, format calls and interpolation,
+//! and the classification of written values (constant, unique, weak).
+
+use super::calls::Structure;
+use super::lexer::{self, Kind, StrPart, Tok};
+use crate::facts::{KeyExpr, KeyPart, Language, ValueExpr};
+use crate::words;
+use std::collections::HashMap;
+
+/// A binding `name = expr`: the token range of `expr` in the token stream
+/// it was found in (`sub` for bindings found in a re-lexed snippet: none).
+#[derive(Clone, Debug)]
+pub struct Binding {
+    pub start: usize,
+    pub end: usize,
+    /// Index of the `=` token.
+    pub eq: usize,
+}
+
+pub struct Values<'a> {
+    pub src: &'a str,
+    pub toks: &'a [Tok],
+    pub st: &'a Structure,
+    pub lang: Language,
+    /// (scope, normalised name) → every binding of it in that scope.
+    pub bindings: HashMap<(u32, String), Vec<Binding>>,
+    /// Same-file helpers whose body returns one expression:
+    /// name → (parameter names, expression token range, its scope).
+    pub helpers: HashMap<String, Helper>,
+    /// Names being resolved right now: `key = "lock:" + key` refers to the
+    /// previous value (a parameter) inside its own right-hand side.
+    resolving: std::cell::RefCell<Vec<String>>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Helper {
+    pub params: Vec<String>,
+    pub start: usize,
+    pub end: usize,
+    pub scope: u32,
+}
+
+/// Value words, plus per-language spellings the shared table does not know.
+fn classify(text: &str) -> Option<ValueExpr> {
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("newguid")
+        || lower.contains("securerandom")
+        || lower.contains("randomnumbergenerator")
+        || lower.contains("crypto/rand")
+        || lower.contains("randomuuid")
+    {
+        return Some(ValueExpr::Unique);
+    }
+    if let Some(v) = words::classify_value_words(text) {
+        return Some(v);
+    }
+    if lower.contains("machinename")
+        || lower.contains("getlocalhost")
+        || lower.contains("os.hostname")
+        || lower.contains("gethostname")
+    {
+        return Some(ValueExpr::Weak("a host name".into()));
+    }
+    if lower.contains("processid")
+        || lower.contains("getpid")
+        || lower.contains("mypid")
+        || lower.contains("$$")
+    {
+        return Some(ValueExpr::Weak("a process id".into()));
+    }
+    if lower.contains("managedthreadid") || lower.contains("goid") {
+        return Some(ValueExpr::Weak("a thread id".into()));
+    }
+    if lower.contains("ticks")
+        || lower.contains("datetime")
+        || lower.contains("date.now")
+        || lower.contains("time.time")
+    {
+        return Some(ValueExpr::Weak("the current time".into()));
+    }
+    None
+}
+
+/// `this.x`, `self.x`, `$this->x`, `@x` all become `this.x`; PHP `$x` becomes `x`.
+pub fn norm_name(raw: &str) -> String {
+    let s = raw.trim();
+    for p in [
+        "$this->", "this.", "self.", "this->", "self::", "static::", "@",
+    ] {
+        if let Some(rest) = s.strip_prefix(p) {
+            if p == "self::" || p == "static::" {
+                return rest.trim_start_matches('$').to_string();
+            }
+            return format!("this.{}", rest.trim_start_matches('@'));
+        }
+    }
+    s.trim_start_matches('$').to_string()
+}
+
+fn semicolon_lang(lang: Language) -> bool {
+    matches!(lang, Language::Java | Language::CSharp | Language::Php)
+}
+
+fn is_continuation_op(t: &Tok) -> bool {
+    t.kind == Kind::Punct
+        && matches!(
+            t.text.as_str(),
+            "+" | "."
+                | ","
+                | "("
+                | "["
+                | "{"
+                | "="
+                | "||"
+                | "&&"
+                | "?"
+                | ":"
+                | "->"
+                | "=>"
+                | "-"
+                | "*"
+                | "%"
+                | "\\"
+        )
+}
+
+/// End (exclusive) of the expression starting at `s`.
+pub fn expr_end(toks: &[Tok], st: &Structure, lang: Language, s: usize) -> usize {
+    let mut k = s;
+    while k < toks.len() {
+        let t = &toks[k];
+        if k > s
+            && t.nl
+            && !semicolon_lang(lang)
+            && !is_continuation_op(&toks[k - 1])
+            && !(t.is(".") || t.is("+") || t.is("?."))
+        {
+            if st.tok_paren.get(k) <= st.tok_paren.get(s) {
+                return k;
+            }
+        }
+        if t.kind == Kind::Punct {
+            match t.text.as_str() {
+                "(" | "[" | "{" => {
+                    if let Some(&m) = st.matching.get(&k) {
+                        if m > k {
+                            k = m + 1;
+                            continue;
+                        }
+                    }
+                    if t.is("{") {
+                        return k;
+                    }
+                }
+                ")" | "]" | "}" | ";" | "," => return k,
+                _ => {}
+            }
+        }
+        k += 1;
+    }
+    k
+}
+
+impl<'a> Values<'a> {
+    pub fn new(src: &'a str, toks: &'a [Tok], st: &'a Structure, lang: Language) -> Self {
+        let mut v = Values {
+            src,
+            toks,
+            st,
+            lang,
+            bindings: HashMap::new(),
+            helpers: HashMap::new(),
+            resolving: std::cell::RefCell::new(Vec::new()),
+        };
+        v.collect_bindings();
+        v.collect_helpers();
+        v
+    }
+
+    fn collect_bindings(&mut self) {
+        let toks = self.toks;
+        // Go `const ( a = … )` / `var ( … )` groups: their parens do not count
+        let mut group_depth = vec![0u32; toks.len()];
+        if self.lang == Language::Go {
+            for (i, t) in toks.iter().enumerate() {
+                if t.is("(") && i > 0 && (toks[i - 1].is("const") || toks[i - 1].is("var")) {
+                    if let Some(&c) = self.st.matching.get(&i) {
+                        for g in group_depth.iter_mut().take(c).skip(i + 1) {
+                            *g += 1;
+                        }
+                    }
+                }
+            }
+        }
+        for i in 1..toks.len() {
+            let t = &toks[i];
+            if !(t.is("=") || t.is(":=")) || self.st.tok_paren[i] != group_depth[i] {
+                continue;
+            }
+            let n = &toks[i - 1];
+            if !n.is_ident() {
+                continue;
+            }
+            let mut name = n.text.clone();
+            if i >= 3 && (toks[i - 2].is(".") || toks[i - 2].is("->") || toks[i - 2].is("::")) {
+                let owner = &toks[i - 3].text;
+                if matches!(owner.as_str(), "this" | "self" | "$this" | "static") {
+                    name = format!("{owner}.{name}");
+                } else {
+                    continue;
+                }
+            }
+            // Go `a, b := …` binds the call to the first name only when single.
+            if i >= 2 && toks[i - 2].is(",") {
+                continue;
+            }
+            let name = norm_name(&name);
+            let start = i + 1;
+            let end = expr_end(toks, self.st, self.lang, start);
+            if end <= start {
+                continue;
+            }
+            let scope = if name.starts_with("this.") {
+                0
+            } else {
+                self.st.tok_scope[i]
+            };
+            self.bindings
+                .entry((scope, name))
+                .or_default()
+                .push(Binding { start, end, eq: i });
+        }
+        // Go `var x = …` / `const x = …` inside `const ( … )` groups are covered
+        // above; Python/others `for x in` are not bindings.
+    }
+
+    /// Functions whose body is one `return EXPR` (or a Ruby/Kotlin expression body).
+    fn collect_helpers(&mut self) {
+        let toks = self.toks;
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut found = Vec::new();
+        let mut decls: Vec<usize> = self.st.decl_names.iter().copied().collect();
+        decls.sort_unstable();
+        for n in decls {
+            let Some(nt) = toks.get(n) else { continue };
+            *seen.entry(nt.text.clone()).or_insert(0) += 1;
+            let open = n + 1;
+            if !toks.get(open).is_some_and(|t| t.is("(")) {
+                continue;
+            }
+            let Some(&close) = self.st.matching.get(&open) else {
+                continue;
+            };
+            let params: Vec<String> = super::calls::split_args(toks, self.st, open, close)
+                .iter()
+                .filter_map(|a| {
+                    let r =
+                        &toks[a.start.saturating_sub(if a.name.is_some() { 2 } else { 0 })..a.end];
+                    let name = if let Some(c) = r.iter().position(|t| t.is(":")) {
+                        r[..c].iter().rev().find(|t| t.is_ident())
+                    } else if self.lang == Language::Go {
+                        r.iter().find(|t| t.is_ident())
+                    } else {
+                        r.iter()
+                            .take_while(|t| !t.is("="))
+                            .filter(|t| t.is_ident())
+                            .last()
+                    };
+                    name.map(|t| norm_name(&t.text))
+                })
+                .filter(|p| p != "self" && p != "cls")
+                .collect();
+            // the body: the first token after the header that opens it
+            let mut k = close + 1;
+            let limit = (k + 16).min(toks.len());
+            let opens_body = |t: &Tok| {
+                t.is("{") || t.is(":") || t.is("=") || (t.nl && self.lang == Language::Ruby)
+            };
+            while k < limit && !opens_body(&toks[k]) {
+                k += 1;
+            }
+            if k >= limit {
+                continue;
+            }
+            let body_start = if toks[k].nl && self.lang == Language::Ruby {
+                k
+            } else {
+                k + 1
+            };
+            let mut b = body_start;
+            if toks.get(b).is_some_and(|t| t.is("return")) {
+                b += 1;
+            }
+            let e = expr_end(toks, self.st, self.lang, b);
+            if e <= b {
+                continue;
+            }
+            // nothing else in the body
+            let after = toks.get(e).map(|t| t.text.as_str()).unwrap_or("");
+            let ok = match self.lang {
+                Language::Python => toks
+                    .get(e)
+                    .is_none_or(|t| t.nl && self.st.tok_scope.get(e) != self.st.tok_scope.get(b)),
+                Language::Ruby => after == "end",
+                _ if toks[k].is("{") => {
+                    after == "}" || (after == ";" && toks.get(e + 1).is_some_and(|t| t.is("}")))
+                }
+                _ => true,
+            };
+            if ok {
+                let scope = self.st.tok_scope.get(b).copied().unwrap_or(0);
+                found.push((
+                    toks[n].text.clone(),
+                    Helper {
+                        params,
+                        start: b,
+                        end: e,
+                        scope,
+                    },
+                ));
+            }
+        }
+        for (name, h) in found {
+            if seen.get(&name) == Some(&1) {
+                self.helpers.insert(name, h);
+            }
+        }
+    }
+
+    /// The key a helper call stands for: its returned expression with the
+    /// parameters replaced by the call's argument keys.
+    fn helper_key(
+        &self,
+        name: &str,
+        args: &[(usize, usize)],
+        scope: u32,
+        depth: u32,
+    ) -> Option<KeyExpr> {
+        let h = self.helpers.get(name)?;
+        let body = self.key_d(h.start, h.end, h.scope, depth + 1);
+        if body.is_unknown() {
+            return None;
+        }
+        let mut out = KeyExpr::default();
+        for p in body.parts {
+            match &p {
+                KeyPart::Var(v) => match h.params.iter().position(|x| x == v) {
+                    Some(i) => match args.get(i) {
+                        Some(&(a, b)) => out.append(self.key_d(a, b, scope, depth + 1)),
+                        None => out.push(KeyPart::Unknown),
+                    },
+                    None => out.push(p.clone()),
+                },
+                _ => out.push(p.clone()),
+            }
+        }
+        out.idents
+            .extend(body.idents.into_iter().filter(|i| !h.params.contains(i)));
+        out.idents.push(name.to_string());
+        Some(out)
+    }
+
+    /// The single binding of `name` visible from `scope` (a local bound once,
+    /// else a file-level constant bound once).
+    pub fn lookup(&self, scope: u32, name: &str) -> Option<&Binding> {
+        let name = norm_name(name);
+        if scope != 0 {
+            if let Some(v) = self.bindings.get(&(scope, name.clone())) {
+                return if v.len() == 1 { v.first() } else { None };
+            }
+        }
+        let v = self.bindings.get(&(0, name))?;
+        (v.len() == 1).then(|| v.first()).flatten()
+    }
+
+    pub fn text(&self, s: usize, e: usize) -> &'a str {
+        if s >= e || e > self.toks.len() {
+            return "";
+        }
+        self.src
+            .get(self.toks[s].start..self.toks[e - 1].end)
+            .unwrap_or("")
+    }
+
+    /// Strips wrapping parens, casts and `.toString()`-style conversions.
+    pub fn unwrap(&self, mut s: usize, mut e: usize) -> (usize, usize) {
+        let toks = self.toks;
+        for _ in 0..8 {
+            if e <= s {
+                break;
+            }
+            // (expr)
+            if toks[s].is("(") && self.st.matching.get(&s) == Some(&(e - 1)) {
+                // C# cast `(RedisKey)x`
+                s += 1;
+                e -= 1;
+                continue;
+            }
+            if toks[s].is("(") && e > s + 3 && toks[s + 1].is_ident() && toks[s + 2].is(")") {
+                s += 3;
+                continue;
+            }
+            // str(x), String.valueOf(x), strval(x), String(x)
+            let wrapper = |k: usize| {
+                matches!(
+                    toks[k].text.as_str(),
+                    "str"
+                        | "valueOf"
+                        | "strval"
+                        | "String"
+                        | "string"
+                        | "bytes"
+                        | "toString"
+                        | "Bytes"
+                )
+            };
+            if toks[e - 1].is(")") {
+                if let Some(&o) = self.st.matching.get(&(e - 1)) {
+                    if o >= 1
+                        && o > s
+                        && wrapper(o - 1)
+                        && (o - 1 == s || (o - 1 == s + 2 && toks[s + 1].is(".")))
+                    {
+                        s = o + 1;
+                        e -= 1;
+                        continue;
+                    }
+                    // x.toString(), x.encode(), x.to_s
+                    if o == e - 2
+                        && o >= s + 3
+                        && toks[o - 2].is(".")
+                        && matches!(
+                            toks[o - 1].text.as_str(),
+                            "toString"
+                                | "getBytes"
+                                | "encode"
+                                | "to_s"
+                                | "ToString"
+                                | "trim"
+                                | "intern"
+                                | "toByteArray"
+                        )
+                    {
+                        e = o - 2;
+                        continue;
+                    }
+                }
+            }
+            if e >= s + 3
+                && toks[e - 2].is(".")
+                && matches!(toks[e - 1].text.as_str(), "to_s" | "to_str")
+            {
+                e -= 2;
+                continue;
+            }
+            break;
+        }
+        (s, e)
+    }
+
+    /// Splits at top-level concatenation operators.
+    fn concat_pieces(&self, s: usize, e: usize) -> Vec<(usize, usize)> {
+        let toks = self.toks;
+        let mut out = Vec::new();
+        let mut ps = s;
+        let mut k = s;
+        while k < e {
+            let t = &toks[k];
+            if t.kind == Kind::Punct && matches!(t.text.as_str(), "(" | "[" | "{") {
+                if let Some(&m) = self.st.matching.get(&k) {
+                    if m > k && m < e {
+                        k = m + 1;
+                        continue;
+                    }
+                }
+            }
+            let concat = t.is("+")
+                || (self.lang == Language::Php && t.is("."))
+                || (self.lang == Language::Lua && t.is(".."));
+            if concat && k > ps {
+                out.push((ps, k));
+                ps = k + 1;
+            }
+            k += 1;
+        }
+        if ps < e {
+            out.push((ps, e));
+        }
+        out
+    }
+
+    pub fn key(&self, s: usize, e: usize, scope: u32) -> KeyExpr {
+        self.key_d(s, e, scope, 0)
+    }
+
+    fn key_d(&self, s: usize, e: usize, scope: u32, depth: u32) -> KeyExpr {
+        if depth > 6 || e <= s || e > self.toks.len() {
+            return KeyExpr::unknown();
+        }
+        let (s, e) = self.unwrap(s, e);
+        if e <= s {
+            return KeyExpr::unknown();
+        }
+        let pieces = self.concat_pieces(s, e);
+        if pieces.len() > 1 {
+            let mut k = KeyExpr::default();
+            for (a, b) in pieces {
+                k.append(self.key_d(a, b, scope, depth + 1));
+            }
+            return k;
+        }
+        let toks = self.toks;
+        // Python `"lock:%s" % id`
+        if self.lang == Language::Python
+            && e >= s + 3
+            && toks[s].kind == Kind::Str
+            && toks[s + 1].is("%")
+        {
+            let args = self.arg_ranges(s + 2, e, true);
+            return self.format_key(&toks[s].text, &args, scope, depth);
+        }
+        // Adjacent literals (Python implicit concatenation)
+        if toks[s..e].iter().all(|t| t.kind == Kind::Str) {
+            let mut k = KeyExpr::default();
+            for t in &toks[s..e] {
+                k.append(self.lit_key(t, scope, depth));
+            }
+            return k;
+        }
+        // `"lock:{}".format(id)`, `"lock:%s".formatted(id)`, `"…" % (…)`
+        if toks[s].kind == Kind::Str
+            && e > s + 3
+            && toks[s + 1].is(".")
+            && matches!(toks[s + 2].text.as_str(), "format" | "formatted")
+            && toks[s + 3].is("(")
+        {
+            if let Some(&c) = self.st.matching.get(&(s + 3)) {
+                let args = super::calls::split_args(toks, self.st, s + 3, c);
+                let ranges: Vec<(usize, usize)> = args.iter().map(|a| (a.start, a.end)).collect();
+                return self.format_key(&toks[s].text, &ranges, scope, depth);
+            }
+        }
+        // String.format(fmt, …), fmt.Sprintf, sprintf, string.Format
+        if toks[e - 1].is(")") {
+            if let Some(&o) = self.st.matching.get(&(e - 1)) {
+                if o >= 1 && o > s {
+                    let fname = toks[o - 1].text.as_str();
+                    if matches!(
+                        fname,
+                        "format" | "Format" | "Sprintf" | "sprintf" | "formatted"
+                    ) {
+                        let args = super::calls::split_args(toks, self.st, o, e - 1);
+                        if let Some(first) = args.first() {
+                            if first.end == first.start + 1 && toks[first.start].kind == Kind::Str {
+                                let rest: Vec<(usize, usize)> =
+                                    args[1..].iter().map(|a| (a.start, a.end)).collect();
+                                return self.format_key(
+                                    &toks[first.start].text,
+                                    &rest,
+                                    scope,
+                                    depth,
+                                );
+                            }
+                        }
+                    }
+                    // join helpers: String.join(":", a, b) → unknown; a call `f(args)`
+                    if o - 1 == s
+                        || (o >= s + 2 && toks[o - 2].is(".")
+                            || toks
+                                .get(o.wrapping_sub(2))
+                                .is_some_and(|t| t.is("->") || t.is("::")))
+                    {
+                        let name_raw = self.text(s, o);
+                        let own = o - 1 == s
+                            || matches!(
+                                toks[s].text.as_str(),
+                                "this" | "self" | "$this" | "static"
+                            );
+                        if own && depth < 4 {
+                            let ranges: Vec<(usize, usize)> =
+                                super::calls::split_args(toks, self.st, o, e - 1)
+                                    .iter()
+                                    .map(|a| (a.start, a.end))
+                                    .collect();
+                            if let Some(k) =
+                                self.helper_key(&toks[o - 1].text, &ranges, scope, depth)
+                            {
+                                return k;
+                            }
+                        }
+                        let mut k = KeyExpr::default();
+                        let short = norm_name(name_raw);
+                        k.push(KeyPart::Const(format!("{short}()")));
+                        k.idents.push(toks[o - 1].text.clone());
+                        for a in super::calls::split_args(toks, self.st, o, e - 1) {
+                            k.append(self.key_d(a.start, a.end, scope, depth + 1));
+                        }
+                        return k;
+                    }
+                }
+            }
+            return KeyExpr::unknown();
+        }
+        if e == s + 1 {
+            let t = &toks[s];
+            return match t.kind {
+                Kind::Str => self.lit_key(t, scope, depth),
+                Kind::Num => KeyExpr::lit(&t.text),
+                Kind::Ident => self.name_key(&t.text, scope, depth),
+                Kind::Punct => KeyExpr::unknown(),
+            };
+        }
+        // a dotted path: this.x, self.x, Cls.CONST, $this->x, obj.field
+        if toks[s..e].iter().enumerate().all(|(k, t)| {
+            if k % 2 == 0 {
+                t.is_ident()
+            } else {
+                t.is(".") || t.is("->") || t.is("::") || t.is("?.")
+            }
+        }) && (e - s) % 2 == 1
+        {
+            let raw = self.text(s, e);
+            return self.name_key(raw, scope, depth);
+        }
+        KeyExpr::unknown()
+    }
+
+    fn arg_ranges(&self, s: usize, e: usize, tuple: bool) -> Vec<(usize, usize)> {
+        let toks = self.toks;
+        if tuple && toks[s].is("(") && self.st.matching.get(&s) == Some(&(e - 1)) {
+            return super::calls::split_args(toks, self.st, s, e - 1)
+                .into_iter()
+                .map(|a| (a.start, a.end))
+                .collect();
+        }
+        vec![(s, e)]
+    }
+
+    fn name_key(&self, raw: &str, scope: u32, depth: u32) -> KeyExpr {
+        let mut name = norm_name(raw);
+        // Go: the method receiver `l.key` is `this.key`
+        if let Some(r) = self.st.receivers.get(&scope) {
+            if let Some(rest) = name
+                .strip_prefix(r.as_str())
+                .and_then(|x| x.strip_prefix('.'))
+            {
+                name = format!("this.{rest}");
+            }
+        }
+        if matches!(
+            name.as_str(),
+            "null" | "None" | "nil" | "true" | "false" | "True" | "False"
+        ) {
+            return KeyExpr::unknown();
+        }
+        // a bare field name (Java/C#/Kotlin) assigned as `this.x = …` elsewhere
+        if !name.contains('.') && self.lookup(scope, &name).is_none() {
+            let field = format!("this.{name}");
+            if self.bindings.contains_key(&(0, field.clone())) {
+                name = field;
+            }
+        }
+        let blocked = self.resolving.borrow().contains(&name);
+        if let Some(b) = self.lookup(scope, &name).filter(|_| !blocked) {
+            self.resolving.borrow_mut().push(name.clone());
+            let mut k = self.key_d(b.start, b.end, self.st.tok_scope[b.eq], depth + 1);
+            self.resolving.borrow_mut().pop();
+            // a field is only resolved when it is a constant; else it stays `this.x`
+            let field_var = name.starts_with("this.")
+                && k.parts
+                    .iter()
+                    .any(|p| !matches!(p, KeyPart::Lit(_) | KeyPart::Const(_)));
+            if !k.is_unknown() && !field_var {
+                k.idents.push(name.clone());
+                return k;
+            }
+        }
+        // Cls.CONST / self::CONST: try the last segment as a file constant
+        let last = name
+            .rsplit(['.', ':'])
+            .next()
+            .unwrap_or(&name)
+            .trim_start_matches('$');
+        if last != name && !name.starts_with("this.") {
+            if let Some(b) = self.lookup(0, last) {
+                let mut k = self.key_d(b.start, b.end, 0, depth + 1);
+                if !k.is_unknown() {
+                    k.idents.push(name.clone());
+                    return k;
+                }
+            }
+        }
+        let constish = name.starts_with("this.")
+            || name.contains('.')
+            || name.contains("::")
+            || (name.chars().any(|c| c.is_ascii_uppercase())
+                && !name.chars().any(|c| c.is_ascii_lowercase()));
+        KeyExpr {
+            parts: vec![if constish {
+                KeyPart::Const(name.clone())
+            } else {
+                KeyPart::Var(name.clone())
+            }],
+            idents: vec![name],
+        }
+    }
+
+    fn lit_key(&self, t: &Tok, scope: u32, depth: u32) -> KeyExpr {
+        let Some(lit) = &t.lit else {
+            return KeyExpr::lit(&t.text);
+        };
+        let mut k = KeyExpr::default();
+        for p in &lit.parts {
+            match p {
+                StrPart::Lit(s) => k.push(KeyPart::Lit(s.clone())),
+                StrPart::Interp(a, b) => k.append(self.snippet_key(*a, *b, scope, depth)),
+            }
+        }
+        k
+    }
+
+    /// Key of an interpolated expression: re-lexed on its own.
+    fn snippet_key(&self, a: usize, b: usize, scope: u32, depth: u32) -> KeyExpr {
+        let Some(text) = self.src.get(a..b) else {
+            return KeyExpr::unknown();
+        };
+        let text = text.trim();
+        let sub = lexer::lex(text, self.lang);
+        if sub.len() == 1 && sub[0].is_ident() {
+            return self.name_key(&sub[0].text, scope, depth + 1);
+        }
+        if sub.iter().enumerate().all(|(k, t)| {
+            if k % 2 == 0 {
+                t.is_ident()
+            } else {
+                t.is(".") || t.is("->")
+            }
+        }) && sub.len() % 2 == 1
+        {
+            return self.name_key(text, scope, depth + 1);
+        }
+        KeyExpr::unknown()
+    }
+
+    /// A format string with `%s`/`%d`/`%v`/`{}`/`{0}` placeholders filled with `args`.
+    fn format_key(&self, fmt: &str, args: &[(usize, usize)], scope: u32, depth: u32) -> KeyExpr {
+        let mut k = KeyExpr::default();
+        let mut lit = String::new();
+        let mut next = 0usize;
+        let chars: Vec<char> = fmt.chars().collect();
+        let mut i = 0;
+        let fill = |k: &mut KeyExpr, lit: &mut String, idx: usize| {
+            k.push(KeyPart::Lit(std::mem::take(lit)));
+            match args.get(idx) {
+                Some(&(a, b)) => k.append(self.key_d(a, b, scope, depth + 1)),
+                None => k.push(KeyPart::Unknown),
+            }
+        };
+        while i < chars.len() {
+            let c = chars[i];
+            if c == '%' {
+                if chars.get(i + 1) == Some(&'%') {
+                    lit.push('%');
+                    i += 2;
+                    continue;
+                }
+                let mut j = i + 1;
+                while j < chars.len()
+                    && (chars[j].is_ascii_digit()
+                        || matches!(chars[j], '-' | '+' | '.' | '#' | ' '))
+                {
+                    j += 1;
+                }
+                if j < chars.len() && chars[j].is_ascii_alphabetic() {
+                    fill(&mut k, &mut lit, next);
+                    next += 1;
+                    i = j + 1;
+                    continue;
+                }
+            }
+            if c == '{' {
+                if chars.get(i + 1) == Some(&'{') {
+                    lit.push('{');
+                    i += 2;
+                    continue;
+                }
+                if let Some(off) = chars[i..].iter().position(|&x| x == '}') {
+                    let inner: String = chars[i + 1..i + off].iter().collect();
+                    let idx = inner
+                        .split(':')
+                        .next()
+                        .unwrap_or("")
+                        .trim()
+                        .parse::<usize>()
+                        .unwrap_or(next);
+                    fill(&mut k, &mut lit, idx);
+                    next += 1;
+                    i += off + 1;
+                    continue;
+                }
+            }
+            if c == '}' && chars.get(i + 1) == Some(&'}') {
+                lit.push('}');
+                i += 2;
+                continue;
+            }
+            lit.push(c);
+            i += 1;
+        }
+        k.push(KeyPart::Lit(lit));
+        if k.parts.is_empty() {
+            return KeyExpr::unknown();
+        }
+        k
+    }
+
+    /// The written value: constant, unique, weak or unknown.
+    pub fn value(&self, s: usize, e: usize, scope: u32) -> ValueExpr {
+        self.value_d(s, e, scope, 0)
+    }
+
+    fn value_d(&self, s: usize, e: usize, scope: u32, depth: u32) -> ValueExpr {
+        if depth > 5 || e <= s || e > self.toks.len() {
+            return ValueExpr::Unknown;
+        }
+        let (s, e) = self.unwrap(s, e);
+        if e <= s {
+            return ValueExpr::Unknown;
+        }
+        let toks = self.toks;
+        if e == s + 1 {
+            let t = &toks[s];
+            match t.kind {
+                Kind::Str => {
+                    if t.lit.as_ref().is_some_and(|l| l.has_interp()) {
+                        return classify(self.text(s, e)).unwrap_or(ValueExpr::Unknown);
+                    }
+                    return words::constant(&format!("\"{}\"", t.text));
+                }
+                Kind::Num => return words::constant(&t.text),
+                Kind::Ident if matches!(t.text.as_str(), "true" | "false" | "True" | "False") => {
+                    return words::constant(&t.text)
+                }
+                _ => {}
+            }
+        }
+        // b"x" style / negative numbers
+        if e == s + 2 && toks[s].is("-") && toks[s + 1].kind == Kind::Num {
+            return words::constant(self.text(s, e));
+        }
+        let text = self.text(s, e);
+        // a name bound once: follow it
+        let is_path = toks[s..e].iter().enumerate().all(|(k, t)| {
+            if k % 2 == 0 {
+                t.is_ident()
+            } else {
+                t.is(".") || t.is("->") || t.is("::")
+            }
+        }) && (e - s) % 2 == 1;
+        if is_path {
+            if let Some(b) = self.lookup(scope, text) {
+                let v = self.value_d(b.start, b.end, self.st.tok_scope[b.eq], depth + 1);
+                if v != ValueExpr::Unknown {
+                    return v;
+                }
+            }
+            return classify(text).unwrap_or(ValueExpr::Unknown);
+        }
+        // concatenations: weak/unique by words, constant when all literal
+        let pieces = self.concat_pieces(s, e);
+        if pieces.len() > 1 {
+            let vals: Vec<ValueExpr> = pieces
+                .iter()
+                .map(|&(a, b)| self.value_d(a, b, scope, depth + 1))
+                .collect();
+            if vals.contains(&ValueExpr::Unique) {
+                return ValueExpr::Unique;
+            }
+            if let Some(w) = vals.iter().find(|v| matches!(v, ValueExpr::Weak(_))) {
+                return w.clone();
+            }
+            if vals.iter().all(|v| matches!(v, ValueExpr::Constant(_))) {
+                return words::constant(text);
+            }
+            return ValueExpr::Unknown;
+        }
+        classify(text).unwrap_or(ValueExpr::Unknown)
+    }
+
+    /// A TTL argument that means "no expiry": a literal zero, null, None, nil.
+    pub fn is_zero_ttl(&self, s: usize, e: usize) -> bool {
+        let t = self.text(s, e).trim();
+        matches!(
+            t,
+            "0" | "0L"
+                | "0l"
+                | "None"
+                | "null"
+                | "nil"
+                | "NULL"
+                | "undefined"
+                | "Duration.ZERO"
+                | "TimeSpan.Zero"
+                | "0 * time.Second"
+                | "-1"
+        )
+    }
+}

@@ -1,0 +1,162 @@
+//! Rust front-end: a `syn` syntax tree of the file, walked once per
+//! function scope (see [`visitor`]). A file syn cannot parse is split into
+//! top-level items by a tolerant scanner ([`scan`]) and each item that parses
+//! is still analysed; the rest is skipped with a note.
+//!
+//! Parsing runs on a thread of its own with a large stack: syn and the
+//! visitor recurse over the tree, and a pathological file must not overflow
+//! the caller's stack. The thread also owns proc-macro2's span table, which
+//! is freed with it, so a long run does not accumulate source maps.
+
+mod scan;
+mod syntax;
+pub(crate) mod visitor;
+
+#[cfg(test)]
+mod tests;
+
+use crate::facts::{FileFacts, Language};
+
+/// Bracket nesting above which the file is not handed to syn at all.
+const MAX_NESTING: usize = 500;
+/// The same when parsing has to run on the caller's stack.
+const MAX_NESTING_SMALL_STACK: usize = 64;
+/// Stack of the parsing thread (reserved, not committed).
+const STACK_BYTES: usize = 256 << 20;
+/// Files larger than this are not parsed (generated code, dumps).
+const MAX_SYN_BYTES: usize = 8 << 20;
+
+/// Words one of which every Rust file that can produce a finding contains:
+/// a client crate, a command-like method, a script or a raw command.
+const NEEDLES: &[&str] = &[
+    "redis",
+    "fred",
+    "rustis",
+    "set_nx",
+    "setnx",
+    "expire",
+    "del(",
+    "del::",
+    "del_ex",
+    "delex",
+    "unlink",
+    "eval",
+    "fcall",
+    "Script",
+    "set_ex",
+    "setex",
+    "set_options",
+    "set_with_options",
+    "cmd(",
+    "getset",
+    "get_set",
+    "custom(",
+    "NX",
+];
+
+/// Extracts the facts of one Rust source text. Never panics on any input.
+pub fn extract(src: &str) -> FileFacts {
+    if !NEEDLES.iter().any(|n| src.contains(n)) {
+        return FileFacts::new(Language::Rust);
+    }
+    let spawned = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("locklint-syn".into())
+            .stack_size(STACK_BYTES)
+            .spawn_scoped(s, || extract_here(src, MAX_NESTING))
+            .map(|h| h.join())
+    });
+    match spawned {
+        Ok(Ok(facts)) => facts,
+        Ok(Err(_)) => {
+            let mut facts = FileFacts::new(Language::Rust);
+            facts
+                .notes
+                .push("rust front-end failed on this file; it was skipped".into());
+            facts
+        }
+        // No thread could be started: a tighter nesting guard keeps the
+        // caller's (smaller) stack safe.
+        Err(_) => extract_here(src, MAX_NESTING_SMALL_STACK),
+    }
+}
+
+fn extract_here(src: &str, max_nesting: usize) -> FileFacts {
+    let mut facts = FileFacts::new(Language::Rust);
+    if src.len() > MAX_SYN_BYTES {
+        facts.notes.push(format!(
+            "file larger than {} MiB; Rust front-end skipped it",
+            MAX_SYN_BYTES >> 20
+        ));
+        return facts;
+    }
+    let depth = scan::max_nesting(src);
+    if depth > max_nesting {
+        facts.notes.push(format!(
+            "brackets nested {depth} deep (more than {max_nesting}); Rust front-end skipped the file"
+        ));
+        return facts;
+    }
+    let text = scan::blank_bom_and_shebang(src);
+    match syn::parse_file(&text) {
+        Ok(file) => {
+            let units: Vec<visitor::Unit> = file
+                .items
+                .iter()
+                .map(|item| visitor::Unit {
+                    base: 0,
+                    item,
+                    owner: None,
+                })
+                .collect();
+            visitor::run(&text, &units, &mut facts);
+        }
+        Err(err) => {
+            let lc = err.span().start();
+            facts.notes.push(format!(
+                "syn could not parse: {err} at {}:{}; pattern fallback",
+                lc.line,
+                lc.column + 1
+            ));
+            let mut parsed: Vec<(usize, syn::Item, Option<String>)> = Vec::new();
+            for chunk in scan::top_level_items(&text) {
+                let Some(piece) = text.get(chunk.start..chunk.end) else {
+                    continue;
+                };
+                if piece.trim().is_empty() {
+                    continue;
+                }
+                if let Ok(item) = syn::parse_str::<syn::Item>(piece) {
+                    parsed.push((chunk.start, item, None));
+                    continue;
+                }
+                // The first chunk may start with inner attributes (`//!`, `#![..]`).
+                if let Ok(file) = syn::parse_file(piece) {
+                    parsed.extend(file.items.into_iter().map(|i| (chunk.start, i, None)));
+                    continue;
+                }
+                // An impl, trait or module with a broken member: try its members.
+                if let Some((owner, body)) = scan::container_body(piece) {
+                    for inner in scan::top_level_items_in(piece, body) {
+                        let Some(p) = piece.get(inner.start..inner.end) else {
+                            continue;
+                        };
+                        if let Ok(item) = syn::parse_str::<syn::Item>(p) {
+                            parsed.push((chunk.start + inner.start, item, owner.clone()));
+                        }
+                    }
+                }
+            }
+            let units: Vec<visitor::Unit> = parsed
+                .iter()
+                .map(|(base, item, owner)| visitor::Unit {
+                    base: *base,
+                    item,
+                    owner: owner.clone(),
+                })
+                .collect();
+            visitor::run(&text, &units, &mut facts);
+        }
+    }
+    facts
+}

@@ -1,0 +1,228 @@
+//! A tolerant byte scanner for Rust text: skips comments, strings, raw
+//! strings and char literals, and reports the code bytes in between. Used
+//! for the nesting guard and to split a file syn rejects into items.
+
+use std::ops::Range;
+
+/// Calls `f(position, byte)` for every byte of code outside comments and literals.
+fn for_each_code_byte(src: &str, mut f: impl FnMut(usize, u8)) {
+    let b = src.as_bytes();
+    let n = b.len();
+    let mut i = 0;
+    while i < n {
+        let c = b[i];
+        match c {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < n && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let mut depth = 1usize;
+                i += 2;
+                while i < n && depth > 0 {
+                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                        depth += 1;
+                        i += 2;
+                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                        depth -= 1;
+                        i += 2;
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            b'"' => {
+                i += 1;
+                while i < n && b[i] != b'"' {
+                    if b[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'r' if !prev_is_ident(b, i) || prefix_of_raw(b, i) => {
+                // r"…", r#"…"#, and the `r` of br"…" / cr"…".
+                let mut j = i + 1;
+                let mut hashes = 0;
+                while j < n && b[j] == b'#' {
+                    hashes += 1;
+                    j += 1;
+                }
+                if j < n && b[j] == b'"' && (hashes > 0 || b.get(i + 1) == Some(&b'"')) {
+                    j += 1;
+                    loop {
+                        if j >= n {
+                            break;
+                        }
+                        if b[j] == b'"'
+                            && b.get(j + 1..j + 1 + hashes)
+                                .is_some_and(|t| t.iter().all(|&h| h == b'#'))
+                        {
+                            j += 1 + hashes;
+                            break;
+                        }
+                        j += 1;
+                    }
+                    i = j;
+                } else {
+                    f(i, c);
+                    i += 1;
+                }
+            }
+            b'\'' => {
+                // A char literal or a lifetime.
+                if b.get(i + 1) == Some(&b'\\') {
+                    let mut j = i + 2;
+                    while j < n && b[j] != b'\'' && b[j] != b'\n' {
+                        j += 1;
+                    }
+                    i = j + 1;
+                } else if let Some(ch) = src.get(i + 1..).and_then(|s| s.chars().next()) {
+                    let after = i + 1 + ch.len_utf8();
+                    if b.get(after) == Some(&b'\'') {
+                        i = after + 1;
+                    } else {
+                        i += 1;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+            _ => {
+                f(i, c);
+                i += 1;
+            }
+        }
+    }
+}
+
+fn prev_is_ident(b: &[u8], i: usize) -> bool {
+    i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_')
+}
+
+/// The `r` of `br"…"` or `cr"…"` (preceded by a lone `b`/`c`).
+fn prefix_of_raw(b: &[u8], i: usize) -> bool {
+    i > 0 && matches!(b[i - 1], b'b' | b'c') && !prev_is_ident(b, i - 1)
+}
+
+/// The deepest bracket nesting of the code.
+pub fn max_nesting(src: &str) -> usize {
+    let mut depth = 0usize;
+    let mut max = 0usize;
+    for_each_code_byte(src, |_, c| match c {
+        b'(' | b'[' | b'{' => {
+            depth += 1;
+            max = max.max(depth);
+        }
+        b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+        _ => {}
+    });
+    max
+}
+
+/// The text with a leading BOM and a shebang line replaced by spaces, so that
+/// byte offsets stay those of the original.
+pub fn blank_bom_and_shebang(src: &str) -> String {
+    let mut out = src.to_string();
+    if out.starts_with('\u{feff}') {
+        out.replace_range(0..3, "   ");
+    }
+    let rest = out.trim_start_matches(' ');
+    let at = out.len() - rest.len();
+    if rest.starts_with("#!") && !rest[2..].trim_start().starts_with('[') {
+        let end = out[at..].find('\n').map(|e| at + e).unwrap_or(out.len());
+        let blanks = " ".repeat(end - at);
+        out.replace_range(at..end, &blanks);
+    }
+    out
+}
+
+/// Splits the whole text into top-level items (brace-balanced; an item ends
+/// at a `;` or a closing `}` at depth 0).
+pub fn top_level_items(src: &str) -> Vec<Range<usize>> {
+    top_level_items_in(src, 0..src.len())
+}
+
+/// The same inside `range` of `src` (offsets relative to `src`).
+pub fn top_level_items_in(src: &str, range: Range<usize>) -> Vec<Range<usize>> {
+    let Some(part) = src.get(range.clone()) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    // Braces decide where items end; parentheses and brackets only keep a
+    // `;` inside them from ending one, and are forgotten at a closing brace
+    // so that one unbalanced `(` does not swallow the rest of the file.
+    let mut braces = 0usize;
+    let mut parens = 0usize;
+    let mut start = 0usize;
+    let mut ends: Vec<usize> = Vec::new();
+    for_each_code_byte(part, |i, c| match c {
+        b'{' => braces += 1,
+        b'(' | b'[' => parens += 1,
+        b')' | b']' => parens = parens.saturating_sub(1),
+        b'}' => {
+            braces = braces.saturating_sub(1);
+            if braces == 0 {
+                parens = 0;
+                ends.push(i + 1);
+            }
+        }
+        b';' if braces == 0 && parens == 0 => ends.push(i + 1),
+        _ => {}
+    });
+    let bytes = part.as_bytes();
+    let mut k = 0;
+    while k < ends.len() {
+        let mut end = ends[k];
+        // `const X: T = T { … };` — keep the `;` that follows a closing brace.
+        let mut j = end;
+        while j < bytes.len() && bytes[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        if j < bytes.len() && bytes[j] == b';' && ends.get(k + 1) == Some(&(j + 1)) {
+            end = j + 1;
+            k += 1;
+        }
+        if end > start {
+            out.push(range.start + start..range.start + end);
+        }
+        start = end;
+        k += 1;
+    }
+    out
+}
+
+/// For an `impl`/`trait`/`mod` item text: the owner name and the range inside its braces.
+pub fn container_body(piece: &str) -> Option<(Option<String>, Range<usize>)> {
+    let open = {
+        let mut found = None;
+        for_each_code_byte(piece, |i, c| {
+            if c == b'{' && found.is_none() {
+                found = Some(i);
+            }
+        });
+        found?
+    };
+    let close = piece.rfind('}')?;
+    if close <= open {
+        return None;
+    }
+    let header = piece.get(..open)?;
+    let words: Vec<&str> = header
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let kw = words
+        .iter()
+        .position(|w| matches!(*w, "impl" | "trait" | "mod"))?;
+    // `impl Trait for Type` names the type; otherwise the first name.
+    let owner = if let Some(f) = words.iter().position(|w| *w == "for") {
+        words.get(f + 1)
+    } else {
+        words.get(kw + 1)
+    }
+    .map(|s| s.to_string());
+    Some((owner, open + 1..close))
+}

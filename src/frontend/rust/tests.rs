@@ -1,0 +1,831 @@
+//! Unit tests of the Rust front-end's extractions.
+
+use super::extract;
+use crate::facts::*;
+
+fn ops(src: &str) -> Vec<Op> {
+    extract(src).ops
+}
+
+fn kinds(src: &str) -> Vec<(OpKind, String)> {
+    ops(src)
+        .into_iter()
+        .map(|o| (o.kind, o.key.display()))
+        .collect()
+}
+
+#[test]
+fn dump() {
+    let src = std::env::var("LL_DUMP").unwrap_or_default();
+    if src.is_empty() {
+        return;
+    }
+    let text = std::fs::read_to_string(&src).unwrap();
+    let f = extract(&text);
+    for s in f.scopes.iter().enumerate() {
+        eprintln!("scope {s:?}");
+    }
+    for o in &f.ops {
+        let at = text.get(o.name_span.start..o.span.end).unwrap_or("?");
+        eprintln!(
+            "{:?} key={} val={:?} scope={} depth={} atomic={} watched={} {:?} `{}`",
+            o.kind,
+            o.key.display(),
+            o.value,
+            o.scope,
+            o.depth,
+            o.atomic,
+            o.watched,
+            o.client,
+            at
+        );
+    }
+    for s in &f.scripts {
+        eprintln!(
+            "script {:?} calls={} text={:?}",
+            s.name,
+            s.lua.calls.len(),
+            &s.text.chars().take(60).collect::<String>()
+        );
+    }
+    for fo in &f.fail_opens {
+        eprintln!(
+            "failopen {} `{}`",
+            fo.key.display(),
+            text.get(fo.span.start..fo.span.end).unwrap_or("?")
+        );
+    }
+    eprintln!("notes {:?}", f.notes);
+}
+
+#[test]
+fn raw_set_options_any_order_and_case() {
+    let k = kinds(
+        r#"use redis::Commands;
+fn a(con: &mut redis::Connection, id: u64, t: String) {
+    let _: () = redis::cmd("set").arg(format!("lock:{id}")).arg(&t).arg("px").arg(3000).arg("nx").query(con).unwrap();
+    let _: () = redis::cmd("SET").arg(format!("lock:{}", id)).arg(&t).arg("NX").query(con).unwrap();
+    let _: () = redis::Cmd::new().arg("SET").arg("k").arg("v").arg("XX").arg("PX").arg(5).query(con).unwrap();
+}"#,
+    );
+    assert_eq!(
+        k,
+        vec![
+            (OpKind::Acquire { expiry: true }, "lock:{id}".to_string()),
+            (OpKind::Acquire { expiry: false }, "lock:{id}".to_string()),
+            (OpKind::Expire, "k".to_string()),
+        ]
+    );
+}
+
+fn one(src: &str) -> Op {
+    let v = ops(src);
+    assert_eq!(v.len(), 1, "{v:#?}");
+    v.into_iter().next().unwrap()
+}
+
+fn lit(s: &str) -> KeyPart {
+    KeyPart::Lit(s.into())
+}
+
+fn var(s: &str) -> KeyPart {
+    KeyPart::Var(s.into())
+}
+
+#[test]
+fn format_positional_inline_and_concat_keys_are_the_same() {
+    let srcs = [
+        r#"use redis::Commands; fn f(c: &mut redis::Connection, id: u64) { let _: () = c.del(format!("lock:{}", id)).unwrap(); }"#,
+        r#"use redis::Commands; fn f(c: &mut redis::Connection, id: u64) { let _: () = c.del(format!("lock:{id}")).unwrap(); }"#,
+        r#"use redis::Commands; fn f(c: &mut redis::Connection, id: u64) { let _: () = c.del(format!("lock:{0}", id)).unwrap(); }"#,
+        r#"use redis::Commands; fn f(c: &mut redis::Connection, id: u64) { let _: () = c.del(format!("lock:{x}", x = id)).unwrap(); }"#,
+        r#"use redis::Commands; fn f(c: &mut redis::Connection, id: String) { let _: () = c.del("lock:".to_string() + &id).unwrap(); }"#,
+        r#"use redis::Commands; fn f(c: &mut redis::Connection, id: u64) { let k = format!("lock:{id}"); let _: () = c.del(&k).unwrap(); }"#,
+        r#"use redis::Commands; fn f(c: &mut redis::Connection, id: u64) { let _: () = c.del(format!("lock:{:>8}", id).as_str()).unwrap(); }"#,
+        r#"use redis::Commands; fn f(c: &mut redis::Connection, id: &str) { let _: () = c.del(["lock:", id].concat()).unwrap(); }"#,
+        r#"use redis::Commands; fn f(c: &mut redis::Connection, id: &str) { let _: () = c.del(["lock", id].join(":")).unwrap(); }"#,
+    ];
+    for s in srcs {
+        let op = one(s);
+        assert_eq!(op.kind, OpKind::Release { checked: false }, "{s}");
+        assert_eq!(op.key.parts, vec![lit("lock:"), var("id")], "{s}");
+    }
+}
+
+#[test]
+fn consts_fields_and_helpers() {
+    let op = one(r#"use redis::Commands;
+const LOCK_PREFIX: &str = "lock:";
+fn f(c: &mut redis::Connection, id: u64) { let _: () = c.del(format!("{}{}", LOCK_PREFIX, id)).unwrap(); }"#);
+    assert_eq!(op.key.parts, vec![lit("lock:"), var("id")]);
+    assert!(op.key.idents.contains(&"LOCK_PREFIX".to_string()));
+
+    let op = one(r#"use redis::Commands;
+struct L { key: String }
+impl L { fn release(&self, c: &mut redis::Connection) { let _: () = c.del(&self.key).unwrap(); } }"#);
+    assert_eq!(op.key.parts, vec![KeyPart::Const("self.key".into())]);
+
+    let op = one(r#"use redis::Commands;
+fn lock_key(id: u64) -> String { format!("lock:{id}") }
+fn f(c: &mut redis::Connection, job: Job) { let _: () = c.del(lock_key(job.id)).unwrap(); }"#);
+    assert_eq!(op.key.parts, vec![lit("lock:"), var("job.id")]);
+
+    let op = one(r#"use redis::Commands;
+struct S;
+impl S {
+    fn key(&self, id: u64) -> String { format!("{}:{}", Self::PREFIX, id) }
+    const PREFIX: &'static str = "mutex";
+    fn f(&self, c: &mut redis::Connection, n: u64) { let _: () = c.del(self.key(n)).unwrap(); }
+}"#);
+    assert_eq!(op.key.parts, vec![lit("mutex:"), var("n")]);
+}
+
+#[test]
+fn values_constant_unique_weak() {
+    let v = |s: &str| one(s).value;
+    let pre = "use redis::Commands;\nconst HOLDER: &str = \"me\";\n";
+    assert_eq!(
+        v(&format!("{pre}fn f(c: &mut redis::Connection) {{ let _: bool = c.set_nx(\"lock:a\", \"1\").unwrap(); }}")),
+        Some(ValueExpr::Constant("\"1\"".into()))
+    );
+    assert_eq!(
+        v(&format!("{pre}fn f(c: &mut redis::Connection) {{ let _: bool = c.set_nx(\"lock:a\", HOLDER).unwrap(); }}")),
+        Some(ValueExpr::Constant("\"me\"".into()))
+    );
+    assert_eq!(
+        v(&format!("{pre}fn f(c: &mut redis::Connection) {{ let t = true; let _: bool = c.set_nx(\"lock:a\", t).unwrap(); }}")),
+        Some(ValueExpr::Constant("true".into()))
+    );
+    assert_eq!(
+        v(&format!("{pre}fn f(c: &mut redis::Connection) {{ let t = uuid::Uuid::new_v4().to_string(); let _: bool = c.set_nx(\"lock:a\", &t).unwrap(); }}")),
+        Some(ValueExpr::Unique)
+    );
+    assert!(matches!(
+        v(&format!("{pre}fn f(c: &mut redis::Connection) {{ let _: bool = c.set_nx(\"lock:a\", format!(\"{{:?}}\", std::thread::current().id())).unwrap(); }}")),
+        Some(ValueExpr::Weak(_))
+    ));
+    assert_eq!(
+        v(&format!("{pre}fn f(c: &mut redis::Connection, token: &str) {{ let _: bool = c.set_nx(\"lock:a\", token).unwrap(); }}")),
+        Some(ValueExpr::Unknown)
+    );
+}
+
+#[test]
+fn set_options_let_bound_bare_and_extend() {
+    let op = one(
+        r#"use redis::{Commands, SetOptions, ExistenceCheck::NX, SetExpiry::PX};
+fn f(c: &mut redis::Connection, t: &str) {
+    let opts = SetOptions::default().with_expiration(PX(100)).conditional_set(NX);
+    let _: bool = c.set_options("lock:x", t, opts).unwrap();
+}"#,
+    );
+    assert_eq!(op.kind, OpKind::Acquire { expiry: true });
+    let op = one(
+        r#"use redis::{Commands, SetOptions, ExistenceCheck, SetExpiry};
+fn f(c: &mut redis::Connection, t: &str) {
+    let _: bool = c.set_options("lock:x", t, SetOptions::default().conditional_set(ExistenceCheck::XX).with_expiration(SetExpiry::EX(5))).unwrap();
+}"#,
+    );
+    assert_eq!(op.kind, OpKind::Expire);
+    let op = one(r#"use redis::{Commands, SetOptions, ExistenceCheck};
+fn f(c: &mut redis::Connection, t: &str) {
+    let _: bool = c.set_options("lock:x", t, SetOptions::default().conditional_set(ExistenceCheck::NX)).unwrap();
+}"#);
+    assert_eq!(op.kind, OpKind::Acquire { expiry: false });
+}
+
+#[test]
+fn fred_and_rustis_shapes() {
+    let k = kinds(
+        r#"use fred::prelude::*;
+async fn f(c: &Client, t: String) {
+    let _: () = c.set("lock:a", &t, Some(Expiration::PX(10)), Some(SetOptions::NX), false).await.unwrap();
+    let _: () = c.set("lock:b", &t, None, Some(SetOptions::NX), false).await.unwrap();
+    let _: () = c.set("lock:c", &t, Some(Expiration::EX(10)), Some(SetOptions::XX), false).await.unwrap();
+    let _: () = c.set("plain", &t, None, None, false).await.unwrap();
+    let _: () = c.setnx("lock:d", &t).await.unwrap();
+    let _: () = c.expire("lock:d", 10, None).await.unwrap();
+    let _: () = c.getdel("tok").await.unwrap();
+    let _: () = c.custom(CustomCommand::new_static("DEL", ClusterHash::FirstKey, false), vec!["lock:e"]).await.unwrap();
+}"#,
+    );
+    assert_eq!(
+        k,
+        vec![
+            (OpKind::Acquire { expiry: true }, "lock:a".into()),
+            (OpKind::Acquire { expiry: false }, "lock:b".into()),
+            (OpKind::Expire, "lock:c".into()),
+            (OpKind::Set { expiry: false }, "plain".into()),
+            (OpKind::Acquire { expiry: false }, "lock:d".into()),
+            (OpKind::Expire, "lock:d".into()),
+            (OpKind::GetDel, "tok".into()),
+            (OpKind::Release { checked: false }, "lock:e".into()),
+        ]
+    );
+    let f = extract(
+        r#"use rustis::commands::*;
+async fn f(c: &Client, t: String) {
+    c.set_with_options("lock:a", &t, SetCondition::NX, SetExpiration::Px(10)).await.unwrap();
+    c.delex("lock:a", DelexCondition::IFEQ(t)).await.unwrap();
+    c.eval::<i32>(CallBuilder::script("return redis.call('del', KEYS[1])").keys("lock:a")).await.unwrap();
+}"#,
+    );
+    let got: Vec<_> = f.ops.iter().map(|o| (o.kind.clone(), o.client)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (OpKind::Acquire { expiry: true }, Client::Rustis),
+            (OpKind::Release { checked: true }, Client::Rustis),
+            (OpKind::Eval { script: Some(0) }, Client::Rustis),
+        ]
+    );
+}
+
+#[test]
+fn pipelines_transactions_and_multi() {
+    let f = extract(
+        r#"use redis::Commands;
+fn a(c: &mut redis::Connection) {
+    let mut p = redis::pipe();
+    p.atomic();
+    p.set_nx("lock:a", 1).expire("lock:a", 5);
+    let _: () = p.query(c).unwrap();
+    let _: () = redis::pipe().set_nx("lock:b", 1).expire("lock:b", 5).query(c).unwrap();
+    let _: () = redis::pipe().cmd("SET").arg("lock:c").arg(1).arg("NX").ignore().cmd("EXPIRE").arg("lock:c").arg(5).atomic().query(c).unwrap();
+}"#,
+    );
+    let got: Vec<_> = f
+        .ops
+        .iter()
+        .map(|o| (o.kind.clone(), o.key.display(), o.atomic))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (OpKind::Acquire { expiry: false }, "lock:a".into(), true),
+            (OpKind::Expire, "lock:a".into(), true),
+            (OpKind::Acquire { expiry: false }, "lock:b".into(), false),
+            (OpKind::Expire, "lock:b".into(), false),
+            (OpKind::Acquire { expiry: false }, "lock:c".into(), true),
+            (OpKind::Expire, "lock:c".into(), true),
+        ]
+    );
+    let f = extract(
+        r#"use fred::prelude::*;
+async fn a(c: &Client) {
+    let trx = c.multi();
+    let _: () = trx.setnx("lock:t", 1).await.unwrap();
+    let _: () = trx.expire("lock:t", 5, None).await.unwrap();
+    let _: () = trx.exec(true).await.unwrap();
+}"#,
+    );
+    assert!(
+        f.ops.len() == 2 && f.ops.iter().all(|o| o.atomic),
+        "{:#?}",
+        f.ops
+    );
+    let f = extract(
+        r#"use redis::Commands;
+fn r(c: &mut redis::Connection, key: &str, other: &str, t: &str) -> redis::RedisResult<()> {
+    redis::transaction(c, &[key], |c, pipe| {
+        let v: Option<String> = c.get(key)?;
+        let _: () = c.del(other)?;
+        if v.as_deref() == Some(t) { pipe.del(key).ignore(); }
+        pipe.query(c)
+    })
+}"#,
+    );
+    let got: Vec<_> = f
+        .ops
+        .iter()
+        .map(|o| (o.kind.clone(), o.atomic, o.watched))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (OpKind::Get, true, true),
+            (OpKind::Release { checked: false }, true, false),
+            (OpKind::Release { checked: false }, true, true),
+        ]
+    );
+}
+
+#[test]
+fn calls_inside_macros_keep_their_spans() {
+    let src = r#"use redis::AsyncCommands;
+async fn f(a: &mut C, b: &mut C) {
+    let _ = tokio::try_join!(a.del::<_, ()>("lock:one"), b.pexpire::<_, ()>("lock:two", 5));
+    println!("{:?}", vec![a.get::<_, String>("lock:three").await]);
+    info!("DEL lock:four and SETNX are just words here");
+}"#;
+    let f = extract(src);
+    let got: Vec<_> = f
+        .ops
+        .iter()
+        .map(|o| {
+            (
+                o.kind.clone(),
+                o.key.display(),
+                src[o.name_span.start..o.name_span.end].to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                OpKind::Release { checked: false },
+                "lock:one".into(),
+                "del".into()
+            ),
+            (OpKind::Expire, "lock:two".into(), "pexpire".into()),
+            (OpKind::Get, "lock:three".into(), "get".into()),
+        ]
+    );
+}
+
+#[test]
+fn non_redis_receivers_are_silent() {
+    let src = r#"use std::collections::HashMap;
+fn f(map: &mut HashMap<String, u64>, lock_key: &str) {
+    let cache: HashMap<String, String> = HashMap::new();
+    let _ = map.get(lock_key);
+    let _ = cache.get("lock:a");
+    map.remove(lock_key);
+    let v = vec![1];
+    let _ = v.get(0);
+}
+fn g(headers: &Headers, settings: &Settings) {
+    let _ = headers.get("x");
+    settings.set("a", 1);
+}"#;
+    assert!(ops(src).is_empty(), "{:#?}", ops(src));
+    // Without a Redis import, an ambiguous name needs a Redis-looking receiver or key.
+    let src = r#"fn f(store: &Store, id: u64) { store.del(format!("user:{id}")); conn.del(format!("user:{id}")); }"#;
+    assert_eq!(ops(src).len(), 1);
+}
+
+#[test]
+fn scripts_and_anchors() {
+    let src = "use redis::Script;\nconst UNLOCK: &str = \"local x = 1\\n  return redis.call('del', KEYS[1])\";\nfn f(c: &mut redis::Connection, lock_key: &str) { let _: i32 = Script::new(UNLOCK).key(lock_key).invoke(c).unwrap(); }\n";
+    let f = extract(src);
+    assert_eq!(f.scripts.len(), 1);
+    let s = &f.scripts[0];
+    assert_eq!(s.name.as_deref(), Some("UNLOCK"));
+    let at = s.text.find("redis.call").unwrap();
+    let src_at = s.to_source(at);
+    assert!(
+        src[src_at..].starts_with("redis.call"),
+        "{}",
+        &src[src_at..]
+    );
+    assert_eq!(f.ops.len(), 1);
+    assert_eq!(f.ops[0].kind, OpKind::Eval { script: Some(0) });
+
+    let src = "fn f(c: &mut redis::Connection, id: u64) {\n let _: i32 = redis::cmd(\"EVAL\").arg(r#\"return redis.call(\"del\", KEYS[1])\"#).arg(1).arg(format!(\"lock:{id}\")).query(c).unwrap();\n}\n";
+    let f = extract(src);
+    assert_eq!(f.scripts.len(), 1);
+    assert_eq!(f.ops[0].kind, OpKind::Eval { script: Some(0) });
+    assert_eq!(f.ops[0].key.display(), "lock:{id}");
+    let s = &f.scripts[0];
+    assert!(src[s.to_source(7)..].starts_with("redis.call"));
+}
+
+#[test]
+fn fail_open_shapes() {
+    let f = extract(
+        r#"use redis::AsyncCommands;
+async fn a(c: &mut C) -> bool { c.set_nx("lock:a", 1).await.unwrap_or(true) }
+async fn b(c: &mut C) -> bool { c.set_nx("lock:b", 1).await.or(Ok(true)).unwrap() }
+async fn d(c: &mut C) -> bool { c.set_nx("lock:d", 1).await.unwrap_or_else(|_| true) }
+async fn e(c: &mut C) -> Result<bool, E> { match c.set_nx("lock:e", 1).await { Ok(v) => Ok(v), Err(_) => Ok(true) } }
+async fn g(c: &mut C) -> bool { c.set_nx("lock:g", 1).await.unwrap_or_default() }
+async fn h(c: &mut C) -> bool { match c.set_nx("lock:h", 1).await { Ok(v) => v, Err(_) => false } }
+async fn i(c: &mut C) -> bool { c.get::<_, bool>("lock:i").await.unwrap_or(true) }
+async fn j(c: &mut C) -> bool { let r: RedisResult<bool> = c.set_nx("lock:j", 1).await; r.is_err() || r.unwrap_or(false) }
+async fn k(c: &mut C, other: Result<(), E>) -> bool { let r: RedisResult<bool> = c.set_nx("lock:k", 1).await; other.is_err() || r.unwrap_or(false) }
+"#,
+    );
+    let keys: Vec<String> = f.fail_opens.iter().map(|x| x.key.display()).collect();
+    assert_eq!(keys, vec!["lock:a", "lock:b", "lock:d", "lock:e", "lock:j"]);
+}
+
+#[test]
+fn depth_order_and_tests() {
+    let f = extract(
+        r#"use redis::Commands;
+fn a(c: &mut redis::Connection) {
+    let ok: bool = c.set_nx("lock:a", 1).unwrap();
+    if ok {
+        let r: redis::RedisResult<bool> = c.expire("lock:a", 5);
+        if r.is_err() { let _: () = c.del("lock:a").unwrap(); }
+    }
+}
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn t() { let _: () = c.del("lock:a").unwrap(); }
+}
+#[tokio::test]
+async fn t2() { let _: () = c.del("lock:a").unwrap(); }
+"#,
+    );
+    let d: Vec<(u32, u32)> = f.ops.iter().map(|o| (o.depth, o.order)).collect();
+    assert_eq!(d[..3], [(0, 0), (1, 1), (2, 2)]);
+    let tests: Vec<bool> = f
+        .ops
+        .iter()
+        .map(|o| f.scopes[o.scope as usize].is_test)
+        .collect();
+    assert_eq!(tests, vec![false, false, false, true, true]);
+    assert_eq!(
+        f.scopes[f.ops[3].scope as usize].owner.as_deref(),
+        Some("tests")
+    );
+}
+
+#[test]
+fn unparsable_file_falls_back_per_item() {
+    let src = r#"//! Module docs.
+#![allow(dead_code)]
+use redis::Commands;
+fn broken( { this is not rust
+}
+impl Locker {
+    fn ok(&self, c: &mut redis::Connection) { let _: () = c.del("lock:x").unwrap(); }
+    fn bad(&self) { let = ; }
+}
+fn fine(c: &mut redis::Connection) { let _: bool = c.set_nx("lock:x", 1).unwrap(); }
+"#;
+    let f = extract(src);
+    assert!(
+        f.notes.iter().any(|n| n.contains("syn could not parse")),
+        "{:?}",
+        f.notes
+    );
+    let got: Vec<_> = f.ops.iter().map(|o| o.kind.clone()).collect();
+    assert_eq!(
+        got,
+        vec![
+            OpKind::Release { checked: false },
+            OpKind::Acquire { expiry: false }
+        ]
+    );
+    let del = &f.ops[0];
+    assert_eq!(&src[del.name_span.start..del.name_span.end], "del");
+    assert_eq!(&src[del.name_span.start..del.span.end], "del(\"lock:x\")");
+    let acq = &f.ops[1];
+    assert_eq!(
+        &src[acq.name_span.start..acq.span.end],
+        "set_nx(\"lock:x\", 1)"
+    );
+    assert_eq!(
+        f.scopes[del.scope as usize].owner.as_deref(),
+        Some("Locker")
+    );
+}
+
+#[test]
+fn pathological_inputs_do_not_panic() {
+    let deep = format!(
+        "fn f() {{ c.del({}1{}) }}",
+        "(".repeat(5000),
+        ")".repeat(5000)
+    );
+    let f = extract(&deep);
+    assert!(!f.notes.is_empty());
+    let long_chain = format!("fn f() {{ redis{} ; }}", ".a()".repeat(20000));
+    let _ = extract(&long_chain);
+    let sum = format!("fn f() {{ let _ = redis{}; }}", " + 1".repeat(50000));
+    let _ = extract(&sum);
+    for s in [
+        "",
+        "\u{feff}#!/usr/bin/env run\nfn main() { redis::cmd(\"DEL\").arg(\"lock:z\"); }",
+        "fn f() { \"unterminated",
+        "r#\"",
+        "'",
+        "fn é() { c.del(\"lock:é\"); }",
+        "fn f() { format!(\"{\", x); c.del(format!(\"{}\")); }",
+    ] {
+        let _ = extract(s);
+    }
+    let f = extract("\u{feff}#!/usr/bin/env run\nfn main() { let _: () = redis::cmd(\"DEL\").arg(\"lock:z\").query(c).unwrap(); }");
+    assert_eq!(f.ops.len(), 1);
+}
+
+#[test]
+fn timing() {
+    let Ok(list) = std::env::var("LL_TIME") else {
+        return;
+    };
+    let files: Vec<String> = std::fs::read_to_string(list)
+        .unwrap()
+        .lines()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .collect();
+    let t = std::time::Instant::now();
+    for f in &files {
+        let _ = syn::parse_file(f);
+    }
+    eprintln!("syn only: {:?}", t.elapsed());
+    let t = std::time::Instant::now();
+    for f in &files {
+        let _ = extract(f);
+    }
+    eprintln!("extract: {:?}", t.elapsed());
+}
+
+#[test]
+fn lazy_static_and_once_cell_scripts() {
+    let src = r##"use redis;
+lazy_static! {
+    pub static ref UNLOCK: redis::Script = redis::Script::new("return redis.call('del', KEYS[1])");
+    static ref OTHER: u32 = 1;
+}
+static EXTEND: once_cell::sync::Lazy<redis::Script> = once_cell::sync::Lazy::new(|| {
+    redis::Script::new(r#"return redis.call("pexpire", KEYS[1], ARGV[1])"#)
+});
+async fn release(c: &mut C, lock_key: &str) { let _: i32 = UNLOCK.key(lock_key).invoke_async(c).await.unwrap(); }
+async fn extend(c: &mut C, lock_key: &str) { let _: i32 = EXTEND.key(lock_key).arg(5).invoke_async(c).await.unwrap(); }
+"##;
+    let f = extract(src);
+    let names: Vec<_> = f.scripts.iter().map(|s| s.name.clone()).collect();
+    assert_eq!(
+        names,
+        vec![Some("UNLOCK".to_string()), Some("EXTEND".to_string())]
+    );
+    let got: Vec<_> = f.ops.iter().map(|o| o.kind.clone()).collect();
+    assert_eq!(
+        got,
+        vec![
+            OpKind::Eval { script: Some(0) },
+            OpKind::Eval { script: Some(1) }
+        ]
+    );
+    let s = &f.scripts[0];
+    assert!(src[s.to_source(7)..].starts_with("redis.call"));
+}
+
+#[test]
+fn commands_and_options_built_over_several_statements() {
+    let k = kinds(
+        r#"use redis::{Commands, SetOptions, ExistenceCheck, SetExpiry};
+fn a(c: &mut redis::Connection, k: &str, t: &str, ttl: Option<u64>) {
+    let mut cmd = redis::cmd("SET");
+    cmd.arg(k).arg(t).arg("NX");
+    if let Some(ms) = ttl {
+        cmd.arg("PX").arg(ms);
+    }
+    let _: Option<String> = cmd.query(c).unwrap();
+    let del = redis::Cmd::new().arg("DEL").arg("lock:z").to_owned();
+    let _: () = del.query(c).unwrap();
+}
+fn b(c: &mut redis::Connection, t: &str, ttl: u64) {
+    let mut opts = SetOptions::default().conditional_set(ExistenceCheck::NX);
+    if ttl > 0 {
+        opts = opts.with_expiration(SetExpiry::PX(ttl));
+    }
+    let _: bool = c.set_options("lock:y", t, opts).unwrap();
+}"#,
+    );
+    assert_eq!(
+        k,
+        vec![
+            (OpKind::Acquire { expiry: true }, "{k}".to_string()),
+            (OpKind::Release { checked: false }, "lock:z".to_string()),
+            (OpKind::Acquire { expiry: true }, "lock:y".to_string()),
+        ]
+    );
+}
+
+#[test]
+fn fred_scripts_custom_eval_and_static_cmd() {
+    let f = extract(
+        r#"use fred::prelude::*;
+use fred::types::Script;
+const RELEASE_LOCK: &str = "return redis.call('del', KEYS[1])";
+async fn a(c: &Client, id: u64) {
+    let script = Script::from_lua(RELEASE_LOCK);
+    let _: i64 = script.evalsha_with_reload(c, vec![format!("lock:{id}")], vec!["t"]).await.unwrap();
+    let _: i64 = c.custom(CustomCommand::new_static("EVAL", ClusterHash::FirstKey, false), vec![RELEASE_LOCK.to_string(), "1".into(), format!("lock:{id}")]).await.unwrap();
+}"#,
+    );
+    let got: Vec<_> = f
+        .ops
+        .iter()
+        .map(|o| (o.kind.clone(), o.key.display(), o.client))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                OpKind::Eval { script: Some(0) },
+                "lock:{id}".into(),
+                Client::Fred
+            ),
+            (
+                OpKind::Eval { script: Some(0) },
+                "lock:{id}".into(),
+                Client::Fred
+            ),
+        ]
+    );
+    assert_eq!(f.scripts[0].name.as_deref(), Some("RELEASE_LOCK"));
+
+    let k = kinds(
+        r#"fn a(c: &mut redis::Connection) {
+    let _: bool = redis::Cmd::set_nx("lock:s", 1).query(c).unwrap();
+    let _: () = redis::Cmd::del("lock:s").query(c).unwrap();
+    let _: () = redis::cmd("DELEX").arg("lock:s").arg("IFEQ").arg("t").query(c).unwrap();
+    let _: () = redis::cmd("EVALSHA").arg("abc").arg(1).arg("lock:s").arg("t").query(c).unwrap();
+    let _: () = redis::cmd("FCALL").arg("release").arg(0).query(c).unwrap();
+}"#,
+    );
+    assert_eq!(
+        k,
+        vec![
+            (OpKind::Acquire { expiry: false }, "lock:s".into()),
+            (OpKind::Release { checked: false }, "lock:s".into()),
+            (OpKind::Release { checked: true }, "lock:s".into()),
+            (OpKind::Eval { script: None }, "lock:s".into()),
+        ]
+    );
+}
+
+#[test]
+fn watch_and_helper_values() {
+    let f = extract(
+        r#"use redis::Commands;
+fn new_token() -> String { uuid::Uuid::new_v4().to_string() }
+fn stamp() -> u128 { std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() }
+fn a(c: &mut redis::Connection, t: &str) {
+    let _: bool = c.set_nx("lock:a", new_token()).unwrap();
+    let _: bool = c.set_nx("lock:b", stamp()).unwrap();
+    let _: () = redis::cmd("WATCH").arg("lock:a").query(c).unwrap();
+    let v: Option<String> = c.get("lock:a").unwrap();
+    let _: () = redis::pipe().atomic().del("lock:a").query(c).unwrap();
+}"#,
+    );
+    let got: Vec<_> = f.ops.iter().map(|o| (o.value.clone(), o.watched)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (Some(ValueExpr::Unique), false),
+            (Some(ValueExpr::Weak("the current time".into())), false),
+            (None, true),
+            (None, true),
+        ]
+    );
+}
+
+#[test]
+fn script_invocation_built_in_steps() {
+    let f = extract(
+        r#"use redis::Script;
+const RELEASE: &str = "return redis.call('del', KEYS[1])";
+async fn a(c: &mut C, lock_key: &str, t: &str) {
+    let script = Script::new(RELEASE);
+    let mut inv = script.prepare_invoke();
+    inv.key(lock_key).arg(t);
+    let _: i32 = inv.invoke_async(c).await.unwrap();
+}"#,
+    );
+    let got: Vec<_> = f
+        .ops
+        .iter()
+        .map(|o| (o.kind.clone(), o.key.display()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(OpKind::Eval { script: Some(0) }, "{lock_key}".to_string())]
+    );
+}
+
+#[test]
+fn byte_offsets_survive_multibyte_text() {
+    let src = "// héllo wörld — ünïcode ✓\nuse redis::Commands;\nfn f(c: &mut redis::Connection) { let s = \"ümlaut→\"; let _: () = c.del(format!(\"lock:{s}\")).unwrap(); println!(\"{}\", vec![c.del::<_, ()>(\"lock:ß\").is_ok()][0]); }\n";
+    let f = extract(src);
+    assert_eq!(f.ops.len(), 2);
+    for o in &f.ops {
+        assert_eq!(src.get(o.name_span.start..o.name_span.end), Some("del"));
+    }
+    let script = "const R: &str = \"--ü\\n\\u{e9}redis.call('del', KEYS[1])\";\nfn g(c: &mut C, lock_key: &str) { let _: i32 = redis::Script::new(R).key(lock_key).invoke(c).unwrap(); }\n";
+    let f = extract(script);
+    let s = &f.scripts[0];
+    let at = s.text.find("redis.call").unwrap();
+    assert!(script[s.to_source(at)..].starts_with("redis.call"));
+}
+
+/// `LL_FUZZ=list.txt`: extracts truncated and spliced versions of each listed file.
+#[test]
+fn fuzz_truncations() {
+    let Ok(list) = std::env::var("LL_FUZZ") else {
+        return;
+    };
+    let mut n = 0;
+    for p in std::fs::read_to_string(list).unwrap().lines() {
+        let Ok(text) = std::fs::read_to_string(p) else {
+            continue;
+        };
+        let text = format!("use redis::Commands;\n{text}");
+        for frac in [3usize, 2, 5] {
+            let mut cut = text.len() * (frac - 1) / frac;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let _ = extract(&text[..cut]);
+            let _ = extract(&format!(
+                "{}}}}} fn x() {{ c.del(\"lock:a\"); {}",
+                &text[..cut / 2],
+                &text[cut..]
+            ));
+            n += 1;
+        }
+    }
+    eprintln!("fuzzed {n} variants");
+}
+
+#[test]
+fn literal_decoding_and_set_flags() {
+    use super::syntax::{decode_literal, SetFlags};
+    let (t, a) = decode_literal(
+        r#""a\nb\"c\u{e9}d\
+        e""#,
+        100,
+    )
+    .unwrap();
+    assert_eq!(t, "a\nb\"c\u{e9}de");
+    // `d` follows the \u{e9} escape: source 100 + 1 + 13.
+    let sf = ScriptFact {
+        name: None,
+        text: t.clone(),
+        anchors: a,
+        lua: LuaFacts::default(),
+        client: Client::RedisRs,
+    };
+    assert_eq!(sf.to_source(t.find('d').unwrap()), 100 + 1 + 13);
+    let (t, a) = decode_literal("r##\"x\"#y\"##", 5).unwrap();
+    assert_eq!(t, "x\"#y");
+    assert_eq!(a, vec![(0, 5 + 4)]);
+    assert!(decode_literal("b\"x\"", 0).is_none());
+
+    let w = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+    assert_eq!(
+        SetFlags::from_words(&w("NX PX 100")).kind(),
+        OpKind::Acquire { expiry: true }
+    );
+    assert_eq!(
+        SetFlags::from_words(&w("PX 0 NX")).kind(),
+        OpKind::Acquire { expiry: false }
+    );
+    assert_eq!(SetFlags::from_words(&w("XX EX 5")).kind(), OpKind::Expire);
+    assert_eq!(
+        SetFlags::from_words(&w("IFEQ t PX 5")).kind(),
+        OpKind::CheckedExtend
+    );
+    assert_eq!(
+        SetFlags::from_words(&w("EX 5")).kind(),
+        OpKind::Set { expiry: true }
+    );
+    assert_eq!(
+        SetFlags::from_words(&w("GET")).kind(),
+        OpKind::Set { expiry: false }
+    );
+}
+
+#[test]
+fn raw_set_with_set_options_argument() {
+    let k = kinds(
+        r#"use redis::{SetOptions, ExistenceCheck, SetExpiry};
+fn a(c: &mut redis::Connection, t: &str) {
+    let opts = SetOptions::default().conditional_set(ExistenceCheck::NX).with_expiration(SetExpiry::PX(5));
+    let _: Option<String> = redis::cmd("SET").arg("lock:o").arg(t).arg(opts).query(c).unwrap();
+    let _: Option<String> = redis::cmd("SET").arg("lock:p").arg(t).arg(&t).query(c).unwrap();
+}"#,
+    );
+    assert_eq!(
+        k,
+        vec![
+            (OpKind::Acquire { expiry: true }, "lock:o".to_string()),
+            (OpKind::Set { expiry: false }, "lock:p".to_string()),
+        ]
+    );
+}
+
+#[test]
+fn fully_qualified_trait_calls() {
+    let k = kinds(
+        r#"use redis::{AsyncCommands, Commands};
+async fn a(c: &mut C) {
+    let _: bool = AsyncCommands::set_nx(c, "lock:q", 1).await.unwrap();
+    let _: () = redis::Commands::del(c, "lock:q").unwrap();
+}"#,
+    );
+    assert_eq!(
+        k,
+        vec![
+            (OpKind::Acquire { expiry: false }, "lock:q".to_string()),
+            (OpKind::Release { checked: false }, "lock:q".to_string()),
+        ]
+    );
+}

@@ -1,0 +1,2061 @@
+//! The syn walk: one [`Walker`] visits every item of the file, opens a
+//! scope per fn / method / trait default method (closures belong to their
+//! enclosing fn), follows method-call chains (`redis::cmd("SET").arg(..)`,
+//! `con.set_nx(..)`, `pipe().atomic()…`, `Script::new(..).key(..)`), and
+//! resolves keys and values through constants, `let` bindings, `format!`
+//! and one-expression helper fns of the same file.
+
+use super::syntax::*;
+use crate::facts::{
+    Client, FailOpen, FileFacts, KeyExpr, KeyPart, Op, OpKind, Scope, ScopeId, ScriptFact,
+    ScriptId, Span, ValueExpr,
+};
+use crate::frontend::lua;
+use crate::words;
+use quote::ToTokens;
+use std::collections::HashMap;
+use syn::spanned::Spanned;
+use syn::visit::{self, Visit};
+use syn::{Expr, Lit, Pat};
+
+/// One top-level item and where its text starts in the file.
+pub struct Unit<'f> {
+    pub base: usize,
+    pub item: &'f syn::Item,
+    /// The impl/trait/mod name when the item was cut out of a container.
+    pub owner: Option<String>,
+}
+
+/// Crates whose presence is evidence that ambiguous method names
+/// (`get`, `set`, `del`, …) are Redis commands.
+const REDIS_CRATES: &[(&str, Client)] = &[
+    ("redis", Client::RedisRs),
+    ("deadpool_redis", Client::RedisRs),
+    ("bb8_redis", Client::RedisRs),
+    ("r2d2_redis", Client::RedisRs),
+    ("mobc_redis", Client::RedisRs),
+    ("redis_pool", Client::RedisRs),
+    ("fred", Client::Fred),
+    ("rustis", Client::Rustis),
+];
+
+/// Deepest resolution through constants, locals and helpers.
+const MAX_RESOLVE: u32 = 6;
+
+// ---------------------------------------------------------------------------
+// File-level collection
+// ---------------------------------------------------------------------------
+
+struct Helper<'f> {
+    params: Vec<String>,
+    body: &'f Expr,
+}
+
+#[derive(Default)]
+struct FileInfo<'f> {
+    /// Constants and statics by name, with the base offset of their unit.
+    consts: HashMap<String, (usize, &'f Expr)>,
+    /// `lazy_static! { static ref NAME: T = expr; }` items, parsed out of the macro.
+    macro_consts: HashMap<String, (usize, Expr)>,
+    helpers: HashMap<String, Helper<'f>>,
+    /// Struct fields initialised with `Script::new(x)`: field name → `x`.
+    script_fields: HashMap<String, &'f Expr>,
+    crates: Vec<Client>,
+    /// Struct fields whose type is a map, set, vector or cache (`self.local.get(..)`).
+    non_redis_fields: Vec<String>,
+}
+
+impl FileInfo<'_> {
+    fn evidence(&self) -> bool {
+        !self.crates.is_empty()
+    }
+    fn client(&self) -> Client {
+        self.crates.first().copied().unwrap_or(Client::Unknown)
+    }
+}
+
+struct Collect<'f, 'i> {
+    info: &'i mut FileInfo<'f>,
+    base: usize,
+}
+
+fn note_crate(info: &mut FileInfo, name: &str) {
+    if let Some((_, c)) = REDIS_CRATES.iter().find(|(n, _)| *n == name) {
+        if !info.crates.contains(c) {
+            info.crates.push(*c);
+        }
+    }
+}
+
+fn single_expr_body(block: &syn::Block) -> Option<&Expr> {
+    match block.stmts.as_slice() {
+        [syn::Stmt::Expr(e, None)] => match e {
+            Expr::Return(r) => r.expr.as_deref(),
+            _ => Some(e),
+        },
+        [syn::Stmt::Expr(Expr::Return(r), Some(_))] => r.expr.as_deref(),
+        _ => None,
+    }
+}
+
+fn helper_of<'f>(sig: &'f syn::Signature, block: &'f syn::Block) -> Option<Helper<'f>> {
+    let body = single_expr_body(block)?;
+    let mut params = Vec::new();
+    for input in &sig.inputs {
+        match input {
+            syn::FnArg::Receiver(_) => {}
+            syn::FnArg::Typed(t) => params.push(pat_name(&t.pat).unwrap_or_default()),
+        }
+    }
+    Some(Helper { params, body })
+}
+
+impl<'f> Visit<'f> for Collect<'f, '_> {
+    fn visit_item_const(&mut self, i: &'f syn::ItemConst) {
+        self.info
+            .consts
+            .insert(i.ident.to_string(), (self.base, &i.expr));
+        visit::visit_item_const(self, i);
+    }
+    fn visit_item_static(&mut self, i: &'f syn::ItemStatic) {
+        self.info
+            .consts
+            .insert(i.ident.to_string(), (self.base, &i.expr));
+        visit::visit_item_static(self, i);
+    }
+    fn visit_impl_item_const(&mut self, i: &'f syn::ImplItemConst) {
+        self.info
+            .consts
+            .insert(i.ident.to_string(), (self.base, &i.expr));
+        visit::visit_impl_item_const(self, i);
+    }
+    fn visit_item_fn(&mut self, i: &'f syn::ItemFn) {
+        if let Some(h) = helper_of(&i.sig, &i.block) {
+            self.info.helpers.insert(i.sig.ident.to_string(), h);
+        }
+        visit::visit_item_fn(self, i);
+    }
+    fn visit_impl_item_fn(&mut self, i: &'f syn::ImplItemFn) {
+        if let Some(h) = helper_of(&i.sig, &i.block) {
+            self.info.helpers.insert(i.sig.ident.to_string(), h);
+        }
+        visit::visit_impl_item_fn(self, i);
+    }
+    fn visit_field_value(&mut self, i: &'f syn::FieldValue) {
+        if let syn::Member::Named(name) = &i.member {
+            if let Some(arg) = find_script_new(&i.expr) {
+                self.info.script_fields.insert(name.to_string(), arg);
+            }
+        }
+        visit::visit_field_value(self, i);
+    }
+    fn visit_field(&mut self, f: &'f syn::Field) {
+        if let Some(name) = &f.ident {
+            let ty = f.ty.to_token_stream().to_string();
+            if NON_REDIS_TYPES.iter().any(|w| ty.contains(w)) {
+                self.info.non_redis_fields.push(name.to_string());
+            }
+        }
+        visit::visit_field(self, f);
+    }
+    fn visit_use_tree(&mut self, i: &'f syn::UseTree) {
+        match i {
+            syn::UseTree::Path(p) => note_crate(self.info, &p.ident.to_string()),
+            syn::UseTree::Name(n) => note_crate(self.info, &n.ident.to_string()),
+            syn::UseTree::Rename(r) => note_crate(self.info, &r.ident.to_string()),
+            _ => {}
+        }
+        // Only the root of a use tree names a crate.
+    }
+    fn visit_item_macro(&mut self, i: &'f syn::ItemMacro) {
+        if macro_name(&i.mac) == "lazy_static" {
+            for (name, e) in lazy_statics(&i.mac.tokens) {
+                self.info.macro_consts.insert(name, (self.base, e));
+            }
+        }
+        visit::visit_item_macro(self, i);
+    }
+    fn visit_item_extern_crate(&mut self, i: &'f syn::ItemExternCrate) {
+        note_crate(self.info, &i.ident.to_string());
+    }
+    fn visit_path(&mut self, p: &'f syn::Path) {
+        if p.segments.len() > 1 {
+            if let Some(first) = p.segments.first() {
+                note_crate(self.info, &first.ident.to_string());
+            }
+        }
+        visit::visit_path(self, p);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The walker
+// ---------------------------------------------------------------------------
+
+/// What is known about a `let` binding.
+#[derive(Clone, Debug)]
+struct Local {
+    name: String,
+    key: KeyExpr,
+    value: ValueExpr,
+    /// Its value when it is a string or number constant.
+    str_val: Option<String>,
+    /// Option words of the initialiser (for let-bound `SetOptions`).
+    words: Vec<String>,
+    script: Option<ScriptId>,
+    /// A pipeline made atomic, a MULTI transaction.
+    atomic: bool,
+    /// Bound to the result of an acquire of this key.
+    acquire: Option<KeyExpr>,
+    /// A map, set, vector or cache: not a Redis connection.
+    non_redis: bool,
+    /// The keys of a list of keys (`let keys = [a, b]`).
+    keys: Vec<KeyExpr>,
+    /// A raw command built over several statements (`let mut c = cmd("SET"); c.arg(k);`).
+    raw: Option<RawLocal>,
+}
+
+#[derive(Clone, Debug)]
+struct RawLocal {
+    name: Option<String>,
+    name_span: Span,
+    args: Vec<Expr>,
+    start: usize,
+}
+
+/// Client traits whose methods may be called with the fully qualified syntax.
+const COMMAND_TRAITS: &[&str] = &[
+    "Commands",
+    "AsyncCommands",
+    "TypedCommands",
+    "AsyncTypedCommands",
+    "KeysInterface",
+    "StringCommands",
+    "GenericCommands",
+];
+
+/// Methods that send a command built with `cmd(..)`.
+const TERMINALS: &[&str] = &[
+    "query",
+    "query_async",
+    "exec",
+    "exec_async",
+    "execute",
+    "query_async_raw",
+];
+
+struct Txn {
+    watched: Vec<KeyExpr>,
+}
+
+/// One operation found, before it is placed.
+struct Found {
+    kind: OpKind,
+    key: KeyExpr,
+    value: Option<ValueExpr>,
+    client: Option<Client>,
+    script: bool,
+}
+
+impl Found {
+    fn new(kind: OpKind, key: KeyExpr) -> Self {
+        Found {
+            kind,
+            key,
+            value: None,
+            client: None,
+            script: false,
+        }
+    }
+    fn value(mut self, v: ValueExpr) -> Self {
+        self.value = Some(v);
+        self
+    }
+    fn client(mut self, c: Client) -> Self {
+        self.client = Some(c);
+        self
+    }
+}
+
+struct Walker<'f, 'o> {
+    src: &'f str,
+    info: &'f FileInfo<'f>,
+    facts: &'o mut FileFacts,
+    base: usize,
+    scope: ScopeId,
+    owner: Option<String>,
+    in_test: bool,
+    depth: u32,
+    locals: Vec<Local>,
+    txns: Vec<Txn>,
+    /// Keys under `WATCH` in the current fn (raw `WATCH`, fred/rustis `watch`).
+    fn_watched: Vec<KeyExpr>,
+    script_at: HashMap<usize, ScriptId>,
+}
+
+pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
+    let mut info = FileInfo::default();
+    {
+        let mut c = Collect {
+            info: &mut info,
+            base: 0,
+        };
+        for u in units {
+            c.base = u.base;
+            c.visit_item(u.item);
+        }
+    }
+    let mut w = Walker {
+        src,
+        info: &info,
+        facts,
+        base: 0,
+        scope: 0,
+        owner: None,
+        in_test: false,
+        depth: 0,
+        locals: Vec::new(),
+        txns: Vec::new(),
+        fn_watched: Vec::new(),
+        script_at: HashMap::new(),
+    };
+    for u in units {
+        w.base = u.base;
+        w.owner = u.owner.clone();
+        w.visit_item(u.item);
+    }
+    // Source order, then a dense order number.
+    let mut ops = std::mem::take(&mut w.facts.ops);
+    ops.sort_by_key(|o| (o.name_span.start, o.span.start));
+    for (i, o) in ops.iter_mut().enumerate() {
+        o.order = i as u32;
+    }
+    w.facts.ops = ops;
+}
+
+impl<'f> Walker<'f, '_> {
+    // --- positions -------------------------------------------------------
+
+    fn off(&self, s: proc_macro2::Span) -> Span {
+        let r = s.byte_range();
+        Span::new(self.base + r.start, self.base + r.end.max(r.start))
+    }
+
+    fn span_of<T: Spanned>(&self, t: &T) -> Span {
+        self.off(t.span())
+    }
+
+    fn text_of<T: Spanned + ToTokens>(&self, t: &T) -> String {
+        let sp = self.span_of(t);
+        match self.src.get(sp.start..sp.end) {
+            Some(s) if !s.is_empty() => s.to_string(),
+            _ => t.to_token_stream().to_string().replace(' ', ""),
+        }
+    }
+
+    // --- scopes ----------------------------------------------------------
+
+    fn with_fn(&mut self, sig: &syn::Signature, attrs: &[syn::Attribute], body: &syn::Block) {
+        let name = sig.ident.to_string();
+        let is_test = self.in_test || is_test_attrs(attrs);
+        let id = self.facts.add_scope(Scope {
+            name,
+            owner: self.owner.clone(),
+            is_test,
+        });
+        let saved_scope = std::mem::replace(&mut self.scope, id);
+        let saved_depth = std::mem::replace(&mut self.depth, 0);
+        let saved_locals = std::mem::take(&mut self.locals);
+        let saved_txns = std::mem::take(&mut self.txns);
+        let saved_watched = std::mem::take(&mut self.fn_watched);
+        let saved_test = std::mem::replace(&mut self.in_test, is_test);
+        for input in &sig.inputs {
+            if let syn::FnArg::Typed(t) = input {
+                if let Some(pname) = pat_name(&t.pat) {
+                    let ty = t.ty.to_token_stream().to_string();
+                    self.locals.push(Local {
+                        key: KeyExpr::var(&pname),
+                        value: words::classify_value_words(&pname).unwrap_or(ValueExpr::Unknown),
+                        non_redis: NON_REDIS_TYPES.iter().any(|w| ty.contains(w)),
+                        name: pname,
+                        ..blank_local()
+                    });
+                }
+            }
+        }
+        for s in &body.stmts {
+            self.visit_stmt(s);
+        }
+        self.scope = saved_scope;
+        self.depth = saved_depth;
+        self.locals = saved_locals;
+        self.txns = saved_txns;
+        self.fn_watched = saved_watched;
+        self.in_test = saved_test;
+    }
+
+    fn with_owner(&mut self, owner: Option<String>, test: bool, f: impl FnOnce(&mut Self)) {
+        let saved = std::mem::replace(&mut self.owner, owner);
+        let saved_test = self.in_test;
+        self.in_test |= test;
+        f(self);
+        self.owner = saved;
+        self.in_test = saved_test;
+    }
+
+    // --- lookups ---------------------------------------------------------
+
+    fn local(&self, name: &str) -> Option<&Local> {
+        self.locals.iter().rev().find(|l| l.name == name)
+    }
+
+    fn local_of(&self, e: &Expr) -> Option<&Local> {
+        match strip(e) {
+            Expr::Path(p) => p.path.get_ident().and_then(|i| self.local(&i.to_string())),
+            _ => None,
+        }
+    }
+
+    fn const_expr(&self, path: &syn::Path) -> Option<(String, &'f Expr)> {
+        self.const_entry(path).map(|(n, _, e)| (n, e))
+    }
+
+    /// A constant's name, the base offset of its unit and its expression.
+    fn const_entry(&self, path: &syn::Path) -> Option<(String, usize, &'f Expr)> {
+        let last = path.segments.last()?.ident.to_string();
+        let info: &'f FileInfo<'f> = self.info;
+        if let Some((b, e)) = info.consts.get(&last) {
+            return Some((last, *b, e));
+        }
+        let (b, e) = info.macro_consts.get(&last)?;
+        Some((last, *b, e))
+    }
+
+    // --- keys ------------------------------------------------------------
+
+    fn key_of(&self, e: &Expr) -> KeyExpr {
+        self.key_d(e, 0, None)
+    }
+
+    fn key_d(&self, e: &Expr, d: u32, sub: Option<&HashMap<String, KeyExpr>>) -> KeyExpr {
+        if d > MAX_RESOLVE {
+            return KeyExpr::unknown();
+        }
+        let e = strip(e);
+        match e {
+            Expr::Lit(l) => match &l.lit {
+                Lit::Str(s) => KeyExpr::lit(&s.value()),
+                Lit::Int(i) => KeyExpr::lit(&i.to_string()),
+                Lit::ByteStr(b) => KeyExpr::lit(&String::from_utf8_lossy(&b.value())),
+                Lit::Char(c) => KeyExpr::lit(&c.value().to_string()),
+                _ => KeyExpr::unknown(),
+            },
+            Expr::Path(p) => {
+                if let Some(ident) = p.path.get_ident() {
+                    let name = ident.to_string();
+                    if let Some(sub) = sub {
+                        if let Some(k) = sub.get(&name) {
+                            return k.clone();
+                        }
+                    } else if let Some(l) = self.local(&name) {
+                        return l.key.clone();
+                    }
+                }
+                if let Some((name, ce)) = self.const_expr(&p.path) {
+                    let mut k = self.key_d(ce, d + 1, None);
+                    if k.is_unknown() {
+                        k = KeyExpr {
+                            parts: vec![KeyPart::Const(name.clone())],
+                            idents: vec![],
+                        };
+                    }
+                    k.idents.push(name);
+                    return k;
+                }
+                let full = path_idents(&p.path).join("::");
+                let last = p
+                    .path
+                    .segments
+                    .last()
+                    .map(|s| s.ident.to_string())
+                    .unwrap_or_default();
+                let upper = last.chars().any(|c| c.is_ascii_uppercase())
+                    && !last.chars().any(|c| c.is_ascii_lowercase());
+                if upper || p.path.segments.len() > 1 {
+                    KeyExpr {
+                        parts: vec![KeyPart::Const(full.clone())],
+                        idents: vec![full],
+                    }
+                } else {
+                    KeyExpr::var(&full)
+                }
+            }
+            Expr::Field(f) => {
+                let text = self.text_of(e).split_whitespace().collect::<String>();
+                let on_self = matches!(&*f.base, Expr::Path(p) if p.path.is_ident("self"));
+                if on_self {
+                    KeyExpr {
+                        parts: vec![KeyPart::Const(text.clone())],
+                        idents: vec![text],
+                    }
+                } else {
+                    KeyExpr::var(&text)
+                }
+            }
+            Expr::Macro(m) => self.macro_key(&m.mac, d, sub),
+            Expr::Binary(b) if matches!(b.op, syn::BinOp::Add(_)) => {
+                let mut k = self.key_d(&b.left, d + 1, sub);
+                k.append(self.key_d(&b.right, d + 1, sub));
+                k
+            }
+            Expr::Call(c) => {
+                let Some(path) = call_path(e) else {
+                    return KeyExpr::unknown();
+                };
+                let is_local_fn = path.len() == 1 || (path.len() == 2 && path[0] == "Self");
+                let name = path.last().cloned().unwrap_or_default();
+                if is_local_fn {
+                    let args: Vec<&Expr> = c.args.iter().collect();
+                    return self.helper_key(&name, &args, d, sub);
+                }
+                KeyExpr::unknown()
+            }
+            // `[LOCK_PREFIX, &id].concat()`, `[a, b].join(":")`.
+            Expr::MethodCall(m)
+                if (m.method == "concat" && m.args.is_empty()
+                    || m.method == "join" && m.args.len() == 1)
+                    && matches!(strip(&m.receiver), Expr::Array(_)) =>
+            {
+                let Expr::Array(a) = strip(&m.receiver) else {
+                    return KeyExpr::unknown();
+                };
+                let sep = m.args.first().and_then(|s| self.const_str(s));
+                let mut k = KeyExpr::default();
+                for (i, el) in a.elems.iter().enumerate() {
+                    if i > 0 {
+                        if let Some(sep) = &sep {
+                            k.push(KeyPart::Lit(sep.clone()));
+                        }
+                    }
+                    k.append(self.key_d(el, d + 1, sub));
+                }
+                if k.parts.is_empty() {
+                    KeyExpr::unknown()
+                } else {
+                    k
+                }
+            }
+            Expr::MethodCall(m) if matches!(&*m.receiver, Expr::Path(p) if p.path.is_ident("self")) =>
+            {
+                let args: Vec<&Expr> = m.args.iter().collect();
+                self.helper_key(&m.method.to_string(), &args, d, sub)
+            }
+            _ => KeyExpr::unknown(),
+        }
+    }
+
+    fn helper_key(
+        &self,
+        name: &str,
+        args: &[&Expr],
+        d: u32,
+        sub: Option<&HashMap<String, KeyExpr>>,
+    ) -> KeyExpr {
+        let Some(h) = self.info.helpers.get(name) else {
+            return KeyExpr::unknown();
+        };
+        if h.params.len() != args.len() {
+            return KeyExpr::unknown();
+        }
+        let map: HashMap<String, KeyExpr> = h
+            .params
+            .iter()
+            .zip(args)
+            .map(|(p, a)| (p.clone(), self.key_d(a, d + 1, sub)))
+            .collect();
+        let mut k = self.key_d(h.body, d + 1, Some(&map));
+        k.idents.push(name.to_string());
+        k
+    }
+
+    /// `format!("lock:{}", id)`, `format!("lock:{id}")`, `concat!(..)`.
+    fn macro_key(
+        &self,
+        mac: &syn::Macro,
+        d: u32,
+        sub: Option<&HashMap<String, KeyExpr>>,
+    ) -> KeyExpr {
+        let name = macro_name(mac);
+        let exprs = macro_exprs(&mac.tokens);
+        match name.as_str() {
+            "concat" => {
+                let mut k = KeyExpr::default();
+                for e in &exprs {
+                    k.append(self.key_d(e, d + 1, sub));
+                }
+                if k.parts.is_empty() {
+                    KeyExpr::unknown()
+                } else {
+                    k
+                }
+            }
+            "format" => {
+                let Some(Expr::Lit(syn::ExprLit {
+                    lit: Lit::Str(fmt), ..
+                })) = exprs.first()
+                else {
+                    return KeyExpr::unknown();
+                };
+                let mut positional: Vec<&Expr> = Vec::new();
+                let mut named: HashMap<String, &Expr> = HashMap::new();
+                for e in &exprs[1..] {
+                    if let Expr::Assign(a) = e {
+                        if let Expr::Path(p) = &*a.left {
+                            if let Some(i) = p.path.get_ident() {
+                                named.insert(i.to_string(), &a.right);
+                                continue;
+                            }
+                        }
+                    }
+                    positional.push(e);
+                }
+                self.format_key(&fmt.value(), &positional, &named, d, sub)
+            }
+            _ => KeyExpr::unknown(),
+        }
+    }
+
+    fn format_key(
+        &self,
+        fmt: &str,
+        positional: &[&Expr],
+        named: &HashMap<String, &Expr>,
+        d: u32,
+        sub: Option<&HashMap<String, KeyExpr>>,
+    ) -> KeyExpr {
+        let mut k = KeyExpr::default();
+        let mut lit = String::new();
+        let mut next = 0usize;
+        let mut chars = fmt.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '{' if chars.peek() == Some(&'{') => {
+                    chars.next();
+                    lit.push('{');
+                }
+                '}' if chars.peek() == Some(&'}') => {
+                    chars.next();
+                    lit.push('}');
+                }
+                '{' => {
+                    let mut inner = String::new();
+                    for c2 in chars.by_ref() {
+                        if c2 == '}' {
+                            break;
+                        }
+                        inner.push(c2);
+                    }
+                    let arg = inner.split(':').next().unwrap_or("").trim().to_string();
+                    k.push(KeyPart::Lit(std::mem::take(&mut lit)));
+                    let part = if arg.is_empty() {
+                        let e = positional.get(next).copied();
+                        next += 1;
+                        e.map(|e| self.key_d(e, d + 1, sub))
+                    } else if let Ok(i) = arg.parse::<usize>() {
+                        positional.get(i).map(|e| self.key_d(e, d + 1, sub))
+                    } else if let Some(e) = named.get(&arg) {
+                        Some(self.key_d(e, d + 1, sub))
+                    } else {
+                        // Inline `{id}`: an identifier of the surrounding code.
+                        syn::parse_str::<Expr>(&arg)
+                            .ok()
+                            .map(|e| self.key_ident_inline(&e, &arg, d, sub))
+                    };
+                    k.append(part.unwrap_or_else(KeyExpr::unknown));
+                }
+                _ => lit.push(c),
+            }
+        }
+        k.push(KeyPart::Lit(lit));
+        if k.parts.is_empty() {
+            KeyExpr::lit("")
+        } else {
+            k
+        }
+    }
+
+    /// An inline format argument: spans of a re-parsed string are not in the
+    /// file, so only names are resolved, never text.
+    fn key_ident_inline(
+        &self,
+        e: &Expr,
+        name: &str,
+        d: u32,
+        sub: Option<&HashMap<String, KeyExpr>>,
+    ) -> KeyExpr {
+        if let Expr::Path(p) = e {
+            if p.path.get_ident().is_some() {
+                return self.key_d(e, d + 1, sub);
+            }
+        }
+        KeyExpr::var(name)
+    }
+
+    /// The keys of a `del` argument: one per element of an array or `vec!`.
+    fn keys_of(&self, e: &Expr) -> Vec<KeyExpr> {
+        if let Some(l) = self.local_of(e) {
+            if !l.keys.is_empty() {
+                return l.keys.clone();
+            }
+        }
+        match strip(e) {
+            Expr::Array(a) => a.elems.iter().map(|x| self.key_of(x)).collect(),
+            Expr::Macro(m) if macro_name(&m.mac) == "vec" => macro_exprs(&m.mac.tokens)
+                .iter()
+                .map(|x| self.key_of(x))
+                .collect(),
+            Expr::Tuple(t) => t.elems.iter().map(|x| self.key_of(x)).collect(),
+            _ => vec![self.key_of(e)],
+        }
+    }
+
+    fn first_key(&self, e: &Expr) -> KeyExpr {
+        self.keys_of(e)
+            .into_iter()
+            .next()
+            .unwrap_or_else(KeyExpr::unknown)
+    }
+
+    // --- values ----------------------------------------------------------
+
+    fn value_of(&self, e: &Expr) -> ValueExpr {
+        self.value_d(e, 0)
+    }
+
+    fn value_d(&self, e: &Expr, d: u32) -> ValueExpr {
+        if d > MAX_RESOLVE {
+            return ValueExpr::Unknown;
+        }
+        let e = strip(e);
+        match e {
+            Expr::Lit(l) => return ValueExpr::Constant(self.text_of(l)),
+            Expr::Call(c) => {
+                // A one-expression helper of the file: classify what it returns.
+                let path = call_path(e).unwrap_or_default();
+                if path.len() == 1 || (path.len() == 2 && path[0] == "Self") {
+                    if let Some(h) = path.last().and_then(|n| self.info.helpers.get(n)) {
+                        if h.params.len() == c.args.len() {
+                            return self.value_d(h.body, d + 1);
+                        }
+                    }
+                }
+            }
+            Expr::Path(p) => {
+                if let Some(i) = p.path.get_ident() {
+                    if let Some(l) = self.local(&i.to_string()) {
+                        return l.value.clone();
+                    }
+                }
+                if let Some((name, ce)) = self.const_expr(&p.path) {
+                    return match self.value_d(ce, d + 1) {
+                        ValueExpr::Unknown => {
+                            words::classify_value_words(&name).unwrap_or(ValueExpr::Unknown)
+                        }
+                        v => v,
+                    };
+                }
+            }
+            _ => {}
+        }
+        words::classify_value_words(&self.text_of(e)).unwrap_or(ValueExpr::Unknown)
+    }
+
+    /// A string or number constant the expression stands for.
+    fn const_str(&self, e: &Expr) -> Option<String> {
+        self.const_str_d(e, 0)
+    }
+
+    fn const_str_d(&self, e: &Expr, d: u32) -> Option<String> {
+        if d > MAX_RESOLVE {
+            return None;
+        }
+        match strip(e) {
+            Expr::Lit(l) => match &l.lit {
+                Lit::Str(s) => Some(s.value()),
+                Lit::Int(i) => Some(i.base10_digits().to_string()),
+                Lit::ByteStr(b) => Some(String::from_utf8_lossy(&b.value()).into_owned()),
+                _ => None,
+            },
+            Expr::Path(p) => {
+                if let Some(i) = p.path.get_ident() {
+                    if let Some(l) = self.local(&i.to_string()) {
+                        return l.str_val.clone();
+                    }
+                }
+                let (_, ce) = self.const_expr(&p.path)?;
+                self.const_str_d(ce, d + 1)
+            }
+            _ => None,
+        }
+    }
+
+    /// Option words of an expression, through a let-bound local.
+    fn words_of(&self, e: &Expr) -> Vec<String> {
+        if let Some(l) = self.local_of(e) {
+            return l.words.clone();
+        }
+        let mut out = Vec::new();
+        let mut budget = 4096;
+        token_words(e.to_token_stream(), &mut out, &mut budget);
+        out
+    }
+
+    // --- scripts ---------------------------------------------------------
+
+    /// The script text an expression stands for: a literal, a const or local
+    /// bound to one, a `Script::new(x)`.
+    fn script_of(&mut self, e: &Expr, name: Option<String>) -> Option<ScriptId> {
+        self.script_d(e, name, 0)
+    }
+
+    fn script_d(&mut self, e: &Expr, name: Option<String>, d: u32) -> Option<ScriptId> {
+        if d > MAX_RESOLVE {
+            return None;
+        }
+        let e = strip(e);
+        match e {
+            Expr::Lit(syn::ExprLit {
+                lit: Lit::Str(s), ..
+            }) => self.register_script(s, name),
+            Expr::Path(p) => {
+                if let Some(i) = p.path.get_ident() {
+                    if let Some(l) = self.local(&i.to_string()) {
+                        return l.script;
+                    }
+                }
+                let (cname, base, ce) = self.const_entry(&p.path)?;
+                let inner = find_script_new(ce).unwrap_or(ce);
+                let saved = std::mem::replace(&mut self.base, base);
+                let id = self.script_d(inner, Some(cname), d + 1);
+                self.base = saved;
+                id
+            }
+            Expr::Field(f) => {
+                let syn::Member::Named(m) = &f.member else {
+                    return None;
+                };
+                let arg = *self.info.script_fields.get(&m.to_string())?;
+                self.script_d(arg, Some(m.to_string()), d + 1)
+            }
+            Expr::Call(_) => {
+                let arg = find_script_new(e)?;
+                self.script_d(arg, name, d + 1)
+            }
+            _ => None,
+        }
+    }
+
+    fn register_script(&mut self, lit: &syn::LitStr, name: Option<String>) -> Option<ScriptId> {
+        let sp = self.off(lit.span());
+        if let Some(&id) = self.script_at.get(&sp.start) {
+            if let Some(s) = self.facts.scripts.get_mut(id as usize) {
+                if s.name.is_none() {
+                    s.name = name;
+                }
+            }
+            return Some(id);
+        }
+        let raw = self.src.get(sp.start..sp.end)?;
+        let (text, anchors) = decode_literal(raw, sp.start)?;
+        let lua = lua::analyse(&text);
+        let client = match self.info.client() {
+            Client::Unknown => Client::RedisRs,
+            c => c,
+        };
+        self.facts.scripts.push(ScriptFact {
+            name,
+            text,
+            anchors,
+            lua,
+            client,
+        });
+        let id = (self.facts.scripts.len() - 1) as ScriptId;
+        self.script_at.insert(sp.start, id);
+        Some(id)
+    }
+
+    // --- emitting --------------------------------------------------------
+
+    fn emit(
+        &mut self,
+        f: Found,
+        span: Span,
+        name_span: Span,
+        atomic: bool,
+        script: Option<ScriptId>,
+    ) {
+        if f.key.is_unknown() {
+            return;
+        }
+        let kind = match f.kind {
+            OpKind::Eval { .. } if f.script => OpKind::Eval { script },
+            k => k,
+        };
+        let in_txn = !self.txns.is_empty();
+        let watched = self
+            .txns
+            .iter()
+            .any(|t| t.watched.iter().any(|w| w.parts == f.key.parts))
+            || self.fn_watched.iter().any(|w| w.parts == f.key.parts);
+        let client = f.client.unwrap_or_else(|| match self.info.client() {
+            Client::Unknown => Client::RedisRs,
+            c => c,
+        });
+        self.facts.ops.push(Op {
+            kind,
+            key: f.key,
+            value: f.value,
+            scope: self.scope,
+            order: 0,
+            depth: self.depth,
+            atomic: atomic || in_txn,
+            watched,
+            span,
+            name_span,
+            client,
+        });
+    }
+
+    fn fail_open(&mut self, span: Span, key: KeyExpr) {
+        if key.is_unknown() {
+            return;
+        }
+        let client = match self.info.client() {
+            Client::Unknown => Client::RedisRs,
+            c => c,
+        };
+        self.facts.fail_opens.push(FailOpen {
+            span,
+            key,
+            scope: self.scope,
+            client,
+        });
+    }
+
+    /// The key of the first acquire among ops pushed since `from`.
+    fn acquire_since(&self, from: usize) -> Option<KeyExpr> {
+        self.facts
+            .ops
+            .get(from..)?
+            .iter()
+            .find_map(|o| matches!(o.kind, OpKind::Acquire { .. }).then(|| o.key.clone()))
+    }
+
+    // --- command tables --------------------------------------------------
+
+    /// Is an ambiguous method name (`get`, `set`, `del`, …) a Redis call here?
+    fn redis_evidence(&self, recv: Option<&Expr>, key: &KeyExpr, sure: bool) -> bool {
+        if sure {
+            return true;
+        }
+        if let Some(r) = recv {
+            if self.local_of(r).is_some_and(|l| l.non_redis) {
+                return false;
+            }
+            if let Expr::Field(f) = strip(r) {
+                if let syn::Member::Named(m) = &f.member {
+                    if self.info.non_redis_fields.contains(&m.to_string()) {
+                        return false;
+                    }
+                }
+            }
+            let text = self.text_of(r);
+            let parts = words::word_parts(&text);
+            const NON_REDIS: &[&str] = &[
+                "map", "maps", "cache", "caches", "headers", "params", "env", "args", "json",
+                "row", "vec", "list", "dict", "table", "set", "sets", "cookies", "query", "form",
+                "config", "settings", "options", "attrs", "fields", "memo",
+            ];
+            if parts
+                .last()
+                .is_some_and(|p| NON_REDIS.contains(&p.as_str()))
+            {
+                return false;
+            }
+            if !self.txns.is_empty() {
+                return true;
+            }
+            const REDISH: &[&str] = &[
+                "redis",
+                "con",
+                "conn",
+                "connection",
+                "client",
+                "pool",
+                "pipe",
+                "pipeline",
+                "rds",
+                "trx",
+                "tx",
+                "txn",
+                "multi",
+                "manager",
+                "cluster",
+                "db",
+            ];
+            if parts.iter().any(|p| REDISH.contains(&p.as_str())) {
+                return true;
+            }
+        }
+        self.info.evidence() || self.key_reads_lock(key)
+    }
+
+    fn key_reads_lock(&self, k: &KeyExpr) -> bool {
+        k.parts.iter().any(|p| match p {
+            KeyPart::Lit(s) | KeyPart::Const(s) | KeyPart::Var(s) => words::reads_like_lock(s),
+            KeyPart::Unknown => false,
+        }) || k.idents.iter().any(|i| words::reads_like_lock(i))
+    }
+
+    /// A client method call (`con.set_nx(k, v)`, `Cmd::del(k)`). `sure` when the
+    /// receiver is known to be Redis (a pipeline, a transaction, `Cmd`).
+    fn method_ops(
+        &mut self,
+        name: &str,
+        args: &[&Expr],
+        recv: Option<&Expr>,
+        sure: bool,
+    ) -> Vec<Found> {
+        let n = args.len();
+        let key = |w: &Self| {
+            args.first()
+                .map(|a| w.key_of(a))
+                .unwrap_or_else(KeyExpr::unknown)
+        };
+        let ambiguous = |w: &Self, k: &KeyExpr| w.redis_evidence(recv, k, sure);
+        match (name, n) {
+            ("set_nx" | "setnx", 2) => {
+                let c = if name == "setnx" {
+                    Some(Client::Fred)
+                } else {
+                    None
+                };
+                let mut f = Found::new(OpKind::Acquire { expiry: false }, key(self))
+                    .value(self.value_of(args[1]));
+                f.client = c;
+                vec![f]
+            }
+            ("set", 2) => {
+                let k = key(self);
+                if !ambiguous(self, &k) {
+                    return vec![];
+                }
+                vec![Found::new(OpKind::Set { expiry: false }, k).value(self.value_of(args[1]))]
+            }
+            ("set", 5) => {
+                // fred: set(k, v, expiration, options, get)
+                let k = key(self);
+                let exp = self.words_of(args[2]);
+                let opts = self.words_of(args[3]);
+                let fred_like = self.info.crates.contains(&Client::Fred)
+                    || exp.iter().any(|w| w == "Expiration")
+                    || opts.iter().any(|w| w == "SetOptions");
+                if !fred_like {
+                    return vec![];
+                }
+                let has_exp = !exp.iter().any(|w| w == "None")
+                    && exp
+                        .iter()
+                        .any(|w| w != "Some" && w != "Expiration" && w != "KEEPTTL")
+                    && !exp.iter().any(|w| w == "KEEPTTL");
+                let mut flags = SetFlags::from_words(&opts);
+                flags.expiry = has_exp;
+                vec![Found::new(flags.kind(), k)
+                    .value(self.value_of(args[1]))
+                    .client(Client::Fred)]
+            }
+            ("set_ex" | "pset_ex", 3) => {
+                vec![Found::new(OpKind::Set { expiry: true }, key(self))
+                    .value(self.value_of(args[1]))]
+            }
+            ("setex" | "psetex", 3) => {
+                vec![Found::new(OpKind::Set { expiry: true }, key(self))
+                    .value(self.value_of(args[2]))]
+            }
+            ("set_options", 3) => {
+                let flags = SetFlags::from_words(&self.words_of(args[2]));
+                vec![Found::new(flags.kind(), key(self)).value(self.value_of(args[1]))]
+            }
+            ("set_with_options", 4..=6) => {
+                let mut w = self.words_of(args[2]);
+                w.extend(self.words_of(args[3]));
+                let flags = SetFlags::from_words(&w);
+                vec![Found::new(flags.kind(), key(self))
+                    .value(self.value_of(args[1]))
+                    .client(Client::Rustis)]
+            }
+            ("pexpire" | "expire_at" | "pexpire_at" | "pexpireat" | "expireat", 2 | 3) => {
+                vec![Found::new(OpKind::Expire, key(self))]
+            }
+            ("expire", 2 | 3) => {
+                let k = key(self);
+                if !ambiguous(self, &k) {
+                    return vec![];
+                }
+                vec![Found::new(OpKind::Expire, k)]
+            }
+            ("del" | "unlink", 1) => {
+                let keys = self.keys_of(args[0]);
+                if !keys.iter().any(|k| ambiguous(self, k)) {
+                    return vec![];
+                }
+                keys.into_iter()
+                    .map(|k| Found::new(OpKind::Release { checked: false }, k))
+                    .collect()
+            }
+            ("del_ex" | "delex", 2) => {
+                let w = self.words_of(args[1]);
+                let checked = w.iter().any(|x| {
+                    let l = x.to_ascii_lowercase();
+                    l == "ifeq" || l == "ifdeq"
+                });
+                let mut f = Found::new(OpKind::Release { checked }, key(self));
+                if name == "delex" {
+                    f.client = Some(Client::Rustis);
+                }
+                vec![f]
+            }
+            ("get", 1) => {
+                let k = key(self);
+                if !ambiguous(self, &k) {
+                    return vec![];
+                }
+                vec![Found::new(OpKind::Get, k)]
+            }
+            ("watch", 1) => {
+                let keys = self.keys_of(args[0]);
+                self.fn_watched.extend(keys);
+                vec![]
+            }
+            ("get_del" | "getdel", 1) => vec![Found::new(OpKind::GetDel, key(self))],
+            ("getset" | "get_set", 2) => {
+                let k = key(self);
+                if !ambiguous(self, &k) {
+                    return vec![];
+                }
+                vec![Found::new(OpKind::GetSet, k)]
+            }
+            ("eval", 3) => {
+                // fred: eval(script, keys, args)
+                let k = self.first_key(args[1]);
+                if !ambiguous(self, &k) {
+                    return vec![];
+                }
+                let mut f = Found::new(OpKind::Eval { script: None }, k).client(Client::Fred);
+                f.script = true;
+                vec![f]
+            }
+            ("evalsha" | "fcall" | "evalsha_with_reload", 3) => {
+                let k = self.first_key(args[1]);
+                if !ambiguous(self, &k) {
+                    return vec![];
+                }
+                vec![Found::new(OpKind::Eval { script: None }, k)]
+            }
+            ("eval" | "evalsha" | "fcall", 1) => {
+                // rustis: eval(CallBuilder::script(s).keys(k).args(a))
+                let (_, links) = flatten(args[0]);
+                let Some(l) = links.iter().find(|l| l.method == "keys") else {
+                    return vec![];
+                };
+                let Some(a) = l.args.first() else {
+                    return vec![];
+                };
+                let mut f = Found::new(OpKind::Eval { script: None }, self.first_key(a))
+                    .client(Client::Rustis);
+                f.script = name == "eval";
+                vec![f]
+            }
+            _ => vec![],
+        }
+    }
+
+    /// The script handed to a method-style eval, if it resolves.
+    fn method_script(&mut self, name: &str, args: &[&Expr]) -> Option<ScriptId> {
+        match (name, args.len()) {
+            ("eval", 3) => self.script_of(args[0], None),
+            ("eval", 1) => {
+                let (base, _) = flatten(args[0]);
+                let Expr::Call(c) = base else { return None };
+                let a = c.args.first()?;
+                self.script_of(a, None)
+            }
+            _ => None,
+        }
+    }
+
+    /// A raw command: `cmd("SET").arg(..)…`, `Cmd::new().arg("SET")…`.
+    fn raw_ops(&mut self, name: &str, args: &[&Expr]) -> (Vec<Found>, Option<ScriptId>) {
+        let upper = name.to_ascii_uppercase();
+        let key = |w: &Self| {
+            args.first()
+                .map(|a| w.key_of(a))
+                .unwrap_or_else(KeyExpr::unknown)
+        };
+        let value = |w: &Self, i: usize| args.get(i).map(|a| w.value_of(a));
+        let mut script = None;
+        let found = match upper.as_str() {
+            "SET" if args.len() >= 2 => {
+                let mut words: Vec<String> = Vec::new();
+                for a in &args[2..] {
+                    match self.const_str(a) {
+                        Some(s) => words.push(s.to_ascii_uppercase()),
+                        None => {
+                            // `.arg(opts)` with a `SetOptions` value (ToRedisArgs).
+                            let w = self.words_of(a);
+                            if w.iter().any(|x| {
+                                matches!(x.as_str(), "SetOptions" | "ExistenceCheck" | "SetExpiry")
+                            }) {
+                                words.extend(w);
+                            } else {
+                                words.push("?".into());
+                            }
+                        }
+                    }
+                }
+                let flags = SetFlags::from_words(&words);
+                let mut f = Found::new(flags.kind(), key(self));
+                f.value = value(self, 1);
+                vec![f]
+            }
+            "SETNX" => {
+                let mut f = Found::new(OpKind::Acquire { expiry: false }, key(self));
+                f.value = value(self, 1);
+                vec![f]
+            }
+            "SETEX" | "PSETEX" => {
+                let mut f = Found::new(OpKind::Set { expiry: true }, key(self));
+                f.value = value(self, 2);
+                vec![f]
+            }
+            "DEL" | "UNLINK" => args
+                .iter()
+                .map(|a| Found::new(OpKind::Release { checked: false }, self.key_of(a)))
+                .collect(),
+            "DELEX" => {
+                let checked = args[1.min(args.len())..].iter().any(|a| {
+                    self.const_str(a).is_some_and(|s| {
+                        s.eq_ignore_ascii_case("IFEQ") || s.eq_ignore_ascii_case("IFDEQ")
+                    })
+                });
+                vec![Found::new(OpKind::Release { checked }, key(self))]
+            }
+            "DELIFEQ" => vec![Found::new(OpKind::Release { checked: true }, key(self))],
+            "EXPIRE" | "PEXPIRE" | "EXPIREAT" | "PEXPIREAT" => {
+                vec![Found::new(OpKind::Expire, key(self))]
+            }
+            "GET" => vec![Found::new(OpKind::Get, key(self))],
+            "GETDEL" => vec![Found::new(OpKind::GetDel, key(self))],
+            "GETSET" => vec![Found::new(OpKind::GetSet, key(self))],
+            "WATCH" => {
+                let keys: Vec<KeyExpr> = args.iter().map(|a| self.key_of(a)).collect();
+                self.fn_watched.extend(keys);
+                vec![]
+            }
+            "EVAL" | "EVALSHA" | "FCALL" | "EVAL_RO" | "EVALSHA_RO" | "FCALL_RO" => {
+                if upper.starts_with("EVAL") && !upper.starts_with("EVALSHA") {
+                    if let Some(a) = args.first() {
+                        script = self.script_of(a, None);
+                    }
+                }
+                let numkeys = args.get(1).and_then(|a| self.const_str(a));
+                if numkeys.as_deref() == Some("0") || args.len() < 3 {
+                    vec![]
+                } else {
+                    let mut f = Found::new(OpKind::Eval { script: None }, self.key_of(args[2]));
+                    f.script = true;
+                    vec![f]
+                }
+            }
+            _ => vec![],
+        };
+        let client = Client::RedisRs;
+        let found = found
+            .into_iter()
+            .map(|mut f| {
+                if f.client.is_none() && self.info.client() == Client::Unknown {
+                    f.client = Some(client);
+                }
+                f
+            })
+            .collect();
+        (found, script)
+    }
+
+    // --- chains ----------------------------------------------------------
+
+    fn chain(&mut self, top: &Expr) {
+        let (base, mut links) = flatten(top);
+        for l in links.iter_mut() {
+            l.end += self.base;
+        }
+        let chain_start = self.span_of(base).start;
+        let ops_before = self.facts.ops.len();
+        let has_atomic = links.iter().any(|l| l.method == "atomic");
+        let mut atomic = has_atomic;
+        let mut acquired: Option<KeyExpr> = None;
+        // A pipeline base: every command of the chain is a Redis command.
+        let mut pipe_base = false;
+
+        // A command built in a local over several statements.
+        let local_raw: Option<(String, RawLocal)> = match base {
+            Expr::Path(p) => p.path.get_ident().and_then(|i| {
+                let name = i.to_string();
+                self.local(&name)
+                    .and_then(|l| l.raw.clone())
+                    .map(|r| (name, r))
+            }),
+            _ => None,
+        };
+        let prefix: Vec<Expr> = local_raw
+            .as_ref()
+            .map(|(_, r)| r.args.clone())
+            .unwrap_or_default();
+        let mut consumed = false;
+        // The base: a raw command, a pipeline, a script, a local.
+        let mut raw: Option<Raw> = local_raw.as_ref().map(|(_, r)| Raw {
+            name: r.name.clone(),
+            name_span: r.name_span,
+            args: prefix.iter().collect(),
+            end: self.span_of(base).end,
+        });
+        let chain_start = local_raw
+            .as_ref()
+            .map(|(_, r)| r.start)
+            .unwrap_or(chain_start);
+        let mut script: Option<Option<ScriptId>> = None;
+        match base {
+            Expr::Call(c) => {
+                let path = call_path(base).unwrap_or_default();
+                let n = path.len();
+                let last = path.last().map(String::as_str).unwrap_or("");
+                let prev = if n >= 2 { path[n - 2].as_str() } else { "" };
+                if last == "cmd" && c.args.len() == 1 {
+                    if let Some(name) = self.const_str(&c.args[0]) {
+                        let ns = match &*c.func {
+                            Expr::Path(p) => {
+                                p.path.segments.last().map(|s| self.off(s.ident.span()))
+                            }
+                            _ => None,
+                        }
+                        .unwrap_or_else(|| self.span_of(base));
+                        raw = Some(Raw {
+                            name: Some(name),
+                            name_span: ns,
+                            args: Vec::new(),
+                            end: self.span_of(base).end,
+                        });
+                    }
+                } else if prev == "Cmd" && last == "new" {
+                    raw = Some(Raw {
+                        name: None,
+                        name_span: self.span_of(base),
+                        args: Vec::new(),
+                        end: self.span_of(base).end,
+                    });
+                } else if prev == "Cmd" || COMMAND_TRAITS.contains(&prev) {
+                    // `Cmd::del(k)`, or `AsyncCommands::del(&mut con, k)` (the first
+                    // argument is the connection).
+                    let skip = usize::from(prev != "Cmd");
+                    let args: Vec<&Expr> = c.args.iter().skip(skip).collect();
+                    let found = self.method_ops(last, &args, None, true);
+                    let ns = match &*c.func {
+                        Expr::Path(p) => p.path.segments.last().map(|s| self.off(s.ident.span())),
+                        _ => None,
+                    }
+                    .unwrap_or_else(|| self.span_of(base));
+                    let sp = Span::new(chain_start, self.span_of(base).end);
+                    for f in found {
+                        self.emit(f, sp, ns, atomic, None);
+                    }
+                } else if last == "pipe"
+                    || (prev == "Pipeline" && matches!(last, "new" | "with_capacity"))
+                {
+                    pipe_base = true;
+                } else if (prev == "Script" && matches!(last, "new" | "from_lua"))
+                    || (prev == "CallBuilder" && last == "script")
+                {
+                    let id = c.args.first().and_then(|a| self.script_of(a, None));
+                    script = Some(id);
+                }
+            }
+            Expr::Path(_) | Expr::Field(_) => {
+                if let Some(l) = self.local_of(base) {
+                    atomic |= l.atomic;
+                    if l.script.is_some() {
+                        script = Some(l.script);
+                    }
+                    acquired = l.acquire.clone();
+                } else if let Expr::Path(p) = base {
+                    if let Some((_, ce)) = self.const_expr(&p.path) {
+                        if find_script_new(ce).is_some() {
+                            let id = self.script_of(base, None);
+                            script = Some(id);
+                        }
+                    }
+                } else if let Expr::Field(f) = base {
+                    if let syn::Member::Named(m) = &f.member {
+                        if self.info.script_fields.contains_key(&m.to_string()) {
+                            let id = self.script_of(base, None);
+                            script = Some(id);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+
+        let mut script_key: Option<(KeyExpr, Span)> = None;
+        let mut recv_for: Option<&Expr> = Some(base);
+        for l in &links {
+            let m = l.method.to_string();
+            let ns = self.off(l.method.span());
+            let span = Span::new(chain_start, l.end);
+            match m.as_str() {
+                "arg" if raw.is_some() => {
+                    if let (Some(r), Some(a)) = (raw.as_mut(), l.args.first()) {
+                        if r.name.is_none() {
+                            r.name = self.const_str(a);
+                            r.name_span = ns;
+                        } else {
+                            r.args.push(a);
+                        }
+                        r.end = l.end;
+                    }
+                    continue;
+                }
+                _ if local_raw.is_some() => {
+                    if TERMINALS.contains(&m.as_str()) && !consumed {
+                        if let Some(r) = raw.as_mut() {
+                            r.end = l.end;
+                        }
+                        self.flush_raw(raw.take(), chain_start, atomic, &mut acquired);
+                        consumed = true;
+                    }
+                    continue;
+                }
+                "cmd" if l.args.len() == 1 => {
+                    self.flush_raw(raw.take(), chain_start, atomic, &mut acquired);
+                    if let Some(name) = self.const_str(l.args[0]) {
+                        raw = Some(Raw {
+                            name: Some(name),
+                            name_span: ns,
+                            args: Vec::new(),
+                            end: l.end,
+                        });
+                    }
+                    continue;
+                }
+                _ => {}
+            }
+            self.flush_raw(raw.take(), chain_start, atomic, &mut acquired);
+            if let Some(sid) = script {
+                match m.as_str() {
+                    "key" if script_key.is_none() => {
+                        if let Some(a) = l.args.first() {
+                            script_key = Some((self.first_key(a), ns));
+                        }
+                    }
+                    "invoke"
+                    | "invoke_async"
+                    | "prepare_invoke"
+                    | "evalsha_with_reload"
+                    | "eval" => {
+                        let key = match (&script_key, l.args.get(1)) {
+                            (Some((k, _)), _) => Some(k.clone()),
+                            (None, Some(keys)) if m != "invoke" && m != "invoke_async" => {
+                                Some(self.first_key(keys))
+                            }
+                            _ => None,
+                        };
+                        if let Some(k) = key {
+                            let mut f = Found::new(OpKind::Eval { script: None }, k);
+                            f.script = true;
+                            if m == "evalsha_with_reload" {
+                                f.client = Some(Client::Fred);
+                            }
+                            self.emit(f, span, ns, atomic, sid);
+                            script_key = None;
+                        }
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            // Fail-open conversions of an acquire's result.
+            if matches!(
+                m.as_str(),
+                "unwrap_or" | "unwrap_or_else" | "or" | "or_else"
+            ) && l.args.first().is_some_and(|a| truthy(a, 0))
+            {
+                if let Some(k) = acquired.clone().or_else(|| self.acquire_since(ops_before)) {
+                    self.fail_open(Span::new(ns.start, l.end), k);
+                }
+            }
+            let found = self.method_ops(&m, &l.args, recv_for, atomic || pipe_base);
+            let script_id = if found.iter().any(|f| f.script) {
+                self.method_script(&m, &l.args)
+            } else {
+                None
+            };
+            for f in found {
+                if matches!(f.kind, OpKind::Acquire { .. }) && acquired.is_none() {
+                    acquired = Some(f.key.clone());
+                }
+                self.emit(f, span, ns, atomic, script_id);
+            }
+            if m == "custom" && l.args.len() == 2 {
+                self.fred_custom(l.args[0], l.args[1], span, ns, atomic);
+            }
+            recv_for = None;
+        }
+        if let Some((name, _)) = &local_raw {
+            // Not sent yet: keep the arguments on the local for a later `.query`.
+            let kept = if consumed {
+                None
+            } else {
+                raw.take()
+                    .map(|r| r.args.iter().map(|e| (*e).clone()).collect::<Vec<Expr>>())
+            };
+            if let Some(l) = self.locals.iter_mut().rev().find(|l| &l.name == name) {
+                match (kept, l.raw.as_mut()) {
+                    (Some(args), Some(lr)) => lr.args = args,
+                    _ => l.raw = None,
+                }
+            }
+        }
+        self.flush_raw(raw.take(), chain_start, atomic, &mut acquired);
+        if let (Some(sid), Some((k, ns))) = (script, script_key) {
+            // `script.key(k).arg(t)` bound or returned before the invoke.
+            let mut f = Found::new(OpKind::Eval { script: None }, k);
+            f.script = true;
+            let end = links.last().map(|l| l.end).unwrap_or(chain_start);
+            self.emit(f, Span::new(chain_start, end), ns, atomic, sid);
+        }
+        // Visit the arguments and the base for nested calls and closures.
+        self.visit_base(base);
+        for l in &links {
+            for a in &l.args {
+                self.visit_expr(a);
+            }
+        }
+    }
+
+    fn visit_base(&mut self, base: &Expr) {
+        match base {
+            Expr::Call(c) => {
+                // The base call itself was interpreted; still walk into it.
+                for a in &c.args {
+                    self.visit_expr(a);
+                }
+                if !matches!(&*c.func, Expr::Path(_)) {
+                    self.visit_expr(&c.func);
+                }
+            }
+            _ => self.visit_expr(base),
+        }
+    }
+
+    fn flush_raw(
+        &mut self,
+        raw: Option<Raw>,
+        chain_start: usize,
+        atomic: bool,
+        acquired: &mut Option<KeyExpr>,
+    ) {
+        let Some(r) = raw else { return };
+        let Some(name) = r.name else { return };
+        let (found, script) = self.raw_ops(&name, &r.args);
+        let span = Span::new(chain_start, r.end);
+        for f in found {
+            if matches!(f.kind, OpKind::Acquire { .. }) && acquired.is_none() {
+                *acquired = Some(f.key.clone());
+            }
+            self.emit(f, span, r.name_span, atomic, script);
+        }
+    }
+
+    /// fred `custom(CustomCommand::new_static("EVAL", ..), vec![script, 1, key])`.
+    fn fred_custom(&mut self, cmd: &Expr, args: &Expr, span: Span, ns: Span, atomic: bool) {
+        let Expr::Call(c) = strip(cmd) else { return };
+        let Some(name) = c.args.first().and_then(|a| self.const_str(a)) else {
+            return;
+        };
+        let owned: Vec<Expr> = match strip(args) {
+            Expr::Array(a) => a.elems.iter().cloned().collect(),
+            Expr::Macro(m) if macro_name(&m.mac) == "vec" => macro_exprs(&m.mac.tokens),
+            _ => return,
+        };
+        let refs: Vec<&Expr> = owned.iter().collect();
+        let (found, script) = self.raw_ops(&name, &refs);
+        for mut f in found {
+            f.client = Some(Client::Fred);
+            self.emit(f, span, ns, atomic, script);
+        }
+    }
+
+    // --- lets ------------------------------------------------------------
+
+    fn bind(
+        &mut self,
+        name: String,
+        ty: Option<&syn::Type>,
+        init: Option<&Expr>,
+        ops_before: usize,
+    ) {
+        let Some(init) = init else {
+            let non_redis = ty.is_some_and(|t| {
+                let t = t.to_token_stream().to_string();
+                NON_REDIS_TYPES.iter().any(|w| t.contains(w))
+            });
+            self.locals.push(Local {
+                key: KeyExpr::var(&name),
+                name,
+                non_redis,
+                ..blank_local()
+            });
+            return;
+        };
+        // A binding that produced ops (`let ok = con.set_nx(..)?`) is a result, not a key.
+        let produced = self.facts.ops.len() > ops_before;
+        let acquire = self.acquire_since(ops_before);
+        let mut key = if produced {
+            KeyExpr::unknown()
+        } else {
+            self.key_of(init)
+        };
+        if key.is_unknown() && !produced {
+            key = KeyExpr::var(&name);
+        } else if !produced {
+            key.idents.push(name.clone());
+        } else {
+            key = KeyExpr::var(&name);
+        }
+        let value = match self.value_of(init) {
+            ValueExpr::Unknown => words::classify_value_words(&name).unwrap_or(ValueExpr::Unknown),
+            v => v,
+        };
+        let words = self.words_of(init);
+        let script = if find_script_new(init).is_some() || matches!(strip(init), Expr::Lit(_)) {
+            self.script_of(init, Some(name.clone()))
+                .filter(|&id| find_script_new(init).is_some() || self.is_lua(id))
+        } else {
+            // `let inv = script.prepare_invoke();` keeps the script of its base.
+            self.local_of(flatten(init).0).and_then(|l| l.script)
+        };
+        let (_, links) = flatten(init);
+        let base_pipe =
+            call_path(flatten(init).0).is_some_and(|p| p.last().is_some_and(|l| l == "pipe"));
+        let atomic = links.iter().any(|l| {
+            l.method == "multi" || l.method == "create_transaction" || l.method == "atomic"
+        }) || (base_pipe && links.iter().any(|l| l.method == "atomic"))
+            || self.local_of(init).is_some_and(|l| l.atomic);
+        let init_text = self.text_of(init);
+        let ty_text = ty
+            .map(|t| t.to_token_stream().to_string())
+            .unwrap_or_default();
+        let non_redis = NON_REDIS_TYPES
+            .iter()
+            .any(|w| init_text.contains(w) || ty_text.contains(w));
+        let str_val = self.const_str(init);
+        let list = match strip(init) {
+            Expr::Array(_) | Expr::Tuple(_) => true,
+            Expr::Macro(m) => macro_name(&m.mac) == "vec",
+            _ => false,
+        };
+        let keys = if list { self.keys_of(init) } else { Vec::new() };
+        let raw = if produced { None } else { self.raw_local(init) };
+        self.locals.push(Local {
+            keys,
+            raw,
+            name,
+            key,
+            value,
+            str_val,
+            words,
+            script,
+            atomic,
+            acquire,
+            non_redis,
+        });
+    }
+
+    fn expr_call(&mut self, e: &Expr, c: &syn::ExprCall) {
+        let path = match &*c.func {
+            Expr::Path(p) => path_idents(&p.path),
+            _ => Vec::new(),
+        };
+        let last = path.last().map(String::as_str).unwrap_or("");
+        let closure = c.args.iter().rev().find(|a| matches!(a, Expr::Closure(_)));
+        if matches!(last, "transaction" | "transaction_async") && c.args.len() >= 3 {
+            if let Some(cl) = closure {
+                let watched = c
+                    .args
+                    .iter()
+                    .nth(1)
+                    .map(|k| self.keys_of(k))
+                    .unwrap_or_default();
+                for a in c.args.iter() {
+                    if !std::ptr::eq(a, cl) {
+                        self.visit_expr(a);
+                    }
+                }
+                self.txns.push(Txn { watched });
+                self.visit_expr(cl);
+                self.txns.pop();
+                return;
+            }
+        }
+        // `cmd("DEL")` used without a chain, `Cmd::set_nx(..)`, `Script::new(..)`.
+        let interesting = last == "cmd"
+            || path.len() >= 2
+                && (matches!(path[path.len() - 2].as_str(), "Cmd" | "Script")
+                    || COMMAND_TRAITS.contains(&path[path.len() - 2].as_str()));
+        if interesting {
+            self.chain(e);
+            return;
+        }
+        visit::visit_expr_call(self, c);
+    }
+
+    /// `cmd("SET").arg(k)` or `Cmd::new().arg("SET")` bound to a local before it is sent.
+    fn raw_local(&self, init: &Expr) -> Option<RawLocal> {
+        let (base, links) = flatten(init);
+        let Expr::Call(c) = base else { return None };
+        let path = call_path(base)?;
+        let n = path.len();
+        let last = path.last()?.as_str();
+        let prev = if n >= 2 { path[n - 2].as_str() } else { "" };
+        let func_span = match &*c.func {
+            Expr::Path(p) => p.path.segments.last().map(|s| self.off(s.ident.span())),
+            _ => None,
+        }
+        .unwrap_or_else(|| self.span_of(base));
+        let mut r = if last == "cmd" && c.args.len() == 1 {
+            RawLocal {
+                name: Some(self.const_str(&c.args[0])?),
+                name_span: func_span,
+                args: Vec::new(),
+                start: self.span_of(base).start,
+            }
+        } else if prev == "Cmd" && last == "new" {
+            RawLocal {
+                name: None,
+                name_span: func_span,
+                args: Vec::new(),
+                start: self.span_of(base).start,
+            }
+        } else {
+            return None;
+        };
+        for l in &links {
+            if l.method != "arg" {
+                return None;
+            }
+            let a = l.args.first()?;
+            if r.name.is_none() {
+                r.name = self.const_str(a);
+                r.name_span = self.off(l.method.span());
+            } else {
+                r.args.push((*a).clone());
+            }
+        }
+        Some(r)
+    }
+
+    fn is_lua(&self, id: ScriptId) -> bool {
+        self.facts
+            .scripts
+            .get(id as usize)
+            .is_some_and(|s| looks_like_lua(&s.text))
+    }
+}
+
+/// Types (and constructors) of values that are not Redis connections.
+const NON_REDIS_TYPES: &[&str] = &[
+    "HashMap", "BTreeMap", "HashSet", "BTreeSet", "IndexMap", "IndexSet", "DashMap", "Vec", "vec!",
+    "LruCache", "Cache", "VecDeque", "Mutex", "RwLock",
+];
+
+/// A string that is a Redis Lua script: it calls `redis.call`/`redis.pcall`
+/// (or Valkey's `server.call`/`server.pcall`).
+fn looks_like_lua(text: &str) -> bool {
+    ["redis.call", "redis.pcall", "server.call", "server.pcall"]
+        .iter()
+        .any(|w| text.contains(w))
+}
+
+fn blank_local() -> Local {
+    Local {
+        name: String::new(),
+        key: KeyExpr::unknown(),
+        value: ValueExpr::Unknown,
+        str_val: None,
+        words: Vec::new(),
+        script: None,
+        atomic: false,
+        acquire: None,
+        non_redis: false,
+        keys: Vec::new(),
+        raw: None,
+    }
+}
+
+struct Raw<'e> {
+    name: Option<String>,
+    name_span: Span,
+    args: Vec<&'e Expr>,
+    end: usize,
+}
+
+impl<'ast> Visit<'ast> for Walker<'_, '_> {
+    fn visit_item_fn(&mut self, i: &'ast syn::ItemFn) {
+        self.with_fn(&i.sig, &i.attrs, &i.block);
+    }
+
+    fn visit_impl_item_fn(&mut self, i: &'ast syn::ImplItemFn) {
+        self.with_fn(&i.sig, &i.attrs, &i.block);
+    }
+
+    fn visit_trait_item_fn(&mut self, i: &'ast syn::TraitItemFn) {
+        if let Some(b) = &i.default {
+            self.with_fn(&i.sig, &i.attrs, b);
+        }
+    }
+
+    fn visit_item_impl(&mut self, i: &'ast syn::ItemImpl) {
+        let owner = type_name(&i.self_ty);
+        let test = is_test_attrs(&i.attrs);
+        self.with_owner(owner, test, |w| visit::visit_item_impl(w, i));
+    }
+
+    fn visit_item_trait(&mut self, i: &'ast syn::ItemTrait) {
+        let test = is_test_attrs(&i.attrs);
+        self.with_owner(Some(i.ident.to_string()), test, |w| {
+            visit::visit_item_trait(w, i)
+        });
+    }
+
+    fn visit_item_mod(&mut self, i: &'ast syn::ItemMod) {
+        let test = is_test_attrs(&i.attrs);
+        self.with_owner(Some(i.ident.to_string()), test, |w| {
+            visit::visit_item_mod(w, i)
+        });
+    }
+
+    fn visit_item_const(&mut self, i: &'ast syn::ItemConst) {
+        if let Expr::Lit(syn::ExprLit {
+            lit: Lit::Str(s), ..
+        }) = &*i.expr
+        {
+            if !self.in_test && looks_like_lua(&s.value()) {
+                self.register_script(s, Some(i.ident.to_string()));
+            }
+        }
+        visit::visit_item_const(self, i);
+    }
+
+    fn visit_item_static(&mut self, i: &'ast syn::ItemStatic) {
+        if let Expr::Lit(syn::ExprLit {
+            lit: Lit::Str(s), ..
+        }) = &*i.expr
+        {
+            if !self.in_test && looks_like_lua(&s.value()) {
+                self.register_script(s, Some(i.ident.to_string()));
+            }
+        }
+        visit::visit_item_static(self, i);
+    }
+
+    fn visit_lit_str(&mut self, s: &'ast syn::LitStr) {
+        if !self.in_test {
+            let v = s.value();
+            if looks_like_lua(&v) {
+                self.register_script(s, None);
+            }
+        }
+    }
+
+    fn visit_attribute(&mut self, _: &'ast syn::Attribute) {
+        // Doc comments and attributes hold no calls.
+    }
+
+    fn visit_block(&mut self, b: &'ast syn::Block) {
+        self.depth += 1;
+        let n = self.locals.len();
+        visit::visit_block(self, b);
+        self.locals.truncate(n);
+        self.depth -= 1;
+    }
+
+    fn visit_arm(&mut self, a: &'ast syn::Arm) {
+        let block = matches!(&*a.body, Expr::Block(_));
+        if !block {
+            self.depth += 1;
+        }
+        visit::visit_arm(self, a);
+        if !block {
+            self.depth -= 1;
+        }
+    }
+
+    fn visit_expr_closure(&mut self, c: &'ast syn::ExprClosure) {
+        let n = self.locals.len();
+        visit::visit_expr_closure(self, c);
+        self.locals.truncate(n);
+    }
+
+    fn visit_local(&mut self, l: &'ast syn::Local) {
+        let before = self.facts.ops.len();
+        let init = l.init.as_ref().map(|i| &*i.expr);
+        if let Some(i) = &l.init {
+            // A command still being built is sent later, from the local.
+            if self.raw_local(&i.expr).is_none() {
+                self.visit_expr(&i.expr);
+            }
+            if let Some((_, d)) = &i.diverge {
+                self.visit_expr(d);
+            }
+        }
+        let ty = match &l.pat {
+            Pat::Type(t) => Some(&*t.ty),
+            _ => None,
+        };
+        if let Some(name) = pat_name(&l.pat) {
+            self.bind(name, ty, init, before);
+        }
+    }
+
+    fn visit_expr(&mut self, e: &'ast Expr) {
+        match e {
+            Expr::MethodCall(m) => {
+                // `p.atomic();` on a pipeline local makes later ops on `p` atomic.
+                if m.method == "atomic" {
+                    if let Expr::Path(p) = strip(&m.receiver) {
+                        if let Some(i) = p.path.get_ident() {
+                            let name = i.to_string();
+                            if let Some(l) = self.locals.iter_mut().rev().find(|l| l.name == name) {
+                                l.atomic = true;
+                            }
+                        }
+                    }
+                }
+                self.chain(e);
+            }
+            Expr::Call(c) => self.expr_call(e, c),
+            Expr::Binary(b) if matches!(b.op, syn::BinOp::Or(_)) => {
+                // `res.is_err() || res.unwrap()`: an error counts as acquired.
+                let before = self.facts.ops.len();
+                visit::visit_expr(self, e);
+                let err_side = [&*b.left, &*b.right].into_iter().find_map(|side| {
+                    let Expr::MethodCall(m) = strip(side) else {
+                        return None;
+                    };
+                    if m.method != "is_err" || !m.args.is_empty() {
+                        return None;
+                    }
+                    let (base, _) = flatten(&m.receiver);
+                    self.local_of(base)
+                        .and_then(|l| l.acquire.clone())
+                        .or_else(|| self.acquire_since(before))
+                });
+                if let Some(k) = err_side {
+                    let sp = self.span_of(e);
+                    self.fail_open(sp, k);
+                }
+            }
+            Expr::Assign(a) => {
+                visit::visit_expr(self, e);
+                // `opts = opts.with_expiration(..)`: the options grow.
+                if let Expr::Path(p) = &*a.left {
+                    if let Some(i) = p.path.get_ident() {
+                        let name = i.to_string();
+                        let words = self.words_of(&a.right);
+                        if let Some(l) = self.locals.iter_mut().rev().find(|l| l.name == name) {
+                            l.words.extend(words);
+                        }
+                    }
+                }
+            }
+            _ => visit::visit_expr(self, e),
+        }
+    }
+
+    fn visit_expr_match(&mut self, m: &'ast syn::ExprMatch) {
+        let before = self.facts.ops.len();
+        self.visit_expr(&m.expr);
+        let acquired = self
+            .acquire_since(before)
+            .or_else(|| self.local_of(&m.expr).and_then(|l| l.acquire.clone()));
+        if let Some(k) = acquired {
+            for arm in &m.arms {
+                if is_err_pat(&arm.pat) && truthy(&arm.body, 0) {
+                    let s = self.span_of(&arm.pat).start;
+                    let e = self.span_of(&*arm.body).end;
+                    self.fail_open(Span::new(s, e.max(s)), k.clone());
+                }
+            }
+        }
+        for arm in &m.arms {
+            self.visit_arm(arm);
+        }
+    }
+
+    fn visit_expr_if(&mut self, i: &'ast syn::ExprIf) {
+        let before = self.facts.ops.len();
+        self.visit_expr(&i.cond);
+        if let Expr::Let(l) = &*i.cond {
+            if is_err_pat(&l.pat) && block_truthy(&i.then_branch, 0) {
+                let acquired = self
+                    .acquire_since(before)
+                    .or_else(|| self.local_of(&l.expr).and_then(|x| x.acquire.clone()));
+                if let Some(k) = acquired {
+                    let s = self.span_of(&l.pat).start;
+                    let e = self.span_of(&i.then_branch).end;
+                    self.fail_open(Span::new(s, e.max(s)), k);
+                }
+            }
+        }
+        self.visit_block(&i.then_branch);
+        if let Some((_, e)) = &i.else_branch {
+            self.visit_expr(e);
+        }
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        let name = macro_name(m);
+        if name == "macro_rules" {
+            return;
+        }
+        for e in macro_exprs(&m.tokens) {
+            self.visit_expr(&e);
+        }
+    }
+
+    fn visit_item_macro(&mut self, i: &'ast syn::ItemMacro) {
+        if macro_name(&i.mac) == "lazy_static" {
+            for (name, e) in lazy_statics(&i.mac.tokens) {
+                if !self.in_test {
+                    if let Some(arg) = find_script_new(&e) {
+                        self.script_of(arg, Some(name));
+                    }
+                }
+                self.visit_expr(&e);
+            }
+            return;
+        }
+        if i.ident.is_none() {
+            self.visit_macro(&i.mac);
+        }
+    }
+}
