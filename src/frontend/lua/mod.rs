@@ -179,6 +179,8 @@ struct Analyser<'a> {
     covered: usize,
     /// A checked `if` has ended: everything after it is guarded.
     guard_after: bool,
+    /// Calls before this token index are guarded by a `<check> and …`.
+    guard_until: usize,
     calls: Vec<LuaCall>,
 }
 
@@ -198,6 +200,7 @@ impl<'a> Analyser<'a> {
             frames: Vec::new(),
             covered: 0,
             guard_after: false,
+            guard_until: 0,
             calls: Vec::new(),
         };
         a.match_brackets();
@@ -428,6 +431,18 @@ impl<'a> Analyser<'a> {
                     "repeat" => self.frames.push(Frame::new(FrameKind::Repeat)),
                     "until" => self.pop(FrameKind::Repeat),
                     "end" => self.pop_end(i),
+                    "and" => self.and_guard(i),
+                    "assert" if self.is_sym(i + 1, "(") => {
+                        let (args, _) = self.args(i + 1);
+                        if let Some(&(a, b)) = args.first() {
+                            if matches!(
+                                self.check_in(a, b),
+                                Some(Polarity::Equal | Polarity::Unknown)
+                            ) {
+                                self.guard_after = true;
+                            }
+                        }
+                    }
                     _ => {
                         let may_call = text == "redis"
                             || (!self.callee_alias.is_empty() && self.callee_alias.contains(text));
@@ -474,7 +489,7 @@ impl<'a> Analyser<'a> {
         self.calls.push(LuaCall {
             command,
             args,
-            guarded: self.guard_after || self.covered > 0,
+            guarded: self.guard_after || self.covered > 0 || i < self.guard_until,
             span: Span::new(self.toks[i].start as usize, end),
         });
     }
@@ -633,6 +648,95 @@ impl<'a> Analyser<'a> {
                     && !self.argv_alias.is_empty()
                     && self.argv_alias.contains_key(self.text(t)))
         })
+    }
+
+    /// `<check> and <expr>`: the right operand runs only when the check held
+    /// (`return get(KEYS[1]) == ARGV[1] and redis.call('del', KEYS[1]) or 0`).
+    fn and_guard(&mut self, at: usize) {
+        // The left operand: back to a lower-precedence `or` or a statement start.
+        let mut j = at;
+        let mut depth = 0usize;
+        while j > 0 && at - j < OPERAND_SCAN {
+            let k = j - 1;
+            match (self.toks[k].kind, self.text(k)) {
+                (Kind::Sym, ")" | "]" | "}") => depth += 1,
+                (Kind::Sym, "(" | "[" | "{") => {
+                    if depth == 0 {
+                        break;
+                    }
+                    depth -= 1;
+                }
+                (Kind::Sym, "," | "=" | ";") if depth == 0 => break,
+                (Kind::Name, x)
+                    if depth == 0
+                        && is_keyword(x)
+                        && !matches!(x, "and" | "not" | "nil" | "true" | "false") =>
+                {
+                    break
+                }
+                _ => {}
+            }
+            j = k;
+        }
+        if !matches!(
+            self.check_in(j, at),
+            Some(Polarity::Equal | Polarity::Unknown)
+        ) {
+            return;
+        }
+        let end = self.operand_end_before_or(at + 1);
+        self.guard_until = self.guard_until.max(end);
+    }
+
+    /// The end of the expression at `i`, stopping at a top-level `or`
+    /// (bounded by `EXPR_SCAN` tokens).
+    fn operand_end_before_or(&self, i: usize) -> usize {
+        let limit = self.toks.len().min(i.saturating_add(EXPR_SCAN));
+        let mut j = i;
+        let mut want_operand = true;
+        while j < limit {
+            let kind = self.toks[j].kind;
+            let x = self.text(j);
+            if want_operand {
+                match kind {
+                    Kind::Name if x == "not" => j += 1,
+                    Kind::Name if is_keyword(x) && !matches!(x, "nil" | "true" | "false") => {
+                        return j
+                    }
+                    Kind::Name | Kind::Num | Kind::Str => {
+                        want_operand = false;
+                        j += 1;
+                    }
+                    Kind::Sym if x == "(" || x == "{" => {
+                        j = self.skip(j);
+                        want_operand = false;
+                    }
+                    Kind::Sym if x == "-" || x == "#" || x == "~" => j += 1,
+                    _ => return j,
+                }
+            } else {
+                match kind {
+                    Kind::Sym if x == "." || x == ":" => {
+                        j += 1;
+                        if self.kind(j) == Some(Kind::Name) {
+                            j += 1;
+                        }
+                    }
+                    Kind::Sym if x == "[" || x == "(" || x == "{" => j = self.skip(j),
+                    Kind::Str => j += 1,
+                    Kind::Sym if BINOPS.contains(&x) => {
+                        want_operand = true;
+                        j += 1;
+                    }
+                    Kind::Name if x == "and" => {
+                        want_operand = true;
+                        j += 1;
+                    }
+                    _ => return j,
+                }
+            }
+        }
+        limit
     }
 
     // ---- blocks --------------------------------------------------------

@@ -224,6 +224,31 @@ fn loop_over_mget_values() {
 }
 
 #[test]
+fn and_or_one_liner() {
+    let src = "return redis.call('get', KEYS[1]) == ARGV[1] and redis.call('del', KEYS[1]) or 0";
+    assert_eq!(shape(src), vec![s("get", false), s("del", true)]);
+    // Only the right operand of the `and` is guarded.
+    let src = "local r = redis.call('get', KEYS[1]) == ARGV[1] and 1 or redis.call('del', KEYS[1])\nredis.call('del', KEYS[2])";
+    assert_eq!(
+        shape(src),
+        vec![s("get", false), s("del", false), s("del", false)]
+    );
+    // `~=` and a literal compare guard nothing.
+    let src = "return redis.call('get', KEYS[1]) ~= ARGV[1] and redis.call('del', KEYS[1])";
+    assert_eq!(shape(src)[1], s("del", false));
+    let src = "return redis.call('get', KEYS[1]) == '1' and redis.call('del', KEYS[1])";
+    assert_eq!(shape(src)[1], s("del", false));
+}
+
+#[test]
+fn assert_check() {
+    let src = "assert(redis.call('get', KEYS[1]) == ARGV[1], 'not the owner')\nreturn redis.call('del', KEYS[1])";
+    assert_eq!(shape(src)[1], s("del", true));
+    let src = "assert(redis.call('get', KEYS[1]) ~= false)\nreturn redis.call('del', KEYS[1])";
+    assert_eq!(shape(src)[1], s("del", false));
+}
+
+#[test]
 fn reassigned_alias_is_forgotten() {
     let src = "local token = ARGV[1]\ntoken = 'x'\nif redis.call('get', KEYS[1]) == token then redis.call('del', KEYS[1]) end";
     assert_eq!(shape(src)[1], s("del", false));
