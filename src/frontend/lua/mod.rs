@@ -653,7 +653,13 @@ impl<'a> Analyser<'a> {
     /// `<check> and <expr>`: the right operand runs only when the check held
     /// (`return get(KEYS[1]) == ARGV[1] and redis.call('del', KEYS[1]) or 0`).
     fn and_guard(&mut self, at: usize) {
-        // The left operand: back to a lower-precedence `or` or a statement start.
+        // Inside the right operand of an earlier guarding `and` of the same
+        // chain: already guarded to the chain's end.
+        if at < self.guard_until {
+            return;
+        }
+        // The left operand: back to the previous `and`, a lower-precedence
+        // `or`, or a statement start.
         let mut j = at;
         let mut depth = 0usize;
         while j > 0 && at - j < OPERAND_SCAN {
@@ -670,7 +676,7 @@ impl<'a> Analyser<'a> {
                 (Kind::Name, x)
                     if depth == 0
                         && is_keyword(x)
-                        && !matches!(x, "and" | "not" | "nil" | "true" | "false") =>
+                        && !matches!(x, "not" | "nil" | "true" | "false") =>
                 {
                     break
                 }

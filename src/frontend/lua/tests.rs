@@ -338,6 +338,10 @@ fn timing_of_10_mb_inputs() {
         ("one-string", format!("'{}'", "x".repeat(10_000_000))),
         ("comparisons", "if a == ARGV[1] == b ".repeat(500_000)),
         (
+            "and-chains",
+            "x = redis.call('get', k) == ARGV[1] and ".repeat(250_000),
+        ),
+        (
             "locals",
             "local a, b = KEYS[1], redis.call('get', x) ".repeat(250_000),
         ),
