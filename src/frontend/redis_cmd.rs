@@ -33,6 +33,7 @@ pub fn extract(src: &str, language: Language) -> FileFacts {
             for line in src.split_inclusive('\n') {
                 let end = start + line.len();
                 let words = raw_line(src, start, end, false);
+                let words: Vec<&Word> = words.iter().collect();
                 x.command(&words, &mut sess);
                 start = end;
             }
@@ -194,7 +195,7 @@ impl<'a> Extractor<'a> {
             .first()
             .is_some_and(|w| w == "test");
         let id = self.facts.add_scope(Scope {
-            name,
+            name: name.into_owned(),
             owner: None,
             is_test,
         });
@@ -364,18 +365,13 @@ impl<'a> Extractor<'a> {
                 j += 2;
                 break;
             }
-            j += if CLI_OPTS_WITH_VALUE.contains(&o.as_str()) {
+            j += if CLI_OPTS_WITH_VALUE.contains(&&*o) {
                 2
             } else {
                 1
             };
         }
-        let args: Vec<Word> = words
-            .get(j..)
-            .unwrap_or(&[])
-            .iter()
-            .map(|w| (*w).clone())
-            .collect();
+        let args: &[&Word] = words.get(j..).unwrap_or(&[]);
         let mut sess = Session::default();
         if eval_file {
             // `--eval script.lua key1 key2 , arg1`: the keys come before the comma.
@@ -397,13 +393,14 @@ impl<'a> Extractor<'a> {
             return;
         }
         if !args.is_empty() {
-            self.command(&args, &mut sess);
+            self.command(args, &mut sess);
         } else if let Some((body, expand)) = heredoc {
             let mut start = body.start;
             let text = self.src.get(body.start..body.end).unwrap_or("");
             for line in text.split_inclusive('\n') {
                 let end = start + line.len();
                 let words = raw_line(self.src, start, end, expand);
+                let words: Vec<&Word> = words.iter().collect();
                 self.command(&words, &mut sess);
                 start = end;
             }
@@ -413,7 +410,7 @@ impl<'a> Extractor<'a> {
     // ---- commands --------------------------------------------------------
 
     /// One raw command (`SET k v NX PX 100`, `DEL k`, …).
-    fn command(&mut self, words: &[Word], sess: &mut Session) {
+    fn command(&mut self, words: &[&Word], sess: &mut Session) {
         let Some(first) = words.first() else {
             return;
         };
@@ -441,7 +438,7 @@ impl<'a> Extractor<'a> {
             }
             "WATCH" => sess
                 .watched
-                .extend(args.iter().take(MAX_KEYS_PER_COMMAND).map(key_expr)),
+                .extend(args.iter().take(MAX_KEYS_PER_COMMAND).map(|w| key_expr(w))),
             "UNWATCH" => sess.watched.clear(),
             "SET" if args.len() >= 2 => {
                 let nx = has(2, &["NX"]);
@@ -458,14 +455,14 @@ impl<'a> Extractor<'a> {
                     OpKind::Set { expiry }
                 };
                 let value = matches!(kind, OpKind::Acquire { .. } | OpKind::Set { .. })
-                    .then(|| self.value_of(&args[1]));
-                self.push(kind, &args[0], value, span, name_span, sess);
+                    .then(|| self.value_of(args[1]));
+                self.push(kind, args[0], value, span, name_span, sess);
             }
             "SETNX" if args.len() >= 2 => {
-                let value = Some(self.value_of(&args[1]));
+                let value = Some(self.value_of(args[1]));
                 self.push(
                     OpKind::Acquire { expiry: false },
-                    &args[0],
+                    args[0],
                     value,
                     span,
                     name_span,
@@ -473,10 +470,10 @@ impl<'a> Extractor<'a> {
                 );
             }
             "SETEX" | "PSETEX" if args.len() >= 3 => {
-                let value = Some(self.value_of(&args[2]));
+                let value = Some(self.value_of(args[2]));
                 self.push(
                     OpKind::Set { expiry: true },
-                    &args[0],
+                    args[0],
                     value,
                     span,
                     name_span,
@@ -484,7 +481,7 @@ impl<'a> Extractor<'a> {
                 );
             }
             "EXPIRE" | "PEXPIRE" | "EXPIREAT" | "PEXPIREAT" if !args.is_empty() => {
-                self.push(OpKind::Expire, &args[0], None, span, name_span, sess);
+                self.push(OpKind::Expire, args[0], None, span, name_span, sess);
             }
             "DEL" | "UNLINK" => {
                 for k in args.iter().take(MAX_KEYS_PER_COMMAND) {
@@ -502,7 +499,7 @@ impl<'a> Extractor<'a> {
                 let checked = has(1, &["IFEQ", "IFNE", "IFDEQ", "IFDNE"]);
                 self.push(
                     OpKind::Release { checked },
-                    &args[0],
+                    args[0],
                     None,
                     span,
                     name_span,
@@ -512,7 +509,7 @@ impl<'a> Extractor<'a> {
             "DELIFEQ" if !args.is_empty() => {
                 self.push(
                     OpKind::Release { checked: true },
-                    &args[0],
+                    args[0],
                     None,
                     span,
                     name_span,
@@ -520,7 +517,7 @@ impl<'a> Extractor<'a> {
                 );
             }
             "GET" if !args.is_empty() => {
-                self.push(OpKind::Get, &args[0], None, span, name_span, sess);
+                self.push(OpKind::Get, args[0], None, span, name_span, sess);
             }
             "MGET" => {
                 for k in args.iter().take(MAX_KEYS_PER_COMMAND) {
@@ -528,16 +525,16 @@ impl<'a> Extractor<'a> {
                 }
             }
             "GETDEL" if !args.is_empty() => {
-                self.push(OpKind::GetDel, &args[0], None, span, name_span, sess);
+                self.push(OpKind::GetDel, args[0], None, span, name_span, sess);
             }
             "GETSET" if !args.is_empty() => {
-                self.push(OpKind::GetSet, &args[0], None, span, name_span, sess);
+                self.push(OpKind::GetSet, args[0], None, span, name_span, sess);
             }
             "EVAL" | "EVAL_RO" | "EVALSHA" | "EVALSHA_RO" | "FCALL" | "FCALL_RO"
                 if args.len() >= 2 =>
             {
                 let script = if cmd.starts_with("EVAL") && !cmd.starts_with("EVALSHA") {
-                    self.script(&args[0])
+                    self.script(args[0])
                 } else {
                     None
                 };
@@ -555,7 +552,7 @@ impl<'a> Extractor<'a> {
 
     /// A literal script argument of `EVAL`: analysed, anchored into the source.
     fn script(&mut self, w: &Word) -> Option<u32> {
-        let text = w.literal()?;
+        let text = w.literal()?.into_owned();
         let anchors = if w.anchors.is_empty() {
             vec![(0, w.span.start)]
         } else {
@@ -736,7 +733,7 @@ fn subst_value(text: &str) -> ValueExpr {
 }
 
 /// `EX`/`PX`/`EXAT`/`PXAT` with a value that is not a literal zero.
-fn set_expiry(opts: &[Word]) -> bool {
+fn set_expiry(opts: &[&Word]) -> bool {
     opts.iter().enumerate().any(|(i, w)| {
         w.literal().is_some_and(|s| {
             matches!(

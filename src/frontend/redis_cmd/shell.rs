@@ -5,6 +5,7 @@
 //! It never fails and every step advances, so it never hangs.
 
 use crate::facts::Span;
+use std::borrow::Cow;
 
 /// One piece of a word after quote removal.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,16 +32,23 @@ pub struct Word {
 }
 
 impl Word {
-    /// The whole word is literal text (no expansion).
-    pub fn literal(&self) -> Option<String> {
-        let mut s = String::new();
-        for p in &self.parts {
-            match p {
-                Part::Lit(t) => s.push_str(t),
-                _ => return None,
+    /// The whole word is literal text (no expansion). Borrowed in the usual
+    /// case of one literal part.
+    pub fn literal(&self) -> Option<Cow<'_, str>> {
+        match self.parts.as_slice() {
+            [] => Some(Cow::Borrowed("")),
+            [Part::Lit(t)] => Some(Cow::Borrowed(t.as_str())),
+            parts => {
+                let mut s = String::new();
+                for p in parts {
+                    match p {
+                        Part::Lit(t) => s.push_str(t),
+                        _ => return None,
+                    }
+                }
+                Some(Cow::Owned(s))
             }
         }
-        Some(s)
     }
 
     /// A readable form: literal text with `$NAME` / `$(…)` for expansions.
