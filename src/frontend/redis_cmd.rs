@@ -279,6 +279,27 @@ impl<'a> Extractor<'a> {
         let Some(head) = words.get(k) else {
             return;
         };
+        // A command string run later or by another shell: `trap '…' EXIT`,
+        // `sh -c '…'`, `bash -c '…'`. Lexed in place when it stands verbatim
+        // in the source (one literal run), so positions stay exact.
+        let runs_string = match head.literal().as_deref() {
+            Some("trap") => words.get(k + 1).copied(),
+            Some("sh" | "bash" | "dash" | "zsh" | "ksh") => words
+                .iter()
+                .skip(k + 1)
+                .position(|w| w.literal().as_deref() == Some("-c"))
+                .and_then(|p| words.get(k + 2 + p).copied()),
+            _ => None,
+        };
+        if let Some(w) = runs_string {
+            if let ([(0, at)], Some(_)) = (w.anchors.as_slice(), w.literal()) {
+                if nest < 24 {
+                    let toks = shell::lex_range(self.src, *at, at + w.lit_len);
+                    self.list(&toks, nest + 1);
+                }
+            }
+            return;
+        }
         if matches!(
             head.literal().as_deref(),
             Some("local" | "export" | "readonly" | "declare" | "typeset")

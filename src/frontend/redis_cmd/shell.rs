@@ -93,10 +93,22 @@ enum Term {
 const MAX_DEPTH: u32 = 24;
 
 pub fn lex(src: &str) -> Vec<STok> {
+    lex_range(src, 0, src.len())
+}
+
+/// Lexes `src[start..end]` (a command string such as the body of
+/// `trap '…' EXIT`); positions stay offsets into `src`.
+pub fn lex_range(src: &str, start: usize, end: usize) -> Vec<STok> {
+    let Some(src) = src.get(..end) else {
+        return Vec::new();
+    };
+    if !src.is_char_boundary(start.min(end)) {
+        return Vec::new();
+    }
     let mut l = Lexer {
         src,
         b: src.as_bytes(),
-        pos: 0,
+        pos: start.min(end),
         skips: Vec::new(),
         next_skip: 0,
         resume: 0,

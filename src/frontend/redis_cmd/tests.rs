@@ -236,6 +236,25 @@ fn shell_eval_with_inline_script_and_eval_file() {
 }
 
 #[test]
+fn trap_and_sh_c_bodies_are_read() {
+    let src = "redis-cli SET lock:deploy \"$(uuidgen)\" NX EX 600 || exit 1\ntrap 'redis-cli DEL lock:deploy' EXIT\nsh -c \"redis-cli DEL lock:other\"\nbash -c 'redis-cli UNLINK lock:x; echo ok'\n";
+    let f = sh(src);
+    assert_eq!(
+        kinds(&f),
+        vec![
+            OpKind::Acquire { expiry: true },
+            OpKind::Release { checked: false },
+            OpKind::Release { checked: false },
+            OpKind::Release { checked: false },
+        ]
+    );
+    assert_eq!(at(src, f.ops[1].name_span), "DEL");
+    assert_eq!(f.ops[1].key, KeyExpr::lit("lock:deploy"));
+    assert_eq!(at(src, f.ops[2].name_span), "DEL");
+    assert_eq!(at(src, f.ops[3].span), "UNLINK lock:x");
+}
+
+#[test]
 fn line_continuations_and_comments() {
     let src =
         "redis-cli \\\n  -h host \\\n  SET lock:job 1 \\\n  NX PX 100 # trailing DEL lock:job\n";
