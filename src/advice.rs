@@ -96,6 +96,13 @@ pub fn extend(client: Client) -> String {
         Client::GoRedis => "redis.NewScript(EXTEND).Run(ctx, rdb, []string{key}, token, ttl.Milliseconds()) — or bsm/redislock's lock.Refresh",
         Client::StackExchange => "db.LockExtend(key, token, expiry)",
         Client::Ioredis | Client::NodeRedis => "eval EXTEND with keys [key] and arguments [token, ttlMs] — or redlock's lock.extend(ttl)",
+        Client::Jedis => "jedis.eval(EXTEND, List.of(key), List.of(token, String.valueOf(ttlMs)))",
+        Client::Lettuce => "commands.eval(EXTEND, ScriptOutputType.INTEGER, new String[]{key}, token, String.valueOf(ttlMs))",
+        Client::Redigo => "redis.NewScript(1, EXTEND).Do(conn, key, token, ttlMs)",
+        Client::Rueidis => "rueidis.NewLuaScript(EXTEND).Exec(ctx, client, []string{key}, []string{token, ttlMs})",
+        Client::RedisRb => "redis.eval(EXTEND, keys: [key], argv: [token, ttl_ms]) — or redlock-rb's lock(…, extend: lock_info)",
+        Client::Phpredis => "$redis->eval(EXTEND, [$key, $token, $ttlMs], 1)",
+        Client::Predis => "$client->eval(EXTEND, 1, $key, $token, $ttlMs)",
         _ => "EVAL EXTEND 1 key <token> <ttl-ms>",
     };
     format!("extend only while the key still holds your token:\n{how}\nwhere EXTEND is: if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end")

@@ -53,11 +53,30 @@ pub fn check_source(
     if !settings.tests && words::is_test_path(Path::new(display_path)) {
         return Vec::new();
     }
-    let mut facts = frontend::extract(Path::new(display_path), src, language);
+    let facts = facts_for(Path::new(display_path), src, language, settings);
+    findings_for(display_path, src, &facts, settings)
+}
+
+/// Most Redis operations the rules correlate in one file. Rules compare ops
+/// pairwise, so an adversarial or generated file with more is cut here (with
+/// a note) instead of taking quadratic time.
+pub const MAX_OPS_PER_FILE: usize = 20_000;
+
+/// The facts the rules see for one file: the front-end's, without test code
+/// (unless `tests = true`) and bounded in size.
+fn facts_for(path: &Path, src: &str, language: Language, settings: &Settings) -> FileFacts {
+    let mut facts = frontend::extract(path, src, language);
     if !settings.tests {
         drop_test_code(&mut facts);
     }
-    findings_for(display_path, src, &facts, settings)
+    if facts.ops.len() > MAX_OPS_PER_FILE {
+        facts.notes.push(format!(
+            "{} Redis operations; only the first {MAX_OPS_PER_FILE} are analysed",
+            facts.ops.len()
+        ));
+        facts.ops.truncate(MAX_OPS_PER_FILE);
+    }
+    facts
 }
 
 /// Removes the ops, scripts and fail-opens of test scopes: test code sets up
@@ -229,10 +248,7 @@ fn check_entry(entry: &Entry, settings: &Settings) -> FileOutcome {
         Ok(Loaded::Binary | Loaded::Rejected) => {}
         Ok(Loaded::Text(src)) if src.is_empty() => {}
         Ok(Loaded::Text(src)) => {
-            let mut facts = frontend::extract(&entry.path, &src, entry.language);
-            if !settings.tests {
-                drop_test_code(&mut facts);
-            }
+            let facts = facts_for(&entry.path, &src, entry.language, settings);
             outcome.notes = facts
                 .notes
                 .iter()

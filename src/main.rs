@@ -230,10 +230,25 @@ fn run_check(args: CheckArgs) -> ExitCode {
     } else {
         args.paths.clone()
     };
+    // The gates' inputs are read before the scan: a bad baseline or revision fails fast.
+    let baseline = match args.baseline.as_deref().map(Baseline::read).transpose() {
+        Ok(b) => b,
+        Err(e) => return usage_error(&e),
+    };
+    let changed = match args
+        .changed_since
+        .as_deref()
+        .map(|rev| ChangedLines::since(rev, &cwd))
+        .transpose()
+    {
+        Ok(c) => c,
+        Err(e) => return usage_error(&e),
+    };
     let mut report = locklint::check_paths(&paths, &settings);
 
     // Gates, in order: the baseline written now or read, then changed lines.
     let mut failed = false;
+    let mut hidden: Vec<(usize, &str)> = Vec::new();
     if let Some(path) = &args.write_baseline {
         match filter::baseline::write(path, &report) {
             Ok(()) => {
@@ -250,21 +265,14 @@ fn run_check(args: CheckArgs) -> ExitCode {
             }
         }
     }
-    if let Some(path) = &args.baseline {
-        match Baseline::read(path) {
-            Ok(b) => {
-                b.filter(&mut report);
-            }
-            Err(e) => return usage_error(&e),
-        }
+    if let Some(b) = &baseline {
+        hidden.push((b.filter(&mut report), "in the baseline"));
     }
-    if let Some(rev) = &args.changed_since {
-        match ChangedLines::since(rev, &cwd) {
-            Ok(c) => {
-                c.filter(&mut report, &cwd);
-            }
-            Err(e) => return usage_error(&e),
-        }
+    if let Some(c) = &changed {
+        hidden.push((
+            c.filter(&mut report, &cwd),
+            "on lines not changed since the revision",
+        ));
     }
 
     let format = args.format.unwrap_or(Format::Human);
@@ -300,6 +308,11 @@ fn run_check(args: CheckArgs) -> ExitCode {
     };
     if let Err(e) = written {
         return usage_error(&format!("cannot write the report: {e}"));
+    }
+    if format == Format::Human && !args.quiet {
+        for (n, why) in hidden.iter().filter(|h| h.0 > 0) {
+            eprintln!("locklint: {n} more finding(s) {why} not shown");
+        }
     }
     if format != Format::Human {
         for e in &report.errors {

@@ -580,7 +580,8 @@ fn lua_finding_baseline_and_changed_since() {
     locklint(root)
         .args(["--baseline", "baseline.json"])
         .assert()
-        .code(0);
+        .code(0)
+        .stderr(contains("1 more finding(s) in the baseline not shown"));
     // Not on a changed line: not reported by the review gate either.
     assert!(findings_in(root, &["--changed-since", "HEAD"]).is_empty());
     // The offending line changes: new for the baseline and for the review gate.
@@ -632,4 +633,66 @@ fn a_stale_suppression_is_reported_even_when_no_redis_code_is_left() {
         findings_in(root, &[]),
         vec![("LL100".into(), "./src/jobs.rs".into(), 2)]
     );
+}
+
+#[test]
+fn config_keys_change_what_is_reported() {
+    if !gate_common::frontend_live() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    let jobs = "use redis::Commands;\n\npub fn finish(con: &mut redis::Connection, id: u64) -> redis::RedisResult<()> {\n    con.del(format!(\"job:{id}:owner\"))\n}\n";
+    write(root, "src/jobs.rs", jobs);
+    write(root, "tests/release.rs", RELEASE_RS);
+    let codes = |args: &[&str]| -> Vec<(String, String)> {
+        findings_in(root, args)
+            .into_iter()
+            .map(|f| (f.0, f.1))
+            .collect()
+    };
+    // Defaults: the key is not named like a lock; test code is not reported.
+    assert!(codes(&[]).is_empty());
+    // lock-key-patterns makes `job:…` a lock key.
+    write(root, "locklint.toml", "lock-key-patterns = [\"^job:\"]\n");
+    assert_eq!(codes(&[]), vec![("LL002".into(), "./src/jobs.rs".into())]);
+    // min-redis-version = 8.4: the help offers DELEX without a script.
+    write(
+        root,
+        "locklint.toml",
+        "lock-key-patterns = [\"^job:\"]\nmin-redis-version = \"8.4\"\n",
+    );
+    let out = locklint(root).args(["--format", "json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["findings"][0]["help"]
+        .as_str()
+        .unwrap()
+        .contains("8.4+ without a script"));
+    // tests = true reports test code too; select/ignore by name.
+    write(
+        root,
+        "locklint.toml",
+        "tests = true\nselect = [\"unconditional-release\"]\n",
+    );
+    assert_eq!(
+        codes(&[]),
+        vec![("LL002".into(), "./tests/release.rs".into())]
+    );
+    write(
+        root,
+        "locklint.toml",
+        "tests = true\nignore = [\"LL001\", \"LL002\"]\n",
+    );
+    assert!(codes(&[]).is_empty());
+    // severity overrides the exit code.
+    write(
+        root,
+        "locklint.toml",
+        "tests = true\nselect = [\"LL002\"]\n[severity]\nLL002 = \"warning\"\n",
+    );
+    locklint(root).assert().code(0);
+    locklint(root)
+        .args(["--fail-on", "warning"])
+        .assert()
+        .code(1);
 }

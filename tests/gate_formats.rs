@@ -94,7 +94,11 @@ fn sarif_validates_against_the_official_schema() {
         .unwrap_or_else(|e| panic!("cannot read the SARIF schema {schema_path}: {e}"));
     let schema: Value = serde_json::from_str(&text).expect("schema is JSON");
     let validator = jsonschema::validator_for(&schema).expect("schema compiles");
-    for d in [&doc, &empty] {
+    // And the SARIF of every bundled fixture: real findings of every rule and language.
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let real = locklint::check_paths(&[fixtures], &locklint::Settings::default());
+    let real_doc: Value = serde_json::from_str(&emit(Format::Sarif, &real)).unwrap();
+    for d in [&doc, &empty, &real_doc] {
         let errors: Vec<String> = validator
             .iter_errors(d)
             .map(|e| format!("{} at {}", e, e.instance_path))

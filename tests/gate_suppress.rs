@@ -228,3 +228,34 @@ fn real_findings_are_silenced_in_the_pipeline() {
         "{after:?}"
     );
 }
+
+#[test]
+fn a_real_call_split_over_lines_is_silenced_above_its_first_line() {
+    if !gate_common::frontend_live() {
+        return;
+    }
+    let src = "use redis::Commands;
+const LOCK_KEY: &str = \"lock:invoice\";
+
+pub fn release(con: &mut redis::Connection, token: &str) -> redis::RedisResult<()> {
+    let _: () = redis::cmd(\"SET\").arg(LOCK_KEY).arg(token).arg(\"NX\").arg(\"PX\").arg(30000).query(con)?;
+    let _: () = con
+        .del(LOCK_KEY)?;
+    Ok(())
+}
+";
+    let s = Settings::default();
+    let before = locklint::check_source("src/release.rs", src, Language::Rust, &s);
+    let got: Vec<_> = before.iter().map(|f| (f.code, f.line)).collect();
+    assert_eq!(
+        got,
+        vec![("LL002", 7)],
+        "the finding stands where the method name is"
+    );
+    let edited = src.replace(
+        "    let _: () = con\n",
+        "    // locklint: allow(LL002) -- test\n    let _: () = con\n",
+    );
+    let after = locklint::check_source("src/release.rs", &edited, Language::Rust, &s);
+    assert!(after.is_empty(), "{after:?}");
+}

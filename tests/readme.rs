@@ -5,8 +5,7 @@
 fn readme_rule_table_matches_the_registry() {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    for rule in locklint::rules::all() {
-        let m = rule.meta();
+    for m in locklint::filter::all_metas() {
         let row = format!(
             "| {} | `{}` | {} | {} |",
             m.code,

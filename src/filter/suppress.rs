@@ -126,7 +126,15 @@ fn parse_one(
     let list = rest.strip_prefix('(')?;
     let (items, tail) = match list.find(')') {
         Some(i) => (&list[..i], &list[i + 1..]),
-        None => (list.split("*/").next().unwrap_or(list), ""),
+        // No closing parenthesis: the list ends at a reason or a comment end.
+        None => {
+            let end = ["--", "*/"]
+                .iter()
+                .filter_map(|p| list.find(p))
+                .min()
+                .unwrap_or(list.len());
+            (&list[..end], &list[end..])
+        }
     };
     let end_in_line = line.len() - tail.len();
     let allowed: Vec<Allowed> = items
@@ -376,6 +384,34 @@ mod tests {
         );
         assert_eq!(s.len(), 1);
         assert_eq!(codes(&s[0]), vec![Some("LL002")]);
+    }
+
+    #[test]
+    fn odd_input_never_panics() {
+        for src in [
+            "// locklint: allow(",
+            "// locklint: allow",
+            "// locklint:",
+            "# locklint: allow(LL002 -- no closing paren",
+            "/* locklint: allow(LL002, , ,) */",
+            "'\\ // locklint: allow(LL002)",
+            "\"é\\\" // locklint: allow(ünïcode, LL001) -- ß",
+            "'é' // locklint: allow(LL001)",
+            "\u{feff}// locklint: allow(LL001)\r\n",
+        ] {
+            for lang in [Language::Rust, Language::Python, Language::Lua] {
+                let _ = parse(src, lang);
+                let f = apply("x", src, lang, Vec::new(), &Settings::default());
+                assert!(f.iter().all(|f| f.code == "LL100"));
+            }
+        }
+        let s = parse("/* locklint: allow(LL002, , ,) */", Language::Java);
+        assert_eq!(codes(&s[0]), vec![Some("LL002")]);
+        let s = parse(
+            "# locklint: allow(LL002 -- no closing paren",
+            Language::Python,
+        );
+        assert_eq!(s.len(), 1);
     }
 
     #[test]

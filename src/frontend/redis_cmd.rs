@@ -33,6 +33,7 @@ pub fn extract(src: &str, language: Language) -> FileFacts {
             for line in src.split_inclusive('\n') {
                 let end = start + line.len();
                 let words = raw_line(src, start, end, false);
+                let words: Vec<&Word> = words.iter().collect();
                 x.command(&words, &mut sess);
                 start = end;
             }
@@ -79,6 +80,10 @@ const CLI_OPTS_WITH_VALUE: &[&str] = &[
     "--cluster",
     "--functions-rdb",
 ];
+
+/// Keys of one multi-key command (`DEL`, `MGET`, `EVAL`) turned into ops;
+/// more are ignored (the rules compare ops pairwise).
+const MAX_KEYS_PER_COMMAND: usize = 64;
 
 /// Transaction state of one connection.
 #[derive(Debug, Default)]
@@ -190,7 +195,7 @@ impl<'a> Extractor<'a> {
             .first()
             .is_some_and(|w| w == "test");
         let id = self.facts.add_scope(Scope {
-            name,
+            name: name.into_owned(),
             owner: None,
             is_test,
         });
@@ -274,6 +279,27 @@ impl<'a> Extractor<'a> {
         let Some(head) = words.get(k) else {
             return;
         };
+        // A command string run later or by another shell: `trap '…' EXIT`,
+        // `sh -c '…'`, `bash -c '…'`. Lexed in place when it stands verbatim
+        // in the source (one literal run), so positions stay exact.
+        let runs_string = match head.literal().as_deref() {
+            Some("trap") => words.get(k + 1).copied(),
+            Some("sh" | "bash" | "dash" | "zsh" | "ksh") => words
+                .iter()
+                .skip(k + 1)
+                .position(|w| w.literal().as_deref() == Some("-c"))
+                .and_then(|p| words.get(k + 2 + p).copied()),
+            _ => None,
+        };
+        if let Some(w) = runs_string {
+            if let ([(0, at)], Some(_)) = (w.anchors.as_slice(), w.literal()) {
+                if nest < 24 {
+                    let toks = shell::lex_range(self.src, *at, at + w.lit_len);
+                    self.list(&toks, nest + 1);
+                }
+            }
+            return;
+        }
         if matches!(
             head.literal().as_deref(),
             Some("local" | "export" | "readonly" | "declare" | "typeset")
@@ -360,18 +386,13 @@ impl<'a> Extractor<'a> {
                 j += 2;
                 break;
             }
-            j += if CLI_OPTS_WITH_VALUE.contains(&o.as_str()) {
+            j += if CLI_OPTS_WITH_VALUE.contains(&&*o) {
                 2
             } else {
                 1
             };
         }
-        let args: Vec<Word> = words
-            .get(j..)
-            .unwrap_or(&[])
-            .iter()
-            .map(|w| (*w).clone())
-            .collect();
+        let args: &[&Word] = words.get(j..).unwrap_or(&[]);
         let mut sess = Session::default();
         if eval_file {
             // `--eval script.lua key1 key2 , arg1`: the keys come before the comma.
@@ -393,13 +414,14 @@ impl<'a> Extractor<'a> {
             return;
         }
         if !args.is_empty() {
-            self.command(&args, &mut sess);
+            self.command(args, &mut sess);
         } else if let Some((body, expand)) = heredoc {
             let mut start = body.start;
             let text = self.src.get(body.start..body.end).unwrap_or("");
             for line in text.split_inclusive('\n') {
                 let end = start + line.len();
                 let words = raw_line(self.src, start, end, expand);
+                let words: Vec<&Word> = words.iter().collect();
                 self.command(&words, &mut sess);
                 start = end;
             }
@@ -409,7 +431,7 @@ impl<'a> Extractor<'a> {
     // ---- commands --------------------------------------------------------
 
     /// One raw command (`SET k v NX PX 100`, `DEL k`, …).
-    fn command(&mut self, words: &[Word], sess: &mut Session) {
+    fn command(&mut self, words: &[&Word], sess: &mut Session) {
         let Some(first) = words.first() else {
             return;
         };
@@ -435,7 +457,9 @@ impl<'a> Extractor<'a> {
                 sess.atomic = false;
                 sess.watched.clear();
             }
-            "WATCH" => sess.watched.extend(args.iter().map(key_expr)),
+            "WATCH" => sess
+                .watched
+                .extend(args.iter().take(MAX_KEYS_PER_COMMAND).map(|w| key_expr(w))),
             "UNWATCH" => sess.watched.clear(),
             "SET" if args.len() >= 2 => {
                 let nx = has(2, &["NX"]);
@@ -452,14 +476,14 @@ impl<'a> Extractor<'a> {
                     OpKind::Set { expiry }
                 };
                 let value = matches!(kind, OpKind::Acquire { .. } | OpKind::Set { .. })
-                    .then(|| self.value_of(&args[1]));
-                self.push(kind, &args[0], value, span, name_span, sess);
+                    .then(|| self.value_of(args[1]));
+                self.push(kind, args[0], value, span, name_span, sess);
             }
             "SETNX" if args.len() >= 2 => {
-                let value = Some(self.value_of(&args[1]));
+                let value = Some(self.value_of(args[1]));
                 self.push(
                     OpKind::Acquire { expiry: false },
-                    &args[0],
+                    args[0],
                     value,
                     span,
                     name_span,
@@ -467,10 +491,10 @@ impl<'a> Extractor<'a> {
                 );
             }
             "SETEX" | "PSETEX" if args.len() >= 3 => {
-                let value = Some(self.value_of(&args[2]));
+                let value = Some(self.value_of(args[2]));
                 self.push(
                     OpKind::Set { expiry: true },
-                    &args[0],
+                    args[0],
                     value,
                     span,
                     name_span,
@@ -478,10 +502,10 @@ impl<'a> Extractor<'a> {
                 );
             }
             "EXPIRE" | "PEXPIRE" | "EXPIREAT" | "PEXPIREAT" if !args.is_empty() => {
-                self.push(OpKind::Expire, &args[0], None, span, name_span, sess);
+                self.push(OpKind::Expire, args[0], None, span, name_span, sess);
             }
             "DEL" | "UNLINK" => {
-                for k in args {
+                for k in args.iter().take(MAX_KEYS_PER_COMMAND) {
                     self.push(
                         OpKind::Release { checked: false },
                         k,
@@ -496,7 +520,7 @@ impl<'a> Extractor<'a> {
                 let checked = has(1, &["IFEQ", "IFNE", "IFDEQ", "IFDNE"]);
                 self.push(
                     OpKind::Release { checked },
-                    &args[0],
+                    args[0],
                     None,
                     span,
                     name_span,
@@ -506,7 +530,7 @@ impl<'a> Extractor<'a> {
             "DELIFEQ" if !args.is_empty() => {
                 self.push(
                     OpKind::Release { checked: true },
-                    &args[0],
+                    args[0],
                     None,
                     span,
                     name_span,
@@ -514,24 +538,24 @@ impl<'a> Extractor<'a> {
                 );
             }
             "GET" if !args.is_empty() => {
-                self.push(OpKind::Get, &args[0], None, span, name_span, sess);
+                self.push(OpKind::Get, args[0], None, span, name_span, sess);
             }
             "MGET" => {
-                for k in args {
+                for k in args.iter().take(MAX_KEYS_PER_COMMAND) {
                     self.push(OpKind::Get, k, None, span, name_span, sess);
                 }
             }
             "GETDEL" if !args.is_empty() => {
-                self.push(OpKind::GetDel, &args[0], None, span, name_span, sess);
+                self.push(OpKind::GetDel, args[0], None, span, name_span, sess);
             }
             "GETSET" if !args.is_empty() => {
-                self.push(OpKind::GetSet, &args[0], None, span, name_span, sess);
+                self.push(OpKind::GetSet, args[0], None, span, name_span, sess);
             }
             "EVAL" | "EVAL_RO" | "EVALSHA" | "EVALSHA_RO" | "FCALL" | "FCALL_RO"
                 if args.len() >= 2 =>
             {
                 let script = if cmd.starts_with("EVAL") && !cmd.starts_with("EVALSHA") {
-                    self.script(&args[0])
+                    self.script(args[0])
                 } else {
                     None
                 };
@@ -539,7 +563,7 @@ impl<'a> Extractor<'a> {
                     .literal()
                     .and_then(|s| s.trim().parse::<usize>().ok())
                     .unwrap_or(0);
-                for k in args.iter().skip(2).take(numkeys) {
+                for k in args.iter().skip(2).take(numkeys.min(MAX_KEYS_PER_COMMAND)) {
                     self.push(OpKind::Eval { script }, k, None, span, name_span, sess);
                 }
             }
@@ -549,7 +573,7 @@ impl<'a> Extractor<'a> {
 
     /// A literal script argument of `EVAL`: analysed, anchored into the source.
     fn script(&mut self, w: &Word) -> Option<u32> {
-        let text = w.literal()?;
+        let text = w.literal()?.into_owned();
         let anchors = if w.anchors.is_empty() {
             vec![(0, w.span.start)]
         } else {
@@ -730,7 +754,7 @@ fn subst_value(text: &str) -> ValueExpr {
 }
 
 /// `EX`/`PX`/`EXAT`/`PXAT` with a value that is not a literal zero.
-fn set_expiry(opts: &[Word]) -> bool {
+fn set_expiry(opts: &[&Word]) -> bool {
     opts.iter().enumerate().any(|(i, w)| {
         w.literal().is_some_and(|s| {
             matches!(

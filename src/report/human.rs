@@ -13,6 +13,7 @@ pub struct Human;
 /// One finding as a miette diagnostic.
 struct Diag<'a> {
     f: &'a Finding,
+    text: Arc<str>,
     src: NamedSource<Arc<str>>,
 }
 
@@ -61,18 +62,33 @@ impl miette::Diagnostic for Diag<'_> {
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
         let f = self.f;
-        let primary = LabeledSpan::new_primary_with_span(
-            Some(f.label.clone()),
-            (f.span.start, f.span.end - f.span.start),
-        );
+        let (start, len) = first_line(&self.text, f.span.start, f.span.end);
+        let primary = LabeledSpan::new_primary_with_span(Some(f.label.clone()), (start, len));
         let rest = f.labels.iter().map(|l| {
             LabeledSpan::new_with_span(
                 Some(l.text.clone()),
-                (l.span.start, l.span.end - l.span.start),
+                first_line(&self.text, l.span.start, l.span.end),
             )
         });
         Some(Box::new(std::iter::once(primary).chain(rest)))
     }
+}
+
+/// Clips a span to the line it starts on, so a call split over many lines
+/// is underlined where its name stands instead of boxed whole.
+fn first_line(text: &str, start: usize, end: usize) -> (usize, usize) {
+    let start = start.min(text.len());
+    let end = end.clamp(start, text.len());
+    let cut = text.as_bytes()[start..end]
+        .iter()
+        .position(|&b| b == b'\n' || b == b'\r')
+        .map_or(end, |i| start + i);
+    (
+        start,
+        cut.saturating_sub(start)
+            .max(1)
+            .min(text.len().saturating_sub(start)),
+    )
 }
 
 fn plural(n: usize, word: &str) -> String {
@@ -94,7 +110,8 @@ impl Emitter for Human {
         theme.characters.error = String::new();
         theme.characters.warning = String::new();
         let handler = GraphicalReportHandler::new_themed(theme)
-            .with_width(100)
+            .with_width(120)
+            .with_break_words(false)
             .with_context_lines(1);
         if !opts.quiet {
             for f in &report.findings {
@@ -105,6 +122,7 @@ impl Emitter for Human {
                     .unwrap_or_else(|| Arc::from(""));
                 let diag = Diag {
                     f,
+                    text: text.clone(),
                     src: NamedSource::new(f.path.clone(), text),
                 };
                 let mut s = String::new();

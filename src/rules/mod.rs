@@ -18,6 +18,7 @@ use crate::advice::Target;
 use crate::facts::{FileFacts, KeyExpr, KeyPart, Op, OpKind, ScopeId, Span};
 use crate::finding::Severity;
 use crate::words;
+use std::collections::HashMap;
 
 /// A rule's identity and documentation.
 #[derive(Debug)]
@@ -112,6 +113,11 @@ pub struct Context<'a> {
     pub file_stem: &'a str,
     pub lock_patterns: &'a [regex::Regex],
     pub target: Target,
+    /// Ops grouped by their normalised key parts: only ops with equal parts
+    /// can be the same key, so correlation never scans the whole file.
+    by_key: HashMap<&'a [KeyPart], Vec<&'a Op>>,
+    /// Ops of each scope in source order.
+    by_scope: HashMap<ScopeId, Vec<&'a Op>>,
 }
 
 impl<'a> Context<'a> {
@@ -121,11 +127,24 @@ impl<'a> Context<'a> {
         lock_patterns: &'a [regex::Regex],
         target: Target,
     ) -> Self {
+        let mut by_key: HashMap<&'a [KeyPart], Vec<&'a Op>> = HashMap::new();
+        let mut by_scope: HashMap<ScopeId, Vec<&'a Op>> = HashMap::new();
+        for op in &facts.ops {
+            if !op.key.is_unknown() {
+                by_key.entry(op.key.parts.as_slice()).or_default().push(op);
+            }
+            by_scope.entry(op.scope).or_default().push(op);
+        }
+        for list in by_scope.values_mut() {
+            list.sort_by_key(|o| o.order);
+        }
         Context {
             facts,
             file_stem,
             lock_patterns,
             target,
+            by_key,
+            by_scope,
         }
     }
 
@@ -188,9 +207,10 @@ impl<'a> Context<'a> {
 
     /// Any op of the file (other than `op` itself) matching `pred` on the same key.
     pub fn any_same_key(&self, op: &Op, pred: impl Fn(&Op) -> bool) -> Option<&'a Op> {
-        self.facts
-            .ops
+        self.by_key
+            .get(op.key.parts.as_slice())?
             .iter()
+            .copied()
             .find(|o| !std::ptr::eq(*o, op) && pred(o) && self.same_key(op, o))
     }
 
@@ -229,27 +249,21 @@ impl<'a> Context<'a> {
     }
 
     /// Ops of the same scope before `op`, nearest first.
-    pub fn earlier_in_scope(&self, op: &'a Op) -> impl Iterator<Item = &'a Op> + 'a {
-        let mut v: Vec<&'a Op> = self
-            .facts
-            .ops
-            .iter()
-            .filter(|o| o.scope == op.scope && o.order < op.order)
-            .collect();
-        v.sort_by_key(|o| std::cmp::Reverse(o.order));
-        v.into_iter()
+    pub fn earlier_in_scope(&self, op: &Op) -> impl Iterator<Item = &'a Op> + '_ {
+        let list = self.scope_ops(op.scope);
+        let end = list.partition_point(|o| o.order < op.order);
+        list[..end].iter().rev().copied()
     }
 
     /// Ops of the same scope after `op`, nearest first.
-    pub fn later_in_scope(&self, op: &'a Op) -> impl Iterator<Item = &'a Op> + 'a {
-        let mut v: Vec<&'a Op> = self
-            .facts
-            .ops
-            .iter()
-            .filter(|o| o.scope == op.scope && o.order > op.order)
-            .collect();
-        v.sort_by_key(|o| o.order);
-        v.into_iter()
+    pub fn later_in_scope(&self, op: &Op) -> impl Iterator<Item = &'a Op> + '_ {
+        let list = self.scope_ops(op.scope);
+        let start = list.partition_point(|o| o.order <= op.order);
+        list[start..].iter().copied()
+    }
+
+    fn scope_ops(&self, scope: ScopeId) -> &[&'a Op] {
+        self.by_scope.get(&scope).map(Vec::as_slice).unwrap_or(&[])
     }
 
     /// The span a finding on `op` points at: from the method name to the end of the call.

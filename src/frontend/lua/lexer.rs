@@ -32,9 +32,26 @@ pub struct Lexed {
     pub partial: bool,
 }
 
-const MULTI_SYMS: &[&[u8]] = &[
-    b"...", b"..", b"==", b"~=", b"<=", b">=", b"<<", b">>", b"//", b"::",
-];
+/// Length of the multi-byte operator at `i` (`...`, `..`, `==`, `~=`,
+/// `<=`, `>=`, `<<`, `>>`, `//`, `::`), or 1.
+fn sym_len(b: &[u8], i: usize, n: usize) -> usize {
+    let next = if i + 1 < n { b[i + 1] } else { 0 };
+    match (b[i], next) {
+        (b'.', b'.') => {
+            if i + 2 < n && b[i + 2] == b'.' {
+                3
+            } else {
+                2
+            }
+        }
+        (b'=' | b'~' | b'<' | b'>', b'=')
+        | (b'<', b'<')
+        | (b'>', b'>')
+        | (b'/', b'/')
+        | (b':', b':') => 2,
+        _ => 1,
+    }
+}
 const SINGLE_SYMS: &[u8] = b"+-*/%^#&~|<>=(){}[];:,.";
 
 /// Lexes `text`. Texts longer than `u32::MAX` bytes are cut there (and
@@ -48,6 +65,7 @@ pub fn lex(text: &str) -> Lexed {
     } else {
         b.len()
     };
+    out.toks.reserve(n / 4);
     let mut i = 0usize;
     while i < n {
         let c = b[i];
@@ -102,9 +120,10 @@ pub fn lex(text: &str) -> Lexed {
                 i = end;
             }
             _ => {
-                if let Some(sym) = MULTI_SYMS.iter().find(|s| b[i..n].starts_with(s)) {
-                    out.push(Kind::Sym, i, i + sym.len(), 0);
-                    i += sym.len();
+                let len = sym_len(b, i, n);
+                if len > 1 {
+                    out.push(Kind::Sym, i, i + len, 0);
+                    i += len;
                 } else if SINGLE_SYMS.contains(&c) {
                     out.push(Kind::Sym, i, i + 1, 0);
                     i += 1;

@@ -16,7 +16,7 @@
 
 mod lexer;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use crate::facts::{Client, FileFacts, Language, LuaArg, LuaCall, LuaFacts, ScriptFact, Span};
 use lexer::{Kind, Tok};
@@ -46,11 +46,20 @@ const KEYWORDS: &[&str] = &[
     "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while",
 ];
 
+fn is_keyword(s: &str) -> bool {
+    // Every keyword is 2 to 8 lower-case letters: most names leave at once.
+    s.len() >= 2 && s.len() <= 8 && s.as_bytes()[0].is_ascii_lowercase() && KEYWORDS.contains(&s)
+}
+
 const BINOPS: &[&str] = &[
     "+", "-", "*", "/", "//", "%", "^", "..", "==", "~=", "<", ">", "<=", ">=", "&", "|", "~",
     "<<", ">>",
 ];
 
+/// Longest function body (in tokens) read as an ownership-check helper.
+const CHECK_HELPER_TOKENS: usize = 96;
+/// Tokens taken as the arguments of a call whose `)` is missing.
+const UNCLOSED_ARGS: usize = 32;
 /// Upper bound on the tokens one comparison operand is searched for.
 const OPERAND_SCAN: usize = 256;
 /// Upper bound on the tokens of one condition or one assigned expression
@@ -130,6 +139,11 @@ struct Frame {
     pending: Option<Polarity>,
     /// The current branch is protected by one of `checks`.
     covered: bool,
+    /// For a named function body: its name and first token, so that a
+    /// function whose body is an ownership check counts as one when called
+    /// in a condition (`local function owned() return get(..) == ARGV[1] end`).
+    /// (token of the name, first token of the body)
+    function: Option<(usize, usize)>,
 }
 
 impl Frame {
@@ -140,6 +154,7 @@ impl Frame {
             checks: Vec::new(),
             pending: None,
             covered: false,
+            function: None,
         }
     }
 }
@@ -164,6 +179,8 @@ struct Analyser<'a> {
     covered: usize,
     /// A checked `if` has ended: everything after it is guarded.
     guard_after: bool,
+    /// Calls before this token index are guarded by a `<check> and …`.
+    guard_until: usize,
     calls: Vec<LuaCall>,
 }
 
@@ -183,6 +200,7 @@ impl<'a> Analyser<'a> {
             frames: Vec::new(),
             covered: 0,
             guard_after: false,
+            guard_until: 0,
             calls: Vec::new(),
         };
         a.match_brackets();
@@ -250,7 +268,7 @@ impl<'a> Analyser<'a> {
     /// A name that is not a keyword and not a field (`x.name`, `x:name`).
     fn is_plain_name(&self, i: usize) -> bool {
         self.kind(i) == Some(Kind::Name)
-            && !KEYWORDS.contains(&self.text(i))
+            && !is_keyword(self.text(i))
             && !(i > 0 && (self.is_sym(i - 1, ".") || self.is_sym(i - 1, ":")))
     }
 
@@ -296,9 +314,11 @@ impl<'a> Analyser<'a> {
     /// The argument ranges of the call whose `(` is at `open`, and the index
     /// of its `)` (or the token count when unclosed).
     fn args(&self, open: usize) -> (ArgRanges, usize) {
+        // An unclosed call takes what follows as its arguments, up to a bound
+        // (nested unclosed calls would otherwise each scan to the end).
         let close = match self.close.get(open) {
             Some(&c) if c != NONE => c as usize,
-            _ => self.toks.len(),
+            _ => self.toks.len().min(open + 1 + UNCLOSED_ARGS),
         };
         let mut out = Vec::new();
         let mut start = open + 1;
@@ -401,12 +421,34 @@ impl<'a> Analyser<'a> {
                     }
                     "else" => self.next_branch(None),
                     "then" => self.then(),
-                    "function" | "do" => self.frames.push(Frame::new(FrameKind::Block)),
+                    "function" => {
+                        let mut f = Frame::new(FrameKind::Block);
+                        f.function = self.function_name(i).map(|n| (n, i + 1));
+                        self.frames.push(f);
+                    }
+                    "do" => self.frames.push(Frame::new(FrameKind::Block)),
+                    "for" => self.for_in(i),
                     "repeat" => self.frames.push(Frame::new(FrameKind::Repeat)),
                     "until" => self.pop(FrameKind::Repeat),
-                    "end" => self.pop_end(),
+                    "end" => self.pop_end(i),
+                    "and" => self.and_guard(i),
+                    "assert" if self.is_sym(i + 1, "(") => {
+                        let (args, _) = self.args(i + 1);
+                        if let Some(&(a, b)) = args.first() {
+                            if matches!(
+                                self.check_in(a, b),
+                                Some(Polarity::Equal | Polarity::Unknown)
+                            ) {
+                                self.guard_after = true;
+                            }
+                        }
+                    }
                     _ => {
-                        if let Some((command, args, close)) = self.call_parts(i) {
+                        let may_call = text == "redis"
+                            || (!self.callee_alias.is_empty() && self.callee_alias.contains(text));
+                        if let Some((command, args, close)) =
+                            may_call.then(|| self.call_parts(i)).flatten()
+                        {
                             self.record(i, command, &args, close);
                         } else if self.is_sym(i + 1, "=")
                             && self.is_plain_name(i)
@@ -428,12 +470,16 @@ impl<'a> Analyser<'a> {
     }
 
     fn record(&mut self, i: usize, command: String, args: &[(usize, usize)], close: usize) {
-        let end = match self.toks.get(close) {
-            Some(t) => t.end as usize,
-            None => {
-                self.partial = true;
-                self.toks.last().map_or(0, |t| t.end as usize)
-            }
+        let closed = self
+            .toks
+            .get(close)
+            .is_some_and(|t| t.kind == Kind::Sym && self.text(close) == ")");
+        let end = if closed {
+            self.toks[close].end as usize
+        } else {
+            self.partial = true;
+            let last = close.saturating_sub(1).max(i);
+            self.toks.get(last).map_or(0, |t| t.end as usize)
         };
         let args = args
             .iter()
@@ -443,7 +489,7 @@ impl<'a> Analyser<'a> {
         self.calls.push(LuaCall {
             command,
             args,
-            guarded: self.guard_after || self.covered > 0,
+            guarded: self.guard_after || self.covered > 0 || i < self.guard_until,
             span: Span::new(self.toks[i].start as usize, end),
         });
     }
@@ -604,6 +650,101 @@ impl<'a> Analyser<'a> {
         })
     }
 
+    /// `<check> and <expr>`: the right operand runs only when the check held
+    /// (`return get(KEYS[1]) == ARGV[1] and redis.call('del', KEYS[1]) or 0`).
+    fn and_guard(&mut self, at: usize) {
+        // Inside the right operand of an earlier guarding `and` of the same
+        // chain: already guarded to the chain's end.
+        if at < self.guard_until {
+            return;
+        }
+        // The left operand: back to the previous `and`, a lower-precedence
+        // `or`, or a statement start.
+        let mut j = at;
+        let mut depth = 0usize;
+        while j > 0 && at - j < OPERAND_SCAN {
+            let k = j - 1;
+            match (self.toks[k].kind, self.text(k)) {
+                (Kind::Sym, ")" | "]" | "}") => depth += 1,
+                (Kind::Sym, "(" | "[" | "{") => {
+                    if depth == 0 {
+                        break;
+                    }
+                    depth -= 1;
+                }
+                (Kind::Sym, "," | "=" | ";") if depth == 0 => break,
+                (Kind::Name, x)
+                    if depth == 0
+                        && is_keyword(x)
+                        && !matches!(x, "not" | "nil" | "true" | "false") =>
+                {
+                    break
+                }
+                _ => {}
+            }
+            j = k;
+        }
+        if !matches!(
+            self.check_in(j, at),
+            Some(Polarity::Equal | Polarity::Unknown)
+        ) {
+            return;
+        }
+        let end = self.operand_end_before_or(at + 1);
+        self.guard_until = self.guard_until.max(end);
+    }
+
+    /// The end of the expression at `i`, stopping at a top-level `or`
+    /// (bounded by `EXPR_SCAN` tokens).
+    fn operand_end_before_or(&self, i: usize) -> usize {
+        let limit = self.toks.len().min(i.saturating_add(EXPR_SCAN));
+        let mut j = i;
+        let mut want_operand = true;
+        while j < limit {
+            let kind = self.toks[j].kind;
+            let x = self.text(j);
+            if want_operand {
+                match kind {
+                    Kind::Name if x == "not" => j += 1,
+                    Kind::Name if is_keyword(x) && !matches!(x, "nil" | "true" | "false") => {
+                        return j
+                    }
+                    Kind::Name | Kind::Num | Kind::Str => {
+                        want_operand = false;
+                        j += 1;
+                    }
+                    Kind::Sym if x == "(" || x == "{" => {
+                        j = self.skip(j);
+                        want_operand = false;
+                    }
+                    Kind::Sym if x == "-" || x == "#" || x == "~" => j += 1,
+                    _ => return j,
+                }
+            } else {
+                match kind {
+                    Kind::Sym if x == "." || x == ":" => {
+                        j += 1;
+                        if self.kind(j) == Some(Kind::Name) {
+                            j += 1;
+                        }
+                    }
+                    Kind::Sym if x == "[" || x == "(" || x == "{" => j = self.skip(j),
+                    Kind::Str => j += 1,
+                    Kind::Sym if BINOPS.contains(&x) => {
+                        want_operand = true;
+                        j += 1;
+                    }
+                    Kind::Name if x == "and" => {
+                        want_operand = true;
+                        j += 1;
+                    }
+                    _ => return j,
+                }
+            }
+        }
+        limit
+    }
+
     // ---- blocks --------------------------------------------------------
 
     fn set_covered(&mut self, covered: bool) {
@@ -668,7 +809,7 @@ impl<'a> Analyser<'a> {
         }
     }
 
-    fn pop_end(&mut self) {
+    fn pop_end(&mut self, at: usize) {
         match self.frames.last().map(|f| f.kind) {
             Some(FrameKind::If) | Some(FrameKind::Block) => {
                 self.set_covered(false);
@@ -676,9 +817,64 @@ impl<'a> Analyser<'a> {
                     if !f.checks.is_empty() {
                         self.guard_after = true;
                     }
+                    // Only short bodies: a check helper is one comparison, and
+                    // the bound keeps deeply nested functions linear.
+                    if let Some((name, body)) = f.function {
+                        if at.saturating_sub(body) <= CHECK_HELPER_TOKENS
+                            && self.check_in(body, at).is_some()
+                        {
+                            self.check_local.insert(self.text(name));
+                        }
+                    }
                 }
             }
             _ => self.partial = true,
+        }
+    }
+
+    /// The name token of the function whose `function` keyword is at `i`:
+    /// `[local] function name(`, or `local name = function(`.
+    fn function_name(&self, i: usize) -> Option<usize> {
+        if self.is_plain_name(i + 1) && self.is_sym(i + 2, "(") {
+            return Some(i + 1);
+        }
+        if i >= 3
+            && self.is_sym(i - 1, "=")
+            && self.is_plain_name(i - 2)
+            && self.is_name(i - 3, "local")
+        {
+            return Some(i - 2);
+        }
+        None
+    }
+
+    /// `for a, b in <expr> do`: loop variables over a read result (`ipairs(vals)`
+    /// of an `mget`) read the stored value too.
+    fn for_in(&mut self, i: usize) {
+        let mut names = Vec::new();
+        let mut j = i + 1;
+        while self.is_plain_name(j) {
+            names.push(self.text(j));
+            j += 1;
+            if !self.is_sym(j, ",") {
+                break;
+            }
+            j += 1;
+        }
+        if !self.is_name(j, "in") {
+            for n in names {
+                self.forget(n);
+            }
+            return;
+        }
+        let s = j + 1;
+        let e = self.expr_end(s);
+        let read = e > s && self.has_read(s, e.min(s + EXPR_SCAN));
+        for n in names {
+            self.forget(n);
+            if read {
+                self.read_local.insert(n);
+            }
         }
     }
 
@@ -787,9 +983,7 @@ impl<'a> Analyser<'a> {
             if want_operand {
                 match kind {
                     Kind::Name if x == "not" => i += 1,
-                    Kind::Name
-                        if KEYWORDS.contains(&x) && !matches!(x, "nil" | "true" | "false") =>
-                    {
+                    Kind::Name if is_keyword(x) && !matches!(x, "nil" | "true" | "false") => {
                         return i
                     }
                     Kind::Name | Kind::Num | Kind::Str => {

@@ -207,6 +207,48 @@ fn check_through_a_local_boolean() {
 }
 
 #[test]
+fn check_through_a_local_function() {
+    let src = "local function owned()\n  return redis.call('get', KEYS[1]) == ARGV[1]\nend\nif not owned() then return 0 end\nreturn redis.call('del', KEYS[1])";
+    assert_eq!(shape(src)[1], s("del", true));
+    let src = "local owns = function() return redis.call('get', KEYS[1]) == ARGV[1] end\nif owns() then redis.call('del', KEYS[1]) end";
+    assert_eq!(shape(src)[1], s("del", true));
+    // A function that compares with a literal is no check.
+    let src = "local function set() return redis.call('get', KEYS[1]) == '1' end\nif set() then redis.call('del', KEYS[1]) end";
+    assert_eq!(shape(src)[1], s("del", false));
+}
+
+#[test]
+fn loop_over_mget_values() {
+    let src = "local vals = redis.call('mget', unpack(KEYS))\nfor _, v in ipairs(vals) do\n  if v ~= ARGV[1] then return 0 end\nend\nreturn redis.call('del', KEYS[1])";
+    assert_eq!(shape(src)[1], s("del", true));
+}
+
+#[test]
+fn and_or_one_liner() {
+    let src = "return redis.call('get', KEYS[1]) == ARGV[1] and redis.call('del', KEYS[1]) or 0";
+    assert_eq!(shape(src), vec![s("get", false), s("del", true)]);
+    // Only the right operand of the `and` is guarded.
+    let src = "local r = redis.call('get', KEYS[1]) == ARGV[1] and 1 or redis.call('del', KEYS[1])\nredis.call('del', KEYS[2])";
+    assert_eq!(
+        shape(src),
+        vec![s("get", false), s("del", false), s("del", false)]
+    );
+    // `~=` and a literal compare guard nothing.
+    let src = "return redis.call('get', KEYS[1]) ~= ARGV[1] and redis.call('del', KEYS[1])";
+    assert_eq!(shape(src)[1], s("del", false));
+    let src = "return redis.call('get', KEYS[1]) == '1' and redis.call('del', KEYS[1])";
+    assert_eq!(shape(src)[1], s("del", false));
+}
+
+#[test]
+fn assert_check() {
+    let src = "assert(redis.call('get', KEYS[1]) == ARGV[1], 'not the owner')\nreturn redis.call('del', KEYS[1])";
+    assert_eq!(shape(src)[1], s("del", true));
+    let src = "assert(redis.call('get', KEYS[1]) ~= false)\nreturn redis.call('del', KEYS[1])";
+    assert_eq!(shape(src)[1], s("del", false));
+}
+
+#[test]
 fn reassigned_alias_is_forgotten() {
     let src = "local token = ARGV[1]\ntoken = 'x'\nif redis.call('get', KEYS[1]) == token then redis.call('del', KEYS[1]) end";
     assert_eq!(shape(src)[1], s("del", false));
@@ -280,4 +322,148 @@ fn extract_file_names_the_script_after_the_stem() {
     assert_eq!(f.scripts[0].anchors, vec![(0, 0)]);
     assert_eq!(f.scripts[0].client, Client::Lua);
     assert_eq!(f.scripts[0].lua.calls.len(), 1);
+}
+
+/// Prints how long 10 MB inputs take; run with
+/// `cargo test --release --lib frontend::lua::tests::timing -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn timing_of_10_mb_inputs() {
+    let unit = "local key = KEYS[1]\nlocal token = ARGV[1] -- the caller's token\nif redis.call('get', key) == token then\n  redis.call('pexpire', key, ARGV[2])\n  return redis.call('del', key)\nelse\n  return 0\nend\n";
+    let inputs: Vec<(&str, String)> = vec![
+        ("realistic", unit.repeat(10_000_000 / unit.len())),
+        ("if-storm", "if ".repeat(3_400_000)),
+        ("open-parens", "(".repeat(10_000_000)),
+        ("nested-calls", "redis.call('del', ".repeat(500_000)),
+        ("one-string", format!("'{}'", "x".repeat(10_000_000))),
+        ("comparisons", "if a == ARGV[1] == b ".repeat(500_000)),
+        (
+            "and-chains",
+            "x = redis.call('get', k) == ARGV[1] and ".repeat(250_000),
+        ),
+        (
+            "locals",
+            "local a, b = KEYS[1], redis.call('get', x) ".repeat(250_000),
+        ),
+        (
+            "nested-functions",
+            "if f(function() local a = g(function() ".repeat(250_000),
+        ),
+    ];
+    for (name, src) in inputs {
+        let start = std::time::Instant::now();
+        let toks = lexer::lex(&src).toks.len();
+        println!(
+            "{name:>18}: lexing {toks} tokens took {:?}",
+            start.elapsed()
+        );
+        let start = std::time::Instant::now();
+        let f = analyse(&src);
+        println!(
+            "{name:>18}: {:>6} KiB, {:>8} calls, {:?}",
+            src.len() / 1024,
+            f.calls.len(),
+            start.elapsed()
+        );
+    }
+}
+
+/// A tiny deterministic generator (xorshift) for robustness tests without
+/// extra dependencies.
+pub(crate) struct Rng(pub u64);
+
+impl Rng {
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+#[test]
+fn random_token_soup_never_panics() {
+    const PIECES: &[&str] = &[
+        "redis.call",
+        "redis.pcall",
+        "rcall",
+        "local",
+        "rcall = redis.call",
+        "(",
+        ")",
+        "[",
+        "]",
+        "{",
+        "}",
+        ",",
+        "'del'",
+        "\"GET\"",
+        "KEYS[1]",
+        "ARGV[1]",
+        "KEYS",
+        "ARGV",
+        "==",
+        "~=",
+        "if",
+        "then",
+        "else",
+        "elseif",
+        "end",
+        "not",
+        "and",
+        "or",
+        "function",
+        "do",
+        "repeat",
+        "until",
+        "return",
+        "=",
+        "..",
+        "--",
+        "--[[",
+        "]]",
+        "[[",
+        "[==[",
+        "'",
+        "\"",
+        "\\",
+        "é",
+        "\n",
+        " ",
+        "1",
+        "0x",
+        "1e",
+        "<const>",
+        "token",
+        "v",
+    ];
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..2000 {
+        let len = (rng.next() % 60) as usize;
+        let mut src = String::new();
+        for _ in 0..len {
+            src.push_str(PIECES[(rng.next() % PIECES.len() as u64) as usize]);
+            if rng.next() % 3 == 0 {
+                src.push(' ');
+            }
+        }
+        let f = analyse(&src);
+        for c in &f.calls {
+            assert!(
+                c.span.start <= c.span.end && c.span.end <= src.len(),
+                "{src}"
+            );
+        }
+    }
+}
+
+#[test]
+fn random_bytes_never_panic() {
+    let mut rng = Rng(42);
+    for _ in 0..500 {
+        let len = (rng.next() % 200) as usize;
+        let bytes: Vec<u8> = (0..len).map(|_| (rng.next() % 256) as u8).collect();
+        let src = String::from_utf8_lossy(&bytes);
+        let _ = analyse(&src);
+    }
 }

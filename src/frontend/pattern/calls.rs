@@ -41,6 +41,8 @@ pub struct Structure {
     pub matching: HashMap<usize, usize>,
     /// Tokens that are the name of a function declaration.
     pub decl_names: HashSet<usize>,
+    /// Go methods: scope → receiver variable (`l` in `func (l *RedisLock) Unlock()`).
+    pub receivers: HashMap<u32, String>,
 }
 
 const CONTROL: &[&str] = &[
@@ -112,6 +114,7 @@ pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
         tok_paren: vec![0; toks.len()],
         matching: HashMap::new(),
         decl_names: HashSet::new(),
+        receivers: HashMap::new(),
     };
     // brackets
     let mut stack: Vec<usize> = Vec::new();
@@ -127,7 +130,13 @@ pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
                     "]" => "[",
                     _ => "{",
                 };
-                if let Some(pos) = stack.iter().rposition(|&o| toks[o].text == want) {
+                // bounded search: a stray closer must not make this quadratic
+                let floor = stack.len().saturating_sub(64);
+                if let Some(pos) = stack[floor..]
+                    .iter()
+                    .rposition(|&o| toks[o].text == want)
+                    .map(|p| p + floor)
+                {
                     let o = stack[pos];
                     stack.truncate(pos);
                     st.matching.insert(o, i);
@@ -160,6 +169,9 @@ enum Frame {
     Class(String),
     Func(u32),
     Block,
+    /// A type literal inside a header (`interface{}`, TS `{ ok: boolean }`):
+    /// neither a block nor a statement boundary.
+    TypeLit,
 }
 
 fn owner_of(frames: &[(usize, Frame)]) -> Option<String> {
@@ -175,6 +187,7 @@ fn current(frames: &[(usize, Frame)]) -> (u32, u32) {
         match f {
             Frame::Func(s) => return (*s, depth),
             Frame::Block => depth += 1,
+            Frame::TypeLit => {}
             Frame::Class(_) => return (0, 0),
         }
     }
@@ -213,12 +226,37 @@ fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
             continue;
         }
         match t.text.as_str() {
-            ";" => head = i + 1,
+            ";" => {
+                if !matches!(frames.last(), Some((_, Frame::TypeLit))) {
+                    head = i + 1;
+                }
+            }
             "}" => {
-                frames.pop();
-                head = i + 1;
+                if !matches!(frames.pop(), Some((_, Frame::TypeLit))) {
+                    head = i + 1;
+                }
             }
             "{" => {
+                let prev = i
+                    .checked_sub(1)
+                    .map(|p| toks[p].text.as_str())
+                    .unwrap_or("");
+                let type_lit = match lang {
+                    Language::Go => {
+                        matches!(prev, "interface" | "struct")
+                            && (st.tok_paren[i] > 0 || toks.get(i + 1).is_some_and(|n| n.is("}")))
+                    }
+                    Language::TypeScript => {
+                        matches!(prev, ":" | "<" | "|" | "&")
+                            && i > 0
+                            && toks[i - 1].kind == Kind::Punct
+                    }
+                    _ => false,
+                };
+                if type_lit || matches!(frames.last(), Some((_, Frame::TypeLit))) {
+                    frames.push((i, Frame::TypeLit));
+                    continue;
+                }
                 let frame = classify_header(toks, head, i, lang, &frames, st);
                 frames.push((i, frame));
                 head = i + 1;
@@ -354,6 +392,7 @@ fn classify_header(
             let base = base + f;
             let h = &h[f..];
             let mut k = 1;
+            let mut recv_var = None;
             if h.get(1).is_some_and(|t| t.is("(")) {
                 let close = st.matching.get(&(base + 1)).copied().unwrap_or(base + 1);
                 if close <= base + 1 || close >= open {
@@ -363,6 +402,13 @@ fn classify_header(
                 if let Some(ty) = toks[base + 1..close].iter().rev().find(|t| t.is_ident()) {
                     owner = Some(ty.text.clone());
                 }
+                let idents: Vec<&Tok> = toks[base + 1..close]
+                    .iter()
+                    .filter(|t| t.is_ident())
+                    .collect();
+                if idents.len() >= 2 {
+                    recv_var = Some(idents[0].text.clone());
+                }
                 k = close - base + 1;
             }
             if let Some(n) = h
@@ -371,7 +417,11 @@ fn classify_header(
             {
                 let params = &toks[base + k..open];
                 let test = n.text.starts_with("Test") && params.iter().any(|p| p.text == "testing");
-                return mk(st, &n.text.clone(), base + k, owner, test);
+                let frame = mk(st, &n.text.clone(), base + k, owner, test);
+                if let (Frame::Func(id), Some(r)) = (&frame, recv_var) {
+                    st.receivers.insert(*id, r);
+                }
+                return frame;
             }
         }
         return Frame::Block;
@@ -418,13 +468,40 @@ fn classify_header(
         }
         return Frame::Block;
     }
+    // JS/TS object-literal methods at the top level: `{ async acquire(key) { … } }`
+    if matches!(lang, Language::JavaScript | Language::TypeScript) && !in_func {
+        let k = h
+            .iter()
+            .position(|t| {
+                !matches!(
+                    t.text.as_str(),
+                    "async"
+                        | "static"
+                        | "get"
+                        | "set"
+                        | "public"
+                        | "private"
+                        | "protected"
+                        | "*"
+                        | ","
+                )
+            })
+            .unwrap_or(0);
+        let header_ends = st
+            .matching
+            .get(&(base + k + 1))
+            .is_some_and(|&c| c + 1 == open || toks.get(c + 1).is_some_and(|x| x.is(":")));
+        if h.get(k)
+            .is_some_and(|n| n.is_ident() && !CONTROL.contains(&n.text.as_str()))
+            && h.get(k + 1).is_some_and(|p| p.is("("))
+            && header_ends
+        {
+            let name = h[k].text.clone();
+            return mk(st, &name, base + k, owner, false);
+        }
+    }
     // methods: `mods Type name(params) [throws X] {` directly in a class (or top level)
-    let direct_in_class = matches!(frames.last(), Some((_, Frame::Class(_))))
-        || (frames.is_empty()
-            && matches!(
-                lang,
-                Language::JavaScript | Language::TypeScript | Language::Php
-            ));
+    let direct_in_class = matches!(frames.last(), Some((_, Frame::Class(_))));
     if direct_in_class {
         if let Some(p) = h.iter().position(|t| t.is("(")) {
             if p >= 1 && h[p - 1].is_ident() && !CONTROL.contains(&h[p - 1].text.as_str()) {
@@ -511,12 +588,8 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
         let (s, d) = current(&frames);
         st.tok_scope[i] = s;
         st.tok_depth[i] = d;
-        let stmt_start = i == 0
-            || t.nl
-            || toks[i - 1].is(";")
-            || toks[i - 1].is("=")
-            || toks[i - 1].is("(")
-            || toks[i - 1].is("return");
+        let stmt_start =
+            i == 0 || t.nl || toks[i - 1].is(";") || toks[i - 1].is("=") || toks[i - 1].is("(");
         if t.kind == Kind::Punct {
             match t.text.as_str() {
                 "{" => {

@@ -59,7 +59,6 @@ const NOT_REDIS_RECV: &[&str] = &[
     "app",
     "fs",
     "storage",
-    "bucket",
     "s3",
     "request",
     "response",
@@ -155,7 +154,6 @@ impl<'a> Analyzer<'a> {
                 let args_text = self.vals.text(c.open, c.end);
                 if recv.contains("opsforvalue")
                     || recv.contains("boundvalueops")
-                    || recv.contains("template")
                     || lname == "setifabsent"
                     || lname == "setifpresent"
                 {
@@ -164,7 +162,7 @@ impl<'a> Analyzer<'a> {
                     Client::Jedis
                 } else if args_text.contains("SetArgs") || args_text.contains("ScriptOutputType") {
                     Client::Lettuce
-                } else if self.default_client == Client::SpringData && recv.contains("jedis") {
+                } else if recv.contains("jedis") {
                     Client::Jedis
                 } else {
                     self.default_client
@@ -198,7 +196,7 @@ impl<'a> Analyzer<'a> {
             if t.is_ident()
                 && matches!(
                     t.text.as_str(),
-                    "boundValueOps" | "boundHashOps" | "boundSetOps"
+                    "boundValueOps" | "boundHashOps" | "boundSetOps" | "getBucket"
                 )
                 && self.toks.get(k + 1).is_some_and(|x| x.is("("))
             {
@@ -265,7 +263,12 @@ impl<'a> Analyzer<'a> {
         if c.recv.is_empty() {
             return Vec::new();
         }
-        if AMBIGUOUS.contains(&lname.as_str()) && !self.redis_receiver(c) {
+        // go-redis methods take a context first: `c.Del(ctx, key)` is Redis evidence enough
+        let go_ctx = self.lang == Language::Go
+            && self.has_redis
+            && c.name.starts_with(|ch: char| ch.is_ascii_uppercase())
+            && c.args.first().is_some_and(|a| self.is_ctx(a));
+        if AMBIGUOUS.contains(&lname.as_str()) && !go_ctx && !self.redis_receiver(c) {
             return Vec::new();
         }
         let client = self.client_for(c, &lname);
@@ -273,6 +276,22 @@ impl<'a> Analyzer<'a> {
         let mut pos: Vec<&Arg> = c.args.iter().filter(|a| a.name.is_none()).collect();
         if self.lang == Language::Go && pos.first().is_some_and(|a| self.is_ctx(a)) {
             pos.remove(0);
+        }
+        // keyword key/value: redis-py `set(name=k, value=v, nx=True)`, C# `key:`/`value:`
+        let named = |names: &[&str]| {
+            c.args
+                .iter()
+                .find(|a| a.name.as_deref().is_some_and(|n| names.contains(&n)))
+        };
+        if pos.is_empty() {
+            if let Some(k) = named(&["name", "key", "lock_key"]) {
+                pos.push(k);
+            }
+        }
+        if pos.len() == 1 {
+            if let Some(v) = named(&["value", "val"]) {
+                pos.push(v);
+            }
         }
         let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
         let key_of = |a: &Arg| self.vals.key(a.start, a.end, scope);
@@ -310,6 +329,14 @@ impl<'a> Analyzer<'a> {
                             && !self.vals.is_zero_ttl(a.start, a.end)
                     });
                 vec![mk(OpKind::Acquire { expiry }, key, value_at(vpos))]
+            }
+            // Redisson RBucket: getBucket(k).trySet(v[, ttl, unit])
+            "tryset" if bound.is_some() => {
+                let Some(key) = key else { return Vec::new() };
+                let expiry = pos
+                    .get(1)
+                    .is_some_and(|t| !self.vals.is_zero_ttl(t.start, t.end));
+                vec![mk(OpKind::Acquire { expiry }, key, value_at(0))]
             }
             "setifpresent" => {
                 let Some(key) = key else { return Vec::new() };
@@ -358,7 +385,7 @@ impl<'a> Analyzer<'a> {
                 Some(key) => vec![mk(OpKind::Set { expiry: true }, key, None)],
                 None => Vec::new(),
             },
-            "getset" | "stringgetset" => key
+            "getset" | "stringgetset" | "getandset" => key
                 .map(|k| vec![mk(OpKind::GetSet, k, None)])
                 .unwrap_or_default(),
             "get" | "stringget" => {
@@ -474,6 +501,7 @@ impl<'a> Analyzer<'a> {
         let set_exp = |v: bool, expiry: &mut Option<bool>| {
             *expiry = Some(expiry.unwrap_or(false) || v);
         };
+        let scope_of = |k: usize| self.st.tok_scope.get(k).copied().unwrap_or(0);
         let falsy = |s: usize, e: usize| {
             matches!(
                 self.vals.text(s, e).trim(),
@@ -489,7 +517,11 @@ impl<'a> Analyzer<'a> {
                 "nx" if !falsy(a.start, a.end) => nx = true,
                 "xx" if !falsy(a.start, a.end) => xx = true,
                 "px" | "ex" | "pxat" | "exat" | "expiry" | "ttl" | "expiration" | "timeout"
-                | "expire" => set_exp(!self.vals.is_zero_ttl(a.start, a.end), &mut expiry),
+                | "expire" | "pexpire" => {
+                    set_exp(!self.vals.is_zero_ttl(a.start, a.end), &mut expiry)
+                }
+                "exist" if txt.contains("NOT_EXIST") => nx = true,
+                "exist" if txt.contains("IF_EXIST") => xx = true,
                 "when" | "condition" | "mode" => {
                     if txt.contains("NotExists") || txt.to_ascii_lowercase().contains("nx") {
                         nx = true;
@@ -518,11 +550,16 @@ impl<'a> Analyzer<'a> {
         let end = c.end.saturating_sub(1).max(start);
         while k < end {
             let t = &toks[k];
-            let low = t.text.to_ascii_lowercase();
+            // a constant bound to a flag literal: `SET_IF_NOT_EXIST = "NX"`
+            let resolved = self.flag_const(k, scope_of(k));
+            let low = resolved
+                .clone()
+                .unwrap_or_else(|| t.text.to_ascii_lowercase());
             let next = toks.get(k + 1);
             let followed_value =
                 next.is_some_and(|n| n.is(":") || n.is("=") || n.is("=>") || n.is(","));
             let is_flag_tok = t.kind == Kind::Str
+                || resolved.is_some()
                 || (t.is_ident()
                     && (next.is_some_and(|n| n.is("(") || n.is(":") || n.is("="))
                         || (k > 0 && toks[k - 1].is("."))));
@@ -573,9 +610,45 @@ impl<'a> Analyzer<'a> {
             {
                 nx = true;
             }
+            // Spring RedisConnection: SetOption.SET_IF_ABSENT / ifAbsent(), Expiration.seconds(n)
+            if t.is_ident() {
+                match t.text.as_str() {
+                    "SET_IF_ABSENT" | "ifAbsent" => nx = true,
+                    "SET_IF_PRESENT" | "ifPresent" => xx = true,
+                    "Expiration" if toks.get(k + 1).is_some_and(|n| n.is(".")) => {
+                        let how = toks.get(k + 2).map(|n| n.text.as_str()).unwrap_or("");
+                        let zero = toks.get(k + 4).is_some_and(|v| v.text == "0")
+                            && toks.get(k + 5).is_some_and(|v| v.is(")"));
+                        set_exp(
+                            !matches!(how, "persistent" | "keepTtl") && !zero,
+                            &mut expiry,
+                        );
+                    }
+                    _ => {}
+                }
+            }
             k += 1;
         }
         (nx, xx, expiry)
+    }
+
+    /// An identifier bound once to a short string literal (`"NX"`, `"PX"`): its lower-cased text.
+    fn flag_const(&self, k: usize, scope: u32) -> Option<String> {
+        let t = self.toks.get(k)?;
+        if !t.is_ident() || self.toks.get(k + 1).is_some_and(|n| n.is("(")) {
+            return None;
+        }
+        let b = self.vals.lookup(scope, &t.text)?;
+        if b.end != b.start + 1 {
+            return None;
+        }
+        let v = self.toks.get(b.start).filter(|v| v.kind == Kind::Str)?;
+        let low = v.text.to_ascii_lowercase();
+        matches!(
+            low.as_str(),
+            "nx" | "xx" | "px" | "ex" | "pxat" | "exat" | "keepttl"
+        )
+        .then_some(low)
     }
 
     /// The script an argument refers to: a literal group, a named script or
@@ -753,8 +826,14 @@ impl<'a> Analyzer<'a> {
         let key = || args.first().map(|&(s, e)| self.vals.key(s, e, scope));
         let word = |i: usize| {
             args.get(i)
-                .filter(|&&(s, e)| e == s + 1 && toks[s].kind == Kind::Str)
-                .map(|&(s, _)| toks[s].text.to_ascii_lowercase())
+                .filter(|&&(s, e)| e == s + 1)
+                .and_then(|&(s, _)| {
+                    if toks[s].kind == Kind::Str {
+                        Some(toks[s].text.to_ascii_lowercase())
+                    } else {
+                        self.flag_const(s, scope)
+                    }
+                })
         };
         match cmd.as_str() {
             "set" => {

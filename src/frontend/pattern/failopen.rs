@@ -27,7 +27,8 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
             continue;
         };
         let mut push = |s: usize, e: usize| {
-            let span = Span::new(toks[s].start, toks[e.max(s)].end);
+            let last = toks.len().saturating_sub(1);
+            let span = Span::new(toks[s.min(last)].start, toks[e.max(s).min(last)].end);
             if !out.iter().any(|f| f.span.start == span.start) {
                 out.push(FailOpen {
                     span,
@@ -58,7 +59,8 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                     | "getOrDefault"
                     | "onErrorReturnItem"
                     | "rescue"
-            ) && (k + 3..close).any(|j| is_true(&toks[j]))
+            ) && (k + 3..close)
+                .any(|j| is_true(&toks[j]) || (toks[j].kind == Kind::Str && toks[j].text == "OK"))
             {
                 push(k + 1, close);
             }

@@ -575,7 +575,7 @@ impl<'a> Lx<'a> {
             if ch == b'\\' {
                 if !escapes {
                     // raw: a backslash still keeps the next quote inside
-                    self.i = (self.i + 2).min(n);
+                    self.i = (self.i + 1 + self.char_len(self.i + 1)).min(n);
                     continue;
                 }
                 lit.push_src(self.src, from, self.i);
@@ -597,7 +597,7 @@ impl<'a> Lx<'a> {
                         continue;
                     }
                 }
-                self.i = (self.i + 2).min(n);
+                self.i = (self.i + 1 + self.char_len(self.i + 1)).min(n);
                 from = self.i;
                 continue;
             }
@@ -697,7 +697,7 @@ impl<'a> Lx<'a> {
                         b'\n' => {}
                         _ => lit.push_decoded(e as char),
                     }
-                    self.i = (self.i + 2).min(n);
+                    self.i = (self.i + 1 + self.char_len(self.i + 1)).min(n);
                     from = self.i;
                     continue;
                 }

@@ -70,7 +70,12 @@ pub struct Analyzer<'a> {
 fn default_client(lang: Language, lower: &str) -> Client {
     match lang {
         Language::Java | Language::Kotlin => {
-            if lower.contains("springframework.data.redis")
+            // imports first, then names
+            if lower.contains("redis.clients.jedis") {
+                Client::Jedis
+            } else if lower.contains("io.lettuce") {
+                Client::Lettuce
+            } else if lower.contains("springframework.data.redis")
                 || lower.contains("redistemplate")
                 || lower.contains("opsforvalue")
             {
@@ -148,6 +153,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     };
     an.find_scripts();
     an.classify_bindings();
+    an.link_script_setters();
     let all_calls = calls::calls(&toks, &st, language);
     let mut drafts: Vec<(Draft, Option<usize>)> = Vec::new();
     for (ci, c) in all_calls.iter().enumerate() {
@@ -195,7 +201,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
             key: d.key.clone(),
             value: d.value.clone(),
             scope,
-            order: d.name_tok as u32,
+            order: an.exec_order(d.name_tok) as u32,
             depth,
             atomic,
             watched,
@@ -287,11 +293,62 @@ impl<'a> Analyzer<'a> {
                 _ => {}
             }
         }
+        // Ruby blocks: `redis.multi do |tx| … end`, `redis.watch(k) do … end`
+        if self.lang == Language::Ruby {
+            for (i, t) in self.toks.iter().enumerate() {
+                if !(t.is("do") || t.is("{")) || i == 0 {
+                    continue;
+                }
+                let Some(&m) = self.st.matching.get(&i) else {
+                    continue;
+                };
+                if m <= i {
+                    continue;
+                }
+                let mut n = i - 1;
+                if self.toks[n].is(")") {
+                    match self.st.matching.get(&n) {
+                        Some(&o) if o >= 1 => n = o - 1,
+                        _ => continue,
+                    }
+                }
+                let name = self.toks[n].text.as_str();
+                if n >= 1 && self.toks[n - 1].is(".") && (name == "multi" || name == "watch") {
+                    let atomic = name == "multi";
+                    ranges.push((i, m, atomic, !atomic));
+                }
+            }
+        }
         TxState {
             marks,
             ranges,
             conditioned,
         }
+    }
+
+    /// Source order, except that a Ruby/Perl-style modifier condition
+    /// (`redis.del(k) if redis.get(k) == t`) runs before its statement.
+    fn exec_order(&self, tok: usize) -> usize {
+        if self.lang != Language::Ruby {
+            return tok;
+        }
+        let mut k = tok;
+        while k > 0 && !self.toks[k].nl {
+            k -= 1;
+            let t = &self.toks[k];
+            if (t.is("if") || t.is("unless"))
+                && !t.nl
+                && self.st.tok_paren[k] == self.st.tok_paren[tok]
+            {
+                // the line's first token
+                let mut s = k;
+                while s > 0 && !self.toks[s].nl {
+                    s -= 1;
+                }
+                return s;
+            }
+        }
+        tok
     }
 
     /// The chain goes on after this call (`multi().set(..).exec()`).
@@ -408,6 +465,34 @@ impl<'a> Analyzer<'a> {
             }
         }
         None
+    }
+
+    /// `script.setScriptText(LUA)` (Spring `DefaultRedisScript`): the object runs that text.
+    fn link_script_setters(&mut self) {
+        let toks = self.toks;
+        for i in 2..toks.len() {
+            if !(toks[i].is("setScriptText")
+                && toks[i - 1].is(".")
+                && toks.get(i + 1).is_some_and(|t| t.is("(")))
+            {
+                continue;
+            }
+            let Some(&close) = self.st.matching.get(&(i + 1)) else {
+                continue;
+            };
+            let sid = self.script_ref(i + 2, close);
+            if sid.is_none() {
+                continue;
+            }
+            let mut recv = toks[i - 2].text.clone();
+            if i >= 4 && toks[i - 3].is(".") && matches!(toks[i - 4].text.as_str(), "this" | "self")
+            {
+                recv = format!("this.{recv}");
+            }
+            let recv = values::norm_name(&recv);
+            self.script_objs.insert(recv.clone(), sid);
+            self.script_names.insert(recv, sid);
+        }
     }
 
     /// Bindings whose value is a script object, a Redis client or a transaction.

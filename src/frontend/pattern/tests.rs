@@ -251,3 +251,197 @@ fn never_panics_on_odd_input() {
         }
     }
 }
+
+/// Every fixture, cut at many points and with brackets/quotes dropped, must
+/// lex and extract without a panic.
+#[test]
+fn truncated_and_mangled_fixtures_never_panic() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let mut n = 0;
+    for dir in [
+        "java",
+        "kotlin",
+        "python",
+        "javascript",
+        "typescript",
+        "go",
+        "ruby",
+        "php",
+        "csharp",
+    ] {
+        let Ok(rd) = std::fs::read_dir(root.join(dir)) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let Some(lang) = Language::from_path(&p) else {
+                continue;
+            };
+            let src = std::fs::read_to_string(&p).unwrap_or_default();
+            let cuts: Vec<usize> = src.char_indices().map(|(i, _)| i).step_by(13).collect();
+            for c in cuts {
+                let _ = extract(&p, &src[..c], lang);
+            }
+            for drop in ['(', ')', '{', '}', '"', '\'', '`', '[', ']', '\n'] {
+                let mangled: String = src.chars().filter(|&ch| ch != drop).collect();
+                let _ = extract(&p, &mangled, lang);
+            }
+            n += 1;
+        }
+    }
+    assert!(n > 100, "fixtures found: {n}");
+}
+
+fn kinds(src: &str, lang: Language) -> Vec<String> {
+    extract(std::path::Path::new("x"), src, lang)
+        .ops
+        .iter()
+        .map(|o| format!("{:?}", o.kind))
+        .collect()
+}
+
+#[test]
+fn builder_chains_and_named_options() {
+    let j = "import redis.clients.jedis.*;\nclass A { void f() { jedis.set(\"lock:a\", t, SetParams.setParams().nx().px(ms)); } }";
+    assert_eq!(kinds(j, Language::Java), vec!["Acquire { expiry: true }"]);
+    let l = "import io.lettuce.core.*;\nclass A { void f() { commands.set(\"lock:a\", t, SetArgs.Builder.nx()); } }";
+    assert_eq!(kinds(l, Language::Java), vec!["Acquire { expiry: false }"]);
+    let c = "import org.springframework.data.redis.connection.*;\nclass A { void f() { conn.set(k.getBytes(), v, Expiration.seconds(10), SetOption.SET_IF_ABSENT); } }";
+    assert_eq!(kinds(c, Language::Java), vec!["Acquire { expiry: true }"]);
+    let r = "package x\nimport \"github.com/redis/rueidis\"\nfunc f() { client.Do(ctx, client.B().Set().Key(k).Value(v).Nx().Px(ttl).Build()) }";
+    assert_eq!(kinds(r, Language::Go), vec!["Acquire { expiry: true }"]);
+    let g = "package x\nimport \"github.com/redis/go-redis/v9\"\nfunc f() { rdb.SetArgs(ctx, k, v, redis.SetArgs{Mode: \"NX\", TTL: ttl}) }";
+    assert_eq!(kinds(g, Language::Go), vec!["Acquire { expiry: true }"]);
+    let p = "import redis\ndef f():\n    r.set(k, v, nx=True, ex=None)\n    r.set(k, v, nx=False, ex=5)\n";
+    assert_eq!(
+        kinds(p, Language::Python),
+        vec!["Acquire { expiry: false }", "Set { expiry: true }"]
+    );
+    let js = "const redis = require('redis')\nasync function f() { await client.set(k, v, { NX: true, PX: ms }); await client.set(k, v, { condition: 'NX', expiration: { type: 'PX', value: ms } }) }";
+    assert_eq!(
+        kinds(js, Language::JavaScript),
+        vec!["Acquire { expiry: true }", "Acquire { expiry: true }"]
+    );
+    let php = "<?php\nfunction f($redis) { $redis->set($k, $v, ['nx', 'px' => $ms]); $redis->set($k, $v, 'PX', $ms, 'NX'); }";
+    assert_eq!(
+        kinds(php, Language::Php),
+        vec!["Acquire { expiry: true }", "Acquire { expiry: true }"]
+    );
+    let rb = "require 'redis'\ndef f\n  redis.set(k, v, nx: true, px: ms)\n  redis.set k, v, nx: true\nend\n";
+    assert_eq!(
+        kinds(rb, Language::Ruby),
+        vec!["Acquire { expiry: true }", "Acquire { expiry: false }"]
+    );
+    let cs = "using StackExchange.Redis;\nclass A { void F() { db.StringSet(k, v, TimeSpan.FromSeconds(5), When.NotExists); db.StringSet(k, v, null, When.NotExists); } }";
+    assert_eq!(
+        kinds(cs, Language::CSharp),
+        vec!["Acquire { expiry: true }", "Acquire { expiry: false }"]
+    );
+    let redigo = "package x\nimport \"github.com/gomodule/redigo/redis\"\nfunc f() { conn.Do(\"SET\", k, v, \"NX\", \"PX\", 0) }";
+    assert_eq!(
+        kinds(redigo, Language::Go),
+        vec!["Acquire { expiry: false }"]
+    );
+}
+
+#[test]
+fn scopes_owners_and_tests() {
+    let go = "package x\nimport \"github.com/redis/go-redis/v9\"\nfunc (l *RedisLock) Unlock() { l.rdb.Del(ctx, l.key) }\nfunc TestX(t *testing.T) { rdb.Del(ctx, \"lock:a\") }";
+    let f = extract(std::path::Path::new("x.go"), go, Language::Go);
+    assert_eq!(f.scopes[1].name, "Unlock");
+    assert_eq!(f.scopes[1].owner.as_deref(), Some("RedisLock"));
+    assert!(f.scopes[2].is_test);
+    let j = "class A {\n @Test\n void releases() { jedis.del(\"lock:a\"); }\n}";
+    let f = extract(std::path::Path::new("A.java"), j, Language::Java);
+    assert!(f.scopes[1].is_test);
+    let js = "const redis = require('ioredis')\nmodule.exports = {\n  async release(k) { await redis.del(k) },\n}";
+    let f = extract(std::path::Path::new("a.js"), js, Language::JavaScript);
+    assert_eq!(f.scopes[1].name, "release");
+}
+
+#[test]
+fn helpers_returning_one_expression_resolve() {
+    let want = vec![KeyPart::Lit("lock:".into()), KeyPart::Var("orderId".into())];
+    let j = "import redis.clients.jedis.*;\nclass A {\n private String lockKey(String id) { return \"lock:\" + id; }\n void f(String orderId) { jedis.del(lockKey(orderId)); }\n}";
+    assert_eq!(key_of(j, Language::Java), want);
+    let p = "import redis\nclass A:\n    def lock_key(self, id):\n        return f\"lock:{id}\"\n\n    def f(self, orderId):\n        r.delete(self.lock_key(orderId))\n";
+    assert_eq!(key_of(p, Language::Python), want);
+    let g = "package x\nimport \"github.com/redis/go-redis/v9\"\nfunc lockKey(id string) string { return \"lock:\" + id }\nfunc f(orderId string) { rdb.Del(ctx, lockKey(orderId)) }";
+    assert_eq!(key_of(g, Language::Go), want);
+    let r = "require 'redis'\ndef lock_key(id)\n  \"lock:#{id}\"\nend\ndef f(orderId)\n  redis.del(lock_key(orderId))\nend\n";
+    assert_eq!(key_of(r, Language::Ruby), want);
+}
+
+#[test]
+fn multibyte_escapes_and_eof_shapes() {
+    for lang in [
+        Language::Java,
+        Language::Python,
+        Language::Ruby,
+        Language::Php,
+        Language::JavaScript,
+    ] {
+        let _ = extract(
+            std::path::Path::new("x"),
+            "x = \"a\\é\\😀b\" + 'c\\ü'\nredis.set(k, v, nx=True) or acquired.orElse",
+            lang,
+        );
+        let _ = extract(
+            std::path::Path::new("x"),
+            "Boolean ok = jedis.set(k, v, \"NX\", \"PX\", 1); ok.orElse(true",
+            lang,
+        );
+    }
+}
+
+#[test]
+fn go_context_first_is_redis_evidence() {
+    let g = "package x\nimport \"github.com/redis/go-redis/v9\"\nfunc f(c *redis.Client) { c.Del(ctx, \"lock:a\"); m.Get(\"x\") }";
+    assert_eq!(kinds(g, Language::Go), vec!["Release { checked: false }"]);
+}
+
+#[test]
+fn concatenated_script_pieces_map_back_to_source() {
+    let cases = [
+        ("class A { static final String RELEASE = \"if redis.call('get', KEYS[1]) == ARGV[1] then \" +\n      \"return redis.call('del', KEYS[1]) end\"; }", Language::Java),
+        ("RELEASE = (\"if redis.call('get', KEYS[1]) == ARGV[1] then \"\n           \"return redis.call('del', KEYS[1]) end\")\n", Language::Python),
+        ("<?php\nconst RELEASE = 'if redis.call(\"get\", KEYS[1]) == ARGV[1] then ' .\n  'return redis.call(\"del\", KEYS[1]) end';", Language::Php),
+        ("const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then\n  return redis.call('del', KEYS[1]) end`", Language::JavaScript),
+    ];
+    for (src, lang) in cases {
+        let f = extract(std::path::Path::new("x"), src, lang);
+        let s = f
+            .scripts
+            .first()
+            .unwrap_or_else(|| panic!("no script in {lang:?}"));
+        assert_eq!(s.name.as_deref(), Some("RELEASE"));
+        let off = s
+            .text
+            .find("redis.call('del'")
+            .or_else(|| s.text.find("redis.call(\"del\""))
+            .unwrap();
+        let at = s.to_source(off);
+        assert_eq!(&src[at..at + 16], &s.text[off..off + 16], "{lang:?}");
+        assert!(!s.anchors.is_empty());
+    }
+}
+
+#[test]
+fn older_and_bucket_spellings() {
+    let p = "import aioredis\nasync def f():\n    await redis.set(k, v, expire=10, exist=redis.SET_IF_NOT_EXIST)\n";
+    assert_eq!(kinds(p, Language::Python), vec!["Acquire { expiry: true }"]);
+    let j = "import org.redisson.api.*;\nclass A { void f() { redisson.getBucket(\"lock:a\").trySet(token, 10, TimeUnit.SECONDS); redisson.getBucket(\"lock:a\").delete(); } }";
+    assert_eq!(
+        kinds(j, Language::Java),
+        vec!["Acquire { expiry: true }", "Release { checked: false }"]
+    );
+}
+
+#[test]
+fn go_receiver_fields_are_this_fields() {
+    let g = "package x\nimport \"github.com/redis/go-redis/v9\"\nfunc (l *RedisLock) Unlock(ctx context.Context) { l.rdb.Del(ctx, l.key) }";
+    assert_eq!(
+        key_of(g, Language::Go),
+        vec![KeyPart::Const("this.key".into())]
+    );
+}

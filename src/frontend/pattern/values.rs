@@ -25,6 +25,20 @@ pub struct Values<'a> {
     pub lang: Language,
     /// (scope, normalised name) → every binding of it in that scope.
     pub bindings: HashMap<(u32, String), Vec<Binding>>,
+    /// Same-file helpers whose body returns one expression:
+    /// name → (parameter names, expression token range, its scope).
+    pub helpers: HashMap<String, Helper>,
+    /// Names being resolved right now: `key = "lock:" + key` refers to the
+    /// previous value (a parameter) inside its own right-hand side.
+    resolving: std::cell::RefCell<Vec<String>>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Helper {
+    pub params: Vec<String>,
+    pub start: usize,
+    pub end: usize,
+    pub scope: u32,
 }
 
 /// Value words, plus per-language spellings the shared table does not know.
@@ -156,16 +170,32 @@ impl<'a> Values<'a> {
             st,
             lang,
             bindings: HashMap::new(),
+            helpers: HashMap::new(),
+            resolving: std::cell::RefCell::new(Vec::new()),
         };
         v.collect_bindings();
+        v.collect_helpers();
         v
     }
 
     fn collect_bindings(&mut self) {
         let toks = self.toks;
+        // Go `const ( a = … )` / `var ( … )` groups: their parens do not count
+        let mut group_depth = vec![0u32; toks.len()];
+        if self.lang == Language::Go {
+            for (i, t) in toks.iter().enumerate() {
+                if t.is("(") && i > 0 && (toks[i - 1].is("const") || toks[i - 1].is("var")) {
+                    if let Some(&c) = self.st.matching.get(&i) {
+                        for g in group_depth.iter_mut().take(c).skip(i + 1) {
+                            *g += 1;
+                        }
+                    }
+                }
+            }
+        }
         for i in 1..toks.len() {
             let t = &toks[i];
-            if !(t.is("=") || t.is(":=")) || self.st.tok_paren[i] != 0 {
+            if !(t.is("=") || t.is(":=")) || self.st.tok_paren[i] != group_depth[i] {
                 continue;
             }
             let n = &toks[i - 1];
@@ -203,6 +233,132 @@ impl<'a> Values<'a> {
         }
         // Go `var x = …` / `const x = …` inside `const ( … )` groups are covered
         // above; Python/others `for x in` are not bindings.
+    }
+
+    /// Functions whose body is one `return EXPR` (or a Ruby/Kotlin expression body).
+    fn collect_helpers(&mut self) {
+        let toks = self.toks;
+        let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut found = Vec::new();
+        let mut decls: Vec<usize> = self.st.decl_names.iter().copied().collect();
+        decls.sort_unstable();
+        for n in decls {
+            let Some(nt) = toks.get(n) else { continue };
+            *seen.entry(nt.text.clone()).or_insert(0) += 1;
+            let open = n + 1;
+            if !toks.get(open).is_some_and(|t| t.is("(")) {
+                continue;
+            }
+            let Some(&close) = self.st.matching.get(&open) else {
+                continue;
+            };
+            let params: Vec<String> = super::calls::split_args(toks, self.st, open, close)
+                .iter()
+                .filter_map(|a| {
+                    let r =
+                        &toks[a.start.saturating_sub(if a.name.is_some() { 2 } else { 0 })..a.end];
+                    let name = if let Some(c) = r.iter().position(|t| t.is(":")) {
+                        r[..c].iter().rev().find(|t| t.is_ident())
+                    } else if self.lang == Language::Go {
+                        r.iter().find(|t| t.is_ident())
+                    } else {
+                        r.iter()
+                            .take_while(|t| !t.is("="))
+                            .filter(|t| t.is_ident())
+                            .last()
+                    };
+                    name.map(|t| norm_name(&t.text))
+                })
+                .filter(|p| p != "self" && p != "cls")
+                .collect();
+            // the body: the first token after the header that opens it
+            let mut k = close + 1;
+            let limit = (k + 16).min(toks.len());
+            let opens_body = |t: &Tok| {
+                t.is("{") || t.is(":") || t.is("=") || (t.nl && self.lang == Language::Ruby)
+            };
+            while k < limit && !opens_body(&toks[k]) {
+                k += 1;
+            }
+            if k >= limit {
+                continue;
+            }
+            let body_start = if toks[k].nl && self.lang == Language::Ruby {
+                k
+            } else {
+                k + 1
+            };
+            let mut b = body_start;
+            if toks.get(b).is_some_and(|t| t.is("return")) {
+                b += 1;
+            }
+            let e = expr_end(toks, self.st, self.lang, b);
+            if e <= b {
+                continue;
+            }
+            // nothing else in the body
+            let after = toks.get(e).map(|t| t.text.as_str()).unwrap_or("");
+            let ok = match self.lang {
+                Language::Python => toks
+                    .get(e)
+                    .is_none_or(|t| t.nl && self.st.tok_scope.get(e) != self.st.tok_scope.get(b)),
+                Language::Ruby => after == "end",
+                _ if toks[k].is("{") => {
+                    after == "}" || (after == ";" && toks.get(e + 1).is_some_and(|t| t.is("}")))
+                }
+                _ => true,
+            };
+            if ok {
+                let scope = self.st.tok_scope.get(b).copied().unwrap_or(0);
+                found.push((
+                    toks[n].text.clone(),
+                    Helper {
+                        params,
+                        start: b,
+                        end: e,
+                        scope,
+                    },
+                ));
+            }
+        }
+        for (name, h) in found {
+            if seen.get(&name) == Some(&1) {
+                self.helpers.insert(name, h);
+            }
+        }
+    }
+
+    /// The key a helper call stands for: its returned expression with the
+    /// parameters replaced by the call's argument keys.
+    fn helper_key(
+        &self,
+        name: &str,
+        args: &[(usize, usize)],
+        scope: u32,
+        depth: u32,
+    ) -> Option<KeyExpr> {
+        let h = self.helpers.get(name)?;
+        let body = self.key_d(h.start, h.end, h.scope, depth + 1);
+        if body.is_unknown() {
+            return None;
+        }
+        let mut out = KeyExpr::default();
+        for p in body.parts {
+            match &p {
+                KeyPart::Var(v) => match h.params.iter().position(|x| x == v) {
+                    Some(i) => match args.get(i) {
+                        Some(&(a, b)) => out.append(self.key_d(a, b, scope, depth + 1)),
+                        None => out.push(KeyPart::Unknown),
+                    },
+                    None => out.push(p.clone()),
+                },
+                _ => out.push(p.clone()),
+            }
+        }
+        out.idents
+            .extend(body.idents.into_iter().filter(|i| !h.params.contains(i)));
+        out.idents.push(name.to_string());
+        Some(out)
     }
 
     /// The single binding of `name` visible from `scope` (a local bound once,
@@ -416,6 +572,23 @@ impl<'a> Values<'a> {
                                 .is_some_and(|t| t.is("->") || t.is("::")))
                     {
                         let name_raw = self.text(s, o);
+                        let own = o - 1 == s
+                            || matches!(
+                                toks[s].text.as_str(),
+                                "this" | "self" | "$this" | "static"
+                            );
+                        if own && depth < 4 {
+                            let ranges: Vec<(usize, usize)> =
+                                super::calls::split_args(toks, self.st, o, e - 1)
+                                    .iter()
+                                    .map(|a| (a.start, a.end))
+                                    .collect();
+                            if let Some(k) =
+                                self.helper_key(&toks[o - 1].text, &ranges, scope, depth)
+                            {
+                                return k;
+                            }
+                        }
                         let mut k = KeyExpr::default();
                         let short = norm_name(name_raw);
                         k.push(KeyPart::Const(format!("{short}()")));
@@ -466,6 +639,15 @@ impl<'a> Values<'a> {
 
     fn name_key(&self, raw: &str, scope: u32, depth: u32) -> KeyExpr {
         let mut name = norm_name(raw);
+        // Go: the method receiver `l.key` is `this.key`
+        if let Some(r) = self.st.receivers.get(&scope) {
+            if let Some(rest) = name
+                .strip_prefix(r.as_str())
+                .and_then(|x| x.strip_prefix('.'))
+            {
+                name = format!("this.{rest}");
+            }
+        }
         if matches!(
             name.as_str(),
             "null" | "None" | "nil" | "true" | "false" | "True" | "False"
@@ -479,8 +661,11 @@ impl<'a> Values<'a> {
                 name = field;
             }
         }
-        if let Some(b) = self.lookup(scope, &name) {
+        let blocked = self.resolving.borrow().contains(&name);
+        if let Some(b) = self.lookup(scope, &name).filter(|_| !blocked) {
+            self.resolving.borrow_mut().push(name.clone());
             let mut k = self.key_d(b.start, b.end, self.st.tok_scope[b.eq], depth + 1);
+            self.resolving.borrow_mut().pop();
             // a field is only resolved when it is a constant; else it stays `this.x`
             let field_var = name.starts_with("this.")
                 && k.parts

@@ -5,6 +5,7 @@
 //! It never fails and every step advances, so it never hangs.
 
 use crate::facts::Span;
+use std::borrow::Cow;
 
 /// One piece of a word after quote removal.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,16 +32,23 @@ pub struct Word {
 }
 
 impl Word {
-    /// The whole word is literal text (no expansion).
-    pub fn literal(&self) -> Option<String> {
-        let mut s = String::new();
-        for p in &self.parts {
-            match p {
-                Part::Lit(t) => s.push_str(t),
-                _ => return None,
+    /// The whole word is literal text (no expansion). Borrowed in the usual
+    /// case of one literal part.
+    pub fn literal(&self) -> Option<Cow<'_, str>> {
+        match self.parts.as_slice() {
+            [] => Some(Cow::Borrowed("")),
+            [Part::Lit(t)] => Some(Cow::Borrowed(t.as_str())),
+            parts => {
+                let mut s = String::new();
+                for p in parts {
+                    match p {
+                        Part::Lit(t) => s.push_str(t),
+                        _ => return None,
+                    }
+                }
+                Some(Cow::Owned(s))
             }
         }
-        Some(s)
     }
 
     /// A readable form: literal text with `$NAME` / `$(…)` for expansions.
@@ -85,10 +93,22 @@ enum Term {
 const MAX_DEPTH: u32 = 24;
 
 pub fn lex(src: &str) -> Vec<STok> {
+    lex_range(src, 0, src.len())
+}
+
+/// Lexes `src[start..end]` (a command string such as the body of
+/// `trap '…' EXIT`); positions stay offsets into `src`.
+pub fn lex_range(src: &str, start: usize, end: usize) -> Vec<STok> {
+    let Some(src) = src.get(..end) else {
+        return Vec::new();
+    };
+    if !src.is_char_boundary(start.min(end)) {
+        return Vec::new();
+    }
     let mut l = Lexer {
         src,
         b: src.as_bytes(),
-        pos: 0,
+        pos: start.min(end),
         skips: Vec::new(),
         next_skip: 0,
         resume: 0,

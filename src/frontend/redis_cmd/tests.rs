@@ -236,6 +236,25 @@ fn shell_eval_with_inline_script_and_eval_file() {
 }
 
 #[test]
+fn trap_and_sh_c_bodies_are_read() {
+    let src = "redis-cli SET lock:deploy \"$(uuidgen)\" NX EX 600 || exit 1\ntrap 'redis-cli DEL lock:deploy' EXIT\nsh -c \"redis-cli DEL lock:other\"\nbash -c 'redis-cli UNLINK lock:x; echo ok'\n";
+    let f = sh(src);
+    assert_eq!(
+        kinds(&f),
+        vec![
+            OpKind::Acquire { expiry: true },
+            OpKind::Release { checked: false },
+            OpKind::Release { checked: false },
+            OpKind::Release { checked: false },
+        ]
+    );
+    assert_eq!(at(src, f.ops[1].name_span), "DEL");
+    assert_eq!(f.ops[1].key, KeyExpr::lit("lock:deploy"));
+    assert_eq!(at(src, f.ops[2].name_span), "DEL");
+    assert_eq!(at(src, f.ops[3].span), "UNLINK lock:x");
+}
+
+#[test]
 fn line_continuations_and_comments() {
     let src =
         "redis-cli \\\n  -h host \\\n  SET lock:job 1 \\\n  NX PX 100 # trailing DEL lock:job\n";
@@ -268,5 +287,142 @@ fn never_panics() {
         let _ = sh(&format!("redis-cli {src}"));
         let _ = sh(&format!("redis-cli <<E\n{src}\nE"));
         let _ = sh(&format!("f() {{ redis-cli {src}"));
+    }
+}
+
+#[test]
+fn random_shell_soup_never_panics() {
+    const PIECES: &[&str] = &[
+        "redis-cli",
+        "$REDIS",
+        "REDIS=redis-cli",
+        "SET",
+        "DEL",
+        "lock:$JOB",
+        "NX",
+        "PX",
+        "100",
+        "EVAL",
+        "\"return redis.call('del', KEYS[1])\"",
+        "1",
+        "MULTI",
+        "EXEC",
+        "WATCH",
+        "<<EOF",
+        "<<-'E'",
+        "EOF",
+        "E",
+        "\n",
+        "\t",
+        ";",
+        "&&",
+        "||",
+        "|",
+        "&",
+        "(",
+        ")",
+        "{",
+        "}",
+        "f()",
+        "function",
+        "if",
+        "then",
+        "fi",
+        "$(",
+        "`",
+        "'",
+        "\"",
+        "\\",
+        "${",
+        "$((",
+        "#",
+        "$$",
+        "2>",
+        ">",
+        "é",
+        " ",
+        "-h",
+        "--eval",
+        ",",
+        "case",
+        "esac",
+        "$'",
+    ];
+    let mut rng = crate::frontend::lua::tests::Rng(7);
+    for _ in 0..1500 {
+        let len = (rng.next() % 50) as usize;
+        let mut src = String::new();
+        for _ in 0..len {
+            src.push_str(PIECES[(rng.next() % PIECES.len() as u64) as usize]);
+            if rng.next() % 2 == 0 {
+                src.push(' ');
+            }
+        }
+        for lang in [Language::Shell, Language::Redis] {
+            let f = extract(&src, lang);
+            for o in &f.ops {
+                assert!(
+                    o.span.end <= src.len() && o.name_span.end <= src.len(),
+                    "{src:?}"
+                );
+                assert!((o.scope as usize) < f.scopes.len());
+            }
+            for s in &f.scripts {
+                for c in &s.lua.calls {
+                    assert!(s.to_source(c.span.end) <= src.len(), "{src:?}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn random_bytes_never_panic() {
+    let mut rng = crate::frontend::lua::tests::Rng(1234);
+    for _ in 0..500 {
+        let len = (rng.next() % 300) as usize;
+        let bytes: Vec<u8> = (0..len).map(|_| (rng.next() % 256) as u8).collect();
+        let src = String::from_utf8_lossy(&bytes);
+        let _ = extract(&src, Language::Shell);
+        let _ = extract(&src, Language::Redis);
+    }
+}
+
+/// Prints how long 10 MB inputs take; run with
+/// `cargo test --release --lib frontend::redis_cmd::tests::timing -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn timing_of_10_mb_inputs() {
+    let shell_unit = "release_lock() {\n  # give the lock back\n  redis-cli -h \"$HOST\" EVAL \"if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end\" 1 \"lock:$JOB\" \"$TOKEN\"\n  OK=$(redis-cli SET \"lock:$JOB\" \"$(uuidgen)\" NX PX 3000) && echo done\n}\n";
+    let redis_unit = "SET lock:job $TOKEN NX PX 30000\nGET lock:job\nDELEX lock:job IFEQ $TOKEN\n";
+    let inputs: Vec<(&str, Language, String)> = vec![
+        (
+            "shell",
+            Language::Shell,
+            shell_unit.repeat(10_000_000 / shell_unit.len()),
+        ),
+        (
+            "redis",
+            Language::Redis,
+            redis_unit.repeat(10_000_000 / redis_unit.len()),
+        ),
+        ("substs", Language::Shell, "$(".repeat(5_000_000)),
+        ("braces", Language::Shell, "${".repeat(5_000_000)),
+        (
+            "heredocs",
+            Language::Shell,
+            "redis-cli <<A\nDEL lock:x\nA\n".repeat(400_000),
+        ),
+        ("one-line", Language::Redis, "DEL ".repeat(2_500_000)),
+    ];
+    for (name, lang, src) in inputs {
+        let start = std::time::Instant::now();
+        let f = extract(&src, lang);
+        println!(
+            "{name:>10}: {:>6} KiB, {:>8} ops, {:?}",
+            src.len() / 1024,
+            f.ops.len(),
+            start.elapsed()
+        );
     }
 }

@@ -9,6 +9,7 @@
 //! is freed with it, so a long run does not accumulate source maps.
 
 mod scan;
+mod syntax;
 pub(crate) mod visitor;
 
 #[cfg(test)]
@@ -18,6 +19,8 @@ use crate::facts::{FileFacts, Language};
 
 /// Bracket nesting above which the file is not handed to syn at all.
 const MAX_NESTING: usize = 500;
+/// The same when parsing has to run on the caller's stack.
+const MAX_NESTING_SMALL_STACK: usize = 64;
 /// Stack of the parsing thread (reserved, not committed).
 const STACK_BYTES: usize = 256 << 20;
 /// Files larger than this are not parsed (generated code, dumps).
@@ -60,7 +63,7 @@ pub fn extract(src: &str) -> FileFacts {
         std::thread::Builder::new()
             .name("locklint-syn".into())
             .stack_size(STACK_BYTES)
-            .spawn_scoped(s, || extract_here(src))
+            .spawn_scoped(s, || extract_here(src, MAX_NESTING))
             .map(|h| h.join())
     });
     match spawned {
@@ -72,13 +75,13 @@ pub fn extract(src: &str) -> FileFacts {
                 .push("rust front-end failed on this file; it was skipped".into());
             facts
         }
-        // No thread could be started: the nesting guard below keeps the
-        // current stack safe enough.
-        Err(_) => extract_here(src),
+        // No thread could be started: a tighter nesting guard keeps the
+        // caller's (smaller) stack safe.
+        Err(_) => extract_here(src, MAX_NESTING_SMALL_STACK),
     }
 }
 
-fn extract_here(src: &str) -> FileFacts {
+fn extract_here(src: &str, max_nesting: usize) -> FileFacts {
     let mut facts = FileFacts::new(Language::Rust);
     if src.len() > MAX_SYN_BYTES {
         facts.notes.push(format!(
@@ -88,9 +91,9 @@ fn extract_here(src: &str) -> FileFacts {
         return facts;
     }
     let depth = scan::max_nesting(src);
-    if depth > MAX_NESTING {
+    if depth > max_nesting {
         facts.notes.push(format!(
-            "brackets nested {depth} deep (more than {MAX_NESTING}); Rust front-end skipped the file"
+            "brackets nested {depth} deep (more than {max_nesting}); Rust front-end skipped the file"
         ));
         return facts;
     }
@@ -125,6 +128,11 @@ fn extract_here(src: &str) -> FileFacts {
                 }
                 if let Ok(item) = syn::parse_str::<syn::Item>(piece) {
                     parsed.push((chunk.start, item, None));
+                    continue;
+                }
+                // The first chunk may start with inner attributes (`//!`, `#![..]`).
+                if let Ok(file) = syn::parse_file(piece) {
+                    parsed.extend(file.items.into_iter().map(|i| (chunk.start, i, None)));
                     continue;
                 }
                 // An impl, trait or module with a broken member: try its members.

@@ -102,6 +102,8 @@ fn format_positional_inline_and_concat_keys_are_the_same() {
         r#"use redis::Commands; fn f(c: &mut redis::Connection, id: String) { let _: () = c.del("lock:".to_string() + &id).unwrap(); }"#,
         r#"use redis::Commands; fn f(c: &mut redis::Connection, id: u64) { let k = format!("lock:{id}"); let _: () = c.del(&k).unwrap(); }"#,
         r#"use redis::Commands; fn f(c: &mut redis::Connection, id: u64) { let _: () = c.del(format!("lock:{:>8}", id).as_str()).unwrap(); }"#,
+        r#"use redis::Commands; fn f(c: &mut redis::Connection, id: &str) { let _: () = c.del(["lock:", id].concat()).unwrap(); }"#,
+        r#"use redis::Commands; fn f(c: &mut redis::Connection, id: &str) { let _: () = c.del(["lock", id].join(":")).unwrap(); }"#,
     ];
     for s in srcs {
         let op = one(s);
@@ -400,10 +402,12 @@ async fn e(c: &mut C) -> Result<bool, E> { match c.set_nx("lock:e", 1).await { O
 async fn g(c: &mut C) -> bool { c.set_nx("lock:g", 1).await.unwrap_or_default() }
 async fn h(c: &mut C) -> bool { match c.set_nx("lock:h", 1).await { Ok(v) => v, Err(_) => false } }
 async fn i(c: &mut C) -> bool { c.get::<_, bool>("lock:i").await.unwrap_or(true) }
+async fn j(c: &mut C) -> bool { let r: RedisResult<bool> = c.set_nx("lock:j", 1).await; r.is_err() || r.unwrap_or(false) }
+async fn k(c: &mut C, other: Result<(), E>) -> bool { let r: RedisResult<bool> = c.set_nx("lock:k", 1).await; other.is_err() || r.unwrap_or(false) }
 "#,
     );
     let keys: Vec<String> = f.fail_opens.iter().map(|x| x.key.display()).collect();
-    assert_eq!(keys, vec!["lock:a", "lock:b", "lock:d", "lock:e"]);
+    assert_eq!(keys, vec!["lock:a", "lock:b", "lock:d", "lock:e", "lock:j"]);
 }
 
 #[test]
@@ -442,7 +446,9 @@ async fn t2() { let _: () = c.del("lock:a").unwrap(); }
 
 #[test]
 fn unparsable_file_falls_back_per_item() {
-    let src = r#"use redis::Commands;
+    let src = r#"//! Module docs.
+#![allow(dead_code)]
+use redis::Commands;
 fn broken( { this is not rust
 }
 impl Locker {
@@ -467,6 +473,12 @@ fn fine(c: &mut redis::Connection) { let _: bool = c.set_nx("lock:x", 1).unwrap(
     );
     let del = &f.ops[0];
     assert_eq!(&src[del.name_span.start..del.name_span.end], "del");
+    assert_eq!(&src[del.name_span.start..del.span.end], "del(\"lock:x\")");
+    let acq = &f.ops[1];
+    assert_eq!(
+        &src[acq.name_span.start..acq.span.end],
+        "set_nx(\"lock:x\", 1)"
+    );
     assert_eq!(
         f.scopes[del.scope as usize].owner.as_deref(),
         Some("Locker")
@@ -552,4 +564,268 @@ async fn extend(c: &mut C, lock_key: &str) { let _: i32 = EXTEND.key(lock_key).a
     );
     let s = &f.scripts[0];
     assert!(src[s.to_source(7)..].starts_with("redis.call"));
+}
+
+#[test]
+fn commands_and_options_built_over_several_statements() {
+    let k = kinds(
+        r#"use redis::{Commands, SetOptions, ExistenceCheck, SetExpiry};
+fn a(c: &mut redis::Connection, k: &str, t: &str, ttl: Option<u64>) {
+    let mut cmd = redis::cmd("SET");
+    cmd.arg(k).arg(t).arg("NX");
+    if let Some(ms) = ttl {
+        cmd.arg("PX").arg(ms);
+    }
+    let _: Option<String> = cmd.query(c).unwrap();
+    let del = redis::Cmd::new().arg("DEL").arg("lock:z").to_owned();
+    let _: () = del.query(c).unwrap();
+}
+fn b(c: &mut redis::Connection, t: &str, ttl: u64) {
+    let mut opts = SetOptions::default().conditional_set(ExistenceCheck::NX);
+    if ttl > 0 {
+        opts = opts.with_expiration(SetExpiry::PX(ttl));
+    }
+    let _: bool = c.set_options("lock:y", t, opts).unwrap();
+}"#,
+    );
+    assert_eq!(
+        k,
+        vec![
+            (OpKind::Acquire { expiry: true }, "{k}".to_string()),
+            (OpKind::Release { checked: false }, "lock:z".to_string()),
+            (OpKind::Acquire { expiry: true }, "lock:y".to_string()),
+        ]
+    );
+}
+
+#[test]
+fn fred_scripts_custom_eval_and_static_cmd() {
+    let f = extract(
+        r#"use fred::prelude::*;
+use fred::types::Script;
+const RELEASE_LOCK: &str = "return redis.call('del', KEYS[1])";
+async fn a(c: &Client, id: u64) {
+    let script = Script::from_lua(RELEASE_LOCK);
+    let _: i64 = script.evalsha_with_reload(c, vec![format!("lock:{id}")], vec!["t"]).await.unwrap();
+    let _: i64 = c.custom(CustomCommand::new_static("EVAL", ClusterHash::FirstKey, false), vec![RELEASE_LOCK.to_string(), "1".into(), format!("lock:{id}")]).await.unwrap();
+}"#,
+    );
+    let got: Vec<_> = f
+        .ops
+        .iter()
+        .map(|o| (o.kind.clone(), o.key.display(), o.client))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                OpKind::Eval { script: Some(0) },
+                "lock:{id}".into(),
+                Client::Fred
+            ),
+            (
+                OpKind::Eval { script: Some(0) },
+                "lock:{id}".into(),
+                Client::Fred
+            ),
+        ]
+    );
+    assert_eq!(f.scripts[0].name.as_deref(), Some("RELEASE_LOCK"));
+
+    let k = kinds(
+        r#"fn a(c: &mut redis::Connection) {
+    let _: bool = redis::Cmd::set_nx("lock:s", 1).query(c).unwrap();
+    let _: () = redis::Cmd::del("lock:s").query(c).unwrap();
+    let _: () = redis::cmd("DELEX").arg("lock:s").arg("IFEQ").arg("t").query(c).unwrap();
+    let _: () = redis::cmd("EVALSHA").arg("abc").arg(1).arg("lock:s").arg("t").query(c).unwrap();
+    let _: () = redis::cmd("FCALL").arg("release").arg(0).query(c).unwrap();
+}"#,
+    );
+    assert_eq!(
+        k,
+        vec![
+            (OpKind::Acquire { expiry: false }, "lock:s".into()),
+            (OpKind::Release { checked: false }, "lock:s".into()),
+            (OpKind::Release { checked: true }, "lock:s".into()),
+            (OpKind::Eval { script: None }, "lock:s".into()),
+        ]
+    );
+}
+
+#[test]
+fn watch_and_helper_values() {
+    let f = extract(
+        r#"use redis::Commands;
+fn new_token() -> String { uuid::Uuid::new_v4().to_string() }
+fn stamp() -> u128 { std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() }
+fn a(c: &mut redis::Connection, t: &str) {
+    let _: bool = c.set_nx("lock:a", new_token()).unwrap();
+    let _: bool = c.set_nx("lock:b", stamp()).unwrap();
+    let _: () = redis::cmd("WATCH").arg("lock:a").query(c).unwrap();
+    let v: Option<String> = c.get("lock:a").unwrap();
+    let _: () = redis::pipe().atomic().del("lock:a").query(c).unwrap();
+}"#,
+    );
+    let got: Vec<_> = f.ops.iter().map(|o| (o.value.clone(), o.watched)).collect();
+    assert_eq!(
+        got,
+        vec![
+            (Some(ValueExpr::Unique), false),
+            (Some(ValueExpr::Weak("the current time".into())), false),
+            (None, true),
+            (None, true),
+        ]
+    );
+}
+
+#[test]
+fn script_invocation_built_in_steps() {
+    let f = extract(
+        r#"use redis::Script;
+const RELEASE: &str = "return redis.call('del', KEYS[1])";
+async fn a(c: &mut C, lock_key: &str, t: &str) {
+    let script = Script::new(RELEASE);
+    let mut inv = script.prepare_invoke();
+    inv.key(lock_key).arg(t);
+    let _: i32 = inv.invoke_async(c).await.unwrap();
+}"#,
+    );
+    let got: Vec<_> = f
+        .ops
+        .iter()
+        .map(|o| (o.kind.clone(), o.key.display()))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(OpKind::Eval { script: Some(0) }, "{lock_key}".to_string())]
+    );
+}
+
+#[test]
+fn byte_offsets_survive_multibyte_text() {
+    let src = "// héllo wörld — ünïcode ✓\nuse redis::Commands;\nfn f(c: &mut redis::Connection) { let s = \"ümlaut→\"; let _: () = c.del(format!(\"lock:{s}\")).unwrap(); println!(\"{}\", vec![c.del::<_, ()>(\"lock:ß\").is_ok()][0]); }\n";
+    let f = extract(src);
+    assert_eq!(f.ops.len(), 2);
+    for o in &f.ops {
+        assert_eq!(src.get(o.name_span.start..o.name_span.end), Some("del"));
+    }
+    let script = "const R: &str = \"--ü\\n\\u{e9}redis.call('del', KEYS[1])\";\nfn g(c: &mut C, lock_key: &str) { let _: i32 = redis::Script::new(R).key(lock_key).invoke(c).unwrap(); }\n";
+    let f = extract(script);
+    let s = &f.scripts[0];
+    let at = s.text.find("redis.call").unwrap();
+    assert!(script[s.to_source(at)..].starts_with("redis.call"));
+}
+
+/// `LL_FUZZ=list.txt`: extracts truncated and spliced versions of each listed file.
+#[test]
+fn fuzz_truncations() {
+    let Ok(list) = std::env::var("LL_FUZZ") else {
+        return;
+    };
+    let mut n = 0;
+    for p in std::fs::read_to_string(list).unwrap().lines() {
+        let Ok(text) = std::fs::read_to_string(p) else {
+            continue;
+        };
+        let text = format!("use redis::Commands;\n{text}");
+        for frac in [3usize, 2, 5] {
+            let mut cut = text.len() * (frac - 1) / frac;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let _ = extract(&text[..cut]);
+            let _ = extract(&format!(
+                "{}}}}} fn x() {{ c.del(\"lock:a\"); {}",
+                &text[..cut / 2],
+                &text[cut..]
+            ));
+            n += 1;
+        }
+    }
+    eprintln!("fuzzed {n} variants");
+}
+
+#[test]
+fn literal_decoding_and_set_flags() {
+    use super::syntax::{decode_literal, SetFlags};
+    let (t, a) = decode_literal(
+        r#""a\nb\"c\u{e9}d\
+        e""#,
+        100,
+    )
+    .unwrap();
+    assert_eq!(t, "a\nb\"c\u{e9}de");
+    // `d` follows the \u{e9} escape: source 100 + 1 + 13.
+    let sf = ScriptFact {
+        name: None,
+        text: t.clone(),
+        anchors: a,
+        lua: LuaFacts::default(),
+        client: Client::RedisRs,
+    };
+    assert_eq!(sf.to_source(t.find('d').unwrap()), 100 + 1 + 13);
+    let (t, a) = decode_literal("r##\"x\"#y\"##", 5).unwrap();
+    assert_eq!(t, "x\"#y");
+    assert_eq!(a, vec![(0, 5 + 4)]);
+    assert!(decode_literal("b\"x\"", 0).is_none());
+
+    let w = |s: &str| s.split(' ').map(String::from).collect::<Vec<_>>();
+    assert_eq!(
+        SetFlags::from_words(&w("NX PX 100")).kind(),
+        OpKind::Acquire { expiry: true }
+    );
+    assert_eq!(
+        SetFlags::from_words(&w("PX 0 NX")).kind(),
+        OpKind::Acquire { expiry: false }
+    );
+    assert_eq!(SetFlags::from_words(&w("XX EX 5")).kind(), OpKind::Expire);
+    assert_eq!(
+        SetFlags::from_words(&w("IFEQ t PX 5")).kind(),
+        OpKind::CheckedExtend
+    );
+    assert_eq!(
+        SetFlags::from_words(&w("EX 5")).kind(),
+        OpKind::Set { expiry: true }
+    );
+    assert_eq!(
+        SetFlags::from_words(&w("GET")).kind(),
+        OpKind::Set { expiry: false }
+    );
+}
+
+#[test]
+fn raw_set_with_set_options_argument() {
+    let k = kinds(
+        r#"use redis::{SetOptions, ExistenceCheck, SetExpiry};
+fn a(c: &mut redis::Connection, t: &str) {
+    let opts = SetOptions::default().conditional_set(ExistenceCheck::NX).with_expiration(SetExpiry::PX(5));
+    let _: Option<String> = redis::cmd("SET").arg("lock:o").arg(t).arg(opts).query(c).unwrap();
+    let _: Option<String> = redis::cmd("SET").arg("lock:p").arg(t).arg(&t).query(c).unwrap();
+}"#,
+    );
+    assert_eq!(
+        k,
+        vec![
+            (OpKind::Acquire { expiry: true }, "lock:o".to_string()),
+            (OpKind::Set { expiry: false }, "lock:p".to_string()),
+        ]
+    );
+}
+
+#[test]
+fn fully_qualified_trait_calls() {
+    let k = kinds(
+        r#"use redis::{AsyncCommands, Commands};
+async fn a(c: &mut C) {
+    let _: bool = AsyncCommands::set_nx(c, "lock:q", 1).await.unwrap();
+    let _: () = redis::Commands::del(c, "lock:q").unwrap();
+}"#,
+    );
+    assert_eq!(
+        k,
+        vec![
+            (OpKind::Acquire { expiry: false }, "lock:q".to_string()),
+            (OpKind::Release { checked: false }, "lock:q".to_string()),
+        ]
+    );
 }

@@ -5,13 +5,13 @@
 //! resolves keys and values through constants, `let` bindings, `format!`
 //! and one-expression helper fns of the same file.
 
+use super::syntax::*;
 use crate::facts::{
     Client, FailOpen, FileFacts, KeyExpr, KeyPart, Op, OpKind, Scope, ScopeId, ScriptFact,
     ScriptId, Span, ValueExpr,
 };
 use crate::frontend::lua;
 use crate::words;
-use proc_macro2::{TokenStream, TokenTree};
 use quote::ToTokens;
 use std::collections::HashMap;
 use syn::spanned::Spanned;
@@ -61,6 +61,8 @@ struct FileInfo<'f> {
     /// Struct fields initialised with `Script::new(x)`: field name → `x`.
     script_fields: HashMap<String, &'f Expr>,
     crates: Vec<Client>,
+    /// Struct fields whose type is a map, set, vector or cache (`self.local.get(..)`).
+    non_redis_fields: Vec<String>,
 }
 
 impl FileInfo<'_> {
@@ -147,6 +149,15 @@ impl<'f> Visit<'f> for Collect<'f, '_> {
         }
         visit::visit_field_value(self, i);
     }
+    fn visit_field(&mut self, f: &'f syn::Field) {
+        if let Some(name) = &f.ident {
+            let ty = f.ty.to_token_stream().to_string();
+            if NON_REDIS_TYPES.iter().any(|w| ty.contains(w)) {
+                self.info.non_redis_fields.push(name.to_string());
+            }
+        }
+        visit::visit_field(self, f);
+    }
     fn visit_use_tree(&mut self, i: &'f syn::UseTree) {
         match i {
             syn::UseTree::Path(p) => note_crate(self.info, &p.ident.to_string()),
@@ -177,435 +188,6 @@ impl<'f> Visit<'f> for Collect<'f, '_> {
     }
 }
 
-/// The `static ref NAME: T = expr;` items of a `lazy_static!` body.
-fn lazy_statics(tokens: &TokenStream) -> Vec<(String, Expr)> {
-    let mut out = Vec::new();
-    let mut cur: Vec<TokenTree> = Vec::new();
-    let flush = |cur: &mut Vec<TokenTree>, out: &mut Vec<(String, Expr)>| {
-        let toks = std::mem::take(cur);
-        let eq = toks
-            .iter()
-            .position(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == '=' && p.spacing() == proc_macro2::Spacing::Alone));
-        let Some(eq) = eq else { return };
-        let name = toks[..eq]
-            .iter()
-            .skip_while(|t| !matches!(t, TokenTree::Ident(i) if i == "ref"))
-            .nth(1);
-        let Some(TokenTree::Ident(name)) = name else {
-            return;
-        };
-        let rest: TokenStream = toks[eq + 1..].iter().cloned().collect();
-        if let Ok(e) = syn::parse2::<Expr>(rest) {
-            out.push((name.to_string(), e));
-        }
-    };
-    for tt in tokens.clone() {
-        if matches!(&tt, TokenTree::Punct(p) if p.as_char() == ';') {
-            flush(&mut cur, &mut out);
-        } else {
-            cur.push(tt);
-        }
-    }
-    flush(&mut cur, &mut out);
-    out
-}
-
-/// The argument of a `Script::new(x)` / `Script::from_lua(x)` inside `e`
-/// (through `Arc::new`, `Lazy::new(|| …)`, references and parentheses).
-fn find_script_new(e: &Expr) -> Option<&Expr> {
-    find_script_new_d(e, 0)
-}
-
-fn find_script_new_d(e: &Expr, d: u32) -> Option<&Expr> {
-    if d > 8 {
-        return None;
-    }
-    match e {
-        Expr::Call(c) => {
-            if let Expr::Path(p) = &*c.func {
-                let segs: Vec<String> = p
-                    .path
-                    .segments
-                    .iter()
-                    .map(|s| s.ident.to_string())
-                    .collect();
-                let n = segs.len();
-                if n >= 2
-                    && segs[n - 2] == "Script"
-                    && matches!(segs[n - 1].as_str(), "new" | "from_lua")
-                {
-                    return c.args.first();
-                }
-            }
-            c.args.iter().find_map(|a| find_script_new_d(a, d + 1))
-        }
-        Expr::MethodCall(m) => find_script_new_d(&m.receiver, d + 1),
-        Expr::Closure(c) => find_script_new_d(&c.body, d + 1),
-        Expr::Paren(p) => find_script_new_d(&p.expr, d + 1),
-        Expr::Reference(r) => find_script_new_d(&r.expr, d + 1),
-        Expr::Block(b) => match b.block.stmts.last() {
-            Some(syn::Stmt::Expr(e, None)) => find_script_new_d(e, d + 1),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Small syntax helpers
-// ---------------------------------------------------------------------------
-
-fn pat_name(p: &Pat) -> Option<String> {
-    match p {
-        Pat::Ident(i) => Some(i.ident.to_string()),
-        Pat::Type(t) => pat_name(&t.pat),
-        Pat::Reference(r) => pat_name(&r.pat),
-        _ => None,
-    }
-}
-
-fn path_idents(p: &syn::Path) -> Vec<String> {
-    p.segments.iter().map(|s| s.ident.to_string()).collect()
-}
-
-/// The path of a call's function, as identifiers.
-fn call_path(e: &Expr) -> Option<Vec<String>> {
-    match e {
-        Expr::Call(c) => match &*c.func {
-            Expr::Path(p) => Some(path_idents(&p.path)),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// Methods that only convert or borrow a value: stripped around keys and values.
-const WRAPPERS: &[&str] = &[
-    "as_str",
-    "to_string",
-    "to_owned",
-    "clone",
-    "as_ref",
-    "into",
-    "as_bytes",
-    "borrow",
-    "as_slice",
-    "deref",
-    "as_deref",
-    "to_vec",
-];
-
-/// Removes `&`, `*`, parentheses, `.await`, `?` and conversion wrappers.
-fn strip(mut e: &Expr) -> &Expr {
-    for _ in 0..64 {
-        e = match e {
-            Expr::Reference(r) => &r.expr,
-            Expr::Paren(p) => &p.expr,
-            Expr::Group(g) => &g.expr,
-            Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => &u.expr,
-            Expr::MethodCall(m)
-                if m.args.is_empty() && WRAPPERS.contains(&m.method.to_string().as_str()) =>
-            {
-                &m.receiver
-            }
-            Expr::Call(c)
-                if c.args.len() == 1
-                    && call_path(e).is_some_and(|p| {
-                        p.len() >= 2
-                            && matches!(p[p.len() - 2].as_str(), "String" | "Into" | "From")
-                            && matches!(p[p.len() - 1].as_str(), "from" | "into" | "new")
-                    }) =>
-            {
-                &c.args[0]
-            }
-            _ => return e,
-        };
-    }
-    e
-}
-
-/// Splits a macro body at top-level `,`, `;` and `=>`.
-fn split_tokens(tokens: TokenStream) -> Vec<TokenStream> {
-    let mut out = Vec::new();
-    let mut cur: Vec<TokenTree> = Vec::new();
-    let mut iter = tokens.into_iter().peekable();
-    while let Some(tt) = iter.next() {
-        if let TokenTree::Punct(p) = &tt {
-            let ch = p.as_char();
-            if ch == ',' || ch == ';' {
-                out.push(cur.drain(..).collect());
-                continue;
-            }
-            if ch == '=' && p.spacing() == proc_macro2::Spacing::Joint {
-                if let Some(TokenTree::Punct(n)) = iter.peek() {
-                    if n.as_char() == '>' {
-                        iter.next();
-                        out.push(cur.drain(..).collect());
-                        continue;
-                    }
-                }
-            }
-        }
-        cur.push(tt);
-    }
-    if !cur.is_empty() {
-        out.push(cur.into_iter().collect());
-    }
-    out
-}
-
-/// The comma-separated expressions of a macro body: parsed as a whole when
-/// it is an expression list (turbofish commas included), else chunk by chunk.
-fn macro_exprs(tokens: &TokenStream) -> Vec<Expr> {
-    use syn::parse::Parser;
-    let whole = syn::punctuated::Punctuated::<Expr, syn::Token![,]>::parse_terminated
-        .parse2(tokens.clone());
-    if let Ok(list) = whole {
-        return list.into_iter().collect();
-    }
-    split_tokens(tokens.clone())
-        .into_iter()
-        .filter(|t| !t.is_empty())
-        .filter_map(|t| syn::parse2::<Expr>(t).ok())
-        .collect()
-}
-
-fn macro_name(m: &syn::Macro) -> String {
-    m.path
-        .segments
-        .last()
-        .map(|s| s.ident.to_string())
-        .unwrap_or_default()
-}
-
-/// All identifiers and string literal values of a token stream (for option words).
-fn token_words(ts: TokenStream, out: &mut Vec<String>, budget: &mut u32) {
-    for tt in ts {
-        if *budget == 0 {
-            return;
-        }
-        *budget -= 1;
-        match tt {
-            TokenTree::Ident(i) => out.push(i.to_string()),
-            TokenTree::Group(g) => token_words(g.stream(), out, budget),
-            TokenTree::Literal(l) => {
-                let s = l.to_string();
-                out.push(s.trim_matches('"').to_string());
-            }
-            TokenTree::Punct(_) => {}
-        }
-    }
-}
-
-/// Flags of SET options in any spelling: `NX`, `ExistenceCheck::NX`,
-/// `SetCondition::NX`, `SetExpiry::PX(ms)`, `SetExpiration::Px(ms)`,
-/// `Expiration::EX(s)`, `"nx"`, `"PX"`.
-#[derive(Default, Debug, Clone, Copy, PartialEq)]
-struct SetFlags {
-    nx: bool,
-    xx: bool,
-    expiry: bool,
-    ifeq: bool,
-}
-
-impl SetFlags {
-    fn from_words(words: &[String]) -> SetFlags {
-        let mut f = SetFlags::default();
-        for (i, w) in words.iter().enumerate() {
-            match w.as_str() {
-                "NX" | "Nx" | "nx" => f.nx = true,
-                "XX" | "Xx" | "xx" => f.xx = true,
-                "PX" | "EX" | "PXAT" | "EXAT" | "Px" | "Ex" | "Pxat" | "Exat" | "px" | "ex" | "pxat"
-                | "exat"
-                    // `PX(0)` is no expiry.
-                    if words.get(i + 1).map(String::as_str) != Some("0") =>
-                {
-                    f.expiry = true;
-                }
-                "IFEQ" | "IfEq" | "ifeq" | "IFDEQ" => f.ifeq = true,
-                _ => {}
-            }
-        }
-        f
-    }
-
-    /// The op a SET with these flags performs.
-    fn kind(self) -> OpKind {
-        if self.ifeq && self.expiry {
-            OpKind::CheckedExtend
-        } else if self.nx {
-            OpKind::Acquire {
-                expiry: self.expiry,
-            }
-        } else if self.xx && self.expiry {
-            OpKind::Expire
-        } else {
-            OpKind::Set {
-                expiry: self.expiry && !self.xx && !self.ifeq,
-            }
-        }
-    }
-}
-
-/// Decodes a string literal's source text into its value, with anchors
-/// `(text offset, source offset)` at every point where the two drift apart.
-fn decode_literal(raw: &str, start: usize) -> Option<(String, Vec<(usize, usize)>)> {
-    let bytes = raw.as_bytes();
-    if raw.starts_with('r') {
-        let hashes = bytes[1..].iter().take_while(|&&b| b == b'#').count();
-        let open = 1 + hashes + 1;
-        let close = raw.len().checked_sub(1 + hashes)?;
-        if close < open {
-            return None;
-        }
-        let text = raw.get(open..close)?.to_string();
-        return Some((text, vec![(0, start + open)]));
-    }
-    if !raw.starts_with('"') || raw.len() < 2 {
-        return None;
-    }
-    let body = raw.get(1..raw.len() - 1)?;
-    let mut text = String::with_capacity(body.len());
-    let mut anchors = vec![(0, start + 1)];
-    let mut it = body.char_indices().peekable();
-    while let Some((_, c)) = it.next() {
-        if c != '\\' {
-            text.push(c);
-            continue;
-        }
-        let Some((_, e)) = it.next() else { break };
-        match e {
-            'n' => text.push('\n'),
-            't' => text.push('\t'),
-            'r' => text.push('\r'),
-            '0' => text.push('\0'),
-            '\\' => text.push('\\'),
-            '\'' => text.push('\''),
-            '"' => text.push('"'),
-            'x' => {
-                let mut v = 0u32;
-                for _ in 0..2 {
-                    if let Some((_, h)) = it.next() {
-                        v = v * 16 + h.to_digit(16).unwrap_or(0);
-                    }
-                }
-                text.push(char::from_u32(v).unwrap_or('?'));
-            }
-            'u' => {
-                let mut v = 0u32;
-                for (_, h) in it.by_ref() {
-                    if h == '}' {
-                        break;
-                    }
-                    if let Some(d) = h.to_digit(16) {
-                        v = v.saturating_mul(16).saturating_add(d);
-                    }
-                }
-                text.push(char::from_u32(v).unwrap_or('?'));
-            }
-            '\n' | '\r' => {
-                while let Some(&(_, w)) = it.peek() {
-                    if w.is_whitespace() {
-                        it.next();
-                    } else {
-                        break;
-                    }
-                }
-            }
-            other => text.push(other),
-        }
-        let next = it.peek().map(|&(j, _)| j).unwrap_or(body.len());
-        anchors.push((text.len(), start + 1 + next));
-    }
-    Some((text, anchors))
-}
-
-/// A value that turns a failed acquire into success: `true`, `Ok(true)`,
-/// `Some(guard)`, `Ok(Some(guard))`, a block or closure ending in one, a
-/// `return` of one.
-fn truthy(e: &Expr, d: u32) -> bool {
-    if d > 8 {
-        return false;
-    }
-    match e {
-        Expr::Lit(l) => matches!(&l.lit, Lit::Bool(b) if b.value),
-        Expr::Paren(p) => truthy(&p.expr, d + 1),
-        Expr::Return(r) => r.expr.as_deref().is_some_and(|x| truthy(x, d + 1)),
-        Expr::Closure(c) => truthy(&c.body, d + 1),
-        Expr::Block(b) => block_truthy(&b.block, d + 1),
-        Expr::Call(c) => {
-            let Some(p) = call_path(e) else { return false };
-            match p.last().map(String::as_str) {
-                Some("Some") => true,
-                Some("Ok") => c.args.first().is_some_and(|a| {
-                    truthy(a, d + 1)
-                        || matches!(a, Expr::Struct(s) if s.path.segments.last().is_some_and(|l| {
-                            let n = l.ident.to_string();
-                            words::reads_like_lock(&n) || n.contains("Guard")
-                        }))
-                }),
-                _ => false,
-            }
-        }
-        _ => false,
-    }
-}
-
-fn block_truthy(b: &syn::Block, d: u32) -> bool {
-    for s in &b.stmts {
-        if let syn::Stmt::Expr(Expr::Return(r), _) = s {
-            return r.expr.as_deref().is_some_and(|x| truthy(x, d + 1));
-        }
-    }
-    match b.stmts.last() {
-        Some(syn::Stmt::Expr(e, None)) => truthy(e, d + 1),
-        _ => false,
-    }
-}
-
-fn is_err_pat(p: &Pat) -> bool {
-    match p {
-        Pat::TupleStruct(t) => t.path.segments.last().is_some_and(|s| s.ident == "Err"),
-        Pat::Or(o) => o.cases.iter().any(is_err_pat),
-        _ => false,
-    }
-}
-
-fn has_attr(attrs: &[syn::Attribute], pred: impl Fn(&syn::Attribute) -> bool) -> bool {
-    attrs.iter().any(pred)
-}
-
-/// `#[test]`, `#[tokio::test]`, `#[rstest]`, `#[cfg(test)]`.
-fn is_test_attrs(attrs: &[syn::Attribute]) -> bool {
-    has_attr(attrs, |a| {
-        let path = a.path();
-        let last = path
-            .segments
-            .last()
-            .map(|s| s.ident.to_string())
-            .unwrap_or_default();
-        if matches!(
-            last.as_str(),
-            "test" | "rstest" | "test_case" | "quickcheck"
-        ) {
-            return true;
-        }
-        if path.is_ident("cfg") {
-            let text = a.meta.to_token_stream().to_string();
-            return text.contains("test") && !text.contains("not");
-        }
-        false
-    })
-}
-
-fn type_name(t: &syn::Type) -> Option<String> {
-    match t {
-        syn::Type::Path(p) => p.path.segments.last().map(|s| s.ident.to_string()),
-        syn::Type::Reference(r) => type_name(&r.elem),
-        _ => None,
-    }
-}
-
 // ---------------------------------------------------------------------------
 // The walker
 // ---------------------------------------------------------------------------
@@ -629,7 +211,38 @@ struct Local {
     non_redis: bool,
     /// The keys of a list of keys (`let keys = [a, b]`).
     keys: Vec<KeyExpr>,
+    /// A raw command built over several statements (`let mut c = cmd("SET"); c.arg(k);`).
+    raw: Option<RawLocal>,
 }
+
+#[derive(Clone, Debug)]
+struct RawLocal {
+    name: Option<String>,
+    name_span: Span,
+    args: Vec<Expr>,
+    start: usize,
+}
+
+/// Client traits whose methods may be called with the fully qualified syntax.
+const COMMAND_TRAITS: &[&str] = &[
+    "Commands",
+    "AsyncCommands",
+    "TypedCommands",
+    "AsyncTypedCommands",
+    "KeysInterface",
+    "StringCommands",
+    "GenericCommands",
+];
+
+/// Methods that send a command built with `cmd(..)`.
+const TERMINALS: &[&str] = &[
+    "query",
+    "query_async",
+    "exec",
+    "exec_async",
+    "execute",
+    "query_async_raw",
+];
 
 struct Txn {
     watched: Vec<KeyExpr>,
@@ -675,6 +288,8 @@ struct Walker<'f, 'o> {
     depth: u32,
     locals: Vec<Local>,
     txns: Vec<Txn>,
+    /// Keys under `WATCH` in the current fn (raw `WATCH`, fred/rustis `watch`).
+    fn_watched: Vec<KeyExpr>,
     script_at: HashMap<usize, ScriptId>,
 }
 
@@ -701,6 +316,7 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
         depth: 0,
         locals: Vec::new(),
         txns: Vec::new(),
+        fn_watched: Vec::new(),
         script_at: HashMap::new(),
     };
     for u in units {
@@ -751,6 +367,7 @@ impl<'f> Walker<'f, '_> {
         let saved_depth = std::mem::replace(&mut self.depth, 0);
         let saved_locals = std::mem::take(&mut self.locals);
         let saved_txns = std::mem::take(&mut self.txns);
+        let saved_watched = std::mem::take(&mut self.fn_watched);
         let saved_test = std::mem::replace(&mut self.in_test, is_test);
         for input in &sig.inputs {
             if let syn::FnArg::Typed(t) = input {
@@ -773,6 +390,7 @@ impl<'f> Walker<'f, '_> {
         self.depth = saved_depth;
         self.locals = saved_locals;
         self.txns = saved_txns;
+        self.fn_watched = saved_watched;
         self.in_test = saved_test;
     }
 
@@ -901,6 +519,31 @@ impl<'f> Walker<'f, '_> {
                     return self.helper_key(&name, &args, d, sub);
                 }
                 KeyExpr::unknown()
+            }
+            // `[LOCK_PREFIX, &id].concat()`, `[a, b].join(":")`.
+            Expr::MethodCall(m)
+                if (m.method == "concat" && m.args.is_empty()
+                    || m.method == "join" && m.args.len() == 1)
+                    && matches!(strip(&m.receiver), Expr::Array(_)) =>
+            {
+                let Expr::Array(a) = strip(&m.receiver) else {
+                    return KeyExpr::unknown();
+                };
+                let sep = m.args.first().and_then(|s| self.const_str(s));
+                let mut k = KeyExpr::default();
+                for (i, el) in a.elems.iter().enumerate() {
+                    if i > 0 {
+                        if let Some(sep) = &sep {
+                            k.push(KeyPart::Lit(sep.clone()));
+                        }
+                    }
+                    k.append(self.key_d(el, d + 1, sub));
+                }
+                if k.parts.is_empty() {
+                    KeyExpr::unknown()
+                } else {
+                    k
+                }
             }
             Expr::MethodCall(m) if matches!(&*m.receiver, Expr::Path(p) if p.path.is_ident("self")) =>
             {
@@ -1096,6 +739,17 @@ impl<'f> Walker<'f, '_> {
         let e = strip(e);
         match e {
             Expr::Lit(l) => return ValueExpr::Constant(self.text_of(l)),
+            Expr::Call(c) => {
+                // A one-expression helper of the file: classify what it returns.
+                let path = call_path(e).unwrap_or_default();
+                if path.len() == 1 || (path.len() == 2 && path[0] == "Self") {
+                    if let Some(h) = path.last().and_then(|n| self.info.helpers.get(n)) {
+                        if h.params.len() == c.args.len() {
+                            return self.value_d(h.body, d + 1);
+                        }
+                    }
+                }
+            }
             Expr::Path(p) => {
                 if let Some(i) = p.path.get_ident() {
                     if let Some(l) = self.local(&i.to_string()) {
@@ -1251,7 +905,8 @@ impl<'f> Walker<'f, '_> {
         let watched = self
             .txns
             .iter()
-            .any(|t| t.watched.iter().any(|w| w.parts == f.key.parts));
+            .any(|t| t.watched.iter().any(|w| w.parts == f.key.parts))
+            || self.fn_watched.iter().any(|w| w.parts == f.key.parts);
         let client = f.client.unwrap_or_else(|| match self.info.client() {
             Client::Unknown => Client::RedisRs,
             c => c,
@@ -1299,10 +954,20 @@ impl<'f> Walker<'f, '_> {
     // --- command tables --------------------------------------------------
 
     /// Is an ambiguous method name (`get`, `set`, `del`, …) a Redis call here?
-    fn redis_evidence(&self, recv: Option<&Expr>, key: &KeyExpr, atomic: bool) -> bool {
+    fn redis_evidence(&self, recv: Option<&Expr>, key: &KeyExpr, sure: bool) -> bool {
+        if sure {
+            return true;
+        }
         if let Some(r) = recv {
             if self.local_of(r).is_some_and(|l| l.non_redis) {
                 return false;
+            }
+            if let Expr::Field(f) = strip(r) {
+                if let syn::Member::Named(m) = &f.member {
+                    if self.info.non_redis_fields.contains(&m.to_string()) {
+                        return false;
+                    }
+                }
             }
             let text = self.text_of(r);
             let parts = words::word_parts(&text);
@@ -1317,7 +982,7 @@ impl<'f> Walker<'f, '_> {
             {
                 return false;
             }
-            if atomic || !self.txns.is_empty() {
+            if !self.txns.is_empty() {
                 return true;
             }
             const REDISH: &[&str] = &[
@@ -1352,13 +1017,14 @@ impl<'f> Walker<'f, '_> {
         }) || k.idents.iter().any(|i| words::reads_like_lock(i))
     }
 
-    /// A client method call (`con.set_nx(k, v)`, `Cmd::del(k)`).
+    /// A client method call (`con.set_nx(k, v)`, `Cmd::del(k)`). `sure` when the
+    /// receiver is known to be Redis (a pipeline, a transaction, `Cmd`).
     fn method_ops(
         &mut self,
         name: &str,
         args: &[&Expr],
         recv: Option<&Expr>,
-        atomic: bool,
+        sure: bool,
     ) -> Vec<Found> {
         let n = args.len();
         let key = |w: &Self| {
@@ -1366,7 +1032,7 @@ impl<'f> Walker<'f, '_> {
                 .map(|a| w.key_of(a))
                 .unwrap_or_else(KeyExpr::unknown)
         };
-        let ambiguous = |w: &Self, k: &KeyExpr| w.redis_evidence(recv, k, atomic);
+        let ambiguous = |w: &Self, k: &KeyExpr| w.redis_evidence(recv, k, sure);
         match (name, n) {
             ("set_nx" | "setnx", 2) => {
                 let c = if name == "setnx" {
@@ -1391,6 +1057,12 @@ impl<'f> Walker<'f, '_> {
                 let k = key(self);
                 let exp = self.words_of(args[2]);
                 let opts = self.words_of(args[3]);
+                let fred_like = self.info.crates.contains(&Client::Fred)
+                    || exp.iter().any(|w| w == "Expiration")
+                    || opts.iter().any(|w| w == "SetOptions");
+                if !fred_like {
+                    return vec![];
+                }
                 let has_exp = !exp.iter().any(|w| w == "None")
                     && exp
                         .iter()
@@ -1459,6 +1131,11 @@ impl<'f> Walker<'f, '_> {
                     return vec![];
                 }
                 vec![Found::new(OpKind::Get, k)]
+            }
+            ("watch", 1) => {
+                let keys = self.keys_of(args[0]);
+                self.fn_watched.extend(keys);
+                vec![]
             }
             ("get_del" | "getdel", 1) => vec![Found::new(OpKind::GetDel, key(self))],
             ("getset" | "get_set", 2) => {
@@ -1529,14 +1206,23 @@ impl<'f> Walker<'f, '_> {
         let mut script = None;
         let found = match upper.as_str() {
             "SET" if args.len() >= 2 => {
-                let words: Vec<String> = args[2..]
-                    .iter()
-                    .map(|a| {
-                        self.const_str(a)
-                            .map(|s| s.to_ascii_uppercase())
-                            .unwrap_or_else(|| "?".into())
-                    })
-                    .collect();
+                let mut words: Vec<String> = Vec::new();
+                for a in &args[2..] {
+                    match self.const_str(a) {
+                        Some(s) => words.push(s.to_ascii_uppercase()),
+                        None => {
+                            // `.arg(opts)` with a `SetOptions` value (ToRedisArgs).
+                            let w = self.words_of(a);
+                            if w.iter().any(|x| {
+                                matches!(x.as_str(), "SetOptions" | "ExistenceCheck" | "SetExpiry")
+                            }) {
+                                words.extend(w);
+                            } else {
+                                words.push("?".into());
+                            }
+                        }
+                    }
+                }
                 let flags = SetFlags::from_words(&words);
                 let mut f = Found::new(flags.kind(), key(self));
                 f.value = value(self, 1);
@@ -1571,6 +1257,11 @@ impl<'f> Walker<'f, '_> {
             "GET" => vec![Found::new(OpKind::Get, key(self))],
             "GETDEL" => vec![Found::new(OpKind::GetDel, key(self))],
             "GETSET" => vec![Found::new(OpKind::GetSet, key(self))],
+            "WATCH" => {
+                let keys: Vec<KeyExpr> = args.iter().map(|a| self.key_of(a)).collect();
+                self.fn_watched.extend(keys);
+                vec![]
+            }
             "EVAL" | "EVALSHA" | "FCALL" | "EVAL_RO" | "EVALSHA_RO" | "FCALL_RO" => {
                 if upper.starts_with("EVAL") && !upper.starts_with("EVALSHA") {
                     if let Some(a) = args.first() {
@@ -1604,16 +1295,44 @@ impl<'f> Walker<'f, '_> {
     // --- chains ----------------------------------------------------------
 
     fn chain(&mut self, top: &Expr) {
-        let (base, links) = flatten(top);
+        let (base, mut links) = flatten(top);
+        for l in links.iter_mut() {
+            l.end += self.base;
+        }
         let chain_start = self.span_of(base).start;
         let ops_before = self.facts.ops.len();
         let has_atomic = links.iter().any(|l| l.method == "atomic");
         let mut atomic = has_atomic;
         let mut acquired: Option<KeyExpr> = None;
-        let mut recv_is_redis_base = false;
+        // A pipeline base: every command of the chain is a Redis command.
+        let mut pipe_base = false;
 
+        // A command built in a local over several statements.
+        let local_raw: Option<(String, RawLocal)> = match base {
+            Expr::Path(p) => p.path.get_ident().and_then(|i| {
+                let name = i.to_string();
+                self.local(&name)
+                    .and_then(|l| l.raw.clone())
+                    .map(|r| (name, r))
+            }),
+            _ => None,
+        };
+        let prefix: Vec<Expr> = local_raw
+            .as_ref()
+            .map(|(_, r)| r.args.clone())
+            .unwrap_or_default();
+        let mut consumed = false;
         // The base: a raw command, a pipeline, a script, a local.
-        let mut raw: Option<Raw> = None;
+        let mut raw: Option<Raw> = local_raw.as_ref().map(|(_, r)| Raw {
+            name: r.name.clone(),
+            name_span: r.name_span,
+            args: prefix.iter().collect(),
+            end: self.span_of(base).end,
+        });
+        let chain_start = local_raw
+            .as_ref()
+            .map(|(_, r)| r.start)
+            .unwrap_or(chain_start);
         let mut script: Option<Option<ScriptId>> = None;
         match base {
             Expr::Call(c) => {
@@ -1644,9 +1363,12 @@ impl<'f> Walker<'f, '_> {
                         args: Vec::new(),
                         end: self.span_of(base).end,
                     });
-                } else if prev == "Cmd" {
-                    let args: Vec<&Expr> = c.args.iter().collect();
-                    let found = self.method_ops(last, &args, None, false);
+                } else if prev == "Cmd" || COMMAND_TRAITS.contains(&prev) {
+                    // `Cmd::del(k)`, or `AsyncCommands::del(&mut con, k)` (the first
+                    // argument is the connection).
+                    let skip = usize::from(prev != "Cmd");
+                    let args: Vec<&Expr> = c.args.iter().skip(skip).collect();
+                    let found = self.method_ops(last, &args, None, true);
                     let ns = match &*c.func {
                         Expr::Path(p) => p.path.segments.last().map(|s| self.off(s.ident.span())),
                         _ => None,
@@ -1659,7 +1381,7 @@ impl<'f> Walker<'f, '_> {
                 } else if last == "pipe"
                     || (prev == "Pipeline" && matches!(last, "new" | "with_capacity"))
                 {
-                    recv_is_redis_base = true;
+                    pipe_base = true;
                 } else if (prev == "Script" && matches!(last, "new" | "from_lua"))
                     || (prev == "CallBuilder" && last == "script")
                 {
@@ -1694,9 +1416,7 @@ impl<'f> Walker<'f, '_> {
         }
 
         let mut script_key: Option<(KeyExpr, Span)> = None;
-        let mut prev_end = self.span_of(base).end;
         let mut recv_for: Option<&Expr> = Some(base);
-        let _ = recv_is_redis_base;
         for l in &links {
             let m = l.method.to_string();
             let ns = self.off(l.method.span());
@@ -1711,6 +1431,16 @@ impl<'f> Walker<'f, '_> {
                             r.args.push(a);
                         }
                         r.end = l.end;
+                    }
+                    continue;
+                }
+                _ if local_raw.is_some() => {
+                    if TERMINALS.contains(&m.as_str()) && !consumed {
+                        if let Some(r) = raw.as_mut() {
+                            r.end = l.end;
+                        }
+                        self.flush_raw(raw.take(), chain_start, atomic, &mut acquired);
+                        consumed = true;
                     }
                     continue;
                 }
@@ -1760,7 +1490,6 @@ impl<'f> Walker<'f, '_> {
                     }
                     _ => {}
                 }
-                prev_end = l.end;
                 continue;
             }
             // Fail-open conversions of an acquire's result.
@@ -1773,7 +1502,7 @@ impl<'f> Walker<'f, '_> {
                     self.fail_open(Span::new(ns.start, l.end), k);
                 }
             }
-            let found = self.method_ops(&m, &l.args, recv_for, atomic);
+            let found = self.method_ops(&m, &l.args, recv_for, atomic || pipe_base);
             let script_id = if found.iter().any(|f| f.script) {
                 self.method_script(&m, &l.args)
             } else {
@@ -1788,10 +1517,23 @@ impl<'f> Walker<'f, '_> {
             if m == "custom" && l.args.len() == 2 {
                 self.fred_custom(l.args[0], l.args[1], span, ns, atomic);
             }
-            prev_end = l.end;
             recv_for = None;
         }
-        let _ = prev_end;
+        if let Some((name, _)) = &local_raw {
+            // Not sent yet: keep the arguments on the local for a later `.query`.
+            let kept = if consumed {
+                None
+            } else {
+                raw.take()
+                    .map(|r| r.args.iter().map(|e| (*e).clone()).collect::<Vec<Expr>>())
+            };
+            if let Some(l) = self.locals.iter_mut().rev().find(|l| &l.name == name) {
+                match (kept, l.raw.as_mut()) {
+                    (Some(args), Some(lr)) => lr.args = args,
+                    _ => l.raw = None,
+                }
+            }
+        }
         self.flush_raw(raw.take(), chain_start, atomic, &mut acquired);
         if let (Some(sid), Some((k, ns))) = (script, script_key) {
             // `script.key(k).arg(t)` bound or returned before the invoke.
@@ -1908,7 +1650,8 @@ impl<'f> Walker<'f, '_> {
             self.script_of(init, Some(name.clone()))
                 .filter(|&id| find_script_new(init).is_some() || self.is_lua(id))
         } else {
-            self.local_of(init).and_then(|l| l.script)
+            // `let inv = script.prepare_invoke();` keeps the script of its base.
+            self.local_of(flatten(init).0).and_then(|l| l.script)
         };
         let (_, links) = flatten(init);
         let base_pipe =
@@ -1931,8 +1674,10 @@ impl<'f> Walker<'f, '_> {
             _ => false,
         };
         let keys = if list { self.keys_of(init) } else { Vec::new() };
+        let raw = if produced { None } else { self.raw_local(init) };
         self.locals.push(Local {
             keys,
+            raw,
             name,
             key,
             value,
@@ -1973,7 +1718,9 @@ impl<'f> Walker<'f, '_> {
         }
         // `cmd("DEL")` used without a chain, `Cmd::set_nx(..)`, `Script::new(..)`.
         let interesting = last == "cmd"
-            || path.len() >= 2 && matches!(path[path.len() - 2].as_str(), "Cmd" | "Script");
+            || path.len() >= 2
+                && (matches!(path[path.len() - 2].as_str(), "Cmd" | "Script")
+                    || COMMAND_TRAITS.contains(&path[path.len() - 2].as_str()));
         if interesting {
             self.chain(e);
             return;
@@ -1981,11 +1728,56 @@ impl<'f> Walker<'f, '_> {
         visit::visit_expr_call(self, c);
     }
 
+    /// `cmd("SET").arg(k)` or `Cmd::new().arg("SET")` bound to a local before it is sent.
+    fn raw_local(&self, init: &Expr) -> Option<RawLocal> {
+        let (base, links) = flatten(init);
+        let Expr::Call(c) = base else { return None };
+        let path = call_path(base)?;
+        let n = path.len();
+        let last = path.last()?.as_str();
+        let prev = if n >= 2 { path[n - 2].as_str() } else { "" };
+        let func_span = match &*c.func {
+            Expr::Path(p) => p.path.segments.last().map(|s| self.off(s.ident.span())),
+            _ => None,
+        }
+        .unwrap_or_else(|| self.span_of(base));
+        let mut r = if last == "cmd" && c.args.len() == 1 {
+            RawLocal {
+                name: Some(self.const_str(&c.args[0])?),
+                name_span: func_span,
+                args: Vec::new(),
+                start: self.span_of(base).start,
+            }
+        } else if prev == "Cmd" && last == "new" {
+            RawLocal {
+                name: None,
+                name_span: func_span,
+                args: Vec::new(),
+                start: self.span_of(base).start,
+            }
+        } else {
+            return None;
+        };
+        for l in &links {
+            if l.method != "arg" {
+                return None;
+            }
+            let a = l.args.first()?;
+            if r.name.is_none() {
+                r.name = self.const_str(a);
+                r.name_span = self.off(l.method.span());
+            } else {
+                r.args.push((*a).clone());
+            }
+        }
+        Some(r)
+    }
+
     fn is_lua(&self, id: ScriptId) -> bool {
         self.facts
             .scripts
             .get(id as usize)
-            .is_some_and(|s| s.text.contains("redis.call") || s.text.contains("redis.pcall"))
+            .is_some_and(|s| looks_like_lua(&s.text))
     }
 }
 
@@ -1994,6 +1786,14 @@ const NON_REDIS_TYPES: &[&str] = &[
     "HashMap", "BTreeMap", "HashSet", "BTreeSet", "IndexMap", "IndexSet", "DashMap", "Vec", "vec!",
     "LruCache", "Cache", "VecDeque", "Mutex", "RwLock",
 ];
+
+/// A string that is a Redis Lua script: it calls `redis.call`/`redis.pcall`
+/// (or Valkey's `server.call`/`server.pcall`).
+fn looks_like_lua(text: &str) -> bool {
+    ["redis.call", "redis.pcall", "server.call", "server.pcall"]
+        .iter()
+        .any(|w| text.contains(w))
+}
 
 fn blank_local() -> Local {
     Local {
@@ -2007,6 +1807,7 @@ fn blank_local() -> Local {
         acquire: None,
         non_redis: false,
         keys: Vec::new(),
+        raw: None,
     }
 }
 
@@ -2015,37 +1816,6 @@ struct Raw<'e> {
     name_span: Span,
     args: Vec<&'e Expr>,
     end: usize,
-}
-
-struct Link<'e> {
-    method: &'e syn::Ident,
-    args: Vec<&'e Expr>,
-    end: usize,
-}
-
-/// A method-call chain from its base outwards, through `.await` and `?`.
-fn flatten(top: &Expr) -> (&Expr, Vec<Link<'_>>) {
-    let mut links = Vec::new();
-    let mut e = top;
-    for _ in 0..100_000 {
-        e = match e {
-            Expr::MethodCall(m) => {
-                let r = m.paren_token.span.close().byte_range();
-                links.push(Link {
-                    method: &m.method,
-                    args: m.args.iter().collect(),
-                    end: r.end,
-                });
-                &m.receiver
-            }
-            Expr::Await(a) => &a.base,
-            Expr::Try(t) => &t.expr,
-            Expr::Paren(p) => &p.expr,
-            _ => break,
-        };
-    }
-    links.reverse();
-    (e, links)
 }
 
 impl<'ast> Visit<'ast> for Walker<'_, '_> {
@@ -2088,9 +1858,7 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
             lit: Lit::Str(s), ..
         }) = &*i.expr
         {
-            if !self.in_test
-                && (s.value().contains("redis.call") || s.value().contains("redis.pcall"))
-            {
+            if !self.in_test && looks_like_lua(&s.value()) {
                 self.register_script(s, Some(i.ident.to_string()));
             }
         }
@@ -2102,9 +1870,7 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
             lit: Lit::Str(s), ..
         }) = &*i.expr
         {
-            if !self.in_test
-                && (s.value().contains("redis.call") || s.value().contains("redis.pcall"))
-            {
+            if !self.in_test && looks_like_lua(&s.value()) {
                 self.register_script(s, Some(i.ident.to_string()));
             }
         }
@@ -2114,7 +1880,7 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
     fn visit_lit_str(&mut self, s: &'ast syn::LitStr) {
         if !self.in_test {
             let v = s.value();
-            if v.contains("redis.call(") || v.contains("redis.pcall(") {
+            if looks_like_lua(&v) {
                 self.register_script(s, None);
             }
         }
@@ -2153,7 +1919,10 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
         let before = self.facts.ops.len();
         let init = l.init.as_ref().map(|i| &*i.expr);
         if let Some(i) = &l.init {
-            self.visit_expr(&i.expr);
+            // A command still being built is sent later, from the local.
+            if self.raw_local(&i.expr).is_none() {
+                self.visit_expr(&i.expr);
+            }
             if let Some((_, d)) = &i.diverge {
                 self.visit_expr(d);
             }
@@ -2184,6 +1953,40 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
                 self.chain(e);
             }
             Expr::Call(c) => self.expr_call(e, c),
+            Expr::Binary(b) if matches!(b.op, syn::BinOp::Or(_)) => {
+                // `res.is_err() || res.unwrap()`: an error counts as acquired.
+                let before = self.facts.ops.len();
+                visit::visit_expr(self, e);
+                let err_side = [&*b.left, &*b.right].into_iter().find_map(|side| {
+                    let Expr::MethodCall(m) = strip(side) else {
+                        return None;
+                    };
+                    if m.method != "is_err" || !m.args.is_empty() {
+                        return None;
+                    }
+                    let (base, _) = flatten(&m.receiver);
+                    self.local_of(base)
+                        .and_then(|l| l.acquire.clone())
+                        .or_else(|| self.acquire_since(before))
+                });
+                if let Some(k) = err_side {
+                    let sp = self.span_of(e);
+                    self.fail_open(sp, k);
+                }
+            }
+            Expr::Assign(a) => {
+                visit::visit_expr(self, e);
+                // `opts = opts.with_expiration(..)`: the options grow.
+                if let Expr::Path(p) = &*a.left {
+                    if let Some(i) = p.path.get_ident() {
+                        let name = i.to_string();
+                        let words = self.words_of(&a.right);
+                        if let Some(l) = self.locals.iter_mut().rev().find(|l| l.name == name) {
+                            l.words.extend(words);
+                        }
+                    }
+                }
+            }
             _ => visit::visit_expr(self, e),
         }
     }
