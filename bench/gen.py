@@ -31,6 +31,9 @@ VERBS = [
     "evaluate", "describe", "refresh", "sync", "encode", "decode", "merge", "reset",
     "retrieve", "schedule", "publish", "consume",
 ]
+# Share of functions that take an in-process lock (mutex, synchronized, with lock).
+LOCK_USE = 0.03
+
 WORDS = [
     "the", "cache", "expired", "entries", "are", "removed", "before", "each", "javascript",
     "script", "description", "nginx", "proxy", "anxiety", "phoenix", "delay", "retry", "model",
@@ -70,11 +73,14 @@ def fn_rs(rng, i):
         elif r < 0.7:
             lines.append(f"    // {comment(rng)}")
         elif r < 0.8:
-            lines += [f"    let guard = self_{n}.lock().unwrap_or_else(|e| e.into_inner());",
-                      f"    total += guard.len() as u64;"] if rng.random() < 0.2 else [f"    total += {k};"]
+            lines.append(f"    total += {k};")
         else:
             lines.append(f"    let text = format!(\"{{}}-{{}}\", total, \"{rng.choice(WORDS)}\");")
             lines.append("    total += text.len() as u64;")
+    if rng.random() < LOCK_USE:
+        # In-process locking: a lock word without Redis.
+        lines[3:3] = [f"    let guard = self_{n}.lock().unwrap_or_else(|e| e.into_inner());",
+                      "    total += guard.len() as u64;"]
     lines += ["    Some(total)", "}", ""]
     return lines
 
@@ -107,7 +113,7 @@ def fn_c_like(rng, i, lang):
             lines.append(f"{ind}{var} += {call}{end}")
         elif r < 0.55:
             lines.append(f"{ind}// {comment(rng)}")
-        elif r < 0.62 and rng.random() < 0.3:
+        elif r < 0.62 and k == 0 and rng.random() < LOCK_USE * 5:
             # Ordinary in-process locking and map deletes: lock words without Redis.
             lines += {
                 "go": [f"{ind}mu.Lock()", f"{ind}delete(cache, key{k})", f"{ind}mu.Unlock()"],
@@ -142,7 +148,7 @@ def fn_py(rng, i):
         elif r < 0.55:
             lines.append(f"    # {comment(rng)}")
         elif r < 0.6:
-            lines += ["    with self._lock:", f"        del self._cache[key_{k}]"] if rng.random() < 0.3 else [f"    del items[{k}:{k + 1}]"]
+            lines += ["    with self._lock:", f"        del self._cache[key_{k}]"] if rng.random() < LOCK_USE else [f"    del items[{k}:{k + 1}]"]
         else:
             lines.append(f"    total += len(\"{comment(rng)}\")")
     lines += ["    return total", "", ""]

@@ -41,11 +41,11 @@ fi
 # Warm the page cache so both tools read from memory.
 rg -c --no-messages zzzz_never "$CORPUS" >/dev/null || true
 
-# Five named files, as a pre-commit hook passes them: a large one, a Redis one, three ordinary.
-mapfile -t redis_files < <(rg -l --sort path -F -e 'lock:' "$CORPUS" -g '*.{rs,py,java,go,ts}' | head -n 2)
-mapfile -t ordinary < <(find "$CORPUS" -path "$CORPUS/svc0*" -type f \( -name '*.rs' -o -name '*.py' -o -name '*.java' \) -size -20k | sort | head -n 3)
-big=$(find "$CORPUS" -type f -name '*.rs' -size +500k | sort | head -n 1)
-mapfile -t five < <(printf '%s\n' "${redis_files[@]}" "${ordinary[@]}" $big | awk 'NF && !seen[$0]++' | head -n 5)
+# Five named files, as a pre-commit hook passes them: two with Redis lock code,
+# three ordinary ones, all of ordinary size (< 20 KB).
+mapfile -t redis_files < <(rg -l --sort path -F -e 'lock:' "$CORPUS" -g '*.{rs,py,java,go,ts}' --max-filesize 20K | head -n 2)
+mapfile -t ordinary < <(find "$CORPUS" -path "$CORPUS/svc0*" -type f \( -name '*.rs' -o -name '*.py' -o -name '*.java' \) -size -20k | sort | head -n 6)
+mapfile -t five < <(printf '%s\n' "${redis_files[@]}" "${ordinary[@]}" | awk 'NF && !seen[$0]++' | head -n 5)
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -192,13 +192,35 @@ pub fn load_with(path: &Path, custom_lock_keys: bool) -> Result<Loaded, String> 
             MAX_FILE_BYTES / (1024 * 1024)
         ));
     }
-    // One read into a buffer of the right size (+1 to see EOF without a regrow);
+    // One read into this thread's reusable buffer (most files are rejected
+    // right after, so they cost no allocation and no fresh page faults);
     // `take` bounds a file that grows while it is read.
-    let mut bytes = Vec::with_capacity(meta.len() as usize + 1);
-    (&mut file)
-        .take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| walk::io_cause(&e))?;
+    READ_BUFFER.with(|cell| {
+        let mut buf = cell.borrow_mut();
+        buf.clear();
+        buf.reserve(meta.len() as usize + 1);
+        let read = (&mut file)
+            .take(MAX_FILE_BYTES + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| walk::io_cause(&e));
+        let loaded = read.and_then(|_| classify(&buf, custom_lock_keys));
+        // A huge file's buffer is not kept for the rest of the run.
+        if buf.capacity() > KEEP_BUFFER_BYTES {
+            *buf = Vec::new();
+        }
+        loaded
+    })
+}
+
+/// Largest read buffer a worker thread keeps between files.
+const KEEP_BUFFER_BYTES: usize = 4 << 20;
+
+thread_local! {
+    static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Binary, rejected by the prefilter, or decoded text (lossily; BOM dropped).
+fn classify(bytes: &[u8], custom_lock_keys: bool) -> Result<Loaded, String> {
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(format!(
             "file is larger than {} MiB; skipped",
@@ -208,17 +230,11 @@ pub fn load_with(path: &Path, custom_lock_keys: bool) -> Result<Loaded, String> 
     if memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_some() {
         return Ok(Loaded::Binary);
     }
-    if !prefilter::may_match_with(&bytes, custom_lock_keys) {
+    if !prefilter::may_match_with(bytes, custom_lock_keys) {
         return Ok(Loaded::Rejected);
     }
-    let mut text = match String::from_utf8(bytes) {
-        Ok(s) => s,
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-    };
-    if text.starts_with('\u{feff}') {
-        text.drain(..'\u{feff}'.len_utf8());
-    }
-    Ok(Loaded::Text(text))
+    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
+    Ok(Loaded::Text(String::from_utf8_lossy(bytes).into_owned()))
 }
 
 struct FileOutcome {

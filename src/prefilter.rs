@@ -123,6 +123,13 @@ fn starts_part(bytes: &[u8], start: usize) -> bool {
         && at(bytes, start + 1).is_ascii_lowercase()
 }
 
+/// The word part ends at `end`: no lower-case letter follows (`DEL`,
+/// `del(`, `deleteLock`, `expire_at`).
+#[inline]
+fn ends_part(bytes: &[u8], end: usize) -> bool {
+    !at(bytes, end).is_ascii_lowercase()
+}
+
 /// Case-insensitive "the bytes at `i` start with `word`".
 #[inline]
 fn continues_with(bytes: &[u8], i: usize, word: &str) -> bool {
@@ -139,23 +146,32 @@ fn accept(bytes: &[u8], word: &str, start: usize, end: usize) -> bool {
             let set_before = start >= 3 && bytes[start - 3..start].eq_ignore_ascii_case(b"set");
             (set_before || starts_part(bytes, start)) && !at(bytes, end).is_ascii_lowercase()
         }
-        // `DEL`, `del(`, `Del`, `delete`, `KeyDelete`, `DELEX`, `DELIFEQ`.
+        // `DEL`, `del(`, `Del`, `delete`, `KeyDelete`, `deleteAsync`, `DELEX`,
+        // `DELIFEQ` — not `deleted`, `deleter`, `delegate`.
         "del" => {
             starts_part(bytes, start)
-                && (!at(bytes, end).is_ascii_lowercase()
-                    || continues_with(bytes, end, "ete")
-                    || continues_with(bytes, end, "ex")
-                    || continues_with(bytes, end, "ifeq"))
+                && (ends_part(bytes, end)
+                    || ["ete", "ex", "ifeq"]
+                        .iter()
+                        .any(|w| continues_with(bytes, end, w) && ends_part(bytes, end + w.len())))
         }
-        // `expire`, `PEXPIRE`, `pexpire`, `KeyExpire`, `expireat`, `pExpire`.
+        // `expire`, `PEXPIRE`, `pexpire`, `KeyExpire`, `expireat`, `pExpireAt`
+        // — not `expired`, `expires`, `expiration`.
         "expire" => {
-            starts_part(bytes, start)
-                || (matches!(before(bytes, start), b'p' | b'P') && starts_part(bytes, start - 1))
+            (starts_part(bytes, start)
+                || (matches!(before(bytes, start), b'p' | b'P') && starts_part(bytes, start - 1)))
+                && (ends_part(bytes, end)
+                    || (continues_with(bytes, end, "at") && ends_part(bytes, end + 2)))
         }
-        "unlink" => starts_part(bytes, start),
+        "unlink" => starts_part(bytes, start) && ends_part(bytes, end),
         // Lock words as whole word parts, plurals and the `lockkey`/`mutexkey` spellings.
         "lock" | "mutex" | "lease" | "semaphore" | "redlock" => {
             if !starts_part(bytes, start) {
+                return false;
+            }
+            // `m.lock()`, `mu.Lock()`, `Mutex<T>`, `RwLock<T>`: taking an
+            // in-process lock or naming its type, never a Redis key.
+            if continues_with(bytes, end, "()") || at(bytes, end) == b'<' {
                 return false;
             }
             if !at(bytes, end).is_ascii_lowercase() {
@@ -177,16 +193,36 @@ fn accept(bytes: &[u8], word: &str, start: usize, end: usize) -> bool {
     }
 }
 
-/// A word part `set` that can name a write with a TTL: `SET`, `set(`,
-/// `Set(`, `StringSet`, `setex`, `psetex`, `SetArgs`, `setIfPresent`, `set_options`.
+/// A word part `set` that can name a write with a TTL, as a call or a
+/// command: `SET k`, `set(`, `Set(ctx`, `cmd("SET")`, `StringSet(`,
+/// `setex(`, `psetex`, `SetArgs(`, `setIfPresent(`, `set_options(` — not a
+/// type such as `HashSet<…>` or `BTreeSet::new()`.
 fn set_word(bytes: &[u8], start: usize, end: usize) -> bool {
     let starts = starts_part(bytes, start)
         || (matches!(before(bytes, start), b'p' | b'P') && starts_part(bytes, start - 1));
-    starts
-        && (!at(bytes, end).is_ascii_lowercase()
-            || continues_with(bytes, end, "ex")
-            || continues_with(bytes, end, "ifpresent")
-            || continues_with(bytes, end, "async"))
+    if !starts {
+        return false;
+    }
+    let mut after = end;
+    for suffix in [
+        "_with_options",
+        "_options",
+        "options",
+        "ifpresent",
+        "async",
+        "args",
+        "_ex",
+        "ex",
+    ] {
+        if continues_with(bytes, after, suffix) {
+            after += suffix.len();
+            break;
+        }
+    }
+    if continues_with(bytes, after, "async") {
+        after += "async".len();
+    }
+    matches!(at(bytes, after), b'(' | b'"' | b'\'' | b'`' | b' ' | b'\t')
 }
 
 /// True when the bytes may hold a finding (see the module doc). Never false
@@ -248,6 +284,17 @@ mod tests {
             !pass("x.expired; y.delete(z);"),
             "a release without a lock word"
         );
+        // Ordinary words around a lock word are not releases.
+        assert!(!pass(
+            "let g = m.lock(); // the entry expired, deleted, expires soon"
+        ));
+        assert!(!pass("mu.Lock(); unlinked = true; delegate(deleter)"));
+        assert!(!pass(
+            "let seen: HashSet<u32> = HashSet::new(); let g = m.lock();"
+        ));
+        assert!(!pass(
+            "static M: Mutex<u32> = make(); set(m.lock(), 1); delete_user();"
+        ));
         assert!(!pass(
             "let mu = sync.Mutex{}; mu.Lock(); offset = reset(asset);"
         ));
@@ -293,6 +340,10 @@ mod tests {
             "r.set(lock_key, v, px=3000)",
             "rdb.Set(ctx, lockKey, v, 10*time.Second)",
             "jedis.psetex(LOCK, 3000, v)",
+            "redis.expireat(lock_key, ts)",
+            "await db.KeyDeleteAsync(lockKey)",
+            "commands.pexpireAt(LOCK, t)",
+            "client.deleteLock(x)",
             "db.StringSetAsync(redlock, v, ttl)",
         ] {
             assert!(pass(s), "{s}");
