@@ -34,6 +34,10 @@ impl Rule for SetnxThenExpire {
             let Some(expire) = following_expire(cx, op) else {
                 continue;
             };
+            // A marker or counter created with SETNX + EXPIRE is not a lock (SPEC §1).
+            if !cx.used_as_lock(op) {
+                continue;
+            }
             let key = op.key.display();
             let (message, label) = if op.atomic && expire.atomic {
                 (

@@ -29,6 +29,16 @@ impl Rule for LockWithoutTtl {
             if !cx.used_as_lock(op) {
                 continue;
             }
+            // The same function also takes the key with a TTL: a configured
+            // "no expiry" branch (`if ttl > 0 { SET NX EX } else { SETNX }`).
+            let with_ttl_too = cx
+                .any_same_key(op, |o| {
+                    o.scope == op.scope && o.kind == (OpKind::Acquire { expiry: true })
+                })
+                .is_some();
+            if with_ttl_too {
+                continue;
+            }
             out.push(Diagnostic {
                 span: Context::call_span(op),
                 message: format!(

@@ -27,7 +27,12 @@ impl Rule for UnconditionalExtend {
                 OpKind::Set { expiry: true } => true,
                 _ => continue,
             };
-            if op.watched || !cx.is_lock_key(op) || cx.deliberate_scope(op.scope) {
+            // A lock: named like one, or taken with set-if-absent and released
+            // somewhere. A counter or cache key that is merely created with
+            // SETNX is not (SPEC §1).
+            let lock = cx.key_reads_like_lock(&op.key)
+                || (cx.is_lock_key(op) && cx.released(op).is_some());
+            if op.watched || !lock || cx.deliberate_scope(op.scope) {
                 continue;
             }
             // Part of the acquire sequence: LL003 (or the acquire itself) speaks for it.
@@ -37,8 +42,6 @@ impl Rule for UnconditionalExtend {
             if in_acquire {
                 continue;
             }
-            // A plain SET with a TTL is only an overwrite of a key that is taken
-            // with set-if-absent somewhere, or named like a lock.
             out.push(Diagnostic {
                 span: Context::call_span(op),
                 message: if overwrite {

@@ -224,16 +224,32 @@ impl<'a> Context<'a> {
                 .is_some()
     }
 
-    /// The key is released, extended or handed to a script somewhere in the file.
+    /// An EXPIRE that gives a set-if-absent of the same function its TTL
+    /// (the second half of the LL003 sequence): not an extension.
+    pub fn is_acquire_ttl(&self, expire: &Op) -> bool {
+        expire.kind == OpKind::Expire
+            && self
+                .earlier_in_scope(expire)
+                .any(|o| o.kind == (OpKind::Acquire { expiry: false }) && self.same_key(o, expire))
+    }
+
+    /// The key is released, extended or handed to a script somewhere in the
+    /// file. The TTL an acquire sequence sets on its own key does not count,
+    /// nor does a plain `SET` (an overwrite, not a use of the lock).
     pub fn released_or_extended(&self, op: &Op) -> Option<&'a Op> {
+        self.any_same_key(op, |o| match o.kind {
+            OpKind::Release { .. } | OpKind::CheckedExtend | OpKind::Eval { .. } => true,
+            OpKind::Expire => !self.is_acquire_ttl(o),
+            _ => false,
+        })
+    }
+
+    /// The key is released (plainly, checked, or through a script) somewhere in the file.
+    pub fn released(&self, op: &Op) -> Option<&'a Op> {
         self.any_same_key(op, |o| {
             matches!(
                 o.kind,
-                OpKind::Release { .. }
-                    | OpKind::Expire
-                    | OpKind::CheckedExtend
-                    | OpKind::Eval { .. }
-                    | OpKind::Set { expiry: true }
+                OpKind::Release { .. } | OpKind::CheckedExtend | OpKind::Eval { .. }
             )
         })
     }

@@ -299,3 +299,75 @@ fn every_rule_has_documented_sections() {
         }
     }
 }
+
+#[test]
+fn the_acquire_sequence_expire_is_not_an_extension() {
+    // setnx("lock:"+job, "1"); expire(..): LL003 only, not LL001 (nothing releases or extends it).
+    let mut b = B::new();
+    let f = b.scope("throttle");
+    b.op(
+        f,
+        OpKind::Acquire { expiry: false },
+        lockkey(),
+        Some(ValueExpr::Constant("\"1\"".into())),
+    );
+    b.op(f, OpKind::Expire, lockkey(), None);
+    assert_eq!(b.run(), vec![("LL003", 10)]);
+}
+
+#[test]
+fn setnx_expire_marker_or_counter_is_not_a_lock() {
+    let mut b = B::new();
+    let f = b.scope("check_idempotency");
+    b.op(
+        f,
+        OpKind::Acquire { expiry: false },
+        KeyExpr::var("key"),
+        Some(ValueExpr::Constant("\"processed\"".into())),
+    );
+    b.op(f, OpKind::Expire, KeyExpr::var("key"), None);
+    assert_eq!(b.run(), vec![]);
+
+    // A counter created with SETNX "0" + EXPIRE, later rewritten with SETEX.
+    let mut b = B::new();
+    let counter = || KeyExpr {
+        parts: vec![KeyPart::Const("this.permittedNumberKey".into())],
+        idents: vec!["permittedNumberKey".into()],
+    };
+    let init = b.scope("init");
+    let bump = b.scope("bump");
+    b.op(
+        init,
+        OpKind::Acquire { expiry: false },
+        counter(),
+        Some(ValueExpr::Constant("\"0\"".into())),
+    );
+    b.op(init, OpKind::Expire, counter(), None);
+    b.op(
+        bump,
+        OpKind::Set { expiry: true },
+        counter(),
+        Some(ValueExpr::Unknown),
+    );
+    assert_eq!(b.run(), vec![]);
+}
+
+#[test]
+fn a_configured_no_ttl_branch_beside_a_ttl_acquire_is_not_ll004() {
+    let mut b = B::new();
+    let f = b.scope("acquire");
+    b.op(
+        f,
+        OpKind::Acquire { expiry: true },
+        lockkey(),
+        Some(ValueExpr::Unknown),
+    );
+    b.op(
+        f,
+        OpKind::Acquire { expiry: false },
+        lockkey(),
+        Some(ValueExpr::Unknown),
+    )
+    .depth = 1;
+    assert_eq!(b.run(), vec![]);
+}
