@@ -445,3 +445,27 @@ fn go_receiver_fields_are_this_fields() {
         vec![KeyPart::Const("this.key".into())]
     );
 }
+
+#[test]
+fn parameters_and_loop_variables_shadow_file_level_names() {
+    let var = vec![KeyPart::Var("key".into())];
+    // a parameter is not the module-level `key` bound after (or before) it
+    let py =
+        "import redis\nr = redis.Redis()\ndef purge(key):\n    r.delete(key)\nkey = \"user:1\"\n";
+    assert_eq!(key_of(py, Language::Python), var);
+    let php = "<?php\n$redis = new Redis();\nfunction purge($key) { $redis->del($key); }\n$key = 'report';\n";
+    assert_eq!(key_of(php, Language::Php), var);
+    let js = "const redis = new Redis()\nconst key = 'a'\nconst purge = async (key) => { await redis.del(key) }\n";
+    assert_eq!(key_of(js, Language::JavaScript), var);
+    let java = "class A { private String key = \"a\"; void f(String key) { jedis.del(key); } }";
+    assert_eq!(key_of(java, Language::Java), var);
+    // loop targets and multi-assignment targets are locals too
+    let py =
+        "import redis\nkey = 'a'\ndef purge(keys):\n    for key in keys:\n        r.delete(key)\n";
+    assert_eq!(key_of(py, Language::Python), var);
+    let go = "package x\nimport \"github.com/redis/go-redis/v9\"\nvar key = \"a\"\nfunc f(m map[string]string) {\n\tfor _, key := range m {\n\t\trdb.Del(ctx, key)\n\t}\n}\n";
+    assert_eq!(key_of(go, Language::Go), var);
+    // a local bound once still resolves; the file-level name still resolves elsewhere
+    let py = "import redis\nKEY = 'a'\ndef f():\n    r.delete(KEY)\n";
+    assert_eq!(key_of(py, Language::Python), vec![KeyPart::Lit("a".into())]);
+}
