@@ -469,3 +469,30 @@ fn parameters_and_loop_variables_shadow_file_level_names() {
     let py = "import redis\nKEY = 'a'\ndef f():\n    r.delete(KEY)\n";
     assert_eq!(key_of(py, Language::Python), vec![KeyPart::Lit("a".into())]);
 }
+
+#[test]
+fn a_receiver_that_runs_a_redis_only_command_is_a_redis_client() {
+    let ops = |src: &str, lang: Language| {
+        let f = extract(std::path::Path::new("x"), src, lang);
+        f.ops
+            .iter()
+            .map(|o| format!("{:?}", o.kind))
+            .collect::<Vec<_>>()
+    };
+    // no Redis word anywhere: `cache.del` counts because `cache.setnx` does
+    let ts = "import { cache } from './m'\nasync function a(k) { await cache.setnx(k, 1) }\nasync function b(k) { await cache.del(k) }\n";
+    assert_eq!(ops(ts, Language::TypeScript).len(), 2);
+    // `set(k, v, nx=True)` is itself the evidence
+    let py =
+        "def a(k):\n    return store.set(k, 1, nx=True, ex=5)\ndef b(k):\n    store.delete(k)\n";
+    assert_eq!(ops(py, Language::Python).len(), 2);
+    // `self.r.setnx` makes `self.r.delete` count, not `self.db.delete`
+    let py = "class L:\n    def a(self, k):\n        self.r.setnx(k, 1)\n    def b(self, k):\n        self.r.delete(k)\n        self.db.delete(k)\n";
+    assert_eq!(ops(py, Language::Python).len(), 2);
+    // without such a call, other receivers stay quiet
+    let ts = "import { cache } from './m'\nasync function b(k) { await cache.del(k); cache.set(k, 1) }\n";
+    assert!(ops(ts, Language::TypeScript).is_empty());
+    // Go: a method receiver named differently in each method is the same object
+    let go = "package x\nfunc (a *L) Lock(ctx context.Context, k string) { a.c.SetNX(ctx, k, 1, 0) }\nfunc (b *L) Unlock(ctx context.Context, k string) { b.c.Del(ctx, k) }\n";
+    assert_eq!(ops(go, Language::Go).len(), 2);
+}

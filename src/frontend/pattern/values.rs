@@ -79,6 +79,7 @@ fn classify(text: &str) -> Option<ValueExpr> {
     if lower.contains("ticks")
         || lower.contains("datetime")
         || lower.contains("date.now")
+        || lower.contains("new date(")
         || lower.contains("time.time")
     {
         return Some(ValueExpr::Weak("the current time".into()));
