@@ -228,8 +228,12 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                 }
             }
         }
-        // 4. a handler around the acquire that returns true
+        // 4. a handler around the acquire that returns success or a handle
         let d = op.depth;
+        let clike = !matches!(
+            an.lang,
+            crate::facts::Language::Python | crate::facts::Language::Ruby
+        );
         for j in call.end..limit {
             if !in_scope(j) {
                 break;
@@ -245,24 +249,23 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                 } else {
                     dj < d
                 };
+                // a handler nested after the acquire (`try { sleep } catch
+                // (InterruptedException e) {}` in the else branch) is not
+                // around it: skip it and look further
                 if !ok_depth {
-                    break;
+                    continue;
                 }
-                // body
+                // braces tell exactly which try a catch belongs to
+                if clike && !encloses(an, j, nt) {
+                    continue;
+                }
                 let (bs, be) = handler_body(an, j);
-                for q in bs..be {
-                    if toks[q].is("return") && toks.get(q + 1).is_some_and(is_true) {
-                        push(q, q + 1);
-                        break;
-                    }
-                    if an.lang == crate::facts::Language::Ruby && is_true(&toks[q]) && toks[q].nl {
-                        push(q, q);
-                        break;
-                    }
-                    if toks[q].is("=>") && toks.get(q + 1).is_some_and(is_true) {
-                        push(q + 1, q + 1);
-                        break;
-                    }
+                if let Some((s, e)) = fail_open_in_handler(an, bs, be, scope) {
+                    push(s, e);
+                }
+                // C-like: further catches of the same try may follow
+                if clike {
+                    continue;
                 }
                 break;
             }
@@ -272,6 +275,59 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
         }
     }
     out
+}
+
+/// C-like: the `catch` at `at` belongs to a `try { … }` whose block holds
+/// the token `inner` (walking back over earlier catches of the same try).
+fn encloses(an: &Analyzer, at: usize, inner: usize) -> bool {
+    let toks = an.toks;
+    let mut k = at;
+    for _ in 0..16 {
+        if k == 0 || !toks[k - 1].is("}") {
+            return false;
+        }
+        let Some(&open) = an.st.matching.get(&(k - 1)) else {
+            return false;
+        };
+        // the block before us: an earlier `catch (…) {…}` or the try block
+        let mut h = open;
+        if h >= 1 && toks[h - 1].is(")") {
+            match an.st.matching.get(&(h - 1)) {
+                Some(&o) if o < h => h = o,
+                _ => return false,
+            }
+        }
+        if h >= 1 && toks[h - 1].is("catch") {
+            k = h - 1;
+            continue;
+        }
+        return open < inner && inner < k - 1;
+    }
+    false
+}
+
+/// Inside a handler body: `return true`, Ruby `true`, `=> true`.
+fn fail_open_in_handler(
+    an: &Analyzer,
+    bs: usize,
+    be: usize,
+    _scope: u32,
+) -> Option<(usize, usize)> {
+    let toks = an.toks;
+    for q in bs..be {
+        if toks[q].is("return") {
+            if toks.get(q + 1).is_some_and(is_true) {
+                return Some((q, q + 1));
+            }
+        }
+        if an.lang == crate::facts::Language::Ruby && is_true(&toks[q]) && toks[q].nl {
+            return Some((q, q));
+        }
+        if toks[q].is("=>") && toks.get(q + 1).is_some_and(is_true) {
+            return Some((q + 1, q + 1));
+        }
+    }
+    None
 }
 
 /// The token range of a catch/except/rescue body.
