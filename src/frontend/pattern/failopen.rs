@@ -6,7 +6,7 @@
 use super::calls::Call;
 use super::lexer::{Kind, Tok};
 use super::Analyzer;
-use crate::facts::{FailOpen, Op, OpKind, Span};
+use crate::facts::{FailOpen, Op, OpKind, Span, ValueExpr};
 
 fn is_true(t: &Tok) -> bool {
     t.is("true") || t.is("True")
@@ -306,18 +306,19 @@ fn encloses(an: &Analyzer, at: usize, inner: usize) -> bool {
     false
 }
 
-/// Inside a handler body: `return true`, Ruby `true`, `=> true`.
-fn fail_open_in_handler(
-    an: &Analyzer,
-    bs: usize,
-    be: usize,
-    _scope: u32,
-) -> Option<(usize, usize)> {
+/// Inside a handler body: `return true`, Ruby `true`, `=> true`, a return of
+/// a freshly made token (a fake handle), or `ok = true` where `ok` is what
+/// the function returns after the handler.
+fn fail_open_in_handler(an: &Analyzer, bs: usize, be: usize, scope: u32) -> Option<(usize, usize)> {
     let toks = an.toks;
     for q in bs..be {
         if toks[q].is("return") {
             if toks.get(q + 1).is_some_and(is_true) {
                 return Some((q, q + 1));
+            }
+            let e = super::values::expr_end(toks, an.st, an.lang, q + 1).min(be);
+            if e > q + 1 && an.vals.value(q + 1, e, scope) == ValueExpr::Unique {
+                return Some((q, e - 1));
             }
         }
         if an.lang == crate::facts::Language::Ruby && is_true(&toks[q]) && toks[q].nl {
@@ -325,6 +326,26 @@ fn fail_open_in_handler(
         }
         if toks[q].is("=>") && toks.get(q + 1).is_some_and(is_true) {
             return Some((q + 1, q + 1));
+        }
+        // `ok = true` … `return ok` after the handler
+        if toks[q].is_ident()
+            && toks.get(q + 1).is_some_and(|t| t.is("="))
+            && toks.get(q + 2).is_some_and(is_true)
+            && q > bs
+            && !toks[q - 1].is(".")
+            && !toks[q - 1].is("->")
+        {
+            let v = &toks[q].text;
+            let mut r = be;
+            while r + 1 < toks.len() && an.st.tok_scope.get(r) == Some(&scope) {
+                if toks[r].is("return") && toks[r + 1].text == *v {
+                    let after = toks.get(r + 2);
+                    if after.is_none_or(|a| a.is(";") || a.is("}") || a.nl) {
+                        return Some((q, q + 2));
+                    }
+                }
+                r += 1;
+            }
         }
     }
     None
