@@ -496,3 +496,20 @@ fn a_receiver_that_runs_a_redis_only_command_is_a_redis_client() {
     let go = "package x\nfunc (a *L) Lock(ctx context.Context, k string) { a.c.SetNX(ctx, k, 1, 0) }\nfunc (b *L) Unlock(ctx context.Context, k string) { b.c.Del(ctx, k) }\n";
     assert_eq!(ops(go, Language::Go).len(), 2);
 }
+
+#[test]
+fn go_plain_pipelines_are_not_atomic() {
+    let atomic = |body: &str| {
+        let src = format!("package x\nimport \"github.com/redis/go-redis/v9\"\nfunc f(ctx context.Context, k string) {{\n{body}\n}}\n");
+        let f = extract(std::path::Path::new("x.go"), &src, Language::Go);
+        f.ops.iter().map(|o| o.atomic).collect::<Vec<_>>()
+    };
+    let plain = "\tpipe := rdb.Pipeline()\n\tpipe.SetNX(ctx, k, \"1\", 0)\n\tpipe.Expire(ctx, k, ttl)\n\tpipe.Exec(ctx)";
+    assert_eq!(atomic(plain), vec![false, false]);
+    let tx = "\tpipe := rdb.TxPipeline()\n\tpipe.SetNX(ctx, k, \"1\", 0)\n\tpipe.Expire(ctx, k, ttl)\n\tpipe.Exec(ctx)";
+    assert_eq!(atomic(tx), vec![true, true]);
+    let cb = "\trdb.Pipelined(ctx, func(p redis.Pipeliner) error {\n\t\tp.SetNX(ctx, k, \"1\", 0)\n\t\tp.Expire(ctx, k, ttl)\n\t\treturn nil\n\t})";
+    assert_eq!(atomic(cb), vec![false, false]);
+    let txcb = "\trdb.TxPipelined(ctx, func(p redis.Pipeliner) error {\n\t\tp.SetNX(ctx, k, \"1\", 0)\n\t\tp.Expire(ctx, k, ttl)\n\t\treturn nil\n\t})";
+    assert_eq!(atomic(txcb), vec![true, true]);
+}
