@@ -255,16 +255,17 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                 if !ok_depth {
                     continue;
                 }
-                // braces tell exactly which try a catch belongs to
-                if clike && !encloses(an, j, nt) {
+                // braces (Python: indentation) tell which try a handler belongs to
+                let python = an.lang == crate::facts::Language::Python;
+                if (clike && !encloses(an, j, nt)) || (python && !py_encloses(an, call.end, j)) {
                     continue;
                 }
                 let (bs, be) = handler_body(an, j);
                 if let Some((s, e)) = fail_open_in_handler(an, bs, be, scope) {
                     push(s, e);
                 }
-                // C-like: further catches of the same try may follow
-                if clike {
+                // further handlers of the same try may follow
+                if clike || python {
                     continue;
                 }
                 break;
@@ -291,10 +292,18 @@ fn encloses(an: &Analyzer, at: usize, inner: usize) -> bool {
         };
         // the block before us: an earlier `catch (…) {…}` or the try block
         let mut h = open;
-        if h >= 1 && toks[h - 1].is(")") {
-            match an.st.matching.get(&(h - 1)) {
-                Some(&o) if o < h => h = o,
-                _ => return false,
+        // `catch (E e)`, C# `catch (E) when (cond)`
+        for _ in 0..2 {
+            if h >= 1 && toks[h - 1].is(")") {
+                match an.st.matching.get(&(h - 1)) {
+                    Some(&o) if o < h => h = o,
+                    _ => return false,
+                }
+            }
+            if h >= 1 && toks[h - 1].is("when") {
+                h -= 1;
+            } else {
+                break;
             }
         }
         if h >= 1 && toks[h - 1].is("catch") {
@@ -304,6 +313,24 @@ fn encloses(an: &Analyzer, at: usize, inner: usize) -> bool {
         return open < inner && inner < k - 1;
     }
     false
+}
+
+/// Python: the `except` at `at` belongs to the try around `from`: nothing
+/// between them sits at its indentation or shallower, except the header lines
+/// of earlier `except` clauses of the same statement.
+fn py_encloses(an: &Analyzer, from: usize, at: usize) -> bool {
+    let toks = an.toks;
+    let d = an.st.tok_depth[at];
+    let mut head = from;
+    for k in from..at {
+        if toks[k].nl {
+            head = k;
+        }
+        if an.st.tok_depth[k] <= d && !toks[head].is("except") {
+            return false;
+        }
+    }
+    true
 }
 
 /// Inside a handler body: `return true`, Ruby `true`, `=> true`, a return of
@@ -384,6 +411,12 @@ fn handler_body(an: &Analyzer, at: usize) -> (usize, usize) {
             let mut k = at + 1;
             if toks.get(k).is_some_and(|t| t.is("(")) {
                 k = an.st.matching.get(&k).copied().unwrap_or(k) + 1;
+            }
+            // C# exception filter: `catch (E e) when (cond) {`
+            if toks.get(k).is_some_and(|t| t.is("when"))
+                && toks.get(k + 1).is_some_and(|t| t.is("("))
+            {
+                k = an.st.matching.get(&(k + 1)).copied().unwrap_or(k) + 1;
             }
             if toks.get(k).is_some_and(|t| t.is("{")) {
                 let e = an.st.matching.get(&k).copied().unwrap_or(k);

@@ -513,3 +513,14 @@ fn go_plain_pipelines_are_not_atomic() {
     let txcb = "\trdb.TxPipelined(ctx, func(p redis.Pipeliner) error {\n\t\tp.SetNX(ctx, k, \"1\", 0)\n\t\tp.Expire(ctx, k, ttl)\n\t\treturn nil\n\t})";
     assert_eq!(atomic(txcb), vec![true, true]);
 }
+
+#[test]
+fn catch_with_a_filter_is_still_around_the_acquire() {
+    let src = "using StackExchange.Redis;\nclass L {\n  bool Take(string n) {\n    try { return db.LockTake(\"lock:\" + n, t, ttl); }\n    catch (RedisException e) when (e.Message != null) { return true; }\n  }\n}\n";
+    let f = extract(std::path::Path::new("x.cs"), src, Language::CSharp);
+    assert_eq!(f.fail_opens.len(), 1);
+    // a catch of a try that does not hold the acquire does not count
+    let src = "using StackExchange.Redis;\nclass L {\n  bool Take(string n) {\n    var ok = false;\n    try { ok = db.LockTake(\"lock:\" + n, t, ttl); } catch (RedisException) { return false; }\n    try { Parse(n); } catch (FormatException) { return true; }\n    return ok;\n  }\n}\n";
+    let f = extract(std::path::Path::new("x.cs"), src, Language::CSharp);
+    assert!(f.fail_opens.is_empty());
+}
