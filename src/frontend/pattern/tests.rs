@@ -468,6 +468,9 @@ fn parameters_and_loop_variables_shadow_file_level_names() {
     // a local bound once still resolves; the file-level name still resolves elsewhere
     let py = "import redis\nKEY = 'a'\ndef f():\n    r.delete(KEY)\n";
     assert_eq!(key_of(py, Language::Python), vec![KeyPart::Lit("a".into())]);
+    // keyword arguments are not assignments: the module constant still resolves
+    let py = "import redis\nKEY = 'a'\ndef f(v):\n    r.set(KEY, v, nx=True, ex=5)\n";
+    assert_eq!(key_of(py, Language::Python), vec![KeyPart::Lit("a".into())]);
 }
 
 #[test]

@@ -281,7 +281,12 @@ impl<'a> Values<'a> {
                 }
             }
             // `a, b = …` / `a, b := …` / `with … as x` / `except E as x`
-            if (t.is("=") || t.is(":=")) && i >= 2 && toks[i - 2].is(",") {
+            // (statement level only: `f(a, nx=True)` is a keyword argument)
+            if (t.is("=") || t.is(":="))
+                && i >= 2
+                && toks[i - 2].is(",")
+                && self.st.tok_paren[i] == 0
+            {
                 let mut k = i;
                 while k >= 1 && (toks[k - 1].is_ident() || toks[k - 1].is(",")) {
                     k -= 1;
