@@ -16,16 +16,23 @@ static META: RuleMeta = RuleMeta {
 };
 
 /// A release in the acquire function right after its own set-if-absent
-/// (and before or instead of a TTL), nested deeper than the acquire: the
-/// rollback of a failed EXPIRE, part of the LL003 sequence.
+/// (and before or instead of a TTL), nested deeper than the acquire and
+/// deeper than the EXPIRE between them: the rollback of a failed EXPIRE
+/// (`if !expire(k) { del(k) }`), part of the LL003 sequence. A release beside
+/// the EXPIRE (`if timeout { expire(k) } else { del(k) }`) is not a rollback.
 pub(super) fn is_rollback(cx: &Context, release: &Op) -> bool {
+    let mut expire_depth: Option<u32> = None;
     for prev in cx.earlier_in_scope(release) {
         if !cx.same_key(prev, release) {
             continue;
         }
         match prev.kind {
-            OpKind::Expire => continue,
-            OpKind::Acquire { expiry: false } => return release.depth > prev.depth,
+            OpKind::Expire => {
+                expire_depth.get_or_insert(prev.depth);
+            }
+            OpKind::Acquire { expiry: false } => {
+                return release.depth > prev.depth && expire_depth.is_none_or(|d| release.depth > d)
+            }
             _ => return false,
         }
     }

@@ -235,22 +235,28 @@ impl<'a> Context<'a> {
 
     /// The key is released, extended or handed to a script somewhere in the
     /// file. The TTL an acquire sequence sets on its own key does not count,
-    /// nor does a plain `SET` (an overwrite, not a use of the lock).
+    /// nor does a plain `SET` (an overwrite, not a use of the lock), nor a
+    /// deliberate wipe (`reset`, `clear…`, `force…`): deleting every key of a
+    /// feature is not evidence that one of them is a lock.
     pub fn released_or_extended(&self, op: &Op) -> Option<&'a Op> {
-        self.any_same_key(op, |o| match o.kind {
-            OpKind::Release { .. } | OpKind::CheckedExtend | OpKind::Eval { .. } => true,
-            OpKind::Expire => !self.is_acquire_ttl(o),
-            _ => false,
+        self.any_same_key(op, |o| {
+            !self.deliberate_scope(o.scope)
+                && match o.kind {
+                    OpKind::Release { .. } | OpKind::CheckedExtend | OpKind::Eval { .. } => true,
+                    OpKind::Expire => !self.is_acquire_ttl(o),
+                    _ => false,
+                }
         })
     }
 
     /// The key is released (plainly, checked, or through a script) somewhere in the file.
     pub fn released(&self, op: &Op) -> Option<&'a Op> {
         self.any_same_key(op, |o| {
-            matches!(
-                o.kind,
-                OpKind::Release { .. } | OpKind::CheckedExtend | OpKind::Eval { .. }
-            )
+            !self.deliberate_scope(o.scope)
+                && matches!(
+                    o.kind,
+                    OpKind::Release { .. } | OpKind::CheckedExtend | OpKind::Eval { .. }
+                )
         })
     }
 

@@ -371,3 +371,36 @@ fn a_configured_no_ttl_branch_beside_a_ttl_acquire_is_not_ll004() {
     .depth = 1;
     assert_eq!(b.run(), vec![]);
 }
+
+#[test]
+fn a_deliberate_reset_is_not_evidence_of_a_lock() {
+    // A counter created with SETNX + EXPIRE and wiped in `reset()`: no lock.
+    let mut b = B::new();
+    let counter = || KeyExpr {
+        parts: vec![KeyPart::Const("this.permittedNumberKey".into())],
+        idents: vec!["permittedNumberKey".into()],
+    };
+    let init = b.scope("enableQueue");
+    let reset = b.scope("reset");
+    b.op(
+        init,
+        OpKind::Acquire { expiry: false },
+        counter(),
+        Some(ValueExpr::Constant("\"0\"".into())),
+    );
+    b.op(init, OpKind::Expire, counter(), None);
+    b.op(reset, OpKind::Release { checked: false }, counter(), None);
+    assert_eq!(b.run(), vec![]);
+}
+
+#[test]
+fn a_release_beside_the_expire_is_not_a_rollback() {
+    // setnx(k); ensure: if timeout { expire(k) } else { del(k) }: the del runs
+    // whether or not this process took the lock.
+    let mut b = B::new();
+    let f = b.scope("with_lock");
+    b.op(f, OpKind::Acquire { expiry: false }, lockkey(), Some(ValueExpr::Unique));
+    b.op(f, OpKind::Expire, lockkey(), None).depth = 1;
+    b.op(f, OpKind::Release { checked: false }, lockkey(), None).depth = 1;
+    assert_eq!(b.run(), vec![("LL002", 30), ("LL003", 10)]);
+}

@@ -1,7 +1,8 @@
 //! Lua script analyser: finds every `redis.call`/`redis.pcall` of a script
 //! (also through a local alias), resolves `KEYS[i]`/`ARGV[j]` arguments and
 //! their local aliases, and decides for each call whether it runs only after
-//! an ownership check (the stored value compared with an `ARGV`).
+//! an ownership check (the stored value compared with a caller-supplied
+//! token: an `ARGV`, or a `KEYS` entry other than the key being read).
 //!
 //! It is a lexer plus a light structural pass over `if`/`elseif`/`else`/`end`
 //! blocks, not a Lua parser. The approximation of "guarded" is sound for the
@@ -68,6 +69,31 @@ const OPERAND_SCAN: usize = 256;
 const EXPR_SCAN: usize = 1024;
 
 const NONE: u32 = u32::MAX;
+
+/// The `KEYS` entries a read (or a local assigned from one) is about, to
+/// tell a caller-supplied `KEYS[j]` token from the key being read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct ReadKeys {
+    /// Bit `n`: `KEYS[n]` (or an alias of it) is read or mentioned.
+    mask: u64,
+    /// Some key read is not a known `KEYS[n]` with `n < 64` (a parameter,
+    /// `KEYS[i]`, a computed name): no `KEYS` entry can be told apart from it.
+    opaque: bool,
+}
+
+impl ReadKeys {
+    fn add(&mut self, k: Option<u32>) {
+        match k {
+            Some(n) if n < 64 => self.mask |= 1u64 << n,
+            _ => self.opaque = true,
+        }
+    }
+
+    /// `KEYS[n]` is certainly not a key this read is about.
+    fn is_other_key(self, n: u32) -> bool {
+        !self.opaque && self.mask != 0 && n < 64 && self.mask & (1u64 << n) == 0
+    }
+}
 
 /// Token ranges `[start, end)` of a call's arguments.
 type ArgRanges = Vec<(usize, usize)>;
@@ -170,8 +196,9 @@ struct Analyser<'a> {
     callee_alias: HashSet<&'a str>,
     key_alias: HashMap<&'a str, u32>,
     argv_alias: HashMap<&'a str, u32>,
-    /// Locals assigned from an expression that reads the stored value.
-    read_local: HashSet<&'a str>,
+    /// Locals assigned from an expression that reads the stored value, with
+    /// the keys it reads.
+    read_local: HashMap<&'a str, ReadKeys>,
     /// Locals assigned a whole ownership check (`local ok = get(..) == ARGV[1]`).
     check_local: HashSet<&'a str>,
     frames: Vec<Frame>,
@@ -195,7 +222,7 @@ impl<'a> Analyser<'a> {
             callee_alias: HashSet::new(),
             key_alias: HashMap::new(),
             argv_alias: HashMap::new(),
-            read_local: HashSet::new(),
+            read_local: HashMap::new(),
             check_local: HashSet::new(),
             frames: Vec::new(),
             covered: 0,
@@ -545,8 +572,10 @@ impl<'a> Analyser<'a> {
                     if x == "==" || x == "~=" {
                         let (ls, le) = self.operand_left(t, s);
                         let (rs, re) = self.operand_right(t, e);
-                        if (self.has_read(ls, le) && self.has_argv(rs, re))
-                            || (self.has_argv(ls, le) && self.has_read(rs, re))
+                        let l = self.read_keys(ls, le);
+                        let r = self.read_keys(rs, re);
+                        if l.is_some_and(|k| self.has_token(rs, re, k))
+                            || r.is_some_and(|k| self.has_token(ls, le, k))
                         {
                             found |= if x == "==" { EQ } else { NE };
                         }
@@ -628,16 +657,64 @@ impl<'a> Analyser<'a> {
         (op + 1, j)
     }
 
-    /// `s..e` reads the stored value: a read call, or a local assigned from one.
-    fn has_read(&self, s: usize, e: usize) -> bool {
-        (s..e).any(|t| {
-            if let Some((command, _, _)) = self.call_parts(t) {
-                return READS.contains(&command.as_str());
+    /// `s..e` reads the stored value (a read call, or a local assigned from
+    /// one): the keys it reads and mentions; `None` when it reads nothing.
+    fn read_keys(&self, s: usize, e: usize) -> Option<ReadKeys> {
+        let mut found = false;
+        let mut keys = ReadKeys::default();
+        for t in s..e {
+            if let Some((command, args, _)) = self.call_parts(t) {
+                if READS.contains(&command.as_str()) {
+                    found = true;
+                    // The key arguments: every one of an `mget`, else the first.
+                    let n = if command == "mget" { args.len() } else { 2 };
+                    if args.len() < 2 {
+                        keys.opaque = true;
+                    }
+                    for &(a, b) in args.iter().take(n).skip(1) {
+                        keys.add(match self.classify(a, b) {
+                            LuaArg::Keys(k) => Some(k),
+                            _ => None,
+                        });
+                    }
+                }
+            } else if let Some(k) = self.key_at(t) {
+                keys.add(k);
+            } else if self.is_plain_name(t) && !self.read_local.is_empty() {
+                if let Some(r) = self.read_local.get(self.text(t)) {
+                    found = true;
+                    keys.mask |= r.mask;
+                    keys.opaque |= r.opaque;
+                }
             }
-            self.is_plain_name(t)
-                && !self.read_local.is_empty()
-                && self.read_local.contains(self.text(t))
-        })
+        }
+        found.then_some(keys)
+    }
+
+    /// `KEYS[…]` or a local alias of one at `t`: `Some(Some(n))` for a
+    /// known index `n`, `Some(None)` for a computed one (`KEYS[i]`).
+    fn key_at(&self, t: usize) -> Option<Option<u32>> {
+        if self.is_name(t, "KEYS") && self.is_sym(t + 1, "[") {
+            return Some(self.indexed(t, t + 4, "KEYS").flatten());
+        }
+        if self.is_plain_name(t) && !self.key_alias.is_empty() {
+            return self.key_alias.get(self.text(t)).map(|&k| Some(k));
+        }
+        None
+    }
+
+    /// `s..e` holds a caller-supplied token to compare a read of `read`
+    /// with: an `ARGV` (or alias), or, when it reads nothing itself, a
+    /// `KEYS[j]` (or alias) that is certainly not a key of the read
+    /// (`get(KEYS[1]) == KEYS[2]`, not `get(KEYS[1]) == KEYS[1]`).
+    fn has_token(&self, s: usize, e: usize, read: ReadKeys) -> bool {
+        if self.has_argv(s, e) {
+            return true;
+        }
+        if read.opaque || read.mask == 0 || self.read_keys(s, e).is_some() {
+            return false;
+        }
+        (s..e).any(|t| matches!(self.key_at(t), Some(Some(n)) if read.is_other_key(n)))
     }
 
     /// `s..e` mentions `ARGV[…]` or a local alias of one.
@@ -869,11 +946,15 @@ impl<'a> Analyser<'a> {
         }
         let s = j + 1;
         let e = self.expr_end(s);
-        let read = e > s && self.has_read(s, e.min(s + EXPR_SCAN));
+        let read = if e > s {
+            self.read_keys(s, e.min(s + EXPR_SCAN))
+        } else {
+            None
+        };
         for n in names {
             self.forget(n);
-            if read {
-                self.read_local.insert(n);
+            if let Some(r) = read {
+                self.read_local.insert(n, r);
             }
         }
     }
@@ -956,7 +1037,11 @@ impl<'a> Analyser<'a> {
                 .flatten()
         });
         let check = e > s && self.check_in(s, e).is_some();
-        let read = !check && e > s && self.has_read(s, scan_end);
+        let read = if !check && e > s {
+            self.read_keys(s, scan_end)
+        } else {
+            None
+        };
         self.forget(name);
         if callee {
             self.callee_alias.insert(name);
@@ -966,8 +1051,8 @@ impl<'a> Analyser<'a> {
             self.argv_alias.insert(name, a);
         } else if check {
             self.check_local.insert(name);
-        } else if read {
-            self.read_local.insert(name);
+        } else if let Some(r) = read {
+            self.read_local.insert(name, r);
         }
     }
 

@@ -193,6 +193,46 @@ fn literal_compare_is_not_a_check() {
 }
 
 #[test]
+fn token_passed_as_another_key_is_a_check() {
+    // node/redlock style: the owner's value arrives as KEYS[2].
+    let src = "local key = KEYS[1]\nlocal value = KEYS[2]\nif redis.call(\"get\", key) == value then return redis.call(\"del\", key) else return 0 end";
+    assert_eq!(shape(src), vec![s("get", false), s("del", true)]);
+    let src = "local key = KEYS[1]\nif redis.call('get', key) == KEYS[2] then\n  return redis.call('del', key)\nend\nreturn 0";
+    assert_eq!(shape(src), vec![s("get", false), s("del", true)]);
+    // Through a read local, on either side, `~=` with an early return.
+    let src = "local v = redis.call('get', KEYS[1])\nif KEYS[2] ~= v then return 0 end\nreturn redis.call('del', KEYS[1])";
+    assert_eq!(shape(src)[1], s("del", true));
+    let src = "return redis.call('get', KEYS[2]) == KEYS[1] and redis.call('del', KEYS[2]) or 0";
+    assert_eq!(shape(src)[1], s("del", true));
+}
+
+#[test]
+fn key_compared_with_itself_or_a_read_is_not_a_check() {
+    // The key itself is not a token, also through aliases or a read local.
+    let src = "if redis.call('get', KEYS[1]) == KEYS[1] then return redis.call('del', KEYS[1]) end";
+    assert_eq!(shape(src)[1], s("del", false));
+    let src = "local k = KEYS[1]\nlocal same = KEYS[1]\nif redis.call('get', k) == same then return redis.call('del', k) end";
+    assert_eq!(shape(src)[1], s("del", false));
+    let src =
+        "local v = redis.call('get', KEYS[1])\nif v == KEYS[1] then redis.call('del', KEYS[1]) end";
+    assert_eq!(shape(src)[1], s("del", false));
+    // Two stored values compared: no caller token.
+    let src = "if redis.call('get', KEYS[1]) == redis.call('get', KEYS[2]) then redis.call('del', KEYS[1]) end";
+    assert_eq!(shape(src)[2], s("del", false));
+    // A read of a key that cannot be told apart (computed index, parameter).
+    let src = "for i = 1, #KEYS do if redis.call('get', KEYS[i]) == KEYS[2] then redis.call('del', KEYS[i]) end end";
+    assert_eq!(shape(src)[1], s("del", false));
+    let src = "local function rel(k) if redis.call('get', k) == KEYS[2] then redis.call('del', k) end end";
+    assert_eq!(shape(src)[1], s("del", false));
+    // A KEYS entry that is also read (mget of both) is no token either.
+    let src = "local v = redis.call('mget', KEYS[1], KEYS[2])\nif v[1] == KEYS[2] then redis.call('del', KEYS[1]) end";
+    assert_eq!(shape(src)[1], s("del", false));
+    // A literal stays a literal whatever KEYS sit beside it.
+    let src = "if redis.call('get', KEYS[1]) == '1' then return redis.call('del', KEYS[2]) end";
+    assert_eq!(shape(src)[1], s("del", false));
+}
+
+#[test]
 fn comments_do_not_produce_calls() {
     let src = "-- redis.call('del', KEYS[1])\n--[[ redis.call('del', KEYS[1]) ]]\n--[==[\nredis.call('del', KEYS[1])\n]==]\nreturn redis.call('get', KEYS[1])";
     assert_eq!(shape(src), vec![s("get", false)]);

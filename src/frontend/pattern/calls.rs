@@ -41,6 +41,8 @@ pub struct Structure {
     pub matching: HashMap<usize, usize>,
     /// Tokens that are the name of a function declaration.
     pub decl_names: HashSet<usize>,
+    /// Function declaration name token → the scope of its body.
+    pub decl_scope: HashMap<usize, u32>,
     /// Go methods: scope → receiver variable (`l` in `func (l *RedisLock) Unlock()`).
     pub receivers: HashMap<u32, String>,
 }
@@ -114,6 +116,7 @@ pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
         tok_paren: vec![0; toks.len()],
         matching: HashMap::new(),
         decl_names: HashSet::new(),
+        decl_scope: HashMap::new(),
         receivers: HashMap::new(),
     };
     // brackets
@@ -314,6 +317,7 @@ fn expression_body(
         owner,
         is_test,
     });
+    st.decl_scope.insert(name_tok, (st.scopes.len() - 1) as u32);
     Some((end, (st.scopes.len() - 1) as u32))
 }
 
@@ -380,6 +384,7 @@ fn classify_header(
                 owner,
                 is_test: test || class_is_test,
             });
+            st.decl_scope.insert(name_tok, (st.scopes.len() - 1) as u32);
             Frame::Func((st.scopes.len() - 1) as u32)
         };
     let base = head.min(open);
@@ -454,7 +459,14 @@ fn classify_header(
     if matches!(lang, Language::JavaScript | Language::TypeScript)
         && h.last().is_some_and(|t| t.is("=>"))
     {
-        if let Some(eq) = h.iter().position(|t| t.is("=")) {
+        // the last top-level `=`: without semicolons the header can span
+        // earlier statements (`const a = 1\nconst f = (k) => {`)
+        let level = st.tok_paren[open];
+        if let Some(eq) = h
+            .iter()
+            .enumerate()
+            .rposition(|(k, t)| t.is("=") && st.tok_paren[base + k] == level)
+        {
             if eq >= 1 && h[eq - 1].is_ident() && !in_func {
                 return mk(st, &h[eq - 1].text.clone(), base + eq - 1, owner, false);
             }
@@ -558,6 +570,7 @@ fn python_scopes(toks: &[Tok], src: &str, st: &mut Structure) {
                     owner,
                     is_test: test,
                 });
+                st.decl_scope.insert(k + 1, (st.scopes.len() - 1) as u32);
                 frames.push((ind, Frame::Func((st.scopes.len() - 1) as u32)));
                 continue;
             }
@@ -628,6 +641,7 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
                     owner,
                     is_test: test,
                 });
+                st.decl_scope.insert(k, (st.scopes.len() - 1) as u32);
                 frames.push((i, Frame::Func((st.scopes.len() - 1) as u32)));
                 braces.push(false);
             }

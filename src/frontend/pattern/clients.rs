@@ -5,6 +5,7 @@ use super::calls::{Arg, Call};
 use super::lexer::Kind;
 use super::{values, Analyzer, Draft};
 use crate::facts::{Client, KeyExpr, Language, OpKind, ScriptId};
+use std::collections::HashSet;
 
 /// Names that also belong to maps, ORMs, files and HTTP clients: they need
 /// Redis evidence (SPEC §2 "client methods by name").
@@ -119,8 +120,92 @@ impl<'a> Analyzer<'a> {
         t.contains("ctx") || t.contains("context")
     }
 
+    /// The receiver object of a call, comparable across calls: segments
+    /// joined, `this.`/`self.`/`$this->` normalised, a Go method receiver as
+    /// `this`, and trailing Spring/Lettuce accessors (`opsForValue()`,
+    /// `sync()`) dropped. `None` for a bare `this`/`self`.
+    pub fn recv_root(&self, c: &Call) -> Option<String> {
+        let mut segs: Vec<String> = c.recv.clone();
+        while segs.len() > 1
+            && segs.last().is_some_and(|s| {
+                let l = s.to_ascii_lowercase();
+                (l.starts_with("opsfor") && l.ends_with("()"))
+                    || matches!(l.as_str(), "sync()" | "async()" | "reactive()")
+            })
+        {
+            segs.pop();
+        }
+        if self.lang == Language::Go {
+            let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
+            if let (Some(r), Some(first)) = (self.st.receivers.get(&scope), segs.first_mut()) {
+                if r == first {
+                    *first = "this".into();
+                }
+            }
+        }
+        let root = values::norm_name(&segs.join("."));
+        if root.is_empty() || matches!(root.as_str(), "this" | "self" | "$this" | "this.") {
+            return None;
+        }
+        Some(root)
+    }
+
+    /// Positional arguments, without Go's leading context.
+    fn positional<'c>(&self, c: &'c Call) -> Vec<&'c Arg> {
+        let mut pos: Vec<&Arg> = c.args.iter().filter(|a| a.name.is_none()).collect();
+        if self.lang == Language::Go && pos.first().is_some_and(|a| self.is_ctx(a)) {
+            pos.remove(0);
+        }
+        pos
+    }
+
+    /// Receivers that run a command only Redis has: their ambiguous calls
+    /// (`cache.del(k)` next to `cache.setnx(k, v)`) are Redis calls too.
+    pub fn collect_redis_receivers(&mut self, all: &[Call]) {
+        let mut found = HashSet::new();
+        for c in all {
+            if c.recv.is_empty() {
+                continue;
+            }
+            let mut lname = c.name.to_ascii_lowercase().replace('_', "");
+            if self.lang == Language::CSharp && lname.len() > 5 && lname.ends_with("async") {
+                lname.truncate(lname.len() - 5);
+            }
+            let evidence = match lname.as_str() {
+                "setnx" | "setifabsent" | "locktake" | "lockrelease" | "lockextend" | "msetnx"
+                | "setex" | "psetex" | "getset" | "getdel" | "expire" | "pexpire" | "expireat"
+                | "pexpireat" | "stringset" | "stringget" | "stringgetset" | "keydelete"
+                | "keyexpire" | "scriptevaluate" => !self.classify(c, all).is_empty(),
+                // eval of a script text this file holds
+                "eval" => self
+                    .classify(c, all)
+                    .iter()
+                    .any(|d| matches!(d.kind, OpKind::Eval { script: Some(_) })),
+                // SET … NX in any spelling (`nx=True`, `'NX'`, `{NX: true}`)
+                "set" => {
+                    let pos = self.positional(c);
+                    let vpos = if self.bound_key(c).is_some() { 0 } else { 1 };
+                    self.set_options(c, &pos, vpos + 1).0
+                }
+                _ => false,
+            };
+            if evidence {
+                if let Some(r) = self.recv_root(c) {
+                    found.insert(r);
+                }
+            }
+        }
+        self.redis_recvs = found;
+    }
+
     /// The receiver (or the file) says Redis.
     pub fn redis_receiver(&self, c: &Call) -> bool {
+        if self
+            .recv_root(c)
+            .is_some_and(|r| self.redis_recvs.contains(&r))
+        {
+            return true;
+        }
         if !self.has_redis || c.recv.is_empty() {
             return false;
         }
@@ -273,10 +358,7 @@ impl<'a> Analyzer<'a> {
         }
         let client = self.client_for(c, &lname);
         // positional args (Go: without the leading ctx)
-        let mut pos: Vec<&Arg> = c.args.iter().filter(|a| a.name.is_none()).collect();
-        if self.lang == Language::Go && pos.first().is_some_and(|a| self.is_ctx(a)) {
-            pos.remove(0);
-        }
+        let mut pos = self.positional(c);
         // keyword key/value: redis-py `set(name=k, value=v, nx=True)`, C# `key:`/`value:`
         let named = |names: &[&str]| {
             c.args

@@ -6,7 +6,7 @@
 use super::calls::Call;
 use super::lexer::{Kind, Tok};
 use super::Analyzer;
-use crate::facts::{FailOpen, Op, OpKind, Span};
+use crate::facts::{FailOpen, Op, OpKind, Span, ValueExpr};
 
 fn is_true(t: &Tok) -> bool {
     t.is("true") || t.is("True")
@@ -228,8 +228,12 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                 }
             }
         }
-        // 4. a handler around the acquire that returns true
+        // 4. a handler around the acquire that returns success or a handle
         let d = op.depth;
+        let clike = !matches!(
+            an.lang,
+            crate::facts::Language::Python | crate::facts::Language::Ruby
+        );
         for j in call.end..limit {
             if !in_scope(j) {
                 break;
@@ -245,24 +249,24 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                 } else {
                     dj < d
                 };
+                // a handler nested after the acquire (`try { sleep } catch
+                // (InterruptedException e) {}` in the else branch) is not
+                // around it: skip it and look further
                 if !ok_depth {
-                    break;
+                    continue;
                 }
-                // body
+                // braces (Python: indentation) tell which try a handler belongs to
+                let python = an.lang == crate::facts::Language::Python;
+                if (clike && !encloses(an, j, nt)) || (python && !py_encloses(an, call.end, j)) {
+                    continue;
+                }
                 let (bs, be) = handler_body(an, j);
-                for q in bs..be {
-                    if toks[q].is("return") && toks.get(q + 1).is_some_and(is_true) {
-                        push(q, q + 1);
-                        break;
-                    }
-                    if an.lang == crate::facts::Language::Ruby && is_true(&toks[q]) && toks[q].nl {
-                        push(q, q);
-                        break;
-                    }
-                    if toks[q].is("=>") && toks.get(q + 1).is_some_and(is_true) {
-                        push(q + 1, q + 1);
-                        break;
-                    }
+                if let Some((s, e)) = fail_open_in_handler(an, bs, be, scope) {
+                    push(s, e);
+                }
+                // further handlers of the same try may follow
+                if clike || python {
+                    continue;
                 }
                 break;
             }
@@ -272,6 +276,106 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
         }
     }
     out
+}
+
+/// C-like: the `catch` at `at` belongs to a `try { … }` whose block holds
+/// the token `inner` (walking back over earlier catches of the same try).
+fn encloses(an: &Analyzer, at: usize, inner: usize) -> bool {
+    let toks = an.toks;
+    let mut k = at;
+    for _ in 0..16 {
+        if k == 0 || !toks[k - 1].is("}") {
+            return false;
+        }
+        let Some(&open) = an.st.matching.get(&(k - 1)) else {
+            return false;
+        };
+        // the block before us: an earlier `catch (…) {…}` or the try block
+        let mut h = open;
+        // `catch (E e)`, C# `catch (E) when (cond)`
+        for _ in 0..2 {
+            if h >= 1 && toks[h - 1].is(")") {
+                match an.st.matching.get(&(h - 1)) {
+                    Some(&o) if o < h => h = o,
+                    _ => return false,
+                }
+            }
+            if h >= 1 && toks[h - 1].is("when") {
+                h -= 1;
+            } else {
+                break;
+            }
+        }
+        if h >= 1 && toks[h - 1].is("catch") {
+            k = h - 1;
+            continue;
+        }
+        return open < inner && inner < k - 1;
+    }
+    false
+}
+
+/// Python: the `except` at `at` belongs to the try around `from`: nothing
+/// between them sits at its indentation or shallower, except the header lines
+/// of earlier `except` clauses of the same statement.
+fn py_encloses(an: &Analyzer, from: usize, at: usize) -> bool {
+    let toks = an.toks;
+    let d = an.st.tok_depth[at];
+    let mut head = from;
+    for k in from..at {
+        if toks[k].nl {
+            head = k;
+        }
+        if an.st.tok_depth[k] <= d && !toks[head].is("except") {
+            return false;
+        }
+    }
+    true
+}
+
+/// Inside a handler body: `return true`, Ruby `true`, `=> true`, a return of
+/// a freshly made token (a fake handle), or `ok = true` where `ok` is what
+/// the function returns after the handler.
+fn fail_open_in_handler(an: &Analyzer, bs: usize, be: usize, scope: u32) -> Option<(usize, usize)> {
+    let toks = an.toks;
+    for q in bs..be {
+        if toks[q].is("return") {
+            if toks.get(q + 1).is_some_and(is_true) {
+                return Some((q, q + 1));
+            }
+            let e = super::values::expr_end(toks, an.st, an.lang, q + 1).min(be);
+            if e > q + 1 && an.vals.value(q + 1, e, scope) == ValueExpr::Unique {
+                return Some((q, e - 1));
+            }
+        }
+        if an.lang == crate::facts::Language::Ruby && is_true(&toks[q]) && toks[q].nl {
+            return Some((q, q));
+        }
+        if toks[q].is("=>") && toks.get(q + 1).is_some_and(is_true) {
+            return Some((q + 1, q + 1));
+        }
+        // `ok = true` … `return ok` after the handler
+        if toks[q].is_ident()
+            && toks.get(q + 1).is_some_and(|t| t.is("="))
+            && toks.get(q + 2).is_some_and(is_true)
+            && q > bs
+            && !toks[q - 1].is(".")
+            && !toks[q - 1].is("->")
+        {
+            let v = &toks[q].text;
+            let mut r = be;
+            while r + 1 < toks.len() && an.st.tok_scope.get(r) == Some(&scope) {
+                if toks[r].is("return") && toks[r + 1].text == *v {
+                    let after = toks.get(r + 2);
+                    if after.is_none_or(|a| a.is(";") || a.is("}") || a.nl) {
+                        return Some((q, q + 2));
+                    }
+                }
+                r += 1;
+            }
+        }
+    }
+    None
 }
 
 /// The token range of a catch/except/rescue body.
@@ -307,6 +411,12 @@ fn handler_body(an: &Analyzer, at: usize) -> (usize, usize) {
             let mut k = at + 1;
             if toks.get(k).is_some_and(|t| t.is("(")) {
                 k = an.st.matching.get(&k).copied().unwrap_or(k) + 1;
+            }
+            // C# exception filter: `catch (E e) when (cond) {`
+            if toks.get(k).is_some_and(|t| t.is("when"))
+                && toks.get(k + 1).is_some_and(|t| t.is("("))
+            {
+                k = an.st.matching.get(&(k + 1)).copied().unwrap_or(k) + 1;
             }
             if toks.get(k).is_some_and(|t| t.is("{")) {
                 let e = an.st.matching.get(&k).copied().unwrap_or(k);

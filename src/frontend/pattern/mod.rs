@@ -65,6 +65,9 @@ pub struct Analyzer<'a> {
     pub atomic_vars: HashSet<String>,
     /// Names bound to a StackExchange `CreateTransaction()`.
     pub tx_vars: HashSet<String>,
+    /// Receivers (see [`Analyzer::recv_root`]) that run an unambiguous Redis
+    /// command somewhere in the file (`cache.setnx(..)`, `set(k, v, nx=True)`).
+    pub redis_recvs: HashSet<String>,
 }
 
 fn default_client(lang: Language, lower: &str) -> Client {
@@ -150,11 +153,13 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
         redis_vars: HashSet::new(),
         atomic_vars: HashSet::new(),
         tx_vars: HashSet::new(),
+        redis_recvs: HashSet::new(),
     };
     an.find_scripts();
     an.classify_bindings();
     an.link_script_setters();
     let all_calls = calls::calls(&toks, &st, language);
+    an.collect_redis_receivers(&all_calls);
     let mut drafts: Vec<(Draft, Option<usize>)> = Vec::new();
     for (ci, c) in all_calls.iter().enumerate() {
         for d in an.classify(c, &all_calls) {

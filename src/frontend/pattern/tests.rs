@@ -445,3 +445,85 @@ fn go_receiver_fields_are_this_fields() {
         vec![KeyPart::Const("this.key".into())]
     );
 }
+
+#[test]
+fn parameters_and_loop_variables_shadow_file_level_names() {
+    let var = vec![KeyPart::Var("key".into())];
+    // a parameter is not the module-level `key` bound after (or before) it
+    let py =
+        "import redis\nr = redis.Redis()\ndef purge(key):\n    r.delete(key)\nkey = \"user:1\"\n";
+    assert_eq!(key_of(py, Language::Python), var);
+    let php = "<?php\n$redis = new Redis();\nfunction purge($key) { $redis->del($key); }\n$key = 'report';\n";
+    assert_eq!(key_of(php, Language::Php), var);
+    let js = "const redis = new Redis()\nconst key = 'a'\nconst purge = async (key) => { await redis.del(key) }\n";
+    assert_eq!(key_of(js, Language::JavaScript), var);
+    let java = "class A { private String key = \"a\"; void f(String key) { jedis.del(key); } }";
+    assert_eq!(key_of(java, Language::Java), var);
+    // loop targets and multi-assignment targets are locals too
+    let py =
+        "import redis\nkey = 'a'\ndef purge(keys):\n    for key in keys:\n        r.delete(key)\n";
+    assert_eq!(key_of(py, Language::Python), var);
+    let go = "package x\nimport \"github.com/redis/go-redis/v9\"\nvar key = \"a\"\nfunc f(m map[string]string) {\n\tfor _, key := range m {\n\t\trdb.Del(ctx, key)\n\t}\n}\n";
+    assert_eq!(key_of(go, Language::Go), var);
+    // a local bound once still resolves; the file-level name still resolves elsewhere
+    let py = "import redis\nKEY = 'a'\ndef f():\n    r.delete(KEY)\n";
+    assert_eq!(key_of(py, Language::Python), vec![KeyPart::Lit("a".into())]);
+    // keyword arguments are not assignments: the module constant still resolves
+    let py = "import redis\nKEY = 'a'\ndef f(v):\n    r.set(KEY, v, nx=True, ex=5)\n";
+    assert_eq!(key_of(py, Language::Python), vec![KeyPart::Lit("a".into())]);
+}
+
+#[test]
+fn a_receiver_that_runs_a_redis_only_command_is_a_redis_client() {
+    let ops = |src: &str, lang: Language| {
+        let f = extract(std::path::Path::new("x"), src, lang);
+        f.ops
+            .iter()
+            .map(|o| format!("{:?}", o.kind))
+            .collect::<Vec<_>>()
+    };
+    // no Redis word anywhere: `cache.del` counts because `cache.setnx` does
+    let ts = "import { cache } from './m'\nasync function a(k) { await cache.setnx(k, 1) }\nasync function b(k) { await cache.del(k) }\n";
+    assert_eq!(ops(ts, Language::TypeScript).len(), 2);
+    // `set(k, v, nx=True)` is itself the evidence
+    let py =
+        "def a(k):\n    return store.set(k, 1, nx=True, ex=5)\ndef b(k):\n    store.delete(k)\n";
+    assert_eq!(ops(py, Language::Python).len(), 2);
+    // `self.r.setnx` makes `self.r.delete` count, not `self.db.delete`
+    let py = "class L:\n    def a(self, k):\n        self.r.setnx(k, 1)\n    def b(self, k):\n        self.r.delete(k)\n        self.db.delete(k)\n";
+    assert_eq!(ops(py, Language::Python).len(), 2);
+    // without such a call, other receivers stay quiet
+    let ts = "import { cache } from './m'\nasync function b(k) { await cache.del(k); cache.set(k, 1) }\n";
+    assert!(ops(ts, Language::TypeScript).is_empty());
+    // Go: a method receiver named differently in each method is the same object
+    let go = "package x\nfunc (a *L) Lock(ctx context.Context, k string) { a.c.SetNX(ctx, k, 1, 0) }\nfunc (b *L) Unlock(ctx context.Context, k string) { b.c.Del(ctx, k) }\n";
+    assert_eq!(ops(go, Language::Go).len(), 2);
+}
+
+#[test]
+fn go_plain_pipelines_are_not_atomic() {
+    let atomic = |body: &str| {
+        let src = format!("package x\nimport \"github.com/redis/go-redis/v9\"\nfunc f(ctx context.Context, k string) {{\n{body}\n}}\n");
+        let f = extract(std::path::Path::new("x.go"), &src, Language::Go);
+        f.ops.iter().map(|o| o.atomic).collect::<Vec<_>>()
+    };
+    let plain = "\tpipe := rdb.Pipeline()\n\tpipe.SetNX(ctx, k, \"1\", 0)\n\tpipe.Expire(ctx, k, ttl)\n\tpipe.Exec(ctx)";
+    assert_eq!(atomic(plain), vec![false, false]);
+    let tx = "\tpipe := rdb.TxPipeline()\n\tpipe.SetNX(ctx, k, \"1\", 0)\n\tpipe.Expire(ctx, k, ttl)\n\tpipe.Exec(ctx)";
+    assert_eq!(atomic(tx), vec![true, true]);
+    let cb = "\trdb.Pipelined(ctx, func(p redis.Pipeliner) error {\n\t\tp.SetNX(ctx, k, \"1\", 0)\n\t\tp.Expire(ctx, k, ttl)\n\t\treturn nil\n\t})";
+    assert_eq!(atomic(cb), vec![false, false]);
+    let txcb = "\trdb.TxPipelined(ctx, func(p redis.Pipeliner) error {\n\t\tp.SetNX(ctx, k, \"1\", 0)\n\t\tp.Expire(ctx, k, ttl)\n\t\treturn nil\n\t})";
+    assert_eq!(atomic(txcb), vec![true, true]);
+}
+
+#[test]
+fn catch_with_a_filter_is_still_around_the_acquire() {
+    let src = "using StackExchange.Redis;\nclass L {\n  bool Take(string n) {\n    try { return db.LockTake(\"lock:\" + n, t, ttl); }\n    catch (RedisException e) when (e.Message != null) { return true; }\n  }\n}\n";
+    let f = extract(std::path::Path::new("x.cs"), src, Language::CSharp);
+    assert_eq!(f.fail_opens.len(), 1);
+    // a catch of a try that does not hold the acquire does not count
+    let src = "using StackExchange.Redis;\nclass L {\n  bool Take(string n) {\n    var ok = false;\n    try { ok = db.LockTake(\"lock:\" + n, t, ttl); } catch (RedisException) { return false; }\n    try { Parse(n); } catch (FormatException) { return true; }\n    return ok;\n  }\n}\n";
+    let f = extract(std::path::Path::new("x.cs"), src, Language::CSharp);
+    assert!(f.fail_opens.is_empty());
+}

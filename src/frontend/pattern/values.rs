@@ -6,7 +6,7 @@ use super::calls::Structure;
 use super::lexer::{self, Kind, StrPart, Tok};
 use crate::facts::{KeyExpr, KeyPart, Language, ValueExpr};
 use crate::words;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// A binding `name = expr`: the token range of `expr` in the token stream
 /// it was found in (`sub` for bindings found in a re-lexed snippet: none).
@@ -28,6 +28,10 @@ pub struct Values<'a> {
     /// Same-file helpers whose body returns one expression:
     /// name → (parameter names, expression token range, its scope).
     pub helpers: HashMap<String, Helper>,
+    /// (scope, normalised name) of names a function declares without a
+    /// single resolvable binding: parameters, `for` targets, multi-assignment
+    /// targets. They shadow file-level bindings of the same name.
+    pub locals: HashSet<(u32, String)>,
     /// Names being resolved right now: `key = "lock:" + key` refers to the
     /// previous value (a parameter) inside its own right-hand side.
     resolving: std::cell::RefCell<Vec<String>>,
@@ -75,6 +79,7 @@ fn classify(text: &str) -> Option<ValueExpr> {
     if lower.contains("ticks")
         || lower.contains("datetime")
         || lower.contains("date.now")
+        || lower.contains("new date(")
         || lower.contains("time.time")
     {
         return Some(ValueExpr::Weak("the current time".into()));
@@ -171,11 +176,133 @@ impl<'a> Values<'a> {
             lang,
             bindings: HashMap::new(),
             helpers: HashMap::new(),
+            locals: HashSet::new(),
             resolving: std::cell::RefCell::new(Vec::new()),
         };
         v.collect_bindings();
         v.collect_helpers();
+        v.collect_locals();
         v
+    }
+
+    /// The parameter names in a declaration's `(`…`)`.
+    fn param_names(&self, open: usize, close: usize) -> Vec<String> {
+        let toks = self.toks;
+        super::calls::split_args(toks, self.st, open, close)
+            .iter()
+            .filter_map(|a| {
+                let r = &toks[a.start.saturating_sub(if a.name.is_some() { 2 } else { 0 })..a.end];
+                let name = if let Some(c) = r.iter().position(|t| t.is(":")) {
+                    r[..c].iter().rev().find(|t| t.is_ident())
+                } else if self.lang == Language::Go {
+                    r.iter().find(|t| t.is_ident())
+                } else {
+                    r.iter()
+                        .take_while(|t| !t.is("="))
+                        .filter(|t| t.is_ident())
+                        .last()
+                };
+                name.map(|t| norm_name(&t.text))
+            })
+            .filter(|p| p != "self" && p != "cls")
+            .collect()
+    }
+
+    /// The `(` of a declaration's parameter list: right after the name, or
+    /// for a JS/TS arrow assigned to a name, after `= [async]`.
+    fn param_open(&self, n: usize) -> Option<usize> {
+        let toks = self.toks;
+        let next = toks.get(n + 1)?;
+        if next.is("(") {
+            return Some(n + 1);
+        }
+        if matches!(self.lang, Language::JavaScript | Language::TypeScript) && next.is("=") {
+            let mut j = n + 2;
+            if toks.get(j).is_some_and(|t| t.is("async")) {
+                j += 1;
+            }
+            return toks.get(j).is_some_and(|t| t.is("(")).then_some(j);
+        }
+        None
+    }
+
+    /// Parameters, loop targets and multi-assignment targets of each function.
+    fn collect_locals(&mut self) {
+        let toks = self.toks;
+        let mut found: Vec<(u32, String)> = Vec::new();
+        for (&n, &scope) in &self.st.decl_scope {
+            let Some(open) = self.param_open(n) else {
+                continue;
+            };
+            let Some(&close) = self.st.matching.get(&open) else {
+                continue;
+            };
+            if close <= open {
+                continue;
+            }
+            for p in self.param_names(open, close) {
+                found.push((scope, p));
+            }
+        }
+        for i in 0..toks.len() {
+            let scope = self.st.tok_scope[i];
+            if scope == 0 {
+                continue;
+            }
+            let t = &toks[i];
+            // `for x in` / `for (const x of …)` / `foreach ($xs as $x)`: the targets
+            if t.is("for") || t.is("foreach") {
+                let paren = toks.get(i + 1).is_some_and(|x| x.is("("));
+                let limit = match paren {
+                    true => self.st.matching.get(&(i + 1)).copied().unwrap_or(i + 1),
+                    false => (i + 16).min(toks.len()),
+                };
+                let mut k = i + 1 + usize::from(paren);
+                let mut names = Vec::new();
+                let mut done = false;
+                while k < limit {
+                    let x = &toks[k];
+                    if x.is("in") || x.is("of") || x.is(":") || x.is(":=") || x.is(";") {
+                        done = true;
+                        break;
+                    }
+                    if x.is("{") || (x.nl && !paren) {
+                        break;
+                    }
+                    if x.is("as") {
+                        names.clear();
+                    } else if x.is_ident() {
+                        names.push(norm_name(&x.text));
+                    }
+                    k += 1;
+                }
+                if done || (paren && k >= limit) {
+                    found.extend(names.into_iter().map(|n| (scope, n)));
+                }
+            }
+            // `a, b = …` / `a, b := …` / `with … as x` / `except E as x`
+            // (statement level only: `f(a, nx=True)` is a keyword argument)
+            if (t.is("=") || t.is(":="))
+                && i >= 2
+                && toks[i - 2].is(",")
+                && self.st.tok_paren[i] == 0
+            {
+                let mut k = i;
+                while k >= 1 && (toks[k - 1].is_ident() || toks[k - 1].is(",")) {
+                    k -= 1;
+                    if toks[k].is_ident() {
+                        found.push((scope, norm_name(&toks[k].text)));
+                    }
+                    if toks[k].nl {
+                        break;
+                    }
+                }
+            }
+            if t.is("as") && toks.get(i + 1).is_some_and(|x| x.is_ident()) {
+                found.push((scope, norm_name(&toks[i + 1].text)));
+            }
+        }
+        self.locals.extend(found);
     }
 
     fn collect_bindings(&mut self) {
@@ -252,25 +379,7 @@ impl<'a> Values<'a> {
             let Some(&close) = self.st.matching.get(&open) else {
                 continue;
             };
-            let params: Vec<String> = super::calls::split_args(toks, self.st, open, close)
-                .iter()
-                .filter_map(|a| {
-                    let r =
-                        &toks[a.start.saturating_sub(if a.name.is_some() { 2 } else { 0 })..a.end];
-                    let name = if let Some(c) = r.iter().position(|t| t.is(":")) {
-                        r[..c].iter().rev().find(|t| t.is_ident())
-                    } else if self.lang == Language::Go {
-                        r.iter().find(|t| t.is_ident())
-                    } else {
-                        r.iter()
-                            .take_while(|t| !t.is("="))
-                            .filter(|t| t.is_ident())
-                            .last()
-                    };
-                    name.map(|t| norm_name(&t.text))
-                })
-                .filter(|p| p != "self" && p != "cls")
-                .collect();
+            let params = self.param_names(open, close);
             // the body: the first token after the header that opens it
             let mut k = close + 1;
             let limit = (k + 16).min(toks.len());
@@ -368,6 +477,10 @@ impl<'a> Values<'a> {
         if scope != 0 {
             if let Some(v) = self.bindings.get(&(scope, name.clone())) {
                 return if v.len() == 1 { v.first() } else { None };
+            }
+            // a parameter or loop variable shadows the file-level name
+            if self.locals.contains(&(scope, name.clone())) {
+                return None;
             }
         }
         let v = self.bindings.get(&(0, name))?;
@@ -655,7 +768,10 @@ impl<'a> Values<'a> {
             return KeyExpr::unknown();
         }
         // a bare field name (Java/C#/Kotlin) assigned as `this.x = …` elsewhere
-        if !name.contains('.') && self.lookup(scope, &name).is_none() {
+        if !name.contains('.')
+            && self.lookup(scope, &name).is_none()
+            && !self.locals.contains(&(scope, name.clone()))
+        {
             let field = format!("this.{name}");
             if self.bindings.contains_key(&(0, field.clone())) {
                 name = field;
