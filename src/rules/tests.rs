@@ -399,8 +399,14 @@ fn a_release_beside_the_expire_is_not_a_rollback() {
     // whether or not this process took the lock.
     let mut b = B::new();
     let f = b.scope("with_lock");
-    b.op(f, OpKind::Acquire { expiry: false }, lockkey(), Some(ValueExpr::Unique));
+    b.op(
+        f,
+        OpKind::Acquire { expiry: false },
+        lockkey(),
+        Some(ValueExpr::Unique),
+    );
     b.op(f, OpKind::Expire, lockkey(), None).depth = 1;
-    b.op(f, OpKind::Release { checked: false }, lockkey(), None).depth = 1;
+    b.op(f, OpKind::Release { checked: false }, lockkey(), None)
+        .depth = 1;
     assert_eq!(b.run(), vec![("LL002", 30), ("LL003", 10)]);
 }
