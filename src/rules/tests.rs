@@ -58,6 +58,14 @@ impl B {
     }
 }
 
+/// A counter's key held in a field: not named like a lock.
+fn counter_key() -> KeyExpr {
+    KeyExpr {
+        parts: vec![KeyPart::Const("this.permittedNumberKey".into())],
+        idents: vec!["permittedNumberKey".into()],
+    }
+}
+
 fn lockkey() -> KeyExpr {
     let mut k = KeyExpr::lit("lock:");
     k.push(KeyPart::Var("id".into()));
@@ -330,23 +338,19 @@ fn setnx_expire_marker_or_counter_is_not_a_lock() {
 
     // A counter created with SETNX "0" + EXPIRE, later rewritten with SETEX.
     let mut b = B::new();
-    let counter = || KeyExpr {
-        parts: vec![KeyPart::Const("this.permittedNumberKey".into())],
-        idents: vec!["permittedNumberKey".into()],
-    };
     let init = b.scope("init");
     let bump = b.scope("bump");
     b.op(
         init,
         OpKind::Acquire { expiry: false },
-        counter(),
+        counter_key(),
         Some(ValueExpr::Constant("\"0\"".into())),
     );
-    b.op(init, OpKind::Expire, counter(), None);
+    b.op(init, OpKind::Expire, counter_key(), None);
     b.op(
         bump,
         OpKind::Set { expiry: true },
-        counter(),
+        counter_key(),
         Some(ValueExpr::Unknown),
     );
     assert_eq!(b.run(), vec![]);
@@ -376,20 +380,21 @@ fn a_configured_no_ttl_branch_beside_a_ttl_acquire_is_not_ll004() {
 fn a_deliberate_reset_is_not_evidence_of_a_lock() {
     // A counter created with SETNX + EXPIRE and wiped in `reset()`: no lock.
     let mut b = B::new();
-    let counter = || KeyExpr {
-        parts: vec![KeyPart::Const("this.permittedNumberKey".into())],
-        idents: vec!["permittedNumberKey".into()],
-    };
     let init = b.scope("enableQueue");
     let reset = b.scope("reset");
     b.op(
         init,
         OpKind::Acquire { expiry: false },
-        counter(),
+        counter_key(),
         Some(ValueExpr::Constant("\"0\"".into())),
     );
-    b.op(init, OpKind::Expire, counter(), None);
-    b.op(reset, OpKind::Release { checked: false }, counter(), None);
+    b.op(init, OpKind::Expire, counter_key(), None);
+    b.op(
+        reset,
+        OpKind::Release { checked: false },
+        counter_key(),
+        None,
+    );
     assert_eq!(b.run(), vec![]);
 }
 
