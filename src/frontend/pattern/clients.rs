@@ -439,7 +439,15 @@ impl<'a> Analyzer<'a> {
                     return self.raw(c, client, scope);
                 }
                 let Some(key) = key else { return Vec::new() };
-                let (nx, xx, expiry) = self.set_options(c, &pos, vpos + 1);
+                let (nx, xx, mut expiry) = self.set_options(c, &pos, vpos + 1);
+                // The positional form `set(k, v, nxxx, expx, time)` (Jedis 2/3,
+                // Predis, ioredis) with the unit held in a variable: three
+                // option arguments after the value, one of them NX, and a
+                // non-zero time last — a TTL given as an expression (SPEC §2).
+                if nx && expiry.is_none() && pos.len() == vpos + 4 {
+                    let last = pos[vpos + 3];
+                    expiry = Some(!self.vals.is_zero_ttl(last.start, last.end));
+                }
                 let value = value_at(vpos);
                 if nx {
                     vec![mk(

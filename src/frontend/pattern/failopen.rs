@@ -155,15 +155,28 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                 let b = toks.get(j + 2);
                 let c = toks.get(j + 3);
                 let (Some(a), Some(b)) = (a, b) else { continue };
+                // After `v == null ||`: `!v`, `not v`, `v == false` make the
+                // test fail-closed (`if (v == null || !v) return false`).
+                let negated = |k: usize| {
+                    toks.get(k).is_some_and(|t| t.is("!") || t.is("not"))
+                        || (toks.get(k).is_some_and(|t| t.text == v)
+                            && toks
+                                .get(k + 1)
+                                .is_some_and(|t| t.is("==") || t.is("===") || t.is("is"))
+                            && toks
+                                .get(k + 2)
+                                .is_some_and(|t| t.is("false") || t.is("False")))
+                };
                 // v == null || …
                 if (a.is("==") || a.is("==="))
                     && is_null(b)
                     && c.is_some_and(|c| c.is("||") || c.is("or"))
+                    && !negated(j + 4)
                 {
                     push(j, (j + 4).min(toks.len() - 1));
                     break;
                 }
-                if a.is("is") && b.is("None") && c.is_some_and(|c| c.is("or")) {
+                if a.is("is") && b.is("None") && c.is_some_and(|c| c.is("or")) && !negated(j + 4) {
                     push(j, (j + 4).min(toks.len() - 1));
                     break;
                 }
@@ -188,6 +201,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                     && is_null(&toks[j - 2])
                     && (toks[j - 1].is("==") || toks[j - 1].is("==="))
                     && a.is("||")
+                    && !negated(j + 2)
                 {
                     push(j - 2, j + 1);
                     break;
