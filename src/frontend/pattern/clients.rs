@@ -449,26 +449,10 @@ impl<'a> Analyzer<'a> {
                     expiry = Some(!self.vals.is_zero_ttl(last.start, last.end));
                 }
                 let value = value_at(vpos);
-                if nx {
-                    vec![mk(
-                        OpKind::Acquire {
-                            expiry: expiry.unwrap_or(false),
-                        },
-                        key,
-                        value,
-                    )]
-                } else if xx && expiry == Some(true) {
-                    vec![mk(OpKind::Expire, key, None)]
-                } else if xx {
-                    Vec::new()
-                } else {
-                    vec![mk(
-                        OpKind::Set {
-                            expiry: expiry.unwrap_or(false),
-                        },
-                        key,
-                        value,
-                    )]
+                match set_kind(nx, xx, expiry) {
+                    Some(kind @ OpKind::Expire) => vec![mk(kind, key, None)],
+                    Some(kind) => vec![mk(kind, key, value)],
+                    None => Vec::new(),
                 }
             }
             "setex" | "psetex" => match key {
@@ -947,26 +931,10 @@ impl<'a> Analyzer<'a> {
                     }
                     i += 1;
                 }
-                if nx {
-                    vec![mk(
-                        OpKind::Acquire {
-                            expiry: exp.unwrap_or(false),
-                        },
-                        k,
-                        value,
-                    )]
-                } else if xx && exp == Some(true) {
-                    vec![mk(OpKind::Expire, k, None)]
-                } else if xx {
-                    Vec::new()
-                } else {
-                    vec![mk(
-                        OpKind::Set {
-                            expiry: exp.unwrap_or(false),
-                        },
-                        k,
-                        value,
-                    )]
+                match set_kind(nx, xx, exp) {
+                    Some(kind @ OpKind::Expire) => vec![mk(kind, k, None)],
+                    Some(kind) => vec![mk(kind, k, value)],
+                    None => Vec::new(),
                 }
             }
             "setnx" => key()
@@ -1086,5 +1054,21 @@ impl<'a> Analyzer<'a> {
             end_tok: end,
             client: Client::Rueidis,
         })
+    }
+}
+
+/// What a SET with these options does to a lock: NX is an acquire (with or
+/// without TTL), XX with a TTL an extend, XX alone nothing we track, and a
+/// plain SET an overwrite (with or without TTL).
+fn set_kind(nx: bool, xx: bool, expiry: Option<bool>) -> Option<OpKind> {
+    let expiry_set = expiry.unwrap_or(false);
+    if nx {
+        Some(OpKind::Acquire { expiry: expiry_set })
+    } else if xx && expiry == Some(true) {
+        Some(OpKind::Expire)
+    } else if xx {
+        None
+    } else {
+        Some(OpKind::Set { expiry: expiry_set })
     }
 }
