@@ -2,8 +2,10 @@
 """The body of check.sh (see there for the options); standard library only."""
 import argparse
 import collections
+import concurrent.futures
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -57,7 +59,10 @@ def main():
     ap.add_argument("--list", type=int, default=None)
     ap.add_argument("--repo", action="append", default=[])
     ap.add_argument("--to-judge", default=None)
+    ap.add_argument("--judged", default=os.path.join(HERE, "judged.tsv"))
+    ap.add_argument("--jobs", type=int, default=int(os.environ.get("ECO_JOBS", "3")))
     opts = ap.parse_args()
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 
     repos = read_tsv(os.path.join(HERE, "repos.tsv"))
     if opts.repo:
@@ -71,12 +76,17 @@ def main():
     findings = []  # (repo, path, line, column, code, message, language)
     scanned, absent, failed = [], [], []
     files = 0
+    present = []
     for r in repos:
         repo_dir = os.path.join(opts.corpus, r["repo"].replace("/", "__"))
-        if not os.path.isdir(repo_dir):
+        if os.path.isdir(repo_dir):
+            present.append((r, repo_dir))
+        else:
             absent.append(r["repo"])
-            continue
-        report, err = run_repo(opts.bin, repo_dir)
+    # A few repositories at a time: much of a run is reading files.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=opts.jobs) as pool:
+        reports = list(pool.map(lambda p: run_repo(opts.bin, p[1]), present))
+    for (r, _), (report, err) in zip(present, reports):
         if report is None:
             failed.append((r["repo"], err))
             continue
@@ -96,7 +106,7 @@ def main():
             f.write(f"{repo}\t{path}\t{line}\t{col}\t{code}\t{msg}\t{lang}\n")
 
     judged = {}
-    for j in read_tsv(os.path.join(HERE, "judged.tsv")):
+    for j in read_tsv(opts.judged):
         try:
             key = (j["repo"], j["path"], int(j["line"]), j["code"])
         except (KeyError, ValueError):

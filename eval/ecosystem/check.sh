@@ -11,6 +11,8 @@
 #             /work/eco/findings.tsv): repo, path, line, column, code, message[:100]
 #   --list    print at most N rows of APPEARED and of VANISHED (default: all)
 #   --repo    only this repository (repeatable); VANISHED then covers only these
+#   --jobs    repositories checked at once (env ECO_JOBS; default 3)
+#   --judged  the verdicts to compare with (default eval/ecosystem/judged.tsv)
 #   --to-judge FILE  also write the unjudged findings to FILE in judged.tsv's
 #             columns (verdict and reason empty), then column, kind, message
 #
