@@ -1,6 +1,6 @@
 //! The `locklint` command line. Parsing and exit codes only; the work is in the library.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use locklint::advice::Target;
 use locklint::config::{self, Config, FailOn};
 use locklint::filter::{self, baseline::Baseline, diff::ChangedLines};
@@ -13,7 +13,7 @@ use std::process::ExitCode;
 #[derive(Parser, Debug)]
 #[command(
     name = "locklint",
-    version,
+    version = env!("LOCKLINT_VERSION"), // build.rs: the commit too when built from git
     about = "Finds misuse of Redis as a distributed lock and tells how to fix it",
     args_conflicts_with_subcommands = true
 )]
@@ -39,6 +39,15 @@ enum Command {
         #[arg(long, value_enum, default_value_t = RulesFormat::Text)]
         format: RulesFormat,
     },
+    // --- packaging (issue 10): shell completions and the man page ---
+    /// Print the shell completion script (e.g. `locklint completions bash > ~/.local/share/bash-completion/completions/locklint`).
+    Completions {
+        /// The shell to complete in.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff; e.g. `locklint man > ~/.local/share/man/man1/locklint.1`).
+    Man,
+    // --- end packaging ---
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -382,6 +391,30 @@ fn list_rules(format: RulesFormat) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+// --- packaging (issue 10) ---
+fn completions(shell: clap_complete::Shell) -> ExitCode {
+    let mut cmd = Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "locklint", &mut out);
+    write_stdout(&out)
+}
+
+fn man_page() -> ExitCode {
+    let mut out = Vec::new();
+    if let Err(e) = clap_mangen::Man::new(Cli::command()).render(&mut out) {
+        return usage_error(&format!("cannot render the man page: {e}"));
+    }
+    write_stdout(&out)
+}
+
+fn write_stdout(bytes: &[u8]) -> ExitCode {
+    match std::io::stdout().write_all(bytes) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => usage_error(&format!("stdout: {e}")),
+    }
+}
+// --- end packaging ---
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -395,6 +428,8 @@ fn main() -> ExitCode {
         Some(Command::Check(args)) => run_check(args),
         Some(Command::Explain { rule }) => explain(&rule),
         Some(Command::Rules { format }) => list_rules(format),
+        Some(Command::Completions { shell }) => completions(shell),
+        Some(Command::Man) => man_page(),
         None => run_check(cli.check),
     }
 }

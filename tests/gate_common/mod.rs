@@ -114,3 +114,67 @@ pub const UNLOCK_LUA: &str = "-- Releases the job lock.
 local key = KEYS[1]
 return redis.call('DEL', key)
 ";
+
+// --- packaging (issue 10): helpers for tests/gate_action.rs and tests/gate_precommit.rs ---
+
+/// A YAML file as JSON, read by python3 with PyYAML (which `pre-commit`
+/// brings along); None when that is not available.
+pub fn yaml_json(path: &Path) -> Option<serde_json::Value> {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys, yaml; json.dump(yaml.safe_load(open(sys.argv[1])), sys.stdout)",
+        ])
+        .arg(path)
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    serde_json::from_slice(&out.stdout).ok()
+}
+
+/// The folder `.ci/run` put the locklint wheel in (LOCKLINT_WHEEL_DIR, with
+/// the build requirements pip needs offline), when it has one and python3
+/// has PyYAML; otherwise None (the test skips, or fails in CI).
+pub fn wheel_dir() -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("LOCKLINT_WHEEL_DIR").map(std::path::PathBuf::from);
+    let has_wheel = dir.as_ref().is_some_and(|d| {
+        std::fs::read_dir(d).is_ok_and(|it| {
+            it.flatten().any(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.starts_with("locklint-") && n.ends_with(".whl")
+            })
+        })
+    });
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    if has_wheel && yaml_json(&manifest.join("action.yml")).is_some() {
+        return dir;
+    }
+    assert!(
+        !tools_required(),
+        "LOCKLINT_WHEEL_DIR must name a folder with the locklint wheel and python3 needs PyYAML (.ci/run sets both up)"
+    );
+    eprintln!("skipped: no LOCKLINT_WHEEL_DIR with a locklint wheel (bash .ci/run builds one)");
+    None
+}
+
+/// The fenced code block of `markdown` whose first line is `first_line`
+/// (without the fences).
+pub fn readme_block(markdown: &str, first_line: &str) -> Option<String> {
+    let mut lines = markdown.lines();
+    while let Some(l) = lines.next() {
+        if !l.starts_with("```") {
+            continue;
+        }
+        let body: Vec<&str> = lines
+            .by_ref()
+            .take_while(|l| !l.starts_with("```"))
+            .collect();
+        if body.first().is_some_and(|f| f.trim() == first_line) {
+            return Some(body.join("\n") + "\n");
+        }
+    }
+    None
+}
+// --- end packaging ---
