@@ -1,0 +1,67 @@
+use super::{Context, Diagnostic, Rule, RuleMeta};
+use crate::advice;
+use crate::facts::{Op, OpKind};
+use crate::finding::Severity;
+
+/// Flags the legacy SETNX + GETSET deadline algorithm. See the markdown
+/// beside this file.
+pub struct LegacyTakeoverLock;
+
+static META: RuleMeta = RuleMeta {
+    code: "LL010",
+    name: "legacy-takeover-lock",
+    severity: Severity::Warning,
+    summary: "a lock uses the legacy SETNX + GETSET deadline takeover: clock-dependent, and a holder cannot tell it was taken over",
+    doc: include_str!("ll010_legacy_takeover_lock.md"),
+};
+
+/// SPEC §2 "Legacy takeover": the `GETSET` of the same key that takes the
+/// lock of `acquire` over once its deadline passed — later in the acquire's
+/// own function, or in another function of the file (same-key evidence
+/// rules) that first reads the deadline with a `GET`.
+pub(super) fn legacy_takeover<'a>(cx: &Context<'a>, acquire: &'a Op) -> Option<&'a Op> {
+    if !matches!(acquire.kind, OpKind::Acquire { .. }) {
+        return None;
+    }
+    cx.any_same_key(acquire, |o| {
+        if o.kind != OpKind::GetSet {
+            return false;
+        }
+        if o.scope == acquire.scope {
+            return o.order > acquire.order;
+        }
+        cx.earlier_in_scope(o)
+            .any(|g| g.kind == OpKind::Get && cx.same_key(g, o))
+    })
+}
+
+impl Rule for LegacyTakeoverLock {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
+        for op in cx.ops() {
+            let Some(getset) = legacy_takeover(cx, op) else {
+                continue;
+            };
+            out.push(Diagnostic {
+                span: Context::call_span(op),
+                message: format!(
+                    "lock `{}` uses the legacy SETNX + GETSET deadline takeover: it relies on synchronised clocks, every waiter's GETSET rewrites the deadline, and a holder whose lock was taken over cannot tell",
+                    op.key.display()
+                ),
+                label: "the deadline is a logical expiry that clients enforce".into(),
+                help: format!(
+                    "let Redis expire the lock: take it with one command that carries a TTL and a unique token, and release or extend it only through an atomic ownership check:\n{}",
+                    advice::acquire(op.client)
+                ),
+                note: Some(advice::LEASE_NOTE.into()),
+                labels: vec![(
+                    Context::call_span(getset),
+                    "an expired deadline is taken over here".into(),
+                )],
+            });
+        }
+    }
+}

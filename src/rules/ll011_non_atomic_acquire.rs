@@ -1,0 +1,87 @@
+use super::{Context, Diagnostic, Rule, RuleMeta};
+use crate::advice;
+use crate::facts::{Op, OpKind};
+use crate::finding::Severity;
+use crate::words;
+
+/// Flags a lock taken by checking that its key is absent and then writing
+/// it with a plain SET. See the markdown beside this file.
+pub struct NonAtomicAcquire;
+
+static META: RuleMeta = RuleMeta {
+    code: "LL011",
+    name: "non-atomic-acquire",
+    severity: Severity::Error,
+    summary: "a lock is taken by checking that its key is absent and then writing it without NX: two processes can both take it",
+    doc: include_str!("ll011_non_atomic_acquire.md"),
+};
+
+/// The check (`EXISTS`/`GET`) when `write` is the plain `SET` of a
+/// check-then-set acquire of a lock key: the front-end says the write runs
+/// only where that check found the key absent, in the same function, on the
+/// same key, outside `WATCH`. The key is a lock key (SPEC §2): named like a
+/// lock (or a configured pattern), the key of an acquire in the file, or the
+/// key written by a function named like a lock (`tryLock(key)`). A
+/// cache read-through (`v = get(k); if v == null { set(k, compute(), ttl) }`)
+/// has none of these.
+pub(crate) fn check_then_set<'a>(cx: &Context<'a>, write: &'a Op) -> Option<&'a Op> {
+    if !matches!(write.kind, OpKind::Set { .. }) || write.watched || write.key.is_unknown() {
+        return None;
+    }
+    let guards = &cx.facts.absence_guards;
+    let from = guards.partition_point(|g| g.write.start < write.name_span.start);
+    let check = guards[from..]
+        .iter()
+        .take_while(|g| g.write == write.name_span)
+        .find_map(|g| {
+            cx.earlier_in_scope(write).find(|c| {
+                c.name_span == g.check
+                    && matches!(c.kind, OpKind::Get | OpKind::Exists)
+                    && !c.watched
+                    && c.key.parts == write.key.parts
+            })
+        })?;
+    let scope_name = &cx.facts.scope(write.scope).name;
+    let lock = cx.key_reads_like_lock(&write.key)
+        || cx
+            .any_same_key(write, |o| matches!(o.kind, OpKind::Acquire { .. }))
+            .is_some()
+        || words::reads_like_lock(scope_name);
+    lock.then_some(check)
+}
+
+impl Rule for NonAtomicAcquire {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
+        for op in cx.ops() {
+            let Some(check) = check_then_set(cx, op) else {
+                continue;
+            };
+            let how = if check.kind == OpKind::Exists {
+                "EXISTS"
+            } else {
+                "GET"
+            };
+            out.push(Diagnostic {
+                span: Context::call_span(op),
+                message: format!(
+                    "lock `{}` is taken by checking that it is absent ({how}) and then writing it with a plain SET: two processes can both see it absent, both write it, and both believe they hold the lock",
+                    op.key.display()
+                ),
+                label: "writes the lock without NX, after a separate check".into(),
+                help: format!(
+                    "check and take the lock in one command, SET with NX, a TTL and a unique token:\n{}",
+                    advice::acquire(op.client)
+                ),
+                note: None,
+                labels: vec![(
+                    Context::call_span(check),
+                    "the key is found absent here, in a separate round trip".into(),
+                )],
+            });
+        }
+    }
+}
