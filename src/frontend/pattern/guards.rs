@@ -931,3 +931,76 @@ impl Analyzer<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::facts::{Language, OpKind};
+    use std::path::Path;
+
+    /// The lines of the writes that are guarded, as `(check line, write line)`.
+    fn guarded(src: &str, lang: Language) -> Vec<(usize, usize)> {
+        let f = super::super::extract(Path::new("x"), src, lang);
+        let idx = crate::finding::LineIndex::new(src);
+        f.absence_guards
+            .iter()
+            .map(|g| (idx.line_col(g.check.start).0, idx.line_col(g.write.start).0))
+            .collect()
+    }
+
+    #[test]
+    fn absent_branch_else_of_presence_and_code_after_an_exit() {
+        let java = "class A { void a(String k) {\n if (!jedis.exists(k)) {\n jedis.setex(k, 30, t);\n }\n}\n\
+                    void b(String k) {\n if (jedis.exists(k)) { log(); } else {\n jedis.setex(k, 30, t);\n }\n}\n\
+                    void c(String k) {\n if (jedis.exists(k)) return;\n jedis.setex(k, 30, t);\n}\n\
+                    void d(String k) {\n while (jedis.exists(k)) { sleep(); }\n jedis.setex(k, 30, t);\n}\n}";
+        assert_eq!(
+            guarded(java, Language::Java),
+            vec![(2, 3), (7, 8), (12, 13), (16, 17)]
+        );
+    }
+
+    #[test]
+    fn presence_branches_and_conditional_exits_guard_nothing() {
+        // refresh while present; an exit that needs more than presence; a
+        // nested conditional exit; a test this module cannot read.
+        let java = "class A { void a(String k) {\n if (jedis.exists(k)) {\n jedis.setex(k, 30, t);\n }\n}\n\
+                    void b(String k) {\n if (jedis.exists(k) && busy) return;\n jedis.setex(k, 30, t);\n}\n\
+                    void c(String k) {\n if (jedis.exists(k)) { if (x) return; }\n jedis.setex(k, 30, t);\n}\n\
+                    void d(String k) {\n if (check(jedis.exists(k))) return;\n jedis.setex(k, 30, t);\n}\n}";
+        assert_eq!(guarded(java, Language::Java), vec![]);
+    }
+
+    #[test]
+    fn bound_results_in_every_family() {
+        let py = "import redis\ndef a(k):\n    v = r.get(k)\n    if v is None:\n        r.set(k, t, ex=30)\n\
+                  def b(k):\n    v = r.get(k)\n    if v:\n        r.set(k, t, ex=30)\n";
+        assert_eq!(guarded(py, Language::Python), vec![(3, 5)]);
+        let rb = "def a(k)\n  return nil if @redis.exists?(k)\n  @redis.set(k, t, ex: 30)\nend\n\
+                  def b(k)\n  v = @redis.get(k)\n  @redis.set(k, t, ex: 30) if v.nil?\nend\n";
+        assert_eq!(guarded(rb, Language::Ruby), vec![(2, 3), (6, 7)]);
+        let go = "package a\nfunc A(ctx context.Context, k string) {\n\
+                  if n, _ := rdb.Exists(ctx, k).Result(); n == 0 {\n rdb.Set(ctx, k, t, ttl)\n }\n}\n\
+                  func B(ctx context.Context, k string) {\n v, err := rdb.Get(ctx, k).Result()\n\
+                  if errors.Is(err, redis.Nil) {\n rdb.Set(ctx, k, v, ttl)\n }\n}\n";
+        assert_eq!(guarded(go, Language::Go), vec![(3, 4), (8, 10)]);
+        let php = "<?php function a($k) {\n $v = $this->redis->get($k);\n if (empty($v)) {\n $this->redis->set($k, $t, ['ex' => 30]);\n }\n}";
+        assert_eq!(guarded(php, Language::Php), vec![(2, 4)]);
+    }
+
+    #[test]
+    fn the_check_is_an_exists_op() {
+        let f = super::super::extract(
+            Path::new("x"),
+            "class A { void a() { if (redisTemplate.hasKey(\"lock:a\")) return; } }",
+            Language::Java,
+        );
+        assert!(f.ops.iter().any(|o| o.kind == OpKind::Exists));
+        // not Redis: a file system check
+        let f = super::super::extract(
+            Path::new("x"),
+            "class A { void a() { if (Files.exists(path)) return; } }",
+            Language::Java,
+        );
+        assert!(!f.ops.iter().any(|o| o.kind == OpKind::Exists));
+    }
+}
