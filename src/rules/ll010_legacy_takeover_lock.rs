@@ -16,22 +16,34 @@ static META: RuleMeta = RuleMeta {
 };
 
 /// SPEC §2 "Legacy takeover": the `GETSET` of the same key that takes the
-/// lock of `acquire` over once its deadline passed — later in the acquire's
-/// own function, or in another function of the file (same-key evidence
-/// rules) that first reads the deadline with a `GET`.
+/// lock of `acquire` over once the deadline it read with a `GET` passed —
+/// later in the acquire's own function (the key's next ops there are that
+/// `GET` and the `GETSET`, with no other write of the key between them), or
+/// in another function of the file (same-key evidence rules) that reads the
+/// deadline with a `GET` first. A facade whose `add` is a `SETNX` and whose
+/// `replace` is a `GETSET` is no takeover.
 pub(super) fn legacy_takeover<'a>(cx: &Context<'a>, acquire: &'a Op) -> Option<&'a Op> {
     if !matches!(acquire.kind, OpKind::Acquire { .. }) {
         return None;
     }
+    let mut read = false;
+    for o in cx.later_in_scope(acquire) {
+        if !cx.same_key(o, acquire) {
+            continue;
+        }
+        match o.kind {
+            OpKind::Get => read = true,
+            OpKind::GetSet if read => return Some(o),
+            OpKind::Expire | OpKind::Exists => {}
+            _ => break,
+        }
+    }
     cx.any_same_key(acquire, |o| {
-        if o.kind != OpKind::GetSet {
-            return false;
-        }
-        if o.scope == acquire.scope {
-            return o.order > acquire.order;
-        }
-        cx.earlier_in_scope(o)
-            .any(|g| g.kind == OpKind::Get && cx.same_key(g, o))
+        o.kind == OpKind::GetSet
+            && o.scope != acquire.scope
+            && cx
+                .earlier_in_scope(o)
+                .any(|g| g.kind == OpKind::Get && cx.same_key(g, o))
     })
 }
 

@@ -21,7 +21,9 @@ static META: RuleMeta = RuleMeta {
 /// only where that check found the key absent, in the same function, on the
 /// same key, outside `WATCH`. The key is a lock key (SPEC §2): named like a
 /// lock (or a configured pattern), the key of an acquire in the file, or the
-/// key written by a function named like a lock (`tryLock(key)`). A
+/// key written by a function named like a lock or in a lock type
+/// (`tryLock(key)`); and it is used as one: released somewhere, or taken by
+/// a function named like a lock or an acquire. A
 /// cache read-through (`v = get(k); if v == null { set(k, compute(), ttl) }`)
 /// has none of these.
 pub(crate) fn check_then_set<'a>(cx: &Context<'a>, write: &'a Op) -> Option<&'a Op> {
@@ -42,12 +44,17 @@ pub(crate) fn check_then_set<'a>(cx: &Context<'a>, write: &'a Op) -> Option<&'a 
             })
         })?;
     let scope_name = &cx.facts.scope(write.scope).name;
-    let lock = cx.key_reads_like_lock(&write.key)
+    let lock_fn = words::reads_like_lock(scope_name) || cx.in_lock_type(write.scope);
+    let lock_key = lock_fn
+        || cx.key_reads_like_lock(&write.key)
         || cx
             .any_same_key(write, |o| matches!(o.kind, OpKind::Acquire { .. }))
-            .is_some()
-        || words::reads_like_lock(scope_name);
-    lock.then_some(check)
+            .is_some();
+    // Used as a lock: released somewhere, or taken by a lock function. A
+    // lock-named marker that only expires (a rate limit, an attempt
+    // lockout, a dedup window) is not a lock (SPEC §1, §2 Lock key).
+    let used = lock_fn || words::is_acquire_fn(scope_name) || cx.released(write).is_some();
+    (lock_key && used).then_some(check)
 }
 
 impl Rule for NonAtomicAcquire {

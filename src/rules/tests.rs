@@ -467,10 +467,27 @@ fn check_then_set_is_ll011_not_ll007() {
         }
         b
     };
-    // A lock-named key: LL011 at the SET, and no LL007 for it.
-    assert_eq!(build(lockkey(), "start", true).run(), vec![("LL011", 20)]);
+    // A lock-named key taken by an acquire function: LL011 at the SET, and no LL007 for it.
+    assert_eq!(
+        build(lockkey(), "tryAcquire", true).run(),
+        vec![("LL011", 20)]
+    );
     // Unguarded (the SET runs whether or not the key was there): LL007 as before.
-    assert_eq!(build(lockkey(), "start", false).run(), vec![("LL007", 20)]);
+    assert_eq!(
+        build(lockkey(), "tryAcquire", false).run(),
+        vec![("LL007", 20)]
+    );
+    // A lock-named key that is never released, written by a function that
+    // is no lock function (a rate limit, an attempt lockout): not LL011.
+    assert_eq!(
+        build(lockkey(), "checkRateLimit", true).run(),
+        vec![("LL007", 20)]
+    );
+    // ... unless something releases it: then it is used as a lock.
+    let mut b = build(lockkey(), "checkRateLimit", true);
+    let done = b.scope("finish");
+    b.op(done, OpKind::Release { checked: true }, lockkey(), None);
+    assert_eq!(b.run(), vec![("LL011", 20)]);
     // A cache key: a read-through, not a lock.
     assert_eq!(build(counter_key(), "load", true).run(), vec![]);
     // A bare key in a function named like a lock.
@@ -479,7 +496,7 @@ fn check_then_set_is_ll011_not_ll007() {
         vec![("LL011", 20)]
     );
     // Under WATCH the check and the write are one optimistic transaction.
-    let mut b = build(lockkey(), "start", true);
+    let mut b = build(lockkey(), "tryAcquire", true);
     b.facts.ops[0].watched = true;
     b.facts.ops[1].watched = true;
     assert_eq!(b.run(), vec![]);

@@ -52,8 +52,14 @@ const MAX_COND_BACK: usize = 200;
 enum Region {
     /// Token range `[start, end)`.
     Range(usize, usize),
-    /// From a token on, while the block the statement stood in lasts.
-    After { from: usize, depth: u32, scope: u32 },
+    /// From a token on, while the block the statement stood in lasts (to
+    /// `end` at most: the brace that closes it).
+    After {
+        from: usize,
+        end: usize,
+        depth: u32,
+        scope: u32,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -553,6 +559,7 @@ impl Analyzer<'_> {
         if exits {
             out.push(Region::After {
                 from: cond.stmt_end,
+                end: self.block_end(cond.kw),
                 depth: self.st.tok_depth.get(cond.kw).copied().unwrap_or(0),
                 scope,
             });
@@ -916,13 +923,75 @@ impl Analyzer<'_> {
         })
     }
 
-    /// Token `w` lies in the region.
+    /// For brace languages, the `}` that closes the block around token `k`
+    /// (depth alone is not enough where a method was not recognised);
+    /// elsewhere the end of the file.
+    fn block_end(&self, k: usize) -> usize {
+        let toks = self.toks;
+        if matches!(self.lang, Language::Python | Language::Ruby) {
+            return toks.len();
+        }
+        let mut j = k;
+        let low = k.saturating_sub(MAX_WINDOW * 4);
+        while j > low {
+            j -= 1;
+            let t = &toks[j];
+            if t.is("}") {
+                match self.matching(j) {
+                    Some(o) if o < j => j = o,
+                    _ => return toks.len(),
+                }
+            } else if t.is("{") {
+                return self.matching(j).filter(|&m| m > k).unwrap_or(toks.len());
+            }
+        }
+        toks.len()
+    }
+
+    /// The write at token `w` runs whenever the region does: it stands at
+    /// the region's own block level, and nothing on its line before it
+    /// (from `from` on) makes it conditional. `if attempts >= limit {
+    /// set(k, …) }` inside the absent branch is not the acquire.
+    fn unconditional(&self, from: usize, w: usize, depth: u32) -> bool {
+        let toks = self.toks;
+        if self.st.tok_depth.get(w) != Some(&depth) {
+            return false;
+        }
+        let mut ls = w;
+        while ls > from && !toks[ls].nl {
+            ls -= 1;
+        }
+        let conditional = toks[ls.max(from)..w].iter().any(|p| {
+            p.kind != Kind::Str
+                && matches!(
+                    p.text.as_str(),
+                    "if" | "unless" | "elif" | "while" | "for" | "&&" | "||" | "?" | "and" | "or"
+                )
+        });
+        if conditional {
+            return false;
+        }
+        true
+    }
+
+    /// Token `w` lies in the region, at its own level and not under a further condition.
     fn in_region(&self, r: Region, w: usize) -> bool {
         match r {
-            Region::Range(a, b) => a <= w && w < b,
-            Region::After { from, depth, scope } => {
+            Region::Range(a, b) => {
+                a <= w
+                    && w < b
+                    && self.unconditional(a, w, self.st.tok_depth.get(a).copied().unwrap_or(0))
+            }
+            Region::After {
+                from,
+                end,
+                depth,
+                scope,
+            } => {
                 w >= from
+                    && w < end
                     && w - from < MAX_WINDOW
+                    && self.unconditional(from, w, depth)
                     && (from..=w).all(|j| {
                         self.st.tok_depth.get(j).is_some_and(|&d| d >= depth)
                             && self.st.tok_scope.get(j) == Some(&scope)

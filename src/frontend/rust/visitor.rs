@@ -1823,7 +1823,7 @@ impl Walker<'_, '_> {
         }
         let end = self.facts.ops.len();
         for (check, from) in exits {
-            self.guard_ops(check, from..end);
+            self.guard_ops(check, from..end, self.depth);
         }
     }
 
@@ -1923,8 +1923,9 @@ impl Walker<'_, '_> {
         }
     }
 
-    /// Records the plain writes among `ops[range]` of the check's key as guarded by it.
-    fn guard_ops(&mut self, check: usize, range: std::ops::Range<usize>) {
+    /// Records the plain writes among `ops[range]` of the check's key, at
+    /// block depth `depth` (not under a further condition), as guarded by it.
+    fn guard_ops(&mut self, check: usize, range: std::ops::Range<usize>, depth: u32) {
         let Some(c) = self.facts.ops.get(check) else {
             return;
         };
@@ -1937,6 +1938,7 @@ impl Walker<'_, '_> {
             .filter(|o| {
                 matches!(o.kind, OpKind::Set { .. })
                     && o.scope == scope
+                    && o.depth == depth
                     && o.key.parts == self.facts.ops[check].key.parts
             })
             .map(|o| o.name_span)
@@ -2240,10 +2242,15 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
         }
         if let Some((check, absent)) = test {
             let end = self.facts.ops.len();
+            let inner = self.depth + 1;
+            let plain_else =
+                matches!(&i.else_branch, Some((_, e)) if matches!(**e, Expr::Block(_)));
             if absent {
-                self.guard_ops(check, then_from..else_from);
+                self.guard_ops(check, then_from..else_from, inner);
             } else {
-                self.guard_ops(check, else_from..end);
+                if plain_else {
+                    self.guard_ops(check, else_from..end, inner);
+                }
                 if i.else_branch.is_none() && block_exits(&i.then_branch) {
                     self.exit_guard = Some(check);
                 }
