@@ -18,8 +18,9 @@ static META: RuleMeta = RuleMeta {
 
 /// The check (`EXISTS`/`GET`) when `write` is the plain `SET` of a
 /// check-then-set acquire of a lock key: the front-end says the write runs
-/// only where that check found the key absent, in the same function, on the
-/// same key, outside `WATCH`. The key is a lock key (SPEC §2): named like a
+/// only where that check found the key absent, in the same function (or
+/// through a helper of the file that returns the check), on the same key,
+/// outside `WATCH`. The key is a lock key (SPEC §2): named like a
 /// lock (or a configured pattern), the key of an acquire in the file, or the
 /// key written by a function named like a lock or in a lock type
 /// (`tryLock(key)`); and it is used as one: released somewhere, or taken by
@@ -36,12 +37,16 @@ pub(crate) fn check_then_set<'a>(cx: &Context<'a>, write: &'a Op) -> Option<&'a 
         .iter()
         .take_while(|g| g.write == write.name_span)
         .find_map(|g| {
-            cx.earlier_in_scope(write).find(|c| {
+            let is_check = |c: &Op| {
                 c.name_span == g.check
                     && matches!(c.kind, OpKind::Get | OpKind::Exists)
                     && !c.watched
                     && c.key.parts == write.key.parts
-            })
+            };
+            // in the write's function, or in a helper of the file that returns it
+            cx.earlier_in_scope(write)
+                .find(|c| is_check(c))
+                .or_else(|| cx.any_same_key(write, |c| c.scope != write.scope && is_check(c)))
         })?;
     let scope_name = &cx.facts.scope(write.scope).name;
     let lock_fn = words::reads_like_lock(scope_name) || cx.in_lock_type(write.scope);
@@ -53,7 +58,17 @@ pub(crate) fn check_then_set<'a>(cx: &Context<'a>, write: &'a Op) -> Option<&'a 
     // Used as a lock: released somewhere, or taken by a lock function. A
     // lock-named marker that only expires (a rate limit, an attempt
     // lockout, a dedup window) is not a lock (SPEC §1, §2 Lock key).
-    let used = lock_fn || words::is_acquire_fn(scope_name) || cx.released(write).is_some();
+    // A release in the acquiring function counts whatever its name (SPEC §2
+    // Checked release: `clearCache()` that takes the lock and deletes it).
+    let released_here = cx
+        .any_same_key(write, |o| {
+            o.scope == write.scope && matches!(o.kind, OpKind::Release { .. } | OpKind::Eval { .. })
+        })
+        .is_some();
+    let used = lock_fn
+        || words::is_acquire_fn(scope_name)
+        || released_here
+        || cx.released(write).is_some();
     (lock_key && used).then_some(check)
 }
 

@@ -138,6 +138,30 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<AbsenceGuard> {
             }
         }
     }
+    // A same-file helper that returns the check (`isLocked()` whose body is
+    // `return Boolean(await redis.exists(LOCK_KEY))`), called without
+    // arguments: its call is the check, on the helper's own key.
+    for (c, op, negated) in an.check_helper_calls(calls, ops, &call_at) {
+        let scope = an.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
+        let Some(list) = writes.get(&(scope, op.key.parts.as_slice())) else {
+            continue;
+        };
+        let kind = match (op.kind == OpKind::Exists, negated) {
+            (true, false) => Probe::Count,
+            (true, true) => Probe::Bool(true),
+            (false, false) => Probe::Value,
+            (false, true) => continue,
+        };
+        let regions = an.absent_regions(c, kind, scope);
+        for (w, wt) in list {
+            if *wt > c.name_tok && regions.iter().any(|r| an.in_region(*r, *wt)) {
+                out.push(AbsenceGuard {
+                    check: op.name_span,
+                    write: w.name_span,
+                });
+            }
+        }
+    }
     out.sort_by_key(|g| (g.write.start, g.check.start));
     out.dedup();
     out
@@ -177,6 +201,94 @@ impl Analyzer<'_> {
 
     fn matching(&self, i: usize) -> Option<usize> {
         self.st.matching.get(&i).copied()
+    }
+
+    /// Calls of same-file helpers that return a check of a key with a
+    /// constant part: functions whose only Redis op is that `EXISTS`/`GET`,
+    /// in a `return` (or an expression body), called with no arguments and
+    /// no receiver other than `this`/`self`. With the check op and whether
+    /// the helper negates it (`return !exists(k)`).
+    fn check_helper_calls<'c, 'o>(
+        &self,
+        calls: &'c [Call],
+        ops: &'o [Op],
+        call_at: &HashMap<usize, &'c Call>,
+    ) -> Vec<(&'c Call, &'o Op, bool)> {
+        let toks = self.toks;
+        let tok_at = |start: usize| toks.partition_point(|t| t.start < start);
+        let mut per_scope: HashMap<u32, Vec<&Op>> = HashMap::new();
+        for o in ops {
+            per_scope.entry(o.scope).or_default().push(o);
+        }
+        let mut helpers: HashMap<&str, (&Op, bool)> = HashMap::new();
+        for (scope, list) in &per_scope {
+            let [op] = list.as_slice() else { continue };
+            if *scope == 0
+                || !matches!(op.kind, OpKind::Get | OpKind::Exists)
+                || !op.key.has_constant_part()
+            {
+                continue;
+            }
+            let Some(call) = call_at.get(&tok_at(op.name_span.start)) else {
+                continue;
+            };
+            // `return [await] [!] [Boolean(] check`, or `fun f() = check`
+            let mut k = call.recv_start;
+            let mut negated = false;
+            let mut returned = false;
+            let mut guard = 0;
+            while k > 0 && guard < 8 {
+                guard += 1;
+                k -= 1;
+                let t = &toks[k];
+                if t.is("return") || t.is("=>") || (t.is("=") && self.lang == Language::Kotlin) {
+                    returned = true;
+                    break;
+                }
+                if t.is("!") || t.is("not") {
+                    negated = !negated;
+                } else if !(t.is("await")
+                    || t.is("(")
+                    || t.is("!!")
+                    || matches!(t.text.as_str(), "Boolean" | "bool" | "Bool"))
+                {
+                    break;
+                }
+            }
+            if !returned {
+                continue;
+            }
+            let name = self.st.scopes.get(*scope as usize).map(|s| s.name.as_str());
+            if let Some(n) = name.filter(|n| !n.is_empty()) {
+                helpers.insert(n, (op, negated));
+            }
+        }
+        // two functions of one name (overloads, two classes): neither is known
+        for (i, sc) in self.st.scopes.iter().enumerate() {
+            if let Some(&(op, _)) = helpers.get(sc.name.as_str()) {
+                if op.scope as usize != i {
+                    helpers.remove(sc.name.as_str());
+                }
+            }
+        }
+        if helpers.is_empty() {
+            return Vec::new();
+        }
+        calls
+            .iter()
+            .filter(|c| {
+                c.args.is_empty()
+                    && !self.st.decl_names.contains(&c.name_tok)
+                    && c.recv
+                        .iter()
+                        .all(|r| matches!(r.as_str(), "this" | "self" | "$this" | "static"))
+            })
+            .filter_map(|c| {
+                let &(op, negated) = helpers.get(c.name.as_str())?;
+                let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
+                (scope != op.scope).then_some((c, op, negated))
+            })
+            .collect()
     }
 
     /// The regions of code that run only when the check `call` found its key absent.
