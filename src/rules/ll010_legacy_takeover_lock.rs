@@ -17,8 +17,8 @@ static META: RuleMeta = RuleMeta {
 
 /// SPEC §2 "Legacy takeover": the `GETSET` of the same key that takes the
 /// lock of `acquire` over once the deadline it read with a `GET` passed —
-/// later in the acquire's own function (the key's next ops there are that
-/// `GET` and the `GETSET`, with no other write of the key between them), or
+/// later in the acquire's own function (after that `GET`, or nested below
+/// the acquire, with no other write of the key between them), or
 /// in another function of the file (same-key evidence rules) that reads the
 /// deadline with a `GET` first. A facade whose `add` is a `SETNX` and whose
 /// `replace` is a `GETSET` is no takeover.
@@ -33,7 +33,10 @@ pub(super) fn legacy_takeover<'a>(cx: &Context<'a>, acquire: &'a Op) -> Option<&
         }
         match o.kind {
             OpKind::Get => read = true,
-            OpKind::GetSet if read => return Some(o),
+            // the deadline was read (`GET`), or the GETSET sits in a branch
+            // below the acquire (`if deadline < now { GETSET }`) — the read
+            // may go through a wrapper this file does not show as a GET
+            OpKind::GetSet if read || o.depth > acquire.depth => return Some(o),
             OpKind::Expire | OpKind::Exists => {}
             _ => break,
         }
