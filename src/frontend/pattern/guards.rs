@@ -1064,7 +1064,7 @@ impl Analyzer<'_> {
     /// the region's own block level, and nothing on its line before it
     /// (from `from` on) makes it conditional. `if attempts >= limit {
     /// set(k, …) }` inside the absent branch is not the acquire.
-    fn unconditional(&self, from: usize, w: usize, depth: u32) -> bool {
+    fn unconditional(&self, from: usize, w: usize, depth: u32, limit: usize) -> bool {
         let toks = self.toks;
         if self.st.tok_depth.get(w) != Some(&depth) {
             return false;
@@ -1073,15 +1073,36 @@ impl Analyzer<'_> {
         while ls > from && !toks[ls].nl {
             ls -= 1;
         }
-        let conditional = toks[ls.max(from)..w].iter().any(|p| {
-            p.kind != Kind::Str
-                && matches!(
-                    p.text.as_str(),
-                    "if" | "unless" | "elif" | "while" | "for" | "&&" | "||" | "?" | "and" | "or"
-                )
-        });
-        if conditional {
-            return false;
+        let start = ls.max(from);
+        for (j, p) in toks.iter().enumerate().take(w).skip(start) {
+            if p.kind == Kind::Str {
+                continue;
+            }
+            match p.text.as_str() {
+                // the write inside the condition itself runs whenever the
+                // condition is evaluated (`break if redis.set(…)`)
+                "if" | "unless" | "elif" | "while" => {
+                    let in_cond = self.cond_at(j, 0).is_some_and(|c| c.cs <= w && w < c.ce);
+                    if !in_cond {
+                        return false;
+                    }
+                }
+                "for" | "&&" | "||" | "?" | "and" | "or" => return false,
+                _ => {}
+            }
+        }
+        // a Ruby/Python-style modifier after it on its line: `set(…) if x`
+        let level = self.st.tok_paren.get(w).copied().unwrap_or(0);
+        let mut j = w + 1;
+        while j < limit.min(toks.len()) && !toks[j].nl {
+            let t = &toks[j];
+            if t.kind != Kind::Str
+                && matches!(t.text.as_str(), "if" | "unless")
+                && self.st.tok_paren.get(j) == Some(&level)
+            {
+                return false;
+            }
+            j += 1;
         }
         true
     }
@@ -1092,7 +1113,7 @@ impl Analyzer<'_> {
             Region::Range(a, b) => {
                 a <= w
                     && w < b
-                    && self.unconditional(a, w, self.st.tok_depth.get(a).copied().unwrap_or(0))
+                    && self.unconditional(a, w, self.st.tok_depth.get(a).copied().unwrap_or(0), b)
             }
             Region::After {
                 from,
@@ -1103,7 +1124,7 @@ impl Analyzer<'_> {
                 w >= from
                     && w < end
                     && w - from < MAX_WINDOW
-                    && self.unconditional(from, w, depth)
+                    && self.unconditional(from, w, depth, end)
                     && (from..=w).all(|j| {
                         self.st.tok_depth.get(j).is_some_and(|&d| d >= depth)
                             && self.st.tok_scope.get(j) == Some(&scope)
@@ -1166,6 +1187,13 @@ mod tests {
         assert_eq!(guarded(go, Language::Go), vec![(3, 4), (8, 10)]);
         let php = "<?php function a($k) {\n $v = $this->redis->get($k);\n if (empty($v)) {\n $this->redis->set($k, $t, ['ex' => 30]);\n }\n}";
         assert_eq!(guarded(php, Language::Php), vec![(2, 4)]);
+    }
+
+    #[test]
+    fn a_modifier_after_the_write_makes_it_conditional_a_write_in_the_condition_is_not() {
+        let rb = "require 'redis'\ndef a(k)\n  return nil if @redis.exists?(k)\n  @redis.set(k, t, ex: 30) if attempts > 3\nend\n\
+                  def b(k)\n  return nil if @redis.exists?(k)\n  return true if @redis.set(k, t, ex: 30)\nend\n";
+        assert_eq!(guarded(rb, Language::Ruby), vec![(7, 8)]);
     }
 
     #[test]
