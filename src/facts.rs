@@ -270,6 +270,9 @@ pub enum OpKind {
     /// A Lua script run on this key (`EVAL`, `EVALSHA`, `FCALL`, a script object).
     /// `script` when the front-end could resolve the script text in this file.
     Eval { script: Option<ScriptId> },
+    /// `EXISTS` of the key (`hasKey`, `exists?`, `KeyExists`, …): a read that
+    /// only says whether the key is there.
+    Exists,
 }
 
 /// One Redis operation on one key.
@@ -304,6 +307,19 @@ pub struct FailOpen {
     pub key: KeyExpr,
     pub scope: ScopeId,
     pub client: Client,
+}
+
+/// A write that runs only where an earlier read of the same key, in the same
+/// function, found the key absent: `if !exists(k) { set(k, …) }`, `v =
+/// get(k); if v == null { set(k, …) }`, `if exists(k) { return }` followed
+/// by `set(k, …)`, `while exists(k) { wait }` followed by `set(k, …)`.
+/// Both ends are named by the `name_span` of their op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AbsenceGuard {
+    /// The `Get` or `Exists` op that looked at the key.
+    pub check: Span,
+    /// The write that runs only when that look found nothing.
+    pub write: Span,
 }
 
 /// An argument of a `redis.call` inside a Lua script.
@@ -376,6 +392,8 @@ pub struct FileFacts {
     pub ops: Vec<Op>,
     pub scripts: Vec<ScriptFact>,
     pub fail_opens: Vec<FailOpen>,
+    /// Writes guarded by a check that their key is absent, sorted by `write`.
+    pub absence_guards: Vec<AbsenceGuard>,
     /// Notes for verbose output (e.g. "syn could not parse; pattern fallback").
     pub notes: Vec<String>,
 }
@@ -388,6 +406,7 @@ impl FileFacts {
             ops: Vec::new(),
             scripts: Vec::new(),
             fail_opens: Vec::new(),
+            absence_guards: Vec::new(),
             notes: Vec::new(),
         }
     }

@@ -551,6 +551,9 @@ impl<'a> Extractor<'a> {
             "GETSET" if !args.is_empty() => {
                 self.push(OpKind::GetSet, args[0], None, span, name_span, sess);
             }
+            "EXISTS" if args.len() == 1 => {
+                self.push(OpKind::Exists, args[0], None, span, name_span, sess);
+            }
             "EVAL" | "EVAL_RO" | "EVALSHA" | "EVALSHA_RO" | "FCALL" | "FCALL_RO"
                 if args.len() >= 2 =>
             {

@@ -1,4 +1,5 @@
 use super::ll003_setnx_then_expire::following_expire;
+use super::ll010_legacy_takeover_lock::legacy_takeover;
 use super::{Context, Diagnostic, Rule, RuleMeta};
 use crate::advice;
 use crate::facts::OpKind;
@@ -27,6 +28,10 @@ impl Rule for LockWithoutTtl {
                 continue;
             }
             if !cx.used_as_lock(op) {
+                continue;
+            }
+            // The legacy takeover expires by its deadline: LL010 speaks for it.
+            if legacy_takeover(cx, op).is_some() {
                 continue;
             }
             // The same function also takes the key with a TTL: a configured

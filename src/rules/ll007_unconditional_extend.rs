@@ -1,3 +1,4 @@
+use super::ll011_non_atomic_acquire::check_then_set;
 use super::{Context, Diagnostic, Rule, RuleMeta};
 use crate::advice;
 use crate::facts::OpKind;
@@ -39,7 +40,8 @@ impl Rule for UnconditionalExtend {
             let in_acquire = cx
                 .earlier_in_scope(op)
                 .any(|o| matches!(o.kind, OpKind::Acquire { expiry: false }) && cx.same_key(o, op));
-            if in_acquire {
+            // The plain SET of a check-then-set acquire: LL011 speaks for it.
+            if in_acquire || check_then_set(cx, op).is_some() {
                 continue;
             }
             out.push(Diagnostic {

@@ -1,3 +1,4 @@
+use super::ll010_legacy_takeover_lock::legacy_takeover;
 use super::{Context, Diagnostic, Rule, RuleMeta};
 use crate::advice;
 use crate::facts::{OpKind, ValueExpr};
@@ -27,7 +28,8 @@ impl Rule for WeakLockToken {
             else {
                 continue;
             };
-            if !cx.used_as_lock(op) {
+            // In the legacy takeover (LL010) the time is a deadline, not a token.
+            if !cx.used_as_lock(op) || legacy_takeover(cx, op).is_some() {
                 continue;
             }
             out.push(Diagnostic {

@@ -13,6 +13,8 @@ mod ll006_unsafe_release_script;
 mod ll007_unconditional_extend;
 mod ll008_fail_open_acquire;
 mod ll009_weak_lock_token;
+mod ll010_legacy_takeover_lock;
+mod ll011_non_atomic_acquire;
 
 use crate::advice::Target;
 use crate::facts::{FileFacts, KeyExpr, KeyPart, Op, OpKind, ScopeId, Span};
@@ -74,6 +76,8 @@ pub fn all() -> &'static [&'static dyn Rule] {
         &ll007_unconditional_extend::UnconditionalExtend,
         &ll008_fail_open_acquire::FailOpenAcquire,
         &ll009_weak_lock_token::WeakLockToken,
+        &ll010_legacy_takeover_lock::LegacyTakeoverLock,
+        &ll011_non_atomic_acquire::NonAtomicAcquire,
     ]
 }
 

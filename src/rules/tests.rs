@@ -415,3 +415,89 @@ fn a_release_beside_the_expire_is_not_a_rollback() {
         .depth = 1;
     assert_eq!(b.run(), vec![("LL002", 30), ("LL003", 10)]);
 }
+
+#[test]
+fn legacy_takeover_is_ll010_only() {
+    // SETNX k <deadline>; GET k; GETSET k <deadline>: LL010, not LL004/LL009.
+    let mut b = B::new();
+    let f = b.scope("try_lock");
+    b.op(
+        f,
+        OpKind::Acquire { expiry: false },
+        lockkey(),
+        Some(ValueExpr::Weak("the current time".into())),
+    );
+    b.op(f, OpKind::Get, lockkey(), None);
+    b.op(f, OpKind::GetSet, lockkey(), None);
+    assert_eq!(b.run(), vec![("LL010", 10)]);
+    // A GETSET without a set-if-absent of the key swaps a value: nothing.
+    let mut b = B::new();
+    let f = b.scope("swap");
+    b.op(f, OpKind::GetSet, counter_key(), None);
+    assert_eq!(b.run(), vec![]);
+    // A set-if-absent without a takeover is still LL004.
+    let mut b = B::new();
+    let f = b.scope("try_lock");
+    b.op(
+        f,
+        OpKind::Acquire { expiry: false },
+        lockkey(),
+        Some(ValueExpr::Unique),
+    );
+    b.op(f, OpKind::Get, lockkey(), None);
+    assert_eq!(b.run(), vec![("LL004", 10)]);
+}
+
+#[test]
+fn check_then_set_is_ll011_not_ll007() {
+    let build = |key: KeyExpr, fn_name: &str, guard: bool| {
+        let mut b = B::new();
+        let f = b.scope(fn_name);
+        let check = b.op(f, OpKind::Exists, key.clone(), None).name_span;
+        let write = b
+            .op(
+                f,
+                OpKind::Set { expiry: true },
+                key,
+                Some(ValueExpr::Unique),
+            )
+            .name_span;
+        if guard {
+            b.facts.absence_guards.push(AbsenceGuard { check, write });
+        }
+        b
+    };
+    // A lock-named key taken by an acquire function: LL011 at the SET, and no LL007 for it.
+    assert_eq!(
+        build(lockkey(), "tryAcquire", true).run(),
+        vec![("LL011", 20)]
+    );
+    // Unguarded (the SET runs whether or not the key was there): LL007 as before.
+    assert_eq!(
+        build(lockkey(), "tryAcquire", false).run(),
+        vec![("LL007", 20)]
+    );
+    // A lock-named key that is never released, written by a function that
+    // is no lock function (a rate limit, an attempt lockout): not LL011.
+    assert_eq!(
+        build(lockkey(), "checkRateLimit", true).run(),
+        vec![("LL007", 20)]
+    );
+    // ... unless something releases it: then it is used as a lock.
+    let mut b = build(lockkey(), "checkRateLimit", true);
+    let done = b.scope("finish");
+    b.op(done, OpKind::Release { checked: true }, lockkey(), None);
+    assert_eq!(b.run(), vec![("LL011", 20)]);
+    // A cache key: a read-through, not a lock.
+    assert_eq!(build(counter_key(), "load", true).run(), vec![]);
+    // A bare key in a function named like a lock.
+    assert_eq!(
+        build(KeyExpr::var("key"), "tryLock", true).run(),
+        vec![("LL011", 20)]
+    );
+    // Under WATCH the check and the write are one optimistic transaction.
+    let mut b = build(lockkey(), "tryAcquire", true);
+    b.facts.ops[0].watched = true;
+    b.facts.ops[1].watched = true;
+    assert_eq!(b.run(), vec![]);
+}

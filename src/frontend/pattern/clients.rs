@@ -11,6 +11,7 @@ use std::collections::HashSet;
 /// Redis evidence (SPEC §2 "client methods by name").
 const AMBIGUOUS: &[&str] = &[
     "set", "get", "del", "delete", "remove", "exec", "execute", "call", "do", "send", "command",
+    "exists", "exists?", "haskey",
 ];
 
 /// Receiver words that say "this is a Redis client / template / connection".
@@ -467,6 +468,14 @@ impl<'a> Analyzer<'a> {
                     return Vec::new();
                 }
                 key.map(|k| vec![mk(OpKind::Get, k, None)])
+                    .unwrap_or_default()
+            }
+            // EXISTS of one key (Spring `hasKey`, redis-rb `exists?`, StackExchange `KeyExists`)
+            "exists" | "exists?" | "haskey" | "keyexists" => {
+                if pos.len() != 1 || bound.is_some() {
+                    return Vec::new();
+                }
+                key.map(|k| vec![mk(OpKind::Exists, k, None)])
                     .unwrap_or_default()
             }
             "getdel" | "stringgetdelete" => key
@@ -970,6 +979,9 @@ impl<'a> Analyzer<'a> {
                 .unwrap_or_default(),
             "getset" => key()
                 .map(|k| vec![mk(OpKind::GetSet, k, None)])
+                .unwrap_or_default(),
+            "exists" if args.len() == 1 => key()
+                .map(|k| vec![mk(OpKind::Exists, k, None)])
                 .unwrap_or_default(),
             "eval" | "evalsha" => {
                 let Some(&(s, e)) = args.first() else {

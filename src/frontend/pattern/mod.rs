@@ -15,6 +15,7 @@
 pub mod calls;
 pub mod clients;
 pub mod failopen;
+pub mod guards;
 pub mod lexer;
 pub mod values;
 
@@ -216,6 +217,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
         });
     }
     facts.fail_opens = failopen::find(&an, &all_calls, &facts.ops);
+    facts.absence_guards = guards::find(&an, &all_calls, &facts.ops);
     facts.scripts = std::mem::take(&mut an.scripts);
     facts
 }

@@ -7,8 +7,8 @@
 
 use super::syntax::*;
 use crate::facts::{
-    Client, FailOpen, FileFacts, KeyExpr, KeyPart, Op, OpKind, Scope, ScopeId, ScriptFact,
-    ScriptId, Span, ValueExpr,
+    AbsenceGuard, Client, FailOpen, FileFacts, KeyExpr, KeyPart, Op, OpKind, Scope, ScopeId,
+    ScriptFact, ScriptId, Span, ValueExpr,
 };
 use crate::frontend::lua;
 use crate::words;
@@ -291,6 +291,10 @@ struct Walker<'f, 'o> {
     /// Keys under `WATCH` in the current fn (raw `WATCH`, fred/rustis `watch`).
     fn_watched: Vec<KeyExpr>,
     script_at: HashMap<usize, ScriptId>,
+    /// Locals bound to the result of an `EXISTS`/`GET` (index into `facts.ops`).
+    checks: Vec<(String, usize)>,
+    /// Set by an `if` that exits while the key is present: the check's op index.
+    exit_guard: Option<usize>,
 }
 
 pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
@@ -318,6 +322,8 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
         txns: Vec::new(),
         fn_watched: Vec::new(),
         script_at: HashMap::new(),
+        checks: Vec::new(),
+        exit_guard: None,
     };
     for u in units {
         w.base = u.base;
@@ -331,6 +337,10 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
         o.order = i as u32;
     }
     w.facts.ops = ops;
+    w.facts
+        .absence_guards
+        .sort_by_key(|g| (g.write.start, g.check.start));
+    w.facts.absence_guards.dedup();
 }
 
 impl<'f> Walker<'f, '_> {
@@ -368,6 +378,7 @@ impl<'f> Walker<'f, '_> {
         let saved_locals = std::mem::take(&mut self.locals);
         let saved_txns = std::mem::take(&mut self.txns);
         let saved_watched = std::mem::take(&mut self.fn_watched);
+        let saved_checks = std::mem::take(&mut self.checks);
         let saved_test = std::mem::replace(&mut self.in_test, is_test);
         for input in &sig.inputs {
             if let syn::FnArg::Typed(t) = input {
@@ -383,14 +394,13 @@ impl<'f> Walker<'f, '_> {
                 }
             }
         }
-        for s in &body.stmts {
-            self.visit_stmt(s);
-        }
+        self.visit_stmts(&body.stmts);
         self.scope = saved_scope;
         self.depth = saved_depth;
         self.locals = saved_locals;
         self.txns = saved_txns;
         self.fn_watched = saved_watched;
+        self.checks = saved_checks;
         self.in_test = saved_test;
     }
 
@@ -1137,6 +1147,13 @@ impl<'f> Walker<'f, '_> {
                 self.fn_watched.extend(keys);
                 vec![]
             }
+            ("exists", 1) => {
+                let k = key(self);
+                if !ambiguous(self, &k) {
+                    return vec![];
+                }
+                vec![Found::new(OpKind::Exists, k)]
+            }
             ("get_del" | "getdel", 1) => vec![Found::new(OpKind::GetDel, key(self))],
             ("getset" | "get_set", 2) => {
                 let k = key(self);
@@ -1257,6 +1274,7 @@ impl<'f> Walker<'f, '_> {
             "GET" => vec![Found::new(OpKind::Get, key(self))],
             "GETDEL" => vec![Found::new(OpKind::GetDel, key(self))],
             "GETSET" => vec![Found::new(OpKind::GetSet, key(self))],
+            "EXISTS" if args.len() == 1 => vec![Found::new(OpKind::Exists, key(self))],
             "WATCH" => {
                 let keys: Vec<KeyExpr> = args.iter().map(|a| self.key_of(a)).collect();
                 self.fn_watched.extend(keys);
@@ -1787,6 +1805,191 @@ const NON_REDIS_TYPES: &[&str] = &[
     "LruCache", "Cache", "VecDeque", "Mutex", "RwLock",
 ];
 
+// --- absence guards (a write that runs only where a check found the key absent)
+
+impl Walker<'_, '_> {
+    /// Visits a block's statements; after an `if` that exits while the key
+    /// is present (`if exists(k) { return }`) the rest runs only when absent.
+    fn visit_stmts(&mut self, stmts: &[syn::Stmt]) {
+        let mut exits: Vec<(usize, usize)> = Vec::new();
+        for s in stmts {
+            self.exit_guard = None;
+            self.visit_stmt(s);
+            if let Some(check) = self.exit_guard.take() {
+                if matches!(s, syn::Stmt::Expr(Expr::If(_), _)) {
+                    exits.push((check, self.facts.ops.len()));
+                }
+            }
+        }
+        let end = self.facts.ops.len();
+        for (check, from) in exits {
+            self.guard_ops(check, from..end, self.depth);
+        }
+    }
+
+    /// The `EXISTS`/`GET` op (its index) whose result `e` is: the call itself
+    /// (through `?`, `.await`, `.unwrap()`, parentheses) emitted since
+    /// `from`, or a local bound to one.
+    fn check_in(&self, e: &Expr, from: usize) -> Option<usize> {
+        let e = peel_result(e);
+        if let Expr::Path(p) = e {
+            let name = p.path.get_ident()?.to_string();
+            return self
+                .checks
+                .iter()
+                .rev()
+                .find(|(n, _)| *n == name)
+                .map(|(_, i)| *i);
+        }
+        if !matches!(e, Expr::MethodCall(_) | Expr::Call(_)) {
+            return None;
+        }
+        let sp = self.span_of(e);
+        let ops = &self.facts.ops;
+        (from.min(ops.len())..ops.len()).rev().find(|&i| {
+            matches!(ops[i].kind, OpKind::Get | OpKind::Exists)
+                && sp.start <= ops[i].name_span.start
+                && ops[i].name_span.end <= sp.end
+        })
+    }
+
+    /// A condition that tests a check's result: the check and whether the
+    /// condition holds exactly when the key is absent (`true`) or present.
+    fn absence_test(&self, e: &Expr, from: usize, d: u32) -> Option<(usize, bool)> {
+        if d > 8 {
+            return None;
+        }
+        let is_exists = |c: usize| self.facts.ops.get(c).map(|o| &o.kind) == Some(&OpKind::Exists);
+        match e {
+            Expr::Paren(p) => self.absence_test(&p.expr, from, d + 1),
+            Expr::Unary(u) if matches!(u.op, syn::UnOp::Not(_)) => self
+                .absence_test(&u.expr, from, d + 1)
+                .map(|(c, a)| (c, !a)),
+            Expr::MethodCall(m)
+                if m.args.is_empty()
+                    && matches!(
+                        m.method.to_string().as_str(),
+                        "is_none" | "is_some" | "is_empty"
+                    ) =>
+            {
+                let c = self.check_in(&m.receiver, from)?;
+                (!is_exists(c)).then_some((c, m.method != "is_some"))
+            }
+            Expr::Let(l) => {
+                let c = self.check_in(&l.expr, from)?;
+                if is_exists(c) {
+                    return None;
+                }
+                let pat = l.pat.to_token_stream().to_string();
+                if pat.starts_with("Some") {
+                    Some((c, false))
+                } else if pat == "None" {
+                    Some((c, true))
+                } else {
+                    None
+                }
+            }
+            Expr::Binary(b) => {
+                let lit = |x: &Expr| match strip(x) {
+                    Expr::Lit(l) => Some(l.lit.to_token_stream().to_string()),
+                    _ => None,
+                };
+                let (probe, lit, flipped) = match (lit(&b.left), lit(&b.right)) {
+                    (None, Some(l)) => (&*b.left, l, false),
+                    (Some(l), None) => (&*b.right, l, true),
+                    _ => return None,
+                };
+                let c = self.check_in(probe, from)?;
+                if !is_exists(c) {
+                    return None;
+                }
+                let zero = lit == "0" || lit == "false";
+                let one = lit == "1" || lit == "true";
+                let absent = match b.op {
+                    syn::BinOp::Eq(_) if zero => true,
+                    syn::BinOp::Eq(_) if one => false,
+                    syn::BinOp::Ne(_) if zero => false,
+                    syn::BinOp::Ne(_) if one => true,
+                    syn::BinOp::Gt(_) if zero && !flipped => false,
+                    syn::BinOp::Lt(_) if zero && flipped => false,
+                    _ => return None,
+                };
+                Some((c, absent))
+            }
+            _ => {
+                let c = self.check_in(e, from)?;
+                is_exists(c).then_some((c, false))
+            }
+        }
+    }
+
+    /// Records the plain writes among `ops[range]` of the check's key, at
+    /// block depth `depth` (not under a further condition), as guarded by it.
+    fn guard_ops(&mut self, check: usize, range: std::ops::Range<usize>, depth: u32) {
+        let Some(c) = self.facts.ops.get(check) else {
+            return;
+        };
+        let (cspan, scope) = (c.name_span, c.scope);
+        let Some(ops) = self.facts.ops.get(range) else {
+            return;
+        };
+        let writes: Vec<Span> = ops
+            .iter()
+            .filter(|o| {
+                matches!(o.kind, OpKind::Set { .. })
+                    && o.scope == scope
+                    && o.depth == depth
+                    && o.key.parts == self.facts.ops[check].key.parts
+            })
+            .map(|o| o.name_span)
+            .collect();
+        for w in writes {
+            self.facts.absence_guards.push(AbsenceGuard {
+                check: cspan,
+                write: w,
+            });
+        }
+    }
+}
+
+/// `?`, `.await`, parentheses and `unwrap`-like calls around a reply.
+fn peel_result(mut e: &Expr) -> &Expr {
+    for _ in 0..16 {
+        e = match e {
+            Expr::Paren(p) => &p.expr,
+            Expr::Try(t) => &t.expr,
+            Expr::Await(a) => &a.base,
+            Expr::MethodCall(m)
+                if matches!(
+                    m.method.to_string().as_str(),
+                    "unwrap" | "unwrap_or_default" | "unwrap_or" | "expect"
+                ) =>
+            {
+                &m.receiver
+            }
+            _ => return e,
+        };
+    }
+    e
+}
+
+/// The block leaves unconditionally at its own level (`return`, `break`,
+/// `continue`, `bail!`).
+fn block_exits(b: &syn::Block) -> bool {
+    b.stmts.iter().any(|s| match s {
+        syn::Stmt::Expr(Expr::Return(_) | Expr::Break(_) | Expr::Continue(_), _) => true,
+        syn::Stmt::Macro(m) => {
+            let n = macro_name(&m.mac);
+            n == "bail" || n == "panic"
+        }
+        syn::Stmt::Expr(Expr::Macro(m), _) => {
+            let n = macro_name(&m.mac);
+            n == "bail" || n == "panic"
+        }
+        _ => false,
+    })
+}
+
 /// A string that is a Redis Lua script: it calls `redis.call`/`redis.pcall`
 /// (or Valkey's `server.call`/`server.pcall`).
 fn looks_like_lua(text: &str) -> bool {
@@ -1893,7 +2096,7 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
     fn visit_block(&mut self, b: &'ast syn::Block) {
         self.depth += 1;
         let n = self.locals.len();
-        visit::visit_block(self, b);
+        self.visit_stmts(&b.stmts);
         self.locals.truncate(n);
         self.depth -= 1;
     }
@@ -1932,6 +2135,10 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
             _ => None,
         };
         if let Some(name) = pat_name(&l.pat) {
+            self.checks.retain(|(n, _)| *n != name);
+            if let Some(check) = init.and_then(|e| self.check_in(e, before)) {
+                self.checks.push((name.clone(), check));
+            }
             self.bind(name, ty, init, before);
         }
     }
@@ -2026,9 +2233,28 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
                 }
             }
         }
+        let test = self.absence_test(&i.cond, before, 0);
+        let then_from = self.facts.ops.len();
         self.visit_block(&i.then_branch);
+        let else_from = self.facts.ops.len();
         if let Some((_, e)) = &i.else_branch {
             self.visit_expr(e);
+        }
+        if let Some((check, absent)) = test {
+            let end = self.facts.ops.len();
+            let inner = self.depth + 1;
+            let plain_else =
+                matches!(&i.else_branch, Some((_, e)) if matches!(**e, Expr::Block(_)));
+            if absent {
+                self.guard_ops(check, then_from..else_from, inner);
+            } else {
+                if plain_else {
+                    self.guard_ops(check, else_from..end, inner);
+                }
+                if i.else_branch.is_none() && block_exits(&i.then_branch) {
+                    self.exit_guard = Some(check);
+                }
+            }
         }
     }
 

@@ -1,0 +1,82 @@
+use super::{Context, Diagnostic, Rule, RuleMeta};
+use crate::advice;
+use crate::facts::{Op, OpKind};
+use crate::finding::Severity;
+
+/// Flags the legacy SETNX + GETSET deadline algorithm. See the markdown
+/// beside this file.
+pub struct LegacyTakeoverLock;
+
+static META: RuleMeta = RuleMeta {
+    code: "LL010",
+    name: "legacy-takeover-lock",
+    severity: Severity::Warning,
+    summary: "a lock uses the legacy SETNX + GETSET deadline takeover: clock-dependent, and a holder cannot tell it was taken over",
+    doc: include_str!("ll010_legacy_takeover_lock.md"),
+};
+
+/// SPEC §2 "Legacy takeover": the `GETSET` of the same key that takes the
+/// lock of `acquire` over once the deadline it read with a `GET` passed —
+/// later in the acquire's own function (after that `GET`, or nested below
+/// the acquire, with no other write of the key between them), or
+/// in another function of the file (same-key evidence rules) that reads the
+/// deadline with a `GET` first. A facade whose `add` is a `SETNX` and whose
+/// `replace` is a `GETSET` is no takeover.
+pub(super) fn legacy_takeover<'a>(cx: &Context<'a>, acquire: &'a Op) -> Option<&'a Op> {
+    if !matches!(acquire.kind, OpKind::Acquire { .. }) {
+        return None;
+    }
+    let mut read = false;
+    for o in cx.later_in_scope(acquire) {
+        if !cx.same_key(o, acquire) {
+            continue;
+        }
+        match o.kind {
+            OpKind::Get => read = true,
+            // the deadline was read (`GET`), or the GETSET sits in a branch
+            // below the acquire (`if deadline < now { GETSET }`) — the read
+            // may go through a wrapper this file does not show as a GET
+            OpKind::GetSet if read || o.depth > acquire.depth => return Some(o),
+            OpKind::Expire | OpKind::Exists => {}
+            _ => break,
+        }
+    }
+    cx.any_same_key(acquire, |o| {
+        o.kind == OpKind::GetSet
+            && o.scope != acquire.scope
+            && cx
+                .earlier_in_scope(o)
+                .any(|g| g.kind == OpKind::Get && cx.same_key(g, o))
+    })
+}
+
+impl Rule for LegacyTakeoverLock {
+    fn meta(&self) -> &'static RuleMeta {
+        &META
+    }
+
+    fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
+        for op in cx.ops() {
+            let Some(getset) = legacy_takeover(cx, op) else {
+                continue;
+            };
+            out.push(Diagnostic {
+                span: Context::call_span(op),
+                message: format!(
+                    "lock `{}` uses the legacy SETNX + GETSET deadline takeover: it relies on synchronised clocks, every waiter's GETSET rewrites the deadline, and a holder whose lock was taken over cannot tell",
+                    op.key.display()
+                ),
+                label: "the deadline is a logical expiry that clients enforce".into(),
+                help: format!(
+                    "let Redis expire the lock: take it with one command that carries a TTL and a unique token, and release or extend it only through an atomic ownership check:\n{}",
+                    advice::acquire(op.client)
+                ),
+                note: Some(advice::LEASE_NOTE.into()),
+                labels: vec![(
+                    Context::call_span(getset),
+                    "an expired deadline is taken over here".into(),
+                )],
+            });
+        }
+    }
+}
