@@ -2,7 +2,7 @@
 //! spells them. The scripts here are exactly the ones the `help:` texts show;
 //! `tests/real_redis.rs` runs them against a real redis-server.
 
-use crate::facts::Client;
+use crate::facts::{Client, Span};
 
 /// Compare-and-delete: deletes the key only while it still holds our token.
 /// KEYS[1] = lock key, ARGV[1] = token. Returns 1 when released, 0 otherwise.
@@ -107,6 +107,315 @@ pub fn extend(client: Client) -> String {
     };
     format!("extend only while the key still holds your token:\n{how}\nwhere EXTEND is: if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end")
 }
+
+// --- fixes (issue 11): each client's spelling of a machine-applicable fix ---
+
+/// A TTL as the expire that set it spelled it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ttl<'a> {
+    /// A number of seconds (`EXPIRE`).
+    Seconds(&'a str),
+    /// A number of milliseconds (`PEXPIRE`).
+    Millis(&'a str),
+    /// The client's own duration argument(s), verbatim: a Go `time.Duration`,
+    /// Spring's `timeout, unit` or `Duration`, a .NET `TimeSpan`.
+    Native(&'a str),
+}
+
+/// What a fix changes: edits (byte span, replacement) and how safe they are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FixDraft {
+    pub applicability: crate::finding::Applicability,
+    pub message: String,
+    pub edits: Vec<(Span, String)>,
+}
+
+fn text(src: &str, span: Span) -> &str {
+    src.get(span.start..span.end).unwrap_or("").trim()
+}
+
+/// The set-if-absent calls a fix knows how to rewrite, per client: the
+/// method name (lower case) and where key and value stand.
+fn set_if_absent_shape(client: Client, name: &str, nargs: usize) -> Option<(usize, usize)> {
+    match (client, name, nargs) {
+        (Client::GoRedis, "setnx", 4) => Some((1, 2)),
+        (Client::SpringData, "setifabsent", 2) => Some((0, 1)),
+        (Client::StackExchange, "stringset" | "stringsetasync", 3 | 4) => Some((0, 1)),
+        (
+            Client::RedisRs
+            | Client::Jedis
+            | Client::Lettuce
+            | Client::RedisPy
+            | Client::Ioredis
+            | Client::NodeRedis
+            | Client::RedisRb
+            | Client::Phpredis
+            | Client::Predis,
+            "set_nx" | "setnx",
+            2,
+        ) => Some((0, 1)),
+        _ => None,
+    }
+}
+
+/// The TTL an expire call sets, as its client spells it (`None`: not a
+/// relative TTL this module can move into a SET).
+pub fn expire_ttl<'s>(src: &'s str, client: Client, name: &str, args: &[Span]) -> Option<Ttl<'s>> {
+    let name = name.to_ascii_lowercase();
+    match client {
+        Client::GoRedis if (name == "expire" || name == "pexpire") && args.len() == 3 => {
+            Some(Ttl::Native(text(src, args[2])))
+        }
+        Client::SpringData if name == "expire" && (2..=3).contains(&args.len()) => {
+            let tail = Span::new(args[1].start, args[args.len() - 1].end);
+            Some(Ttl::Native(text(src, tail)))
+        }
+        Client::StackExchange
+            if (name == "keyexpire" || name == "keyexpireasync") && args.len() == 2 =>
+        {
+            let t = text(src, args[1]);
+            t.starts_with("TimeSpan.").then_some(Ttl::Native(t))
+        }
+        Client::GoRedis | Client::SpringData | Client::StackExchange => None,
+        _ if args.len() == 2 => match name.as_str() {
+            "expire" => Some(Ttl::Seconds(text(src, args[1]))),
+            "pexpire" => Some(Ttl::Millis(text(src, args[1]))),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A TTL to suggest where the code has none (a display-only fix).
+pub fn suggested_ttl(client: Client) -> Ttl<'static> {
+    match client {
+        Client::GoRedis => Ttl::Native("30*time.Second"),
+        Client::SpringData => Ttl::Native("Duration.ofSeconds(30)"),
+        Client::StackExchange => Ttl::Native("TimeSpan.FromSeconds(30)"),
+        _ => Ttl::Seconds("30"),
+    }
+}
+
+/// Whether the rewritten call returns what the original returned, for any
+/// use of the reply (`true`), or only when the reply is tested for truth.
+fn reply_kept(client: Client) -> bool {
+    matches!(
+        client,
+        Client::RedisRs
+            | Client::GoRedis
+            | Client::SpringData
+            | Client::StackExchange
+            | Client::RedisRb
+            | Client::Phpredis
+    )
+}
+
+/// One set-if-absent with its TTL, in the client's own spelling: the text
+/// that replaces the acquire from its method name to the end of the call.
+/// `None` when the client or the TTL form has no such spelling.
+pub fn set_if_absent_with_ttl(
+    client: Client,
+    name: &str,
+    key: &str,
+    value: &str,
+    ttl: Ttl,
+) -> Option<String> {
+    let (unit_up, unit_low, t) = match ttl {
+        Ttl::Seconds(t) => ("EX", "ex", t),
+        Ttl::Millis(t) => ("PX", "px", t),
+        Ttl::Native(t) => ("", "", t),
+    };
+    let native = matches!(ttl, Ttl::Native(_));
+    let needs_native = matches!(
+        client,
+        Client::GoRedis | Client::SpringData | Client::StackExchange
+    );
+    if native != needs_native {
+        return None;
+    }
+    Some(match client {
+        Client::RedisRs => format!(
+            "set_options({key}, {value}, redis::SetOptions::default().conditional_set(redis::ExistenceCheck::NX).with_expiration(redis::SetExpiry::{unit_up}({t})))"
+        ),
+        Client::SpringData => format!("{name}({key}, {value}, {t})"),
+        Client::Jedis => format!("set({key}, {value}, SetParams.setParams().nx().{unit_low}({t}))"),
+        Client::Lettuce => format!("set({key}, {value}, SetArgs.Builder.nx().{unit_low}({t}))"),
+        Client::RedisPy => format!("set({key}, {value}, nx=True, {unit_low}={t})"),
+        Client::Ioredis => format!("set({key}, {value}, '{unit_up}', {t}, 'NX')"),
+        Client::NodeRedis => format!("set({key}, {value}, {{ NX: true, {unit_up}: {t} }})"),
+        Client::GoRedis => format!("{name}(ctx, {key}, {value}, {t})"),
+        Client::RedisRb => format!("set({key}, {value}, nx: true, {unit_low}: {t})"),
+        Client::Phpredis => format!("set({key}, {value}, ['nx', '{unit_low}' => {t}])"),
+        Client::Predis => format!("set({key}, {value}, '{unit_up}', {t}, 'NX')"),
+        Client::StackExchange => format!("{name}({key}, {value}, {t}, When.NotExists)"),
+        _ => return None,
+    })
+}
+
+/// The line of `src` around `[start, end)`: (line start, text before, text after, line end after its newline).
+fn line_around(src: &str, start: usize, end: usize) -> (usize, &str, &str, usize) {
+    let ls = src[..start].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let le = src[end..]
+        .find('\n')
+        .map(|i| end + i + 1)
+        .unwrap_or(src.len());
+    let after = src[end..le].trim_end_matches(['\n', '\r']);
+    (ls, &src[ls..start], after, le)
+}
+
+/// The call is the whole condition of an `if` (`if r.setnx(k, v):`,
+/// `if (await redis.setnx(k, v)) {`): its reply is only tested for truth.
+fn is_condition(before: &str, after: &str) -> bool {
+    let b = before.trim_end();
+    let b = b.strip_suffix("await").map(str::trim_end).unwrap_or(b);
+    let b = b.trim_end_matches('(').trim_end();
+    let keyword = ["if", "elif", "unless"]
+        .iter()
+        .any(|k| b.ends_with(k) && empty_or_closing(&b[..b.len() - k.len()]));
+    let a = after.trim_start_matches(')').trim();
+    keyword && matches!(a, "" | ":" | "{" | "then")
+}
+
+/// Nothing, or the `}` / `} else` that closes a previous branch.
+fn empty_or_closing(s: &str) -> bool {
+    matches!(s.trim(), "" | "}" | "} else" | "else")
+}
+
+/// The edit that deletes a call standing alone as a statement on its
+/// line(s), with its reply discarded; `None` when the call is part of a
+/// larger expression or shares its line with other code.
+fn delete_statement(
+    src: &str,
+    stmt_start: usize,
+    call_end: usize,
+    python: bool,
+) -> Option<(Span, String)> {
+    if stmt_start > call_end || call_end > src.len() || !src.is_char_boundary(stmt_start) {
+        return None;
+    }
+    let (ls, before, after, le) = line_around(src, stmt_start, call_end);
+    let prefix = before.trim();
+    let prefix_ok = prefix.is_empty()
+        || prefix == "await"
+        || (prefix.starts_with("let _") && prefix.ends_with('=') && !prefix.contains('('));
+    let suffix = after.trim();
+    let suffix = suffix.strip_prefix(".await").unwrap_or(suffix);
+    let suffix_ok = matches!(suffix.trim(), "" | ";" | "?" | "?;");
+    if !prefix_ok || !suffix_ok {
+        return None;
+    }
+    // A Python block whose only statement this is keeps a `pass`.
+    let indent: String = before.chars().take_while(|c| c.is_whitespace()).collect();
+    let prev = src[..ls].trim_end();
+    let next_indent = src[le..]
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len());
+    if python && prev.ends_with(':') && next_indent.is_none_or(|n| n < indent.len()) {
+        return Some((Span::new(ls, le), format!("{indent}pass\n")));
+    }
+    Some((Span::new(ls, le), String::new()))
+}
+
+/// The edit that deletes `.name(args)`, a link of a method chain standing
+/// alone on its line(s).
+fn delete_chain_link(src: &str, name_start: usize, call_end: usize) -> Option<(Span, String)> {
+    if name_start > call_end || call_end > src.len() || !src.is_char_boundary(name_start) {
+        return None;
+    }
+    let (ls, before, after, le) = line_around(src, name_start, call_end);
+    let lone = before.trim() == "." || before.trim() == "->";
+    (lone && after.trim().is_empty()).then(|| (Span::new(ls, le), String::new()))
+}
+
+/// The parts of one call a fix reads: receiver, name and arguments.
+#[derive(Clone, Copy, Debug)]
+pub struct CallParts<'a> {
+    pub client: Client,
+    /// Where the statement of the call starts (its receiver, else its name).
+    pub start: usize,
+    pub name: Span,
+    pub end: usize,
+    pub args: &'a [Span],
+}
+
+/// LL003: the set-if-absent and its expire merged into one set-if-absent
+/// with the TTL, the expire removed. Safe when the two are `adjacent` (the
+/// next Redis command of the function, same key, outside a transaction), the
+/// expire stands alone, and the reply keeps its meaning; display-only otherwise.
+pub fn merge_set_if_absent_and_expire(
+    src: &str,
+    acquire: CallParts,
+    expire: CallParts,
+    adjacent: bool,
+) -> Option<FixDraft> {
+    use crate::finding::Applicability;
+    let name = text(src, acquire.name);
+    let (ki, vi) = set_if_absent_shape(
+        acquire.client,
+        &name.to_ascii_lowercase(),
+        acquire.args.len(),
+    )?;
+    if acquire.client == Client::StackExchange
+        && acquire.args.len() == 4
+        && text(src, acquire.args[2]) != "null"
+    {
+        return None;
+    }
+    let ttl = expire_ttl(src, expire.client, text(src, expire.name), expire.args)?;
+    let key = text(src, acquire.args[ki]);
+    let value = text(src, acquire.args[vi]);
+    let call = set_if_absent_with_ttl(acquire.client, name, key, value, ttl)?;
+    let python = expire.client == Client::RedisPy;
+    // The expire goes: as a statement of its own, or as a link of a chain
+    // on its own line (`.expire(k, 30)` in a pipeline). Otherwise its reply
+    // is used, and no fix is offered.
+    let removal = delete_statement(src, expire.start, expire.end, python)
+        .or_else(|| delete_chain_link(src, expire.name.start, expire.end))?;
+    let (_, before, after, _) = line_around(src, acquire.start, acquire.end);
+    let boolean = reply_kept(acquire.client) || is_condition(before, after);
+    let needs_import = matches!(acquire.client, Client::Jedis | Client::Lettuce);
+    // redis-rs: a literal TTL fits whatever integer SetExpiry takes.
+    let typed = acquire.client != Client::RedisRs
+        || matches!(ttl, Ttl::Seconds(t) | Ttl::Millis(t) if t.bytes().all(|b| b.is_ascii_digit()));
+    let mut edits = vec![(Span::new(acquire.name.start, acquire.end), call)];
+    let applicability = if adjacent && boolean && !needs_import && typed {
+        Applicability::Safe
+    } else {
+        Applicability::DisplayOnly
+    };
+    edits.push(removal);
+    Some(FixDraft {
+        applicability,
+        message: "set the key and its TTL in one command; remove the separate expire".into(),
+        edits,
+    })
+}
+
+/// LL004: a suggested TTL on the set-if-absent (display-only: the right TTL
+/// is the author's choice).
+pub fn add_ttl(src: &str, acquire: CallParts) -> Option<FixDraft> {
+    let name = text(src, acquire.name);
+    let (ki, vi) = set_if_absent_shape(
+        acquire.client,
+        &name.to_ascii_lowercase(),
+        acquire.args.len(),
+    )?;
+    let call = set_if_absent_with_ttl(
+        acquire.client,
+        name,
+        text(src, acquire.args[ki]),
+        text(src, acquire.args[vi]),
+        suggested_ttl(acquire.client),
+    )?;
+    Some(FixDraft {
+        applicability: crate::finding::Applicability::DisplayOnly,
+        message: "give the lock a TTL longer than the work it guards (30 s shown)".into(),
+        edits: vec![(Span::new(acquire.name.start, acquire.end), call)],
+    })
+}
+
+// --- end fixes ---
 
 #[cfg(test)]
 mod tests {

@@ -13,6 +13,9 @@ mod ll006_unsafe_release_script;
 mod ll007_unconditional_extend;
 mod ll008_fail_open_acquire;
 mod ll009_weak_lock_token;
+// --- fix (issue 11) ---
+pub mod fixes;
+// --- end fix ---
 
 use crate::advice::Target;
 use crate::facts::{FileFacts, KeyExpr, KeyPart, Op, OpKind, ScopeId, Span};
