@@ -183,6 +183,9 @@ fn acceptable(
     if language == Language::Rust && syn::parse_file(old).is_ok() && syn::parse_file(new).is_err() {
         return false;
     }
+    if pattern_mode(language) && balanced(old, language) && !balanced(new, language) {
+        return false;
+    }
     let count = |fs: &[Finding]| {
         let mut m: BTreeMap<&str, usize> = BTreeMap::new();
         for f in fs {
@@ -195,6 +198,39 @@ fn acceptable(
     count(&new_findings)
         .iter()
         .all(|(code, n)| *n <= before.get(code).copied().unwrap_or(0))
+}
+
+fn pattern_mode(language: Language) -> bool {
+    !matches!(
+        language,
+        Language::Rust | Language::Lua | Language::Redis | Language::Shell
+    )
+}
+
+/// The brackets of a file read in pattern mode nest, by the front-end's own
+/// lexer (comments and strings are not counted).
+fn balanced(src: &str, language: Language) -> bool {
+    use crate::frontend::pattern::lexer::{self, Kind};
+    let mut open: Vec<char> = Vec::new();
+    for t in lexer::lex(src, language) {
+        if t.kind != Kind::Punct {
+            continue;
+        }
+        let want = match t.text.as_str() {
+            "(" | "[" | "{" => {
+                open.extend(t.text.chars());
+                continue;
+            }
+            ")" => '(',
+            "]" => '[',
+            "}" => '{',
+            _ => continue,
+        };
+        if open.pop() != Some(want) {
+            return false;
+        }
+    }
+    open.is_empty()
 }
 
 /// Writes `text` to `path` atomically: a temporary file beside it, then a
@@ -481,6 +517,39 @@ mod tests {
             d,
             "--- a/x\n+++ b/x\n@@ -1,3 +1,4 @@\n a\n-b\n+B\n c\n+d\n\\ No newline at end of file\n"
         );
+    }
+
+    #[test]
+    fn a_result_that_no_longer_parses_is_refused() {
+        let settings = Settings::default();
+        let rs = "fn f() { let x = 1; }\n";
+        assert!(acceptable("a.rs", rs, rs, Language::Rust, &settings, &[]));
+        assert!(!acceptable(
+            "a.rs",
+            rs,
+            "fn f() { let x = ; }\n",
+            Language::Rust,
+            &settings,
+            &[]
+        ));
+        let js = "function f() { if (a) { b(\"}\"); } }\n";
+        assert!(acceptable(
+            "a.js",
+            js,
+            js,
+            Language::JavaScript,
+            &settings,
+            &[]
+        ));
+        let broken = "function f() { if (a) { b(\"}\"); }\n";
+        assert!(!acceptable(
+            "a.js",
+            js,
+            broken,
+            Language::JavaScript,
+            &settings,
+            &[]
+        ));
     }
 
     #[test]

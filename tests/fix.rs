@@ -289,3 +289,46 @@ fn json_rdjson_and_sarif_carry_the_fix() {
         "lock.go"
     );
 }
+
+/// The fixed Rust fixtures compile against the real redis crate: a small
+/// crate under the target folder (kept between runs) with each fixed file
+/// as a module, `cargo check`ed. It needs crates.io once, so it runs in CI
+/// (`.ci/run`) or with `LOCKLINT_RUST_FIX_CHECK=1`, and says so otherwise.
+#[test]
+fn fixed_rust_fixtures_compile_against_the_redis_crate() {
+    let wanted = std::env::var("LOCKLINT_RUST_FIX_CHECK").is_ok_and(|v| v == "1");
+    if !wanted && !gate_common::tools_required() {
+        eprintln!(
+            "skipped: set LOCKLINT_RUST_FIX_CHECK=1 (CI does) to compile the fixed Rust fixtures"
+        );
+        return;
+    }
+    let fixed = fixed_fixtures("LL003");
+    let rust: Vec<_> = fixed.iter().filter(|f| f.1 == Language::Rust).collect();
+    assert!(!rust.is_empty(), "no Rust fixture has a safe LL003 fix");
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixed-rust-check");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"fixed-rust-check\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
+         [dependencies]\nredis = { version = \"0.32\", default-features = false }\n\n[workspace]\n",
+    )
+    .unwrap();
+    let mut lib = String::from("#![allow(dead_code, unused)]\n");
+    for (i, (_, _, _, text)) in rust.iter().enumerate() {
+        std::fs::write(dir.join(format!("src/fixed{i}.rs")), text).unwrap();
+        lib.push_str(&format!("mod fixed{i};\n"));
+    }
+    std::fs::write(dir.join("src/lib.rs"), lib).unwrap();
+    let out = Command::new(env!("CARGO"))
+        .args(["check", "--quiet", "--lib"])
+        .current_dir(&dir)
+        .env("CARGO_TARGET_DIR", dir.join("target"))
+        .output()
+        .expect("cargo runs");
+    assert!(
+        out.status.success(),
+        "the fixed Rust fixtures do not compile against redis 0.32:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -215,6 +215,26 @@ fn scripted_session_fixes_a_finding_and_survives_a_malformed_message() {
     );
     assert_eq!(c.diagnostics(&uri), Vec::<Value>::new());
 
+    // The workspace's locklint.toml ignores LL004: a lock without TTL, which
+    // the defaults report, shows nothing here.
+    let no_ttl = "import redis\n\nr = redis.Redis()\n\n\ndef take(job, token):\n    return r.setnx(\"lock:\" + job, token)\n";
+    let by_default = locklint::check_source(
+        "take.py",
+        no_ttl,
+        locklint::facts::Language::Python,
+        &locklint::Settings::default(),
+    );
+    assert_eq!(
+        by_default.iter().map(|f| f.code).collect::<Vec<_>>(),
+        ["LL004"]
+    );
+    let take = format!("{root}/take.py");
+    c.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": take, "languageId": "python", "version": 1, "text": no_ttl } }),
+    );
+    assert_eq!(c.diagnostics(&take), Vec::<Value>::new());
+
     // A clean shutdown: the reply, then exit ends the process with status 0.
     let bye = c.request("shutdown", Value::Null);
     assert_eq!(bye["result"], Value::Null);
