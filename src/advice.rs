@@ -328,6 +328,91 @@ fn delete_chain_link(src: &str, name_start: usize, call_end: usize) -> Option<(S
     (lone && after.trim().is_empty()).then(|| (Span::new(ls, le), String::new()))
 }
 
+/// The variable the acquire's reply is bound to on its line (`ok` in
+/// `let ok: bool =`, `Boolean ok =`, `ok, err :=`, `$ok =`, `var ok = await`).
+fn bound_name(before: &str) -> Option<&str> {
+    let b = before.trim_end();
+    let b = b.strip_suffix("await").unwrap_or(b).trim_end();
+    let b = b
+        .strip_suffix(":=")
+        .or_else(|| b.strip_suffix('='))?
+        .trim_end();
+    // `ok, err` → `ok`; `ok: bool` → `ok`.
+    let b = b.split(',').next()?.split(':').next()?.trim();
+    let name = b
+        .rsplit(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .next()?;
+    (!name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit())).then_some(name)
+}
+
+/// The expire runs exactly when the acquire succeeded, with nothing but the
+/// success test between them: directly next; first in the block the acquire
+/// is the condition of; first in `if <reply> {`; or after an early return on
+/// failure (`if err != nil || !ok { return … }`). An expire in an `else`,
+/// `ensure`, `finally`, a loop or under another condition is not.
+fn expire_follows_success(src: &str, acquire: CallParts, expire: CallParts) -> bool {
+    let (Some(between), true) = (
+        src.get(acquire.end..expire.start),
+        acquire.end <= expire.start,
+    ) else {
+        return false;
+    };
+    let (_, before, _, _) = line_around(src, acquire.start, acquire.end);
+    // The rest of the acquire's line (`):`, `) {`, `?;`, `.Result()`), then the lines up to the expire.
+    let (tail, rest) = between.split_once('\n').unwrap_or((between, ""));
+    if [
+        "else", "ensure", "rescue", "catch", "finally", "except", "for", "while",
+    ]
+    .iter()
+    .any(|w| has_word(tail, w))
+    {
+        return false;
+    }
+    let rest = rest.split_whitespace().collect::<Vec<_>>().join(" ");
+    // The expire's own `await` stands before its receiver.
+    let rest = rest.strip_suffix("await").unwrap_or(&rest).trim_end();
+    let rest = rest.trim_end_matches(['{', ':']).trim();
+    if rest.is_empty() {
+        return true;
+    }
+    let Some(var) = bound_name(before) else {
+        return false;
+    };
+    let Some(cond) = rest.strip_prefix("if") else {
+        return false;
+    };
+    let blocked = [
+        "else", "ensure", "rescue", "catch", "finally", "except", "for", "while", "if",
+    ];
+    if blocked.iter().any(|w| has_word(cond, w))
+        || !has_word(cond, var)
+        || cond.contains(';') && !cond.contains("return")
+    {
+        return false;
+    }
+    match cond.split_once("return") {
+        // An early return when the acquire failed: `if err != nil || !ok { return false, err }`.
+        Some((test, body)) => {
+            let body = body
+                .trim()
+                .trim_end_matches('}')
+                .trim()
+                .trim_end_matches(';');
+            has_word(test, var) && !body.contains(['{', '}', ';'])
+        }
+        // `if ok {`, `if (Boolean.TRUE.equals(ok)) {`, `if ok == true:`: a test that it succeeded.
+        None => !cond.contains('!') || cond.contains("!="),
+    }
+}
+
+/// `word` stands in `text` as a whole word.
+fn has_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(i, _)| {
+        let ok = |c: Option<char>| !c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        ok(text[..i].chars().next_back()) && ok(text[i + word.len()..].chars().next())
+    })
+}
+
 /// The parts of one call a fix reads: receiver, name and arguments.
 #[derive(Clone, Copy, Debug)]
 pub struct CallParts<'a> {
@@ -379,7 +464,8 @@ pub fn merge_set_if_absent_and_expire(
     let typed = acquire.client != Client::RedisRs
         || matches!(ttl, Ttl::Seconds(t) | Ttl::Millis(t) if t.bytes().all(|b| b.is_ascii_digit()));
     let mut edits = vec![(Span::new(acquire.name.start, acquire.end), call)];
-    let applicability = if adjacent && boolean && !needs_import && typed {
+    let follows = expire_follows_success(src, acquire, expire);
+    let applicability = if adjacent && follows && boolean && !needs_import && typed {
         Applicability::Safe
     } else {
         Applicability::DisplayOnly
@@ -415,6 +501,96 @@ pub fn add_ttl(src: &str, acquire: CallParts) -> Option<FixDraft> {
     })
 }
 
+/// Where the value of a set-if-absent stands among its arguments.
+fn acquire_value<'s>(src: &'s str, acquire: CallParts) -> Option<&'s str> {
+    let name = text(src, acquire.name).to_ascii_lowercase();
+    let vi = match set_if_absent_shape(acquire.client, &name, acquire.args.len()) {
+        Some((_, vi)) => vi,
+        // `set(k, v, nx=True, …)` and the like: the value is the second argument.
+        None if acquire.client == Client::GoRedis => 2,
+        None => 1,
+    };
+    acquire.args.get(vi).map(|s| text(src, *s))
+}
+
+/// A token text a release can reuse: a plain name in the same function, or
+/// a field (`self.token`, `this.token`, `@token`, `$this->token`) from
+/// another method of the same type.
+fn reusable_token(token: &str, same_scope: bool) -> bool {
+    let name = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+            && !s.starts_with(|c: char| c.is_ascii_digit())
+    };
+    let field = ["self.", "this.", "@", "$this->"]
+        .iter()
+        .find_map(|p| token.strip_prefix(p))
+        .is_some_and(name);
+    if same_scope {
+        name(token) || field
+    } else {
+        field
+    }
+}
+
+/// LL002 (unsafe): the plain delete becomes the compare-and-delete script
+/// (inline, the one `tests/real_redis.rs` proves), with the token the lock
+/// was taken with. `None` when the client, the call or the token does not fit.
+pub fn checked_release(
+    src: &str,
+    acquire: CallParts,
+    release: CallParts,
+    same_scope: bool,
+) -> Option<FixDraft> {
+    let token = acquire_value(src, acquire)?;
+    if !reusable_token(token, same_scope) {
+        return None;
+    }
+    let name = text(src, release.name);
+    let lower = name.to_ascii_lowercase();
+    let (ctx, key) = match (release.client, release.args) {
+        (Client::GoRedis, [ctx, key]) => (text(src, *ctx), text(src, *key)),
+        (Client::GoRedis, _) => return None,
+        (_, [key]) => ("", text(src, *key)),
+        _ => return None,
+    };
+    if !matches!(
+        lower.as_str(),
+        "del" | "delete" | "unlink" | "keydelete" | "keydeleteasync"
+    ) {
+        return None;
+    }
+    let script = format!(
+        "\"{}\"",
+        RELEASE_SCRIPT
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let call = match release.client {
+        Client::RedisPy | Client::Ioredis | Client::Predis => {
+            format!("eval({script}, 1, {key}, {token})")
+        }
+        Client::NodeRedis => format!("eval({script}, {{ keys: [{key}], arguments: [{token}] }})"),
+        Client::GoRedis => format!("Eval({ctx}, {script}, []string{{{key}}}, {token})"),
+        Client::RedisRb => format!("eval({script}, keys: [{key}], argv: [{token}])"),
+        Client::Phpredis => format!("eval({script}, [{key}, {token}], 1)"),
+        Client::StackExchange if lower.ends_with("async") => {
+            format!("LockReleaseAsync({key}, {token})")
+        }
+        Client::StackExchange => format!("LockRelease({key}, {token})"),
+        _ => return None,
+    };
+    Some(FixDraft {
+        applicability: crate::finding::Applicability::Unsafe,
+        message:
+            "delete the key only while it still holds this holder's token (compare-and-delete)"
+                .into(),
+        edits: vec![(Span::new(release.name.start, release.end), call)],
+    })
+}
+
 // --- end fixes ---
 
 #[cfg(test)]
@@ -439,6 +615,110 @@ mod tests {
         )
         .contains("del_ex"));
         assert!(!release(Client::RedisRs, Target::default()).contains("del_ex"));
+    }
+
+    fn parts(src: &str, call: &str, client: Client) -> CallParts<'static> {
+        // Test helper: a one-argument-list call `recv.name(a, b)` found by text.
+        let at = src.find(call).unwrap();
+        let dot = call.find('.').unwrap();
+        let open = call.find('(').unwrap();
+        let name = Span::new(at + dot + 1, at + open);
+        let mut args = Vec::new();
+        let mut start = at + open + 1;
+        for piece in call[open + 1..call.len() - 1].split(", ") {
+            args.push(Span::new(start, start + piece.len()));
+            start += piece.len() + 2;
+        }
+        CallParts {
+            client,
+            start: at,
+            name,
+            end: at + call.len(),
+            args: Box::leak(args.into_boxed_slice()),
+        }
+    }
+
+    fn merged(src: &str, acquire: &str, expire: &str, client: Client) -> Option<FixDraft> {
+        merge_set_if_absent_and_expire(
+            src,
+            parts(src, acquire, client),
+            parts(src, expire, client),
+            true,
+        )
+    }
+
+    #[test]
+    fn merge_is_safe_only_when_the_expire_follows_success() {
+        use crate::finding::Applicability::{DisplayOnly, Safe};
+        let ok = "def f(k, v):\n    if r.setnx(k, v):\n        r.expire(k, 30)\n        return v\n";
+        let fix = merged(ok, "r.setnx(k, v)", "r.expire(k, 30)", Client::RedisPy).unwrap();
+        assert_eq!(fix.applicability, Safe);
+        assert_eq!(fix.edits[0].1, "set(k, v, nx=True, ex=30)");
+        // Under another condition, the TTL is not always set: not safe.
+        let cond =
+            "def f(k, v, t):\n    if r.setnx(k, v):\n        if t:\n            r.expire(k, t)\n";
+        let fix = merged(cond, "r.setnx(k, v)", "r.expire(k, t)", Client::RedisPy).unwrap();
+        assert_eq!(fix.applicability, DisplayOnly);
+        // In an `ensure` branch (Ruby): not safe either.
+        let ensure = "def f(k)\n  yield if redis.setnx(k, v)\nensure\n  redis.expire(k, 9)\nend\n";
+        let fix = merged(
+            ensure,
+            "redis.setnx(k, v)",
+            "redis.expire(k, 9)",
+            Client::RedisRb,
+        )
+        .unwrap();
+        assert_eq!(fix.applicability, DisplayOnly);
+        // Bound, then tested: safe; tested for failure: not.
+        let bound = "let ok: bool = con.set_nx(k, v)?;\nif ok {\n    let _: bool = con.expire(k, 30)?;\n}\n";
+        let fix = merged(
+            bound,
+            "con.set_nx(k, v)",
+            "con.expire(k, 30)",
+            Client::RedisRs,
+        )
+        .unwrap();
+        assert_eq!(fix.applicability, Safe);
+        let negated = bound.replace("if ok {", "if !ok {");
+        let fix = merged(
+            &negated,
+            "con.set_nx(k, v)",
+            "con.expire(k, 30)",
+            Client::RedisRs,
+        )
+        .unwrap();
+        assert_eq!(fix.applicability, DisplayOnly);
+        // The expire's reply is used: no fix at all.
+        let used = "if r.setnx(k, v):\n    done = r.expire(k, 30)\n";
+        assert!(merged(used, "r.setnx(k, v)", "r.expire(k, 30)", Client::RedisPy).is_none());
+    }
+
+    #[test]
+    fn checked_release_needs_the_token_in_scope() {
+        let same = "t = new_token()\nr.set(k, t, nx=True, ex=5)\nr.delete(k)\n";
+        let fix = checked_release(
+            same,
+            parts(same, "r.set(k, t, nx=True, ex=5)", Client::RedisPy),
+            parts(same, "r.delete(k)", Client::RedisPy),
+            true,
+        )
+        .unwrap();
+        assert_eq!(fix.applicability, crate::finding::Applicability::Unsafe);
+        let one_line = RELEASE_SCRIPT
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(fix.edits[0].1, format!("eval(\"{one_line}\", 1, k, t)"));
+        // A local of another function is not in scope; a field is.
+        assert!(checked_release(
+            same,
+            parts(same, "r.set(k, t, nx=True, ex=5)", Client::RedisPy),
+            parts(same, "r.delete(k)", Client::RedisPy),
+            false,
+        )
+        .is_none());
+        assert!(reusable_token("self.token", false) && reusable_token("$this->token", false));
+        assert!(!reusable_token("uuid4().hex", true));
     }
 
     #[test]

@@ -36,6 +36,19 @@ fn display(path: &Path) -> String {
 
 /// Every fixture with a safe fix of `code`: (display path, language, source, fixed text).
 fn fixed_fixtures(code: &str) -> Vec<(String, Language, String, String)> {
+    fixed_fixtures_at(code, Applicability::Safe)
+}
+
+/// Every fixture with a fix of `code` at `applicability`, fixed at that level.
+fn fixed_fixtures_at(
+    code: &str,
+    applicability: Applicability,
+) -> Vec<(String, Language, String, String)> {
+    let level = if applicability == Applicability::Safe {
+        Level::Safe
+    } else {
+        Level::Unsafe
+    };
     let settings = Settings::default();
     let mut out = Vec::new();
     for path in fixtures() {
@@ -49,12 +62,12 @@ fn fixed_fixtures(code: &str) -> Vec<(String, Language, String, String)> {
             f.code == code
                 && f.fix
                     .as_ref()
-                    .is_some_and(|x| x.applicability == Applicability::Safe)
+                    .is_some_and(|x| x.applicability == applicability)
         });
         if !safe {
             continue;
         }
-        let result = fix::fix_source(&name, &src, language, &settings, Level::Safe);
+        let result = fix::fix_source(&name, &src, language, &settings, level);
         assert!(result.changed(), "{name}: a safe fix changed nothing");
         assert!(result.refused.is_empty(), "{name}: {:?}", result.refused);
         out.push((name, language, src, result.fixed));
@@ -104,6 +117,32 @@ fn safe_ll003_fixes_remove_the_finding_and_a_second_run_is_a_no_op() {
 }
 
 #[test]
+fn unsafe_ll002_fixes_release_with_the_token_and_remove_the_finding() {
+    let settings = Settings::default();
+    let fixed = fixed_fixtures_at("LL002", Applicability::Unsafe);
+    let names: Vec<&str> = fixed.iter().map(|f| f.0.as_str()).collect();
+    for expected in [
+        "fixtures/javascript/ll002_bad_del.js",
+        "fixtures/python/ll002_bad_unlink_method.py",
+    ] {
+        assert!(names.contains(&expected), "{expected} not fixed: {names:?}");
+    }
+    for (name, language, _, new) in &fixed {
+        let after = locklint::check_source(name, new, *language, &settings);
+        assert!(after.iter().all(|f| f.code != "LL002"), "{name}:\n{new}");
+        assert!(
+            new.contains("redis.call('get', KEYS[1]) == ARGV[1]"),
+            "{name}"
+        );
+        // --fix alone (safe only) leaves an unsafe fix alone.
+        let src =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(name)).unwrap();
+        let safe_only = fix::fix_source(name, &src, *language, &settings, Level::Safe);
+        assert!(!safe_only.fixed.contains("ARGV[1]"), "{name}");
+    }
+}
+
+#[test]
 fn display_only_fixes_are_never_applied() {
     let settings = Settings::default();
     for path in fixtures() {
@@ -116,7 +155,7 @@ fn display_only_fixes_are_never_applied() {
         if findings.iter().any(|f| {
             f.fix
                 .as_ref()
-                .is_some_and(|x| x.applicability == Applicability::Safe)
+                .is_some_and(|x| x.applicability != Applicability::DisplayOnly)
         }) {
             continue;
         }
@@ -154,7 +193,9 @@ fn fixed_files_pass_the_languages_own_syntax_checkers() {
         (Language::Php, "php", &["-l"]),
     ];
     let mut checked = 0;
-    for (name, language, _, new) in fixed_fixtures("LL003") {
+    let mut all = fixed_fixtures("LL003");
+    all.extend(fixed_fixtures_at("LL002", Applicability::Unsafe));
+    for (name, language, _, new) in all {
         let Some((_, tool, args)) = checkers.iter().find(|c| c.0 == language) else {
             continue;
         };

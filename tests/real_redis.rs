@@ -470,4 +470,68 @@ fn fixed_python_ll003_fixtures_take_the_lock_with_its_ttl() {
         let _ = std::fs::remove_dir_all(dir.path().join("__pycache__"));
     }
 }
+
+/// The unsafe LL002 fix of the Python lock class: after it, a second holder
+/// (another token) cannot release the lock; the holder can.
+#[test]
+fn fixed_python_ll002_release_only_frees_the_holders_lock() {
+    use locklint::facts::Language;
+    use locklint::fix::{fix_source, Level};
+    if !Command::new("python3")
+        .args(["-c", "import redis"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        let required = ["CI", "LOCKLINT_REQUIRE_TOOLS"]
+            .iter()
+            .any(|v| std::env::var(v).is_ok_and(|s| s == "true" || s == "1"));
+        assert!(
+            !required,
+            "redis-py is missing: .ci/run installs it with pip"
+        );
+        eprintln!("skipped: redis-py is not installed (pip install redis)");
+        return;
+    }
+    let server = Server::start();
+    let file = "ll002_bad_unlink_method.py";
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/python")
+        .join(file);
+    let src = std::fs::read_to_string(path).unwrap();
+    let fixed = fix_source(
+        file,
+        &src,
+        Language::Python,
+        &locklint::Settings::default(),
+        Level::Unsafe,
+    );
+    assert!(fixed.changed(), "{file}: no fix");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("fixed_mutex.py"), &fixed.fixed).unwrap();
+    let script = format!(
+        "import sys, redis\nsys.path.insert(0, {dir:?})\nfrom fixed_mutex import RedisMutex\n\
+         c = redis.Redis(port={port})\n\
+         a = RedisMutex(c, 'lock:report'); b = RedisMutex(c, 'lock:report')\n\
+         first = a.lock(); second = b.lock()\n\
+         b.token = 'another-holder'; b.unlock()\n\
+         after_other = c.exists('lock:report')\n\
+         a.unlock()\n\
+         print(bool(first), bool(second), after_other, c.exists('lock:report'))\n",
+        dir = dir.path().display().to_string(),
+        port = server.port,
+    );
+    let out = Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "True False 1 0"
+    );
+}
 // --- end fix ---

@@ -5,22 +5,28 @@
 use super::ll003_setnx_then_expire::following_expire;
 use super::{Context, Diagnostic};
 use crate::advice::{self, CallParts, FixDraft};
-use crate::facts::{CallSite, Op, OpKind, Span};
+use crate::facts::{CallSite, Op, OpKind, Span, ValueExpr};
 use std::collections::HashMap;
 
 /// Finds the fixes of one file's diagnostics; indexes acquires and call
 /// sites once, so a file with many findings stays linear.
 pub struct Fixer<'a> {
-    acquires: HashMap<Span, &'a Op>,
+    /// Acquires and plain releases by the span a finding points at.
+    ops: HashMap<Span, &'a Op>,
     sites: HashMap<Span, &'a CallSite>,
 }
 
 impl<'a> Fixer<'a> {
     pub fn new(cx: &Context<'a>) -> Self {
         Fixer {
-            acquires: cx
+            ops: cx
                 .ops()
-                .filter(|o| matches!(o.kind, OpKind::Acquire { .. }))
+                .filter(|o| {
+                    matches!(
+                        o.kind,
+                        OpKind::Acquire { .. } | OpKind::Release { checked: false }
+                    )
+                })
                 .map(|o| (Context::call_span(o), o))
                 .collect(),
             sites: cx.facts.call_sites.iter().map(|c| (c.span, c)).collect(),
@@ -35,11 +41,11 @@ impl<'a> Fixer<'a> {
         d: &Diagnostic,
         src: &str,
     ) -> Option<FixDraft> {
-        if !matches!(code, "LL003" | "LL004") {
+        if !matches!(code, "LL002" | "LL003" | "LL004") {
             return None;
         }
-        let acquire = *self.acquires.get(&d.span)?;
-        fix_for(code, cx, acquire, src, |op| self.parts(op))
+        let op = *self.ops.get(&d.span)?;
+        fix_for(code, cx, op, src, |op| self.parts(op))
     }
 
     fn parts(&self, op: &Op) -> Option<CallParts<'a>> {
@@ -62,10 +68,17 @@ impl<'a> Fixer<'a> {
 fn fix_for<'a>(
     code: &str,
     cx: &Context<'a>,
-    acquire: &'a Op,
+    op: &'a Op,
     src: &str,
     parts: impl Fn(&Op) -> Option<CallParts<'a>>,
 ) -> Option<FixDraft> {
+    if code == "LL002" {
+        return release_fix(cx, op, src, &parts);
+    }
+    let acquire = op;
+    if !matches!(acquire.kind, OpKind::Acquire { .. }) {
+        return None;
+    }
     match code {
         "LL003" => {
             let expire = following_expire(cx, acquire)?;
@@ -81,4 +94,31 @@ fn fix_for<'a>(
         "LL004" => advice::add_ttl(src, parts(acquire)?),
         _ => None,
     }
+}
+
+/// LL002: the plain release becomes the checked release, where the token
+/// the lock was taken with is in scope: the acquire is earlier in the same
+/// function, or in another method of the same type with a token the
+/// methods share (a field; `advice` decides which texts are one).
+fn release_fix<'a>(
+    cx: &Context<'a>,
+    release: &'a Op,
+    src: &str,
+    parts: &impl Fn(&Op) -> Option<CallParts<'a>>,
+) -> Option<FixDraft> {
+    if release.kind != (OpKind::Release { checked: false }) {
+        return None;
+    }
+    let owner = &cx.facts.scope(release.scope).owner;
+    let acquire = cx.ops().find(|a| {
+        matches!(a.kind, OpKind::Acquire { .. })
+            && !matches!(a.value, Some(ValueExpr::Constant(_)))
+            && cx.same_key(a, release)
+            && ((a.scope == release.scope && a.order < release.order)
+                || (a.scope != release.scope
+                    && owner.is_some()
+                    && cx.facts.scope(a.scope).owner == *owner))
+    })?;
+    let same_scope = acquire.scope == release.scope;
+    advice::checked_release(src, parts(acquire)?, parts(release)?, same_scope)
 }
