@@ -405,6 +405,45 @@ fn expire_follows_success(src: &str, acquire: CallParts, expire: CallParts) -> b
     }
 }
 
+/// How far after the acquire a comparison of its reply is looked for.
+const REPLY_USE_WINDOW: usize = 4096;
+
+/// The reply is compared with a number (`== 1L`, `$ok === 1`, `ok != 0`):
+/// a wrapper may answer 1/0 where `SET … NX` answers OK/nil or a boolean
+/// (Laravel's phpredis connection casts SETNX to int), so the meaning of
+/// the comparison would change.
+fn compared_with_number(src: &str, acquire: CallParts, var: Option<&str>) -> bool {
+    let end = acquire.end.min(src.len());
+    let mut stop = (end + REPLY_USE_WINDOW).min(src.len());
+    while !src.is_char_boundary(stop) {
+        stop -= 1;
+    }
+    let after = &src[end..stop];
+    let number_after = |rest: &str| {
+        let r = rest.trim_start();
+        let r = ["===", "!==", "==", "!="]
+            .iter()
+            .find_map(|op| r.strip_prefix(op));
+        r.is_some_and(|r| {
+            r.trim_start()
+                .starts_with(|c: char| c.is_ascii_digit() || c == '-')
+        })
+    };
+    if number_after(after.trim_start_matches(')')) {
+        return true;
+    }
+    let Some(var) = var else {
+        return false;
+    };
+    after.match_indices(var).any(|(i, _)| {
+        let before_ok = !after[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        before_ok && number_after(&after[i + var.len()..])
+    })
+}
+
 /// `word` stands in `text` as a whole word.
 fn has_word(text: &str, word: &str) -> bool {
     text.match_indices(word).any(|(i, _)| {
@@ -464,7 +503,8 @@ pub fn merge_set_if_absent_and_expire(
     let typed = acquire.client != Client::RedisRs
         || matches!(ttl, Ttl::Seconds(t) | Ttl::Millis(t) if t.bytes().all(|b| b.is_ascii_digit()));
     let mut edits = vec![(Span::new(acquire.name.start, acquire.end), call)];
-    let follows = expire_follows_success(src, acquire, expire);
+    let follows = expire_follows_success(src, acquire, expire)
+        && !compared_with_number(src, acquire, bound_name(before));
     let applicability = if adjacent && follows && boolean && !needs_import && typed {
         Applicability::Safe
     } else {
@@ -620,8 +660,8 @@ mod tests {
     fn parts(src: &str, call: &str, client: Client) -> CallParts<'static> {
         // Test helper: a one-argument-list call `recv.name(a, b)` found by text.
         let at = src.find(call).unwrap();
-        let dot = call.find('.').unwrap();
         let open = call.find('(').unwrap();
+        let dot = call[..open].rfind(['.', '>']).unwrap();
         let name = Span::new(at + dot + 1, at + open);
         let mut args = Vec::new();
         let mut start = at + open + 1;
@@ -685,6 +725,16 @@ mod tests {
             "con.set_nx(k, v)",
             "con.expire(k, 30)",
             Client::RedisRs,
+        )
+        .unwrap();
+        assert_eq!(fix.applicability, DisplayOnly);
+        // The reply compared with a number (a wrapper answering 1/0): not safe.
+        let php = "$ok = $c->setnx($k, 1);\nif ($ok === 1) {\n    $c->expire($k, 60);\n}\nreturn $ok === 1;\n";
+        let fix = merged(
+            php,
+            "$c->setnx($k, 1)",
+            "$c->expire($k, 60)",
+            Client::Phpredis,
         )
         .unwrap();
         assert_eq!(fix.applicability, DisplayOnly);
