@@ -463,6 +463,23 @@ pub struct CallParts<'a> {
     pub args: &'a [Span],
 }
 
+/// The acquire's method name and where its key and value stand, when it is
+/// a set-if-absent without TTL this module can rewrite (StackExchange's
+/// expiry argument must be a literal `null`).
+fn rewritable_acquire<'s>(src: &'s str, acquire: CallParts) -> Option<(&'s str, usize, usize)> {
+    let name = text(src, acquire.name);
+    let (ki, vi) = set_if_absent_shape(
+        acquire.client,
+        &name.to_ascii_lowercase(),
+        acquire.args.len(),
+    )?;
+    let stackexchange_expiry = acquire.client == Client::StackExchange && acquire.args.len() == 4;
+    if stackexchange_expiry && text(src, acquire.args[2]) != "null" {
+        return None;
+    }
+    Some((name, ki, vi))
+}
+
 /// LL003: the set-if-absent and its expire merged into one set-if-absent
 /// with the TTL, the expire removed. Safe when the two are `adjacent` (the
 /// next Redis command of the function, same key, outside a transaction), the
@@ -474,18 +491,7 @@ pub fn merge_set_if_absent_and_expire(
     adjacent: bool,
 ) -> Option<FixDraft> {
     use crate::finding::Applicability;
-    let name = text(src, acquire.name);
-    let (ki, vi) = set_if_absent_shape(
-        acquire.client,
-        &name.to_ascii_lowercase(),
-        acquire.args.len(),
-    )?;
-    if acquire.client == Client::StackExchange
-        && acquire.args.len() == 4
-        && text(src, acquire.args[2]) != "null"
-    {
-        return None;
-    }
+    let (name, ki, vi) = rewritable_acquire(src, acquire)?;
     let ttl = expire_ttl(src, expire.client, text(src, expire.name), expire.args)?;
     let key = text(src, acquire.args[ki]);
     let value = text(src, acquire.args[vi]);
@@ -521,12 +527,7 @@ pub fn merge_set_if_absent_and_expire(
 /// LL004: a suggested TTL on the set-if-absent (display-only: the right TTL
 /// is the author's choice).
 pub fn add_ttl(src: &str, acquire: CallParts) -> Option<FixDraft> {
-    let name = text(src, acquire.name);
-    let (ki, vi) = set_if_absent_shape(
-        acquire.client,
-        &name.to_ascii_lowercase(),
-        acquire.args.len(),
-    )?;
+    let (name, ki, vi) = rewritable_acquire(src, acquire)?;
     let call = set_if_absent_with_ttl(
         acquire.client,
         name,
@@ -694,53 +695,30 @@ mod tests {
         let fix = merged(ok, "r.setnx(k, v)", "r.expire(k, 30)", Client::RedisPy).unwrap();
         assert_eq!(fix.applicability, Safe);
         assert_eq!(fix.edits[0].1, "set(k, v, nx=True, ex=30)");
-        // Under another condition, the TTL is not always set: not safe.
-        let cond =
-            "def f(k, v, t):\n    if r.setnx(k, v):\n        if t:\n            r.expire(k, t)\n";
-        let fix = merged(cond, "r.setnx(k, v)", "r.expire(k, t)", Client::RedisPy).unwrap();
-        assert_eq!(fix.applicability, DisplayOnly);
-        // In an `ensure` branch (Ruby): not safe either.
-        let ensure = "def f(k)\n  yield if redis.setnx(k, v)\nensure\n  redis.expire(k, 9)\nend\n";
-        let fix = merged(
-            ensure,
-            "redis.setnx(k, v)",
-            "redis.expire(k, 9)",
-            Client::RedisRb,
-        )
-        .unwrap();
-        assert_eq!(fix.applicability, DisplayOnly);
-        // Bound, then tested: safe; tested for failure: not.
         let bound = "let ok: bool = con.set_nx(k, v)?;\nif ok {\n    let _: bool = con.expire(k, 30)?;\n}\n";
-        let fix = merged(
-            bound,
-            "con.set_nx(k, v)",
-            "con.expire(k, 30)",
-            Client::RedisRs,
-        )
-        .unwrap();
-        assert_eq!(fix.applicability, Safe);
         let negated = bound.replace("if ok {", "if !ok {");
-        let fix = merged(
-            &negated,
-            "con.set_nx(k, v)",
-            "con.expire(k, 30)",
-            Client::RedisRs,
-        )
-        .unwrap();
-        assert_eq!(fix.applicability, DisplayOnly);
-        // The reply compared with a number (a wrapper answering 1/0): not safe.
-        let php = "$ok = $c->setnx($k, 1);\nif ($ok === 1) {\n    $c->expire($k, 60);\n}\nreturn $ok === 1;\n";
-        let fix = merged(
-            php,
-            "$c->setnx($k, 1)",
-            "$c->expire($k, 60)",
-            Client::Phpredis,
-        )
-        .unwrap();
-        assert_eq!(fix.applicability, DisplayOnly);
-        // The expire's reply is used: no fix at all.
-        let used = "if r.setnx(k, v):\n    done = r.expire(k, 30)\n";
-        assert!(merged(used, "r.setnx(k, v)", "r.expire(k, 30)", Client::RedisPy).is_none());
+        // (source, acquire, expire, client, expected applicability; None: no fix)
+        let cases = [
+            // Under another condition the TTL is not always set.
+            ("def f(k, v, t):\n    if r.setnx(k, v):\n        if t:\n            r.expire(k, t)\n",
+             "r.setnx(k, v)", "r.expire(k, t)", Client::RedisPy, Some(DisplayOnly)),
+            // In an `ensure` branch (Ruby).
+            ("def f(k)\n  yield if redis.setnx(k, v)\nensure\n  redis.expire(k, 9)\nend\n",
+             "redis.setnx(k, v)", "redis.expire(k, 9)", Client::RedisRb, Some(DisplayOnly)),
+            // Bound, then tested: safe; tested for failure: not.
+            (bound, "con.set_nx(k, v)", "con.expire(k, 30)", Client::RedisRs, Some(Safe)),
+            (&negated, "con.set_nx(k, v)", "con.expire(k, 30)", Client::RedisRs, Some(DisplayOnly)),
+            // The reply compared with a number (a wrapper answering 1/0).
+            ("$ok = $c->setnx($k, 1);\nif ($ok === 1) {\n    $c->expire($k, 60);\n}\nreturn $ok === 1;\n",
+             "$c->setnx($k, 1)", "$c->expire($k, 60)", Client::Phpredis, Some(DisplayOnly)),
+            // The expire's reply is used: no fix at all.
+            ("if r.setnx(k, v):\n    done = r.expire(k, 30)\n",
+             "r.setnx(k, v)", "r.expire(k, 30)", Client::RedisPy, None),
+        ];
+        for (src, acquire, expire, client, want) in cases {
+            let got = merged(src, acquire, expire, client).map(|f| f.applicability);
+            assert_eq!(got, want, "{src}");
+        }
     }
 
     #[test]
