@@ -212,10 +212,12 @@ fn reply_kept(client: Client) -> bool {
 
 /// One set-if-absent with its TTL, in the client's own spelling: the text
 /// that replaces the acquire from its method name to the end of the call.
+/// `lead` is what stands before the key (go-redis: the context).
 /// `None` when the client or the TTL form has no such spelling.
 pub fn set_if_absent_with_ttl(
     client: Client,
     name: &str,
+    lead: &str,
     key: &str,
     value: &str,
     ttl: Ttl,
@@ -243,7 +245,7 @@ pub fn set_if_absent_with_ttl(
         Client::RedisPy => format!("set({key}, {value}, nx=True, {unit_low}={t})"),
         Client::Ioredis => format!("set({key}, {value}, '{unit_up}', {t}, 'NX')"),
         Client::NodeRedis => format!("set({key}, {value}, {{ NX: true, {unit_up}: {t} }})"),
-        Client::GoRedis => format!("{name}(ctx, {key}, {value}, {t})"),
+        Client::GoRedis => format!("{name}({lead}, {key}, {value}, {t})"),
         Client::RedisRb => format!("set({key}, {value}, nx: true, {unit_low}: {t})"),
         Client::Phpredis => format!("set({key}, {value}, ['nx', '{unit_low}' => {t}])"),
         Client::Predis => format!("set({key}, {value}, '{unit_up}', {t}, 'NX')"),
@@ -480,6 +482,15 @@ fn rewritable_acquire<'s>(src: &'s str, acquire: CallParts) -> Option<(&'s str, 
     Some((name, ki, vi))
 }
 
+/// The arguments before the key, as written (go-redis: the context).
+fn lead_args(src: &str, acquire: CallParts, key_index: usize) -> String {
+    acquire.args[..key_index.min(acquire.args.len())]
+        .iter()
+        .map(|a| text(src, *a))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// LL003: the set-if-absent and its expire merged into one set-if-absent
 /// with the TTL, the expire removed. Safe when the two are `adjacent` (the
 /// next Redis command of the function, same key, outside a transaction), the
@@ -495,7 +506,8 @@ pub fn merge_set_if_absent_and_expire(
     let ttl = expire_ttl(src, expire.client, text(src, expire.name), expire.args)?;
     let key = text(src, acquire.args[ki]);
     let value = text(src, acquire.args[vi]);
-    let call = set_if_absent_with_ttl(acquire.client, name, key, value, ttl)?;
+    let lead = lead_args(src, acquire, ki);
+    let call = set_if_absent_with_ttl(acquire.client, name, &lead, key, value, ttl)?;
     let python = expire.client == Client::RedisPy;
     // The expire goes: as a statement of its own, or as a link of a chain
     // on its own line (`.expire(k, 30)` in a pipeline). Otherwise its reply
@@ -531,6 +543,7 @@ pub fn add_ttl(src: &str, acquire: CallParts) -> Option<FixDraft> {
     let call = set_if_absent_with_ttl(
         acquire.client,
         name,
+        &lead_args(src, acquire, ki),
         text(src, acquire.args[ki]),
         text(src, acquire.args[vi]),
         suggested_ttl(acquire.client),
@@ -719,6 +732,28 @@ mod tests {
             let got = merged(src, acquire, expire, client).map(|f| f.applicability);
             assert_eq!(got, want, "{src}");
         }
+    }
+
+    #[test]
+    fn ttl_suggestion_keeps_the_go_context() {
+        let src = "ok := rdb.SetNX(context.Background(), key, v, 0).Val()\n";
+        let fix = add_ttl(
+            src,
+            parts(
+                src,
+                "rdb.SetNX(context.Background(), key, v, 0)",
+                Client::GoRedis,
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            fix.edits[0].1,
+            "SetNX(context.Background(), key, v, 30*time.Second)"
+        );
+        assert_eq!(
+            fix.applicability,
+            crate::finding::Applicability::DisplayOnly
+        );
     }
 
     #[test]
