@@ -141,6 +141,7 @@ fn set_if_absent_shape(client: Client, name: &str, nargs: usize) -> Option<(usiz
         (Client::GoRedis, "setnx", 4) => Some((1, 2)),
         (Client::SpringData, "setifabsent", 2) => Some((0, 1)),
         (Client::StackExchange, "stringset" | "stringsetasync", 3 | 4) => Some((0, 1)),
+        (Client::RedisCli, "setnx", 2) => Some((0, 1)),
         (
             Client::RedisRs
             | Client::Jedis
@@ -250,6 +251,7 @@ pub fn set_if_absent_with_ttl(
         Client::Phpredis => format!("set({key}, {value}, ['nx', '{unit_low}' => {t}])"),
         Client::Predis => format!("set({key}, {value}, '{unit_up}', {t}, 'NX')"),
         Client::StackExchange => format!("{name}({key}, {value}, {t}, When.NotExists)"),
+        Client::RedisCli => format!("SET {key} {value} NX {unit_up} {t}"),
         _ => return None,
     })
 }
@@ -515,7 +517,10 @@ pub fn merge_set_if_absent_and_expire(
     let removal = delete_statement(src, expire.start, expire.end, python)
         .or_else(|| delete_chain_link(src, expire.name.start, expire.end))?;
     let (_, before, after, _) = line_around(src, acquire.start, acquire.end);
-    let boolean = reply_kept(acquire.client) || is_condition(before, after);
+    // A raw command alone on its line (a `.redis` file, a heredoc): no one reads its reply.
+    let unread =
+        acquire.client == Client::RedisCli && before.trim().is_empty() && after.trim().is_empty();
+    let boolean = reply_kept(acquire.client) || unread || is_condition(before, after);
     let needs_import = matches!(acquire.client, Client::Jedis | Client::Lettuce);
     // redis-rs: a literal TTL fits whatever integer SetExpiry takes.
     let typed = acquire.client != Client::RedisRs
