@@ -2,7 +2,7 @@
 //! spells them. The scripts here are exactly the ones the `help:` texts show;
 //! `tests/real_redis.rs` runs them against a real redis-server.
 
-use crate::facts::Client;
+use crate::facts::{Client, Span};
 
 /// Compare-and-delete: deletes the key only while it still holds our token.
 /// KEYS[1] = lock key, ARGV[1] = token. Returns 1 when released, 0 otherwise.
@@ -108,6 +108,550 @@ pub fn extend(client: Client) -> String {
     format!("extend only while the key still holds your token:\n{how}\nwhere EXTEND is: if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end")
 }
 
+// --- fixes (issue 11): each client's spelling of a machine-applicable fix ---
+
+/// A TTL as the expire that set it spelled it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ttl<'a> {
+    /// A number of seconds (`EXPIRE`).
+    Seconds(&'a str),
+    /// A number of milliseconds (`PEXPIRE`).
+    Millis(&'a str),
+    /// The client's own duration argument(s), verbatim: a Go `time.Duration`,
+    /// Spring's `timeout, unit` or `Duration`, a .NET `TimeSpan`.
+    Native(&'a str),
+}
+
+/// What a fix changes: edits (byte span, replacement) and how safe they are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FixDraft {
+    pub applicability: crate::finding::Applicability,
+    pub message: String,
+    pub edits: Vec<(Span, String)>,
+}
+
+fn text(src: &str, span: Span) -> &str {
+    src.get(span.start..span.end).unwrap_or("").trim()
+}
+
+/// The set-if-absent calls a fix knows how to rewrite, per client: the
+/// method name (lower case) and where key and value stand.
+fn set_if_absent_shape(client: Client, name: &str, nargs: usize) -> Option<(usize, usize)> {
+    match (client, name, nargs) {
+        (Client::GoRedis, "setnx", 4) => Some((1, 2)),
+        (Client::SpringData, "setifabsent", 2) => Some((0, 1)),
+        (Client::StackExchange, "stringset" | "stringsetasync", 3 | 4) => Some((0, 1)),
+        (Client::RedisCli, "setnx", 2) => Some((0, 1)),
+        (
+            Client::RedisRs
+            | Client::Jedis
+            | Client::Lettuce
+            | Client::RedisPy
+            | Client::Ioredis
+            | Client::NodeRedis
+            | Client::RedisRb
+            | Client::Phpredis
+            | Client::Predis,
+            "set_nx" | "setnx",
+            2,
+        ) => Some((0, 1)),
+        _ => None,
+    }
+}
+
+/// The TTL an expire call sets, as its client spells it (`None`: not a
+/// relative TTL this module can move into a SET).
+pub fn expire_ttl<'s>(src: &'s str, client: Client, name: &str, args: &[Span]) -> Option<Ttl<'s>> {
+    let name = name.to_ascii_lowercase();
+    match client {
+        Client::GoRedis if (name == "expire" || name == "pexpire") && args.len() == 3 => {
+            Some(Ttl::Native(text(src, args[2])))
+        }
+        Client::SpringData if name == "expire" && (2..=3).contains(&args.len()) => {
+            let tail = Span::new(args[1].start, args[args.len() - 1].end);
+            Some(Ttl::Native(text(src, tail)))
+        }
+        Client::StackExchange
+            if (name == "keyexpire" || name == "keyexpireasync") && args.len() == 2 =>
+        {
+            let t = text(src, args[1]);
+            t.starts_with("TimeSpan.").then_some(Ttl::Native(t))
+        }
+        Client::GoRedis | Client::SpringData | Client::StackExchange => None,
+        _ if args.len() == 2 => match name.as_str() {
+            "expire" => Some(Ttl::Seconds(text(src, args[1]))),
+            "pexpire" => Some(Ttl::Millis(text(src, args[1]))),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A TTL to suggest where the code has none (a display-only fix).
+pub fn suggested_ttl(client: Client) -> Ttl<'static> {
+    match client {
+        Client::GoRedis => Ttl::Native("30*time.Second"),
+        Client::SpringData => Ttl::Native("Duration.ofSeconds(30)"),
+        Client::StackExchange => Ttl::Native("TimeSpan.FromSeconds(30)"),
+        _ => Ttl::Seconds("30"),
+    }
+}
+
+/// Whether the rewritten call returns what the original returned, for any
+/// use of the reply (`true`), or only when the reply is tested for truth.
+fn reply_kept(client: Client) -> bool {
+    matches!(
+        client,
+        Client::RedisRs
+            | Client::GoRedis
+            | Client::SpringData
+            | Client::StackExchange
+            | Client::RedisRb
+            | Client::Phpredis
+    )
+}
+
+/// One set-if-absent with its TTL, in the client's own spelling: the text
+/// that replaces the acquire from its method name to the end of the call.
+/// `lead` is what stands before the key (go-redis: the context).
+/// `None` when the client or the TTL form has no such spelling.
+pub fn set_if_absent_with_ttl(
+    client: Client,
+    name: &str,
+    lead: &str,
+    key: &str,
+    value: &str,
+    ttl: Ttl,
+) -> Option<String> {
+    let (unit_up, unit_low, t) = match ttl {
+        Ttl::Seconds(t) => ("EX", "ex", t),
+        Ttl::Millis(t) => ("PX", "px", t),
+        Ttl::Native(t) => ("", "", t),
+    };
+    let native = matches!(ttl, Ttl::Native(_));
+    let needs_native = matches!(
+        client,
+        Client::GoRedis | Client::SpringData | Client::StackExchange
+    );
+    if native != needs_native {
+        return None;
+    }
+    Some(match client {
+        Client::RedisRs => format!(
+            "set_options({key}, {value}, redis::SetOptions::default().conditional_set(redis::ExistenceCheck::NX).with_expiration(redis::SetExpiry::{unit_up}({t})))"
+        ),
+        Client::SpringData => format!("{name}({key}, {value}, {t})"),
+        Client::Jedis => format!("set({key}, {value}, SetParams.setParams().nx().{unit_low}({t}))"),
+        Client::Lettuce => format!("set({key}, {value}, SetArgs.Builder.nx().{unit_low}({t}))"),
+        Client::RedisPy => format!("set({key}, {value}, nx=True, {unit_low}={t})"),
+        Client::Ioredis => format!("set({key}, {value}, '{unit_up}', {t}, 'NX')"),
+        Client::NodeRedis => format!("set({key}, {value}, {{ NX: true, {unit_up}: {t} }})"),
+        Client::GoRedis => format!("{name}({lead}, {key}, {value}, {t})"),
+        Client::RedisRb => format!("set({key}, {value}, nx: true, {unit_low}: {t})"),
+        Client::Phpredis => format!("set({key}, {value}, ['nx', '{unit_low}' => {t}])"),
+        Client::Predis => format!("set({key}, {value}, '{unit_up}', {t}, 'NX')"),
+        Client::StackExchange => format!("{name}({key}, {value}, {t}, When.NotExists)"),
+        Client::RedisCli => format!("SET {key} {value} NX {unit_up} {t}"),
+        _ => return None,
+    })
+}
+
+/// The line of `src` around `[start, end)`: (line start, text before, text after, line end after its newline).
+fn line_around(src: &str, start: usize, end: usize) -> (usize, &str, &str, usize) {
+    let ls = src[..start].rfind('\n').map(|i| i + 1).unwrap_or(0);
+    let le = src[end..]
+        .find('\n')
+        .map(|i| end + i + 1)
+        .unwrap_or(src.len());
+    let after = src[end..le].trim_end_matches(['\n', '\r']);
+    (ls, &src[ls..start], after, le)
+}
+
+/// The call is the whole condition of an `if` (`if r.setnx(k, v):`,
+/// `if (await redis.setnx(k, v)) {`): its reply is only tested for truth.
+fn is_condition(before: &str, after: &str) -> bool {
+    let b = before.trim_end();
+    let b = b.strip_suffix("await").map(str::trim_end).unwrap_or(b);
+    let b = b.trim_end_matches('(').trim_end();
+    let keyword = ["if", "elif", "unless"]
+        .iter()
+        .any(|k| b.ends_with(k) && empty_or_closing(&b[..b.len() - k.len()]));
+    let a = after.trim_start_matches(')').trim();
+    keyword && matches!(a, "" | ":" | "{" | "then")
+}
+
+/// Nothing, or the `}` / `} else` that closes a previous branch.
+fn empty_or_closing(s: &str) -> bool {
+    matches!(s.trim(), "" | "}" | "} else" | "else")
+}
+
+/// The edit that deletes a call standing alone as a statement on its
+/// line(s), with its reply discarded; `None` when the call is part of a
+/// larger expression or shares its line with other code.
+fn delete_statement(
+    src: &str,
+    stmt_start: usize,
+    call_end: usize,
+    python: bool,
+) -> Option<(Span, String)> {
+    if stmt_start > call_end || call_end > src.len() || !src.is_char_boundary(stmt_start) {
+        return None;
+    }
+    let (ls, before, after, le) = line_around(src, stmt_start, call_end);
+    let prefix = before.trim();
+    let prefix_ok = prefix.is_empty()
+        || prefix == "await"
+        || (prefix.starts_with("let _") && prefix.ends_with('=') && !prefix.contains('('));
+    let suffix = after.trim();
+    let suffix = suffix.strip_prefix(".await").unwrap_or(suffix);
+    let suffix_ok = matches!(suffix.trim(), "" | ";" | "?" | "?;");
+    if !prefix_ok || !suffix_ok {
+        return None;
+    }
+    // A Python block whose only statement this is keeps a `pass`.
+    let indent: String = before.chars().take_while(|c| c.is_whitespace()).collect();
+    let prev = src[..ls].trim_end();
+    let next_indent = src[le..]
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len());
+    if python && prev.ends_with(':') && next_indent.is_none_or(|n| n < indent.len()) {
+        return Some((Span::new(ls, le), format!("{indent}pass\n")));
+    }
+    Some((Span::new(ls, le), String::new()))
+}
+
+/// The edit that deletes `.name(args)`, a link of a method chain standing
+/// alone on its line(s).
+fn delete_chain_link(src: &str, name_start: usize, call_end: usize) -> Option<(Span, String)> {
+    if name_start > call_end || call_end > src.len() || !src.is_char_boundary(name_start) {
+        return None;
+    }
+    let (ls, before, after, le) = line_around(src, name_start, call_end);
+    let lone = before.trim() == "." || before.trim() == "->";
+    (lone && after.trim().is_empty()).then(|| (Span::new(ls, le), String::new()))
+}
+
+/// The variable the acquire's reply is bound to on its line (`ok` in
+/// `let ok: bool =`, `Boolean ok =`, `ok, err :=`, `$ok =`, `var ok = await`).
+fn bound_name(before: &str) -> Option<&str> {
+    let b = before.trim_end();
+    let b = b.strip_suffix("await").unwrap_or(b).trim_end();
+    let b = b
+        .strip_suffix(":=")
+        .or_else(|| b.strip_suffix('='))?
+        .trim_end();
+    // `ok, err` → `ok`; `ok: bool` → `ok`.
+    let b = b.split(',').next()?.split(':').next()?.trim();
+    let name = b
+        .rsplit(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .next()?;
+    (!name.is_empty() && !name.starts_with(|c: char| c.is_ascii_digit())).then_some(name)
+}
+
+/// The expire runs exactly when the acquire succeeded, with nothing but the
+/// success test between them: directly next; first in the block the acquire
+/// is the condition of; first in `if <reply> {`; or after an early return on
+/// failure (`if err != nil || !ok { return … }`). An expire in an `else`,
+/// `ensure`, `finally`, a loop or under another condition is not.
+fn expire_follows_success(src: &str, acquire: CallParts, expire: CallParts) -> bool {
+    let (Some(between), true) = (
+        src.get(acquire.end..expire.start),
+        acquire.end <= expire.start,
+    ) else {
+        return false;
+    };
+    let (_, before, _, _) = line_around(src, acquire.start, acquire.end);
+    // The rest of the acquire's line (`):`, `) {`, `?;`, `.Result()`), then the lines up to the expire.
+    let (tail, rest) = between.split_once('\n').unwrap_or((between, ""));
+    if [
+        "else", "ensure", "rescue", "catch", "finally", "except", "for", "while",
+    ]
+    .iter()
+    .any(|w| has_word(tail, w))
+    {
+        return false;
+    }
+    let rest = rest.split_whitespace().collect::<Vec<_>>().join(" ");
+    // The expire's own `await` stands before its receiver.
+    let rest = rest.strip_suffix("await").unwrap_or(&rest).trim_end();
+    let rest = rest.trim_end_matches(['{', ':']).trim();
+    if rest.is_empty() {
+        return true;
+    }
+    let Some(var) = bound_name(before) else {
+        return false;
+    };
+    let Some(cond) = rest.strip_prefix("if") else {
+        return false;
+    };
+    let blocked = [
+        "else", "ensure", "rescue", "catch", "finally", "except", "for", "while", "if",
+    ];
+    if blocked.iter().any(|w| has_word(cond, w))
+        || !has_word(cond, var)
+        || cond.contains(';') && !cond.contains("return")
+    {
+        return false;
+    }
+    match cond.split_once("return") {
+        // An early return when the acquire failed: `if err != nil || !ok { return false, err }`.
+        Some((test, body)) => {
+            let body = body
+                .trim()
+                .trim_end_matches('}')
+                .trim()
+                .trim_end_matches(';');
+            has_word(test, var) && !body.contains(['{', '}', ';'])
+        }
+        // `if ok {`, `if (Boolean.TRUE.equals(ok)) {`, `if ok == true:`: a test that it succeeded.
+        None => !cond.contains('!') || cond.contains("!="),
+    }
+}
+
+/// How far after the acquire a comparison of its reply is looked for.
+const REPLY_USE_WINDOW: usize = 4096;
+
+/// The reply is compared with a number (`== 1L`, `$ok === 1`, `ok != 0`):
+/// a wrapper may answer 1/0 where `SET … NX` answers OK/nil or a boolean
+/// (Laravel's phpredis connection casts SETNX to int), so the meaning of
+/// the comparison would change.
+fn compared_with_number(src: &str, acquire: CallParts, var: Option<&str>) -> bool {
+    let end = acquire.end.min(src.len());
+    let mut stop = (end + REPLY_USE_WINDOW).min(src.len());
+    while !src.is_char_boundary(stop) {
+        stop -= 1;
+    }
+    let after = &src[end..stop];
+    let number_after = |rest: &str| {
+        let r = rest.trim_start();
+        let r = ["===", "!==", "==", "!="]
+            .iter()
+            .find_map(|op| r.strip_prefix(op));
+        r.is_some_and(|r| {
+            r.trim_start()
+                .starts_with(|c: char| c.is_ascii_digit() || c == '-')
+        })
+    };
+    if number_after(after.trim_start_matches(')')) {
+        return true;
+    }
+    let Some(var) = var else {
+        return false;
+    };
+    after.match_indices(var).any(|(i, _)| {
+        let before_ok = !after[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        before_ok && number_after(&after[i + var.len()..])
+    })
+}
+
+/// `word` stands in `text` as a whole word.
+fn has_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(i, _)| {
+        let ok = |c: Option<char>| !c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        ok(text[..i].chars().next_back()) && ok(text[i + word.len()..].chars().next())
+    })
+}
+
+/// The parts of one call a fix reads: receiver, name and arguments.
+#[derive(Clone, Copy, Debug)]
+pub struct CallParts<'a> {
+    pub client: Client,
+    /// Where the statement of the call starts (its receiver, else its name).
+    pub start: usize,
+    pub name: Span,
+    pub end: usize,
+    pub args: &'a [Span],
+}
+
+/// The acquire's method name and where its key and value stand, when it is
+/// a set-if-absent without TTL this module can rewrite (StackExchange's
+/// expiry argument must be a literal `null`).
+fn rewritable_acquire<'s>(src: &'s str, acquire: CallParts) -> Option<(&'s str, usize, usize)> {
+    let name = text(src, acquire.name);
+    let (ki, vi) = set_if_absent_shape(
+        acquire.client,
+        &name.to_ascii_lowercase(),
+        acquire.args.len(),
+    )?;
+    let stackexchange_expiry = acquire.client == Client::StackExchange && acquire.args.len() == 4;
+    if stackexchange_expiry && text(src, acquire.args[2]) != "null" {
+        return None;
+    }
+    Some((name, ki, vi))
+}
+
+/// The arguments before the key, as written (go-redis: the context).
+fn lead_args(src: &str, acquire: CallParts, key_index: usize) -> String {
+    acquire.args[..key_index.min(acquire.args.len())]
+        .iter()
+        .map(|a| text(src, *a))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// LL003: the set-if-absent and its expire merged into one set-if-absent
+/// with the TTL, the expire removed. Safe when the two are `adjacent` (the
+/// next Redis command of the function, same key, outside a transaction), the
+/// expire stands alone, and the reply keeps its meaning; display-only otherwise.
+pub fn merge_set_if_absent_and_expire(
+    src: &str,
+    acquire: CallParts,
+    expire: CallParts,
+    adjacent: bool,
+) -> Option<FixDraft> {
+    use crate::finding::Applicability;
+    let (name, ki, vi) = rewritable_acquire(src, acquire)?;
+    let ttl = expire_ttl(src, expire.client, text(src, expire.name), expire.args)?;
+    let key = text(src, acquire.args[ki]);
+    let value = text(src, acquire.args[vi]);
+    let lead = lead_args(src, acquire, ki);
+    let call = set_if_absent_with_ttl(acquire.client, name, &lead, key, value, ttl)?;
+    let python = expire.client == Client::RedisPy;
+    // The expire goes: as a statement of its own, or as a link of a chain
+    // on its own line (`.expire(k, 30)` in a pipeline). Otherwise its reply
+    // is used, and no fix is offered.
+    let removal = delete_statement(src, expire.start, expire.end, python)
+        .or_else(|| delete_chain_link(src, expire.name.start, expire.end))?;
+    let (_, before, after, _) = line_around(src, acquire.start, acquire.end);
+    // A raw command alone on its line (a `.redis` file, a heredoc): no one reads its reply.
+    let unread =
+        acquire.client == Client::RedisCli && before.trim().is_empty() && after.trim().is_empty();
+    let boolean = reply_kept(acquire.client) || unread || is_condition(before, after);
+    let needs_import = matches!(acquire.client, Client::Jedis | Client::Lettuce);
+    // redis-rs: a literal TTL fits whatever integer SetExpiry takes.
+    let typed = acquire.client != Client::RedisRs
+        || matches!(ttl, Ttl::Seconds(t) | Ttl::Millis(t) if t.bytes().all(|b| b.is_ascii_digit()));
+    let mut edits = vec![(Span::new(acquire.name.start, acquire.end), call)];
+    let follows = expire_follows_success(src, acquire, expire)
+        && !compared_with_number(src, acquire, bound_name(before));
+    let applicability = if adjacent && follows && boolean && !needs_import && typed {
+        Applicability::Safe
+    } else {
+        Applicability::DisplayOnly
+    };
+    edits.push(removal);
+    Some(FixDraft {
+        applicability,
+        message: "set the key and its TTL in one command; remove the separate expire".into(),
+        edits,
+    })
+}
+
+/// LL004: a suggested TTL on the set-if-absent (display-only: the right TTL
+/// is the author's choice).
+pub fn add_ttl(src: &str, acquire: CallParts) -> Option<FixDraft> {
+    let (name, ki, vi) = rewritable_acquire(src, acquire)?;
+    let call = set_if_absent_with_ttl(
+        acquire.client,
+        name,
+        &lead_args(src, acquire, ki),
+        text(src, acquire.args[ki]),
+        text(src, acquire.args[vi]),
+        suggested_ttl(acquire.client),
+    )?;
+    Some(FixDraft {
+        applicability: crate::finding::Applicability::DisplayOnly,
+        message: "give the lock a TTL longer than the work it guards (30 s shown)".into(),
+        edits: vec![(Span::new(acquire.name.start, acquire.end), call)],
+    })
+}
+
+/// Where the value of a set-if-absent stands among its arguments.
+fn acquire_value<'s>(src: &'s str, acquire: CallParts) -> Option<&'s str> {
+    let name = text(src, acquire.name).to_ascii_lowercase();
+    let vi = match set_if_absent_shape(acquire.client, &name, acquire.args.len()) {
+        Some((_, vi)) => vi,
+        // `set(k, v, nx=True, …)` and the like: the value is the second argument.
+        None if acquire.client == Client::GoRedis => 2,
+        None => 1,
+    };
+    acquire.args.get(vi).map(|s| text(src, *s))
+}
+
+/// A token text a release can reuse: a plain name in the same function, or
+/// a field (`self.token`, `this.token`, `@token`, `$this->token`) from
+/// another method of the same type.
+fn reusable_token(token: &str, same_scope: bool) -> bool {
+    let name = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+            && !s.starts_with(|c: char| c.is_ascii_digit())
+    };
+    let field = ["self.", "this.", "@", "$this->"]
+        .iter()
+        .find_map(|p| token.strip_prefix(p))
+        .is_some_and(name);
+    if same_scope {
+        name(token) || field
+    } else {
+        field
+    }
+}
+
+/// LL002 (unsafe): the plain delete becomes the compare-and-delete script
+/// (inline, the one `tests/real_redis.rs` proves), with the token the lock
+/// was taken with. `None` when the client, the call or the token does not fit.
+pub fn checked_release(
+    src: &str,
+    acquire: CallParts,
+    release: CallParts,
+    same_scope: bool,
+) -> Option<FixDraft> {
+    let token = acquire_value(src, acquire)?;
+    if !reusable_token(token, same_scope) {
+        return None;
+    }
+    let name = text(src, release.name);
+    let lower = name.to_ascii_lowercase();
+    let (ctx, key) = match (release.client, release.args) {
+        (Client::GoRedis, [ctx, key]) => (text(src, *ctx), text(src, *key)),
+        (Client::GoRedis, _) => return None,
+        (_, [key]) => ("", text(src, *key)),
+        _ => return None,
+    };
+    if !matches!(
+        lower.as_str(),
+        "del" | "delete" | "unlink" | "keydelete" | "keydeleteasync"
+    ) {
+        return None;
+    }
+    let script = format!(
+        "\"{}\"",
+        RELEASE_SCRIPT
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let call = match release.client {
+        Client::RedisPy | Client::Ioredis | Client::Predis => {
+            format!("eval({script}, 1, {key}, {token})")
+        }
+        Client::NodeRedis => format!("eval({script}, {{ keys: [{key}], arguments: [{token}] }})"),
+        Client::GoRedis => format!("Eval({ctx}, {script}, []string{{{key}}}, {token})"),
+        Client::RedisRb => format!("eval({script}, keys: [{key}], argv: [{token}])"),
+        Client::Phpredis => format!("eval({script}, [{key}, {token}], 1)"),
+        Client::StackExchange if lower.ends_with("async") => {
+            format!("LockReleaseAsync({key}, {token})")
+        }
+        Client::StackExchange => format!("LockRelease({key}, {token})"),
+        _ => return None,
+    };
+    Some(FixDraft {
+        applicability: crate::finding::Applicability::Unsafe,
+        message:
+            "delete the key only while it still holds this holder's token (compare-and-delete)"
+                .into(),
+        edits: vec![(Span::new(release.name.start, release.end), call)],
+    })
+}
+
+// --- end fixes ---
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,6 +674,119 @@ mod tests {
         )
         .contains("del_ex"));
         assert!(!release(Client::RedisRs, Target::default()).contains("del_ex"));
+    }
+
+    fn parts(src: &str, call: &str, client: Client) -> CallParts<'static> {
+        // Test helper: a one-argument-list call `recv.name(a, b)` found by text.
+        let at = src.find(call).unwrap();
+        let open = call.find('(').unwrap();
+        let dot = call[..open].rfind(['.', '>']).unwrap();
+        let name = Span::new(at + dot + 1, at + open);
+        let mut args = Vec::new();
+        let mut start = at + open + 1;
+        for piece in call[open + 1..call.len() - 1].split(", ") {
+            args.push(Span::new(start, start + piece.len()));
+            start += piece.len() + 2;
+        }
+        CallParts {
+            client,
+            start: at,
+            name,
+            end: at + call.len(),
+            args: Box::leak(args.into_boxed_slice()),
+        }
+    }
+
+    fn merged(src: &str, acquire: &str, expire: &str, client: Client) -> Option<FixDraft> {
+        merge_set_if_absent_and_expire(
+            src,
+            parts(src, acquire, client),
+            parts(src, expire, client),
+            true,
+        )
+    }
+
+    #[test]
+    fn merge_is_safe_only_when_the_expire_follows_success() {
+        use crate::finding::Applicability::{DisplayOnly, Safe};
+        let ok = "def f(k, v):\n    if r.setnx(k, v):\n        r.expire(k, 30)\n        return v\n";
+        let fix = merged(ok, "r.setnx(k, v)", "r.expire(k, 30)", Client::RedisPy).unwrap();
+        assert_eq!(fix.applicability, Safe);
+        assert_eq!(fix.edits[0].1, "set(k, v, nx=True, ex=30)");
+        let bound = "let ok: bool = con.set_nx(k, v)?;\nif ok {\n    let _: bool = con.expire(k, 30)?;\n}\n";
+        let negated = bound.replace("if ok {", "if !ok {");
+        // (source, acquire, expire, client, expected applicability; None: no fix)
+        let cases = [
+            // Under another condition the TTL is not always set.
+            ("def f(k, v, t):\n    if r.setnx(k, v):\n        if t:\n            r.expire(k, t)\n",
+             "r.setnx(k, v)", "r.expire(k, t)", Client::RedisPy, Some(DisplayOnly)),
+            // In an `ensure` branch (Ruby).
+            ("def f(k)\n  yield if redis.setnx(k, v)\nensure\n  redis.expire(k, 9)\nend\n",
+             "redis.setnx(k, v)", "redis.expire(k, 9)", Client::RedisRb, Some(DisplayOnly)),
+            // Bound, then tested: safe; tested for failure: not.
+            (bound, "con.set_nx(k, v)", "con.expire(k, 30)", Client::RedisRs, Some(Safe)),
+            (&negated, "con.set_nx(k, v)", "con.expire(k, 30)", Client::RedisRs, Some(DisplayOnly)),
+            // The reply compared with a number (a wrapper answering 1/0).
+            ("$ok = $c->setnx($k, 1);\nif ($ok === 1) {\n    $c->expire($k, 60);\n}\nreturn $ok === 1;\n",
+             "$c->setnx($k, 1)", "$c->expire($k, 60)", Client::Phpredis, Some(DisplayOnly)),
+            // The expire's reply is used: no fix at all.
+            ("if r.setnx(k, v):\n    done = r.expire(k, 30)\n",
+             "r.setnx(k, v)", "r.expire(k, 30)", Client::RedisPy, None),
+        ];
+        for (src, acquire, expire, client, want) in cases {
+            let got = merged(src, acquire, expire, client).map(|f| f.applicability);
+            assert_eq!(got, want, "{src}");
+        }
+    }
+
+    #[test]
+    fn ttl_suggestion_keeps_the_go_context() {
+        let src = "ok := rdb.SetNX(context.Background(), key, v, 0).Val()\n";
+        let fix = add_ttl(
+            src,
+            parts(
+                src,
+                "rdb.SetNX(context.Background(), key, v, 0)",
+                Client::GoRedis,
+            ),
+        )
+        .unwrap();
+        assert_eq!(
+            fix.edits[0].1,
+            "SetNX(context.Background(), key, v, 30*time.Second)"
+        );
+        assert_eq!(
+            fix.applicability,
+            crate::finding::Applicability::DisplayOnly
+        );
+    }
+
+    #[test]
+    fn checked_release_needs_the_token_in_scope() {
+        let same = "t = new_token()\nr.set(k, t, nx=True, ex=5)\nr.delete(k)\n";
+        let fix = checked_release(
+            same,
+            parts(same, "r.set(k, t, nx=True, ex=5)", Client::RedisPy),
+            parts(same, "r.delete(k)", Client::RedisPy),
+            true,
+        )
+        .unwrap();
+        assert_eq!(fix.applicability, crate::finding::Applicability::Unsafe);
+        let one_line = RELEASE_SCRIPT
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert_eq!(fix.edits[0].1, format!("eval(\"{one_line}\", 1, k, t)"));
+        // A local of another function is not in scope; a field is.
+        assert!(checked_release(
+            same,
+            parts(same, "r.set(k, t, nx=True, ex=5)", Client::RedisPy),
+            parts(same, "r.delete(k)", Client::RedisPy),
+            false,
+        )
+        .is_none());
+        assert!(reusable_token("self.token", false) && reusable_token("$this->token", false));
+        assert!(!reusable_token("uuid4().hex", true));
     }
 
     #[test]

@@ -106,9 +106,13 @@ fn findings_for(
     );
     let diags = rules::run_all(&cx, |code| settings.rule_enabled(code));
     let index = LineIndex::new(src);
+    let fixer = rules::fixes::Fixer::new(&cx);
     let mut out: Vec<Finding> = Vec::with_capacity(diags.len());
     let mut seen_fp: HashMap<(&str, String), usize> = HashMap::new();
     for (meta, d) in diags {
+        let fix = fixer
+            .fix_for(meta.code, &cx, &d, src)
+            .map(|draft| crate::fix::resolve(draft, &index));
         let (line, column) = index.line_col(d.span.start);
         let (end_line, end_column) = index.line_col(d.span.end.max(d.span.start));
         let labels = d
@@ -151,6 +155,7 @@ fn findings_for(
             fingerprint,
             span: Span::new(d.span.start, d.span.end.max(d.span.start)),
             labels,
+            fix,
         });
     }
     out.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));

@@ -384,6 +384,20 @@ impl ScriptFact {
     }
 }
 
+/// Where the parts of one call stand, for fixes that rewrite it (see
+/// `src/fix.rs`). Matched to its op by `span`, which equals the op's `span`.
+/// Front-ends that know a call's arguments record it; nothing else reads it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallSite {
+    pub span: Span,
+    /// The receiver chain before the method name (`r`, `$redis`,
+    /// `template.opsForValue()`), without the `.`/`->` that joins it; empty
+    /// when there is none.
+    pub receiver: Span,
+    /// Each argument in order, without the commas.
+    pub args: Vec<Span>,
+}
+
 /// Everything one front-end learned about one file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileFacts {
@@ -396,6 +410,8 @@ pub struct FileFacts {
     pub absence_guards: Vec<AbsenceGuard>,
     /// Notes for verbose output (e.g. "syn could not parse; pattern fallback").
     pub notes: Vec<String>,
+    /// The calls behind ops, for fixes (not every op has one).
+    pub call_sites: Vec<CallSite>,
 }
 
 impl FileFacts {
@@ -408,6 +424,7 @@ impl FileFacts {
             fail_opens: Vec::new(),
             absence_guards: Vec::new(),
             notes: Vec::new(),
+            call_sites: Vec::new(),
         }
     }
 

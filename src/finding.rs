@@ -31,6 +31,49 @@ pub struct Label {
     pub text: String,
 }
 
+/// How far a fix may be applied without the author's eye (ruff's terms).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Applicability {
+    /// Shown as a suggestion only; never applied (`--fix` skips it).
+    DisplayOnly,
+    /// Correct, but changes what the code returns or needs: `--unsafe-fixes`.
+    Unsafe,
+    /// What the author clearly meant, nothing else to change: `--fix`.
+    Safe,
+}
+
+impl Applicability {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Applicability::Safe => "safe",
+            Applicability::Unsafe => "unsafe",
+            Applicability::DisplayOnly => "display-only",
+        }
+    }
+}
+
+/// One text edit: replace the bytes `span` of the file with `replacement`.
+/// Lines and columns (1-based, columns in characters) are resolved by the engine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Edit {
+    pub span: Span,
+    pub replacement: String,
+    pub line: usize,
+    pub column: usize,
+    pub end_line: usize,
+    pub end_column: usize,
+}
+
+/// A fix of one finding: edits that do not overlap, sorted by position.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fix {
+    pub applicability: Applicability,
+    /// One line: what the fix does.
+    pub message: String,
+    pub edits: Vec<Edit>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finding {
     pub code: &'static str,
@@ -50,6 +93,8 @@ pub struct Finding {
     pub fingerprint: String,
     pub span: Span,
     pub labels: Vec<Label>,
+    /// A machine-applicable change, when the rule and the client allow one.
+    pub fix: Option<Fix>,
 }
 
 impl Finding {

@@ -10,10 +10,12 @@ pub mod engine;
 pub mod facts;
 pub mod filter;
 pub mod finding;
+pub mod fix;
 pub mod frontend;
 pub mod prefilter;
 pub mod report;
 pub mod rules;
+pub mod server;
 pub mod walk;
 pub mod words;
 

@@ -48,6 +48,10 @@ enum Command {
     /// Print the man page (roff; e.g. `locklint man > ~/.local/share/man/man1/locklint.1`).
     Man,
     // --- end packaging ---
+    // --- fix (issue 11) ---
+    /// Run as a language server over stdio (diagnostics, fixes as code actions, hover).
+    Server,
+    // --- end fix ---
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -122,7 +126,90 @@ struct CheckArgs {
     /// Oldest Redis the code runs against (from 8.4 the help offers DELEX … IFEQ).
     #[arg(long, value_name = "X.Y")]
     min_redis_version: Option<String>,
+    // --- fix (issue 11) ---
+    /// Apply the safe fixes, rewriting each file atomically; then report what is left.
+    #[arg(long)]
+    fix: bool,
+    /// With --fix or --diff: apply the unsafe fixes too (read the diff before committing).
+    #[arg(long)]
+    unsafe_fixes: bool,
+    /// Print the fixes as a unified diff instead of writing them (exit 1 when there is one).
+    #[arg(long)]
+    diff: bool,
+    // --- end fix ---
 }
+
+// --- fix (issue 11): --fix / --unsafe-fixes / --diff ---
+/// Applies (or, with `--diff`, prints) the fixes of the files with a
+/// fixable finding. Returns whether a diff was printed, or an error.
+fn apply_fixes(
+    args: &CheckArgs,
+    report: &Report,
+    settings: &locklint::Settings,
+) -> Result<bool, String> {
+    use locklint::fix::{self, Level};
+    let level = if args.unsafe_fixes {
+        Level::Unsafe
+    } else {
+        Level::Safe
+    };
+    let mut paths: Vec<&str> = report
+        .findings
+        .iter()
+        .filter(|f| {
+            f.fix
+                .as_ref()
+                .is_some_and(|x| level.allows(x.applicability))
+        })
+        .map(|f| f.path.as_str())
+        .collect();
+    paths.dedup();
+    let (mut fixed, mut files, mut printed) = (0usize, 0usize, false);
+    let mut out = std::io::stdout().lock();
+    for display in paths {
+        let path = Path::new(display);
+        let Some(language) = locklint::facts::Language::from_path(path) else {
+            continue;
+        };
+        let src = match locklint::engine::load_with(path, !settings.lock_key_patterns.is_empty()) {
+            Ok(locklint::engine::Loaded::Text(s)) => s,
+            Ok(_) => continue,
+            Err(e) => return Err(format!("{display}: {e}")),
+        };
+        let result = fix::fix_source(display, &src, language, settings, level);
+        for (line, code) in &result.refused {
+            eprintln!(
+                "locklint: {display}:{line}: the {code} fix was not applied: the file would not parse (or would gain a finding) after it"
+            );
+        }
+        if !result.changed() {
+            continue;
+        }
+        files += 1;
+        fixed += result.applied.values().sum::<usize>();
+        if args.diff {
+            let d = fix::unified_diff(display, &result.original, &result.fixed);
+            out.write_all(d.as_bytes())
+                .map_err(|e| format!("stdout: {e}"))?;
+            printed = true;
+        } else {
+            // A BOM the loader dropped is written back.
+            let bom = std::fs::read(path)
+                .map(|b| b.starts_with("\u{feff}".as_bytes()))
+                .unwrap_or(false);
+            let text = if bom {
+                format!("\u{feff}{}", result.fixed)
+            } else {
+                result.fixed.clone()
+            };
+            fix::write_atomic(path, &text).map_err(|e| format!("{display}: {e}"))?;
+        }
+    }
+    let verb = if args.diff { "would fix" } else { "fixed" };
+    eprintln!("locklint: {verb} {fixed} finding(s) in {files} file(s)");
+    Ok(printed)
+}
+// --- end fix ---
 
 fn resolve_rules(list: &[String]) -> Result<Vec<&'static str>, String> {
     let mut out = Vec::new();
@@ -254,6 +341,17 @@ fn run_check(args: CheckArgs) -> ExitCode {
         Err(e) => return usage_error(&e),
     };
     let mut report = locklint::check_paths(&paths, &settings);
+    // --- fix (issue 11) ---
+    if args.fix || args.diff {
+        match apply_fixes(&args, &report, &settings) {
+            Err(e) => return usage_error(&e),
+            Ok(printed) if args.diff => {
+                return ExitCode::from(u8::from(printed));
+            }
+            Ok(_) => report = locklint::check_paths(&paths, &settings),
+        }
+    }
+    // --- end fix ---
 
     // Gates, in order: the baseline written now or read, then changed lines.
     let mut failed = false;
@@ -430,6 +528,12 @@ fn main() -> ExitCode {
         Some(Command::Rules { format }) => list_rules(format),
         Some(Command::Completions { shell }) => completions(shell),
         Some(Command::Man) => man_page(),
+        // --- fix (issue 11) ---
+        Some(Command::Server) => match locklint::server::run_stdio() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => usage_error(&e),
+        },
+        // --- end fix ---
         None => run_check(cli.check),
     }
 }

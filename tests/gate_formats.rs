@@ -31,6 +31,7 @@ fn finding(code: &str, path: &str, line: usize, column: usize, message: &str) ->
         fingerprint: format!("{code}{line:013}"),
         span: Span::new(0, 10),
         labels: Vec::new(),
+        fix: None,
     }
 }
 

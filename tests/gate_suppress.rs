@@ -26,6 +26,7 @@ fn finding(code: &str, line: usize, end_line: usize) -> Finding {
         fingerprint: format!("{code}-{line}"),
         span: Span::new(0, 1),
         labels: Vec::new(),
+        fix: None,
     }
 }
 

@@ -282,6 +282,7 @@ pub fn apply(
                     ),
                     span: s.span,
                     labels: Vec::new(),
+                    fix: None,
                 });
             }
         }

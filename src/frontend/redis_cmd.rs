@@ -11,8 +11,8 @@
 mod shell;
 
 use crate::facts::{
-    Client, FileFacts, KeyExpr, KeyPart, Language, Op, OpKind, Scope, ScopeId, ScriptFact, Span,
-    ValueExpr,
+    CallSite, Client, FileFacts, KeyExpr, KeyPart, Language, Op, OpKind, Scope, ScopeId,
+    ScriptFact, Span, ValueExpr,
 };
 use crate::frontend::lua;
 use crate::words;
@@ -445,6 +445,14 @@ impl<'a> Extractor<'a> {
             first.span.start,
             words.last().map_or(first.span.end, |w| w.span.end),
         );
+        // Where the command's arguments stand, for fixes (`src/fix.rs`).
+        if !args.is_empty() {
+            self.facts.call_sites.push(CallSite {
+                span,
+                receiver: Span::new(span.start, span.start),
+                args: args.iter().map(|w| w.span).collect(),
+            });
+        }
         let upper = |w: &Word| w.literal().map(|s| s.to_ascii_uppercase());
         let has = |from: usize, opts: &[&str]| {
             args.iter()

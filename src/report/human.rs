@@ -2,7 +2,7 @@
 //! message, the excerpt with the span labelled, `help:` and `note:`.
 
 use super::{EmitOptions, Emitter};
-use crate::finding::{Finding, Report, Severity};
+use crate::finding::{Applicability, Finding, Report, Severity};
 use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource};
 use std::fmt;
 use std::io::{self, Write};
@@ -49,6 +49,21 @@ impl miette::Diagnostic for Diag<'_> {
 
     fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
         let mut h = self.f.help.clone();
+        // --- fix (issue 11): the fix as a diff under `help:` ---
+        if let Some(fix) = &self.f.fix {
+            let how = match fix.applicability {
+                Applicability::Safe => "safe: `locklint --fix` applies it",
+                Applicability::Unsafe => "unsafe: `locklint --fix --unsafe-fixes` applies it",
+                Applicability::DisplayOnly => "display-only: adapt it by hand",
+            };
+            h.push_str(&format!("\nfix ({how}): {}", fix.message));
+            let diff = crate::fix::preview(&self.text, fix, &self.f.path);
+            for line in diff.lines().skip(2) {
+                h.push('\n');
+                h.push_str(line);
+            }
+        }
+        // --- end fix ---
         if let Some(n) = &self.f.note {
             h.push_str("\nnote: ");
             h.push_str(n);

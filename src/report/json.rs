@@ -40,6 +40,47 @@ struct JsonFinding<'a> {
     note: Option<&'a str>,
     language: crate::facts::Language,
     fingerprint: &'a str,
+    /// issue 11: the machine-applicable fix, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fix: Option<JsonFix<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonFix<'a> {
+    applicability: crate::finding::Applicability,
+    message: &'a str,
+    edits: Vec<JsonEdit<'a>>,
+}
+
+#[derive(Serialize)]
+struct JsonEdit<'a> {
+    line: usize,
+    column: usize,
+    end_line: usize,
+    end_column: usize,
+    start_byte: usize,
+    end_byte: usize,
+    replacement: &'a str,
+}
+
+fn json_fix(fix: &crate::finding::Fix) -> JsonFix<'_> {
+    JsonFix {
+        applicability: fix.applicability,
+        message: &fix.message,
+        edits: fix
+            .edits
+            .iter()
+            .map(|e| JsonEdit {
+                line: e.line,
+                column: e.column,
+                end_line: e.end_line,
+                end_column: e.end_column,
+                start_byte: e.span.start,
+                end_byte: e.span.end,
+                replacement: &e.replacement,
+            })
+            .collect(),
+    }
 }
 
 impl Emitter for Json {
@@ -70,6 +111,7 @@ impl Emitter for Json {
                     note: f.note.as_deref(),
                     language: f.language,
                     fingerprint: &f.fingerprint,
+                    fix: f.fix.as_ref().map(json_fix),
                 })
                 .collect(),
             errors: &report.errors,

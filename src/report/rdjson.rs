@@ -4,7 +4,7 @@
 
 use super::{EmitOptions, Emitter};
 use crate::filter::baseline::normalise_path;
-use crate::finding::{LineIndex, Report, Severity};
+use crate::finding::{Applicability, LineIndex, Report, Severity};
 use serde_json::json;
 use std::io::{self, Write};
 
@@ -41,7 +41,25 @@ impl Emitter for Rdjson {
                     message.push_str("\nhelp: ");
                     message.push_str(&f.help);
                 }
+                // --- fix (issue 11): applicable fixes as suggested changes ---
+                let suggestions: Vec<_> = f
+                    .fix
+                    .iter()
+                    .filter(|x| x.applicability != Applicability::DisplayOnly)
+                    .flat_map(|x| x.edits.iter())
+                    .map(|e| {
+                        json!({
+                            "range": {
+                                "start": { "line": e.line, "column": byte_column(index.as_ref(), e.line, e.column) },
+                                "end": { "line": e.end_line, "column": byte_column(index.as_ref(), e.end_line, e.end_column) },
+                            },
+                            "text": e.replacement,
+                        })
+                    })
+                    .collect();
+                // --- end fix ---
                 json!({
+                    "suggestions": suggestions,
                     "message": message,
                     "location": {
                         "path": normalise_path(&f.path),

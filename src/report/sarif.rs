@@ -4,7 +4,7 @@
 
 use super::{EmitOptions, Emitter};
 use crate::filter::{self, baseline::normalise_path};
-use crate::finding::{Report, Severity};
+use crate::finding::{Applicability, Report, Severity};
 use serde_json::{json, Value};
 use std::io::{self, Write};
 
@@ -111,6 +111,28 @@ pub fn document(report: &Report) -> Value {
             if let Some(i) = rule_index {
                 r["ruleIndex"] = json!(i);
             }
+            // --- fix (issue 11): the applicable fix as a SARIF fix ---
+            if let Some(fix) = f.fix.as_ref().filter(|x| x.applicability != Applicability::DisplayOnly) {
+                let artifact = location(f.line, f.column, None)["physicalLocation"]["artifactLocation"].clone();
+                let replacements: Vec<Value> = fix
+                    .edits
+                    .iter()
+                    .map(|e| {
+                        json!({
+                            "deletedRegion": {
+                                "startLine": e.line, "startColumn": e.column,
+                                "endLine": e.end_line, "endColumn": e.end_column,
+                            },
+                            "insertedContent": { "text": e.replacement },
+                        })
+                    })
+                    .collect();
+                r["fixes"] = json!([{
+                    "description": { "text": format!("{} ({})", fix.message, fix.applicability.as_str()) },
+                    "artifactChanges": [{ "artifactLocation": artifact, "replacements": replacements }],
+                }]);
+            }
+            // --- end fix ---
             if !f.labels.is_empty() {
                 r["relatedLocations"] = Value::Array(
                     f.labels

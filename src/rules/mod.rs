@@ -15,6 +15,9 @@ mod ll008_fail_open_acquire;
 mod ll009_weak_lock_token;
 mod ll010_legacy_takeover_lock;
 mod ll011_non_atomic_acquire;
+// --- fix (issue 11) ---
+pub mod fixes;
+// --- end fix ---
 
 use crate::advice::Target;
 use crate::facts::{FileFacts, KeyExpr, KeyPart, Op, OpKind, ScopeId, Span};

@@ -23,7 +23,8 @@ pub mod values;
 mod tests;
 
 use crate::facts::{
-    Client, FileFacts, KeyExpr, Language, Op, OpKind, ScriptFact, ScriptId, Span, ValueExpr,
+    CallSite, Client, FileFacts, KeyExpr, Language, Op, OpKind, ScriptFact, ScriptId, Span,
+    ValueExpr,
 };
 use calls::{Call, Structure};
 use lexer::{Kind, Tok};
@@ -202,6 +203,11 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
             .map(|t| t.end)
             .unwrap_or(name.end)
             .max(name.end);
+        if let Some(c) = call {
+            facts
+                .call_sites
+                .push(call_site(&toks, c, Span::new(name.start, end)));
+        }
         facts.ops.push(Op {
             kind,
             key: d.key.clone(),
@@ -220,6 +226,30 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     facts.absence_guards = guards::find(&an, &all_calls, &facts.ops);
     facts.scripts = std::mem::take(&mut an.scripts);
     facts
+}
+
+/// Where the receiver and the arguments of `c` stand (for fixes).
+fn call_site(toks: &[Tok], c: &Call, span: Span) -> CallSite {
+    let byte = |i: usize, end: bool| toks.get(i).map(|t| if end { t.end } else { t.start });
+    let receiver = if c.recv_start < c.name_tok {
+        let start = byte(c.recv_start, false).unwrap_or(span.start);
+        // The receiver ends at its last token before the joining `.`/`->`/`::`.
+        let last = c.name_tok.saturating_sub(2).max(c.recv_start);
+        Span::new(start, byte(last, true).unwrap_or(start).max(start))
+    } else {
+        Span::new(span.start, span.start)
+    };
+    let args = c
+        .args
+        .iter()
+        .filter(|a| a.end > a.start)
+        .filter_map(|a| Some(Span::new(byte(a.start, false)?, byte(a.end - 1, true)?)))
+        .collect();
+    CallSite {
+        span,
+        receiver,
+        args,
+    }
 }
 
 /// MULTI/EXEC and WATCH state by position.

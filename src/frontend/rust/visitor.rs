@@ -7,7 +7,8 @@
 
 use super::syntax::*;
 use crate::facts::{
-    AbsenceGuard, Client, FailOpen, FileFacts, KeyExpr, KeyPart, Op, OpKind, Scope, ScopeId,
+    AbsenceGuard, CallSite, Client, FailOpen, FileFacts, KeyExpr, KeyPart, Op, OpKind, Scope,
+    ScopeId,
     ScriptFact, ScriptId, Span, ValueExpr,
 };
 use crate::frontend::lua;
@@ -353,6 +354,14 @@ impl<'f> Walker<'f, '_> {
 
     fn span_of<T: Spanned>(&self, t: &T) -> Span {
         self.off(t.span())
+    }
+
+    /// `[start, name)` without the `.` (and blanks) that joins the receiver to the method name.
+    fn receiver_before(&self, start: usize, name: usize) -> Span {
+        let name = name.max(start);
+        let text = self.src.get(start..name).unwrap_or("");
+        let kept = text.trim_end_matches(|c: char| c == '.' || c.is_whitespace());
+        Span::new(start, start + kept.len())
     }
 
     fn text_of<T: Spanned + ToTokens>(&self, t: &T) -> String {
@@ -1526,6 +1535,15 @@ impl<'f> Walker<'f, '_> {
             } else {
                 None
             };
+            if !found.is_empty() {
+                // Where the call's parts stand, for fixes (`src/fix.rs`).
+                let call_site = CallSite {
+                    span,
+                    receiver: self.receiver_before(chain_start, ns.start),
+                    args: l.args.iter().map(|a| self.span_of(*a)).collect(),
+                };
+                self.facts.call_sites.push(call_site);
+            }
             for f in found {
                 if matches!(f.kind, OpKind::Acquire { .. }) && acquired.is_none() {
                     acquired = Some(f.key.clone());

@@ -1,0 +1,562 @@
+//! Applying fixes: the edits of each finding's [`Fix`], a unified diff of
+//! the result, a check that the fixed file still parses, and the atomic
+//! rewrite of the file. The fixes themselves come from the rules
+//! (`rules/fixes.rs`, which ops) and `advice` (each client's spelling).
+
+use crate::advice::FixDraft;
+use crate::engine::{self, Settings};
+use crate::facts::{Language, Span};
+use crate::finding::{Applicability, Edit, Finding, Fix, LineIndex};
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+/// A draft with its edits sorted and their lines and columns resolved.
+pub fn resolve(draft: FixDraft, index: &LineIndex) -> Fix {
+    let mut edits: Vec<Edit> = draft
+        .edits
+        .into_iter()
+        .map(|(span, replacement)| {
+            let (line, column) = index.line_col(span.start);
+            let (end_line, end_column) = index.line_col(span.end.max(span.start));
+            Edit {
+                span: Span::new(span.start, span.end.max(span.start)),
+                replacement,
+                line,
+                column,
+                end_line,
+                end_column,
+            }
+        })
+        .collect();
+    edits.sort_by_key(|e| (e.span.start, e.span.end));
+    Fix {
+        applicability: draft.applicability,
+        message: draft.message,
+        edits,
+    }
+}
+
+/// Applies `fixes` to `src` in order, skipping a fix whose edits overlap
+/// one already taken, or fall outside the text. Returns the new text and
+/// how many fixes were applied.
+pub fn apply(src: &str, fixes: &[&Fix]) -> (String, usize) {
+    let mut taken: Vec<&Edit> = Vec::new();
+    let mut applied = 0;
+    for fix in fixes {
+        let fits = fix.edits.iter().all(|e| {
+            e.span.end <= src.len()
+                && src.is_char_boundary(e.span.start)
+                && src.is_char_boundary(e.span.end)
+                && taken
+                    .iter()
+                    .all(|t| e.span.end <= t.span.start || t.span.end <= e.span.start)
+        });
+        let inner = fix
+            .edits
+            .windows(2)
+            .all(|w| w[0].span.end <= w[1].span.start);
+        if fits && inner && !fix.edits.is_empty() {
+            taken.extend(fix.edits.iter());
+            applied += 1;
+        }
+    }
+    taken.sort_by_key(|e| e.span.start);
+    let mut out = String::with_capacity(src.len());
+    let mut at = 0;
+    for e in taken {
+        out.push_str(&src[at..e.span.start]);
+        out.push_str(&e.replacement);
+        at = e.span.end;
+    }
+    out.push_str(&src[at..]);
+    (out, applied)
+}
+
+/// The text a fix produces for the lines it touches (for the human `help:`).
+pub fn preview(src: &str, fix: &Fix, path: &str) -> String {
+    let (new, _) = apply(src, &[fix]);
+    unified_diff(path, src, &new)
+}
+
+/// Which fixes a run applies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Safe,
+    Unsafe,
+}
+
+impl Level {
+    pub fn allows(self, a: Applicability) -> bool {
+        match self {
+            Level::Safe => a == Applicability::Safe,
+            Level::Unsafe => a >= Applicability::Unsafe,
+        }
+    }
+}
+
+/// The outcome of fixing one file.
+#[derive(Clone, Debug, Default)]
+pub struct FileFix {
+    pub original: String,
+    pub fixed: String,
+    /// Fixes applied, by rule code.
+    pub applied: BTreeMap<&'static str, usize>,
+    /// Fixes not applied because the result would not parse (or would
+    /// raise a new finding): (line, code).
+    pub refused: Vec<(usize, &'static str)>,
+}
+
+impl FileFix {
+    pub fn changed(&self) -> bool {
+        self.original != self.fixed
+    }
+}
+
+/// Most rounds of fix → re-check on one file (a fix may uncover another).
+const MAX_ROUNDS: usize = 8;
+
+/// Fixes one source text: applies the fixes `level` allows, re-checks, and
+/// repeats until nothing is left to fix. A round whose result no longer
+/// parses (Rust: `syn::parse_file`), or that raises a finding the file did
+/// not have, is undone and its fixes are reported as refused.
+pub fn fix_source(
+    display: &str,
+    src: &str,
+    language: Language,
+    settings: &Settings,
+    level: Level,
+) -> FileFix {
+    let mut out = FileFix {
+        original: src.to_string(),
+        fixed: src.to_string(),
+        ..FileFix::default()
+    };
+    let mut refused_fp: HashSet<String> = HashSet::new();
+    for _ in 0..MAX_ROUNDS {
+        let findings = engine::check_source(display, &out.fixed, language, settings);
+        let candidates: Vec<&Finding> = findings
+            .iter()
+            .filter(|f| {
+                f.fix
+                    .as_ref()
+                    .is_some_and(|x| level.allows(x.applicability))
+                    && !refused_fp.contains(&f.fingerprint)
+            })
+            .collect();
+        if candidates.is_empty() {
+            break;
+        }
+        // All at once first; when that fails, one at a time, so one bad fix
+        // does not hold back the others.
+        let all: Vec<&Fix> = candidates.iter().filter_map(|f| f.fix.as_ref()).collect();
+        let (text, _) = apply(&out.fixed, &all);
+        if acceptable(display, &out.fixed, &text, language, settings, &findings) {
+            for f in &candidates {
+                *out.applied.entry(f.code).or_insert(0) += 1;
+            }
+            out.fixed = text;
+            continue;
+        }
+        let first = candidates[0];
+        let fix = first.fix.as_ref().map(|f| vec![f]).unwrap_or_default();
+        let (text, n) = apply(&out.fixed, &fix);
+        if n == 1 && acceptable(display, &out.fixed, &text, language, settings, &findings) {
+            *out.applied.entry(first.code).or_insert(0) += 1;
+            out.fixed = text;
+        } else {
+            refused_fp.insert(first.fingerprint.clone());
+            out.refused.push((first.line, first.code));
+        }
+    }
+    out
+}
+
+/// The fixed text still parses, and raises no finding the old text lacked.
+fn acceptable(
+    display: &str,
+    old: &str,
+    new: &str,
+    language: Language,
+    settings: &Settings,
+    old_findings: &[Finding],
+) -> bool {
+    if language == Language::Rust && syn::parse_file(old).is_ok() && syn::parse_file(new).is_err() {
+        return false;
+    }
+    if pattern_mode(language) && balanced(old, language) && !balanced(new, language) {
+        return false;
+    }
+    let count = |fs: &[Finding]| {
+        let mut m: BTreeMap<&str, usize> = BTreeMap::new();
+        for f in fs {
+            *m.entry(f.code).or_insert(0) += 1;
+        }
+        m
+    };
+    let before = count(old_findings);
+    let new_findings = engine::check_source(display, new, language, settings);
+    count(&new_findings)
+        .iter()
+        .all(|(code, n)| *n <= before.get(code).copied().unwrap_or(0))
+}
+
+fn pattern_mode(language: Language) -> bool {
+    !matches!(
+        language,
+        Language::Rust | Language::Lua | Language::Redis | Language::Shell
+    )
+}
+
+/// The brackets of a file read in pattern mode nest, by the front-end's own
+/// lexer (comments and strings are not counted).
+fn balanced(src: &str, language: Language) -> bool {
+    use crate::frontend::pattern::lexer::{self, Kind};
+    let mut open: Vec<char> = Vec::new();
+    for t in lexer::lex(src, language) {
+        if t.kind != Kind::Punct {
+            continue;
+        }
+        let want = match t.text.as_str() {
+            "(" | "[" | "{" => {
+                open.extend(t.text.chars());
+                continue;
+            }
+            ")" => '(',
+            "]" => '[',
+            "}" => '{',
+            _ => continue,
+        };
+        if open.pop() != Some(want) {
+            return false;
+        }
+    }
+    open.is_empty()
+}
+
+/// Writes `text` to `path` atomically: a temporary file beside it, then a
+/// rename over it, so a reader sees the old file or the new, never a part.
+/// The file's permissions are kept.
+pub fn write_atomic(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.locklint-fix.{}", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        if let Ok(meta) = std::fs::metadata(path) {
+            std::fs::set_permissions(&tmp, meta.permissions())?;
+        }
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+// --- unified diff ----------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Line {
+    Same(usize, usize),
+    Del(usize),
+    Ins(usize),
+}
+
+/// Most edit distance (in lines) diffed exactly; past it the changed
+/// middle is shown as removed and added whole.
+const MAX_DIFF_D: usize = 2000;
+
+/// Myers' O((N+M)·D) line diff of `a` and `b`.
+fn diff_lines(a: &[&str], b: &[&str]) -> Vec<Line> {
+    // Common prefix and suffix first: fixes touch few lines.
+    let pre = a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    let suf = a[pre..]
+        .iter()
+        .rev()
+        .zip(b[pre..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let (am, bm) = (&a[pre..a.len() - suf], &b[pre..b.len() - suf]);
+    let mut out: Vec<Line> = (0..pre).map(|i| Line::Same(i, i)).collect();
+    let middle = myers(am, bm).unwrap_or_else(|| {
+        (0..am.len())
+            .map(Line::Del)
+            .chain((0..bm.len()).map(Line::Ins))
+            .collect()
+    });
+    out.extend(middle.into_iter().map(|l| match l {
+        Line::Same(i, j) => Line::Same(i + pre, j + pre),
+        Line::Del(i) => Line::Del(i + pre),
+        Line::Ins(j) => Line::Ins(j + pre),
+    }));
+    out.extend((0..suf).map(|k| Line::Same(a.len() - suf + k, b.len() - suf + k)));
+    out
+}
+
+fn myers(a: &[&str], b: &[&str]) -> Option<Vec<Line>> {
+    let (n, m) = (a.len() as isize, b.len() as isize);
+    let max = (n + m) as usize;
+    // v[k] for k in -(d+1)..=(d+1), kept per step d for the backtrack.
+    let mut trace: Vec<Vec<isize>> = Vec::new();
+    let mut v: Vec<isize> = vec![0; 3];
+    let at = |v: &Vec<isize>, d: isize, k: isize| v[(k + d + 1) as usize];
+    for d in 0..=max.min(MAX_DIFF_D) as isize {
+        let mut next = vec![0isize; (2 * d + 3) as usize];
+        let prev_d = (d - 1).max(0);
+        let get = |k: isize| {
+            if k < -(prev_d + 1) || k > prev_d + 1 {
+                0
+            } else {
+                at(&v, prev_d, k)
+            }
+        };
+        let mut done = false;
+        let mut k = -d;
+        while k <= d {
+            let mut x = if k == -d || (k != d && get(k - 1) < get(k + 1)) {
+                get(k + 1)
+            } else {
+                get(k - 1) + 1
+            };
+            let mut y = x - k;
+            while x < n && y < m && a[x as usize] == b[y as usize] {
+                x += 1;
+                y += 1;
+            }
+            next[(k + d + 1) as usize] = x;
+            if x >= n && y >= m {
+                done = true;
+            }
+            k += 2;
+        }
+        trace.push(v);
+        v = next;
+        if done {
+            trace.push(v);
+            return Some(backtrack(&trace, n, m));
+        }
+    }
+    None
+}
+
+/// `trace[d + 1]` holds v after step d (window `-(d+1)..=d+1`); `trace[0]` the start.
+fn backtrack(trace: &[Vec<isize>], n: isize, m: isize) -> Vec<Line> {
+    let mut out = Vec::new();
+    let (mut x, mut y) = (n, m);
+    let last = trace.len() as isize - 2;
+    for d in (0..=last).rev() {
+        let prev_d = (d - 1).max(0);
+        let v = &trace[d as usize];
+        let get = |k: isize| {
+            if k < -(prev_d + 1) || k > prev_d + 1 {
+                0
+            } else {
+                v[(k + prev_d + 1) as usize]
+            }
+        };
+        let k = x - y;
+        let prev_k = if k == -d || (k != d && get(k - 1) < get(k + 1)) {
+            k + 1
+        } else {
+            k - 1
+        };
+        let (px, py) = if d == 0 {
+            (0, 0)
+        } else {
+            let px = get(prev_k);
+            (px, px - prev_k)
+        };
+        while x > px && y > py {
+            out.push(Line::Same((x - 1) as usize, (y - 1) as usize));
+            x -= 1;
+            y -= 1;
+        }
+        if d > 0 {
+            if x == px {
+                out.push(Line::Ins((y - 1) as usize));
+            } else {
+                out.push(Line::Del((x - 1) as usize));
+            }
+        }
+        x = px;
+        y = py;
+    }
+    out.reverse();
+    out
+}
+
+/// A unified diff (`--- a/path`, `+++ b/path`, hunks with 3 lines of
+/// context) of `old` → `new`; empty when they are equal.
+pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
+    if old == new {
+        return String::new();
+    }
+    let a: Vec<&str> = old.split_inclusive('\n').collect();
+    let b: Vec<&str> = new.split_inclusive('\n').collect();
+    let lines = diff_lines(&a, &b);
+    const CONTEXT: usize = 3;
+    let changed: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| !matches!(l, Line::Same(..)))
+        .map(|(i, _)| i)
+        .collect();
+    let path = path.strip_prefix("./").unwrap_or(path);
+    let mut out = format!("--- a/{path}\n+++ b/{path}\n");
+    let mut i = 0;
+    while i < changed.len() {
+        let start = changed[i].saturating_sub(CONTEXT);
+        let mut end = changed[i];
+        while i < changed.len() && changed[i] <= end + 2 * CONTEXT + 1 {
+            end = changed[i];
+            i += 1;
+        }
+        let end = (end + CONTEXT + 1).min(lines.len());
+        let hunk = &lines[start..end];
+        let a_start = hunk
+            .iter()
+            .find_map(|l| match l {
+                Line::Same(x, _) | Line::Del(x) => Some(*x),
+                Line::Ins(_) => None,
+            })
+            .unwrap_or(a.len());
+        let b_start = hunk
+            .iter()
+            .find_map(|l| match l {
+                Line::Same(_, y) | Line::Ins(y) => Some(*y),
+                Line::Del(_) => None,
+            })
+            .unwrap_or(b.len());
+        let a_len = hunk.iter().filter(|l| !matches!(l, Line::Ins(_))).count();
+        let b_len = hunk.iter().filter(|l| !matches!(l, Line::Del(_))).count();
+        let shown = |start: usize, len: usize| if len == 0 { start } else { start + 1 };
+        out.push_str(&format!(
+            "@@ -{},{} +{},{} @@\n",
+            shown(a_start, a_len),
+            a_len,
+            shown(b_start, b_len),
+            b_len
+        ));
+        for l in hunk {
+            let (sign, text) = match *l {
+                Line::Same(x, _) => (' ', a[x]),
+                Line::Del(x) => ('-', a[x]),
+                Line::Ins(y) => ('+', b[y]),
+            };
+            out.push(sign);
+            out.push_str(text.trim_end_matches(['\n', '\r']));
+            out.push('\n');
+            if !text.ends_with('\n') {
+                out.push_str("\\ No newline at end of file\n");
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edit(start: usize, end: usize, text: &str) -> Edit {
+        Edit {
+            span: Span::new(start, end),
+            replacement: text.into(),
+            line: 0,
+            column: 0,
+            end_line: 0,
+            end_column: 0,
+        }
+    }
+
+    fn fix(edits: Vec<Edit>) -> Fix {
+        Fix {
+            applicability: Applicability::Safe,
+            message: String::new(),
+            edits,
+        }
+    }
+
+    #[test]
+    fn overlapping_fixes_are_skipped() {
+        let src = "abcdef";
+        let a = fix(vec![edit(0, 2, "X")]);
+        let b = fix(vec![edit(1, 3, "Y")]);
+        let c = fix(vec![edit(4, 6, "Z")]);
+        let (out, n) = apply(src, &[&a, &b, &c]);
+        assert_eq!((out.as_str(), n), ("XcdZ", 2));
+    }
+
+    #[test]
+    fn diff_of_two_distant_changes_has_two_hunks() {
+        let old: String = (1..=30).map(|i| format!("line {i}\n")).collect();
+        let new = old
+            .replace("line 3\n", "line three\n")
+            .replace("line 25\n", "");
+        let d = unified_diff("f.txt", &old, &new);
+        assert_eq!(d.matches("@@ -").count(), 2, "{d}");
+        assert!(d.contains("-line 3\n+line three\n"), "{d}");
+        assert!(d.contains("@@ -22,7 +22,6 @@"), "{d}");
+        assert!(d.contains("-line 25\n"), "{d}");
+        assert_eq!(unified_diff("f", "a\n", "a\n"), "");
+    }
+
+    #[test]
+    fn diff_matches_a_hand_made_patch() {
+        let d = unified_diff("x", "a\nb\nc\n", "a\nB\nc\nd");
+        assert_eq!(
+            d,
+            "--- a/x\n+++ b/x\n@@ -1,3 +1,4 @@\n a\n-b\n+B\n c\n+d\n\\ No newline at end of file\n"
+        );
+    }
+
+    #[test]
+    fn a_result_that_no_longer_parses_is_refused() {
+        let settings = Settings::default();
+        let rs = "fn f() { let x = 1; }\n";
+        assert!(acceptable("a.rs", rs, rs, Language::Rust, &settings, &[]));
+        assert!(!acceptable(
+            "a.rs",
+            rs,
+            "fn f() { let x = ; }\n",
+            Language::Rust,
+            &settings,
+            &[]
+        ));
+        let js = "function f() { if (a) { b(\"}\"); } }\n";
+        assert!(acceptable(
+            "a.js",
+            js,
+            js,
+            Language::JavaScript,
+            &settings,
+            &[]
+        ));
+        let broken = "function f() { if (a) { b(\"}\"); }\n";
+        assert!(!acceptable(
+            "a.js",
+            js,
+            broken,
+            Language::JavaScript,
+            &settings,
+            &[]
+        ));
+    }
+
+    #[test]
+    fn safe_level_takes_only_safe_fixes() {
+        assert!(Level::Safe.allows(Applicability::Safe));
+        assert!(!Level::Safe.allows(Applicability::Unsafe));
+        assert!(Level::Unsafe.allows(Applicability::Unsafe));
+        assert!(!Level::Unsafe.allows(Applicability::DisplayOnly));
+    }
+}

@@ -1,0 +1,124 @@
+//! Which ops a finding's fix rewrites. Language-blind like the rules: it
+//! picks the ops and the call sites the front-end recorded; `advice` spells
+//! the replacement in the client's own API.
+
+use super::ll003_setnx_then_expire::following_expire;
+use super::{Context, Diagnostic};
+use crate::advice::{self, CallParts, FixDraft};
+use crate::facts::{CallSite, Op, OpKind, Span, ValueExpr};
+use std::collections::HashMap;
+
+/// Finds the fixes of one file's diagnostics; indexes acquires and call
+/// sites once, so a file with many findings stays linear.
+pub struct Fixer<'a> {
+    /// Acquires and plain releases by the span a finding points at.
+    ops: HashMap<Span, &'a Op>,
+    sites: HashMap<Span, &'a CallSite>,
+}
+
+impl<'a> Fixer<'a> {
+    pub fn new(cx: &Context<'a>) -> Self {
+        Fixer {
+            ops: cx
+                .ops()
+                .filter(|o| {
+                    matches!(
+                        o.kind,
+                        OpKind::Acquire { .. } | OpKind::Release { checked: false }
+                    )
+                })
+                .map(|o| (Context::call_span(o), o))
+                .collect(),
+            sites: cx.facts.call_sites.iter().map(|c| (c.span, c)).collect(),
+        }
+    }
+
+    /// The fix of one diagnostic of rule `code`, if the rule and the call allow one.
+    pub fn fix_for(
+        &self,
+        code: &str,
+        cx: &Context<'a>,
+        d: &Diagnostic,
+        src: &str,
+    ) -> Option<FixDraft> {
+        if !matches!(code, "LL002" | "LL003" | "LL004") {
+            return None;
+        }
+        let op = *self.ops.get(&d.span)?;
+        fix_for(code, cx, op, src, |op| self.parts(op))
+    }
+
+    fn parts(&self, op: &Op) -> Option<CallParts<'a>> {
+        let site = *self.sites.get(&op.span)?;
+        let start = if site.receiver.end > site.receiver.start {
+            site.receiver.start
+        } else {
+            op.name_span.start
+        };
+        Some(CallParts {
+            client: op.client,
+            start,
+            name: op.name_span,
+            end: op.span.end,
+            args: &site.args,
+        })
+    }
+}
+
+fn fix_for<'a>(
+    code: &str,
+    cx: &Context<'a>,
+    op: &'a Op,
+    src: &str,
+    parts: impl Fn(&Op) -> Option<CallParts<'a>>,
+) -> Option<FixDraft> {
+    if code == "LL002" {
+        return release_fix(cx, op, src, &parts);
+    }
+    let acquire = op;
+    if !matches!(acquire.kind, OpKind::Acquire { .. }) {
+        return None;
+    }
+    match code {
+        "LL003" => {
+            let expire = following_expire(cx, acquire)?;
+            // Adjacent: the expire is the very next Redis command of the
+            // function, on the same key, and no transaction changes the replies.
+            let next = cx.later_in_scope(acquire).next();
+            let adjacent = next.is_some_and(|n| std::ptr::eq(n, expire))
+                && cx.same_key(acquire, expire)
+                && !acquire.atomic
+                && !expire.atomic;
+            advice::merge_set_if_absent_and_expire(src, parts(acquire)?, parts(expire)?, adjacent)
+        }
+        "LL004" => advice::add_ttl(src, parts(acquire)?),
+        _ => None,
+    }
+}
+
+/// LL002: the plain release becomes the checked release, where the token
+/// the lock was taken with is in scope: the acquire is earlier in the same
+/// function, or in another method of the same type with a token the
+/// methods share (a field; `advice` decides which texts are one).
+fn release_fix<'a>(
+    cx: &Context<'a>,
+    release: &'a Op,
+    src: &str,
+    parts: &impl Fn(&Op) -> Option<CallParts<'a>>,
+) -> Option<FixDraft> {
+    if release.kind != (OpKind::Release { checked: false }) {
+        return None;
+    }
+    let owner = &cx.facts.scope(release.scope).owner;
+    let acquire = cx.ops().find(|a| {
+        matches!(a.kind, OpKind::Acquire { .. })
+            && !matches!(a.value, Some(ValueExpr::Constant(_)))
+            && cx.same_key(a, release)
+            && ((a.scope == release.scope && a.order < release.order)
+                || (a.scope != release.scope
+                    && owner.is_some()
+                    && cx.facts.scope(a.scope).owner == *owner))
+    })?;
+    let same_scope = acquire.scope == release.scope;
+    advice::checked_release(src, parts(acquire)?, parts(release)?, same_scope)
+}
