@@ -107,7 +107,15 @@ fn findings_for(
     let diags = rules::run_all(&cx, |code| settings.rule_enabled(code));
     let index = LineIndex::new(src);
     let mut out: Vec<Finding> = Vec::with_capacity(diags.len());
-    let mut seen_fp: HashMap<(&str, String), usize> = HashMap::new();
+    // Each line with a finding is normalised once (an id per distinct
+    // normalised text) and hashed once per rule code, so a minified line
+    // with thousands of findings costs its length once, not per finding.
+    let path_norm = filter::baseline::normalise_path(display_path);
+    let mut line_ids: HashMap<usize, usize> = HashMap::new();
+    let mut norm_ids: HashMap<String, usize> = HashMap::new();
+    let mut norm_texts: Vec<String> = Vec::new();
+    let mut prefixes: HashMap<(&str, usize), sha2::Sha256> = HashMap::new();
+    let mut seen_fp: HashMap<(&str, usize), usize> = HashMap::new();
     for (meta, d) in diags {
         let (line, column) = index.line_col(d.span.start);
         let (end_line, end_column) = index.line_col(d.span.end.max(d.span.start));
@@ -124,12 +132,20 @@ fn findings_for(
                 }
             })
             .collect();
-        let line_text = index.line_text(line);
-        let n = seen_fp
-            .entry((meta.code, filter::baseline::normalise_line(line_text)))
-            .or_insert(0);
+        let text_id = *line_ids.entry(line).or_insert_with(|| {
+            let norm = filter::baseline::normalise_line(index.line_text(line));
+            let next = norm_texts.len();
+            *norm_ids.entry(norm).or_insert_with_key(|k| {
+                norm_texts.push(k.clone());
+                next
+            })
+        });
+        let n = seen_fp.entry((meta.code, text_id)).or_insert(0);
         *n += 1;
-        let fingerprint = filter::baseline::fingerprint(meta.code, display_path, line_text, *n);
+        let prefix = prefixes.entry((meta.code, line)).or_insert_with(|| {
+            filter::baseline::fingerprint_prefix(meta.code, &path_norm, &norm_texts[text_id])
+        });
+        let fingerprint = filter::baseline::fingerprint_finish(prefix, *n);
         out.push(Finding {
             code: meta.code,
             name: meta.name,
