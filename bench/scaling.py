@@ -3,11 +3,12 @@
 
 Each shape is written twice (N and 2N) into a scratch folder (never into
 the repository), checked with `locklint check --format json`, and timed
-with /usr/bin/time (wall time, peak RSS). A shape whose time more than
-doubles from N to 2N is super-linear: the target is time(2N) <= 2.3 x
-time(N). Times are the minimum of --runs runs, which is what beats the
-noise of a shared machine best; --callgrind counts instructions instead
-(valgrind; slower, but independent of the machine's load).
+with /usr/bin/time (CPU time user + system, peak RSS). A shape whose time
+more than doubles from N to 2N is super-linear: the target is
+time(2N) <= 2.3 x time(N). Times are the minimum CPU time of --runs runs
+(on a shared machine wall time mostly measures the others' load);
+--callgrind counts instructions instead (valgrind; slower, but independent
+of the load), and takes peak RSS from one extra plain run.
 
     python3 bench/scaling.py [--bin target/release/locklint] [--runs 3]
                              [--scale 1.0] [--only shape,...] [--callgrind]
@@ -206,11 +207,11 @@ def run_once(binary, root, callgrind):
                 if line.startswith("summary:") or line.startswith("totals:"):
                     ir = int(line.split()[1])
         os.remove(out)
-        return ir, 0.0, p.stdout
-    t = ["/usr/bin/time", "-f", "%e %M"] + cmd
+        return ir, run_once(binary, root, False)[1], p.stdout
+    t = ["/usr/bin/time", "-f", "%e %U %S %M"] + cmd
     p = subprocess.run(t, capture_output=True, text=True)
     last = p.stderr.strip().splitlines()[-1].split()
-    return float(last[0]), int(last[1]) / 1024.0, p.stdout
+    return float(last[1]) + float(last[2]), int(last[3]) / 1024.0, p.stdout
 
 
 def measure(binary, shape, n, runs, callgrind, scratch):
@@ -247,7 +248,7 @@ def main():
     only = [s for s in args.only.split(",") if s]
     binary = os.path.abspath(args.bin)
     scratch = tempfile.mkdtemp(prefix="locklint-scaling-")
-    unit = "instructions" if args.callgrind else "s (min of %d)" % args.runs
+    unit = "instructions (callgrind)" if args.callgrind else "CPU s, user + system (min of %d runs)" % args.runs
     rows = [
         f"| shape | N | time(N) | time(2N) | ratio | findings N / 2N | peak RSS 2N | (RSS − empty run) / byte of the largest file |",
         "|---|---|---|---|---|---|---|---|",
@@ -257,7 +258,7 @@ def main():
     # per-byte figure so that it measures what the input costs.
     empty = os.path.join(scratch, "empty")
     os.makedirs(empty)
-    base_rss = 0.0 if args.callgrind else run_once(binary, empty, False)[1]
+    base_rss = run_once(binary, empty, False)[1]
     try:
         for shape, (_, base) in SHAPES.items():
             if only and not any(o in shape for o in only):
@@ -269,7 +270,7 @@ def main():
             # Peak RSS beyond the empty run's, per byte of the largest file.
             per_byte = (
                 max(0.0, r2 - base_rss) * 1024 * 1024 / big2
-                if big2 and not args.callgrind
+                if big2
                 else float("nan")
             )
             fmt = (lambda v: f"{v:,.0f}") if args.callgrind else (lambda v: f"{v:.3f}")

@@ -260,6 +260,11 @@ struct FileOutcome {
     notes: Vec<(String, String)>,
 }
 
+/// Files larger than this are analysed one at a time (see [`check_entry`]).
+const BIG_FILE_BYTES: usize = 1 << 20;
+
+static BIG_FILE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn check_entry(entry: &Entry, settings: &Settings) -> FileOutcome {
     let mut outcome = FileOutcome {
         findings: Vec::new(),
@@ -280,6 +285,11 @@ fn check_entry(entry: &Entry, settings: &Settings) -> FileOutcome {
         Ok(Loaded::Binary | Loaded::Rejected) => {}
         Ok(Loaded::Text(src)) if src.is_empty() => {}
         Ok(Loaded::Text(src)) => {
+            // A big file is analysed while no other big file is: the
+            // front-ends hold tens of bytes per source byte, and two
+            // vendored multi-megabyte bundles at once would double the peak.
+            let _one_big_file = (src.len() > BIG_FILE_BYTES)
+                .then(|| BIG_FILE.lock().unwrap_or_else(|e| e.into_inner()));
             let facts = facts_for(&entry.path, &src, entry.language, settings);
             outcome.notes = facts
                 .notes
