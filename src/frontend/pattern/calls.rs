@@ -177,11 +177,12 @@ enum Frame {
     TypeLit,
 }
 
-fn owner_of(frames: &[(usize, Frame)]) -> Option<String> {
-    frames.iter().rev().find_map(|(_, f)| match f {
+fn owner_of(frames: &Frames) -> Option<String> {
+    let k = frames.class.last().copied().flatten()?;
+    match &frames.items[k].1 {
         Frame::Class(n) => Some(n.clone()),
         _ => None,
-    })
+    }
 }
 
 /// The scope and block depth at the top of `frames`: the innermost function
@@ -201,6 +202,8 @@ struct Frames {
     cur: Vec<Option<(u32, u32)>>,
     /// How many `Frame::Func` are open.
     funcs: usize,
+    /// `class[k]`: the index of the innermost `Frame::Class` in `items[..=k]`.
+    class: Vec<Option<usize>>,
 }
 
 impl std::ops::Deref for Frames {
@@ -222,13 +225,19 @@ impl Frames {
         if matches!(item.1, Frame::Func(_)) {
             self.funcs += 1;
         }
+        let class = match item.1 {
+            Frame::Class(_) => Some(self.items.len()),
+            _ => self.class.last().copied().flatten(),
+        };
         self.items.push(item);
         self.cur.push(here);
+        self.class.push(class);
     }
 
     fn pop(&mut self) -> Option<(usize, Frame)> {
         let item = self.items.pop()?;
         self.cur.pop();
+        self.class.pop();
         if matches!(item.1, Frame::Func(_)) {
             self.funcs -= 1;
         }
@@ -320,7 +329,7 @@ fn expression_body(
     toks: &[Tok],
     lang: Language,
     i: usize,
-    frames: &[(usize, Frame)],
+    frames: &Frames,
     st: &mut Structure,
 ) -> Option<(usize, u32)> {
     let t = &toks[i];
