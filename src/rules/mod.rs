@@ -143,6 +143,18 @@ struct ScopeTraits {
     lock_type: bool,
 }
 
+impl ScopeTraits {
+    /// `file_lock`: the file's name reads like a lock.
+    fn of(sc: &crate::facts::Scope, file_lock: bool) -> Self {
+        ScopeTraits {
+            deliberate: words::is_deliberate_release_fn(&sc.name),
+            acquire_fn: words::is_acquire_fn(&sc.name),
+            release_fn: words::is_release_fn(&sc.name),
+            lock_type: file_lock || sc.owner.as_deref().is_some_and(words::reads_like_lock),
+        }
+    }
+}
+
 /// The fixed questions the context asks of the other ops of a key.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Want {
@@ -227,12 +239,7 @@ impl<'a> Context<'a> {
         let traits = facts
             .scopes
             .iter()
-            .map(|sc| ScopeTraits {
-                deliberate: words::is_deliberate_release_fn(&sc.name),
-                acquire_fn: words::is_acquire_fn(&sc.name),
-                release_fn: words::is_release_fn(&sc.name),
-                lock_type: file_lock || sc.owner.as_deref().is_some_and(words::reads_like_lock),
-            })
+            .map(|sc| ScopeTraits::of(sc, file_lock))
             .collect();
         Context {
             facts,
@@ -250,14 +257,10 @@ impl<'a> Context<'a> {
 
     fn traits(&self, scope: ScopeId) -> ScopeTraits {
         self.traits.get(scope as usize).copied().unwrap_or_else(|| {
-            let sc = self.facts.scope(scope);
-            ScopeTraits {
-                deliberate: words::is_deliberate_release_fn(&sc.name),
-                acquire_fn: words::is_acquire_fn(&sc.name),
-                release_fn: words::is_release_fn(&sc.name),
-                lock_type: words::reads_like_lock(self.file_stem)
-                    || sc.owner.as_deref().is_some_and(words::reads_like_lock),
-            }
+            ScopeTraits::of(
+                self.facts.scope(scope),
+                words::reads_like_lock(self.file_stem),
+            )
         })
     }
 
