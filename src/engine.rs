@@ -108,7 +108,15 @@ fn findings_for(
     let index = LineIndex::new(src);
     let fixer = rules::fixes::Fixer::new(&cx);
     let mut out: Vec<Finding> = Vec::with_capacity(diags.len());
-    let mut seen_fp: HashMap<(&str, String), usize> = HashMap::new();
+    // Each line with a finding is normalised once (an id per distinct
+    // normalised text) and hashed once per rule code, so a minified line
+    // with thousands of findings costs its length once, not per finding.
+    let path_norm = filter::baseline::normalise_path(display_path);
+    let mut line_ids: HashMap<usize, usize> = HashMap::new();
+    let mut norm_ids: HashMap<String, usize> = HashMap::new();
+    let mut norm_texts: Vec<String> = Vec::new();
+    let mut prefixes: HashMap<(&str, usize), sha2::Sha256> = HashMap::new();
+    let mut seen_fp: HashMap<(&str, usize), usize> = HashMap::new();
     for (meta, d) in diags {
         let fix = fixer
             .fix_for(meta.code, &cx, &d, src)
@@ -128,12 +136,20 @@ fn findings_for(
                 }
             })
             .collect();
-        let line_text = index.line_text(line);
-        let n = seen_fp
-            .entry((meta.code, filter::baseline::normalise_line(line_text)))
-            .or_insert(0);
+        let text_id = *line_ids.entry(line).or_insert_with(|| {
+            let norm = filter::baseline::normalise_line(index.line_text(line));
+            let next = norm_texts.len();
+            *norm_ids.entry(norm).or_insert_with_key(|k| {
+                norm_texts.push(k.clone());
+                next
+            })
+        });
+        let n = seen_fp.entry((meta.code, text_id)).or_insert(0);
         *n += 1;
-        let fingerprint = filter::baseline::fingerprint(meta.code, display_path, line_text, *n);
+        let prefix = prefixes.entry((meta.code, line)).or_insert_with(|| {
+            filter::baseline::fingerprint_prefix(meta.code, &path_norm, &norm_texts[text_id])
+        });
+        let fingerprint = filter::baseline::fingerprint_finish(prefix, *n);
         out.push(Finding {
             code: meta.code,
             name: meta.name,
@@ -249,6 +265,29 @@ struct FileOutcome {
     notes: Vec<(String, String)>,
 }
 
+/// Files larger than this are analysed one at a time (see [`check_entry`]).
+const BIG_FILE_BYTES: usize = 1 << 20;
+
+static BIG_FILE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Hands the memory a big file's analysis freed back to the system: glibc
+/// keeps it in the worker thread's arena otherwise, and each worker would
+/// then hold the high-water mark of the biggest file it saw (two workers
+/// with a 4 MB bundle each: twice the peak of one).
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        extern "C" {
+            fn malloc_trim(pad: usize) -> std::ffi::c_int;
+        }
+        // SAFETY: malloc_trim takes no pointer; it only returns free pages
+        // of the allocator's heaps to the system.
+        unsafe {
+            malloc_trim(0);
+        }
+    }
+}
+
 fn check_entry(entry: &Entry, settings: &Settings) -> FileOutcome {
     let mut outcome = FileOutcome {
         findings: Vec::new(),
@@ -269,6 +308,11 @@ fn check_entry(entry: &Entry, settings: &Settings) -> FileOutcome {
         Ok(Loaded::Binary | Loaded::Rejected) => {}
         Ok(Loaded::Text(src)) if src.is_empty() => {}
         Ok(Loaded::Text(src)) => {
+            // A big file is analysed while no other big file is: the
+            // front-ends hold tens of bytes per source byte, and two
+            // vendored multi-megabyte bundles at once would double the peak.
+            let _one_big_file = (src.len() > BIG_FILE_BYTES)
+                .then(|| BIG_FILE.lock().unwrap_or_else(|e| e.into_inner()));
             let facts = facts_for(&entry.path, &src, entry.language, settings);
             outcome.notes = facts
                 .notes
@@ -276,6 +320,10 @@ fn check_entry(entry: &Entry, settings: &Settings) -> FileOutcome {
                 .map(|n| (entry.display.clone(), n.clone()))
                 .collect();
             outcome.findings = findings_for(&entry.display, &src, &facts, settings);
+            if _one_big_file.is_some() {
+                drop(facts);
+                release_freed_memory();
+            }
             if !outcome.findings.is_empty() {
                 outcome.source = Some((entry.display.clone(), Arc::from(src)));
             }

@@ -143,16 +143,57 @@ impl Report {
 }
 
 /// Byte offset → 1-based line and 1-based column counted in characters.
+///
+/// Every query costs O(log lines + CHAR_STRIDE): columns are counted from a
+/// checkpoint of the running character count (kept every `CHAR_STRIDE`
+/// bytes, only for text that is not plain ASCII), never from the start of
+/// the line, so a minified file with one huge line is not rescanned per
+/// finding.
 pub struct LineIndex<'a> {
     src: &'a str,
     starts: Vec<usize>,
+    /// Characters before byte `k * CHAR_STRIDE` (empty for ASCII text,
+    /// where characters are bytes).
+    chars_at: Vec<usize>,
 }
+
+/// Bytes between two character-count checkpoints of [`LineIndex`].
+const CHAR_STRIDE: usize = 4096;
 
 impl<'a> LineIndex<'a> {
     pub fn new(src: &'a str) -> Self {
         let mut starts = vec![0];
         starts.extend(memchr::memchr_iter(b'\n', src.as_bytes()).map(|i| i + 1));
-        LineIndex { src, starts }
+        let mut chars_at = Vec::new();
+        if !src.is_ascii() {
+            let bytes = src.as_bytes();
+            let mut total = 0usize;
+            chars_at.reserve(bytes.len() / CHAR_STRIDE + 1);
+            for chunk in bytes.chunks(CHAR_STRIDE) {
+                chars_at.push(total);
+                // A character is counted at its first byte (not a continuation byte).
+                total += chunk.iter().filter(|&&b| (b as i8) >= -0x40).count();
+            }
+        }
+        LineIndex {
+            src,
+            starts,
+            chars_at,
+        }
+    }
+
+    /// Characters before byte `offset` (a char boundary).
+    fn chars_before(&self, offset: usize) -> usize {
+        if self.chars_at.is_empty() {
+            return offset;
+        }
+        let k = offset / CHAR_STRIDE;
+        let from = k * CHAR_STRIDE;
+        let base = self.chars_at.get(k).copied().unwrap_or(0);
+        base + self.src.as_bytes()[from..offset]
+            .iter()
+            .filter(|&&b| (b as i8) >= -0x40)
+            .count()
     }
 
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
@@ -162,7 +203,11 @@ impl<'a> LineIndex<'a> {
         }
         let line = self.starts.partition_point(|&s| s <= offset);
         let start = self.starts[line - 1];
-        let col = self.src[start..offset].chars().count() + 1;
+        let col = if offset - start <= CHAR_STRIDE {
+            self.src[start..offset].chars().count() + 1
+        } else {
+            self.chars_before(offset) - self.chars_before(start) + 1
+        };
         (line, col)
     }
 
@@ -174,5 +219,40 @@ impl<'a> LineIndex<'a> {
         let start = self.starts[line - 1];
         let end = self.starts.get(line).copied().unwrap_or(self.src.len());
         self.src[start..end].trim_end_matches(['\n', '\r'])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LineIndex;
+
+    #[test]
+    fn columns_count_characters_on_long_lines() {
+        // Past several checkpoints, with multi-byte characters before the offset.
+        let mut src = String::from("ab\n");
+        for i in 0..20_000 {
+            src.push(if i % 7 == 0 { 'é' } else { 'x' });
+            if i % 5000 == 0 {
+                src.push('日');
+            }
+        }
+        src.push_str("END\nz");
+        let index = LineIndex::new(&src);
+        for offset in (0..src.len())
+            .step_by(997)
+            .chain([src.len(), src.len() - 1])
+        {
+            let mut o = offset;
+            while !src.is_char_boundary(o) {
+                o -= 1;
+            }
+            let line_start = src[..o].rfind('\n').map_or(0, |i| i + 1);
+            let line = src[..o].matches('\n').count() + 1;
+            let col = src[line_start..o].chars().count() + 1;
+            assert_eq!(index.line_col(offset), (line, col), "offset {offset}");
+        }
+        let end = src.find("END").unwrap();
+        assert_eq!(index.line_col(end).0, 2);
+        assert_eq!(index.line_text(3), "z");
     }
 }

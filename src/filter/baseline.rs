@@ -41,12 +41,29 @@ pub fn normalise_line(text: &str) -> String {
 /// The fingerprint of the `occurrence`-th (1-based) finding of `code` on a
 /// line reading `line_text` in `path`.
 pub fn fingerprint(code: &str, path: &str, line_text: &str, occurrence: usize) -> String {
-    let s = format!(
-        "{code}\0{}\0{}\0{occurrence}",
-        normalise_path(path),
-        normalise_line(line_text)
-    );
-    let digest = Sha256::digest(s.as_bytes());
+    let prefix = fingerprint_prefix(code, &normalise_path(path), &normalise_line(line_text));
+    fingerprint_finish(&prefix, occurrence)
+}
+
+/// The hash state of [`fingerprint`] before the occurrence index, from the
+/// normalised path and line: the engine hashes a line once and finishes it
+/// per finding, so a huge line is not hashed again for each of its findings.
+pub fn fingerprint_prefix(code: &str, normalised_path: &str, normalised_line: &str) -> Sha256 {
+    let mut h = Sha256::new();
+    h.update(code.as_bytes());
+    h.update(b"\0");
+    h.update(normalised_path.as_bytes());
+    h.update(b"\0");
+    h.update(normalised_line.as_bytes());
+    h.update(b"\0");
+    h
+}
+
+/// [`fingerprint`] from its [`fingerprint_prefix`].
+pub fn fingerprint_finish(prefix: &Sha256, occurrence: usize) -> String {
+    let mut h = prefix.clone();
+    h.update(occurrence.to_string().as_bytes());
+    let digest = h.finalize();
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -306,7 +306,11 @@ fn silence(
 ) -> bool {
     let mut stmt = None;
     let mut hit = false;
-    for (si, s) in sups.iter().enumerate() {
+    // Only comments from 9 lines above on can cover the finding (its line,
+    // the line above, or above a statement start at most 8 lines up):
+    // the comments are in line order, so the search starts there.
+    let first = sups.partition_point(|s| s.line + 9 < f.line);
+    for (si, s) in sups.iter().enumerate().skip(first) {
         if s.line > f.end_line.max(f.line) {
             break;
         }

@@ -22,10 +22,7 @@ static META: RuleMeta = RuleMeta {
 /// the EXPIRE (`if timeout { expire(k) } else { del(k) }`) is not a rollback.
 pub(super) fn is_rollback(cx: &Context, release: &Op) -> bool {
     let mut expire_depth: Option<u32> = None;
-    for prev in cx.earlier_in_scope(release) {
-        if !cx.same_key(prev, release) {
-            continue;
-        }
+    for prev in cx.earlier_same_key(release) {
         match prev.kind {
             OpKind::Expire => {
                 expire_depth.get_or_insert(prev.depth);
@@ -41,8 +38,7 @@ pub(super) fn is_rollback(cx: &Context, release: &Op) -> bool {
 
 /// The release is preceded in its function by a GET of the same key (LL005's case).
 pub(super) fn get_before(cx: &Context, release: &Op) -> bool {
-    cx.earlier_in_scope(release)
-        .any(|o| o.kind == OpKind::Get && cx.same_key(o, release))
+    cx.nearest_before(release, &OpKind::Get).is_some()
 }
 
 impl Rule for UnconditionalRelease {
@@ -61,7 +57,7 @@ impl Rule for UnconditionalRelease {
             if get_before(cx, op) || is_rollback(cx, op) {
                 continue;
             }
-            let acquire = cx.any_same_key(op, |o| matches!(o.kind, OpKind::Acquire { .. }));
+            let acquire = cx.acquire_of(op);
             out.push(Diagnostic {
                 span: Context::call_span(op),
                 message: format!(

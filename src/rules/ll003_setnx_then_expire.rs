@@ -17,8 +17,7 @@ static META: RuleMeta = RuleMeta {
 
 /// The first EXPIRE of the same key after `acquire` in its function.
 pub(super) fn following_expire<'a>(cx: &Context<'a>, acquire: &'a Op) -> Option<&'a Op> {
-    cx.later_in_scope(acquire)
-        .find(|o| o.kind == OpKind::Expire && cx.same_key(o, acquire))
+    cx.nearest_after(acquire, &OpKind::Expire)
 }
 
 impl Rule for SetnxThenExpire {

@@ -36,11 +36,7 @@ impl Rule for LockWithoutTtl {
             }
             // The same function also takes the key with a TTL: a configured
             // "no expiry" branch (`if ttl > 0 { SET NX EX } else { SETNX }`).
-            let with_ttl_too = cx
-                .any_same_key(op, |o| {
-                    o.scope == op.scope && o.kind == (OpKind::Acquire { expiry: true })
-                })
-                .is_some();
+            let with_ttl_too = cx.in_scope_same_key(op, &OpKind::Acquire { expiry: true });
             if with_ttl_too {
                 continue;
             }

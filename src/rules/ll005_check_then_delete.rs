@@ -28,9 +28,7 @@ impl Rule for CheckThenDelete {
             if !cx.is_lock_key(op) || cx.deliberate_scope(op.scope) || !get_before(cx, op) {
                 continue;
             }
-            let get = cx
-                .earlier_in_scope(op)
-                .find(|o| o.kind == OpKind::Get && cx.same_key(o, op));
+            let get = cx.nearest_before(op, &OpKind::Get);
             out.push(Diagnostic {
                 span: Context::call_span(op),
                 message: format!(

@@ -38,8 +38,8 @@ impl Rule for UnconditionalExtend {
             }
             // Part of the acquire sequence: LL003 (or the acquire itself) speaks for it.
             let in_acquire = cx
-                .earlier_in_scope(op)
-                .any(|o| matches!(o.kind, OpKind::Acquire { expiry: false }) && cx.same_key(o, op));
+                .nearest_before(op, &OpKind::Acquire { expiry: false })
+                .is_some();
             // The plain SET of a check-then-set acquire: LL011 speaks for it.
             if in_acquire || check_then_set(cx, op).is_some() {
                 continue;

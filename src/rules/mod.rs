@@ -23,7 +23,9 @@ use crate::advice::Target;
 use crate::facts::{FileFacts, KeyExpr, KeyPart, Op, OpKind, ScopeId, Span};
 use crate::finding::Severity;
 use crate::words;
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 /// A rule's identity and documentation.
 #[derive(Debug)]
@@ -125,6 +127,83 @@ pub struct Context<'a> {
     by_key: HashMap<&'a [KeyPart], Vec<&'a Op>>,
     /// Ops of each scope in source order.
     by_scope: HashMap<ScopeId, Vec<&'a Op>>,
+    /// Ops of each scope with each known key, in source order: inside one
+    /// scope `same_key` holds exactly for equal known keys, so "the nearest
+    /// earlier GET of this key" is a lookup, not a walk over the scope.
+    by_scope_key: HashMap<(ScopeId, &'a [KeyPart]), Vec<&'a Op>>,
+    /// The same, for each kind the rules look for ([`kind_tag`]).
+    by_scope_key_kind: HashMap<(ScopeId, &'a [KeyPart], u8), Vec<&'a Op>>,
+    /// What the names say about each scope (indexed by scope id).
+    traits: Vec<ScopeTraits>,
+    /// Per key group and question: the ops that answer it, indexed by the
+    /// ways `same_key` can hold ([`Matches`]), built on first use.
+    matches: RefCell<HashMap<(Want, usize), Rc<Matches<'a>>>>,
+}
+
+/// What a scope's names say, computed once per scope (each answer splits a
+/// name into words).
+#[derive(Clone, Copy, Default)]
+struct ScopeTraits {
+    deliberate: bool,
+    acquire_fn: bool,
+    release_fn: bool,
+    lock_type: bool,
+}
+
+impl ScopeTraits {
+    /// `file_lock`: the file's name reads like a lock.
+    fn of(sc: &crate::facts::Scope, file_lock: bool) -> Self {
+        ScopeTraits {
+            deliberate: words::is_deliberate_release_fn(&sc.name),
+            acquire_fn: words::is_acquire_fn(&sc.name),
+            release_fn: words::is_release_fn(&sc.name),
+            lock_type: file_lock || sc.owner.as_deref().is_some_and(words::reads_like_lock),
+        }
+    }
+}
+
+/// The fixed questions the context asks of the other ops of a key.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Want {
+    /// Any set-if-absent.
+    Acquire,
+    /// [`Context::released_or_extended`]'s ops.
+    ReleasedOrExtended,
+    /// [`Context::released`]'s ops.
+    Released,
+}
+
+/// The ops of one key group that answer one [`Want`], in group order, with
+/// the first two positions (so that one can be the asking op itself) for
+/// each way `same_key` holds across scopes.
+struct Matches<'a> {
+    ops: Vec<&'a Op>,
+    any: [usize; 2],
+    by_scope: HashMap<ScopeId, [usize; 2]>,
+    acquire_fn: [usize; 2],
+    release_fn: [usize; 2],
+    lock_type: [usize; 2],
+}
+
+const NONE: usize = usize::MAX;
+
+fn note_first(slot: &mut [usize; 2], i: usize) {
+    if slot[0] == NONE {
+        slot[0] = i;
+    } else if slot[1] == NONE {
+        slot[1] = i;
+    }
+}
+
+/// The kinds indexed per scope and key.
+fn kind_tag(kind: &OpKind) -> Option<u8> {
+    match kind {
+        OpKind::Get => Some(0),
+        OpKind::Expire => Some(1),
+        OpKind::Acquire { expiry: false } => Some(2),
+        OpKind::Acquire { expiry: true } => Some(3),
+        _ => None,
+    }
 }
 
 impl<'a> Context<'a> {
@@ -145,6 +224,30 @@ impl<'a> Context<'a> {
         for list in by_scope.values_mut() {
             list.sort_by_key(|o| o.order);
         }
+        let mut by_scope_key: HashMap<(ScopeId, &'a [KeyPart]), Vec<&'a Op>> = HashMap::new();
+        let mut by_scope_key_kind: HashMap<(ScopeId, &'a [KeyPart], u8), Vec<&'a Op>> =
+            HashMap::new();
+        for list in by_scope.values() {
+            for &op in list {
+                if op.key.is_unknown() {
+                    continue;
+                }
+                let parts = op.key.parts.as_slice();
+                by_scope_key.entry((op.scope, parts)).or_default().push(op);
+                if let Some(tag) = kind_tag(&op.kind) {
+                    by_scope_key_kind
+                        .entry((op.scope, parts, tag))
+                        .or_default()
+                        .push(op);
+                }
+            }
+        }
+        let file_lock = words::reads_like_lock(file_stem);
+        let traits = facts
+            .scopes
+            .iter()
+            .map(|sc| ScopeTraits::of(sc, file_lock))
+            .collect();
         Context {
             facts,
             file_stem,
@@ -152,7 +255,20 @@ impl<'a> Context<'a> {
             target,
             by_key,
             by_scope,
+            by_scope_key,
+            by_scope_key_kind,
+            traits,
+            matches: RefCell::new(HashMap::new()),
         }
+    }
+
+    fn traits(&self, scope: ScopeId) -> ScopeTraits {
+        self.traits.get(scope as usize).copied().unwrap_or_else(|| {
+            ScopeTraits::of(
+                self.facts.scope(scope),
+                words::reads_like_lock(self.file_stem),
+            )
+        })
     }
 
     pub fn ops(&self) -> impl Iterator<Item = &'a Op> {
@@ -181,13 +297,7 @@ impl<'a> Context<'a> {
     /// A scope belongs to a lock type: its owner (class, impl, module) or the
     /// file reads like a lock.
     pub fn in_lock_type(&self, scope: ScopeId) -> bool {
-        words::reads_like_lock(self.file_stem)
-            || self
-                .facts
-                .scope(scope)
-                .owner
-                .as_deref()
-                .is_some_and(words::reads_like_lock)
+        self.traits(scope).lock_type
     }
 
     /// SPEC §2 "same key": equal normalised keys; across functions the key
@@ -207,9 +317,111 @@ impl<'a> Context<'a> {
         if a.has_constant_part() || self.key_reads_like_lock(a) {
             return true;
         }
-        let (na, nb) = (&self.facts.scope(sa).name, &self.facts.scope(sb).name);
-        let pair = |x: &str, y: &str| words::is_acquire_fn(x) && words::is_release_fn(y);
-        pair(na, nb) || pair(nb, na) || (self.in_lock_type(sa) && self.in_lock_type(sb))
+        self.scopes_pair(sa, sb)
+    }
+
+    /// Two different scopes read like a lock pair (acquire/release) or both
+    /// live in a lock type.
+    fn scopes_pair(&self, sa: ScopeId, sb: ScopeId) -> bool {
+        let (ta, tb) = (self.traits(sa), self.traits(sb));
+        (ta.acquire_fn && tb.release_fn)
+            || (tb.acquire_fn && ta.release_fn)
+            || (ta.lock_type && tb.lock_type)
+    }
+
+    /// The first op of the file (in file order, other than `op`) on the same
+    /// key that answers `want`: what `any_same_key` with the matching
+    /// predicate returns, in time independent of the size of the key group.
+    fn first_same_key(&self, op: &Op, want: Want) -> Option<&'a Op> {
+        if op.key.is_unknown() {
+            return None;
+        }
+        let group = self.by_key.get(op.key.parts.as_slice())?;
+        let m = self.matches_of(group, want);
+        let pick = |slot: &[usize; 2]| {
+            slot.iter()
+                .copied()
+                .find(|&i| i != NONE && !std::ptr::eq(m.ops[i], op))
+        };
+        let t = self.traits(op.scope);
+        let first_any = pick(&m.any);
+        let mut best = m.by_scope.get(&op.scope).and_then(pick);
+        let mut consider = |i: Option<usize>| {
+            if let Some(i) = i {
+                best = Some(best.map_or(i, |b| b.min(i)));
+            }
+        };
+        if t.acquire_fn {
+            consider(pick(&m.release_fn));
+        }
+        if t.release_fn {
+            consider(pick(&m.acquire_fn));
+        }
+        if t.lock_type {
+            consider(pick(&m.lock_type));
+        }
+        // Nothing comes before the first match: the key test is skipped then.
+        if best != first_any && (op.key.has_constant_part() || self.key_reads_like_lock(&op.key)) {
+            best = first_any;
+        }
+        best.map(|i| m.ops[i])
+    }
+
+    /// The [`Matches`] of one key group for one question (built once).
+    fn matches_of(&self, group: &Vec<&'a Op>, want: Want) -> Rc<Matches<'a>> {
+        let id = (want, group as *const Vec<&'a Op> as usize);
+        if let Some(m) = self.matches.borrow().get(&id) {
+            return Rc::clone(m);
+        }
+        let ops: Vec<&'a Op> = group
+            .iter()
+            .copied()
+            .filter(|o| match want {
+                Want::Acquire => matches!(o.kind, OpKind::Acquire { .. }),
+                Want::ReleasedOrExtended => {
+                    !self.deliberate_scope(o.scope)
+                        && match o.kind {
+                            OpKind::Release { .. }
+                            | OpKind::CheckedExtend
+                            | OpKind::Eval { .. } => true,
+                            OpKind::Expire => !self.is_acquire_ttl(o),
+                            _ => false,
+                        }
+                }
+                Want::Released => {
+                    !self.deliberate_scope(o.scope)
+                        && matches!(
+                            o.kind,
+                            OpKind::Release { .. } | OpKind::CheckedExtend | OpKind::Eval { .. }
+                        )
+                }
+            })
+            .collect();
+        let mut m = Matches {
+            any: [NONE; 2],
+            by_scope: HashMap::new(),
+            acquire_fn: [NONE; 2],
+            release_fn: [NONE; 2],
+            lock_type: [NONE; 2],
+            ops,
+        };
+        for (i, o) in m.ops.iter().enumerate() {
+            let t = self.traits(o.scope);
+            note_first(&mut m.any, i);
+            note_first(m.by_scope.entry(o.scope).or_insert([NONE; 2]), i);
+            if t.acquire_fn {
+                note_first(&mut m.acquire_fn, i);
+            }
+            if t.release_fn {
+                note_first(&mut m.release_fn, i);
+            }
+            if t.lock_type {
+                note_first(&mut m.lock_type, i);
+            }
+        }
+        let m = Rc::new(m);
+        self.matches.borrow_mut().insert(id, Rc::clone(&m));
+        m
     }
 
     /// Any op of the file (other than `op` itself) matching `pred` on the same key.
@@ -226,9 +438,12 @@ impl<'a> Context<'a> {
     pub fn is_lock_key(&self, op: &Op) -> bool {
         self.key_reads_like_lock(&op.key)
             || matches!(op.kind, OpKind::Acquire { .. })
-            || self
-                .any_same_key(op, |o| matches!(o.kind, OpKind::Acquire { .. }))
-                .is_some()
+            || self.acquire_of(op).is_some()
+    }
+
+    /// The first set-if-absent of the same key in the file (other than `op`).
+    pub fn acquire_of(&self, op: &Op) -> Option<&'a Op> {
+        self.first_same_key(op, Want::Acquire)
     }
 
     /// An EXPIRE that gives a set-if-absent of the same function its TTL
@@ -236,8 +451,8 @@ impl<'a> Context<'a> {
     pub fn is_acquire_ttl(&self, expire: &Op) -> bool {
         expire.kind == OpKind::Expire
             && self
-                .earlier_in_scope(expire)
-                .any(|o| o.kind == (OpKind::Acquire { expiry: false }) && self.same_key(o, expire))
+                .nearest_before(expire, &OpKind::Acquire { expiry: false })
+                .is_some()
     }
 
     /// The key is released, extended or handed to a script somewhere in the
@@ -246,25 +461,12 @@ impl<'a> Context<'a> {
     /// deliberate wipe (`reset`, `clear…`, `force…`): deleting every key of a
     /// feature is not evidence that one of them is a lock.
     pub fn released_or_extended(&self, op: &Op) -> Option<&'a Op> {
-        self.any_same_key(op, |o| {
-            !self.deliberate_scope(o.scope)
-                && match o.kind {
-                    OpKind::Release { .. } | OpKind::CheckedExtend | OpKind::Eval { .. } => true,
-                    OpKind::Expire => !self.is_acquire_ttl(o),
-                    _ => false,
-                }
-        })
+        self.first_same_key(op, Want::ReleasedOrExtended)
     }
 
     /// The key is released (plainly, checked, or through a script) somewhere in the file.
     pub fn released(&self, op: &Op) -> Option<&'a Op> {
-        self.any_same_key(op, |o| {
-            !self.deliberate_scope(o.scope)
-                && matches!(
-                    o.kind,
-                    OpKind::Release { .. } | OpKind::CheckedExtend | OpKind::Eval { .. }
-                )
-        })
+        self.first_same_key(op, Want::Released)
     }
 
     /// A lock in the strong sense: released or extended somewhere, or named like one.
@@ -274,7 +476,7 @@ impl<'a> Context<'a> {
 
     /// The function's name says the deletion is deliberate (`forceRelease`, `reset_all`).
     pub fn deliberate_scope(&self, scope: ScopeId) -> bool {
-        words::is_deliberate_release_fn(&self.facts.scope(scope).name)
+        self.traits(scope).deliberate
     }
 
     /// Ops of the same scope before `op`, nearest first.
@@ -289,6 +491,58 @@ impl<'a> Context<'a> {
         let list = self.scope_ops(op.scope);
         let start = list.partition_point(|o| o.order <= op.order);
         list[start..].iter().copied()
+    }
+
+    /// Ops of the same scope and the same (known) key before `op`, nearest
+    /// first: `earlier_in_scope` filtered by `same_key`, without the walk.
+    pub fn earlier_same_key(&self, op: &Op) -> impl Iterator<Item = &'a Op> + '_ {
+        let list = self.scope_key_ops(op, None);
+        let end = list.partition_point(|o| o.order < op.order);
+        list[..end].iter().rev().copied()
+    }
+
+    /// The nearest op of `kind` (a GET, an EXPIRE or a set-if-absent) before
+    /// `op` in its scope on the same key.
+    pub fn nearest_before(&self, op: &Op, kind: &OpKind) -> Option<&'a Op> {
+        let list = self.scope_key_ops(op, Some(kind));
+        let end = list.partition_point(|o| o.order < op.order);
+        end.checked_sub(1).map(|i| list[i])
+    }
+
+    /// The nearest op of `kind` after `op` in its scope on the same key.
+    pub fn nearest_after(&self, op: &Op, kind: &OpKind) -> Option<&'a Op> {
+        let list = self.scope_key_ops(op, Some(kind));
+        let start = list.partition_point(|o| o.order <= op.order);
+        list.get(start).copied()
+    }
+
+    /// An op of `kind` anywhere in `op`'s scope on the same key, other than `op`.
+    pub fn in_scope_same_key(&self, op: &Op, kind: &OpKind) -> bool {
+        self.scope_key_ops(op, Some(kind))
+            .iter()
+            .any(|o| !std::ptr::eq(*o, op))
+    }
+
+    /// The ops of `op`'s scope and key (of one indexed kind), in source order.
+    fn scope_key_ops(&self, op: &Op, kind: Option<&OpKind>) -> &[&'a Op] {
+        if op.key.is_unknown() {
+            return &[];
+        }
+        // The group's own key slice (it lives as long as the facts).
+        let Some((&parts, _)) = self.by_key.get_key_value(op.key.parts.as_slice()) else {
+            return &[];
+        };
+        let list = match kind {
+            None => self.by_scope_key.get(&(op.scope, parts)),
+            Some(k) => match kind_tag(k) {
+                Some(tag) => self.by_scope_key_kind.get(&(op.scope, parts, tag)),
+                None => {
+                    debug_assert!(false, "kind {k:?} is not indexed");
+                    None
+                }
+            },
+        };
+        list.map(Vec::as_slice).unwrap_or(&[])
     }
 
     fn scope_ops(&self, scope: ScopeId) -> &[&'a Op] {

@@ -177,24 +177,78 @@ enum Frame {
     TypeLit,
 }
 
-fn owner_of(frames: &[(usize, Frame)]) -> Option<String> {
-    frames.iter().rev().find_map(|(_, f)| match f {
+fn owner_of(frames: &Frames) -> Option<String> {
+    let k = frames.class.last().copied().flatten()?;
+    match &frames.items[k].1 {
         Frame::Class(n) => Some(n.clone()),
         _ => None,
-    })
+    }
 }
 
-fn current(frames: &[(usize, Frame)]) -> (u32, u32) {
-    let mut depth = 0;
-    for (_, f) in frames.iter().rev() {
-        match f {
-            Frame::Func(s) => return (*s, depth),
-            Frame::Block => depth += 1,
-            Frame::TypeLit => {}
-            Frame::Class(_) => return (0, 0),
+/// The scope and block depth at the top of `frames`: the innermost function
+/// and the blocks above it (file scope inside a class or at the top).
+fn current(frames: &Frames) -> (u32, u32) {
+    frames.cur.last().copied().flatten().unwrap_or((0, 0))
+}
+
+/// The stack of open frames, with [`current`]'s answer kept for every
+/// prefix, so that it costs O(1) per token instead of a walk down the
+/// stack (quadratic in the nesting depth).
+#[derive(Default)]
+struct Frames {
+    items: Vec<(usize, Frame)>,
+    /// `cur[k]`: the innermost function and its block depth in `items[..=k]`,
+    /// `None` when a class or nothing comes first.
+    cur: Vec<Option<(u32, u32)>>,
+    /// How many `Frame::Func` are open.
+    funcs: usize,
+    /// `class[k]`: the index of the innermost `Frame::Class` in `items[..=k]`.
+    class: Vec<Option<usize>>,
+}
+
+impl std::ops::Deref for Frames {
+    type Target = [(usize, Frame)];
+    fn deref(&self) -> &Self::Target {
+        &self.items
+    }
+}
+
+impl Frames {
+    fn push(&mut self, item: (usize, Frame)) {
+        let below = self.cur.last().copied().flatten();
+        let here = match &item.1 {
+            Frame::Func(s) => Some((*s, 0)),
+            Frame::Block => below.map(|(s, d)| (s, d + 1)),
+            Frame::TypeLit => below,
+            Frame::Class(_) => None,
+        };
+        if matches!(item.1, Frame::Func(_)) {
+            self.funcs += 1;
+        }
+        let class = match item.1 {
+            Frame::Class(_) => Some(self.items.len()),
+            _ => self.class.last().copied().flatten(),
+        };
+        self.items.push(item);
+        self.cur.push(here);
+        self.class.push(class);
+    }
+
+    fn pop(&mut self) -> Option<(usize, Frame)> {
+        let item = self.items.pop()?;
+        self.cur.pop();
+        self.class.pop();
+        if matches!(item.1, Frame::Func(_)) {
+            self.funcs -= 1;
+        }
+        Some(item)
+    }
+
+    fn truncate(&mut self, len: usize) {
+        while self.items.len() > len {
+            self.pop();
         }
     }
-    (0, 0)
 }
 
 fn test_class(name: &Option<String>) -> bool {
@@ -203,7 +257,7 @@ fn test_class(name: &Option<String>) -> bool {
 }
 
 fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
-    let mut frames: Vec<(usize, Frame)> = Vec::new();
+    let mut frames = Frames::default();
     let mut head = 0usize; // first token of the current statement header
                            // an expression-bodied function: (end token, scope)
     let mut expr_scope: Option<(usize, u32)> = None;
@@ -275,7 +329,7 @@ fn expression_body(
     toks: &[Tok],
     lang: Language,
     i: usize,
-    frames: &[(usize, Frame)],
+    frames: &Frames,
     st: &mut Structure,
 ) -> Option<(usize, u32)> {
     let t = &toks[i];
@@ -326,11 +380,12 @@ fn classify_header(
     head: usize,
     open: usize,
     lang: Language,
-    frames: &[(usize, Frame)],
+    frames: &Frames,
     st: &mut Structure,
 ) -> Frame {
     let h = &toks[head.min(open)..open];
-    let in_func = current(frames).0 != 0 || frames.iter().any(|(_, f)| matches!(f, Frame::Func(_)));
+    // Some `Func` frame is open (what `current(frames).0 != 0` also implies).
+    let in_func = frames.funcs > 0;
     // class-like
     for (k, t) in h.iter().enumerate() {
         if t.is_ident()
@@ -537,7 +592,7 @@ fn python_scopes(toks: &[Tok], src: &str, st: &mut Structure) {
             s = i;
         }
     }
-    let mut frames: Vec<(usize, Frame)> = Vec::new(); // (indent, frame)
+    let mut frames = Frames::default(); // (indent, frame)
     for (ls, le) in lines {
         let ind = line_indent(src, toks[ls].start);
         while frames.last().is_some_and(|(fi, _)| *fi >= ind) {
@@ -589,7 +644,7 @@ fn python_scopes(toks: &[Tok], src: &str, st: &mut Structure) {
 
 fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
     // (opener token index, frame, closes with `}`)
-    let mut frames: Vec<(usize, Frame)> = Vec::new();
+    let mut frames = Frames::default();
     let mut braces: Vec<bool> = Vec::new(); // parallel: true when opened by `{`
     let mut skip_do_line: Option<usize> = None;
     let mut line_no = 0usize;

@@ -7,6 +7,7 @@ use super::calls::Call;
 use super::lexer::{Kind, Tok};
 use super::Analyzer;
 use crate::facts::{FailOpen, Op, OpKind, Span, ValueExpr};
+use std::collections::{HashMap, HashSet};
 
 fn is_true(t: &Tok) -> bool {
     t.is("true") || t.is("True")
@@ -18,18 +19,25 @@ fn is_null(t: &Tok) -> bool {
 pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
     let toks = an.toks;
     let mut out: Vec<FailOpen> = Vec::new();
+    // The first call at each name token, and the starts already reported:
+    // lookups per acquire stay O(1) however many calls the file has.
+    let mut call_at: HashMap<usize, &Call> = HashMap::with_capacity(calls.len());
+    for c in calls {
+        call_at.entry(c.name_tok).or_insert(c);
+    }
+    let mut starts: HashSet<usize> = HashSet::new();
     for op in ops {
         if !matches!(op.kind, OpKind::Acquire { .. }) {
             continue;
         }
         let nt = op.order as usize;
-        let Some(call) = calls.iter().find(|c| c.name_tok == nt) else {
+        let Some(&call) = call_at.get(&nt) else {
             continue;
         };
         let mut push = |s: usize, e: usize| {
             let last = toks.len().saturating_sub(1);
             let span = Span::new(toks[s.min(last)].start, toks[e.max(s).min(last)].end);
-            if !out.iter().any(|f| f.span.start == span.start) {
+            if starts.insert(span.start) {
                 out.push(FailOpen {
                     span,
                     key: op.key.clone(),

@@ -8,8 +8,7 @@
 use super::syntax::*;
 use crate::facts::{
     AbsenceGuard, CallSite, Client, FailOpen, FileFacts, KeyExpr, KeyPart, Op, OpKind, Scope,
-    ScopeId,
-    ScriptFact, ScriptId, Span, ValueExpr,
+    ScopeId, ScriptFact, ScriptId, Span, ValueExpr,
 };
 use crate::frontend::lua;
 use crate::words;

@@ -1,0 +1,193 @@
+//! The pathological input shapes of the scaling benchmark (bench/scaling.py)
+//! at a small size: each finishes and finds what it should. No timing here:
+//! the benchmark measures how they scale.
+
+use locklint::facts::Language;
+use locklint::{check_source, Finding, Settings};
+use std::collections::HashSet;
+
+fn check(path: &str, src: &str, lang: Language) -> Vec<Finding> {
+    check_source(path, src, lang, &Settings::default())
+}
+
+fn count(findings: &[Finding], code: &str) -> usize {
+    findings.iter().filter(|f| f.code == code).count()
+}
+
+/// 1-based line and character column of byte `offset` (the slow, obvious way).
+fn position(src: &str, offset: usize) -> (usize, usize) {
+    let before = &src[..offset];
+    let line = before.matches('\n').count() + 1;
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, before[start..].chars().count() + 1)
+}
+
+/// Byte offsets of every `pat` in `src`.
+fn offsets(src: &str, pat: &str) -> Vec<usize> {
+    src.match_indices(pat).map(|(i, _)| i).collect()
+}
+
+fn js_calls(n: usize, sep: &str) -> String {
+    (0..n)
+        .map(|i| {
+            if i % 2 == 0 {
+                format!("await client.set('lock:o{i}',tok,'NX');")
+            } else {
+                format!("await client.del('lock:o{}');", i - 1)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
+#[test]
+fn many_calls_on_one_long_line_are_all_found_at_their_columns() {
+    // Multi-byte characters first, so columns are characters, not bytes,
+    // far past the first line-index checkpoint.
+    let pad = "var é = '日本語';".repeat(400);
+    let src = format!(
+        "{pad}async function f(client,tok){{{}}}\n",
+        js_calls(400, "")
+    );
+    let found = check("bundle.js", &src, Language::JavaScript);
+    assert_eq!(count(&found, "LL004"), 200, "{found:#?}");
+    assert_eq!(count(&found, "LL002"), 200);
+    let sets: Vec<(usize, usize)> = offsets(&src, ".set(")
+        .into_iter()
+        .map(|o| position(&src, o + 1))
+        .collect();
+    let dels: Vec<(usize, usize)> = offsets(&src, ".del(")
+        .into_iter()
+        .map(|o| position(&src, o + 1))
+        .collect();
+    for f in &found {
+        let want = if f.code == "LL004" { &sets } else { &dels };
+        assert!(
+            want.contains(&(f.line, f.column)),
+            "{}:{}",
+            f.line,
+            f.column
+        );
+    }
+    // One line, yet every fingerprint differs (occurrence index per code).
+    let prints: HashSet<&str> = found.iter().map(|f| f.fingerprint.as_str()).collect();
+    assert_eq!(prints.len(), found.len());
+}
+
+#[test]
+fn many_lines_of_calls_in_one_scope() {
+    let src = format!(
+        "async function f(client, tok) {{\n{}\n}}\n",
+        js_calls(400, "\n")
+    );
+    let found = check("lines.js", &src, Language::JavaScript);
+    assert_eq!(count(&found, "LL004"), 200);
+    assert_eq!(count(&found, "LL002"), 200);
+    assert_eq!(found.len(), 400);
+}
+
+#[test]
+fn many_ops_on_one_key_in_one_scope() {
+    let calls: Vec<String> = (0..300)
+        .map(|i| match i % 3 {
+            0 => "  await client.set('lock:order', tok, 'NX');".to_string(),
+            1 => "  await client.expire('lock:order', 30);".to_string(),
+            _ => "  await client.del('lock:order');".to_string(),
+        })
+        .collect();
+    let src = format!(
+        "async function f(client, tok) {{\n{}\n}}\n",
+        calls.join("\n")
+    );
+    let found = check("same_key.js", &src, Language::JavaScript);
+    // Every SETNX is followed by its EXPIRE (LL003, not LL004).
+    assert_eq!(count(&found, "LL003"), 100, "{found:#?}");
+    assert_eq!(count(&found, "LL004"), 0);
+    // Each DEL right after an acquire + EXPIRE is a release of the lock.
+    assert!(count(&found, "LL002") > 0);
+}
+
+#[test]
+fn many_functions_sharing_one_key() {
+    let mut src = String::from("import redis\nr = redis.Redis()\n\n");
+    for i in 0..200 {
+        if i % 2 == 0 {
+            src.push_str(&format!(
+                "def acquire_{i}(tok):\n    return r.set('jobs:refresh', tok, nx=True)\n\n"
+            ));
+        } else {
+            src.push_str(&format!(
+                "def release_{i}():\n    r.delete('jobs:refresh')\n\n"
+            ));
+        }
+    }
+    let found = check("jobs.py", &src, Language::Python);
+    // Acquire/release function pairs make the key a lock across functions.
+    assert_eq!(count(&found, "LL004"), 100, "{found:#?}");
+    assert_eq!(count(&found, "LL002"), 100);
+}
+
+#[test]
+fn one_call_after_a_long_line_of_other_code() {
+    let pad = "var abcdefghij=1;".repeat(20_000);
+    let src =
+        format!("{pad}async function f(client,tok){{await client.set('lock:o',tok,'NX');}}\n");
+    let found = check("long.js", &src, Language::JavaScript);
+    assert_eq!(found.len(), 1);
+    let at = src.find(".set(").unwrap() + 1;
+    assert_eq!((found[0].line, found[0].column), position(&src, at));
+}
+
+#[test]
+fn deep_nesting_and_huge_strings_finish() {
+    let opens: String = (0..3000).map(|i| format!("if (a{i}) {{ ")).collect();
+    let src = format!(
+        "async function f(client, tok) {{\n{opens}await client.set('lock:x', tok, 'NX');{}\n}}\nconst v = {}1{};\n",
+        "}".repeat(3000),
+        "(".repeat(3000),
+        ")".repeat(3000)
+    );
+    let found = check("deep.js", &src, Language::JavaScript);
+    assert_eq!(count(&found, "LL004"), 1);
+
+    let words = "lock set del expire nx px eval redis ".repeat(20_000);
+    let src = format!(
+        "import redis\nr = redis.Redis()\nDOC = \"{words}\"\ndef take(tok):\n    r.set('lock:a', tok, nx=True)\n"
+    );
+    let found = check("doc.py", &src, Language::Python);
+    assert_eq!(count(&found, "LL004"), 1);
+    assert_eq!(found[0].line, 5);
+}
+
+#[test]
+fn many_suppressions_and_findings_in_one_file() {
+    // Every other release is suppressed: the comment search per finding is
+    // a window, and it still silences exactly the covered ones.
+    let mut src = String::from("async function f(client, tok) {\n");
+    for i in 0..300 {
+        src.push_str(&format!(
+            "  await client.set('lock:s{i}', tok, 'NX', 'PX', 1000);\n"
+        ));
+        if i % 2 == 0 {
+            src.push_str("  // locklint: allow(LL002)\n");
+        }
+        src.push_str(&format!("  await client.del('lock:s{i}');\n"));
+    }
+    src.push_str("}\n");
+    let found = check("sup.js", &src, Language::JavaScript);
+    assert_eq!(count(&found, "LL002"), 150, "{found:#?}");
+    assert_eq!(count(&found, "LL100"), 0);
+}
+
+#[test]
+fn many_redis_cli_lines() {
+    let mut sh = String::from("#!/bin/sh\n");
+    for i in 0..300 {
+        sh.push_str(&format!(
+            "redis-cli SET lock:s{i} 1 NX\nredis-cli DEL lock:s{i}\n"
+        ));
+    }
+    let found = check("locks.sh", &sh, Language::Shell);
+    assert_eq!(count(&found, "LL004"), 300, "{found:#?}");
+    assert_eq!(count(&found, "LL002"), 300);
+}
