@@ -270,6 +270,9 @@ pub enum OpKind {
     /// A Lua script run on this key (`EVAL`, `EVALSHA`, `FCALL`, a script object).
     /// `script` when the front-end could resolve the script text in this file.
     Eval { script: Option<ScriptId> },
+    /// `INCR`/`INCRBY`/`DECR`/`DECRBY`/`INCRBYFLOAT`/`HINCRBY` (Spring
+    /// `increment`/`decrement`): the key is a counter.
+    Incr,
 }
 
 /// One Redis operation on one key.
@@ -376,6 +379,13 @@ pub struct FileFacts {
     pub ops: Vec<Op>,
     pub scripts: Vec<ScriptFact>,
     pub fail_opens: Vec<FailOpen>,
+    /// Code that runs only when something failed: `catch`/`except`/`rescue`
+    /// handlers, `if err != nil` bodies, a promise's `.catch(…)` callback.
+    /// (`finally`/`ensure`/`defer` bodies are not in here: they run on success too.)
+    pub failure_spans: Vec<Span>,
+    /// Code that runs only while the holder's own clock says its lease is
+    /// still valid: the body of `if elapsed < ttl`, `if now < deadline`.
+    pub validity_spans: Vec<Span>,
     /// Notes for verbose output (e.g. "syn could not parse; pattern fallback").
     pub notes: Vec<String>,
 }
@@ -388,6 +398,8 @@ impl FileFacts {
             ops: Vec::new(),
             scripts: Vec::new(),
             fail_opens: Vec::new(),
+            failure_spans: Vec::new(),
+            validity_spans: Vec::new(),
             notes: Vec::new(),
         }
     }

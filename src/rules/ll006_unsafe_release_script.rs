@@ -75,7 +75,9 @@ impl UnsafeReleaseScript {
             .is_some_and(words::is_release_or_extend_name)
             || cx.ops().any(|o| {
                 matches!(o.kind, OpKind::Eval { script: Some(s) } if s as usize == id)
-                    && cx.is_lock_key(o)
+                    && (cx.is_lock_key(o)
+                        || cx.key_reads_like_lock(&o.key)
+                        || words::is_release_or_extend_name(&cx.facts.scope(o.scope).name))
             })
     }
 }

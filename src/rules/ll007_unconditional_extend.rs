@@ -30,9 +30,10 @@ impl Rule for UnconditionalExtend {
             // A lock: named like one, or taken with set-if-absent and released
             // somewhere. A counter or cache key that is merely created with
             // SETNX is not (SPEC §1).
-            let lock = cx.key_reads_like_lock(&op.key)
-                || (cx.is_lock_key(op) && cx.released(op).is_some());
-            if op.watched || !lock || cx.deliberate_scope(op.scope) {
+            let lock = cx.is_lock_key(op)
+                && !cx.is_counter(op)
+                && (cx.key_reads_like_lock(&op.key) || cx.released(op).is_some());
+            if op.watched || !lock || cx.deliberate_release(op) {
                 continue;
             }
             // Part of the acquire sequence: LL003 (or the acquire itself) speaks for it.

@@ -27,9 +27,13 @@ impl Rule for WeakLockToken {
             else {
                 continue;
             };
-            if !cx.used_as_lock(op) {
+            // A value is a token only where a release or extend compares it (SPEC §2).
+            if !cx.used_as_lock(op) || cx.once_only_marker(op) {
                 continue;
             }
+            let Some(compare) = cx.value_compared(op) else {
+                continue;
+            };
             out.push(Diagnostic {
                 span: Context::call_span(op),
                 message: format!(
@@ -42,7 +46,10 @@ impl Rule for WeakLockToken {
                     advice::acquire(op.client)
                 ),
                 note: None,
-                labels: Vec::new(),
+                labels: vec![(
+                    Context::call_span(compare),
+                    "the value is compared as a token here".into(),
+                )],
             });
         }
     }

@@ -214,14 +214,60 @@ impl<'a> Context<'a> {
             .find(|o| !std::ptr::eq(*o, op) && pred(o) && self.same_key(op, o))
     }
 
-    /// SPEC §2 "lock key": the key of an acquire in this file, or reads like
-    /// a lock, or matches a configured pattern.
+    /// SPEC §2 "lock key": the key of an acquire in this file, or a key
+    /// matching a configured pattern, or a key that reads like a lock and is
+    /// corroborated (see [`Context::corroborated`]).
     pub fn is_lock_key(&self, op: &Op) -> bool {
-        self.key_reads_like_lock(&op.key)
-            || matches!(op.kind, OpKind::Acquire { .. })
+        matches!(op.kind, OpKind::Acquire { .. })
+            || self.matches_lock_pattern(&op.key)
             || self
                 .any_same_key(op, |o| matches!(o.kind, OpKind::Acquire { .. }))
                 .is_some()
+            || (self.key_reads_like_lock(&op.key) && self.corroborated(op))
+    }
+
+    /// A key matching a configured `lock-key-patterns` regex (lock key (c)).
+    pub fn matches_lock_pattern(&self, key: &KeyExpr) -> bool {
+        if self.lock_patterns.is_empty() || key.is_unknown() {
+            return false;
+        }
+        let shown = key.display();
+        self.lock_patterns
+            .iter()
+            .any(|re| re.is_match(&shown) || key.idents.iter().any(|i| re.is_match(i)))
+    }
+
+    /// A key that only reads like a lock is one when something corroborates
+    /// it (SPEC §2 lock key): the op runs in a lock function or lock type, or
+    /// the file acquires a key of the same shape (the same constant parts,
+    /// whatever its variables are called: `"lock:" + id` and `"lock:" + orderId`).
+    /// A lock-named key that is only ever set, expired or deleted (an
+    /// attempt-lockout flag, a hint under a `…Lock` prefix) is not a lock.
+    pub fn corroborated(&self, op: &Op) -> bool {
+        if self.lock_scope(op.scope) {
+            return true;
+        }
+        let shape = |k: &KeyExpr| -> Vec<Option<String>> {
+            k.parts
+                .iter()
+                .map(|p| match p {
+                    KeyPart::Lit(s) | KeyPart::Const(s) => Some(s.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        if !op.key.has_constant_part() {
+            return false;
+        }
+        let mine = shape(&op.key);
+        self.ops()
+            .any(|o| matches!(o.kind, OpKind::Acquire { .. }) && shape(&o.key) == mine)
+    }
+
+    /// A function that is part of a lock API: it lives in a lock type, or its
+    /// name reads like a lock (`releaseLock`, `unlock`, `tryLock`, `setLock`).
+    pub fn lock_scope(&self, scope: ScopeId) -> bool {
+        self.in_lock_type(scope) || words::is_lock_fn(&self.facts.scope(scope).name)
     }
 
     /// An EXPIRE that gives a set-if-absent of the same function its TTL
@@ -237,12 +283,18 @@ impl<'a> Context<'a> {
     /// file. The TTL an acquire sequence sets on its own key does not count,
     /// nor does a plain `SET` (an overwrite, not a use of the lock), nor a
     /// deliberate wipe (`reset`, `clear…`, `force…`): deleting every key of a
-    /// feature is not evidence that one of them is a lock.
+    /// feature is not evidence that one of them is a lock. Nor does the
+    /// rollback of a once-only marker (its only deletes run on failure paths).
     pub fn released_or_extended(&self, op: &Op) -> Option<&'a Op> {
+        if self.is_counter(op) {
+            return None;
+        }
+        let marker = self.once_only_marker(op);
         self.any_same_key(op, |o| {
-            !self.deliberate_scope(o.scope)
+            !self.deliberate_release(o)
                 && match o.kind {
-                    OpKind::Release { .. } | OpKind::CheckedExtend | OpKind::Eval { .. } => true,
+                    OpKind::Release { .. } => !marker,
+                    OpKind::CheckedExtend | OpKind::Eval { .. } => true,
                     OpKind::Expire => !self.is_acquire_ttl(o),
                     _ => false,
                 }
@@ -252,7 +304,7 @@ impl<'a> Context<'a> {
     /// The key is released (plainly, checked, or through a script) somewhere in the file.
     pub fn released(&self, op: &Op) -> Option<&'a Op> {
         self.any_same_key(op, |o| {
-            !self.deliberate_scope(o.scope)
+            !self.deliberate_release(o)
                 && matches!(
                     o.kind,
                     OpKind::Release { .. } | OpKind::CheckedExtend | OpKind::Eval { .. }
@@ -260,14 +312,92 @@ impl<'a> Context<'a> {
         })
     }
 
-    /// A lock in the strong sense: released or extended somewhere, or named like one.
+    /// A lock in the strong sense: released or extended somewhere, or named
+    /// like one; an acquire in a function named like a lock (`setLock(name)`) is one too.
+    /// A counter's set-if-absent is initialisation, never a lock.
     pub fn used_as_lock(&self, op: &Op) -> bool {
-        self.key_reads_like_lock(&op.key) || self.released_or_extended(op).is_some()
+        if self.is_counter(op) {
+            return false;
+        }
+        self.key_reads_like_lock(&op.key)
+            || self.released_or_extended(op).is_some()
+            || (matches!(op.kind, OpKind::Acquire { .. })
+                && words::reads_like_lock(&self.facts.scope(op.scope).name))
+    }
+
+    /// SPEC §2 "Counter": the key is incremented or decremented somewhere in the file.
+    pub fn is_counter(&self, op: &Op) -> bool {
+        op.kind == OpKind::Incr || self.any_same_key(op, |o| o.kind == OpKind::Incr).is_some()
+    }
+
+    /// The op runs only on a failure path (a catch/except/rescue handler, an
+    /// `if err != nil` body, a promise's `.catch`).
+    pub fn on_failure_path(&self, op: &Op) -> bool {
+        let at = op.name_span.start.max(op.span.start);
+        self.facts
+            .failure_spans
+            .iter()
+            .any(|s| s.start <= at && at < s.end)
+    }
+
+    /// The op runs only while the holder's own clock says its lease is valid.
+    pub fn behind_validity_guard(&self, op: &Op) -> bool {
+        let at = op.name_span.start.max(op.span.start);
+        self.facts
+            .validity_spans
+            .iter()
+            .any(|s| s.start <= at && at < s.end)
+    }
+
+    /// SPEC §2 "Once-only marker": the key is deleted somewhere, but every
+    /// delete runs on a failure path: a rollback so the work can be retried,
+    /// not a release. A key deleted on the success path (or in `finally`) is a lock.
+    pub fn once_only_marker(&self, op: &Op) -> bool {
+        let Some(list) = self.by_key.get(op.key.parts.as_slice()) else {
+            return false;
+        };
+        let mut any = false;
+        for o in list.iter().copied() {
+            if !matches!(o.kind, OpKind::Release { .. })
+                || (!std::ptr::eq(o, op) && !self.same_key(op, o))
+            {
+                continue;
+            }
+            if !self.on_failure_path(o) {
+                return false;
+            }
+            any = true;
+        }
+        any
     }
 
     /// The function's name says the deletion is deliberate (`forceRelease`, `reset_all`).
     pub fn deliberate_scope(&self, scope: ScopeId) -> bool {
         words::is_deliberate_release_fn(&self.facts.scope(scope).name)
+    }
+
+    /// A deletion that is a deliberate override or a clean-up of dead holders:
+    /// its function is named so, and does not itself acquire the key (a
+    /// `forceWithdrawal()` that takes a lock and deletes it releases it).
+    pub fn deliberate_release(&self, op: &Op) -> bool {
+        self.deliberate_scope(op.scope)
+            && !self.scope_ops(op.scope).iter().any(|o| {
+                matches!(o.kind, OpKind::Acquire { .. })
+                    && (o.key.parts == op.key.parts || o.key.is_unknown() || op.key.is_unknown())
+            })
+    }
+
+    /// Something relies on the acquire's value as a token: a release or
+    /// extend of the same key compares it (a checked release or extend, a
+    /// script, or a GET compared in the client before a delete).
+    pub fn value_compared(&self, op: &Op) -> Option<&'a Op> {
+        self.any_same_key(op, |o| match o.kind {
+            OpKind::Release { checked: true } | OpKind::CheckedExtend | OpKind::Eval { .. } => true,
+            OpKind::Get => self
+                .later_in_scope(o)
+                .any(|r| matches!(r.kind, OpKind::Release { .. }) && self.same_key(o, r)),
+            _ => false,
+        })
     }
 
     /// Ops of the same scope before `op`, nearest first.
