@@ -472,6 +472,12 @@ impl<'a> Analyzer<'a> {
             "getdel" | "stringgetdelete" => key
                 .map(|k| vec![mk(OpKind::GetDel, k, None)])
                 .unwrap_or_default(),
+            // counters: Spring `increment`/`decrement`, C# `StringIncrement`, `incr`, `hincrby`, …
+            "incr" | "incrby" | "incrbyfloat" | "decr" | "decrby" | "hincrby" | "hincrbyfloat"
+            | "increment" | "decrement" | "stringincrement" | "stringdecrement"
+            | "hashincrement" => key
+                .map(|k| vec![mk(OpKind::Incr, k, None)])
+                .unwrap_or_default(),
             "del" | "delete" | "unlink" | "keydelete" => {
                 let text = self.vals.text(c.open, c.end);
                 let checked = text.contains("ifEquals") || text.contains("IfEquals");
@@ -971,6 +977,11 @@ impl<'a> Analyzer<'a> {
             "getset" => key()
                 .map(|k| vec![mk(OpKind::GetSet, k, None)])
                 .unwrap_or_default(),
+            "incr" | "incrby" | "incrbyfloat" | "decr" | "decrby" | "hincrby" | "hincrbyfloat" => {
+                key()
+                    .map(|k| vec![mk(OpKind::Incr, k, None)])
+                    .unwrap_or_default()
+            }
             "eval" | "evalsha" => {
                 let Some(&(s, e)) = args.first() else {
                     return Vec::new();
