@@ -393,7 +393,7 @@ fn fail_open_in_handler(an: &Analyzer, bs: usize, be: usize, scope: u32) -> Opti
 }
 
 /// The token range of a catch/except/rescue body.
-fn handler_body(an: &Analyzer, at: usize) -> (usize, usize) {
+pub(super) fn handler_body(an: &Analyzer, at: usize) -> (usize, usize) {
     let toks = an.toks;
     let n = toks.len();
     match an.lang {
