@@ -90,8 +90,35 @@ pub fn failure_spans(an: &Analyzer) -> Vec<Span> {
     out
 }
 
-/// `err != nil`, `(err)`, `(error)`, `err is not None`: the branch runs on failure.
+/// `err != nil`, `(err)`, `(error)`, `err is not None`: the branch runs on
+/// failure; so does a failed-result branch: `not delivered`, `!ok`,
+/// `result == null`, `sent is None`, `ok == false`.
 fn is_error_test(cond: &[Tok]) -> bool {
+    let path = |ts: &[&Tok]| {
+        !ts.is_empty()
+            && ts.len() % 2 == 1
+            && ts.iter().enumerate().all(|(k, t)| {
+                if k % 2 == 0 {
+                    t.is_ident() && !matches!(t.text.as_str(), "not" | "is" | "and" | "or")
+                } else {
+                    t.is(".") || t.is("->") || t.is("?.")
+                }
+            })
+    };
+    let flat: Vec<&Tok> = cond.iter().collect();
+    if let Some((first, rest)) = flat.split_first() {
+        if (first.is("not") || first.is("!")) && path(rest) {
+            return true;
+        }
+    }
+    if flat.len() >= 3 {
+        let (lhs, tail) = flat.split_at(flat.len() - 2);
+        let (op, v) = (tail[0], tail[1]);
+        let empty = matches!(v.text.as_str(), "None" | "null" | "nil" | "false" | "False");
+        if path(lhs) && empty && (op.is("==") || op.is("===") || op.is("is")) {
+            return true;
+        }
+    }
     let inner: Vec<&Tok> = cond.iter().filter(|t| !(t.is("(") || t.is(")"))).collect();
     // Go: `err != nil`, possibly after an init statement `x, err := f(); err != nil`
     let tail: Vec<&Tok> = match inner.iter().rposition(|t| t.is(";")) {
