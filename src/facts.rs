@@ -331,6 +331,10 @@ pub struct LuaCall {
     /// The call runs only after the stored value was compared with an `ARGV`
     /// (or an alias of one): the ownership check of a safe release.
     pub guarded: bool,
+    /// The call runs only in a branch where a read found the key absent
+    /// (`local v = get(KEYS[1]); if v == false then … end`, `if exists(…) == 0`):
+    /// the script creates the key there.
+    pub absent: bool,
     /// Byte range of the call inside the script text.
     pub span: Span,
 }

@@ -53,6 +53,10 @@ fn is_release_or_extend(call: &LuaCall) -> bool {
 /// The script creates or counts the key: `set … nx`, `exists`, `incr`, … —
 /// but a `set … xx`/`set … px` that only rewrites the lock is not creation.
 fn creates(call: &LuaCall) -> bool {
+    // a `set` where the key was found absent: an acquire (or acquire-or-extend) script
+    if call.absent && matches!(call.command.as_str(), "set" | "psetex" | "setex") {
+        return true;
+    }
     if call.command == "set" {
         return call
             .args

@@ -266,6 +266,7 @@ fn unsafe_release_script_is_ll006_only() {
                 command: "del".into(),
                 args: vec![LuaArg::Keys(1)],
                 guarded: false,
+                absent: false,
                 span: Span::new(7, 33),
             }],
             partial: false,
