@@ -709,6 +709,32 @@ impl<'a> Analyzer<'a> {
             }
             k += 1;
         }
+        // An expiry handed over in a variable or field named like one
+        // (Spring `set(k, v, SetCondition.ifAbsent(), expiration)`,
+        // `set(k, v, expiration, SetOption.ifAbsent())`): a TTL given as an
+        // expression (SPEC §2).
+        if expiry.is_none() {
+            for a in pos.iter().skip(from) {
+                if (a.start..a.end).any(|j| toks[j].kind == Kind::Str)
+                    || self.vals.is_zero_ttl(a.start, a.end)
+                {
+                    continue;
+                }
+                let named_expiry = (a.start..a.end).any(|j| {
+                    toks[j].is_ident()
+                        && !(j + 1 < a.end && toks[j + 1].is("("))
+                        && crate::words::word_parts(&toks[j].text).iter().any(|w| {
+                            matches!(
+                                w.as_str(),
+                                "expiration" | "expiry" | "ttl" | "timeout" | "expire" | "lease"
+                            )
+                        })
+                });
+                if named_expiry {
+                    set_exp(true, &mut expiry);
+                }
+            }
+        }
         (nx, xx, expiry)
     }
 
