@@ -488,6 +488,11 @@ impl<'a> Analyzer<'a> {
                         None,
                     )];
                 }
+                // a receiver that also runs a Redis-only command (`setnx`,
+                // `expire`, …) deletes Redis keys, whatever they are called
+                let proven = self
+                    .recv_root(c)
+                    .is_some_and(|r| self.redis_recvs.contains(&r));
                 let mut out = Vec::new();
                 for a in &pos {
                     if toks[a.start].is("new")
@@ -501,7 +506,7 @@ impl<'a> Analyzer<'a> {
                         Some((s, e)) => self.vals.key(s, e, scope),
                         None => key_of(a),
                     };
-                    if matches!(lname.as_str(), "del" | "delete") && !self.keyish(&k) {
+                    if matches!(lname.as_str(), "del" | "delete") && !proven && !self.keyish(&k) {
                         continue;
                     }
                     out.push(mk(OpKind::Release { checked }, k, None));
