@@ -410,7 +410,8 @@ impl<'a> Analyzer<'a> {
                             .is_some_and(|n| matches!(n, "expiry" | "timeout" | "ttl"))
                             && !self.vals.is_zero_ttl(a.start, a.end)
                     });
-                vec![mk(OpKind::Acquire { expiry }, key, value_at(vpos))]
+                let value = self.own_key_value(&key, pos.get(vpos).copied(), value_at(vpos));
+                vec![mk(OpKind::Acquire { expiry }, key, value)]
             }
             // Redisson RBucket: getBucket(k).trySet(v[, ttl, unit])
             "tryset" if bound.is_some() => {
@@ -448,7 +449,7 @@ impl<'a> Analyzer<'a> {
                     let last = pos[vpos + 3];
                     expiry = Some(!self.vals.is_zero_ttl(last.start, last.end));
                 }
-                let value = value_at(vpos);
+                let value = self.own_key_value(&key, pos.get(vpos).copied(), value_at(vpos));
                 match set_kind(nx, xx, expiry) {
                     Some(kind @ OpKind::Expire) => vec![mk(kind, key, None)],
                     Some(kind) => vec![mk(kind, key, value)],
@@ -556,6 +557,45 @@ impl<'a> Analyzer<'a> {
             | "executeraw" | "command" | "execute" => self.raw(c, client, scope),
             _ => Vec::new(),
         }
+    }
+
+    /// SPEC §2 constant value: a value that is one of the key's own
+    /// variables (`setIfAbsent("lock:bid:" + auctionId, auctionId)`) is the
+    /// same for every holder of that key.
+    fn own_key_value(
+        &self,
+        key: &KeyExpr,
+        arg: Option<&Arg>,
+        value: Option<crate::facts::ValueExpr>,
+    ) -> Option<crate::facts::ValueExpr> {
+        use crate::facts::{KeyPart, ValueExpr};
+        let (Some(a), Some(ValueExpr::Unknown)) = (arg, &value) else {
+            return value;
+        };
+        let toks = self.toks;
+        let path = (a.end - a.start) % 2 == 1
+            && (a.start..a.end).enumerate().all(|(i, j)| {
+                if i % 2 == 0 {
+                    toks[j].is_ident()
+                } else {
+                    toks[j].is(".") || toks[j].is("->")
+                }
+            });
+        if !path {
+            return value;
+        }
+        let name = values::norm_name(self.vals.text(a.start, a.end));
+        let own = key
+            .parts
+            .iter()
+            .any(|p| matches!(p, KeyPart::Var(v) | KeyPart::Const(v) if *v == name))
+            && key.parts.iter().any(|p| matches!(p, KeyPart::Lit(_)));
+        if own {
+            return Some(crate::words::constant(&format!(
+                "`{name}` (the key's own variable)"
+            )));
+        }
+        value
     }
 
     /// A key worth a `del`/`delete`: a literal, a concatenation, a key-named variable.

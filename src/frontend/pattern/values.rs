@@ -1006,6 +1006,16 @@ impl<'a> Values<'a> {
         if e == s + 2 && toks[s].is("-") && toks[s + 1].kind == Kind::Num {
             return words::constant(self.text(s, e));
         }
+        // an empty array: `new byte[0]`, `new byte[]{}`, `[]byte{}`, `[]`, `b''`
+        let compact: String = toks[s..e].iter().map(|t| t.text.as_str()).collect();
+        if (compact.ends_with("[0]")
+            && toks[s].is("new")
+            && toks[s..e].iter().all(|t| t.kind != Kind::Str))
+            || (compact.ends_with("[]{}") && e - s <= 6)
+            || compact == "[]"
+        {
+            return words::constant(self.text(s, e));
+        }
         let text = self.text(s, e);
         // a name bound once: follow it
         let is_path = toks[s..e].iter().enumerate().all(|(k, t)| {
