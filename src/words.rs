@@ -185,6 +185,15 @@ pub fn classify_value_words(text: &str) -> Option<ValueExpr> {
     if has("hostname") || has("gethostname") || lower.contains("host_name") {
         return Some(ValueExpr::Weak("a host name".into()));
     }
+    if has("ip")
+        || has("ipv4")
+        || lower.contains("hostaddress")
+        || lower.contains("localip")
+        || lower.contains("local_ip")
+        || lower.contains("remote_addr")
+    {
+        return Some(ValueExpr::Weak("a node IP address".into()));
+    }
     if has("now")
         || has("time")
         || has("millis")
