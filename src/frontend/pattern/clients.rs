@@ -949,6 +949,18 @@ impl<'a> Analyzer<'a> {
         {
             items.remove(0);
         }
+        // Go: `Do("SET", args...)` with `args := []interface{}{key, v, "NX"}`
+        // (and `args = append(args, "PX", ttl)`) built just before
+        if self.lang == Language::Go {
+            if let Some(&(s, e)) = items.last() {
+                if e == s + 2 && toks[s].is_ident() && toks[s + 1].is("...") {
+                    if let Some(spread) = self.go_arg_list(&toks[s].text, s, scope) {
+                        items.pop();
+                        items.extend(spread);
+                    }
+                }
+            }
+        }
         // an array of the whole command
         if items.len() == 1 && toks[items[0].0].is("[") {
             if let Some(&m) = self.st.matching.get(&items[0].0) {
@@ -1072,6 +1084,74 @@ impl<'a> Analyzer<'a> {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// The elements of a Go argument slice spread into a call at token `at`:
+    /// `name := []interface{}{a, b}` (or `[]any{…}`) in the same function,
+    /// then every `name = append(name, c, d)` before the call, in order.
+    fn go_arg_list(&self, name: &str, at: usize, scope: u32) -> Option<Vec<(usize, usize)>> {
+        let toks = self.toks;
+        let lo = at.saturating_sub(600);
+        let in_scope = |k: usize| self.st.tok_scope.get(k) == Some(&scope);
+        // the literal that starts the list
+        let mut start = None;
+        for k in (lo..at).rev() {
+            if !in_scope(k) {
+                break;
+            }
+            if toks[k].text == name
+                && toks[k].is_ident()
+                && toks.get(k + 1).is_some_and(|t| t.is(":=") || t.is("="))
+                && toks.get(k + 2).is_some_and(|t| t.is("["))
+                && toks.get(k + 3).is_some_and(|t| t.is("]"))
+            {
+                start = Some(k);
+                break;
+            }
+        }
+        let k = start?;
+        // `[]interface{}{` or `[]any{`: the last `{` before the elements
+        let mut open = k + 4;
+        let stop = (k + 10).min(at);
+        let mut body = None;
+        while open < stop {
+            if toks[open].is("{") {
+                let &m = self.st.matching.get(&open)?;
+                if m == open + 1 && toks.get(m + 1).is_some_and(|t| t.is("{")) {
+                    open = m + 1; // `interface{}` then the literal's `{`
+                    continue;
+                }
+                body = Some((open, m));
+                break;
+            }
+            open += 1;
+        }
+        let (o, m) = body?;
+        if m >= at {
+            return None;
+        }
+        let mut out: Vec<(usize, usize)> = super::calls::split_args(toks, self.st, o, m)
+            .into_iter()
+            .map(|a| (a.start, a.end))
+            .collect();
+        // appends between the literal and the call
+        let mut j = m;
+        while j + 4 < at {
+            if toks[j].text == name
+                && toks[j + 1].is("=")
+                && toks[j + 2].is("append")
+                && toks[j + 3].is("(")
+                && toks.get(j + 4).is_some_and(|t| t.text == name)
+            {
+                if let Some(&close) = self.st.matching.get(&(j + 3)) {
+                    let args = super::calls::split_args(toks, self.st, j + 3, close);
+                    out.extend(args.iter().skip(1).map(|a| (a.start, a.end)));
+                    j = close;
+                }
+            }
+            j += 1;
+        }
+        Some(out)
     }
 
     /// rueidis: `B().Set().Key(k).Value(v).Nx().Px(ttl).Build()`, `B().Del().Key(k).Build()`.
