@@ -38,7 +38,7 @@ impl Rule for ConstantLockValue {
                 && cx
                     .any_same_key(op, |o| matches!(o.kind, OpKind::Release { .. }))
                     .is_some();
-            if all_guarded {
+            if all_guarded || !cx.expirable(op) {
                 continue;
             }
             let what = match user.kind {

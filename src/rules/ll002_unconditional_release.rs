@@ -60,7 +60,9 @@ impl Rule for UnconditionalRelease {
             }
             // A once-only marker's rollback, or a release that runs only while
             // the lease is still valid (SPEC §2): not an unconditional release.
-            if cx.once_only_marker(op) || cx.behind_validity_guard(op) {
+            // A lock that can never expire cannot change hands while held:
+            // LL004/LL003 speak for it (SPEC §2 expirable lock).
+            if cx.once_only_marker(op) || cx.behind_validity_guard(op) || !cx.expirable(op) {
                 continue;
             }
             if get_before(cx, op) || is_rollback(cx, op) {

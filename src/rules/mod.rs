@@ -371,6 +371,49 @@ impl<'a> Context<'a> {
         any
     }
 
+    /// SPEC §2 "Expirable lock": a lock that can change hands while held.
+    /// False only when the file shows every acquire of the key, none of them
+    /// sets a TTL, no legacy takeover (GETSET) rewrites it, and every EXPIRE
+    /// of it is queued right before a release of it (nothing between them:
+    /// the pipeline `EXPIRE k; DEL k` after the work). Without an acquire in
+    /// the file nothing is known, and the lock counts as expirable.
+    pub fn expirable(&self, op: &Op) -> bool {
+        let Some(list) = self.by_key.get(op.key.parts.as_slice()) else {
+            return true;
+        };
+        let same: Vec<&Op> = list
+            .iter()
+            .copied()
+            .filter(|o| std::ptr::eq(*o, op) || self.same_key(op, o))
+            .collect();
+        if !same
+            .iter()
+            .any(|o| matches!(o.kind, OpKind::Acquire { .. }))
+        {
+            return true;
+        }
+        same.iter().any(|o| match o.kind {
+            OpKind::Acquire { expiry } => expiry,
+            OpKind::GetSet | OpKind::Set { expiry: true } | OpKind::CheckedExtend => true,
+            OpKind::Expire => !self.queued_with_release(o),
+            _ => false,
+        })
+    }
+
+    /// An EXPIRE queued in a transaction or pipeline whose next op is a
+    /// release of the same key in the same block: the key never lives on with
+    /// that TTL. (Consecutive ops outside a transaction may sit in different
+    /// branches, `if t { expire } else { del }`: not queued together.)
+    fn queued_with_release(&self, expire: &Op) -> bool {
+        expire.atomic
+            && self.later_in_scope(expire).next().is_some_and(|n| {
+                matches!(n.kind, OpKind::Release { .. })
+                    && n.atomic
+                    && n.depth == expire.depth
+                    && self.same_key(expire, n)
+            })
+    }
+
     /// The function's name says the deletion is deliberate (`forceRelease`, `reset_all`).
     pub fn deliberate_scope(&self, scope: ScopeId) -> bool {
         words::is_deliberate_release_fn(&self.facts.scope(scope).name)

@@ -500,3 +500,24 @@ fn release_behind_validity_guard_is_silent() {
     b.facts.validity_spans.push(Span::new(15, 25));
     assert_eq!(b.run(), vec![]);
 }
+
+#[test]
+fn lock_that_cannot_expire_is_ll003_not_ll002() {
+    // SETNX k (no TTL); work; MULTI EXPIRE k; DEL k EXEC: it never expires
+    // while held, so no one else can hold it when it is deleted.
+    let mut b = B::new();
+    let f = b.scope("run");
+    b.op(
+        f,
+        OpKind::Acquire { expiry: false },
+        lockkey(),
+        Some(ValueExpr::Constant("1".into())),
+    );
+    b.op(f, OpKind::Expire, lockkey(), None).atomic = true;
+    b.op(f, OpKind::Release { checked: false }, lockkey(), None)
+        .atomic = true;
+    assert_eq!(b.run(), vec![("LL003", 10)]);
+    // With a TTL of its own it can change hands: LL001 and LL002.
+    b.facts.ops[0].kind = OpKind::Acquire { expiry: true };
+    assert_eq!(b.run(), vec![("LL001", 10), ("LL002", 30), ("LL007", 20)]);
+}
