@@ -74,7 +74,8 @@ pub fn is_deliberate_release_fn(name: &str) -> bool {
         return true;
     }
     match parts.first().map(String::as_str) {
-        Some("force" | "reset" | "purge" | "wipe" | "flush") => true,
+        Some("force" | "reset" | "purge" | "wipe" | "flush" | "cleanup") => true,
+        Some("clean") => parts.get(1).is_some_and(|p| p == "up"),
         // `clear_lock` is the ordinary release; `clearLocks`, `clear_cache` are wipes
         Some("clear") => parts.get(1).map(String::as_str) != Some("lock"),
         Some("break") => parts.iter().any(|p| p == "lock" || p == "locks"),

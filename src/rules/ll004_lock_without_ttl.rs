@@ -26,7 +26,7 @@ impl Rule for LockWithoutTtl {
             {
                 continue;
             }
-            if !cx.used_as_lock(op) {
+            if !cx.used_as_lock(op) || cx.deadline_value(op) {
                 continue;
             }
             // The same function also takes the key with a TTL: a configured

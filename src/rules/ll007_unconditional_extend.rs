@@ -37,9 +37,13 @@ impl Rule for UnconditionalExtend {
                 continue;
             }
             // Part of the acquire sequence: LL003 (or the acquire itself) speaks for it.
-            let in_acquire = cx
-                .earlier_in_scope(op)
-                .any(|o| matches!(o.kind, OpKind::Acquire { expiry: false }) && cx.same_key(o, op));
+            // So is the TTL of a plain SET just written in the same function.
+            let in_acquire = cx.earlier_in_scope(op).any(|o| {
+                matches!(
+                    o.kind,
+                    OpKind::Acquire { expiry: false } | OpKind::Set { expiry: false }
+                ) && cx.same_key(o, op)
+            });
             if in_acquire {
                 continue;
             }

@@ -28,7 +28,7 @@ impl Rule for WeakLockToken {
                 continue;
             };
             // A value is a token only where a release or extend compares it (SPEC §2).
-            if !cx.used_as_lock(op) || cx.once_only_marker(op) {
+            if !cx.used_as_lock(op) || cx.once_only_marker(op) || cx.deadline_value(op) {
                 continue;
             }
             let Some(compare) = cx.value_compared(op) else {

@@ -15,7 +15,7 @@ mod ll008_fail_open_acquire;
 mod ll009_weak_lock_token;
 
 use crate::advice::Target;
-use crate::facts::{FileFacts, KeyExpr, KeyPart, Op, OpKind, ScopeId, Span};
+use crate::facts::{FileFacts, KeyExpr, KeyPart, Op, OpKind, ScopeId, Span, ValueExpr};
 use crate::finding::Severity;
 use crate::words;
 use std::collections::HashMap;
@@ -393,11 +393,23 @@ impl<'a> Context<'a> {
             return true;
         }
         same.iter().any(|o| match o.kind {
-            OpKind::Acquire { expiry } => expiry,
+            OpKind::Acquire { expiry } => expiry || self.deadline_value(o),
             OpKind::GetSet | OpKind::Set { expiry: true } | OpKind::CheckedExtend => true,
             OpKind::Expire => !self.queued_with_release(o),
             _ => false,
         })
+    }
+
+    /// The acquire writes a time that the file reads back (a GET of the same
+    /// key): a logical deadline, the value of a takeover lock (`SETNX k
+    /// now+timeout`; when it fails, GET k and take it over once the deadline
+    /// passed). It is not a token (no LL009), and the lock is not held
+    /// forever (no LL004); it can change hands (expirable).
+    pub fn deadline_value(&self, op: &Op) -> bool {
+        matches!(
+            (&op.kind, &op.value),
+            (OpKind::Acquire { .. }, Some(ValueExpr::Weak(w))) if w.contains("time")
+        ) && self.any_same_key(op, |o| o.kind == OpKind::Get).is_some()
     }
 
     /// An EXPIRE queued in a transaction or pipeline whose next op is a

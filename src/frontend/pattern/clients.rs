@@ -11,6 +11,7 @@ use std::collections::HashSet;
 /// Redis evidence (SPEC §2 "client methods by name").
 const AMBIGUOUS: &[&str] = &[
     "set", "get", "del", "delete", "remove", "exec", "execute", "call", "do", "send", "command",
+    "unlink",
 ];
 
 /// Receiver words that say "this is a Redis client / template / connection".
