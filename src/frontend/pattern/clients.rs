@@ -573,27 +573,22 @@ impl<'a> Analyzer<'a> {
         let (Some(a), Some(ValueExpr::Unknown)) = (arg, &value) else {
             return value;
         };
-        let toks = self.toks;
-        let path = (a.end - a.start) % 2 == 1
-            && (a.start..a.end).enumerate().all(|(i, j)| {
-                if i % 2 == 0 {
-                    toks[j].is_ident()
-                } else {
-                    toks[j].is(".") || toks[j].is("->")
-                }
-            });
-        if !path {
-            return value;
-        }
-        let name = values::norm_name(self.vals.text(a.start, a.end));
-        let own = key
-            .parts
-            .iter()
-            .any(|p| matches!(p, KeyPart::Var(v) | KeyPart::Const(v) if *v == name))
+        // the value's own normalised form: only variables, all of them the key's
+        let scope = self.st.tok_scope.get(a.start).copied().unwrap_or(0);
+        let vk = self.vals.key(a.start, a.end, scope);
+        let from_key = !vk.is_unknown()
+            && vk.parts.iter().all(|p| match p {
+                KeyPart::Var(v) | KeyPart::Const(v) => key
+                    .parts
+                    .iter()
+                    .any(|q| matches!(q, KeyPart::Var(w) | KeyPart::Const(w) if w == v)),
+                _ => false,
+            })
             && key.parts.iter().any(|p| matches!(p, KeyPart::Lit(_)));
-        if own {
+        if from_key {
+            let name = self.vals.text(a.start, a.end).trim();
             return Some(crate::words::constant(&format!(
-                "`{name}` (the key's own variable)"
+                "`{name}` (derived from the key's own variables)"
             )));
         }
         value

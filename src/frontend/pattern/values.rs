@@ -996,7 +996,12 @@ impl<'a> Values<'a> {
                     return words::constant(&format!("\"{}\"", t.text));
                 }
                 Kind::Num => return words::constant(&t.text),
-                Kind::Ident if matches!(t.text.as_str(), "true" | "false" | "True" | "False") => {
+                Kind::Ident
+                    if matches!(
+                        t.text.as_str(),
+                        "true" | "false" | "True" | "False" | "nil" | "null" | "None"
+                    ) =>
+                {
                     return words::constant(&t.text)
                 }
                 _ => {}
