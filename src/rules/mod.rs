@@ -224,6 +224,24 @@ impl<'a> Context<'a> {
                 .any_same_key(op, |o| matches!(o.kind, OpKind::Acquire { .. }))
                 .is_some()
             || (self.key_reads_like_lock(&op.key) && self.corroborated(op))
+            || self.acquired_by_script(op)
+    }
+
+    /// In a lock type, a key that an acquire-named method (`Lock`, `TryLock`,
+    /// `acquire`) hands to a script: the script is the acquire (its text
+    /// may live elsewhere), so the key is the lock's key — for the ops around
+    /// it (a bare EXPIRE, a DEL), not for the scripts themselves (LL006 judges
+    /// a script by its own name and key).
+    fn acquired_by_script(&self, op: &Op) -> bool {
+        !matches!(op.kind, OpKind::Eval { .. })
+            && self.in_lock_type(op.scope)
+            && self
+                .any_same_key(op, |o| {
+                    matches!(o.kind, OpKind::Eval { .. })
+                        && self.in_lock_type(o.scope)
+                        && words::is_acquire_fn(&self.facts.scope(o.scope).name)
+                })
+                .is_some()
     }
 
     /// A key matching a configured `lock-key-patterns` regex (lock key (c)).
