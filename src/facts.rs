@@ -273,6 +273,9 @@ pub enum OpKind {
     /// `EXISTS` of the key (`hasKey`, `exists?`, `KeyExists`, …): a read that
     /// only says whether the key is there.
     Exists,
+    /// `INCR`/`INCRBY`/`DECR`/`DECRBY`/`INCRBYFLOAT`/`HINCRBY` (Spring
+    /// `increment`/`decrement`): the key is a counter.
+    Incr,
 }
 
 /// One Redis operation on one key.
@@ -344,6 +347,10 @@ pub struct LuaCall {
     /// The call runs only after the stored value was compared with an `ARGV`
     /// (or an alias of one): the ownership check of a safe release.
     pub guarded: bool,
+    /// The call runs only in a branch where a read found the key absent
+    /// (`local v = get(KEYS[1]); if v == false then … end`, `if exists(…) == 0`):
+    /// the script creates the key there.
+    pub absent: bool,
     /// Byte range of the call inside the script text.
     pub span: Span,
 }
@@ -408,6 +415,13 @@ pub struct FileFacts {
     pub fail_opens: Vec<FailOpen>,
     /// Writes guarded by a check that their key is absent, sorted by `write`.
     pub absence_guards: Vec<AbsenceGuard>,
+    /// Code that runs only when something failed: `catch`/`except`/`rescue`
+    /// handlers, `if err != nil` bodies, a promise's `.catch(…)` callback.
+    /// (`finally`/`ensure`/`defer` bodies are not in here: they run on success too.)
+    pub failure_spans: Vec<Span>,
+    /// Code that runs only while the holder's own clock says its lease is
+    /// still valid: the body of `if elapsed < ttl`, `if now < deadline`.
+    pub validity_spans: Vec<Span>,
     /// Notes for verbose output (e.g. "syn could not parse; pattern fallback").
     pub notes: Vec<String>,
     /// The calls behind ops, for fixes (not every op has one).
@@ -423,6 +437,8 @@ impl FileFacts {
             scripts: Vec::new(),
             fail_opens: Vec::new(),
             absence_guards: Vec::new(),
+            failure_spans: Vec::new(),
+            validity_spans: Vec::new(),
             notes: Vec::new(),
             call_sites: Vec::new(),
         }

@@ -56,15 +56,44 @@ pub fn reads_like_lock(s: &str) -> bool {
         .any(|w| LOCK_WORDS.contains(&w.as_str()))
 }
 
-/// A function whose name says its deletion is deliberate: `forceRelease`,
-/// `force_unlock`, `reset_all`, `breakLock`, `clearLocks`.
+/// A function whose name says its deletion is deliberate, or that it cleans
+/// up dead holders: `forceRelease`, `force_unlock`, `reset_all`, `breakLock`,
+/// `clearLocks`, `deleteAll`, `remove_stale_locks`, `reapOrphans`. Not
+/// `clear_lock`/`clearLock`/`remove_lock`: they are ordinary releases.
 pub fn is_deliberate_release_fn(name: &str) -> bool {
     let parts = word_parts(name);
+    if parts.iter().any(|p| {
+        matches!(
+            p.as_str(),
+            "ghost" | "ghosts" | "stale" | "orphan" | "orphans" | "orphaned"
+        )
+    }) {
+        return true;
+    }
+    if parts.len() > 1 && parts.last().is_some_and(|p| p == "all") {
+        return true;
+    }
     match parts.first().map(String::as_str) {
-        Some("force" | "reset" | "clear" | "purge" | "wipe" | "flush") => true,
+        Some("force" | "reset" | "purge" | "wipe" | "flush" | "cleanup") => true,
+        Some("clean") => parts.get(1).is_some_and(|p| p == "up"),
+        // `clear_lock` is the ordinary release; `clearLocks`, `clear_cache` are wipes
+        Some("clear") => parts.get(1).map(String::as_str) != Some("lock"),
         Some("break") => parts.iter().any(|p| p == "lock" || p == "locks"),
         _ => false,
     }
+}
+
+/// A function that is part of a lock API by its name: it reads like a lock
+/// (`releaseLock`, `setLock`, `acquire_mutex`) or says `unlock`/`trylock`/
+/// `acquire`/`release`.
+pub fn is_lock_fn(name: &str) -> bool {
+    reads_like_lock(name)
+        || word_parts(name).iter().any(|p| {
+            matches!(
+                p.as_str(),
+                "unlock" | "trylock" | "relock" | "acquire" | "release"
+            )
+        })
 }
 
 /// The two halves of a lock API: names that read like taking a lock.
@@ -156,6 +185,15 @@ pub fn classify_value_words(text: &str) -> Option<ValueExpr> {
     }
     if has("hostname") || has("gethostname") || lower.contains("host_name") {
         return Some(ValueExpr::Weak("a host name".into()));
+    }
+    if has("ip")
+        || has("ipv4")
+        || lower.contains("hostaddress")
+        || lower.contains("localip")
+        || lower.contains("local_ip")
+        || lower.contains("remote_addr")
+    {
+        return Some(ValueExpr::Weak("a node IP address".into()));
     }
     if has("now")
         || has("time")
@@ -265,6 +303,16 @@ mod tests {
         assert!(is_deliberate_release_fn("breakLock"));
         assert!(!is_deliberate_release_fn("release"));
         assert!(!is_deliberate_release_fn("unlock"));
+        assert!(is_deliberate_release_fn("remove_stale_locks"));
+        assert!(is_deliberate_release_fn("deleteAll"));
+        assert!(is_deliberate_release_fn("clearLocks"));
+        assert!(!is_deliberate_release_fn("clear_lock"));
+        assert!(!is_deliberate_release_fn("clearLock"));
+        assert!(!is_deliberate_release_fn("remove_lock"));
+        assert!(!is_deliberate_release_fn("install"));
+        assert!(is_lock_fn("setLock"));
+        assert!(is_lock_fn("unlock"));
+        assert!(!is_lock_fn("setIfAbsent"));
     }
 
     #[test]

@@ -562,6 +562,11 @@ impl<'a> Extractor<'a> {
             "EXISTS" if args.len() == 1 => {
                 self.push(OpKind::Exists, args[0], None, span, name_span, sess);
             }
+            "INCR" | "INCRBY" | "INCRBYFLOAT" | "DECR" | "DECRBY" | "HINCRBY" | "HINCRBYFLOAT"
+                if !args.is_empty() =>
+            {
+                self.push(OpKind::Incr, args[0], None, span, name_span, sess);
+            }
             "EVAL" | "EVAL_RO" | "EVALSHA" | "EVALSHA_RO" | "FCALL" | "FCALL_RO"
                 if args.len() >= 2 =>
             {

@@ -29,6 +29,18 @@ impl Rule for ConstantLockValue {
             let Some(user) = cx.released_or_extended(op) else {
                 continue;
             };
+            // Every release runs only while the lease is still valid (SPEC §3 LL001).
+            let all_guarded = cx
+                .any_same_key(op, |o| {
+                    matches!(o.kind, OpKind::Release { .. }) && !cx.behind_validity_guard(o)
+                })
+                .is_none()
+                && cx
+                    .any_same_key(op, |o| matches!(o.kind, OpKind::Release { .. }))
+                    .is_some();
+            if all_guarded || !cx.expirable(op) {
+                continue;
+            }
             let what = match user.kind {
                 OpKind::Release { .. } | OpKind::Eval { .. } => "released",
                 _ => "extended",

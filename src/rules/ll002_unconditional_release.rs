@@ -51,7 +51,14 @@ impl Rule for UnconditionalRelease {
             if op.kind != (OpKind::Release { checked: false }) || op.watched {
                 continue;
             }
-            if !cx.is_lock_key(op) || cx.deliberate_scope(op.scope) {
+            if !cx.is_lock_key(op) || cx.deliberate_release(op) || cx.is_counter(op) {
+                continue;
+            }
+            // A once-only marker's rollback, or a release that runs only while
+            // the lease is still valid (SPEC §2): not an unconditional release.
+            // A lock that can never expire cannot change hands while held:
+            // LL004/LL003 speak for it (SPEC §2 expirable lock).
+            if cx.once_only_marker(op) || cx.behind_validity_guard(op) || !cx.expirable(op) {
                 continue;
             }
             if get_before(cx, op) || is_rollback(cx, op) {

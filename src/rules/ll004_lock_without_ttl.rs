@@ -27,7 +27,7 @@ impl Rule for LockWithoutTtl {
             {
                 continue;
             }
-            if !cx.used_as_lock(op) {
+            if !cx.used_as_lock(op) || cx.deadline_value(op) {
                 continue;
             }
             // The legacy takeover expires by its deadline: LL010 speaks for it.

@@ -25,7 +25,11 @@ impl Rule for CheckThenDelete {
             if op.kind != (OpKind::Release { checked: false }) || op.watched || op.atomic {
                 continue;
             }
-            if !cx.is_lock_key(op) || cx.deliberate_scope(op.scope) || !get_before(cx, op) {
+            if !cx.is_lock_key(op)
+                || cx.deliberate_release(op)
+                || !get_before(cx, op)
+                || !cx.expirable(op)
+            {
                 continue;
             }
             let get = cx.nearest_before(op, &OpKind::Get);

@@ -53,6 +53,10 @@ fn is_release_or_extend(call: &LuaCall) -> bool {
 /// The script creates or counts the key: `set … nx`, `exists`, `incr`, … —
 /// but a `set … xx`/`set … px` that only rewrites the lock is not creation.
 fn creates(call: &LuaCall) -> bool {
+    // a `set` where the key was found absent: an acquire (or acquire-or-extend) script
+    if call.absent && matches!(call.command.as_str(), "set" | "psetex" | "setex") {
+        return true;
+    }
     if call.command == "set" {
         return call
             .args
@@ -75,7 +79,9 @@ impl UnsafeReleaseScript {
             .is_some_and(words::is_release_or_extend_name)
             || cx.ops().any(|o| {
                 matches!(o.kind, OpKind::Eval { script: Some(s) } if s as usize == id)
-                    && cx.is_lock_key(o)
+                    && (cx.is_lock_key(o)
+                        || cx.key_reads_like_lock(&o.key)
+                        || words::is_release_or_extend_name(&cx.facts.scope(o.scope).name))
             })
     }
 }

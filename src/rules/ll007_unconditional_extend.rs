@@ -31,15 +31,20 @@ impl Rule for UnconditionalExtend {
             // A lock: named like one, or taken with set-if-absent and released
             // somewhere. A counter or cache key that is merely created with
             // SETNX is not (SPEC §1).
-            let lock = cx.key_reads_like_lock(&op.key)
-                || (cx.is_lock_key(op) && cx.released(op).is_some());
-            if op.watched || !lock || cx.deliberate_scope(op.scope) {
+            let lock = cx.is_lock_key(op)
+                && !cx.is_counter(op)
+                && (cx.key_reads_like_lock(&op.key) || cx.released(op).is_some());
+            if op.watched || !lock || cx.deliberate_release(op) {
                 continue;
             }
             // Part of the acquire sequence: LL003 (or the acquire itself) speaks for it.
+            // So is the TTL of a plain SET just written in the same function.
             let in_acquire = cx
                 .nearest_before(op, &OpKind::Acquire { expiry: false })
-                .is_some();
+                .is_some()
+                || cx
+                    .nearest_before(op, &OpKind::Set { expiry: false })
+                    .is_some();
             // The plain SET of a check-then-set acquire: LL011 speaks for it.
             if in_acquire || check_then_set(cx, op).is_some() {
                 continue;

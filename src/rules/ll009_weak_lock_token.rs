@@ -28,10 +28,18 @@ impl Rule for WeakLockToken {
             else {
                 continue;
             };
-            // In the legacy takeover (LL010) the time is a deadline, not a token.
-            if !cx.used_as_lock(op) || legacy_takeover(cx, op).is_some() {
+            // A value is a token only where a release or extend compares it
+            // (SPEC §2); in the legacy takeover (LL010) the time is a deadline.
+            if !cx.used_as_lock(op)
+                || legacy_takeover(cx, op).is_some()
+                || cx.once_only_marker(op)
+                || cx.deadline_value(op)
+            {
                 continue;
             }
+            let Some(compare) = cx.value_compared(op) else {
+                continue;
+            };
             out.push(Diagnostic {
                 span: Context::call_span(op),
                 message: format!(
@@ -44,7 +52,10 @@ impl Rule for WeakLockToken {
                     advice::acquire(op.client)
                 ),
                 note: None,
-                labels: Vec::new(),
+                labels: vec![(
+                    Context::call_span(compare),
+                    "the value is compared as a token here".into(),
+                )],
             });
         }
     }

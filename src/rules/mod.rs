@@ -20,7 +20,7 @@ pub mod fixes;
 // --- end fix ---
 
 use crate::advice::Target;
-use crate::facts::{FileFacts, KeyExpr, KeyPart, Op, OpKind, ScopeId, Span};
+use crate::facts::{FileFacts, KeyExpr, KeyPart, Op, OpKind, ScopeId, Span, ValueExpr};
 use crate::finding::Severity;
 use crate::words;
 use std::cell::RefCell;
@@ -202,6 +202,7 @@ fn kind_tag(kind: &OpKind) -> Option<u8> {
         OpKind::Expire => Some(1),
         OpKind::Acquire { expiry: false } => Some(2),
         OpKind::Acquire { expiry: true } => Some(3),
+        OpKind::Set { expiry: false } => Some(4),
         _ => None,
     }
 }
@@ -379,7 +380,7 @@ impl<'a> Context<'a> {
             .filter(|o| match want {
                 Want::Acquire => matches!(o.kind, OpKind::Acquire { .. }),
                 Want::ReleasedOrExtended => {
-                    !self.deliberate_scope(o.scope)
+                    !self.deliberate_release(o)
                         && match o.kind {
                             OpKind::Release { .. }
                             | OpKind::CheckedExtend
@@ -389,7 +390,7 @@ impl<'a> Context<'a> {
                         }
                 }
                 Want::Released => {
-                    !self.deliberate_scope(o.scope)
+                    !self.deliberate_release(o)
                         && matches!(
                             o.kind,
                             OpKind::Release { .. } | OpKind::CheckedExtend | OpKind::Eval { .. }
@@ -433,17 +434,81 @@ impl<'a> Context<'a> {
             .find(|o| !std::ptr::eq(*o, op) && pred(o) && self.same_key(op, o))
     }
 
-    /// SPEC §2 "lock key": the key of an acquire in this file, or reads like
-    /// a lock, or matches a configured pattern.
+    /// SPEC §2 "lock key": the key of an acquire in this file, or a key
+    /// matching a configured pattern, or a key that reads like a lock and is
+    /// corroborated (see [`Context::corroborated`]).
     pub fn is_lock_key(&self, op: &Op) -> bool {
-        self.key_reads_like_lock(&op.key)
-            || matches!(op.kind, OpKind::Acquire { .. })
+        matches!(op.kind, OpKind::Acquire { .. })
+            || self.matches_lock_pattern(&op.key)
             || self.acquire_of(op).is_some()
+            || (self.key_reads_like_lock(&op.key) && self.corroborated(op))
+            || self.acquired_by_script(op)
     }
 
     /// The first set-if-absent of the same key in the file (other than `op`).
     pub fn acquire_of(&self, op: &Op) -> Option<&'a Op> {
         self.first_same_key(op, Want::Acquire)
+    }
+
+    /// In a lock type, a key that an acquire-named method (`Lock`, `TryLock`,
+    /// `acquire`) hands to a script: the script is the acquire (its text
+    /// may live elsewhere), so the key is the lock's key — for the ops around
+    /// it (a bare EXPIRE, a DEL), not for the scripts themselves (LL006 judges
+    /// a script by its own name and key).
+    fn acquired_by_script(&self, op: &Op) -> bool {
+        !matches!(op.kind, OpKind::Eval { .. })
+            && self.in_lock_type(op.scope)
+            && self
+                .any_same_key(op, |o| {
+                    matches!(o.kind, OpKind::Eval { .. })
+                        && self.in_lock_type(o.scope)
+                        && words::is_acquire_fn(&self.facts.scope(o.scope).name)
+                })
+                .is_some()
+    }
+
+    /// A key matching a configured `lock-key-patterns` regex (lock key (c)).
+    pub fn matches_lock_pattern(&self, key: &KeyExpr) -> bool {
+        if self.lock_patterns.is_empty() || key.is_unknown() {
+            return false;
+        }
+        let shown = key.display();
+        self.lock_patterns
+            .iter()
+            .any(|re| re.is_match(&shown) || key.idents.iter().any(|i| re.is_match(i)))
+    }
+
+    /// A key that only reads like a lock is one when something corroborates
+    /// it (SPEC §2 lock key): the op runs in a lock function or lock type, or
+    /// the file acquires a key of the same shape (the same constant parts,
+    /// whatever its variables are called: `"lock:" + id` and `"lock:" + orderId`).
+    /// A lock-named key that is only ever set, expired or deleted (an
+    /// attempt-lockout flag, a hint under a `…Lock` prefix) is not a lock.
+    pub fn corroborated(&self, op: &Op) -> bool {
+        if self.lock_scope(op.scope) {
+            return true;
+        }
+        let shape = |k: &KeyExpr| -> Vec<Option<String>> {
+            k.parts
+                .iter()
+                .map(|p| match p {
+                    KeyPart::Lit(s) | KeyPart::Const(s) => Some(s.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        if !op.key.has_constant_part() {
+            return false;
+        }
+        let mine = shape(&op.key);
+        self.ops()
+            .any(|o| matches!(o.kind, OpKind::Acquire { .. }) && shape(&o.key) == mine)
+    }
+
+    /// A function that is part of a lock API: it lives in a lock type, or its
+    /// name reads like a lock (`releaseLock`, `unlock`, `tryLock`, `setLock`).
+    pub fn lock_scope(&self, scope: ScopeId) -> bool {
+        self.in_lock_type(scope) || words::is_lock_fn(&self.facts.scope(scope).name)
     }
 
     /// An EXPIRE that gives a set-if-absent of the same function its TTL
@@ -459,8 +524,23 @@ impl<'a> Context<'a> {
     /// file. The TTL an acquire sequence sets on its own key does not count,
     /// nor does a plain `SET` (an overwrite, not a use of the lock), nor a
     /// deliberate wipe (`reset`, `clear…`, `force…`): deleting every key of a
-    /// feature is not evidence that one of them is a lock.
+    /// feature is not evidence that one of them is a lock. Nor does the
+    /// rollback of a once-only marker (its only deletes run on failure paths).
     pub fn released_or_extended(&self, op: &Op) -> Option<&'a Op> {
+        if self.is_counter(op) {
+            return None;
+        }
+        if self.once_only_marker(op) {
+            // A marker's deletes are rollbacks: only an extend or a script uses the key.
+            return self.any_same_key(op, |o| {
+                !self.deliberate_release(o)
+                    && match o.kind {
+                        OpKind::CheckedExtend | OpKind::Eval { .. } => true,
+                        OpKind::Expire => !self.is_acquire_ttl(o),
+                        _ => false,
+                    }
+            });
+        }
         self.first_same_key(op, Want::ReleasedOrExtended)
     }
 
@@ -469,14 +549,147 @@ impl<'a> Context<'a> {
         self.first_same_key(op, Want::Released)
     }
 
-    /// A lock in the strong sense: released or extended somewhere, or named like one.
+    /// A lock in the strong sense: released or extended somewhere, or named
+    /// like one; an acquire in a function named like a lock (`setLock(name)`) is one too.
+    /// A counter's set-if-absent is initialisation, never a lock.
     pub fn used_as_lock(&self, op: &Op) -> bool {
-        self.key_reads_like_lock(&op.key) || self.released_or_extended(op).is_some()
+        if self.is_counter(op) {
+            return false;
+        }
+        self.key_reads_like_lock(&op.key)
+            || self.released_or_extended(op).is_some()
+            || (matches!(op.kind, OpKind::Acquire { .. })
+                && words::reads_like_lock(&self.facts.scope(op.scope).name))
+    }
+
+    /// SPEC §2 "Counter": the key is incremented or decremented somewhere in the file.
+    pub fn is_counter(&self, op: &Op) -> bool {
+        op.kind == OpKind::Incr || self.any_same_key(op, |o| o.kind == OpKind::Incr).is_some()
+    }
+
+    /// The op runs only on a failure path (a catch/except/rescue handler, an
+    /// `if err != nil` body, a promise's `.catch`).
+    pub fn on_failure_path(&self, op: &Op) -> bool {
+        let at = op.name_span.start.max(op.span.start);
+        self.facts
+            .failure_spans
+            .iter()
+            .any(|s| s.start <= at && at < s.end)
+    }
+
+    /// The op runs only while the holder's own clock says its lease is valid.
+    pub fn behind_validity_guard(&self, op: &Op) -> bool {
+        let at = op.name_span.start.max(op.span.start);
+        self.facts
+            .validity_spans
+            .iter()
+            .any(|s| s.start <= at && at < s.end)
+    }
+
+    /// SPEC §2 "Once-only marker": the key is deleted somewhere, but every
+    /// delete runs on a failure path: a rollback so the work can be retried,
+    /// not a release. A key deleted on the success path (or in `finally`) is a lock.
+    pub fn once_only_marker(&self, op: &Op) -> bool {
+        let Some(list) = self.by_key.get(op.key.parts.as_slice()) else {
+            return false;
+        };
+        let mut any = false;
+        for o in list.iter().copied() {
+            if !matches!(o.kind, OpKind::Release { .. })
+                || (!std::ptr::eq(o, op) && !self.same_key(op, o))
+            {
+                continue;
+            }
+            if !self.on_failure_path(o) {
+                return false;
+            }
+            any = true;
+        }
+        any
+    }
+
+    /// SPEC §2 "Expirable lock": a lock that can change hands while held.
+    /// False only when the file shows every acquire of the key, none of them
+    /// sets a TTL, no legacy takeover (GETSET) rewrites it, and every EXPIRE
+    /// of it is queued right before a release of it (nothing between them:
+    /// the pipeline `EXPIRE k; DEL k` after the work). Without an acquire in
+    /// the file nothing is known, and the lock counts as expirable.
+    pub fn expirable(&self, op: &Op) -> bool {
+        let Some(list) = self.by_key.get(op.key.parts.as_slice()) else {
+            return true;
+        };
+        let same: Vec<&Op> = list
+            .iter()
+            .copied()
+            .filter(|o| std::ptr::eq(*o, op) || self.same_key(op, o))
+            .collect();
+        if !same
+            .iter()
+            .any(|o| matches!(o.kind, OpKind::Acquire { .. }))
+        {
+            return true;
+        }
+        same.iter().any(|o| match o.kind {
+            OpKind::Acquire { expiry } => expiry || self.deadline_value(o),
+            OpKind::GetSet | OpKind::Set { expiry: true } | OpKind::CheckedExtend => true,
+            OpKind::Expire => !self.queued_with_release(o),
+            _ => false,
+        })
+    }
+
+    /// The acquire writes a time that the file reads back (a GET of the same
+    /// key): a logical deadline, the value of a takeover lock (`SETNX k
+    /// now+timeout`; when it fails, GET k and take it over once the deadline
+    /// passed). It is not a token (no LL009), and the lock is not held
+    /// forever (no LL004); it can change hands (expirable).
+    pub fn deadline_value(&self, op: &Op) -> bool {
+        matches!(
+            (&op.kind, &op.value),
+            (OpKind::Acquire { .. }, Some(ValueExpr::Weak(w))) if w.contains("time")
+        ) && self.any_same_key(op, |o| o.kind == OpKind::Get).is_some()
+    }
+
+    /// An EXPIRE queued in a transaction or pipeline whose next op is a
+    /// release of the same key in the same block: the key never lives on with
+    /// that TTL. (Consecutive ops outside a transaction may sit in different
+    /// branches, `if t { expire } else { del }`: not queued together.)
+    fn queued_with_release(&self, expire: &Op) -> bool {
+        expire.atomic
+            && self.later_in_scope(expire).next().is_some_and(|n| {
+                matches!(n.kind, OpKind::Release { .. })
+                    && n.atomic
+                    && n.depth == expire.depth
+                    && self.same_key(expire, n)
+            })
     }
 
     /// The function's name says the deletion is deliberate (`forceRelease`, `reset_all`).
     pub fn deliberate_scope(&self, scope: ScopeId) -> bool {
         self.traits(scope).deliberate
+    }
+
+    /// A deletion that is a deliberate override or a clean-up of dead holders:
+    /// its function is named so, and does not itself acquire the key (a
+    /// `forceWithdrawal()` that takes a lock and deletes it releases it).
+    pub fn deliberate_release(&self, op: &Op) -> bool {
+        self.deliberate_scope(op.scope)
+            && !self.scope_ops(op.scope).iter().any(|o| {
+                matches!(o.kind, OpKind::Acquire { .. })
+                    && (o.key.parts == op.key.parts || o.key.is_unknown() || op.key.is_unknown())
+            })
+    }
+
+    /// Something relies on the acquire's value as a token: a release or
+    /// extend of the same key compares it (a checked release or extend, a
+    /// script, or a GET compared in the client before a delete).
+    pub fn value_compared(&self, op: &Op) -> Option<&'a Op> {
+        self.any_same_key(op, |o| match o.kind {
+            OpKind::Release { checked: true } | OpKind::CheckedExtend | OpKind::Eval { .. } => true,
+            OpKind::Get => self
+                .later_in_scope(o)
+                .any(|r| matches!(r.kind, OpKind::Release { .. }) && self.same_key(o, r)),
+            _ => false,
+        })
     }
 
     /// Ops of the same scope before `op`, nearest first.

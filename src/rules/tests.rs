@@ -235,6 +235,7 @@ fn rollback_of_failed_expire_is_not_ll002() {
 
 #[test]
 fn bare_extend_is_ll007_and_weak_token_ll009() {
+    // A weak value that nothing compares is not a token (SPEC §2 weak token).
     let mut b = B::new();
     let a = b.scope("acquire");
     let w = b.scope("watchdog");
@@ -245,6 +246,10 @@ fn bare_extend_is_ll007_and_weak_token_ll009() {
         Some(ValueExpr::Weak("a thread id".into())),
     );
     b.op(w, OpKind::Expire, lockkey(), None);
+    assert_eq!(b.run(), vec![("LL007", 20)]);
+    // A checked release compares it: now it is a weak token.
+    let r = b.scope("release");
+    b.op(r, OpKind::Release { checked: true }, lockkey(), None);
     assert_eq!(b.run(), vec![("LL007", 20), ("LL009", 10)]);
 }
 
@@ -261,6 +266,7 @@ fn unsafe_release_script_is_ll006_only() {
                 command: "del".into(),
                 args: vec![LuaArg::Keys(1)],
                 guarded: false,
+                absent: false,
                 span: Span::new(7, 33),
             }],
             partial: false,
@@ -417,6 +423,106 @@ fn a_release_beside_the_expire_is_not_a_rollback() {
 }
 
 #[test]
+fn lock_named_key_needs_corroboration() {
+    // Only deleted, never acquired, in a function that is not a lock function.
+    let mut b = B::new();
+    let f = b.scope("verified");
+    b.op(f, OpKind::Release { checked: false }, lockkey(), None);
+    assert_eq!(b.run(), vec![]);
+    // The same release in a lock function is a lock release.
+    let mut b = B::new();
+    let f = b.scope("releaseLock");
+    b.op(f, OpKind::Release { checked: false }, lockkey(), None);
+    assert_eq!(b.run(), vec![("LL002", 10)]);
+}
+
+#[test]
+fn once_only_marker_rollback_is_silent() {
+    let mut b = B::new();
+    let f = b.scope("enqueue");
+    b.op(
+        f,
+        OpKind::Acquire { expiry: true },
+        KeyExpr::lit("enqueued:job"),
+        Some(ValueExpr::Constant("1".into())),
+    );
+    b.op(
+        f,
+        OpKind::Release { checked: false },
+        KeyExpr::lit("enqueued:job"),
+        None,
+    );
+    b.facts.failure_spans.push(Span::new(15, 25));
+    assert_eq!(b.run(), vec![]);
+    // A delete on the success path too: it is a lock.
+    b.op(
+        f,
+        OpKind::Release { checked: false },
+        KeyExpr::lit("enqueued:job"),
+        None,
+    );
+    assert_eq!(b.run(), vec![("LL001", 10), ("LL002", 20), ("LL002", 30)]);
+}
+
+#[test]
+fn counter_initialised_with_set_if_absent_is_not_a_lock() {
+    let mut b = B::new();
+    let f = b.scope("init");
+    let g = b.scope("bump");
+    b.op(
+        f,
+        OpKind::Acquire { expiry: false },
+        KeyExpr::lit("seq:order"),
+        Some(ValueExpr::Constant("0".into())),
+    );
+    b.op(g, OpKind::Incr, KeyExpr::lit("seq:order"), None);
+    b.op(g, OpKind::Expire, KeyExpr::lit("seq:order"), None);
+    b.op(
+        g,
+        OpKind::Release { checked: false },
+        KeyExpr::lit("seq:order"),
+        None,
+    );
+    assert_eq!(b.run(), vec![]);
+}
+
+#[test]
+fn release_behind_validity_guard_is_silent() {
+    let mut b = B::new();
+    let f = b.scope("work");
+    b.op(
+        f,
+        OpKind::Acquire { expiry: true },
+        lockkey(),
+        Some(ValueExpr::Constant("1".into())),
+    );
+    b.op(f, OpKind::Release { checked: false }, lockkey(), None);
+    b.facts.validity_spans.push(Span::new(15, 25));
+    assert_eq!(b.run(), vec![]);
+}
+
+#[test]
+fn lock_that_cannot_expire_is_ll003_not_ll002() {
+    // SETNX k (no TTL); work; MULTI EXPIRE k; DEL k EXEC: it never expires
+    // while held, so no one else can hold it when it is deleted.
+    let mut b = B::new();
+    let f = b.scope("run");
+    b.op(
+        f,
+        OpKind::Acquire { expiry: false },
+        lockkey(),
+        Some(ValueExpr::Constant("1".into())),
+    );
+    b.op(f, OpKind::Expire, lockkey(), None).atomic = true;
+    b.op(f, OpKind::Release { checked: false }, lockkey(), None)
+        .atomic = true;
+    assert_eq!(b.run(), vec![("LL003", 10)]);
+    // With a TTL of its own it can change hands: LL001 and LL002.
+    b.facts.ops[0].kind = OpKind::Acquire { expiry: true };
+    assert_eq!(b.run(), vec![("LL001", 10), ("LL002", 30), ("LL007", 20)]);
+}
+
+#[test]
 fn legacy_takeover_is_ll010_only() {
     // SETNX k <deadline>; GET k; GETSET k <deadline>: LL010, not LL004/LL009.
     let mut b = B::new();
@@ -477,12 +583,10 @@ fn check_then_set_is_ll011_not_ll007() {
         build(lockkey(), "tryAcquire", false).run(),
         vec![("LL007", 20)]
     );
-    // A lock-named key that is never released, written by a function that
-    // is no lock function (a rate limit, an attempt lockout): not LL011.
-    assert_eq!(
-        build(lockkey(), "checkRateLimit", true).run(),
-        vec![("LL007", 20)]
-    );
+    // A lock-named key that is never released nor acquired, written by a
+    // function that is no lock function (a rate limit, an attempt lockout):
+    // not LL011, and (uncorroborated, SPEC §2 lock key) no lock at all.
+    assert_eq!(build(lockkey(), "checkRateLimit", true).run(), vec![]);
     // ... unless something releases it: then it is used as a lock.
     let mut b = build(lockkey(), "checkRateLimit", true);
     let done = b.scope("finish");

@@ -170,6 +170,10 @@ struct Frame {
     /// in a condition (`local function owned() return get(..) == ARGV[1] end`).
     /// (token of the name, first token of the body)
     function: Option<(usize, usize)>,
+    /// The condition being read tests that the key is absent.
+    absent_pending: bool,
+    /// The branch that runs only where the key was found absent.
+    absent_branch: Option<u32>,
 }
 
 impl Frame {
@@ -181,6 +185,8 @@ impl Frame {
             pending: None,
             covered: false,
             function: None,
+            absent_pending: false,
+            absent_branch: None,
         }
     }
 }
@@ -440,11 +446,16 @@ impl<'a> Analyser<'a> {
                         let pending = self.condition_after(i);
                         let mut f = Frame::new(FrameKind::If);
                         f.pending = pending;
+                        f.absent_pending = self.absent_condition_after(i);
                         self.frames.push(f);
                     }
                     "elseif" => {
                         let pending = self.condition_after(i);
+                        let absent = self.absent_condition_after(i);
                         self.next_branch(pending);
+                        if let Some(f) = self.frames.last_mut() {
+                            f.absent_pending = absent;
+                        }
                     }
                     "else" => self.next_branch(None),
                     "then" => self.then(),
@@ -517,6 +528,10 @@ impl<'a> Analyser<'a> {
             command,
             args,
             guarded: self.guard_after || self.covered > 0 || i < self.guard_until,
+            absent: self
+                .frames
+                .iter()
+                .any(|f| f.kind == FrameKind::If && f.absent_branch == Some(f.branch)),
             span: Span::new(self.toks[i].start as usize, end),
         });
     }
@@ -538,6 +553,48 @@ impl<'a> Analyser<'a> {
             }
         }
         None
+    }
+
+    /// The condition between `if`/`elseif` at `i` and its `then` tests that
+    /// the key is absent: a read tested `false`/`nil` (`v == false`, `not v`),
+    /// or `exists(…) == 0`.
+    fn absent_condition_after(&self, i: usize) -> bool {
+        let n = self.toks.len();
+        let mut j = i + 1;
+        let stop = n.min(i + 1 + EXPR_SCAN);
+        while j < stop && !self.is_name(j, "then") {
+            if self.is_name(j, "end") || self.is_name(j, "local") || self.is_name(j, "return") {
+                return false;
+            }
+            j += 1;
+        }
+        let (s, e) = (i + 1, j);
+        let empty = |a: usize, b: usize| {
+            (a..b)
+                .any(|t| self.is_name(t, "false") || self.is_name(t, "nil") || self.text(t) == "0")
+        };
+        let reads = |a: usize, b: usize| {
+            self.read_keys(a, b).is_some()
+                || (a..b).any(|t| self.call_parts(t).is_some_and(|(c, _, _)| c == "exists"))
+        };
+        for t in s..e {
+            if self.is_sym(t, "==") {
+                let (ls, le) = self.operand_left(t, s);
+                let (rs, re) = self.operand_right(t, e);
+                if (reads(ls, le) && empty(rs, re)) || (reads(rs, re) && empty(ls, le)) {
+                    return true;
+                }
+            }
+        }
+        // `not v` as the whole condition (optionally in parentheses)
+        let mut k = s;
+        while k < e && self.is_sym(k, "(") {
+            k += 1;
+        }
+        k < e
+            && self.is_name(k, "not")
+            && reads(k + 1, e)
+            && !(k + 1..e).any(|t| self.is_name(t, "and") || self.is_name(t, "or"))
     }
 
     /// Does the expression `s..e` hold an ownership check, and of which polarity?
@@ -852,6 +909,9 @@ impl<'a> Analyser<'a> {
         }
         let covered = match self.frames.last_mut() {
             Some(f) => {
+                if std::mem::take(&mut f.absent_pending) {
+                    f.absent_branch = Some(f.branch);
+                }
                 if let Some(p) = f.pending.take() {
                     if f.checks.len() < 16 {
                         f.checks.push((f.branch, p));

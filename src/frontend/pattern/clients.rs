@@ -11,7 +11,7 @@ use std::collections::HashSet;
 /// Redis evidence (SPEC §2 "client methods by name").
 const AMBIGUOUS: &[&str] = &[
     "set", "get", "del", "delete", "remove", "exec", "execute", "call", "do", "send", "command",
-    "exists", "exists?", "haskey",
+    "exists", "exists?", "haskey", "unlink",
 ];
 
 /// Receiver words that say "this is a Redis client / template / connection".
@@ -411,7 +411,8 @@ impl<'a> Analyzer<'a> {
                             .is_some_and(|n| matches!(n, "expiry" | "timeout" | "ttl"))
                             && !self.vals.is_zero_ttl(a.start, a.end)
                     });
-                vec![mk(OpKind::Acquire { expiry }, key, value_at(vpos))]
+                let value = self.own_key_value(&key, pos.get(vpos).copied(), value_at(vpos));
+                vec![mk(OpKind::Acquire { expiry }, key, value)]
             }
             // Redisson RBucket: getBucket(k).trySet(v[, ttl, unit])
             "tryset" if bound.is_some() => {
@@ -449,7 +450,7 @@ impl<'a> Analyzer<'a> {
                     let last = pos[vpos + 3];
                     expiry = Some(!self.vals.is_zero_ttl(last.start, last.end));
                 }
-                let value = value_at(vpos);
+                let value = self.own_key_value(&key, pos.get(vpos).copied(), value_at(vpos));
                 match set_kind(nx, xx, expiry) {
                     Some(kind @ OpKind::Expire) => vec![mk(kind, key, None)],
                     Some(kind) => vec![mk(kind, key, value)],
@@ -481,6 +482,12 @@ impl<'a> Analyzer<'a> {
             "getdel" | "stringgetdelete" => key
                 .map(|k| vec![mk(OpKind::GetDel, k, None)])
                 .unwrap_or_default(),
+            // counters: Spring `increment`/`decrement`, C# `StringIncrement`, `incr`, `hincrby`, …
+            "incr" | "incrby" | "incrbyfloat" | "decr" | "decrby" | "hincrby" | "hincrbyfloat"
+            | "increment" | "decrement" | "stringincrement" | "stringdecrement"
+            | "hashincrement" => key
+                .map(|k| vec![mk(OpKind::Incr, k, None)])
+                .unwrap_or_default(),
             "del" | "delete" | "unlink" | "keydelete" => {
                 let text = self.vals.text(c.open, c.end);
                 let checked = text.contains("ifEquals") || text.contains("IfEquals");
@@ -491,6 +498,11 @@ impl<'a> Analyzer<'a> {
                         None,
                     )];
                 }
+                // a receiver that also runs a Redis-only command (`setnx`,
+                // `expire`, …) deletes Redis keys, whatever they are called
+                let proven = self
+                    .recv_root(c)
+                    .is_some_and(|r| self.redis_recvs.contains(&r));
                 let mut out = Vec::new();
                 for a in &pos {
                     if toks[a.start].is("new")
@@ -504,7 +516,7 @@ impl<'a> Analyzer<'a> {
                         Some((s, e)) => self.vals.key(s, e, scope),
                         None => key_of(a),
                     };
-                    if matches!(lname.as_str(), "del" | "delete") && !self.keyish(&k) {
+                    if matches!(lname.as_str(), "del" | "delete") && !proven && !self.keyish(&k) {
                         continue;
                     }
                     out.push(mk(OpKind::Release { checked }, k, None));
@@ -554,6 +566,40 @@ impl<'a> Analyzer<'a> {
             | "executeraw" | "command" | "execute" => self.raw(c, client, scope),
             _ => Vec::new(),
         }
+    }
+
+    /// SPEC §2 constant value: a value that is one of the key's own
+    /// variables (`setIfAbsent("lock:bid:" + auctionId, auctionId)`) is the
+    /// same for every holder of that key.
+    fn own_key_value(
+        &self,
+        key: &KeyExpr,
+        arg: Option<&Arg>,
+        value: Option<crate::facts::ValueExpr>,
+    ) -> Option<crate::facts::ValueExpr> {
+        use crate::facts::{KeyPart, ValueExpr};
+        let (Some(a), Some(ValueExpr::Unknown)) = (arg, &value) else {
+            return value;
+        };
+        // the value's own normalised form: only variables, all of them the key's
+        let scope = self.st.tok_scope.get(a.start).copied().unwrap_or(0);
+        let vk = self.vals.key(a.start, a.end, scope);
+        let from_key = !vk.is_unknown()
+            && vk.parts.iter().all(|p| match p {
+                KeyPart::Var(v) | KeyPart::Const(v) => key
+                    .parts
+                    .iter()
+                    .any(|q| matches!(q, KeyPart::Var(w) | KeyPart::Const(w) if w == v)),
+                _ => false,
+            })
+            && key.parts.iter().any(|p| matches!(p, KeyPart::Lit(_)));
+        if from_key {
+            let name = self.vals.text(a.start, a.end).trim();
+            return Some(crate::words::constant(&format!(
+                "`{name}` (derived from the key's own variables)"
+            )));
+        }
+        value
     }
 
     /// A key worth a `del`/`delete`: a literal, a concatenation, a key-named variable.
@@ -711,6 +757,32 @@ impl<'a> Analyzer<'a> {
                 }
             }
             k += 1;
+        }
+        // An expiry handed over in a variable or field named like one
+        // (Spring `set(k, v, SetCondition.ifAbsent(), expiration)`,
+        // `set(k, v, expiration, SetOption.ifAbsent())`): a TTL given as an
+        // expression (SPEC §2).
+        if expiry.is_none() {
+            for a in pos.iter().skip(from) {
+                if (a.start..a.end).any(|j| toks[j].kind == Kind::Str)
+                    || self.vals.is_zero_ttl(a.start, a.end)
+                {
+                    continue;
+                }
+                let named_expiry = (a.start..a.end).any(|j| {
+                    toks[j].is_ident()
+                        && !(j + 1 < a.end && toks[j + 1].is("("))
+                        && crate::words::word_parts(&toks[j].text).iter().any(|w| {
+                            matches!(
+                                w.as_str(),
+                                "expiration" | "expiry" | "ttl" | "timeout" | "expire" | "lease"
+                            )
+                        })
+                });
+                if named_expiry {
+                    set_exp(true, &mut expiry);
+                }
+            }
         }
         (nx, xx, expiry)
     }
@@ -881,6 +953,18 @@ impl<'a> Analyzer<'a> {
         {
             items.remove(0);
         }
+        // Go: `Do("SET", args...)` with `args := []interface{}{key, v, "NX"}`
+        // (and `args = append(args, "PX", ttl)`) built just before
+        if self.lang == Language::Go {
+            if let Some(&(s, e)) = items.last() {
+                if e == s + 2 && toks[s].is_ident() && toks[s + 1].is("...") {
+                    if let Some(spread) = self.go_arg_list(&toks[s].text, s, scope) {
+                        items.pop();
+                        items.extend(spread);
+                    }
+                }
+            }
+        }
         // an array of the whole command
         if items.len() == 1 && toks[items[0].0].is("[") {
             if let Some(&m) = self.st.matching.get(&items[0].0) {
@@ -983,6 +1067,11 @@ impl<'a> Analyzer<'a> {
             "exists" if args.len() == 1 => key()
                 .map(|k| vec![mk(OpKind::Exists, k, None)])
                 .unwrap_or_default(),
+            "incr" | "incrby" | "incrbyfloat" | "decr" | "decrby" | "hincrby" | "hincrbyfloat" => {
+                key()
+                    .map(|k| vec![mk(OpKind::Incr, k, None)])
+                    .unwrap_or_default()
+            }
             "eval" | "evalsha" => {
                 let Some(&(s, e)) = args.first() else {
                     return Vec::new();
@@ -1002,6 +1091,74 @@ impl<'a> Analyzer<'a> {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// The elements of a Go argument slice spread into a call at token `at`:
+    /// `name := []interface{}{a, b}` (or `[]any{…}`) in the same function,
+    /// then every `name = append(name, c, d)` before the call, in order.
+    fn go_arg_list(&self, name: &str, at: usize, scope: u32) -> Option<Vec<(usize, usize)>> {
+        let toks = self.toks;
+        let lo = at.saturating_sub(600);
+        let in_scope = |k: usize| self.st.tok_scope.get(k) == Some(&scope);
+        // the literal that starts the list
+        let mut start = None;
+        for k in (lo..at).rev() {
+            if !in_scope(k) {
+                break;
+            }
+            if toks[k].text == name
+                && toks[k].is_ident()
+                && toks.get(k + 1).is_some_and(|t| t.is(":=") || t.is("="))
+                && toks.get(k + 2).is_some_and(|t| t.is("["))
+                && toks.get(k + 3).is_some_and(|t| t.is("]"))
+            {
+                start = Some(k);
+                break;
+            }
+        }
+        let k = start?;
+        // `[]interface{}{` or `[]any{`: the last `{` before the elements
+        let mut open = k + 4;
+        let stop = (k + 10).min(at);
+        let mut body = None;
+        while open < stop {
+            if toks[open].is("{") {
+                let &m = self.st.matching.get(&open)?;
+                if m == open + 1 && toks.get(m + 1).is_some_and(|t| t.is("{")) {
+                    open = m + 1; // `interface{}` then the literal's `{`
+                    continue;
+                }
+                body = Some((open, m));
+                break;
+            }
+            open += 1;
+        }
+        let (o, m) = body?;
+        if m >= at {
+            return None;
+        }
+        let mut out: Vec<(usize, usize)> = super::calls::split_args(toks, self.st, o, m)
+            .into_iter()
+            .map(|a| (a.start, a.end))
+            .collect();
+        // appends between the literal and the call
+        let mut j = m;
+        while j + 4 < at {
+            if toks[j].text == name
+                && toks[j + 1].is("=")
+                && toks[j + 2].is("append")
+                && toks[j + 3].is("(")
+                && toks.get(j + 4).is_some_and(|t| t.text == name)
+            {
+                if let Some(&close) = self.st.matching.get(&(j + 3)) {
+                    let args = super::calls::split_args(toks, self.st, j + 3, close);
+                    out.extend(args.iter().skip(1).map(|a| (a.start, a.end)));
+                    j = close;
+                }
+            }
+            j += 1;
+        }
+        Some(out)
     }
 
     /// rueidis: `B().Set().Key(k).Value(v).Nx().Px(ttl).Build()`, `B().Del().Key(k).Build()`.

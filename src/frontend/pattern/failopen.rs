@@ -360,6 +360,14 @@ fn py_encloses(an: &Analyzer, from: usize, at: usize) -> bool {
 /// the function returns after the handler.
 fn fail_open_in_handler(an: &Analyzer, bs: usize, be: usize, scope: u32) -> Option<(usize, usize)> {
     let toks = an.toks;
+    // Kotlin: `try { … } catch (e: Exception) { true }` is an expression whose
+    // value is the handler's last expression
+    if an.lang == crate::facts::Language::Kotlin && be > bs + 1 && toks[be].is("}") {
+        let last = be - 1;
+        if is_true(&toks[last]) && (toks[last].nl || toks[last - 1].is("{")) {
+            return Some((last, last));
+        }
+    }
     for q in bs..be {
         if toks[q].is("return") {
             if toks.get(q + 1).is_some_and(is_true) {
@@ -401,7 +409,7 @@ fn fail_open_in_handler(an: &Analyzer, bs: usize, be: usize, scope: u32) -> Opti
 }
 
 /// The token range of a catch/except/rescue body.
-fn handler_body(an: &Analyzer, at: usize) -> (usize, usize) {
+pub(super) fn handler_body(an: &Analyzer, at: usize) -> (usize, usize) {
     let toks = an.toks;
     let n = toks.len();
     match an.lang {

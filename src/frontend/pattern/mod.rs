@@ -17,6 +17,7 @@ pub mod clients;
 pub mod failopen;
 pub mod guards;
 pub mod lexer;
+pub mod paths;
 pub mod values;
 
 #[cfg(test)]
@@ -224,6 +225,8 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     }
     facts.fail_opens = failopen::find(&an, &all_calls, &facts.ops);
     facts.absence_guards = guards::find(&an, &all_calls, &facts.ops);
+    facts.failure_spans = paths::failure_spans(&an);
+    facts.validity_spans = paths::validity_spans(&an);
     facts.scripts = std::mem::take(&mut an.scripts);
     facts
 }

@@ -704,9 +704,50 @@ impl<'a> Values<'a> {
                         }
                         let mut k = KeyExpr::default();
                         let short = norm_name(name_raw);
+                        let args = super::calls::split_args(toks, self.st, o, e - 1);
+                        // SPEC §2 same key: a call named like a lock (`lockKey(id)`,
+                        // `getLockName()`) is evidence; any other call (`ToInner(key)`,
+                        // `rawKey(key)`, `key.getBytes()`) is transparent: it stands
+                        // for its arguments (or, without any, its receiver) and
+                        // carries no evidence of its own.
+                        if !words::reads_like_lock(&toks[o - 1].text) {
+                            // a string constant's own method: `KEY_FMT.format(id=x)`,
+                            // `PREFIX.concat(id)` keep the constant's text
+                            let recv = if o >= s + 3 && !own {
+                                self.key_d(s, o - 2, scope, depth + 1)
+                            } else {
+                                KeyExpr::unknown()
+                            };
+                            let lit_recv = recv.parts.iter().any(|p| matches!(p, KeyPart::Lit(_)));
+                            if lit_recv && !args.is_empty() {
+                                if let ([KeyPart::Lit(fmt)], "format" | "formatted") =
+                                    (recv.parts.as_slice(), toks[o - 1].text.as_str())
+                                {
+                                    let ranges: Vec<(usize, usize)> =
+                                        args.iter().map(|a| (a.start, a.end)).collect();
+                                    let mut f = self.format_key(fmt, &ranges, scope, depth);
+                                    f.idents.extend(recv.idents.iter().cloned());
+                                    return f;
+                                }
+                                k.append(recv.clone());
+                            }
+                            if !args.is_empty() {
+                                for a in args {
+                                    k.append(self.key_d(a.start, a.end, scope, depth + 1));
+                                }
+                                return k;
+                            }
+                            if !recv.is_unknown() {
+                                return recv;
+                            }
+                            // `getKey()`: the same call matches within one function only
+                            k.push(KeyPart::Var(format!("{short}()")));
+                            k.idents.push(toks[o - 1].text.clone());
+                            return k;
+                        }
                         k.push(KeyPart::Const(format!("{short}()")));
                         k.idents.push(toks[o - 1].text.clone());
-                        for a in super::calls::split_args(toks, self.st, o, e - 1) {
+                        for a in args {
                             k.append(self.key_d(a.start, a.end, scope, depth + 1));
                         }
                         return k;
@@ -955,7 +996,12 @@ impl<'a> Values<'a> {
                     return words::constant(&format!("\"{}\"", t.text));
                 }
                 Kind::Num => return words::constant(&t.text),
-                Kind::Ident if matches!(t.text.as_str(), "true" | "false" | "True" | "False") => {
+                Kind::Ident
+                    if matches!(
+                        t.text.as_str(),
+                        "true" | "false" | "True" | "False" | "nil" | "null" | "None"
+                    ) =>
+                {
                     return words::constant(&t.text)
                 }
                 _ => {}
@@ -963,6 +1009,16 @@ impl<'a> Values<'a> {
         }
         // b"x" style / negative numbers
         if e == s + 2 && toks[s].is("-") && toks[s + 1].kind == Kind::Num {
+            return words::constant(self.text(s, e));
+        }
+        // an empty array: `new byte[0]`, `new byte[]{}`, `[]byte{}`, `[]`, `b''`
+        let compact: String = toks[s..e].iter().map(|t| t.text.as_str()).collect();
+        if (compact.ends_with("[0]")
+            && toks[s].is("new")
+            && toks[s..e].iter().all(|t| t.kind != Kind::Str))
+            || (compact.ends_with("[]{}") && e - s <= 6)
+            || compact == "[]"
+        {
             return words::constant(self.text(s, e));
         }
         let text = self.text(s, e);

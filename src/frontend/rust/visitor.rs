@@ -1163,6 +1163,13 @@ impl<'f> Walker<'f, '_> {
                 vec![Found::new(OpKind::Exists, k)]
             }
             ("get_del" | "getdel", 1) => vec![Found::new(OpKind::GetDel, key(self))],
+            ("incr" | "decr" | "incr_by" | "decr_by" | "incrby" | "decrby", 1 | 2) => {
+                let k = key(self);
+                if !ambiguous(self, &k) {
+                    return vec![];
+                }
+                vec![Found::new(OpKind::Incr, k)]
+            }
             ("getset" | "get_set", 2) => {
                 let k = key(self);
                 if !ambiguous(self, &k) {
@@ -1283,6 +1290,9 @@ impl<'f> Walker<'f, '_> {
             "GETDEL" => vec![Found::new(OpKind::GetDel, key(self))],
             "GETSET" => vec![Found::new(OpKind::GetSet, key(self))],
             "EXISTS" if args.len() == 1 => vec![Found::new(OpKind::Exists, key(self))],
+            "INCR" | "INCRBY" | "INCRBYFLOAT" | "DECR" | "DECRBY" | "HINCRBY" => {
+                vec![Found::new(OpKind::Incr, key(self))]
+            }
             "WATCH" => {
                 let keys: Vec<KeyExpr> = args.iter().map(|a| self.key_of(a)).collect();
                 self.fn_watched.extend(keys);
