@@ -378,6 +378,8 @@ pub struct FileFacts {
     pub fail_opens: Vec<FailOpen>,
     /// Notes for verbose output (e.g. "syn could not parse; pattern fallback").
     pub notes: Vec<String>,
+    /// What the project link (phase two) needs from this file.
+    pub link: LinkFacts,
 }
 
 impl FileFacts {
@@ -389,6 +391,7 @@ impl FileFacts {
             scripts: Vec::new(),
             fail_opens: Vec::new(),
             notes: Vec::new(),
+            link: LinkFacts::default(),
         }
     }
 
@@ -401,4 +404,59 @@ impl FileFacts {
         self.scopes.push(scope);
         (self.scopes.len() - 1) as ScopeId
     }
+}
+
+// ---- Project summaries (SPEC §2): phase-one facts the link reads ----------
+
+/// What a front-end records for the project link besides the ops: each
+/// function's parameters, the calls of non-client functions with their
+/// normalised arguments, and which parameter an op's value comes from.
+/// Names, not indices: `src/project/` turns them into parameter positions.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LinkFacts {
+    pub functions: Vec<FnSig>,
+    pub calls: Vec<CallSite>,
+    pub op_values: Vec<OpValueSource>,
+}
+
+/// A function or method: its body scope and its parameter names in order
+/// (`self`/`this` receivers left out).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FnSig {
+    pub scope: ScopeId,
+    pub params: Vec<String>,
+}
+
+/// A call of something that is not a Redis client method: a candidate call
+/// of a project function (a wrapper, a helper, a lock manager).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallSite {
+    /// The called function's or method's name as written (`tryLock`).
+    pub callee: String,
+    /// The receiver as written (`redisUtil`, `self.locks`), if any: a hint
+    /// for narrowing by type.
+    pub recv: Option<String>,
+    pub args: Vec<CallArg>,
+    pub scope: ScopeId,
+    pub order: u32,
+    pub depth: u32,
+    pub span: Span,
+    pub name_span: Span,
+}
+
+/// One argument of a [`CallSite`], normalised as a key and as a value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallArg {
+    pub key: KeyExpr,
+    pub value: ValueExpr,
+    /// The argument is a bare name (a parameter or local of the caller).
+    pub name: Option<String>,
+}
+
+/// The value of the op whose method name starts at `name_start` is the
+/// variable `var` (a parameter of its function, when the link finds it so).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpValueSource {
+    pub name_start: usize,
+    pub var: String,
 }

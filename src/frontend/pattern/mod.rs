@@ -16,6 +16,7 @@ pub mod calls;
 pub mod clients;
 pub mod failopen;
 pub mod lexer;
+pub mod link;
 pub mod values;
 
 #[cfg(test)]
@@ -217,6 +218,9 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     }
     facts.fail_opens = failopen::find(&an, &all_calls, &facts.ops);
     facts.scripts = std::mem::take(&mut an.scripts);
+    // project link facts (SPEC §2 "Project summaries")
+    let client_calls: HashSet<usize> = drafts.iter().filter_map(|(_, ci)| *ci).collect();
+    link::record(&an, &all_calls, &client_calls, &mut facts);
     facts
 }
 
@@ -333,7 +337,7 @@ impl<'a> Analyzer<'a> {
 
     /// Source order, except that a Ruby/Perl-style modifier condition
     /// (`redis.del(k) if redis.get(k) == t`) runs before its statement.
-    fn exec_order(&self, tok: usize) -> usize {
+    pub(crate) fn exec_order(&self, tok: usize) -> usize {
         if self.lang != Language::Ruby {
             return tok;
         }
