@@ -12,6 +12,7 @@ pub mod filter;
 pub mod finding;
 pub mod frontend;
 pub mod prefilter;
+pub mod project;
 pub mod report;
 pub mod rules;
 pub mod walk;

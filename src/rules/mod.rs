@@ -118,6 +118,9 @@ pub struct Context<'a> {
     by_key: HashMap<&'a [KeyPart], Vec<&'a Op>>,
     /// Ops of each scope in source order.
     by_scope: HashMap<ScopeId, Vec<&'a Op>>,
+    /// Ops of other files of the project on this file's keys, grouped by key
+    /// (SPEC §2 "Project summaries"); see [`Context::with_project`].
+    project_by_key: HashMap<&'a [KeyPart], Vec<&'a Op>>,
 }
 
 impl<'a> Context<'a> {
@@ -145,7 +148,23 @@ impl<'a> Context<'a> {
             target,
             by_key,
             by_scope,
+            project_by_key: HashMap::new(),
         }
+    }
+
+    /// Adds the ops other files perform on this file's keys (the project key
+    /// index). They correlate only through keys that carry evidence (a
+    /// constant part or a lock-like name); their spans are empty.
+    pub fn with_project(mut self, foreign: &'a [Op]) -> Self {
+        for op in foreign {
+            if !op.key.is_unknown() {
+                self.project_by_key
+                    .entry(op.key.parts.as_slice())
+                    .or_default()
+                    .push(op);
+            }
+        }
+        self
     }
 
     pub fn ops(&self) -> impl Iterator<Item = &'a Op> {
@@ -207,11 +226,19 @@ impl<'a> Context<'a> {
 
     /// Any op of the file (other than `op` itself) matching `pred` on the same key.
     pub fn any_same_key(&self, op: &Op, pred: impl Fn(&Op) -> bool) -> Option<&'a Op> {
-        self.by_key
-            .get(op.key.parts.as_slice())?
-            .iter()
-            .copied()
-            .find(|o| !std::ptr::eq(*o, op) && pred(o) && self.same_key(op, o))
+        let here = self.by_key.get(op.key.parts.as_slice()).and_then(|list| {
+            list.iter()
+                .copied()
+                .find(|o| !std::ptr::eq(*o, op) && pred(o) && self.same_key(op, o))
+        });
+        // project: another file's op on the same key, when the key carries evidence
+        here.or_else(|| {
+            let list = self.project_by_key.get(op.key.parts.as_slice())?;
+            if !(op.key.has_constant_part() || self.key_reads_like_lock(&op.key)) {
+                return None;
+            }
+            list.iter().copied().find(|o| pred(o))
+        })
     }
 
     /// SPEC §2 "lock key": the key of an acquire in this file, or reads like

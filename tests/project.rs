@@ -1,0 +1,135 @@
+//! Cross-file cases of the project link (SPEC §2 "Project summaries").
+//! Each folder under `fixtures/project/` is one project: every file in it
+//! declares its exact findings in a `locklint-expect:` comment, and the
+//! whole folder is checked in one run so the files link with each other
+//! (and only with each other: `fixtures/project/` is skipped by the
+//! one-file-at-a-time fixtures test).
+
+use locklint::facts::Language;
+use locklint::{check_paths, Settings};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+type Expect = BTreeSet<(String, String, usize, usize)>;
+
+fn files_in(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            files_in(&p, out);
+        } else if Language::from_path(&p).is_some() {
+            out.push(p);
+        }
+    }
+}
+
+fn expected(case: &Path) -> Expect {
+    let mut files = Vec::new();
+    files_in(case, &mut files);
+    let mut set = Expect::new();
+    for path in files {
+        let rel = path.strip_prefix(case).unwrap().display().to_string();
+        let src = std::fs::read_to_string(&path).unwrap();
+        let mut declared = false;
+        for line in src.lines() {
+            let Some(i) = line.find("locklint-expect:") else {
+                continue;
+            };
+            declared = true;
+            for item in line[i + "locklint-expect:".len()..].split_whitespace() {
+                if item == "none" {
+                    continue;
+                }
+                let parse = || -> Option<(String, usize, usize)> {
+                    let (code, pos) = item.split_once('@')?;
+                    let (l, c) = pos.split_once(':')?;
+                    Some((code.to_string(), l.parse().ok()?, c.parse().ok()?))
+                };
+                match parse() {
+                    Some((code, l, c)) => {
+                        set.insert((rel.clone(), code, l, c));
+                    }
+                    None => break,
+                }
+            }
+        }
+        assert!(
+            declared,
+            "{} has no `locklint-expect:` line",
+            path.display()
+        );
+    }
+    set
+}
+
+fn got(case: &Path, paths: &[PathBuf]) -> Expect {
+    let settings = Settings {
+        threads: 2,
+        ..Settings::default()
+    };
+    let report = check_paths(paths, &settings);
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    report
+        .findings
+        .iter()
+        .map(|f| {
+            let rel = Path::new(&f.path)
+                .strip_prefix(case)
+                .unwrap_or(Path::new(&f.path))
+                .display()
+                .to_string();
+            (rel, f.code.to_string(), f.line, f.column)
+        })
+        .collect()
+}
+
+fn cases() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/project");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    cases.sort();
+    cases
+}
+
+#[test]
+fn every_project_case_reports_exactly_what_it_declares() {
+    let cases = cases();
+    assert!(cases.len() >= 6, "project cases missing");
+    let mut failures = Vec::new();
+    for case in &cases {
+        let want = expected(case);
+        let have = got(case, std::slice::from_ref(case));
+        if want != have {
+            failures.push(format!(
+                "{}:\n  expected {want:?}\n  got      {have:?}",
+                case.display()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The link is not an accident of one file: each case's call-site files,
+/// checked alone, lose the findings that come through another file.
+#[test]
+fn call_site_findings_need_the_other_files() {
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/project/java_wrapper");
+    let alone = std::fs::read_to_string(case.join("OrderService.java")).unwrap();
+    let findings = locklint::check_source(
+        "OrderService.java",
+        &alone,
+        Language::Java,
+        &Settings::default(),
+    );
+    assert!(
+        findings.iter().all(|f| f.code != "LL001"),
+        "LL001 needs RedisUtil.tryLock's summary: {findings:?}"
+    );
+}
