@@ -215,7 +215,7 @@ fn instantiate(file: usize, s: &Summary, cs: &CallSite, out: &mut Vec<Inst>) {
                 key,
                 value,
                 scope: cs.scope,
-                order: cs.order.saturating_add(k as u32),
+                order: cs.order,
                 depth: cs.depth,
                 atomic: so.atomic,
                 watched: false,
@@ -227,6 +227,7 @@ fn instantiate(file: usize, s: &Summary, cs: &CallSite, out: &mut Vec<Inst>) {
             chain: so.chain.clone(),
             via: via.clone(),
             via_file: s.file,
+            seq: (k > 0) as u32,
         });
     }
 }

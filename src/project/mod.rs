@@ -48,6 +48,8 @@ pub struct Inst {
     pub via: String,
     /// The file that function is in.
     pub via_file: usize,
+    /// 0 for the first op performed at the call site, 1 for the later ones.
+    pub seq: u32,
 }
 
 /// What the rules of one file see beyond the file's own facts.
@@ -70,7 +72,16 @@ impl FileView {
         let mut f = facts.clone();
         f.ops.retain(|o| !self.facades.contains(&o.scope));
         f.fail_opens.retain(|o| !self.facades.contains(&o.scope));
-        f.ops.extend(self.insts.iter().map(|i| i.op.clone()));
+        // A call site's order is that of the token (pattern) or of the
+        // first op at or after it (Rust): its ops go just before that op.
+        for o in &mut f.ops {
+            o.order = o.order.saturating_mul(4).saturating_add(2);
+        }
+        f.ops.extend(self.insts.iter().map(|i| {
+            let mut op = i.op.clone();
+            op.order = op.order.saturating_mul(4).saturating_add(i.seq);
+            op
+        }));
         Some(f)
     }
 }

@@ -58,7 +58,8 @@ pub struct Summary {
     /// A lock function: its name, type, file or own key reads like a lock.
     pub lock_fn: bool,
     /// A pass-through wrapper (facade): its own ops forward its parameters
-    /// to one kind of client call; it never reports by itself.
+    /// (the key at most behind a field or constant prefix) to one kind of
+    /// client call; it never reports by itself.
     pub facade: bool,
 }
 
@@ -133,7 +134,15 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             && own_ops.iter().all(|o| o.kind == own_ops[0].kind)
             && ops.len() == own_ops.len()
             && ops.iter().all(|o| {
+                // the key is the caller's, at most behind a field or a named
+                // constant prefix: a literal written inline makes it a key of
+                // its own (`"settle:" + order`)
                 o.key.iter().any(|p| matches!(p, TPart::Param(_)))
+                    && o.key.iter().all(|p| match p {
+                        TPart::Param(_) | TPart::Part(KeyPart::Const(_)) => true,
+                        TPart::Part(KeyPart::Lit(_)) => !o.idents.is_empty(),
+                        TPart::Part(_) => false,
+                    })
                     && !matches!(
                         o.value,
                         VSrc::Fixed(Some(
@@ -155,11 +164,13 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
     out
 }
 
+/// The key, as written in the function, reads like a lock (`"lock:" + id`,
+/// `LOCK_PREFIX`, a parameter named `lock_key`).
 fn key_reads_like_lock(op: &Op) -> bool {
     op.key.parts.iter().any(|p| match p {
-        KeyPart::Lit(s) | KeyPart::Const(s) => words::reads_like_lock(s),
-        _ => false,
-    })
+        KeyPart::Lit(s) | KeyPart::Const(s) | KeyPart::Var(s) => words::reads_like_lock(s),
+        KeyPart::Unknown => false,
+    }) || op.key.idents.iter().any(|i| words::reads_like_lock(i))
 }
 
 /// The op in terms of the function's parameters; `None` when neither its

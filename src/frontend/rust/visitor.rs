@@ -291,7 +291,11 @@ struct Walker<'f, 'o> {
     /// Keys under `WATCH` in the current fn (raw `WATCH`, fred/rustis `watch`).
     fn_watched: Vec<KeyExpr>,
     script_at: HashMap<usize, ScriptId>,
+    /// Parameters of the current fn (project link facts, `visitor/link.rs`).
+    params: Vec<String>,
 }
+
+mod link;
 
 pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
     let mut info = FileInfo::default();
@@ -318,6 +322,7 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
         txns: Vec::new(),
         fn_watched: Vec::new(),
         script_at: HashMap::new(),
+        params: Vec::new(),
     };
     for u in units {
         w.base = u.base;
@@ -331,6 +336,7 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
         o.order = i as u32;
     }
     w.facts.ops = ops;
+    link::order_calls(w.facts);
 }
 
 impl<'f> Walker<'f, '_> {
@@ -363,6 +369,7 @@ impl<'f> Walker<'f, '_> {
             owner: self.owner.clone(),
             is_test,
         });
+        let saved_params = self.link_fn(id, sig);
         let saved_scope = std::mem::replace(&mut self.scope, id);
         let saved_depth = std::mem::replace(&mut self.depth, 0);
         let saved_locals = std::mem::take(&mut self.locals);
@@ -392,6 +399,7 @@ impl<'f> Walker<'f, '_> {
         self.txns = saved_txns;
         self.fn_watched = saved_watched;
         self.in_test = saved_test;
+        self.params = saved_params;
     }
 
     fn with_owner(&mut self, owner: Option<String>, test: bool, f: impl FnOnce(&mut Self)) {
@@ -1503,6 +1511,7 @@ impl<'f> Walker<'f, '_> {
                 }
             }
             let found = self.method_ops(&m, &l.args, recv_for, atomic || pipe_base);
+            self.link_method(&m, &l.args, recv_for, span, ns, &found);
             let script_id = if found.iter().any(|f| f.script) {
                 self.method_script(&m, &l.args)
             } else {
@@ -1725,6 +1734,7 @@ impl<'f> Walker<'f, '_> {
             self.chain(e);
             return;
         }
+        self.link_path_call(c);
         visit::visit_expr_call(self, c);
     }
 
