@@ -31,6 +31,9 @@ pub struct Settings {
     pub threads: usize,
     /// Config `exclude`/`extend-exclude` (folders walked only; named files are always read).
     pub exclude: Option<crate::config::Exclude>,
+    /// The project the run links against (SPEC §5): its other files give
+    /// summaries and key uses but no findings. `None`: only the paths given.
+    pub project_root: Option<PathBuf>,
 }
 
 impl Settings {
@@ -483,6 +486,44 @@ fn read_if_calls(
     })
 }
 
+/// The files of the project root that the paths given do not cover (SPEC
+/// §5): read for their summaries and key uses, never reported.
+fn read_rest_of_project(
+    paths: &[PathBuf],
+    entries: &[Entry],
+    settings: &Settings,
+    threads: usize,
+) -> Vec<Phase1> {
+    let Some(root) = settings.project_root.as_deref() else {
+        return Vec::new();
+    };
+    if crate::project::root::covered_by(root, paths) {
+        return Vec::new();
+    }
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let given: std::collections::HashSet<PathBuf> =
+        entries.iter().map(|e| canon(&e.path)).collect();
+    let (all, _) =
+        walk::collect_excluding(&[root.to_path_buf()], threads, settings.exclude.as_ref());
+    let rest: Vec<&Entry> = all
+        .iter()
+        .filter(|e| !given.contains(&canon(&e.path)))
+        .collect();
+    let run = || {
+        rest.par_iter()
+            .filter_map(|e| read_entry(e, settings).phase1)
+            .map(|mut p| {
+                p.report = false;
+                p
+            })
+            .collect::<Vec<_>>()
+    };
+    match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        Ok(pool) => pool.install(run),
+        Err(_) => run(),
+    }
+}
+
 /// Checks every file under `paths`.
 pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
     let start = Instant::now();
@@ -519,6 +560,7 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
             rejected.push(&entries[i]);
         }
     }
+    files.extend(read_rest_of_project(paths, &entries, settings, threads));
     files.extend(read_callers(&rejected, &files, settings, threads));
     for (f, findings) in link_and_check(files, settings, threads) {
         if !findings.is_empty() {

@@ -113,6 +113,10 @@ struct CheckArgs {
     /// Oldest Redis the code runs against (from 8.4 the help offers DELEX … IFEQ).
     #[arg(long, value_name = "X.Y")]
     min_redis_version: Option<String>,
+    /// The project whose wrappers and keys the paths are linked against
+    /// (default: the nearest folder upwards with `.git` or a locklint config).
+    #[arg(long, value_name = "DIR")]
+    project_root: Option<PathBuf>,
 }
 
 fn resolve_rules(list: &[String]) -> Result<Vec<&'static str>, String> {
@@ -224,11 +228,19 @@ fn run_check(args: CheckArgs) -> ExitCode {
         target: Target { min_redis },
         threads: args.threads.unwrap_or(0),
         exclude: Some(exclude),
+        project_root: None,
     };
     let paths = if args.paths.is_empty() {
         vec![PathBuf::from(".")]
     } else {
         args.paths.clone()
+    };
+    let settings = Settings {
+        project_root: args
+            .project_root
+            .clone()
+            .or_else(|| locklint::project::root::find(&paths, &cwd)),
+        ..settings
     };
     // The gates' inputs are read before the scan: a bad baseline or revision fails fast.
     let baseline = match args.baseline.as_deref().map(Baseline::read).transpose() {

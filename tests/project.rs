@@ -133,3 +133,74 @@ fn call_site_findings_need_the_other_files() {
         "LL001 needs RedisUtil.tryLock's summary: {findings:?}"
     );
 }
+
+/// A run on one named file (pre-commit) reports that file only, but links
+/// it against the whole project: the wrapper in another file is seen.
+#[test]
+fn one_named_file_is_linked_against_its_project() {
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/project/java_wrapper");
+    let caller = case.join("OrderService.java");
+    let settings = Settings {
+        threads: 1,
+        project_root: Some(case.clone()),
+        ..Settings::default()
+    };
+    let report = check_paths(std::slice::from_ref(&caller), &settings);
+    let got: Vec<(String, usize)> = report
+        .findings
+        .iter()
+        .map(|f| (f.code.to_string(), f.line))
+        .collect();
+    assert_eq!(got, [("LL001".to_string(), 8), ("LL002".to_string(), 12)]);
+    assert!(report
+        .findings
+        .iter()
+        .all(|f| f.path.ends_with("OrderService.java")));
+    // without the project, the call sites are plain method calls
+    let alone = check_paths(
+        &[caller],
+        &Settings {
+            threads: 1,
+            ..Settings::default()
+        },
+    );
+    assert!(alone.findings.is_empty(), "{:?}", alone.findings);
+}
+
+/// The CLI finds the project root by its `.git` (or `--project-root`).
+#[test]
+fn the_cli_finds_the_project_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::create_dir_all(root.join("src/util")).unwrap();
+    std::fs::create_dir_all(root.join("src/app")).unwrap();
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/project/java_wrapper");
+    std::fs::copy(
+        case.join("RedisUtil.java"),
+        root.join("src/util/RedisUtil.java"),
+    )
+    .unwrap();
+    std::fs::copy(
+        case.join("OrderService.java"),
+        root.join("src/app/OrderService.java"),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = assert_cmd::Command::cargo_bin("locklint")
+            .unwrap()
+            .current_dir(root)
+            .args(["check", "--no-config", "--format", "json"])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let found = run(&["src/app/OrderService.java"]);
+    assert!(
+        found.contains("LL001") && found.contains("LL002"),
+        "{found}"
+    );
+    let isolated = run(&["--project-root", "src/app", "src/app/OrderService.java"]);
+    assert!(!isolated.contains("LL001"), "{isolated}");
+}

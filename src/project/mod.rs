@@ -20,6 +20,7 @@
 
 pub mod index;
 pub mod link;
+pub mod root;
 pub mod scan;
 pub mod summary;
 
