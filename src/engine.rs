@@ -34,6 +34,8 @@ pub struct Settings {
     /// The project the run links against (SPEC §5): its other files give
     /// summaries and key uses but no findings. `None`: only the paths given.
     pub project_root: Option<PathBuf>,
+    /// Keep phase one's facts in `.locklint_cache/` under the project root.
+    pub cache: bool,
 }
 
 impl Settings {
@@ -271,7 +273,23 @@ struct FileOutcome {
     rejected: bool,
 }
 
-fn read_entry(entry: &Entry, settings: &Settings) -> FileOutcome {
+/// The file's facts, from the cache when its content is known there.
+fn cached_facts(entry: &Entry, src: &str, settings: &Settings, cache: Cache) -> FileFacts {
+    let Some(cache) = cache else {
+        return facts_for(&entry.path, src, entry.language, settings);
+    };
+    let key = crate::project::cache::key(src.as_bytes());
+    if let Some(f) = cache.get(&key).filter(|f| f.language == entry.language) {
+        return f;
+    }
+    let facts = facts_for(&entry.path, src, entry.language, settings);
+    cache.put(key, &facts);
+    facts
+}
+
+type Cache<'a> = Option<&'a crate::project::cache::Cache>;
+
+fn read_entry(entry: &Entry, settings: &Settings, cache: Cache) -> FileOutcome {
     let mut outcome = FileOutcome {
         phase1: None,
         error: None,
@@ -292,7 +310,7 @@ fn read_entry(entry: &Entry, settings: &Settings) -> FileOutcome {
         Ok(Loaded::Rejected) => outcome.rejected = true,
         Ok(Loaded::Text(src)) if src.is_empty() => {}
         Ok(Loaded::Text(src)) => {
-            let facts = facts_for(&entry.path, &src, entry.language, settings);
+            let facts = cached_facts(entry, &src, settings, cache);
             outcome.notes = facts
                 .notes
                 .iter()
@@ -425,6 +443,7 @@ fn read_callers(
     read: &[Phase1],
     settings: &Settings,
     threads: usize,
+    cache: Cache,
 ) -> Vec<Phase1> {
     let mut known = std::collections::HashSet::new();
     let mut names = crate::project::scan::summarised_names(read.iter().map(|f| &f.facts), &known);
@@ -436,7 +455,7 @@ fn read_callers(
         };
         let run = || {
             left.par_iter()
-                .map(|e| read_if_calls(e, &scan, settings))
+                .map(|e| read_if_calls(e, &scan, settings, cache))
                 .collect::<Vec<_>>()
         };
         let got = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
@@ -467,6 +486,7 @@ fn read_if_calls(
     entry: &Entry,
     scan: &crate::project::scan::CallScan,
     settings: &Settings,
+    cache: Cache,
 ) -> Option<Phase1> {
     let bytes = std::fs::read(&entry.path).ok()?;
     if bytes.len() as u64 > MAX_FILE_BYTES
@@ -477,7 +497,7 @@ fn read_if_calls(
     }
     let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&bytes);
     let src = String::from_utf8_lossy(bytes).into_owned();
-    let facts = facts_for(&entry.path, &src, entry.language, settings);
+    let facts = cached_facts(entry, &src, settings, cache);
     Some(Phase1 {
         display: entry.display.clone(),
         src,
@@ -493,6 +513,7 @@ fn read_rest_of_project(
     entries: &[Entry],
     settings: &Settings,
     threads: usize,
+    cache: Cache,
 ) -> Vec<Phase1> {
     let Some(root) = settings.project_root.as_deref() else {
         return Vec::new();
@@ -511,7 +532,7 @@ fn read_rest_of_project(
         .collect();
     let run = || {
         rest.par_iter()
-            .filter_map(|e| read_entry(e, settings).phase1)
+            .filter_map(|e| read_entry(e, settings, cache).phase1)
             .map(|mut p| {
                 p.report = false;
                 p
@@ -535,10 +556,15 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         settings.threads
     };
     let (entries, walk_errors) = walk::collect_excluding(paths, threads, settings.exclude.as_ref());
+    let cache = settings
+        .project_root
+        .as_deref()
+        .filter(|_| settings.cache)
+        .map(|root| crate::project::cache::Cache::open(root, settings.tests));
     let run = || {
         entries
             .par_iter()
-            .map(|e| read_entry(e, settings))
+            .map(|e| read_entry(e, settings, cache.as_ref()))
             .collect::<Vec<_>>()
     };
     let outcomes = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
@@ -560,8 +586,23 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
             rejected.push(&entries[i]);
         }
     }
-    files.extend(read_rest_of_project(paths, &entries, settings, threads));
-    files.extend(read_callers(&rejected, &files, settings, threads));
+    files.extend(read_rest_of_project(
+        paths,
+        &entries,
+        settings,
+        threads,
+        cache.as_ref(),
+    ));
+    files.extend(read_callers(
+        &rejected,
+        &files,
+        settings,
+        threads,
+        cache.as_ref(),
+    ));
+    if let (Some(c), Some(root)) = (cache, settings.project_root.as_deref()) {
+        c.save(crate::project::root::covered_by(root, paths));
+    }
     for (f, findings) in link_and_check(files, settings, threads) {
         if !findings.is_empty() {
             report.sources.insert(f.display, Arc::from(f.src));

@@ -16,7 +16,19 @@ pub type ScopeId = u32;
 pub type ScriptId = u32;
 
 /// A byte range `[start, end)` in the source text.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct Span {
     pub start: usize,
     pub end: usize,
@@ -28,7 +40,9 @@ impl Span {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Language {
     Rust,
@@ -91,7 +105,7 @@ impl Language {
 
 /// The client library a call was made through. Rules never branch on it; it
 /// only selects how the `help:` text spells the fix.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Client {
     #[default]
@@ -117,7 +131,7 @@ pub enum Client {
 }
 
 /// A function, method or closure body that ops are grouped by.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Scope {
     /// Function or method name (`""` for the file's top level).
     pub name: String,
@@ -128,7 +142,7 @@ pub struct Scope {
 }
 
 /// One piece of a normalised key expression.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum KeyPart {
     /// Literal text (a string literal, or a constant resolved to its literal).
     Lit(String),
@@ -144,7 +158,7 @@ pub enum KeyPart {
 /// A key expression reduced to constant parts and variable names, so that
 /// `format!("lock:{}", id)`, `format!("lock:{id}")`, `"lock:" + id` and
 /// `f"lock:{id}"` are all `[Lit("lock:"), Var("id")]`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct KeyExpr {
     pub parts: Vec<KeyPart>,
     /// Every identifier that took part in building the key, including the
@@ -229,7 +243,7 @@ impl KeyExpr {
 }
 
 /// What is written as the lock's value.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ValueExpr {
     /// A literal, or a constant/local bound once to a literal. The text is the literal.
     Constant(String),
@@ -244,7 +258,7 @@ pub enum ValueExpr {
 }
 
 /// The Redis operation a call performs, as far as locks are concerned.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum OpKind {
     /// A set-if-absent write (`SET k v NX`, `SETNX`, `setIfAbsent`, `LockTake`, …).
     /// `expiry` is false only when no TTL option is present or the TTL is a
@@ -273,7 +287,7 @@ pub enum OpKind {
 }
 
 /// One Redis operation on one key.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Op {
     pub kind: OpKind,
     pub key: KeyExpr,
@@ -297,7 +311,7 @@ pub struct Op {
 
 /// A place where a failed or null acquisition is treated as "acquired"
 /// (`.unwrap_or(true)`, `Err(_) => true`, `acquired == null || acquired`, …).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FailOpen {
     pub span: Span,
     /// The key of the acquire whose failure is turned into success.
@@ -307,7 +321,7 @@ pub struct FailOpen {
 }
 
 /// An argument of a `redis.call` inside a Lua script.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum LuaArg {
     /// `KEYS[i]` (1-based), or a local alias of it.
     Keys(u32),
@@ -320,7 +334,7 @@ pub enum LuaArg {
 }
 
 /// One `redis.call`/`redis.pcall` in a script.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LuaCall {
     /// The command, lower-cased (`"del"`, `"pexpire"`, …); `"?"` when not a literal.
     pub command: String,
@@ -333,7 +347,7 @@ pub struct LuaCall {
 }
 
 /// What the Lua analyser learned about one script text.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LuaFacts {
     pub calls: Vec<LuaCall>,
     /// The script did not lex/parse cleanly; calls are a best effort.
@@ -342,7 +356,7 @@ pub struct LuaFacts {
 
 /// A Lua script found in the file: a string literal handed to a script API,
 /// a script constant, or a whole `.lua` file.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ScriptFact {
     /// The variable, constant or file stem it is known by (`RELEASE_SCRIPT`, `unlock`).
     pub name: Option<String>,
@@ -369,7 +383,7 @@ impl ScriptFact {
 }
 
 /// Everything one front-end learned about one file.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FileFacts {
     pub language: Language,
     pub scopes: Vec<Scope>,
@@ -412,7 +426,7 @@ impl FileFacts {
 /// function's parameters, the calls of non-client functions with their
 /// normalised arguments, and which parameter an op's value comes from.
 /// Names, not indices: `src/project/` turns them into parameter positions.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LinkFacts {
     pub functions: Vec<FnSig>,
     pub calls: Vec<CallSite>,
@@ -421,7 +435,7 @@ pub struct LinkFacts {
 
 /// A function or method: its body scope and its parameter names in order
 /// (`self`/`this` receivers left out).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FnSig {
     pub scope: ScopeId,
     pub params: Vec<String>,
@@ -429,7 +443,7 @@ pub struct FnSig {
 
 /// A call of something that is not a Redis client method: a candidate call
 /// of a project function (a wrapper, a helper, a lock manager).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CallSite {
     /// The called function's or method's name as written (`tryLock`).
     pub callee: String,
@@ -445,7 +459,7 @@ pub struct CallSite {
 }
 
 /// One argument of a [`CallSite`], normalised as a key and as a value.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CallArg {
     pub key: KeyExpr,
     pub value: ValueExpr,
@@ -455,7 +469,7 @@ pub struct CallArg {
 
 /// The value of the op whose method name starts at `name_start` is the
 /// variable `var` (a parameter of its function, when the link finds it so).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OpValueSource {
     pub name_start: usize,
     pub var: String,

@@ -117,6 +117,9 @@ struct CheckArgs {
     /// (default: the nearest folder upwards with `.git` or a locklint config).
     #[arg(long, value_name = "DIR")]
     project_root: Option<PathBuf>,
+    /// Do not read or write the phase-one cache (`.locklint_cache/` in the project root).
+    #[arg(long)]
+    no_cache: bool,
 }
 
 fn resolve_rules(list: &[String]) -> Result<Vec<&'static str>, String> {
@@ -229,6 +232,7 @@ fn run_check(args: CheckArgs) -> ExitCode {
         threads: args.threads.unwrap_or(0),
         exclude: Some(exclude),
         project_root: None,
+        cache: false,
     };
     let paths = if args.paths.is_empty() {
         vec![PathBuf::from(".")]
@@ -240,6 +244,7 @@ fn run_check(args: CheckArgs) -> ExitCode {
             .project_root
             .clone()
             .or_else(|| locklint::project::root::find(&paths, &cwd)),
+        cache: !args.no_cache,
         ..settings
     };
     // The gates' inputs are read before the scan: a bad baseline or revision fails fast.

@@ -204,3 +204,45 @@ fn the_cli_finds_the_project_root() {
     let isolated = run(&["--project-root", "src/app", "src/app/OrderService.java"]);
     assert!(!isolated.contains("LL001"), "{isolated}");
 }
+
+/// Phase one is cached in `.locklint_cache/` under the project root (with
+/// its own `.gitignore`), keyed by content: an edited file is read again;
+/// `--no-cache` neither reads nor writes it.
+#[test]
+fn the_phase_one_cache_follows_file_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/project/java_wrapper");
+    for f in ["RedisUtil.java", "OrderService.java"] {
+        std::fs::copy(case.join(f), root.join(f)).unwrap();
+    }
+    let run = |args: &[&str]| {
+        let out = assert_cmd::Command::cargo_bin("locklint")
+            .unwrap()
+            .current_dir(root)
+            .args(["check", "--no-config", "--format", "json"])
+            .args(args)
+            .output()
+            .unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        json["findings"].to_string()
+    };
+    let cache = root.join(".locklint_cache");
+    let plain = run(&["--no-cache", "OrderService.java"]);
+    assert!(plain.contains("LL001"), "{plain}");
+    assert!(!cache.exists());
+    assert_eq!(run(&["OrderService.java"]), plain);
+    assert!(cache.join(".gitignore").is_file());
+    // warm: the same answer from the cache
+    assert_eq!(run(&["OrderService.java"]), plain);
+    // the wrapper changes: its cached facts are not used
+    let util = std::fs::read_to_string(root.join("RedisUtil.java")).unwrap();
+    std::fs::write(
+        root.join("RedisUtil.java"),
+        util.replace("tryLock(", "tryAcquire("),
+    )
+    .unwrap();
+    let after = run(&["OrderService.java"]);
+    assert!(!after.contains("LL001"), "{after}");
+}

@@ -18,6 +18,7 @@
 //! facades) plus the instantiated ops, and the foreign ops of the index
 //! through `Context::with_project`.
 
+pub mod cache;
 pub mod index;
 pub mod link;
 pub mod root;
