@@ -11,16 +11,29 @@ use std::collections::{HashMap, HashSet};
 /// Most foreign ops one file sees for one key.
 const MAX_PER_KEY: usize = 8;
 
+/// A key that names the same thing in every file: a literal with a word in
+/// it or a named constant, not a field of an instance (`this.key` is a
+/// different key in each class) nor a call, or a lock-like name.
 fn evidence(key: &KeyExpr) -> bool {
     if key.is_unknown() {
         return false;
     }
-    key.has_constant_part()
-        || key.parts.iter().any(|p| match p {
-            KeyPart::Lit(s) | KeyPart::Const(s) | KeyPart::Var(s) => words::reads_like_lock(s),
-            KeyPart::Unknown => false,
-        })
-        || key.idents.iter().any(|i| words::reads_like_lock(i))
+    key.parts.iter().any(|p| match p {
+        KeyPart::Lit(s) => s.chars().any(|c| c.is_alphanumeric()),
+        // a named constant (`LOCK_PREFIX`, `Keys.ORDER`), not a call or a
+        // member of a local (`command.getKey()`)
+        KeyPart::Const(n) => {
+            let last = n.rsplit(['.', ':']).next().unwrap_or(n);
+            !n.starts_with("this.")
+                && !n.contains('(')
+                && last.chars().any(|c| c.is_ascii_uppercase())
+                && !last.chars().any(|c| c.is_ascii_lowercase())
+        }
+        _ => false,
+    }) || key.parts.iter().any(|p| match p {
+        KeyPart::Lit(s) | KeyPart::Const(s) | KeyPart::Var(s) => words::reads_like_lock(s),
+        KeyPart::Unknown => false,
+    }) || key.idents.iter().any(|i| words::reads_like_lock(i))
 }
 
 /// Fills `views[i].foreign` with the ops of other files on file `i`'s keys.
@@ -36,7 +49,8 @@ pub fn fill_foreign(files: &[ProjectFile], views: &mut [FileView]) {
             .ops
             .iter()
             .filter(|o| !view.facades.contains(&o.scope))
-            .chain(view.insts.iter().map(|i| &i.op));
+            .chain(view.visible_insts().map(|i| &i.op))
+            .collect::<Vec<&Op>>();
         let scope_name = |s: u32| {
             f.facts
                 .scopes
@@ -45,11 +59,11 @@ pub fn fill_foreign(files: &[ProjectFile], views: &mut [FileView]) {
                 .unwrap_or("")
         };
         let untimed: HashSet<(u32, &[KeyPart])> = visible
-            .clone()
+            .iter()
             .filter(|o| o.kind == (OpKind::Acquire { expiry: false }))
             .map(|o| (o.scope, o.key.parts.as_slice()))
             .collect();
-        for op in visible {
+        for op in visible.iter().copied() {
             if !evidence(&op.key) || words::is_deliberate_release_fn(scope_name(op.scope)) {
                 continue;
             }

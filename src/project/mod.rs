@@ -66,6 +66,13 @@ pub struct FileView {
 }
 
 impl FileView {
+    /// The instantiated ops outside facade scopes.
+    pub fn visible_insts(&self) -> impl Iterator<Item = &Inst> + '_ {
+        self.insts
+            .iter()
+            .filter(|i| !self.facades.contains(&i.op.scope))
+    }
+
     /// The facts the rules see: own ops (without facades) plus instantiated ops.
     pub fn rule_facts(&self, facts: &FileFacts) -> Option<FileFacts> {
         if self.insts.is_empty() && self.facades.is_empty() {
@@ -79,7 +86,7 @@ impl FileView {
         for o in &mut f.ops {
             o.order = o.order.saturating_mul(4).saturating_add(2);
         }
-        f.ops.extend(self.insts.iter().map(|i| {
+        f.ops.extend(self.visible_insts().map(|i| {
             let mut op = i.op.clone();
             op.order = op.order.saturating_mul(4).saturating_add(i.seq);
             op

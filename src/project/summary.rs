@@ -57,9 +57,9 @@ pub struct Summary {
     pub ops: Vec<SumOp>,
     /// A lock function: its name, type, file or own key reads like a lock.
     pub lock_fn: bool,
-    /// A pass-through wrapper (facade): its own ops forward its parameters
-    /// (the key at most behind a field or constant prefix) to one kind of
-    /// client call; it never reports by itself.
+    /// A pass-through wrapper (facade): it forwards its parameters (the key
+    /// at most behind a field or constant prefix) to one kind of client
+    /// call, or to one project function; it never reports by itself.
     pub facade: bool,
 }
 
@@ -128,11 +128,16 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             || words::is_release_fn(&scope.name)
             || words::reads_like_lock(&scope.name)
             || scope.owner.as_deref().is_some_and(words::reads_like_lock);
+        // forwards to one client call (or the same call on several clients),
+        // or to one project function that does the Redis work
+        let one_call = match (own_ops.first(), linked_ops.first()) {
+            (Some(first), None) => own_ops.iter().all(|o| o.kind == first.kind),
+            (None, Some(first)) => linked_ops.iter().all(|i| i.via == first.via),
+            _ => false,
+        };
         let facade = !lock_fn
-            && linked_ops.is_empty()
-            && !own_ops.is_empty()
-            && own_ops.iter().all(|o| o.kind == own_ops[0].kind)
-            && ops.len() == own_ops.len()
+            && one_call
+            && ops.len() == own_ops.len() + linked_ops.len()
             && ops.iter().all(|o| {
                 // the key is the caller's, at most behind a field or a named
                 // constant prefix: a literal written inline makes it a key of

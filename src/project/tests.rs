@@ -70,3 +70,43 @@ fn wrapper_ops_are_instantiated_at_the_call_site_with_the_callers_arguments() {
     // `evict` forwards its parameter: a facade; `tryLock` is named like a lock
     assert_eq!(views[0].facades.len(), 1);
 }
+
+#[test]
+fn only_keys_that_name_the_same_thing_everywhere_correlate_across_files() {
+    let acquire = |key: &str| {
+        format!(
+            "class A {{ void a() {{ redisTemplate.opsForValue().setIfAbsent({key}, token, 10, TimeUnit.SECONDS); }} }}"
+        )
+    };
+    let release = |key: &str| format!("class B {{ void b() {{ redisTemplate.delete({key}); }} }}");
+    for (key, shared) in [
+        ("\"report:daily\"", true),
+        ("REPORT_KEY", true),
+        ("this.key", false),
+        ("command.getKey()", false),
+    ] {
+        let (a, b) = (acquire(key), release(key));
+        let (_, views) = link_all(&[("A.java", &a), ("B.java", &b)]);
+        assert_eq!(
+            !views[1].foreign.is_empty(),
+            shared,
+            "{key}: {:?}",
+            views[1].foreign
+        );
+    }
+}
+
+#[test]
+fn a_function_forwarding_to_a_facade_is_a_facade_too() {
+    let outer = r#"
+public class Cache {
+    private RedisUtil redisUtil;
+    public void remove(String key) {
+        redisUtil.evict(key);
+    }
+}
+"#;
+    let (_, views) = link_all(&[("RedisUtil.java", UTIL), ("Cache.java", outer)]);
+    assert_eq!(views[1].insts.len(), 1);
+    assert_eq!(views[1].facades, vec![views[1].insts[0].op.scope]);
+}
