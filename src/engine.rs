@@ -450,7 +450,15 @@ fn read_callers(
     let mut left: Vec<&Entry> = rejected.to_vec();
     let mut out: Vec<Phase1> = Vec::new();
     for _ in 0..crate::project::link::ROUNDS {
-        let Some(scan) = crate::project::scan::CallScan::new(&names) else {
+        let mut families: Vec<u8> = read
+            .iter()
+            .chain(&out)
+            .filter(|f| !f.facts.link.functions.is_empty() && !f.facts.ops.is_empty())
+            .map(|f| crate::project::scan::family(f.facts.language))
+            .collect();
+        families.sort_unstable();
+        families.dedup();
+        let Some(scan) = crate::project::scan::CallScan::new(&names, families) else {
             break;
         };
         let run = || {
@@ -488,6 +496,9 @@ fn read_if_calls(
     settings: &Settings,
     cache: Cache,
 ) -> Option<Phase1> {
+    if !scan.wants(entry.language) {
+        return None;
+    }
     let bytes = std::fs::read(&entry.path).ok()?;
     if bytes.len() as u64 > MAX_FILE_BYTES
         || memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_some()

@@ -14,7 +14,7 @@ const MAX_PER_FILE: usize = 20_000;
 
 /// Names too common to link through a receiver that does not name the
 /// wrapper's type (`map.remove(k)`, `file.delete()`, `list.add(x)`).
-const COMMON: &[&str] = &[
+pub const COMMON: &[&str] = &[
     "get",
     "set",
     "put",
