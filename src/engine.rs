@@ -31,6 +31,11 @@ pub struct Settings {
     pub threads: usize,
     /// Config `exclude`/`extend-exclude` (folders walked only; named files are always read).
     pub exclude: Option<crate::config::Exclude>,
+    /// The project the run links against (SPEC §5): its other files give
+    /// summaries and key uses but no findings. `None`: only the paths given.
+    pub project_root: Option<PathBuf>,
+    /// Keep phase one's facts in `.locklint_cache/` under the project root.
+    pub cache: bool,
 }
 
 impl Settings {
@@ -54,7 +59,17 @@ pub fn check_source(
         return Vec::new();
     }
     let facts = facts_for(Path::new(display_path), src, language, settings);
-    findings_for(display_path, src, &facts, settings)
+    let mut done = link_and_check(
+        vec![Phase1 {
+            display: display_path.to_string(),
+            src: src.to_string(),
+            facts,
+            report: true,
+        }],
+        settings,
+        1,
+    );
+    done.pop().map(|(_, f)| f).unwrap_or_default()
 }
 
 /// Most Redis operations the rules correlate in one file. Rules compare ops
@@ -92,6 +107,7 @@ fn findings_for(
     display_path: &str,
     src: &str,
     facts: &FileFacts,
+    foreign: &[crate::facts::Op],
     settings: &Settings,
 ) -> Vec<Finding> {
     let file_name = Path::new(display_path)
@@ -103,7 +119,8 @@ fn findings_for(
         &file_name,
         &settings.lock_key_patterns,
         settings.target,
-    );
+    )
+    .with_project(foreign);
     let diags = rules::run_all(&cx, |code| settings.rule_enabled(code));
     let index = LineIndex::new(src);
     let fixer = rules::fixes::Fixer::new(&cx);
@@ -126,6 +143,8 @@ fn findings_for(
         let labels = d
             .labels
             .into_iter()
+            // ops of other files (the project key index) have no span here
+            .filter(|(span, _)| *span != Span::default())
             .map(|(span, text)| {
                 let (line, column) = index.line_col(span.start);
                 Label {
@@ -258,11 +277,13 @@ fn classify(bytes: &[u8], custom_lock_keys: bool) -> Result<Loaded, String> {
     Ok(Loaded::Text(String::from_utf8_lossy(bytes).into_owned()))
 }
 
-struct FileOutcome {
-    findings: Vec<Finding>,
-    error: Option<FileError>,
-    source: Option<(String, Arc<str>)>,
-    notes: Vec<(String, String)>,
+/// Phase one's result for one file: its text and facts.
+struct Phase1 {
+    display: String,
+    src: String,
+    facts: FileFacts,
+    /// Findings are reported for this file (it was among the paths given).
+    report: bool,
 }
 
 /// Files larger than this are analysed one at a time (see [`check_entry`]).
@@ -288,12 +309,36 @@ fn release_freed_memory() {
     }
 }
 
-fn check_entry(entry: &Entry, settings: &Settings) -> FileOutcome {
+struct FileOutcome {
+    phase1: Option<Phase1>,
+    error: Option<FileError>,
+    notes: Vec<(String, String)>,
+    /// The Redis prefilter rejected it (it may still call a wrapper).
+    rejected: bool,
+}
+
+/// The file's facts, from the cache when its content is known there.
+fn cached_facts(entry: &Entry, src: &str, settings: &Settings, cache: Cache) -> FileFacts {
+    let Some(cache) = cache else {
+        return facts_for(&entry.path, src, entry.language, settings);
+    };
+    let key = crate::project::cache::key(src.as_bytes());
+    if let Some(f) = cache.get(&key).filter(|f| f.language == entry.language) {
+        return f;
+    }
+    let facts = facts_for(&entry.path, src, entry.language, settings);
+    cache.put(key, &facts);
+    facts
+}
+
+type Cache<'a> = Option<&'a crate::project::cache::Cache>;
+
+fn read_entry(entry: &Entry, settings: &Settings, cache: Cache) -> FileOutcome {
     let mut outcome = FileOutcome {
-        findings: Vec::new(),
+        phase1: None,
         error: None,
-        source: None,
         notes: Vec::new(),
+        rejected: false,
     };
     if !settings.tests && words::is_test_path(&entry.path) {
         return outcome;
@@ -305,31 +350,263 @@ fn check_entry(entry: &Entry, settings: &Settings) -> FileOutcome {
                 message,
             })
         }
-        Ok(Loaded::Binary | Loaded::Rejected) => {}
+        Ok(Loaded::Binary) => {}
+        Ok(Loaded::Rejected) => outcome.rejected = true,
         Ok(Loaded::Text(src)) if src.is_empty() => {}
         Ok(Loaded::Text(src)) => {
             // A big file is analysed while no other big file is: the
             // front-ends hold tens of bytes per source byte, and two
             // vendored multi-megabyte bundles at once would double the peak.
-            let _one_big_file = (src.len() > BIG_FILE_BYTES)
+            let one_big_file = (src.len() > BIG_FILE_BYTES)
                 .then(|| BIG_FILE.lock().unwrap_or_else(|e| e.into_inner()));
-            let facts = facts_for(&entry.path, &src, entry.language, settings);
+            let facts = cached_facts(entry, &src, settings, cache);
+            if one_big_file.is_some() {
+                release_freed_memory();
+            }
+            drop(one_big_file);
             outcome.notes = facts
                 .notes
                 .iter()
                 .map(|n| (entry.display.clone(), n.clone()))
                 .collect();
-            outcome.findings = findings_for(&entry.display, &src, &facts, settings);
-            if _one_big_file.is_some() {
-                drop(facts);
-                release_freed_memory();
-            }
-            if !outcome.findings.is_empty() {
-                outcome.source = Some((entry.display.clone(), Arc::from(src)));
-            }
+            outcome.phase1 = Some(Phase1 {
+                display: entry.display.clone(),
+                src,
+                facts,
+                report: true,
+            });
         }
     }
     outcome
+}
+
+// ---- Phase two: link the project, then the rules per file -----------------
+
+/// Links the files (`crate::project`), runs the rules on each with its
+/// instantiated and foreign ops, and drops a finding at a call site when
+/// the op it came from already has the same finding where it is (a defect
+/// inside a lock function is reported there, not again at each caller).
+/// Returns the findings of each reported file with its text.
+fn link_and_check(
+    files: Vec<Phase1>,
+    settings: &Settings,
+    threads: usize,
+) -> Vec<(Phase1, Vec<Finding>)> {
+    let stems: Vec<String> = files
+        .iter()
+        .map(|f| {
+            Path::new(&f.display)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .collect();
+    let project: Vec<crate::project::ProjectFile> = files
+        .iter()
+        .zip(&stems)
+        .map(|(f, stem)| crate::project::ProjectFile {
+            display: &f.display,
+            stem,
+            facts: &f.facts,
+        })
+        .collect();
+    let views = crate::project::link_project(&project);
+    drop(project);
+    let run = || {
+        files
+            .par_iter()
+            .zip(views.par_iter())
+            .map(|(f, view)| {
+                let linked = view.rule_facts(&f.facts);
+                let facts = linked.as_ref().unwrap_or(&f.facts);
+                findings_for(&f.display, &f.src, facts, &view.foreign, settings)
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut found = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        Ok(pool) => pool.install(run),
+        Err(_) => run(),
+    };
+    // (file, byte offset, code) of every finding, for the once-only rule
+    let at: std::collections::HashSet<(usize, usize, &str)> = found
+        .iter()
+        .enumerate()
+        .flat_map(|(i, fs)| fs.iter().map(move |f| (i, f.span.start, f.code)))
+        .collect();
+    let mut line_index: HashMap<usize, LineIndex> = HashMap::new();
+    for (i, fs) in found.iter_mut().enumerate() {
+        if views[i].insts.is_empty() {
+            continue;
+        }
+        let mut by_call: HashMap<usize, Vec<&crate::project::Inst>> = HashMap::new();
+        for inst in &views[i].insts {
+            by_call
+                .entry(inst.op.name_span.start)
+                .or_default()
+                .push(inst);
+        }
+        fs.retain(|f| {
+            by_call.get(&f.span.start).is_none_or(|insts| {
+                !insts.iter().all(|inst| {
+                    inst.chain
+                        .iter()
+                        .any(|r| at.contains(&(r.file, r.at, f.code)))
+                })
+            })
+        });
+        for f in fs.iter_mut() {
+            let Some((inst, r)) = by_call
+                .get(&f.span.start)
+                .and_then(|v| v.first())
+                .and_then(|i| Some((i, i.chain.first()?)))
+            else {
+                continue;
+            };
+            let Some(root) = files.get(r.file) else {
+                continue;
+            };
+            let idx = line_index
+                .entry(r.file)
+                .or_insert_with(|| LineIndex::new(&root.src));
+            let (line, _) = idx.line_col(r.at);
+            let (cl, cc) = (f.line, f.column);
+            f.labels.push(Label {
+                span: Span::new(f.span.start, f.span.start),
+                line: cl,
+                column: cc,
+                text: format!(
+                    "through `{}`: the Redis call is at {}:{}",
+                    inst.via, root.display, line
+                ),
+            });
+        }
+    }
+    files
+        .into_iter()
+        .zip(found)
+        .filter(|(f, _)| f.report)
+        .collect()
+}
+
+/// The prefilter must not hide call sites: round by round, the files the
+/// Redis prefilter rejected that call a function with a summary (found by
+/// one automaton over those names) are read too (`project::scan`).
+fn read_callers(
+    rejected: &[&Entry],
+    read: &[Phase1],
+    settings: &Settings,
+    threads: usize,
+    cache: Cache,
+) -> Vec<Phase1> {
+    let mut known = std::collections::HashSet::new();
+    let mut names = crate::project::scan::summarised_names(read.iter().map(|f| &f.facts), &known);
+    let mut left: Vec<&Entry> = rejected.to_vec();
+    let mut out: Vec<Phase1> = Vec::new();
+    for _ in 0..crate::project::link::ROUNDS {
+        let mut families: Vec<u8> = read
+            .iter()
+            .chain(&out)
+            .filter(|f| !f.facts.link.functions.is_empty() && !f.facts.ops.is_empty())
+            .map(|f| crate::project::scan::family(f.facts.language))
+            .collect();
+        families.sort_unstable();
+        families.dedup();
+        let Some(scan) = crate::project::scan::CallScan::new(&names, families) else {
+            break;
+        };
+        let run = || {
+            left.par_iter()
+                .map(|e| read_if_calls(e, &scan, settings, cache))
+                .collect::<Vec<_>>()
+        };
+        let got = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+            Ok(pool) => pool.install(run),
+            Err(_) => run(),
+        };
+        let mut found = Vec::new();
+        let mut still = Vec::new();
+        for (e, g) in left.iter().zip(got) {
+            match g {
+                Some(p) => found.push(p),
+                None => still.push(*e),
+            }
+        }
+        if found.is_empty() {
+            break;
+        }
+        known.extend(names);
+        names = crate::project::scan::summarised_names(found.iter().map(|f| &f.facts), &known);
+        out.extend(found);
+        left = still;
+    }
+    out
+}
+
+/// Reads a file the Redis prefilter rejected when it calls one of the names.
+fn read_if_calls(
+    entry: &Entry,
+    scan: &crate::project::scan::CallScan,
+    settings: &Settings,
+    cache: Cache,
+) -> Option<Phase1> {
+    if !scan.wants(entry.language) {
+        return None;
+    }
+    let bytes = std::fs::read(&entry.path).ok()?;
+    if bytes.len() as u64 > MAX_FILE_BYTES
+        || memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_some()
+        || !scan.calls_any(&bytes)
+    {
+        return None;
+    }
+    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&bytes);
+    let src = String::from_utf8_lossy(bytes).into_owned();
+    let facts = cached_facts(entry, &src, settings, cache);
+    Some(Phase1 {
+        display: entry.display.clone(),
+        src,
+        facts,
+        report: true,
+    })
+}
+
+/// The files of the project root that the paths given do not cover (SPEC
+/// §5): read for their summaries and key uses, never reported.
+fn read_rest_of_project(
+    paths: &[PathBuf],
+    entries: &[Entry],
+    settings: &Settings,
+    threads: usize,
+    cache: Cache,
+) -> Vec<Phase1> {
+    let Some(root) = settings.project_root.as_deref() else {
+        return Vec::new();
+    };
+    if crate::project::root::covered_by(root, paths) {
+        return Vec::new();
+    }
+    let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    let given: std::collections::HashSet<PathBuf> =
+        entries.iter().map(|e| canon(&e.path)).collect();
+    let (all, _) =
+        walk::collect_excluding(&[root.to_path_buf()], threads, settings.exclude.as_ref());
+    let rest: Vec<&Entry> = all
+        .iter()
+        .filter(|e| !given.contains(&canon(&e.path)))
+        .collect();
+    let run = || {
+        rest.par_iter()
+            .filter_map(|e| read_entry(e, settings, cache).phase1)
+            .map(|mut p| {
+                p.report = false;
+                p
+            })
+            .collect::<Vec<_>>()
+    };
+    match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        Ok(pool) => pool.install(run),
+        Err(_) => run(),
+    }
 }
 
 /// Checks every file under `paths`.
@@ -343,10 +620,15 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         settings.threads
     };
     let (entries, walk_errors) = walk::collect_excluding(paths, threads, settings.exclude.as_ref());
+    let cache = settings
+        .project_root
+        .as_deref()
+        .filter(|_| settings.cache)
+        .map(|root| crate::project::cache::Cache::open(root, settings.tests));
     let run = || {
         entries
             .par_iter()
-            .map(|e| check_entry(e, settings))
+            .map(|e| read_entry(e, settings, cache.as_ref()))
             .collect::<Vec<_>>()
     };
     let outcomes = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
@@ -358,13 +640,38 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         errors: walk_errors,
         ..Report::default()
     };
-    for o in outcomes {
-        report.findings.extend(o.findings);
+    let mut files = Vec::new();
+    let mut rejected = Vec::new();
+    for (i, o) in outcomes.into_iter().enumerate() {
         report.errors.extend(o.error);
         report.notes.extend(o.notes);
-        if let Some((p, s)) = o.source {
-            report.sources.insert(p, s);
+        files.extend(o.phase1);
+        if o.rejected {
+            rejected.push(&entries[i]);
         }
+    }
+    files.extend(read_rest_of_project(
+        paths,
+        &entries,
+        settings,
+        threads,
+        cache.as_ref(),
+    ));
+    files.extend(read_callers(
+        &rejected,
+        &files,
+        settings,
+        threads,
+        cache.as_ref(),
+    ));
+    if let (Some(c), Some(root)) = (cache, settings.project_root.as_deref()) {
+        c.save(crate::project::root::covered_by(root, paths));
+    }
+    for (f, findings) in link_and_check(files, settings, threads) {
+        if !findings.is_empty() {
+            report.sources.insert(f.display, Arc::from(f.src));
+        }
+        report.findings.extend(findings);
     }
     report.sort();
     report.duration_ms = start.elapsed().as_millis() as u64;

@@ -12,11 +12,27 @@ use std::path::Path;
 
 /// Index into [`FileFacts::scopes`]. Scope 0 is always the file's top level.
 pub type ScopeId = u32;
+
+/// The scope of an op that belongs to another file of the project (its own
+/// scope ids mean nothing here).
+pub const FOREIGN_SCOPE: ScopeId = ScopeId::MAX;
 /// Index into [`FileFacts::scripts`].
 pub type ScriptId = u32;
 
 /// A byte range `[start, end)` in the source text.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 pub struct Span {
     pub start: usize,
     pub end: usize,
@@ -28,7 +44,9 @@ impl Span {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Language {
     Rust,
@@ -91,7 +109,7 @@ impl Language {
 
 /// The client library a call was made through. Rules never branch on it; it
 /// only selects how the `help:` text spells the fix.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Client {
     #[default]
@@ -117,7 +135,7 @@ pub enum Client {
 }
 
 /// A function, method or closure body that ops are grouped by.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Scope {
     /// Function or method name (`""` for the file's top level).
     pub name: String,
@@ -128,7 +146,7 @@ pub struct Scope {
 }
 
 /// One piece of a normalised key expression.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum KeyPart {
     /// Literal text (a string literal, or a constant resolved to its literal).
     Lit(String),
@@ -144,7 +162,7 @@ pub enum KeyPart {
 /// A key expression reduced to constant parts and variable names, so that
 /// `format!("lock:{}", id)`, `format!("lock:{id}")`, `"lock:" + id` and
 /// `f"lock:{id}"` are all `[Lit("lock:"), Var("id")]`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct KeyExpr {
     pub parts: Vec<KeyPart>,
     /// Every identifier that took part in building the key, including the
@@ -229,7 +247,7 @@ impl KeyExpr {
 }
 
 /// What is written as the lock's value.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ValueExpr {
     /// A literal, or a constant/local bound once to a literal. The text is the literal.
     Constant(String),
@@ -244,7 +262,7 @@ pub enum ValueExpr {
 }
 
 /// The Redis operation a call performs, as far as locks are concerned.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum OpKind {
     /// A set-if-absent write (`SET k v NX`, `SETNX`, `setIfAbsent`, `LockTake`, …).
     /// `expiry` is false only when no TTL option is present or the TTL is a
@@ -279,7 +297,7 @@ pub enum OpKind {
 }
 
 /// One Redis operation on one key.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Op {
     pub kind: OpKind,
     pub key: KeyExpr,
@@ -303,7 +321,7 @@ pub struct Op {
 
 /// A place where a failed or null acquisition is treated as "acquired"
 /// (`.unwrap_or(true)`, `Err(_) => true`, `acquired == null || acquired`, …).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FailOpen {
     pub span: Span,
     /// The key of the acquire whose failure is turned into success.
@@ -317,7 +335,7 @@ pub struct FailOpen {
 /// get(k); if v == null { set(k, …) }`, `if exists(k) { return }` followed
 /// by `set(k, …)`, `while exists(k) { wait }` followed by `set(k, …)`.
 /// Both ends are named by the `name_span` of their op.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct AbsenceGuard {
     /// The `Get` or `Exists` op that looked at the key.
     pub check: Span,
@@ -326,7 +344,7 @@ pub struct AbsenceGuard {
 }
 
 /// An argument of a `redis.call` inside a Lua script.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum LuaArg {
     /// `KEYS[i]` (1-based), or a local alias of it.
     Keys(u32),
@@ -339,7 +357,7 @@ pub enum LuaArg {
 }
 
 /// One `redis.call`/`redis.pcall` in a script.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LuaCall {
     /// The command, lower-cased (`"del"`, `"pexpire"`, …); `"?"` when not a literal.
     pub command: String,
@@ -356,7 +374,7 @@ pub struct LuaCall {
 }
 
 /// What the Lua analyser learned about one script text.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LuaFacts {
     pub calls: Vec<LuaCall>,
     /// The script did not lex/parse cleanly; calls are a best effort.
@@ -365,7 +383,7 @@ pub struct LuaFacts {
 
 /// A Lua script found in the file: a string literal handed to a script API,
 /// a script constant, or a whole `.lua` file.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ScriptFact {
     /// The variable, constant or file stem it is known by (`RELEASE_SCRIPT`, `unlock`).
     pub name: Option<String>,
@@ -394,8 +412,8 @@ impl ScriptFact {
 /// Where the parts of one call stand, for fixes that rewrite it (see
 /// `src/fix.rs`). Matched to its op by `span`, which equals the op's `span`.
 /// Front-ends that know a call's arguments record it; nothing else reads it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CallSite {
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct OpCall {
     pub span: Span,
     /// The receiver chain before the method name (`r`, `$redis`,
     /// `template.opsForValue()`), without the `.`/`->` that joins it; empty
@@ -406,7 +424,7 @@ pub struct CallSite {
 }
 
 /// Everything one front-end learned about one file.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FileFacts {
     pub language: Language,
     pub scopes: Vec<Scope>,
@@ -425,7 +443,9 @@ pub struct FileFacts {
     /// Notes for verbose output (e.g. "syn could not parse; pattern fallback").
     pub notes: Vec<String>,
     /// The calls behind ops, for fixes (not every op has one).
-    pub call_sites: Vec<CallSite>,
+    pub call_sites: Vec<OpCall>,
+    /// What the project link (phase two) needs from this file.
+    pub link: LinkFacts,
 }
 
 impl FileFacts {
@@ -441,11 +461,20 @@ impl FileFacts {
             validity_spans: Vec::new(),
             notes: Vec::new(),
             call_sites: Vec::new(),
+            link: LinkFacts::default(),
         }
     }
 
+    /// The scope `id`; an id this file does not have (the [`FOREIGN_SCOPE`]
+    /// of another file's op seen through the project index) is an anonymous
+    /// top-level scope.
     pub fn scope(&self, id: ScopeId) -> &Scope {
-        &self.scopes[id as usize]
+        static NONE: Scope = Scope {
+            name: String::new(),
+            owner: None,
+            is_test: false,
+        };
+        self.scopes.get(id as usize).unwrap_or(&NONE)
     }
 
     /// Adds a scope and returns its id.
@@ -453,4 +482,59 @@ impl FileFacts {
         self.scopes.push(scope);
         (self.scopes.len() - 1) as ScopeId
     }
+}
+
+// ---- Project summaries (SPEC §2): phase-one facts the link reads ----------
+
+/// What a front-end records for the project link besides the ops: each
+/// function's parameters, the calls of non-client functions with their
+/// normalised arguments, and which parameter an op's value comes from.
+/// Names, not indices: `src/project/` turns them into parameter positions.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LinkFacts {
+    pub functions: Vec<FnSig>,
+    pub calls: Vec<CallSite>,
+    pub op_values: Vec<OpValueSource>,
+}
+
+/// A function or method: its body scope and its parameter names in order
+/// (`self`/`this` receivers left out).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FnSig {
+    pub scope: ScopeId,
+    pub params: Vec<String>,
+}
+
+/// A call of something that is not a Redis client method: a candidate call
+/// of a project function (a wrapper, a helper, a lock manager).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CallSite {
+    /// The called function's or method's name as written (`tryLock`).
+    pub callee: String,
+    /// The receiver as written (`redisUtil`, `self.locks`), if any: a hint
+    /// for narrowing by type.
+    pub recv: Option<String>,
+    pub args: Vec<CallArg>,
+    pub scope: ScopeId,
+    pub order: u32,
+    pub depth: u32,
+    pub span: Span,
+    pub name_span: Span,
+}
+
+/// One argument of a [`CallSite`], normalised as a key and as a value.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CallArg {
+    pub key: KeyExpr,
+    pub value: ValueExpr,
+    /// The argument is a bare name (a parameter or local of the caller).
+    pub name: Option<String>,
+}
+
+/// The value of the op whose method name starts at `name_start` is the
+/// variable `var` (a parameter of its function, when the link finds it so).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct OpValueSource {
+    pub name_start: usize,
+    pub var: String,
 }

@@ -13,6 +13,7 @@ pub mod finding;
 pub mod fix;
 pub mod frontend;
 pub mod prefilter;
+pub mod project;
 pub mod report;
 pub mod rules;
 pub mod server;

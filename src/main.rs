@@ -137,6 +137,13 @@ struct CheckArgs {
     #[arg(long)]
     diff: bool,
     // --- end fix ---
+    /// The project whose wrappers and keys the paths are linked against
+    /// (default: the nearest folder upwards with `.git` or a locklint config).
+    #[arg(long, value_name = "DIR")]
+    project_root: Option<PathBuf>,
+    /// Do not read or write the phase-one cache (`.locklint_cache/` in the project root).
+    #[arg(long)]
+    no_cache: bool,
 }
 
 // --- fix (issue 11): --fix / --unsafe-fixes / --diff ---
@@ -320,11 +327,21 @@ fn run_check(args: CheckArgs) -> ExitCode {
         target: Target { min_redis },
         threads: args.threads.unwrap_or(0),
         exclude: Some(exclude),
+        project_root: None,
+        cache: false,
     };
     let paths = if args.paths.is_empty() {
         vec![PathBuf::from(".")]
     } else {
         args.paths.clone()
+    };
+    let settings = Settings {
+        project_root: args
+            .project_root
+            .clone()
+            .or_else(|| locklint::project::root::find(&paths, &cwd)),
+        cache: !args.no_cache,
+        ..settings
     };
     // The gates' inputs are read before the scan: a bad baseline or revision fails fast.
     let baseline = match args.baseline.as_deref().map(Baseline::read).transpose() {

@@ -263,6 +263,9 @@ fn workspace_settings(root: Option<&Path>) -> (Settings, Option<String>) {
         },
         threads: 1,
         exclude: None,
+        // One open document at a time, without the project link (yet).
+        project_root: None,
+        cache: false,
     };
     (settings, None)
 }

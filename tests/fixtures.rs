@@ -15,6 +15,10 @@ fn fixture_files(dir: &Path, out: &mut Vec<PathBuf>) {
         .collect();
     entries.sort();
     for p in entries {
+        // fixtures/project/<case>/ are whole projects: tests/project.rs
+        if p.is_dir() && p.file_name().is_some_and(|n| n == "project") {
+            continue;
+        }
         if p.is_dir() {
             fixture_files(&p, out);
         } else if Language::from_path(&p).is_some() {

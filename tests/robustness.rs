@@ -629,6 +629,10 @@ fn prefilter_keeps_every_fixture_with_a_finding() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     let mut files = Vec::new();
     walk_files(&root, &mut files);
+    // fixtures/project/: call sites of wrappers have no Redis word by
+    // design; the call-name scan reads them (tests/project.rs)
+    let projects = root.join("project");
+    files.retain(|p| !p.starts_with(&projects));
     if files.is_empty() {
         eprintln!("no fixtures/ yet: nothing to check");
         return;

@@ -11,8 +11,8 @@
 mod shell;
 
 use crate::facts::{
-    CallSite, Client, FileFacts, KeyExpr, KeyPart, Language, Op, OpKind, Scope, ScopeId,
-    ScriptFact, Span, ValueExpr,
+    Client, FileFacts, KeyExpr, KeyPart, Language, Op, OpCall, OpKind, Scope, ScopeId, ScriptFact,
+    Span, ValueExpr,
 };
 use crate::frontend::lua;
 use crate::words;
@@ -447,7 +447,7 @@ impl<'a> Extractor<'a> {
         );
         // Where the command's arguments stand, for fixes (`src/fix.rs`).
         if !args.is_empty() {
-            self.facts.call_sites.push(CallSite {
+            self.facts.call_sites.push(OpCall {
                 span,
                 receiver: Span::new(span.start, span.start),
                 args: args.iter().map(|w| w.span).collect(),

@@ -5,7 +5,7 @@
 use super::ll003_setnx_then_expire::following_expire;
 use super::{Context, Diagnostic};
 use crate::advice::{self, CallParts, FixDraft};
-use crate::facts::{CallSite, Op, OpKind, Span, ValueExpr};
+use crate::facts::{Op, OpCall, OpKind, Span, ValueExpr};
 use std::collections::HashMap;
 
 /// Finds the fixes of one file's diagnostics; indexes acquires and call
@@ -13,7 +13,7 @@ use std::collections::HashMap;
 pub struct Fixer<'a> {
     /// Acquires and plain releases by the span a finding points at.
     ops: HashMap<Span, &'a Op>,
-    sites: HashMap<Span, &'a CallSite>,
+    sites: HashMap<Span, &'a OpCall>,
 }
 
 impl<'a> Fixer<'a> {

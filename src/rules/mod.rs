@@ -138,6 +138,9 @@ pub struct Context<'a> {
     /// Per key group and question: the ops that answer it, indexed by the
     /// ways `same_key` can hold ([`Matches`]), built on first use.
     matches: RefCell<HashMap<(Want, usize), Rc<Matches<'a>>>>,
+    /// Ops of other files of the project on this file's keys, grouped by key
+    /// (SPEC §2 "Project summaries"); see [`Context::with_project`].
+    project_by_key: HashMap<&'a [KeyPart], Vec<&'a Op>>,
 }
 
 /// What a scope's names say, computed once per scope (each answer splits a
@@ -260,7 +263,23 @@ impl<'a> Context<'a> {
             by_scope_key_kind,
             traits,
             matches: RefCell::new(HashMap::new()),
+            project_by_key: HashMap::new(),
         }
+    }
+
+    /// Adds the ops other files perform on this file's keys (the project key
+    /// index). They correlate only through keys that carry evidence (a
+    /// constant part or a lock-like name); their spans are empty.
+    pub fn with_project(mut self, foreign: &'a [Op]) -> Self {
+        for op in foreign {
+            if !op.key.is_unknown() {
+                self.project_by_key
+                    .entry(op.key.parts.as_slice())
+                    .or_default()
+                    .push(op);
+            }
+        }
+        self
     }
 
     fn traits(&self, scope: ScopeId) -> ScopeTraits {
@@ -366,6 +385,41 @@ impl<'a> Context<'a> {
             best = first_any;
         }
         best.map(|i| m.ops[i])
+            .or_else(|| self.project_same_key(op, want))
+    }
+
+    /// Another file's op on the same key that answers `want`, when the key
+    /// carries evidence (SPEC §2 "Same key" across files).
+    fn project_same_key(&self, op: &Op, want: Want) -> Option<&'a Op> {
+        let list = self.project_by_key.get(op.key.parts.as_slice())?;
+        if !(op.key.has_constant_part() || self.key_reads_like_lock(&op.key)) {
+            return None;
+        }
+        list.iter().copied().find(|o| self.answers(want, o))
+    }
+
+    /// Does `o` answer `want` (the filter of [`Context::matches_of`])?
+    fn answers(&self, want: Want, o: &Op) -> bool {
+        match want {
+            Want::Acquire => matches!(o.kind, OpKind::Acquire { .. }),
+            Want::ReleasedOrExtended => {
+                !self.deliberate_release(o)
+                    && match o.kind {
+                        OpKind::Release { .. } | OpKind::CheckedExtend | OpKind::Eval { .. } => {
+                            true
+                        }
+                        OpKind::Expire => !self.is_acquire_ttl(o),
+                        _ => false,
+                    }
+            }
+            Want::Released => {
+                !self.deliberate_release(o)
+                    && matches!(
+                        o.kind,
+                        OpKind::Release { .. } | OpKind::CheckedExtend | OpKind::Eval { .. }
+                    )
+            }
+        }
     }
 
     /// The [`Matches`] of one key group for one question (built once).
@@ -377,26 +431,7 @@ impl<'a> Context<'a> {
         let ops: Vec<&'a Op> = group
             .iter()
             .copied()
-            .filter(|o| match want {
-                Want::Acquire => matches!(o.kind, OpKind::Acquire { .. }),
-                Want::ReleasedOrExtended => {
-                    !self.deliberate_release(o)
-                        && match o.kind {
-                            OpKind::Release { .. }
-                            | OpKind::CheckedExtend
-                            | OpKind::Eval { .. } => true,
-                            OpKind::Expire => !self.is_acquire_ttl(o),
-                            _ => false,
-                        }
-                }
-                Want::Released => {
-                    !self.deliberate_release(o)
-                        && matches!(
-                            o.kind,
-                            OpKind::Release { .. } | OpKind::CheckedExtend | OpKind::Eval { .. }
-                        )
-                }
-            })
+            .filter(|o| self.answers(want, o))
             .collect();
         let mut m = Matches {
             any: [NONE; 2],
@@ -427,11 +462,19 @@ impl<'a> Context<'a> {
 
     /// Any op of the file (other than `op` itself) matching `pred` on the same key.
     pub fn any_same_key(&self, op: &Op, pred: impl Fn(&Op) -> bool) -> Option<&'a Op> {
-        self.by_key
-            .get(op.key.parts.as_slice())?
-            .iter()
-            .copied()
-            .find(|o| !std::ptr::eq(*o, op) && pred(o) && self.same_key(op, o))
+        let here = self.by_key.get(op.key.parts.as_slice()).and_then(|list| {
+            list.iter()
+                .copied()
+                .find(|o| !std::ptr::eq(*o, op) && pred(o) && self.same_key(op, o))
+        });
+        // project: another file's op on the same key, when the key carries evidence
+        here.or_else(|| {
+            let list = self.project_by_key.get(op.key.parts.as_slice())?;
+            if !(op.key.has_constant_part() || self.key_reads_like_lock(&op.key)) {
+                return None;
+            }
+            list.iter().copied().find(|o| pred(o))
+        })
     }
 
     /// SPEC §2 "lock key": the key of an acquire in this file, or a key

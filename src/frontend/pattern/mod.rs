@@ -17,6 +17,7 @@ pub mod clients;
 pub mod failopen;
 pub mod guards;
 pub mod lexer;
+pub mod link;
 pub mod paths;
 pub mod values;
 
@@ -24,8 +25,7 @@ pub mod values;
 mod tests;
 
 use crate::facts::{
-    CallSite, Client, FileFacts, KeyExpr, Language, Op, OpKind, ScriptFact, ScriptId, Span,
-    ValueExpr,
+    Client, FileFacts, KeyExpr, Language, Op, OpCall, OpKind, ScriptFact, ScriptId, Span, ValueExpr,
 };
 use calls::{Call, Structure};
 use lexer::{Kind, Tok};
@@ -228,11 +228,14 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     facts.failure_spans = paths::failure_spans(&an);
     facts.validity_spans = paths::validity_spans(&an);
     facts.scripts = std::mem::take(&mut an.scripts);
+    // project link facts (SPEC §2 "Project summaries")
+    let client_calls: HashSet<usize> = drafts.iter().filter_map(|(_, ci)| *ci).collect();
+    link::record(&an, &all_calls, &client_calls, &mut facts);
     facts
 }
 
 /// Where the receiver and the arguments of `c` stand (for fixes).
-fn call_site(toks: &[Tok], c: &Call, span: Span) -> CallSite {
+fn call_site(toks: &[Tok], c: &Call, span: Span) -> OpCall {
     let byte = |i: usize, end: bool| toks.get(i).map(|t| if end { t.end } else { t.start });
     let receiver = if c.recv_start < c.name_tok {
         let start = byte(c.recv_start, false).unwrap_or(span.start);
@@ -248,7 +251,7 @@ fn call_site(toks: &[Tok], c: &Call, span: Span) -> CallSite {
         .filter(|a| a.end > a.start)
         .filter_map(|a| Some(Span::new(byte(a.start, false)?, byte(a.end - 1, true)?)))
         .collect();
-    CallSite {
+    OpCall {
         span,
         receiver,
         args,
@@ -368,7 +371,7 @@ impl<'a> Analyzer<'a> {
 
     /// Source order, except that a Ruby/Perl-style modifier condition
     /// (`redis.del(k) if redis.get(k) == t`) runs before its statement.
-    fn exec_order(&self, tok: usize) -> usize {
+    pub(crate) fn exec_order(&self, tok: usize) -> usize {
         if self.lang != Language::Ruby {
             return tok;
         }

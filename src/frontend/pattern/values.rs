@@ -186,7 +186,7 @@ impl<'a> Values<'a> {
     }
 
     /// The parameter names in a declaration's `(`…`)`.
-    fn param_names(&self, open: usize, close: usize) -> Vec<String> {
+    pub(crate) fn param_names(&self, open: usize, close: usize) -> Vec<String> {
         let toks = self.toks;
         super::calls::split_args(toks, self.st, open, close)
             .iter()
@@ -210,7 +210,7 @@ impl<'a> Values<'a> {
 
     /// The `(` of a declaration's parameter list: right after the name, or
     /// for a JS/TS arrow assigned to a name, after `= [async]`.
-    fn param_open(&self, n: usize) -> Option<usize> {
+    pub(crate) fn param_open(&self, n: usize) -> Option<usize> {
         let toks = self.toks;
         let next = toks.get(n + 1)?;
         if next.is("(") {

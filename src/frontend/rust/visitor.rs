@@ -7,7 +7,7 @@
 
 use super::syntax::*;
 use crate::facts::{
-    AbsenceGuard, CallSite, Client, FailOpen, FileFacts, KeyExpr, KeyPart, Op, OpKind, Scope,
+    AbsenceGuard, Client, FailOpen, FileFacts, KeyExpr, KeyPart, Op, OpCall, OpKind, Scope,
     ScopeId, ScriptFact, ScriptId, Span, ValueExpr,
 };
 use crate::frontend::lua;
@@ -295,7 +295,11 @@ struct Walker<'f, 'o> {
     checks: Vec<(String, usize)>,
     /// Set by an `if` that exits while the key is present: the check's op index.
     exit_guard: Option<usize>,
+    /// Parameters of the current fn (project link facts, `visitor/link.rs`).
+    params: Vec<String>,
 }
+
+mod link;
 
 pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
     let mut info = FileInfo::default();
@@ -324,6 +328,7 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
         script_at: HashMap::new(),
         checks: Vec::new(),
         exit_guard: None,
+        params: Vec::new(),
     };
     for u in units {
         w.base = u.base;
@@ -341,6 +346,7 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
         .absence_guards
         .sort_by_key(|g| (g.write.start, g.check.start));
     w.facts.absence_guards.dedup();
+    link::order_calls(w.facts);
 }
 
 impl<'f> Walker<'f, '_> {
@@ -381,6 +387,7 @@ impl<'f> Walker<'f, '_> {
             owner: self.owner.clone(),
             is_test,
         });
+        let saved_params = self.link_fn(id, sig);
         let saved_scope = std::mem::replace(&mut self.scope, id);
         let saved_depth = std::mem::replace(&mut self.depth, 0);
         let saved_locals = std::mem::take(&mut self.locals);
@@ -410,6 +417,7 @@ impl<'f> Walker<'f, '_> {
         self.fn_watched = saved_watched;
         self.checks = saved_checks;
         self.in_test = saved_test;
+        self.params = saved_params;
     }
 
     fn with_owner(&mut self, owner: Option<String>, test: bool, f: impl FnOnce(&mut Self)) {
@@ -1539,6 +1547,7 @@ impl<'f> Walker<'f, '_> {
                 }
             }
             let found = self.method_ops(&m, &l.args, recv_for, atomic || pipe_base);
+            self.link_method(&m, &l.args, recv_for, span, ns, &found);
             let script_id = if found.iter().any(|f| f.script) {
                 self.method_script(&m, &l.args)
             } else {
@@ -1546,7 +1555,7 @@ impl<'f> Walker<'f, '_> {
             };
             if !found.is_empty() {
                 // Where the call's parts stand, for fixes (`src/fix.rs`).
-                let call_site = CallSite {
+                let call_site = OpCall {
                     span,
                     receiver: self.receiver_before(chain_start, ns.start),
                     args: l.args.iter().map(|a| self.span_of(*a)).collect(),
@@ -1770,6 +1779,7 @@ impl<'f> Walker<'f, '_> {
             self.chain(e);
             return;
         }
+        self.link_path_call(c);
         visit::visit_expr_call(self, c);
     }
 

@@ -1,0 +1,168 @@
+//! Phase-one facts for the project link (SPEC §2 "Project summaries"):
+//! each function's parameter names, the calls of non-client functions with
+//! their arguments normalised as keys and values, and which variable an op
+//! writes as its value. The link itself lives in `src/project/`.
+
+use super::calls::Call;
+use super::lexer::Kind;
+use super::{values, Analyzer};
+use crate::facts::{CallArg, CallSite, FileFacts, FnSig, KeyPart, OpValueSource, Span};
+use std::collections::{HashMap, HashSet};
+
+/// Most call sites recorded per file (a generated file is cut here).
+const MAX_CALL_SITES: usize = 50_000;
+
+/// Fills `facts.link` from the calls of the file. `client_calls` are the
+/// indices of the calls the client tables turned into ops.
+pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts: &mut FileFacts) {
+    let toks = an.toks;
+    let st = an.st;
+    // functions and their parameters
+    let mut params_of: HashMap<u32, Vec<String>> = HashMap::new();
+    let mut decls: Vec<(usize, u32)> = st.decl_scope.iter().map(|(&n, &s)| (n, s)).collect();
+    decls.sort_unstable();
+    for (n, scope) in decls {
+        let params = an
+            .vals
+            .param_open(n)
+            .and_then(|open| Some((open, *st.matching.get(&open)?)))
+            .filter(|(open, close)| close > open)
+            .map(|(open, close)| an.vals.param_names(open, close))
+            .unwrap_or_default();
+        params_of.entry(scope).or_insert_with(|| params.clone());
+        facts
+            .link
+            .functions
+            .push(crate::facts::FnSig { scope, params });
+    }
+    facts.link.functions.sort_by_key(|f: &FnSig| f.scope);
+    facts.link.functions.dedup_by_key(|f| f.scope);
+
+    // the value variable of each op: a bare parameter argument of its call
+    // that is not part of the key
+    let by_name: HashMap<usize, usize> = all
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (toks[c.name_tok].start, i))
+        .collect();
+    for op in &facts.ops {
+        if !matches!(op.value, Some(crate::facts::ValueExpr::Unknown)) {
+            continue;
+        }
+        let Some(params) = params_of.get(&op.scope) else {
+            continue;
+        };
+        let Some(c) = by_name.get(&op.name_span.start).and_then(|&i| all.get(i)) else {
+            continue;
+        };
+        let in_key = |n: &str| {
+            op.key
+                .parts
+                .iter()
+                .any(|p| matches!(p, KeyPart::Var(v) if v == n))
+        };
+        // the value follows the key argument (`SetNX(ctx, key, val, ttl)`)
+        let key_arg = c.args.iter().position(|a| {
+            toks[a.start..a.end.min(toks.len())]
+                .iter()
+                .any(|t| t.is_ident() && in_key(&values::norm_name(&t.text)))
+        });
+        let var = c
+            .args
+            .iter()
+            .skip(key_arg.map_or(0, |k| k + 1))
+            .find_map(|a| {
+                let n = bare_name(an, a.start, a.end)?;
+                (params.contains(&n) && !in_key(&n)).then_some(n)
+            });
+        if let Some(var) = var {
+            facts.link.op_values.push(OpValueSource {
+                name_start: op.name_span.start,
+                var,
+            });
+        }
+    }
+
+    // call sites of everything that is not a client call nor a declaration
+    for (ci, c) in all.iter().enumerate() {
+        if facts.link.calls.len() >= MAX_CALL_SITES {
+            break;
+        }
+        if client_calls.contains(&ci) || st.decl_names.contains(&c.name_tok) {
+            continue;
+        }
+        let name = &toks[c.name_tok];
+        if name.kind != Kind::Ident || is_keyword(&name.text) {
+            continue;
+        }
+        let scope = st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
+        let depth = st.tok_depth.get(c.name_tok).copied().unwrap_or(0);
+        let args = c
+            .args
+            .iter()
+            .map(|a| CallArg {
+                key: an.vals.key(a.start, a.end, scope),
+                value: an.vals.value(a.start, a.end, scope),
+                name: bare_name(an, a.start, a.end),
+            })
+            .collect();
+        let end = toks
+            .get(c.end.saturating_sub(1))
+            .map(|t| t.end)
+            .unwrap_or(name.end)
+            .max(name.end);
+        let recv = (!c.recv.is_empty()).then(|| values::norm_name(&c.recv.join(".")));
+        facts.link.calls.push(CallSite {
+            callee: name.text.clone(),
+            recv,
+            args,
+            scope,
+            order: an.exec_order(c.name_tok) as u32,
+            depth,
+            span: Span::new(name.start, end),
+            name_span: Span::new(name.start, name.end),
+        });
+    }
+}
+
+/// The argument is one identifier (`key`, `$key`, `@key`, `this.key`).
+fn bare_name(an: &Analyzer, s: usize, e: usize) -> Option<String> {
+    let toks = an.toks;
+    match e.checked_sub(s)? {
+        1 if toks[s].is_ident() => Some(values::norm_name(&toks[s].text)),
+        2 if toks[s].is("@") && toks[s + 1].is_ident() => {
+            Some(values::norm_name(&format!("@{}", toks[s + 1].text)))
+        }
+        _ => None,
+    }
+}
+
+fn is_keyword(s: &str) -> bool {
+    matches!(
+        s,
+        "if" | "for"
+            | "while"
+            | "switch"
+            | "catch"
+            | "return"
+            | "new"
+            | "function"
+            | "def"
+            | "fun"
+            | "func"
+            | "synchronized"
+            | "using"
+            | "foreach"
+            | "elif"
+            | "when"
+            | "print"
+            | "println"
+            | "assert"
+            | "typeof"
+            | "sizeof"
+            | "await"
+            | "not"
+            | "and"
+            | "or"
+    )
+}

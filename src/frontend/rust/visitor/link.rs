@@ -1,0 +1,144 @@
+//! Phase-one facts for the project link (SPEC §2 "Project summaries") in
+//! the Rust front-end: each fn's parameters, the calls of non-client
+//! methods and functions with their arguments normalised as keys and
+//! values, and which parameter an op writes as its value.
+
+use super::super::syntax::{pat_name, strip};
+use super::{Found, Walker};
+use crate::facts::{CallArg, CallSite, FnSig, KeyPart, OpValueSource, ScopeId, Span, ValueExpr};
+use syn::Expr;
+
+/// Most call sites recorded per file.
+const MAX_CALL_SITES: usize = 50_000;
+
+impl Walker<'_, '_> {
+    /// Records a fn's parameters (not `self`) and makes them current.
+    pub(super) fn link_fn(&mut self, id: ScopeId, sig: &syn::Signature) -> Vec<String> {
+        let params: Vec<String> = sig
+            .inputs
+            .iter()
+            .filter_map(|i| match i {
+                syn::FnArg::Typed(t) => pat_name(&t.pat),
+                syn::FnArg::Receiver(_) => None,
+            })
+            .collect();
+        self.facts.link.functions.push(FnSig {
+            scope: id,
+            params: params.clone(),
+        });
+        std::mem::replace(&mut self.params, params)
+    }
+
+    /// A bare name argument (`key`, `&key`, `key.clone()`).
+    fn bare(&self, e: &Expr) -> Option<String> {
+        match strip(e) {
+            Expr::Path(p) => p.path.get_ident().map(|i| i.to_string()),
+            _ => None,
+        }
+    }
+
+    /// One method of a chain: a call site when the client tables found no
+    /// op in it, else the value sources of the ops it performs.
+    pub(super) fn link_method(
+        &mut self,
+        method: &str,
+        args: &[&Expr],
+        recv: Option<&Expr>,
+        span: Span,
+        name_span: Span,
+        found: &[Found],
+    ) {
+        if found.is_empty() {
+            let recv = recv.map(|r| self.text_of(r));
+            self.link_call(method, args, recv, span, name_span);
+            return;
+        }
+        for f in found {
+            if f.value != Some(ValueExpr::Unknown) {
+                continue;
+            }
+            let in_key = |n: &str| {
+                f.key
+                    .parts
+                    .iter()
+                    .any(|p| matches!(p, KeyPart::Var(v) if v == n))
+            };
+            let key_arg = args
+                .iter()
+                .position(|a| self.bare(a).is_some_and(|n| in_key(&n)));
+            let var = args
+                .iter()
+                .skip(key_arg.map_or(0, |k| k + 1))
+                .filter_map(|a| self.bare(a))
+                .find(|n| self.params.contains(n) && !in_key(n));
+            if let Some(var) = var {
+                self.facts.link.op_values.push(OpValueSource {
+                    name_start: name_span.start,
+                    var,
+                });
+            }
+        }
+    }
+
+    /// A call of a free or associated function (`acquire_lock(&mut c, key)`,
+    /// `RedisLock::acquire(..)`) that is not a client call.
+    pub(super) fn link_path_call(&mut self, c: &syn::ExprCall) {
+        let Expr::Path(p) = &*c.func else { return };
+        let segs: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        let Some(name) = segs.last() else { return };
+        let recv = (segs.len() >= 2).then(|| segs[..segs.len() - 1].join("::"));
+        let args: Vec<&Expr> = c.args.iter().collect();
+        let Some(last) = p.path.segments.last() else {
+            return;
+        };
+        let name_span = self.off(last.ident.span());
+        let span = Span::new(name_span.start, self.span_of(c).end.max(name_span.end));
+        self.link_call(&name.clone(), &args, recv, span, name_span);
+    }
+
+    fn link_call(
+        &mut self,
+        callee: &str,
+        args: &[&Expr],
+        recv: Option<String>,
+        span: Span,
+        name_span: Span,
+    ) {
+        if args.is_empty() || self.facts.link.calls.len() >= MAX_CALL_SITES {
+            return;
+        }
+        let args = args
+            .iter()
+            .map(|a| CallArg {
+                key: self.key_of(a),
+                value: self.value_of(a),
+                name: self.bare(a),
+            })
+            .collect();
+        self.facts.link.calls.push(CallSite {
+            callee: callee.to_string(),
+            recv,
+            args,
+            scope: self.scope,
+            order: 0,
+            depth: self.depth,
+            span,
+            name_span,
+        });
+    }
+}
+
+/// Call sites get the order of the first op at or after them (ops are
+/// numbered densely in source order): the link places its instantiated
+/// ops just before that op.
+pub(super) fn order_calls(facts: &mut crate::facts::FileFacts) {
+    let starts: Vec<usize> = facts.ops.iter().map(|o| o.name_span.start).collect();
+    for c in &mut facts.link.calls {
+        c.order = starts.partition_point(|&s| s < c.name_span.start) as u32;
+    }
+}

@@ -1,0 +1,128 @@
+//! The project-wide key index: for each file, the ops other files perform on
+//! its keys (acquired, released, extended, incremented anywhere). Only keys
+//! that carry evidence correlate across files (SPEC §2 "Same key"): a
+//! constant part or a lock-like name, never a bare parameter.
+
+use super::{FileView, ProjectFile};
+use crate::facts::{KeyExpr, KeyPart, Op, OpKind, Span};
+use crate::words;
+use std::collections::{HashMap, HashSet};
+
+/// Most foreign ops one file sees for one key.
+const MAX_PER_KEY: usize = 8;
+
+/// A key that names the same thing in every file: a literal with a word in
+/// it or a named constant, not a field of an instance (`this.key` is a
+/// different key in each class) nor a call, or a lock-like name.
+fn evidence(key: &KeyExpr) -> bool {
+    if key.is_unknown() {
+        return false;
+    }
+    key.parts.iter().any(|p| match p {
+        KeyPart::Lit(s) => s.chars().any(|c| c.is_alphanumeric()),
+        // a named constant (`LOCK_PREFIX`, `Keys.ORDER`), not a call or a
+        // member of a local (`command.getKey()`)
+        KeyPart::Const(n) => {
+            let last = n.rsplit(['.', ':']).next().unwrap_or(n);
+            !n.starts_with("this.")
+                && !n.contains('(')
+                && last.chars().any(|c| c.is_ascii_uppercase())
+                && !last.chars().any(|c| c.is_ascii_lowercase())
+        }
+        _ => false,
+    }) || key.parts.iter().any(|p| match p {
+        KeyPart::Lit(s) | KeyPart::Const(s) | KeyPart::Var(s) => words::reads_like_lock(s),
+        KeyPart::Unknown => false,
+    }) || key.idents.iter().any(|i| words::reads_like_lock(i))
+}
+
+/// Fills `views[i].foreign` with the ops of other files on file `i`'s keys.
+pub fn fill_foreign(files: &[ProjectFile], views: &mut [FileView]) {
+    // key parts → (file, op) from every file, one per (file, kind)
+    let mut by_key: HashMap<Vec<KeyPart>, Vec<(usize, Op)>> = HashMap::new();
+    let mut seen: HashSet<(Vec<KeyPart>, usize, std::mem::Discriminant<OpKind>, bool)> =
+        HashSet::new();
+    for (fi, f) in files.iter().enumerate() {
+        let view = &views[fi];
+        let visible = f
+            .facts
+            .ops
+            .iter()
+            .filter(|o| !view.facades.contains(&o.scope))
+            .chain(view.visible_insts().map(|i| &i.op))
+            .collect::<Vec<&Op>>();
+        let scope_name = |s: u32| {
+            f.facts
+                .scopes
+                .get(s as usize)
+                .map(|x| x.name.as_str())
+                .unwrap_or("")
+        };
+        let untimed: HashSet<(u32, &[KeyPart])> = visible
+            .iter()
+            .filter(|o| o.kind == (OpKind::Acquire { expiry: false }))
+            .map(|o| (o.scope, o.key.parts.as_slice()))
+            .collect();
+        for op in visible.iter().copied() {
+            if !evidence(&op.key) || words::is_deliberate_release_fn(scope_name(op.scope)) {
+                continue;
+            }
+            // the TTL an acquire sequence sets on its own key is no extend
+            if op.kind == OpKind::Expire && untimed.contains(&(op.scope, op.key.parts.as_slice())) {
+                continue;
+            }
+            let checked = matches!(op.kind, OpKind::Release { checked: true });
+            let k = (
+                op.key.parts.clone(),
+                fi,
+                std::mem::discriminant(&op.kind),
+                checked,
+            );
+            if !seen.insert(k) {
+                continue;
+            }
+            let mut o = op.clone();
+            o.scope = 0;
+            o.order = 0;
+            o.depth = 0;
+            o.span = Span::default();
+            o.name_span = Span::default();
+            if let OpKind::Eval { .. } = o.kind {
+                o.kind = OpKind::Eval { script: None };
+            }
+            by_key
+                .entry(op.key.parts.clone())
+                .or_default()
+                .push((fi, o));
+        }
+    }
+    if by_key.values().all(|v| v.iter().all(|(f, _)| *f == v[0].0)) {
+        return;
+    }
+    for (fi, f) in files.iter().enumerate() {
+        let mut keys: Vec<&[KeyPart]> = f
+            .facts
+            .ops
+            .iter()
+            .chain(views[fi].insts.iter().map(|i| &i.op))
+            .filter(|o| evidence(&o.key))
+            .map(|o| o.key.parts.as_slice())
+            .collect();
+        let mut done: HashSet<&[KeyPart]> = HashSet::new();
+        keys.retain(|k| done.insert(k));
+        let mut foreign = Vec::new();
+        for k in keys {
+            let Some(list) = by_key.get(k) else { continue };
+            foreign.extend(
+                list.iter()
+                    .filter(|(other, _)| *other != fi)
+                    .take(MAX_PER_KEY)
+                    .map(|(_, o)| Op {
+                        scope: crate::facts::FOREIGN_SCOPE,
+                        ..o.clone()
+                    }),
+            );
+        }
+        views[fi].foreign = foreign;
+    }
+}

@@ -1,0 +1,233 @@
+//! Resolving call sites to summaries and instantiating their ops.
+
+use super::summary::{self, Summary, TPart, VSrc};
+use super::{FileView, Inst, ProjectFile};
+use crate::facts::{CallSite, KeyExpr, KeyPart, Op, OpKind};
+use std::collections::HashMap;
+
+/// Link rounds: a helper chain resolves up to this many calls deep.
+pub const ROUNDS: usize = 4;
+
+/// Most ops instantiated at one call site, and in one file.
+const MAX_PER_CALL: usize = 16;
+const MAX_PER_FILE: usize = 20_000;
+
+/// Names too common to link through a receiver that does not name the
+/// wrapper's type (`map.remove(k)`, `file.delete()`, `list.add(x)`).
+pub const COMMON: &[&str] = &[
+    "get",
+    "set",
+    "put",
+    "remove",
+    "delete",
+    "add",
+    "clear",
+    "contains",
+    "del",
+    "pop",
+    "push",
+    "insert",
+    "update",
+    "save",
+    "close",
+    "load",
+    "write",
+    "read",
+    "send",
+    "run",
+    "execute",
+    "call",
+    "apply",
+    "accept",
+    "exists",
+    "has",
+    "expire",
+    "lock",
+    "unlock",
+    "acquire",
+    "release",
+    "evict",
+    "invalidate",
+    "take",
+    "offer",
+    "poll",
+    "submit",
+    "start",
+    "stop",
+    "open",
+];
+
+pub fn link(files: &[ProjectFile]) -> Vec<FileView> {
+    let mut views: Vec<FileView> = files.iter().map(|_| FileView::default()).collect();
+    let mut sums: Vec<Summary> = Vec::new();
+    for round in 0..ROUNDS {
+        sums = files
+            .iter()
+            .enumerate()
+            .flat_map(|(i, f)| summary::summarise(i, f.stem, f.facts, &views[i].insts))
+            .collect();
+        let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (si, s) in sums.iter().enumerate() {
+            by_name.entry(s.name.as_str()).or_default().push(si);
+        }
+        let mut changed = false;
+        for (fi, f) in files.iter().enumerate() {
+            let mut insts = Vec::new();
+            for cs in &f.facts.link.calls {
+                if insts.len() >= MAX_PER_FILE {
+                    break;
+                }
+                let Some(cands) = by_name.get(cs.callee.as_str()) else {
+                    continue;
+                };
+                let Some(si) = resolve(files, &sums, cands, fi, cs) else {
+                    continue;
+                };
+                instantiate(fi, &sums[si], cs, &mut insts);
+            }
+            if insts.len() != views[fi].insts.len() {
+                changed = true;
+            }
+            views[fi].insts = insts;
+        }
+        if !changed && round > 0 {
+            break;
+        }
+    }
+    for s in &sums {
+        if s.facade {
+            views[s.file].facades.push(s.scope);
+        }
+    }
+    views
+}
+
+/// The one summary a call site means, or `None` when none or several fit.
+fn resolve(
+    files: &[ProjectFile],
+    sums: &[Summary],
+    cands: &[usize],
+    file: usize,
+    cs: &CallSite,
+) -> Option<usize> {
+    let arity = cs.args.len();
+    let fit: Vec<usize> = cands
+        .iter()
+        .copied()
+        .filter(|&si| {
+            let s = &sums[si];
+            s.arity == arity && !(s.file == file && s.scope == cs.scope)
+        })
+        .collect();
+    let recv = cs.recv.as_deref().map(|r| {
+        let last = r.rsplit(['.', ':']).next().unwrap_or(r);
+        last.trim_start_matches(['$', '@'])
+            .replace('_', "")
+            .to_ascii_lowercase()
+    });
+    let own_type = matches!(recv.as_deref(), Some("this" | "self" | "static"));
+    let names_owner = |si: usize| {
+        let Some(r) = recv.as_deref() else {
+            return false;
+        };
+        let Some(owner) = sums[si].owner.as_deref() else {
+            return false;
+        };
+        let owner = owner.replace('_', "").to_ascii_lowercase();
+        r.len() >= 3 && (owner.contains(r) || r.contains(&owner))
+    };
+    let pick = |v: Vec<usize>| (v.len() == 1).then(|| v[0]);
+    let one = if fit.len() == 1 {
+        Some(fit[0])
+    } else if own_type || recv.is_none() {
+        pick(
+            fit.iter()
+                .copied()
+                .filter(|&si| sums[si].file == file)
+                .collect(),
+        )
+    } else {
+        pick(fit.iter().copied().filter(|&si| names_owner(si)).collect()).or_else(|| {
+            pick(
+                fit.iter()
+                    .copied()
+                    .filter(|&si| sums[si].file == file)
+                    .collect(),
+            )
+        })
+    }?;
+    // a common name through a receiver that does not name the type: not ours
+    let common = COMMON.iter().any(|c| c.eq_ignore_ascii_case(&cs.callee));
+    if common && recv.is_some() && !own_type && !names_owner(one) {
+        return None;
+    }
+    // a receiver-less call of a method from another file cannot reach it
+    if recv.is_none() && sums[one].file != file && sums[one].owner.is_some() {
+        let lang = files[file].facts.language;
+        let free_fns = !matches!(
+            lang,
+            crate::facts::Language::Java
+                | crate::facts::Language::Kotlin
+                | crate::facts::Language::CSharp
+        );
+        if !free_fns {
+            return None;
+        }
+    }
+    Some(one)
+}
+
+/// The summary's ops performed at the call site with its arguments.
+fn instantiate(file: usize, s: &Summary, cs: &CallSite, out: &mut Vec<Inst>) {
+    let via = match &s.owner {
+        Some(o) => format!("{o}.{}", s.name),
+        None => s.name.clone(),
+    };
+    for (k, so) in s.ops.iter().take(MAX_PER_CALL).enumerate() {
+        let mut key = KeyExpr::default();
+        for p in &so.key {
+            match p {
+                TPart::Part(part) => key.push(part.clone()),
+                TPart::Param(i) => match cs.args.get(*i) {
+                    Some(a) => key.append(a.key.clone()),
+                    None => key.push(KeyPart::Unknown),
+                },
+            }
+        }
+        key.idents.extend(so.idents.iter().cloned());
+        let (value, value_var) = match &so.value {
+            VSrc::Fixed(v) => (v.clone(), None),
+            VSrc::Param(i) => match cs.args.get(*i) {
+                Some(a) => (Some(a.value.clone()), a.name.clone()),
+                None => (None, None),
+            },
+        };
+        // a script id means something only in the file that holds the script
+        let kind = match &so.kind {
+            OpKind::Eval { .. } if so.chain.first().is_none_or(|r| r.file != file) => {
+                OpKind::Eval { script: None }
+            }
+            k => k.clone(),
+        };
+        out.push(Inst {
+            op: Op {
+                kind,
+                key,
+                value,
+                scope: cs.scope,
+                order: cs.order,
+                depth: cs.depth,
+                atomic: so.atomic,
+                watched: false,
+                span: cs.span,
+                name_span: cs.name_span,
+                client: so.client,
+            },
+            value_var,
+            chain: so.chain.clone(),
+            via: via.clone(),
+            via_file: s.file,
+            seq: (k > 0) as u32,
+        });
+    }
+}

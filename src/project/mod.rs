@@ -1,0 +1,106 @@
+//! Phase two: the project link (SPEC §2 "Project summaries", DESIGN "from
+//! files to the project").
+//!
+//! Phase one (the front-ends, per file, in parallel) gives each file's ops
+//! plus [`crate::facts::LinkFacts`]: functions with their parameters, calls
+//! of non-client functions with normalised arguments, and value sources.
+//! This module, once per run and language-blind:
+//! - [`summary`]: what each function does to Redis in terms of its
+//!   parameters;
+//! - [`link`]: resolves call sites to summaries (name and arity, narrowed
+//!   by file and receiver; ambiguous calls link to nothing) and instantiates
+//!   the summarised ops at the call site with the caller's arguments,
+//!   iterating so that helper chains resolve to [`link::ROUNDS`] calls deep;
+//! - [`index`]: the project-wide key index (ops of other files on the same
+//!   key), so an acquire in one file correlates with a release in another.
+//!
+//! The rules then see, per file, its own ops (minus those of pass-through
+//! facades) plus the instantiated ops, and the foreign ops of the index
+//! through `Context::with_project`.
+
+pub mod cache;
+pub mod index;
+pub mod link;
+pub mod root;
+pub mod scan;
+pub mod summary;
+
+use crate::facts::{FileFacts, Op, ScopeId};
+use summary::Root;
+
+/// One file of the project as phase one left it.
+pub struct ProjectFile<'a> {
+    pub display: &'a str,
+    /// The file's stem (`redis_lock`): a file named like a lock is a lock type.
+    pub stem: &'a str,
+    pub facts: &'a FileFacts,
+}
+
+/// An op instantiated at a call site.
+#[derive(Clone, Debug)]
+pub struct Inst {
+    /// The op as the caller performs it (the call site's scope and span).
+    pub op: Op,
+    /// The caller's variable the value came from (for the next round).
+    pub value_var: Option<String>,
+    /// The client call it stands for, then each call site on the way here
+    /// (not this one).
+    pub chain: Vec<Root>,
+    /// The function called at this call site (`RedisUtil.tryLock`).
+    pub via: String,
+    /// The file that function is in.
+    pub via_file: usize,
+    /// 0 for the first op performed at the call site, 1 for the later ones.
+    pub seq: u32,
+}
+
+/// What the rules of one file see beyond the file's own facts.
+#[derive(Clone, Debug, Default)]
+pub struct FileView {
+    /// Ops performed through calls of project functions.
+    pub insts: Vec<Inst>,
+    /// Scopes of pass-through facades: their own ops are not reported.
+    pub facades: Vec<ScopeId>,
+    /// Ops of other files on the keys of this file (key evidence required).
+    pub foreign: Vec<Op>,
+}
+
+impl FileView {
+    /// The instantiated ops outside facade scopes.
+    pub fn visible_insts(&self) -> impl Iterator<Item = &Inst> + '_ {
+        self.insts
+            .iter()
+            .filter(|i| !self.facades.contains(&i.op.scope))
+    }
+
+    /// The facts the rules see: own ops (without facades) plus instantiated ops.
+    pub fn rule_facts(&self, facts: &FileFacts) -> Option<FileFacts> {
+        if self.insts.is_empty() && self.facades.is_empty() {
+            return None;
+        }
+        let mut f = facts.clone();
+        f.ops.retain(|o| !self.facades.contains(&o.scope));
+        f.fail_opens.retain(|o| !self.facades.contains(&o.scope));
+        // A call site's order is that of the token (pattern) or of the
+        // first op at or after it (Rust): its ops go just before that op.
+        for o in &mut f.ops {
+            o.order = o.order.saturating_mul(4).saturating_add(2);
+        }
+        f.ops.extend(self.visible_insts().map(|i| {
+            let mut op = i.op.clone();
+            op.order = op.order.saturating_mul(4).saturating_add(i.seq);
+            op
+        }));
+        Some(f)
+    }
+}
+
+/// Links the project: one view per file, in the order given.
+pub fn link_project(files: &[ProjectFile]) -> Vec<FileView> {
+    let mut views = link::link(files);
+    index::fill_foreign(files, &mut views);
+    views
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,108 @@
+//! The second prefilter pass: a file with no Redis word may still call a
+//! wrapper. Once phase one has read the files the Redis prefilter let
+//! through, one Aho-Corasick automaton over the names of the functions that
+//! can have a summary picks, among the files it rejected, those that call
+//! one of them (`name(`); everything else stays unread.
+
+use crate::facts::{FileFacts, Language};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use std::collections::{BTreeSet, HashSet};
+
+/// Names shorter than this are not worth a scan of the whole project.
+const MIN_NAME: usize = 3;
+
+/// Names of the functions of `files` that carry a summary (their ops take
+/// key or value from a parameter) or call one of `known` (a name from an
+/// earlier round), so a chain of helpers is followed round by round.
+pub fn summarised_names<'a>(
+    files: impl IntoIterator<Item = &'a FileFacts>,
+    known: &HashSet<String>,
+) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for f in files {
+        // functions whose ops take their key or value from a parameter
+        let summarised: HashSet<u32> = super::summary::summarise(0, "", f, &[])
+            .iter()
+            .map(|s| s.scope)
+            .collect();
+        let busy: HashSet<u32> = summarised
+            .iter()
+            .copied()
+            .chain(
+                f.link
+                    .calls
+                    .iter()
+                    .filter(|c| known.contains(&c.callee))
+                    .map(|c| c.scope),
+            )
+            .collect();
+        for sig in &f.link.functions {
+            if sig.params.is_empty() || !busy.contains(&sig.scope) {
+                continue;
+            }
+            let Some(scope) = f.scopes.get(sig.scope as usize) else {
+                continue;
+            };
+            // common names (`get`, `remove`, …) would make the scan read most
+            // files; calls of them through a receiver that names the type
+            // are linked when their file is read for another reason
+            let common = super::link::COMMON
+                .iter()
+                .any(|c| c.eq_ignore_ascii_case(&scope.name));
+            if scope.name.len() >= MIN_NAME
+                && !common
+                && !scope.is_test
+                && !known.contains(&scope.name)
+            {
+                out.insert(scope.name.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Languages whose code can call each other's functions by name.
+pub fn family(l: Language) -> u8 {
+    match l {
+        Language::Java | Language::Kotlin => 0,
+        Language::JavaScript | Language::TypeScript => 1,
+        other => 2 + other as u8,
+    }
+}
+
+/// An automaton finding `name(` or `name ` (Ruby) for any of the names,
+/// for files of the language families the names were found in.
+pub struct CallScan {
+    ac: AhoCorasick,
+    families: Vec<u8>,
+}
+
+impl CallScan {
+    pub fn new(names: &BTreeSet<String>, families: Vec<u8>) -> Option<CallScan> {
+        if names.is_empty() {
+            return None;
+        }
+        let ac = AhoCorasickBuilder::new()
+            .match_kind(MatchKind::LeftmostLongest)
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(names.iter().map(|n| n.as_bytes()))
+            .ok()?;
+        Some(CallScan { ac, families })
+    }
+
+    /// Files of this language may call one of the names.
+    pub fn wants(&self, l: Language) -> bool {
+        self.families.contains(&family(l))
+    }
+
+    /// The text calls one of the names: the name stands alone (not inside
+    /// a longer identifier) and is followed by `(` or a space.
+    pub fn calls_any(&self, bytes: &[u8]) -> bool {
+        let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
+        self.ac.find_iter(bytes).any(|m| {
+            let before = m.start().checked_sub(1).map(|i| bytes[i]);
+            let after = bytes.get(m.end()).copied();
+            !before.is_some_and(ident) && matches!(after, Some(b'(' | b' ' | b'<'))
+        })
+    }
+}

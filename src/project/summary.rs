@@ -1,0 +1,222 @@
+//! Function summaries (SPEC §2 "Project summaries"): what a function does to
+//! Redis in terms of its parameters, built from a file's own ops and the ops
+//! already instantiated at its call sites by an earlier link round.
+
+use super::Inst;
+use crate::facts::{FileFacts, KeyPart, Op, OpKind, ScopeId, ValueExpr};
+use crate::words;
+use std::collections::HashMap;
+
+/// One piece of a summarised key: a fixed part, or the key of argument `i`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TPart {
+    Part(KeyPart),
+    Param(usize),
+}
+
+/// Where a summarised op's value comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VSrc {
+    Fixed(Option<ValueExpr>),
+    Param(usize),
+}
+
+/// Where a summarised op was first performed by a client call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Root {
+    pub file: usize,
+    /// Byte offset of the client method name in that file.
+    pub at: usize,
+}
+
+/// One op of a summary.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SumOp {
+    pub kind: OpKind,
+    pub key: Vec<TPart>,
+    /// Identifiers of the key that are not parameters (constants, fields).
+    pub idents: Vec<String>,
+    pub value: VSrc,
+    pub atomic: bool,
+    pub client: crate::facts::Client,
+    /// Where the op stands along its call chain: the client call first,
+    /// then each call site it was instantiated at.
+    pub chain: Vec<Root>,
+    /// Source order inside the function.
+    pub order: u32,
+}
+
+/// What one function does to Redis through its parameters.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    pub file: usize,
+    pub scope: ScopeId,
+    pub name: String,
+    pub owner: Option<String>,
+    pub arity: usize,
+    pub ops: Vec<SumOp>,
+    /// A lock function: its name, type, file or own key reads like a lock.
+    pub lock_fn: bool,
+    /// A pass-through wrapper (facade): it forwards its parameters (the key
+    /// at most behind a field or constant prefix) to one kind of client
+    /// call, or to one project function; it never reports by itself.
+    pub facade: bool,
+}
+
+/// Summaries of the functions of one file. `insts` are the ops linked into
+/// this file by the previous round (with the variable their value came from).
+pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> Vec<Summary> {
+    let mut own: HashMap<ScopeId, Vec<&Op>> = HashMap::new();
+    for op in &facts.ops {
+        own.entry(op.scope).or_default().push(op);
+    }
+    let mut linked: HashMap<ScopeId, Vec<&Inst>> = HashMap::new();
+    for i in insts {
+        linked.entry(i.op.scope).or_default().push(i);
+    }
+    let value_var: HashMap<usize, &str> = facts
+        .link
+        .op_values
+        .iter()
+        .map(|v| (v.name_start, v.var.as_str()))
+        .collect();
+    let file_is_lock = words::reads_like_lock(stem);
+    let mut out = Vec::new();
+    for sig in &facts.link.functions {
+        let (Some(scope), false) = (facts.scopes.get(sig.scope as usize), sig.params.is_empty())
+        else {
+            continue;
+        };
+        if scope.is_test || scope.name.is_empty() {
+            continue;
+        }
+        let own_ops = own.get(&sig.scope).map(Vec::as_slice).unwrap_or(&[]);
+        let linked_ops = linked.get(&sig.scope).map(Vec::as_slice).unwrap_or(&[]);
+        if own_ops.is_empty() && linked_ops.is_empty() {
+            continue;
+        }
+        let mut ops = Vec::new();
+        let mut own_key_lockish = false;
+        for op in own_ops {
+            own_key_lockish |= key_reads_like_lock(op);
+            let var = value_var.get(&op.name_span.start).copied();
+            let chain = vec![Root {
+                file,
+                at: op.name_span.start,
+            }];
+            if let Some(s) = templ(op, var, &sig.params, chain) {
+                ops.push(s);
+            }
+        }
+        for i in linked_ops {
+            let mut chain = i.chain.clone();
+            chain.push(Root {
+                file,
+                at: i.op.name_span.start,
+            });
+            if let Some(s) = templ(&i.op, i.value_var.as_deref(), &sig.params, chain) {
+                ops.push(s);
+            }
+        }
+        if ops.is_empty() {
+            continue;
+        }
+        ops.sort_by_key(|o| o.order);
+        let lock_fn = file_is_lock
+            || own_key_lockish
+            || words::is_acquire_fn(&scope.name)
+            || words::is_release_fn(&scope.name)
+            || words::reads_like_lock(&scope.name)
+            || scope.owner.as_deref().is_some_and(words::reads_like_lock);
+        // forwards to one client call (or the same call on several clients),
+        // or to one project function that does the Redis work
+        let one_call = match (own_ops.first(), linked_ops.first()) {
+            (Some(first), None) => own_ops.iter().all(|o| o.kind == first.kind),
+            (None, Some(first)) => linked_ops.iter().all(|i| i.via == first.via),
+            _ => false,
+        };
+        let facade = !lock_fn
+            && one_call
+            && ops.len() == own_ops.len() + linked_ops.len()
+            && ops.iter().all(|o| {
+                // the key is the caller's, at most behind a field or a named
+                // constant prefix: a literal written inline makes it a key of
+                // its own (`"settle:" + order`)
+                o.key.iter().any(|p| matches!(p, TPart::Param(_)))
+                    && o.key.iter().all(|p| match p {
+                        TPart::Param(_) | TPart::Part(KeyPart::Const(_)) => true,
+                        TPart::Part(KeyPart::Lit(_)) => !o.idents.is_empty(),
+                        TPart::Part(_) => false,
+                    })
+                    && !matches!(
+                        o.value,
+                        VSrc::Fixed(Some(
+                            ValueExpr::Constant(_) | ValueExpr::Weak(_) | ValueExpr::Unique
+                        ))
+                    )
+            });
+        out.push(Summary {
+            file,
+            scope: sig.scope,
+            name: scope.name.clone(),
+            owner: scope.owner.clone(),
+            arity: sig.params.len(),
+            ops,
+            lock_fn,
+            facade,
+        });
+    }
+    out
+}
+
+/// The key, as written in the function, reads like a lock (`"lock:" + id`,
+/// `LOCK_PREFIX`, a parameter named `lock_key`).
+fn key_reads_like_lock(op: &Op) -> bool {
+    op.key.parts.iter().any(|p| match p {
+        KeyPart::Lit(s) | KeyPart::Const(s) | KeyPart::Var(s) => words::reads_like_lock(s),
+        KeyPart::Unknown => false,
+    }) || op.key.idents.iter().any(|i| words::reads_like_lock(i))
+}
+
+/// The op in terms of the function's parameters; `None` when neither its
+/// key nor its value comes from a parameter (nothing a caller changes).
+fn templ(op: &Op, value_var: Option<&str>, params: &[String], chain: Vec<Root>) -> Option<SumOp> {
+    let pos = |v: &str| params.iter().position(|p| p == v);
+    let key: Vec<TPart> = op
+        .key
+        .parts
+        .iter()
+        .map(|p| match p {
+            KeyPart::Var(v) => match pos(v) {
+                Some(i) => TPart::Param(i),
+                None => TPart::Part(p.clone()),
+            },
+            _ => TPart::Part(p.clone()),
+        })
+        .collect();
+    let value = match (&op.value, value_var.and_then(pos)) {
+        (Some(ValueExpr::Unknown), Some(i)) => VSrc::Param(i),
+        (v, _) => VSrc::Fixed(v.clone()),
+    };
+    let any_param =
+        key.iter().any(|p| matches!(p, TPart::Param(_))) || matches!(value, VSrc::Param(_));
+    if !any_param {
+        return None;
+    }
+    Some(SumOp {
+        kind: op.kind.clone(),
+        key,
+        idents: op
+            .key
+            .idents
+            .iter()
+            .filter(|i| !params.contains(i))
+            .cloned()
+            .collect(),
+        value,
+        atomic: op.atomic,
+        client: op.client,
+        chain,
+        order: op.order,
+    })
+}

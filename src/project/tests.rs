@@ -1,0 +1,112 @@
+use super::*;
+use crate::facts::{Language, OpKind};
+use crate::frontend;
+use std::path::Path;
+
+fn facts(name: &str, src: &str) -> FileFacts {
+    let lang = Language::from_path(Path::new(name)).unwrap();
+    frontend::extract(Path::new(name), src, lang)
+}
+
+fn link_all(files: &[(&str, &str)]) -> (Vec<FileFacts>, Vec<FileView>) {
+    let fs: Vec<FileFacts> = files.iter().map(|(n, s)| facts(n, s)).collect();
+    let stems: Vec<String> = files
+        .iter()
+        .map(|(n, _)| n.split('.').next().unwrap().to_string())
+        .collect();
+    let project: Vec<ProjectFile> = files
+        .iter()
+        .zip(&fs)
+        .zip(&stems)
+        .map(|(((n, _), f), stem)| ProjectFile {
+            display: n,
+            stem,
+            facts: f,
+        })
+        .collect();
+    let views = link_project(&project);
+    (fs, views)
+}
+
+const UTIL: &str = r#"
+public class RedisUtil {
+    private StringRedisTemplate redisTemplate;
+    public boolean tryLock(String key, String value, long seconds) {
+        return redisTemplate.opsForValue().setIfAbsent(key, value, seconds, TimeUnit.SECONDS);
+    }
+    public void evict(String key) {
+        redisTemplate.delete(key);
+    }
+}
+"#;
+
+const CALLER: &str = r#"
+public class OrderService {
+    private RedisUtil redisUtil;
+    public void pay(String orderId) {
+        String lockKey = "lock:order:" + orderId;
+        if (redisUtil.tryLock(lockKey, "1", 30)) {
+            redisUtil.evict(lockKey);
+        }
+    }
+}
+"#;
+
+#[test]
+fn wrapper_ops_are_instantiated_at_the_call_site_with_the_callers_arguments() {
+    let (fs, views) = link_all(&[("RedisUtil.java", UTIL), ("OrderService.java", CALLER)]);
+    assert!(!fs[0].link.functions.is_empty(), "{:?}", fs[0].link);
+    let insts = &views[1].insts;
+    assert_eq!(insts.len(), 2, "{:?}\n{:?}", fs[1].link.calls, insts);
+    assert_eq!(insts[0].op.kind, OpKind::Acquire { expiry: true });
+    assert_eq!(insts[0].op.key.display(), "lock:order:{orderId}");
+    assert_eq!(
+        insts[0].op.value,
+        Some(crate::facts::ValueExpr::Constant("\"1\"".into()))
+    );
+    assert_eq!(insts[1].op.kind, OpKind::Release { checked: false });
+    assert_eq!(insts[1].op.key.display(), "lock:order:{orderId}");
+    assert_eq!(insts[1].via, "RedisUtil.evict");
+    // `evict` forwards its parameter: a facade; `tryLock` is named like a lock
+    assert_eq!(views[0].facades.len(), 1);
+}
+
+#[test]
+fn only_keys_that_name_the_same_thing_everywhere_correlate_across_files() {
+    let acquire = |key: &str| {
+        format!(
+            "class A {{ void a() {{ redisTemplate.opsForValue().setIfAbsent({key}, token, 10, TimeUnit.SECONDS); }} }}"
+        )
+    };
+    let release = |key: &str| format!("class B {{ void b() {{ redisTemplate.delete({key}); }} }}");
+    for (key, shared) in [
+        ("\"report:daily\"", true),
+        ("REPORT_KEY", true),
+        ("this.key", false),
+        ("command.getKey()", false),
+    ] {
+        let (a, b) = (acquire(key), release(key));
+        let (_, views) = link_all(&[("A.java", &a), ("B.java", &b)]);
+        assert_eq!(
+            !views[1].foreign.is_empty(),
+            shared,
+            "{key}: {:?}",
+            views[1].foreign
+        );
+    }
+}
+
+#[test]
+fn a_function_forwarding_to_a_facade_is_a_facade_too() {
+    let outer = r#"
+public class Cache {
+    private RedisUtil redisUtil;
+    public void remove(String key) {
+        redisUtil.evict(key);
+    }
+}
+"#;
+    let (_, views) = link_all(&[("RedisUtil.java", UTIL), ("Cache.java", outer)]);
+    assert_eq!(views[1].insts.len(), 1);
+    assert_eq!(views[1].facades, vec![views[1].insts[0].op.scope]);
+}

@@ -1,0 +1,248 @@
+//! Cross-file cases of the project link (SPEC §2 "Project summaries").
+//! Each folder under `fixtures/project/` is one project: every file in it
+//! declares its exact findings in a `locklint-expect:` comment, and the
+//! whole folder is checked in one run so the files link with each other
+//! (and only with each other: `fixtures/project/` is skipped by the
+//! one-file-at-a-time fixtures test).
+
+use locklint::facts::Language;
+use locklint::{check_paths, Settings};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+type Expect = BTreeSet<(String, String, usize, usize)>;
+
+fn files_in(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            files_in(&p, out);
+        } else if Language::from_path(&p).is_some() {
+            out.push(p);
+        }
+    }
+}
+
+fn expected(case: &Path) -> Expect {
+    let mut files = Vec::new();
+    files_in(case, &mut files);
+    let mut set = Expect::new();
+    for path in files {
+        let rel = path.strip_prefix(case).unwrap().display().to_string();
+        let src = std::fs::read_to_string(&path).unwrap();
+        let mut declared = false;
+        for line in src.lines() {
+            let Some(i) = line.find("locklint-expect:") else {
+                continue;
+            };
+            declared = true;
+            for item in line[i + "locklint-expect:".len()..].split_whitespace() {
+                if item == "none" {
+                    continue;
+                }
+                let parse = || -> Option<(String, usize, usize)> {
+                    let (code, pos) = item.split_once('@')?;
+                    let (l, c) = pos.split_once(':')?;
+                    Some((code.to_string(), l.parse().ok()?, c.parse().ok()?))
+                };
+                match parse() {
+                    Some((code, l, c)) => {
+                        set.insert((rel.clone(), code, l, c));
+                    }
+                    None => break,
+                }
+            }
+        }
+        assert!(
+            declared,
+            "{} has no `locklint-expect:` line",
+            path.display()
+        );
+    }
+    set
+}
+
+fn got(case: &Path, paths: &[PathBuf]) -> Expect {
+    let settings = Settings {
+        threads: 2,
+        ..Settings::default()
+    };
+    let report = check_paths(paths, &settings);
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    report
+        .findings
+        .iter()
+        .map(|f| {
+            let rel = Path::new(&f.path)
+                .strip_prefix(case)
+                .unwrap_or(Path::new(&f.path))
+                .display()
+                .to_string();
+            (rel, f.code.to_string(), f.line, f.column)
+        })
+        .collect()
+}
+
+fn cases() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/project");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    cases.sort();
+    cases
+}
+
+#[test]
+fn every_project_case_reports_exactly_what_it_declares() {
+    let cases = cases();
+    assert!(cases.len() >= 6, "project cases missing");
+    let mut failures = Vec::new();
+    for case in &cases {
+        let want = expected(case);
+        let have = got(case, std::slice::from_ref(case));
+        if want != have {
+            failures.push(format!(
+                "{}:\n  expected {want:?}\n  got      {have:?}",
+                case.display()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The link is not an accident of one file: each case's call-site files,
+/// checked alone, lose the findings that come through another file.
+#[test]
+fn call_site_findings_need_the_other_files() {
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/project/java_wrapper");
+    let alone = std::fs::read_to_string(case.join("OrderService.java")).unwrap();
+    let findings = locklint::check_source(
+        "OrderService.java",
+        &alone,
+        Language::Java,
+        &Settings::default(),
+    );
+    assert!(
+        findings.iter().all(|f| f.code != "LL001"),
+        "LL001 needs RedisUtil.tryLock's summary: {findings:?}"
+    );
+}
+
+/// A run on one named file (pre-commit) reports that file only, but links
+/// it against the whole project: the wrapper in another file is seen.
+#[test]
+fn one_named_file_is_linked_against_its_project() {
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/project/java_wrapper");
+    let caller = case.join("OrderService.java");
+    let settings = Settings {
+        threads: 1,
+        project_root: Some(case.clone()),
+        ..Settings::default()
+    };
+    let report = check_paths(std::slice::from_ref(&caller), &settings);
+    let got: Vec<(String, usize)> = report
+        .findings
+        .iter()
+        .map(|f| (f.code.to_string(), f.line))
+        .collect();
+    assert_eq!(got, [("LL001".to_string(), 8), ("LL002".to_string(), 12)]);
+    assert!(report
+        .findings
+        .iter()
+        .all(|f| f.path.ends_with("OrderService.java")));
+    // without the project, the call sites are plain method calls
+    let alone = check_paths(
+        &[caller],
+        &Settings {
+            threads: 1,
+            ..Settings::default()
+        },
+    );
+    assert!(alone.findings.is_empty(), "{:?}", alone.findings);
+}
+
+/// The CLI finds the project root by its `.git` (or `--project-root`).
+#[test]
+fn the_cli_finds_the_project_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::create_dir_all(root.join("src/util")).unwrap();
+    std::fs::create_dir_all(root.join("src/app")).unwrap();
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/project/java_wrapper");
+    std::fs::copy(
+        case.join("RedisUtil.java"),
+        root.join("src/util/RedisUtil.java"),
+    )
+    .unwrap();
+    std::fs::copy(
+        case.join("OrderService.java"),
+        root.join("src/app/OrderService.java"),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        let out = assert_cmd::Command::cargo_bin("locklint")
+            .unwrap()
+            .current_dir(root)
+            .args(["check", "--no-config", "--format", "json"])
+            .args(args)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let found = run(&["src/app/OrderService.java"]);
+    assert!(
+        found.contains("LL001") && found.contains("LL002"),
+        "{found}"
+    );
+    let isolated = run(&["--project-root", "src/app", "src/app/OrderService.java"]);
+    assert!(!isolated.contains("LL001"), "{isolated}");
+}
+
+/// Phase one is cached in `.locklint_cache/` under the project root (with
+/// its own `.gitignore`), keyed by content: an edited file is read again;
+/// `--no-cache` neither reads nor writes it.
+#[test]
+fn the_phase_one_cache_follows_file_content() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/project/java_wrapper");
+    for f in ["RedisUtil.java", "OrderService.java"] {
+        std::fs::copy(case.join(f), root.join(f)).unwrap();
+    }
+    let run = |args: &[&str]| {
+        let out = assert_cmd::Command::cargo_bin("locklint")
+            .unwrap()
+            .current_dir(root)
+            .args(["check", "--no-config", "--format", "json"])
+            .args(args)
+            .output()
+            .unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        json["findings"].to_string()
+    };
+    let cache = root.join(".locklint_cache");
+    let plain = run(&["--no-cache", "OrderService.java"]);
+    assert!(plain.contains("LL001"), "{plain}");
+    assert!(!cache.exists());
+    assert_eq!(run(&["OrderService.java"]), plain);
+    assert!(cache.join(".gitignore").is_file());
+    // warm: the same answer from the cache
+    assert_eq!(run(&["OrderService.java"]), plain);
+    // the wrapper changes: its cached facts are not used
+    let util = std::fs::read_to_string(root.join("RedisUtil.java")).unwrap();
+    std::fs::write(
+        root.join("RedisUtil.java"),
+        util.replace("tryLock(", "tryAcquire("),
+    )
+    .unwrap();
+    let after = run(&["OrderService.java"]);
+    assert!(!after.contains("LL001"), "{after}");
+}
