@@ -102,6 +102,31 @@ pub fn link(files: &[ProjectFile]) -> Vec<FileView> {
     views
 }
 
+/// A function name that says by itself that it works a lock or a Redis
+/// key: a lock API (`tryLock`, `releaseLock`, `acquire`) or a client
+/// command's spelling (`setNx`, `setIfAbsent`, `expire`, `hasKey`).
+fn says_redis(name: &str) -> bool {
+    const COMMANDS: &[&str] = &[
+        "setnx",
+        "ifabsent",
+        "ifpresent",
+        "expire",
+        "setex",
+        "getset",
+        "getdel",
+        "unlink",
+        "haskey",
+        "exists",
+        "redis",
+        "cache",
+        "evict",
+    ];
+    let lower = name.to_ascii_lowercase();
+    crate::words::is_lock_fn(name)
+        || crate::words::is_release_fn(name)
+        || COMMANDS.iter().any(|c| lower.contains(c))
+}
+
 /// The one summary a call site means, or `None` when none or several fit.
 fn resolve(
     files: &[ProjectFile],
@@ -159,6 +184,15 @@ fn resolve(
     // a common name through a receiver that does not name the type: not ours
     let common = COMMON.iter().any(|c| c.eq_ignore_ascii_case(&cs.callee));
     if common && recv.is_some() && !own_type && !names_owner(one) {
+        return None;
+    }
+    // Unless the receiver names the wrapper's type, a function of another
+    // file is reached only when its name says what it does to Redis:
+    // `factory.create(cfg)` is not the one `create` of a crontab mutex
+    // elsewhere in the project, `redisService.setNx(k, v)` is the `setNx`.
+    // The same holds for `this.create()` and a bare `create()`: a parent
+    // class or an import may define it elsewhere, but nothing here says so.
+    if sums[one].file != file && !names_owner(one) && !says_redis(&cs.callee) {
         return None;
     }
     // a receiver-less call of a method from another file cannot reach it
