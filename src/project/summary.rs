@@ -135,7 +135,15 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             (None, Some(first)) => linked_ops.iter().all(|i| i.via == first.via),
             _ => false,
         };
-        let facade = !lock_fn
+        // A lock type's or lock file's methods are lock functions, but one
+        // that only forwards its parameters (`delete(key)` of a lock
+        // template) is still a pass-through: its own name or key must read
+        // like a lock to keep it from being a facade (SPEC §2 pass-through).
+        let named_lock = own_key_lockish
+            || words::is_acquire_fn(&scope.name)
+            || words::is_release_fn(&scope.name)
+            || words::reads_like_lock(&scope.name);
+        let facade = !named_lock
             && one_call
             && ops.len() == own_ops.len() + linked_ops.len()
             && ops.iter().all(|o| {
