@@ -445,9 +445,12 @@ fn link_and_check(
                 .or_default()
                 .push(inst);
         }
+        // A call that instantiates several of a wrapper's ops (its SETNX
+        // and its EXPIRE) repeats the wrapper's finding when any of them
+        // already carries it there.
         fs.retain(|f| {
             by_call.get(&f.span.start).is_none_or(|insts| {
-                !insts.iter().all(|inst| {
+                !insts.iter().any(|inst| {
                     inst.chain
                         .iter()
                         .any(|r| at.contains(&(r.file, r.at, f.code)))
