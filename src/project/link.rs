@@ -103,9 +103,10 @@ pub fn link(files: &[ProjectFile]) -> Vec<FileView> {
 }
 
 /// A function name that says by itself that it works a lock or a Redis
-/// key: a lock API (`tryLock`, `releaseLock`, `acquire`) or a client
-/// command's spelling (`setNx`, `setIfAbsent`, `expire`, `hasKey`).
-fn says_redis(name: &str) -> bool {
+/// key: a lock API of two words or more (`tryLock`, `releaseLock`,
+/// `acquire_mutex`; a lone `acquire`, `exit` or `free` says nothing) or a
+/// client command's spelling (`setNx`, `setIfAbsent`, `expire`, `hasKey`).
+pub(crate) fn says_redis(name: &str) -> bool {
     const COMMANDS: &[&str] = &[
         "setnx",
         "ifabsent",
@@ -116,15 +117,18 @@ fn says_redis(name: &str) -> bool {
         "getdel",
         "unlink",
         "haskey",
-        "exists",
-        "redis",
-        "cache",
-        "evict",
     ];
-    let lower = name.to_ascii_lowercase();
-    crate::words::is_lock_fn(name)
-        || crate::words::is_release_fn(name)
-        || COMMANDS.iter().any(|c| lower.contains(c))
+    /// Lock verbs that say enough alone (`claim`, `unlock`), unlike `exit`,
+    /// `free`, `drop`, `take` or a bare `lock` (every mutex has one).
+    const VERBS: &[&str] = &[
+        "acquire", "release", "unlock", "trylock", "relock", "claim", "obtain", "grab",
+    ];
+    let lower = name.to_ascii_lowercase().replace(['_', '-'], "");
+    let parts = crate::words::word_parts(name);
+    COMMANDS.iter().any(|c| lower.contains(c))
+        || (parts.len() == 1 && VERBS.contains(&parts[0].as_str()))
+        || (parts.len() >= 2
+            && (crate::words::is_lock_fn(name) || crate::words::is_release_fn(name)))
 }
 
 /// The one summary a call site means, or `None` when none or several fit.

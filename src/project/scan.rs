@@ -49,8 +49,13 @@ pub fn summarised_names<'a>(
             let common = super::link::COMMON
                 .iter()
                 .any(|c| c.eq_ignore_ascii_case(&scope.name));
+            // and a function of another file links only through a receiver
+            // naming its type or a name that says what it does to Redis
+            // (`link::says_redis`): only the latter is worth reading every
+            // rejected file for
             if scope.name.len() >= MIN_NAME
                 && !common
+                && super::link::says_redis(&scope.name)
                 && !scope.is_test
                 && !known.contains(&scope.name)
             {
