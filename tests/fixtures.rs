@@ -3,65 +3,20 @@
 //! `locklint-expect: none`). This test runs the whole pipeline on each file
 //! and compares the exact set of (code, line, column).
 
+mod expect;
 use locklint::facts::Language;
+
 use locklint::{check_source, Settings};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 fn fixture_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for p in entries {
-        // fixtures/project/<case>/ are whole projects: tests/project.rs
-        if p.is_dir() && p.file_name().is_some_and(|n| n == "project") {
-            continue;
-        }
-        if p.is_dir() {
-            fixture_files(&p, out);
-        } else if Language::from_path(&p).is_some() {
-            out.push(p);
-        }
-    }
+    // fixtures/project/<case>/ are whole projects: tests/project.rs
+    expect::source_files(dir, &["project"], out);
 }
 
 fn expected(src: &str, path: &Path) -> BTreeSet<(String, usize, usize)> {
-    let mut set = BTreeSet::new();
-    let mut declared = false;
-    for line in src.lines() {
-        let Some(i) = line.find("locklint-expect:") else {
-            continue;
-        };
-        declared = true;
-        for item in line[i + "locklint-expect:".len()..].split_whitespace() {
-            if item == "none" {
-                continue;
-            }
-            let parse = || -> Option<(String, usize, usize)> {
-                let (code, pos) = item.split_once('@')?;
-                let (l, c) = pos.split_once(':')?;
-                Some((
-                    code.to_string(),
-                    l.parse().ok()?,
-                    c.trim_end_matches(',').parse().ok()?,
-                ))
-            };
-            match parse() {
-                Some(t) => {
-                    set.insert(t);
-                }
-                None => break, // prose after the expectations
-            }
-        }
-    }
-    assert!(
-        declared,
-        "{} has no `locklint-expect:` line",
-        path.display()
-    );
-    set
+    expect::declared(src, path)
 }
 
 #[test]

@@ -5,7 +5,9 @@
 //! (and only with each other: `fixtures/project/` is skipped by the
 //! one-file-at-a-time fixtures test).
 
+mod expect;
 use locklint::facts::Language;
+
 use locklint::{check_paths, Settings};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -13,18 +15,7 @@ use std::path::{Path, PathBuf};
 type Expect = BTreeSet<(String, String, usize, usize)>;
 
 fn files_in(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            files_in(&p, out);
-        } else if Language::from_path(&p).is_some() {
-            out.push(p);
-        }
-    }
+    expect::source_files(dir, &[], out);
 }
 
 fn expected(case: &Path) -> Expect {
@@ -34,34 +25,9 @@ fn expected(case: &Path) -> Expect {
     for path in files {
         let rel = path.strip_prefix(case).unwrap().display().to_string();
         let src = std::fs::read_to_string(&path).unwrap();
-        let mut declared = false;
-        for line in src.lines() {
-            let Some(i) = line.find("locklint-expect:") else {
-                continue;
-            };
-            declared = true;
-            for item in line[i + "locklint-expect:".len()..].split_whitespace() {
-                if item == "none" {
-                    continue;
-                }
-                let parse = || -> Option<(String, usize, usize)> {
-                    let (code, pos) = item.split_once('@')?;
-                    let (l, c) = pos.split_once(':')?;
-                    Some((code.to_string(), l.parse().ok()?, c.parse().ok()?))
-                };
-                match parse() {
-                    Some((code, l, c)) => {
-                        set.insert((rel.clone(), code, l, c));
-                    }
-                    None => break,
-                }
-            }
+        for (code, l, c) in expect::declared(&src, &path) {
+            set.insert((rel.clone(), code, l, c));
         }
-        assert!(
-            declared,
-            "{} has no `locklint-expect:` line",
-            path.display()
-        );
     }
     set
 }
