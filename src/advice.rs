@@ -2,7 +2,7 @@
 //! spells them. The scripts here are exactly the ones the `help:` texts show;
 //! `tests/real_redis.rs` runs them against a real redis-server.
 
-use crate::facts::{Client, Span};
+use crate::facts::{Client, Language, Span};
 
 /// Compare-and-delete: deletes the key only while it still holds our token.
 /// KEYS[1] = lock key, ARGV[1] = token. Returns 1 when released, 0 otherwise.
@@ -593,19 +593,349 @@ fn reusable_token(token: &str, same_scope: bool) -> bool {
     }
 }
 
-/// LL002 (unsafe): the plain delete becomes the compare-and-delete script
-/// (inline, the one `tests/real_redis.rs` proves), with the token the lock
-/// was taken with. `None` when the client, the call or the token does not fit.
+/// The release script as one line of source text, in double quotes.
+fn release_script_literal() -> String {
+    format!(
+        "\"{}\"",
+        RELEASE_SCRIPT
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    )
+}
+
+/// The name of the release-script constant a fix adds, per language.
+fn release_constant_name(language: Language) -> &'static str {
+    match language {
+        Language::Go => "lockReleaseScript",
+        _ => "LOCK_RELEASE_SCRIPT",
+    }
+}
+
+/// Whether a line is blank or a comment (nothing a declaration must follow).
+fn blank_or_comment(line: &str) -> bool {
+    let t = line.trim();
+    t.is_empty()
+        || ["//", "#", "/*", "*", "--"]
+            .iter()
+            .any(|p| t.starts_with(p))
+}
+
+/// Where a top-level declaration goes: after the last top-level line that
+/// `header` accepts (imports, requires, `package`), else after the leading
+/// comment lines. `None` when a header line continues on the next line.
+fn after_header(src: &str, header: impl Fn(&str) -> bool) -> Option<usize> {
+    let mut at = None;
+    let mut offset = 0;
+    let mut in_block = false;
+    for line in src.split_inclusive('\n') {
+        let end = offset + line.len();
+        let t = line.trim_end();
+        if in_block {
+            // A Go `import (` block ends at its `)`.
+            if t == ")" {
+                in_block = false;
+                at = Some(end);
+            }
+        } else if t == "import (" {
+            in_block = true;
+        } else if !line.starts_with([' ', '\t']) && header(t) {
+            if t.ends_with(['(', '\\', ',', '{']) {
+                return None;
+            }
+            at = Some(end);
+        }
+        offset = end;
+    }
+    if in_block {
+        return None;
+    }
+    Some(at.unwrap_or_else(|| {
+        // After the leading comments (a shebang, a magic comment, a licence).
+        let mut offset = 0;
+        for line in src.split_inclusive('\n') {
+            if !blank_or_comment(line) || line.trim().is_empty() {
+                break;
+            }
+            offset += line.len();
+        }
+        offset
+    }))
+}
+
+/// The edit that declares the release script once in the file, or `None`
+/// when the file already declares it (a previous fix). `Err(())`: no place
+/// for it in this file.
+fn release_constant(src: &str, language: Language) -> Result<Option<(Span, String)>, ()> {
+    let name = release_constant_name(language);
+    let script = release_script_literal();
+    let declared = src.match_indices(name).any(|(i, _)| {
+        let rest = src[i + name.len()..].trim_start();
+        rest.starts_with('=') || rest.starts_with(": &str")
+    });
+    if declared {
+        return Ok(None);
+    }
+    let line = match language {
+        Language::Rust => format!("const {name}: &str = {script};\n"),
+        Language::Kotlin => format!("private const val {name} = {script}\n"),
+        Language::Python => format!("{name} = {script}\n"),
+        Language::JavaScript | Language::TypeScript => format!("const {name} = {script};\n"),
+        Language::Go => format!("const {name} = {script}\n"),
+        Language::Ruby => format!("{name} = {script}.freeze\n"),
+        Language::Php => format!("const {name} = {script};\n"),
+        Language::Java => format!("    private static final String {name} = {script};\n"),
+        _ => return Err(()),
+    };
+    let at = match language {
+        // Items of a Rust file and top-level declarations of a Kotlin file
+        // may stand in any order: the end of the file.
+        Language::Rust | Language::Kotlin => {
+            let sep = if src.ends_with('\n') { "\n" } else { "\n\n" };
+            return Ok(Some((
+                Span::new(src.len(), src.len()),
+                format!("{sep}{line}"),
+            )));
+        }
+        // A Java field: after the line that opens the file's first class.
+        Language::Java => {
+            let mut offset = 0;
+            let mut found = None;
+            for l in src.split_inclusive('\n') {
+                if !blank_or_comment(l) && has_word(l, "class") && l.trim_end().ends_with('{') {
+                    found = Some(offset + l.len());
+                    break;
+                }
+                offset += l.len();
+            }
+            found.ok_or(())?
+        }
+        Language::Python => {
+            after_header(src, |t| t.starts_with("import ") || t.starts_with("from ")).ok_or(())?
+        }
+        Language::JavaScript | Language::TypeScript => after_header(src, |t| {
+            t.starts_with("import ")
+                || t == "'use strict';"
+                || t == "\"use strict\";"
+                || (t.contains("require(")
+                    && (t.starts_with("const ") || t.starts_with("let ") || t.starts_with("var ")))
+        })
+        .ok_or(())?,
+        Language::Go => after_header(src, |t| {
+            t.starts_with("package ") || t.starts_with("import ")
+        })
+        .ok_or(())?,
+        Language::Ruby => after_header(src, |t| t.starts_with("require")).ok_or(())?,
+        Language::Php => after_header(src, |t| {
+            t.starts_with("<?php")
+                || t.starts_with("namespace ")
+                || t.starts_with("use ")
+                || t.starts_with("declare(")
+        })
+        .filter(|&at| at > 0)
+        .ok_or(())?,
+        _ => return Err(()),
+    };
+    let at = if at > src.len() { return Err(()) } else { at };
+    let text = if matches!(language, Language::Java) {
+        line
+    } else {
+        // A blank line before and after a top-level declaration.
+        let before = if at == 0 || src[..at].ends_with("\n\n") {
+            ""
+        } else {
+            "\n"
+        };
+        format!("{before}{line}\n")
+    };
+    Ok(Some((Span::new(at, at), text)))
+}
+
+/// The release call stands alone as a statement (its reply discarded), so
+/// a call with another reply type changes nothing around it.
+fn release_is_statement(src: &str, release: CallParts, language: Language) -> bool {
+    if release.start > release.end || release.end > src.len() {
+        return false;
+    }
+    let (_, before, after, _) = line_around(src, release.start, release.end);
+    let b = before.trim();
+    let b = b.strip_suffix("await").unwrap_or(b).trim();
+    let b = b.strip_suffix("return").unwrap_or(b).trim();
+    let before_ok = b.is_empty()
+        || b.ends_with('{')
+        || b.ends_with("->")
+        || b.ends_with(':')
+        || (language == Language::Rust && b.starts_with("let _") && b.ends_with('='));
+    let a = after.trim();
+    let a = a.strip_prefix(".await").unwrap_or(a);
+    let a = a.strip_prefix(".Err()").unwrap_or(a);
+    let after_ok = matches!(a.trim(), "" | ";" | "?" | "?;" | "}" | ";}" | "; }");
+    // A `return` of the reply keeps it only where the reply type does not matter.
+    let returned = before.trim().contains("return");
+    before_ok
+        && after_ok
+        && !(returned && matches!(language, Language::Java | Language::Kotlin | Language::Rust))
+}
+
+/// The token text the acquire wrote, when a release may reuse it.
+fn acquire_token<'s>(src: &'s str, acquire: CallParts, same_scope: bool) -> Option<&'s str> {
+    let token = acquire_value(src, acquire)?;
+    let bare = token.trim_start_matches('&');
+    reusable_token(bare, same_scope).then_some(token)
+}
+
+/// LL002 (unsafe): the plain delete becomes the checked release with the
+/// token the lock was taken with. `None` when the client, the call or the
+/// token does not fit.
 pub fn checked_release(
     src: &str,
     acquire: CallParts,
     release: CallParts,
     same_scope: bool,
+    language: Language,
+    target: Target,
 ) -> Option<FixDraft> {
-    let token = acquire_value(src, acquire)?;
-    if !reusable_token(token, same_scope) {
+    let token = acquire_token(src, acquire, same_scope)?;
+    release_with_token(src, token, release, language, target)
+}
+
+/// The token a GET-compare-DEL compares the read value with: the one name
+/// of the `if` condition that is neither the GET's call nor its reply.
+pub fn compared_token<'s>(src: &'s str, get: CallParts, release: CallParts) -> Option<&'s str> {
+    if get.end > release.start || release.start > src.len() {
         return None;
     }
+    let (_, get_before, _, _) = line_around(src, get.start, get.end);
+    let reply = bound_name(get_before);
+    // The condition: from the GET (when inside it) or from the `if` of the
+    // line before the release, up to the release's line.
+    let (rs, _, _, _) = line_around(src, release.start, release.end);
+    let (gs, _, _, _) = line_around(src, get.start, get.end);
+    let region = &src[gs..rs.max(gs)];
+    let word_char = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let cond_at = region
+        .match_indices("if")
+        .filter(|(i, _)| {
+            !word_char(region[..*i].chars().next_back())
+                && !word_char(region[i + 2..].chars().next())
+        })
+        .last()?
+        .0;
+    let cond_start = gs + cond_at + 2;
+    let cond_end = rs.max(cond_start);
+    // Only an equality test: the delete runs when the value is the token.
+    let cond = format!(
+        "{}{}",
+        &src[cond_start..get.start.max(cond_start).min(cond_end)],
+        &src[get.end.max(cond_start).min(cond_end)..cond_end]
+    )
+    .replace("->", "")
+    .replace("=>", "");
+    let equality = ["==", "equals(", "Equals("]
+        .iter()
+        .any(|e| cond.contains(e));
+    let negated = cond.contains('<')
+        || cond.contains('>')
+        || cond.contains("!=")
+        || cond.contains("!(")
+        || cond.contains("(!")
+        || has_word(&cond, "not")
+        || has_word(&cond, "unless")
+        || cond.trim_start().starts_with('!');
+    if !equality || negated {
+        return None;
+    }
+    let mut words: Vec<&str> = Vec::new();
+    let bytes = src.as_bytes();
+    let mut i = cond_start;
+    while i < cond_end {
+        if i >= get.start && i < get.end {
+            i = get.end;
+            continue;
+        }
+        let c = bytes[i];
+        if c == b'"' || c == b'\'' || c == b'`' {
+            return None; // a literal in the condition: not a plain comparison
+        }
+        if c.is_ascii_alphabetic() || c == b'_' || c == b'$' {
+            let s = i;
+            while i < cond_end
+                && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_' || bytes[i] == b'$')
+            {
+                i += 1;
+            }
+            let w = &src[s..i];
+            let prev = src[..s].trim_end();
+            let member = prev.ends_with('.') || prev.ends_with("->") || prev.ends_with("::");
+            let called =
+                src[i..].trim_start().starts_with('(') && !src[i..].trim_start().starts_with("()");
+            let keyword = matches!(
+                w,
+                "if" | "not"
+                    | "and"
+                    | "or"
+                    | "is"
+                    | "None"
+                    | "null"
+                    | "nil"
+                    | "Some"
+                    | "true"
+                    | "false"
+                    | "True"
+                    | "False"
+                    | "await"
+                    | "let"
+                    | "then"
+                    | "Ok"
+                    | "err"
+                    | "equals"
+            );
+            let candidate = !(member || keyword || called || Some(w) == reply);
+            if candidate && !words.contains(&w) {
+                words.push(w);
+            }
+            continue;
+        }
+        i += 1;
+    }
+    match words.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    }
+}
+
+/// LL005 (unsafe): the delete of a GET-compare-DEL becomes the checked
+/// release with the token the read value is compared with.
+pub fn checked_release_of_compare(
+    src: &str,
+    get: CallParts,
+    release: CallParts,
+    language: Language,
+    target: Target,
+) -> Option<FixDraft> {
+    let token = compared_token(src, get, release)?;
+    let token_arg = if language == Language::Rust {
+        format!("&{token}")
+    } else {
+        token.to_string()
+    };
+    let mut fix = release_with_token(src, &token_arg, release, language, target)?;
+    fix.message =
+        "compare and delete in one atomic step on the server (the GET before it may stay)".into();
+    Some(fix)
+}
+
+/// The plain delete `release` rewritten as the client's checked release
+/// with `token`: `DELEX key IFEQ token` where the target server has it and
+/// the client a plain way to send it, else the release script (declared
+/// once per file) or the client's own checked release.
+fn release_with_token(
+    src: &str,
+    token: &str,
+    release: CallParts,
+    language: Language,
+    target: Target,
+) -> Option<FixDraft> {
     let name = text(src, release.name);
     let lower = name.to_ascii_lowercase();
     let (ctx, key) = match (release.client, release.args) {
@@ -620,33 +950,100 @@ pub fn checked_release(
     ) {
         return None;
     }
-    let script = format!(
-        "\"{}\"",
-        RELEASE_SCRIPT
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    let call = match release.client {
+    if !release_is_statement(src, release, language) {
+        return None;
+    }
+    let java = language == Language::Java;
+    let delex = target.has_delex();
+    let c = release_constant_name(language);
+    let delex_call = match release.client {
+        Client::RedisPy => Some(format!(
+            "execute_command(\"DELEX\", {key}, \"IFEQ\", {token})"
+        )),
+        Client::Ioredis => Some(format!("call(\"DELEX\", {key}, \"IFEQ\", {token})")),
+        Client::NodeRedis => Some(format!(
+            "sendCommand([\"DELEX\", {key}, \"IFEQ\", {token}])"
+        )),
+        Client::GoRedis => Some(format!("Do({ctx}, \"DELEX\", {key}, \"IFEQ\", {token})")),
+        Client::RedisRb => Some(format!("call(\"DELEX\", {key}, \"IFEQ\", {token})")),
+        Client::Phpredis => Some(format!("rawCommand(\"DELEX\", {key}, \"IFEQ\", {token})")),
+        Client::Predis => Some(format!("executeRaw([\"DELEX\", {key}, \"IFEQ\", {token}])")),
+        _ => None,
+    };
+    let (call, needs_constant) = match release.client {
+        _ if delex && delex_call.is_some() => (delex_call?, false),
         Client::RedisPy | Client::Ioredis | Client::Predis => {
-            format!("eval({script}, 1, {key}, {token})")
+            (format!("eval({c}, 1, {key}, {token})"), true)
         }
-        Client::NodeRedis => format!("eval({script}, {{ keys: [{key}], arguments: [{token}] }})"),
-        Client::GoRedis => format!("Eval({ctx}, {script}, []string{{{key}}}, {token})"),
-        Client::RedisRb => format!("eval({script}, keys: [{key}], argv: [{token}])"),
-        Client::Phpredis => format!("eval({script}, [{key}, {token}], 1)"),
+        Client::NodeRedis => (format!("eval({c}, {{ keys: [{key}], arguments: [{token}] }})"), true),
+        Client::GoRedis => (format!("Eval({ctx}, {c}, []string{{{key}}}, {token})"), true),
+        Client::RedisRb => (format!("eval({c}, keys: [{key}], argv: [{token}])"), true),
+        Client::Phpredis => (format!("eval({c}, [{key}, {token}], 1)"), true),
         Client::StackExchange if lower.ends_with("async") => {
-            format!("LockReleaseAsync({key}, {token})")
+            (format!("LockReleaseAsync({key}, {token})"), false)
         }
-        Client::StackExchange => format!("LockRelease({key}, {token})"),
+        Client::StackExchange => (format!("LockRelease({key}, {token})"), false),
+        Client::RedisRs => {
+            // The reply type a turbofish named (`del::<_, ()>`) stays the script's.
+            let between = src.get(release.name.end..release.end).unwrap_or("");
+            let fish = between
+                .split_once('(')
+                .map(|(f, _)| f.trim())
+                .and_then(|f| f.strip_prefix("::<"))
+                .and_then(|f| f.strip_suffix('>'))
+                .and_then(|f| f.split_once(','))
+                .map(|(_, rv)| format!("::<{}>", rv.trim()));
+            // Without a type for the reply, the script's is `()`.
+            let (_, before, _, _) = line_around(src, release.start, release.end);
+            let typed = before.trim().starts_with("let _:");
+            let fish = fish.unwrap_or_else(|| if typed { String::new() } else { "::<()>".into() });
+            (
+                format!("invoke_script{fish}(&redis::Script::new({c}).key({key}).arg({token}))"),
+                true,
+            )
+        }
+        Client::Jedis if java => (
+            format!("eval({c}, java.util.List.of({key}), java.util.List.of({token}))"),
+            true,
+        ),
+        Client::Jedis => (format!("eval({c}, listOf({key}), listOf({token}))"), true),
+        Client::Lettuce if java => (
+            format!("eval({c}, io.lettuce.core.ScriptOutputType.INTEGER, new String[]{{{key}}}, {token})"),
+            true,
+        ),
+        Client::Lettuce => (
+            format!("eval<Long>({c}, io.lettuce.core.ScriptOutputType.INTEGER, arrayOf({key}), {token})"),
+            true,
+        ),
+        Client::SpringData if java => (
+            format!("execute(new org.springframework.data.redis.core.script.DefaultRedisScript<>({c}, Long.class), java.util.List.of({key}), {token})"),
+            true,
+        ),
+        Client::SpringData => (
+            format!("execute(org.springframework.data.redis.core.script.DefaultRedisScript({c}, java.lang.Long::class.java), listOf({key}), {token})"),
+            true,
+        ),
         _ => return None,
     };
+    let mut edits = Vec::new();
+    if needs_constant {
+        if let Some(decl) = release_constant(src, language).ok()? {
+            edits.push(decl);
+        }
+    }
+    let replace = (Span::new(release.name.start, release.end), call);
+    // Edits in file order.
+    if edits.first().is_some_and(|e| e.0.start > replace.0.start) {
+        edits.insert(0, replace);
+    } else {
+        edits.push(replace);
+    }
     Some(FixDraft {
         applicability: crate::finding::Applicability::Unsafe,
         message:
             "delete the key only while it still holds this holder's token (compare-and-delete)"
                 .into(),
-        edits: vec![(Span::new(release.name.start, release.end), call)],
+        edits,
     })
 }
 
@@ -763,30 +1160,86 @@ mod tests {
 
     #[test]
     fn checked_release_needs_the_token_in_scope() {
-        let same = "t = new_token()\nr.set(k, t, nx=True, ex=5)\nr.delete(k)\n";
-        let fix = checked_release(
-            same,
-            parts(same, "r.set(k, t, nx=True, ex=5)", Client::RedisPy),
-            parts(same, "r.delete(k)", Client::RedisPy),
-            true,
-        )
-        .unwrap();
-        assert_eq!(fix.applicability, crate::finding::Applicability::Unsafe);
+        let same = "import redis\n\nt = new_token()\nr.set(k, t, nx=True, ex=5)\nr.delete(k)\n";
+        let fix = |same_scope, target| {
+            checked_release(
+                same,
+                parts(same, "r.set(k, t, nx=True, ex=5)", Client::RedisPy),
+                parts(same, "r.delete(k)", Client::RedisPy),
+                same_scope,
+                Language::Python,
+                target,
+            )
+        };
+        let script = fix(true, Target::default()).unwrap();
+        assert_eq!(script.applicability, crate::finding::Applicability::Unsafe);
+        // The script is declared once, after the imports, and the call uses it.
         let one_line = RELEASE_SCRIPT
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ");
-        assert_eq!(fix.edits[0].1, format!("eval(\"{one_line}\", 1, k, t)"));
-        // A local of another function is not in scope; a field is.
-        assert!(checked_release(
-            same,
-            parts(same, "r.set(k, t, nx=True, ex=5)", Client::RedisPy),
-            parts(same, "r.delete(k)", Client::RedisPy),
-            false,
+        assert_eq!(
+            script.edits[0],
+            (
+                Span::new(13, 13),
+                format!("\nLOCK_RELEASE_SCRIPT = \"{one_line}\"\n\n")
+            )
+        );
+        assert_eq!(script.edits[1].1, "eval(LOCK_RELEASE_SCRIPT, 1, k, t)");
+        // Redis 8.4+: DELEX, no script.
+        let delex = fix(
+            true,
+            Target {
+                min_redis: Some((8, 4)),
+            },
         )
-        .is_none());
+        .unwrap();
+        assert_eq!(delex.edits.len(), 1);
+        assert_eq!(
+            delex.edits[0].1,
+            "execute_command(\"DELEX\", k, \"IFEQ\", t)"
+        );
+        // A local of another function is not in scope; a field is.
+        assert!(fix(false, Target::default()).is_none());
         assert!(reusable_token("self.token", false) && reusable_token("$this->token", false));
         assert!(!reusable_token("uuid4().hex", true));
+    }
+
+    #[test]
+    fn release_constant_is_declared_once_where_the_language_allows() {
+        let java = "// c\nimport a.B;\n\npublic class L {\n    void f() {}\n}\n";
+        let (span, text) = release_constant(java, Language::Java).unwrap().unwrap();
+        assert_eq!(
+            &java[..span.start],
+            "// c\nimport a.B;\n\npublic class L {\n"
+        );
+        assert!(text.starts_with("    private static final String LOCK_RELEASE_SCRIPT = \""));
+        let fixed = format!("{}{text}{}", &java[..span.start], &java[span.start..]);
+        assert_eq!(release_constant(&fixed, Language::Java), Ok(None));
+        let go = "package l\n\nimport (\n\t\"context\"\n)\n\nfunc f() {}\n";
+        let (span, _) = release_constant(go, Language::Go).unwrap().unwrap();
+        assert_eq!(&go[span.start..], "\nfunc f() {}\n");
+        let rs = "use redis::Commands;\nfn f() {}\n";
+        let (span, text) = release_constant(rs, Language::Rust).unwrap().unwrap();
+        assert_eq!(span.start, rs.len());
+        assert!(text.starts_with("\nconst LOCK_RELEASE_SCRIPT: &str = "));
+    }
+
+    #[test]
+    fn compared_token_is_the_one_other_name_of_the_condition() {
+        let py = "def release(name, token):\n    if r.get(key) == token.encode():\n        r.delete(key)\n";
+        let get = parts(py, "r.get(key)", Client::RedisPy);
+        let del = parts(py, "r.delete(key)", Client::RedisPy);
+        assert_eq!(compared_token(py, get, del), Some("token"));
+        let java = "String current = jedis.get(key);\nif (token.equals(current)) {\n    jedis.del(key);\n}\n";
+        let get = parts(java, "jedis.get(key)", Client::Jedis);
+        let del = parts(java, "jedis.del(key)", Client::Jedis);
+        assert_eq!(compared_token(java, get, del), Some("token"));
+        // Two candidate names: no guess.
+        let two = "v = r.get(key)\nif v == a or v == b:\n    r.delete(key)\n";
+        let get = parts(two, "r.get(key)", Client::RedisPy);
+        let del = parts(two, "r.delete(key)", Client::RedisPy);
+        assert_eq!(compared_token(two, get, del), None);
     }
 
     #[test]

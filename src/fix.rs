@@ -43,20 +43,29 @@ pub fn apply(src: &str, fixes: &[&Fix]) -> (String, usize) {
     let mut taken: Vec<&Edit> = Vec::new();
     let mut applied = 0;
     for fix in fixes {
+        // An edit another fix already makes (the release script declared
+        // once per file) is shared, not a conflict.
+        let shared = |e: &Edit| {
+            taken
+                .iter()
+                .any(|t| t.span == e.span && t.replacement == e.replacement)
+        };
         let fits = fix.edits.iter().all(|e| {
             e.span.end <= src.len()
                 && src.is_char_boundary(e.span.start)
                 && src.is_char_boundary(e.span.end)
-                && taken
-                    .iter()
-                    .all(|t| e.span.end <= t.span.start || t.span.end <= e.span.start)
+                && (shared(e)
+                    || taken
+                        .iter()
+                        .all(|t| e.span.end <= t.span.start || t.span.end <= e.span.start))
         });
         let inner = fix
             .edits
             .windows(2)
             .all(|w| w[0].span.end <= w[1].span.start);
         if fits && inner && !fix.edits.is_empty() {
-            taken.extend(fix.edits.iter());
+            let new: Vec<&Edit> = fix.edits.iter().filter(|e| !shared(e)).collect();
+            taken.extend(new);
             applied += 1;
         }
     }

@@ -526,4 +526,39 @@ fn fixed_python_ll002_release_only_frees_the_holders_lock() {
     );
     assert_eq!(stdout, "True False 1 0", "{file}");
 }
+/// The unsafe LL005 fix: the delete after the client-side comparison is
+/// the checked release, so a GET that saw our token before the lease
+/// expired and another holder took the key no longer frees their lock.
+#[test]
+fn fixed_python_ll005_release_survives_a_stale_read() {
+    if !redis_py_ready() {
+        return;
+    }
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = "ll005_bad_get_then_delete.py";
+    let text = fixed_python(
+        file,
+        locklint::fix::Level::Unsafe,
+        dir.path(),
+        "fixed_release",
+    );
+    assert!(
+        text.contains("r.eval(LOCK_RELEASE_SCRIPT, 1, key, token)"),
+        "{text}"
+    );
+    let stdout = run_python(
+        dir.path(),
+        &format!(
+            "import fixed_release as fixed\nc = redis.Redis(port={port})\nfixed.r = c\n\
+             c.set('lock:job', 'A'); fixed.release('job', 'A'); gone = c.exists('lock:job')\n\
+             c.set('lock:job', 'B')\n\
+             c.get = lambda k: b'A'  # the read ran before A's lease expired\n\
+             fixed.release('job', 'A')\n\
+             print(gone, c.execute_command('GET', 'lock:job').decode())\n",
+            port = server.port,
+        ),
+    );
+    assert_eq!(stdout, "0 B", "{file}");
+}
 // --- end fix ---

@@ -41,7 +41,7 @@ impl<'a> Fixer<'a> {
         d: &Diagnostic,
         src: &str,
     ) -> Option<FixDraft> {
-        if !matches!(code, "LL002" | "LL003" | "LL004") {
+        if !matches!(code, "LL002" | "LL003" | "LL004" | "LL005") {
             return None;
         }
         let op = *self.ops.get(&d.span)?;
@@ -74,6 +74,9 @@ fn fix_for<'a>(
 ) -> Option<FixDraft> {
     if code == "LL002" {
         return release_fix(cx, op, src, &parts);
+    }
+    if code == "LL005" {
+        return compare_release_fix(cx, op, src, &parts);
     }
     let acquire = op;
     if !matches!(acquire.kind, OpKind::Acquire { .. }) {
@@ -120,5 +123,40 @@ fn release_fix<'a>(
                     && cx.facts.scope(a.scope).owner == *owner))
     })?;
     let same_scope = acquire.scope == release.scope;
-    advice::checked_release(src, parts(acquire)?, parts(release)?, same_scope)
+    advice::checked_release(
+        src,
+        parts(acquire)?,
+        parts(release)?,
+        same_scope,
+        cx.facts.language,
+        cx.target,
+    )
+}
+
+/// LL005: the delete of a GET-compare-DEL becomes the checked release,
+/// with the acquire's token when one is in scope (as for LL002), else the
+/// token the read value is compared with in the same function.
+fn compare_release_fix<'a>(
+    cx: &Context<'a>,
+    release: &'a Op,
+    src: &str,
+    parts: &impl Fn(&Op) -> Option<CallParts<'a>>,
+) -> Option<FixDraft> {
+    if release.kind != (OpKind::Release { checked: false }) {
+        return None;
+    }
+    if let Some(fix) = release_fix(cx, release, src, parts) {
+        return Some(fix);
+    }
+    let get = cx.nearest_before(release, &OpKind::Get)?;
+    if get.scope != release.scope || !cx.same_key(get, release) {
+        return None;
+    }
+    advice::checked_release_of_compare(
+        src,
+        parts(get)?,
+        parts(release)?,
+        cx.facts.language,
+        cx.target,
+    )
 }
