@@ -667,8 +667,22 @@ fn after_header(src: &str, header: impl Fn(&str) -> bool) -> Option<usize> {
 /// when the file already declares it (a previous fix). `Err(())`: no place
 /// for it in this file.
 fn release_constant(src: &str, language: Language) -> Result<Option<(Span, String)>, ()> {
-    let name = release_constant_name(language);
-    let script = release_script_literal();
+    script_constant(
+        src,
+        language,
+        release_constant_name(language),
+        &release_script_literal(),
+    )
+}
+
+/// The edit that declares `script` as the constant `name` once in the file
+/// (see [`release_constant`]).
+fn script_constant(
+    src: &str,
+    language: Language,
+    name: &str,
+    script: &str,
+) -> Result<Option<(Span, String)>, ()> {
     let declared = src.match_indices(name).any(|(i, _)| {
         let rest = src[i + name.len()..].trim_start();
         rest.starts_with('=') || rest.starts_with(": &str")
@@ -746,7 +760,9 @@ fn release_constant(src: &str, language: Language) -> Result<Option<(Span, Strin
         } else {
             "\n"
         };
-        format!("{before}{line}\n")
+        let next_blank = src[at..].starts_with('\n') || src[at..].starts_with("\r\n");
+        let after = if next_blank { "" } else { "\n" };
+        format!("{before}{line}{after}")
     };
     Ok(Some((Span::new(at, at), text)))
 }
@@ -778,7 +794,7 @@ fn release_is_statement(src: &str, release: CallParts, language: Language) -> bo
 }
 
 /// The token text the acquire wrote, when a release may reuse it.
-fn acquire_token<'s>(src: &'s str, acquire: CallParts, same_scope: bool) -> Option<&'s str> {
+pub fn acquire_token<'s>(src: &'s str, acquire: CallParts, same_scope: bool) -> Option<&'s str> {
     let token = acquire_value(src, acquire)?;
     let bare = token.trim_start_matches('&');
     reusable_token(bare, same_scope).then_some(token)
@@ -1047,6 +1063,199 @@ fn release_with_token(
     })
 }
 
+/// The name of the extend-script constant a fix adds, per language.
+fn extend_constant_name(language: Language) -> &'static str {
+    match language {
+        Language::Go => "lockExtendScript",
+        _ => "LOCK_EXTEND_SCRIPT",
+    }
+}
+
+/// A TTL in milliseconds, as an expression of the language.
+fn millis(ttl: Ttl, language: Language) -> Option<String> {
+    Some(match ttl {
+        Ttl::Millis(t) => t.to_string(),
+        Ttl::Seconds(t) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => {
+            t.parse::<u64>().ok()?.checked_mul(1000)?.to_string()
+        }
+        Ttl::Seconds(t) if matches!(language, Language::Java | Language::Kotlin) => {
+            format!("{t} * 1000L")
+        }
+        Ttl::Seconds(t) => format!("{t} * 1000"),
+        Ttl::Native(t) if language == Language::Go => format!("({t}).Milliseconds()"),
+        Ttl::Native(_) => return None,
+    })
+}
+
+/// LL007: the bare EXPIRE/PEXPIRE of a lock becomes the compare-and-PEXPIRE
+/// script (declared once per file), or StackExchange's `LockExtend`.
+/// Unsafe with the acquire's `token` in scope and the call a statement of
+/// its own; display-only (with `token` standing for the holder's token)
+/// otherwise.
+pub fn checked_extend(
+    src: &str,
+    token: Option<&str>,
+    expire: CallParts,
+    language: Language,
+) -> Option<FixDraft> {
+    use crate::finding::Applicability;
+    let name = text(src, expire.name);
+    let lower = name.to_ascii_lowercase();
+    let ttl = expire_ttl(src, expire.client, name, expire.args)?;
+    let (ctx, key) = match (expire.client, expire.args) {
+        (Client::GoRedis, [ctx, key, _]) => (text(src, *ctx), text(src, *key)),
+        (Client::GoRedis, _) => return None,
+        (_, [key, ..]) => ("", text(src, *key)),
+        _ => return None,
+    };
+    let t = token.unwrap_or("token");
+    let java = language == Language::Java;
+    let c = extend_constant_name(language);
+    // Spring: `expire(key, timeout, unit)` or `expire(key, duration)`.
+    let spring_ms = || match expire.args {
+        [_, d] => Some(format!("{}.toMillis()", text(src, *d))),
+        [_, n, unit] => Some(format!("{}.toMillis({})", text(src, *unit), text(src, *n))),
+        _ => None,
+    };
+    let (call, needs_constant) = match expire.client {
+        Client::StackExchange => {
+            let Ttl::Native(ts) = ttl else { return None };
+            let async_ = if lower.ends_with("async") {
+                "Async"
+            } else {
+                ""
+            };
+            (format!("LockExtend{async_}({key}, {t}, {ts})"), false)
+        }
+        Client::SpringData => {
+            let ms = spring_ms()?;
+            if java {
+                (format!("execute(new org.springframework.data.redis.core.script.DefaultRedisScript<>({c}, Long.class), java.util.List.of({key}), {t}, String.valueOf({ms}))"), true)
+            } else {
+                (format!("execute(org.springframework.data.redis.core.script.DefaultRedisScript({c}, java.lang.Long::class.java), listOf({key}), {t}, ({ms}).toString())"), true)
+            }
+        }
+        client => {
+            let ms = millis(ttl, language)?;
+            let call = match client {
+                Client::RedisPy | Client::Ioredis | Client::Predis => {
+                    format!("eval({c}, 1, {key}, {t}, {ms})")
+                }
+                Client::NodeRedis => {
+                    format!("eval({c}, {{ keys: [{key}], arguments: [{t}, String({ms})] }})")
+                }
+                Client::GoRedis => format!("Eval({ctx}, {c}, []string{{{key}}}, {t}, {ms})"),
+                Client::RedisRb => format!("eval({c}, keys: [{key}], argv: [{t}, {ms}])"),
+                Client::Phpredis => format!("eval({c}, [{key}, {t}, {ms}], 1)"),
+                Client::RedisRs => {
+                    let (_, before, _, _) = line_around(src, expire.start, expire.end);
+                    let fish = if before.trim().starts_with("let _:") { "" } else { "::<()>" };
+                    format!("invoke_script{fish}(&redis::Script::new({c}).key({key}).arg({t}).arg({ms}))")
+                }
+                Client::Jedis if java => format!(
+                    "eval({c}, java.util.List.of({key}), java.util.List.of({t}, String.valueOf({ms})))"
+                ),
+                Client::Jedis => format!("eval({c}, listOf({key}), listOf({t}, ({ms}).toString()))"),
+                Client::Lettuce if java => format!(
+                    "eval({c}, io.lettuce.core.ScriptOutputType.INTEGER, new String[]{{{key}}}, {t}, String.valueOf({ms}))"
+                ),
+                Client::Lettuce => format!(
+                    "eval<Long>({c}, io.lettuce.core.ScriptOutputType.INTEGER, arrayOf({key}), {t}, ({ms}).toString())"
+                ),
+                _ => return None,
+            };
+            (call, true)
+        }
+    };
+    let mut edits = Vec::new();
+    if needs_constant {
+        let script = format!(
+            "\"{}\"",
+            EXTEND_SCRIPT
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        if let Some(decl) = script_constant(src, language, c, &script).ok()? {
+            edits.push(decl);
+        }
+    }
+    let replace = (Span::new(expire.name.start, expire.end), call);
+    if edits.first().is_some_and(|e| e.0.start > replace.0.start) {
+        edits.insert(0, replace);
+    } else {
+        edits.push(replace);
+    }
+    let mechanical = token.is_some() && release_is_statement(src, expire, language);
+    Some(FixDraft {
+        applicability: if mechanical {
+            Applicability::Unsafe
+        } else {
+            Applicability::DisplayOnly
+        },
+        message: "extend the lease only while the key still holds this holder's token (compare-and-PEXPIRE)".into(),
+        edits,
+    })
+}
+
+/// LL011 (display-only): the plain SET of a check-then-set acquire becomes
+/// one set-if-absent with its TTL; the check before it, and what the code
+/// does with the reply, are the author's to rewrite.
+pub fn set_if_absent_instead(src: &str, set: CallParts) -> Option<FixDraft> {
+    let name = text(src, set.name);
+    let lower = name.to_ascii_lowercase();
+    let arg = |i: usize| set.args.get(i).map(|a| text(src, *a));
+    let kwarg = |prefix: &str| set.args.iter().any(|a| text(src, *a).starts_with(prefix));
+    let call = match (set.client, lower.as_str(), set.args.len()) {
+        // SETEX key seconds value / PSETEX key ms value.
+        (_, "setex" | "psetex", 3) => {
+            let ttl = if lower == "setex" {
+                Ttl::Seconds(arg(1)?)
+            } else {
+                Ttl::Millis(arg(1)?)
+            };
+            set_if_absent_with_ttl(set.client, name, "", arg(0)?, arg(2)?, ttl)?
+        }
+        (Client::RedisRs, "set_ex" | "pset_ex", 3) => {
+            let ttl = if lower == "set_ex" {
+                Ttl::Seconds(arg(2)?)
+            } else {
+                Ttl::Millis(arg(2)?)
+            };
+            set_if_absent_with_ttl(set.client, name, "", arg(0)?, arg(1)?, ttl)?
+        }
+        (Client::GoRedis, "set", 4) => {
+            format!("SetNX({}, {}, {}, {})", arg(0)?, arg(1)?, arg(2)?, arg(3)?)
+        }
+        (Client::SpringData, "set", 3 | 4) => {
+            let rest: Vec<&str> = set.args.iter().map(|a| text(src, *a)).collect();
+            format!("setIfAbsent({})", rest.join(", "))
+        }
+        (Client::StackExchange, "stringset" | "stringsetasync", 3) => {
+            format!(
+                "{name}({}, {}, {}, When.NotExists)",
+                arg(0)?,
+                arg(1)?,
+                arg(2)?
+            )
+        }
+        (Client::RedisPy, "set", _) if kwarg("ex=") || kwarg("px=") => {
+            let all: Vec<&str> = set.args.iter().map(|a| text(src, *a)).collect();
+            format!("set({}, nx=True)", all.join(", "))
+        }
+        (Client::RedisRb, "set", _) if kwarg("ex:") || kwarg("px:") => {
+            let all: Vec<&str> = set.args.iter().map(|a| text(src, *a)).collect();
+            format!("set({}, nx: true)", all.join(", "))
+        }
+        _ => return None,
+    };
+    Some(FixDraft {
+        applicability: crate::finding::Applicability::DisplayOnly,
+        message: "take the lock with one SET … NX with its TTL and test its reply instead of the separate check".into(),
+        edits: vec![(Span::new(set.name.start, set.end), call)],
+    })
+}
+
 // --- end fixes ---
 
 #[cfg(test)]
@@ -1182,7 +1391,7 @@ mod tests {
             script.edits[0],
             (
                 Span::new(13, 13),
-                format!("\nLOCK_RELEASE_SCRIPT = \"{one_line}\"\n\n")
+                format!("\nLOCK_RELEASE_SCRIPT = \"{one_line}\"\n")
             )
         );
         assert_eq!(script.edits[1].1, "eval(LOCK_RELEASE_SCRIPT, 1, k, t)");

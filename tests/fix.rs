@@ -198,6 +198,67 @@ fn unsafe_ll005_fixes_compare_and_delete_in_one_step() {
 }
 
 #[test]
+fn ll007_extends_only_with_the_token_and_ll011_suggests_one_set_nx() {
+    let settings = Settings::default();
+    let fixed = fixed_fixtures_at("LL007", Applicability::Unsafe);
+    let names: Vec<&str> = fixed.iter().map(|f| f.0.as_str()).collect();
+    assert!(
+        names.contains(&"fixtures/python/ll007_bad_refresh_token_in_scope.py"),
+        "{names:?}"
+    );
+    for (name, language, _, new) in &fixed {
+        let after = locklint::check_source(name, new, *language, &settings);
+        assert!(after.iter().all(|f| f.code != "LL007"), "{name}:\n{new}");
+        assert!(
+            new.contains("redis.call('pexpire', KEYS[1], ARGV[2])"),
+            "{name}"
+        );
+        let again = fix::fix_source(name, new, *language, &settings, Level::Unsafe);
+        assert!(
+            !again.changed(),
+            "{name}: a second --unsafe-fixes changed it"
+        );
+    }
+    // Without the token in scope the extend fix is shown, never applied; the
+    // check-then-set acquire is shown as one SET NX with its TTL.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (file, language, code, want) in [
+        (
+            "fixtures/go/ll007_bad_pexpire.go",
+            Language::Go,
+            "LL007",
+            "Eval(ctx, lockExtendScript, []string{\"lock:\"+name}, token, (30*time.Second).Milliseconds())",
+        ),
+        (
+            "fixtures/python/ll011_bad_exists_then_set.py",
+            Language::Python,
+            "LL011",
+            "set(\"mutex:\" + name, token, nx=True, ex=30)",
+        ),
+        (
+            "fixtures/java/ll011_bad_spring_has_key_then_set.java",
+            Language::Java,
+            "LL011",
+            "setIfAbsent(lockKey, token, 30, TimeUnit.SECONDS)",
+        ),
+    ] {
+        let src = std::fs::read_to_string(root.join(file)).unwrap();
+        let found = locklint::check_source(file, &src, language, &settings);
+        let fix = found
+            .iter()
+            .filter(|f| f.code == code)
+            .find_map(|f| f.fix.as_ref())
+            .unwrap_or_else(|| panic!("{file}: no {code} fix"));
+        assert_eq!(fix.applicability, Applicability::DisplayOnly, "{file}");
+        assert!(
+            fix.edits.iter().any(|e| e.replacement == want),
+            "{file}: {:?}",
+            fix.edits
+        );
+    }
+}
+
+#[test]
 fn from_redis_8_4_the_release_fix_is_delex_ifeq() {
     let mut settings = Settings::default();
     settings.target.min_redis = Some((8, 4));
@@ -301,6 +362,7 @@ fn fixed_files_pass_the_languages_own_syntax_checkers() {
     let mut all = fixed_fixtures("LL003");
     all.extend(fixed_fixtures_at("LL002", Applicability::Unsafe));
     all.extend(fixed_fixtures_at("LL005", Applicability::Unsafe));
+    all.extend(fixed_fixtures_at("LL007", Applicability::Unsafe));
     for (name, language, _, new) in all {
         let Some((_, tool, args)) = checkers.iter().find(|c| c.0 == language) else {
             continue;

@@ -561,4 +561,38 @@ fn fixed_python_ll005_release_survives_a_stale_read() {
     );
     assert_eq!(stdout, "0 B", "{file}");
 }
+/// The unsafe LL007 fix of a lease type: after it, a holder whose lease
+/// was taken over cannot extend the new holder's lease; the holder can.
+#[test]
+fn fixed_python_ll007_refresh_extends_only_the_holders_lease() {
+    if !redis_py_ready() {
+        return;
+    }
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = "ll007_bad_refresh_token_in_scope.py";
+    let text = fixed_python(
+        file,
+        locklint::fix::Level::Unsafe,
+        dir.path(),
+        "fixed_lease",
+    );
+    assert!(
+        text.contains("LOCK_EXTEND_SCRIPT, 1, self.key, self.token, 30000"),
+        "{text}"
+    );
+    let stdout = run_python(
+        dir.path(),
+        &format!(
+            "from fixed_lease import Lease\nc = redis.Redis(port={port})\n\
+             a = Lease(c, 'job'); b = Lease(c, 'job')\n\
+             took = a.acquire(); c.pexpire('lease:job', 1000)\n\
+             b.refresh(); by_other = c.pttl('lease:job')\n\
+             a.refresh(); by_holder = c.pttl('lease:job')\n\
+             print(took, by_other <= 1000, by_holder > 1000)\n",
+            port = server.port,
+        ),
+    );
+    assert_eq!(stdout, "True True True", "{file}");
+}
 // --- end fix ---

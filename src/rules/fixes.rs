@@ -14,6 +14,8 @@ pub struct Fixer<'a> {
     /// Acquires and plain releases by the span a finding points at.
     ops: HashMap<Span, &'a Op>,
     sites: HashMap<Span, &'a OpCall>,
+    /// Expires and plain SETs (LL007, LL011) by the same span.
+    writes: HashMap<Span, &'a Op>,
 }
 
 impl<'a> Fixer<'a> {
@@ -30,6 +32,11 @@ impl<'a> Fixer<'a> {
                 .map(|o| (Context::call_span(o), o))
                 .collect(),
             sites: cx.facts.call_sites.iter().map(|c| (c.span, c)).collect(),
+            writes: cx
+                .ops()
+                .filter(|o| matches!(o.kind, OpKind::Expire | OpKind::Set { .. }))
+                .map(|o| (Context::call_span(o), o))
+                .collect(),
         }
     }
 
@@ -41,6 +48,10 @@ impl<'a> Fixer<'a> {
         d: &Diagnostic,
         src: &str,
     ) -> Option<FixDraft> {
+        if matches!(code, "LL007" | "LL011") {
+            let op = *self.writes.get(&d.span)?;
+            return write_fix(code, cx, op, src, |op| self.parts(op));
+        }
         if !matches!(code, "LL002" | "LL003" | "LL004" | "LL005") {
             return None;
         }
@@ -112,16 +123,7 @@ fn release_fix<'a>(
     if release.kind != (OpKind::Release { checked: false }) {
         return None;
     }
-    let owner = &cx.facts.scope(release.scope).owner;
-    let acquire = cx.ops().find(|a| {
-        matches!(a.kind, OpKind::Acquire { .. })
-            && !matches!(a.value, Some(ValueExpr::Constant(_)))
-            && cx.same_key(a, release)
-            && ((a.scope == release.scope && a.order < release.order)
-                || (a.scope != release.scope
-                    && owner.is_some()
-                    && cx.facts.scope(a.scope).owner == *owner))
-    })?;
+    let acquire = token_acquire(cx, release)?;
     let same_scope = acquire.scope == release.scope;
     advice::checked_release(
         src,
@@ -159,4 +161,42 @@ fn compare_release_fix<'a>(
         cx.facts.language,
         cx.target,
     )
+}
+
+/// The acquire whose token is in scope at `op`: earlier in the same
+/// function, or in another method of the same type, on the same key and
+/// with a value that is not a constant.
+fn token_acquire<'a>(cx: &Context<'a>, op: &Op) -> Option<&'a Op> {
+    let owner = &cx.facts.scope(op.scope).owner;
+    cx.ops().find(|a| {
+        matches!(a.kind, OpKind::Acquire { .. })
+            && !matches!(a.value, Some(ValueExpr::Constant(_)))
+            && cx.same_key(a, op)
+            && ((a.scope == op.scope && a.order < op.order)
+                || (a.scope != op.scope
+                    && owner.is_some()
+                    && cx.facts.scope(a.scope).owner == *owner))
+    })
+}
+
+/// LL007: the bare extend becomes the checked extend (unsafe with the
+/// acquire's token in scope, display-only otherwise); LL011: the plain SET
+/// of a check-then-set becomes one set-if-absent (display-only).
+fn write_fix<'a>(
+    code: &str,
+    cx: &Context<'a>,
+    op: &'a Op,
+    src: &str,
+    parts: impl Fn(&Op) -> Option<CallParts<'a>>,
+) -> Option<FixDraft> {
+    match (code, &op.kind) {
+        ("LL007", OpKind::Expire) => {
+            let token = token_acquire(cx, op)
+                .and_then(|a| Some((parts(a)?, a.scope == op.scope)))
+                .and_then(|(a, same)| advice::acquire_token(src, a, same));
+            advice::checked_extend(src, token, parts(op)?, cx.facts.language)
+        }
+        ("LL011", OpKind::Set { .. }) => advice::set_if_absent_instead(src, parts(op)?),
+        _ => None,
+    }
 }
