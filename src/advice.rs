@@ -560,6 +560,17 @@ pub fn add_ttl(src: &str, acquire: CallParts) -> Option<FixDraft> {
     })
 }
 
+/// Which argument of a set-if-absent is its value.
+fn acquire_value_index(src: &str, acquire: CallParts) -> Option<usize> {
+    let name = text(src, acquire.name).to_ascii_lowercase();
+    let vi = match set_if_absent_shape(acquire.client, &name, acquire.args.len()) {
+        Some((_, vi)) => vi,
+        None if acquire.client == Client::GoRedis => 2,
+        None => 1,
+    };
+    (vi < acquire.args.len()).then_some(vi)
+}
+
 /// Where the value of a set-if-absent stands among its arguments.
 fn acquire_value<'s>(src: &'s str, acquire: CallParts) -> Option<&'s str> {
     let name = text(src, acquire.name).to_ascii_lowercase();
@@ -969,6 +980,10 @@ fn release_with_token(
     if !release_is_statement(src, release, language) {
         return None;
     }
+    // Spring: RedisTemplate.delete; a RedisConnection's `del` has no execute.
+    if release.client == Client::SpringData && lower != "delete" {
+        return None;
+    }
     let java = language == Language::Java;
     let delex = target.has_delex();
     let c = release_constant_name(language);
@@ -1253,6 +1268,172 @@ pub fn set_if_absent_instead(src: &str, set: CallParts) -> Option<FixDraft> {
         applicability: crate::finding::Applicability::DisplayOnly,
         message: "take the lock with one SET … NX with its TTL and test its reply instead of the separate check".into(),
         edits: vec![(Span::new(set.name.start, set.end), call)],
+    })
+}
+
+/// A name for the fresh token that the file does not use yet.
+fn fresh_token_name(src: &str, language: Language) -> Option<&'static str> {
+    let names: &[&'static str] = match language {
+        Language::Php => &["$token", "$lockToken"],
+        Language::Python | Language::Ruby | Language::Rust => &["token", "lock_token"],
+        _ => &["token", "lockToken"],
+    };
+    names
+        .iter()
+        .copied()
+        .find(|n| !has_word(src, n.trim_start_matches('$')))
+}
+
+/// The statement binding a fresh random token, in the language's standard
+/// spelling, and the import it needs (`None`: none, or already there).
+fn fresh_token_binding(
+    src: &str,
+    client: Client,
+    language: Language,
+    name: &str,
+) -> Option<(String, Option<(Span, String)>)> {
+    let import = |line: &str, header: &dyn Fn(&str) -> bool| -> Option<Option<(Span, String)>> {
+        if src.lines().any(|l| l.trim() == line.trim()) {
+            return Some(None);
+        }
+        let at = after_header(src, header)?;
+        Some(Some((Span::new(at, at), format!("{line}\n"))))
+    };
+    Some(match language {
+        Language::Python => (
+            format!("{name} = secrets.token_hex(16)"),
+            import("import secrets", &|t: &str| {
+                t.starts_with("import ") || t.starts_with("from ")
+            })?,
+        ),
+        Language::Ruby => (
+            format!("{name} = SecureRandom.uuid"),
+            import("require \"securerandom\"", &|t: &str| {
+                t.starts_with("require")
+            })?,
+        ),
+        Language::JavaScript | Language::TypeScript => {
+            (format!("const {name} = crypto.randomUUID();"), None)
+        }
+        Language::Java => (
+            format!("String {name} = java.util.UUID.randomUUID().toString();"),
+            None,
+        ),
+        Language::Kotlin => (
+            format!("val {name} = java.util.UUID.randomUUID().toString()"),
+            None,
+        ),
+        Language::Rust => (
+            format!("let {name} = uuid::Uuid::new_v4().to_string();"),
+            None,
+        ),
+        Language::Php => (format!("{name} = bin2hex(random_bytes(16));"), None),
+        Language::CSharp => (
+            format!("var {name} = System.Guid.NewGuid().ToString();"),
+            None,
+        ),
+        Language::Go if client == Client::GoRedis || client == Client::Redigo => {
+            let line = "\t\"github.com/google/uuid\"";
+            let edit = if src.contains("\"github.com/google/uuid\"") {
+                None
+            } else {
+                let open = src.find("\nimport (\n")? + "\nimport (\n".len();
+                Some((Span::new(open, open), format!("{line}\n")))
+            };
+            (format!("{name} := uuid.NewString()"), edit)
+        }
+        _ => return None,
+    })
+}
+
+/// How the release that follows an LL001/LL009 acquire is rewritten.
+pub enum FollowingRelease<'a> {
+    /// A plain delete: it becomes the checked release with the new token.
+    Plain(CallParts<'a>),
+    /// A checked release (a script call, `LockRelease`): the argument that
+    /// repeated the old value takes the new token.
+    Checked(CallParts<'a>),
+}
+
+/// LL001 / LL009 (unsafe): a fresh random token bound just before the
+/// acquire, written by it, and used by the release that follows in the
+/// same function. `None` when the acquire is not a statement that starts
+/// its own line, the value or the release does not fit.
+pub fn fresh_token(
+    src: &str,
+    acquire: CallParts,
+    release: FollowingRelease,
+    language: Language,
+    target: Target,
+) -> Option<FixDraft> {
+    let value_at = match acquire_value_index(src, acquire) {
+        Some(i) => acquire.args.get(i).copied()?,
+        None => return None,
+    };
+    let old = text(src, value_at);
+    if old.is_empty() {
+        return None;
+    }
+    let name = fresh_token_name(src, language)?;
+    let (binding, import) = fresh_token_binding(src, acquire.client, language, name)?;
+    // The acquire's statement starts its line, and the line before ends a
+    // statement or opens a block (not a continuation, not `elif`/`else`).
+    if acquire.start > src.len() || !src.is_char_boundary(acquire.start) {
+        return None;
+    }
+    let (ls, before, _, _) = line_around(src, acquire.start, acquire.start);
+    let lead = before.trim_start();
+    let indent = &before[..before.len() - lead.len()];
+    let first_word = lead
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .next()
+        .unwrap_or("");
+    if matches!(first_word, "elif" | "else" | "elsif" | "when" | "case")
+        || lead.starts_with('}')
+        || lead.starts_with('.')
+    {
+        return None;
+    }
+    let prev = src[..ls].trim_end();
+    if [
+        "(", ",", "\\", "=", "+", ".", "&&", "||", "[", "->", "?", "and", "or",
+    ]
+    .iter()
+    .any(|e| prev.ends_with(e))
+    {
+        return None;
+    }
+    let arg = if language == Language::Rust {
+        format!("&{name}")
+    } else {
+        name.to_string()
+    };
+    let mut edits: Vec<(Span, String)> = Vec::new();
+    if let Some(i) = import {
+        edits.push(i);
+    }
+    edits.push((Span::new(ls, ls), format!("{indent}{binding}\n")));
+    edits.push((value_at, arg.clone()));
+    match release {
+        FollowingRelease::Plain(r) => {
+            let fix = release_with_token(src, &arg, r, language, target)?;
+            edits.extend(fix.edits);
+        }
+        FollowingRelease::Checked(r) => {
+            let at = r.args.iter().rev().find(|a| text(src, **a) == old)?;
+            edits.push((*at, arg.clone()));
+        }
+    }
+    edits.sort_by_key(|e| (e.0.start, e.0.end));
+    // Edits must not overlap (an import and a declaration at one point are fine).
+    if edits.windows(2).any(|w| w[0].0.end > w[1].0.start) {
+        return None;
+    }
+    Some(FixDraft {
+        applicability: crate::finding::Applicability::Unsafe,
+        message: "take the lock with a fresh random token and release it only with that token"
+            .into(),
+        edits,
     })
 }
 

@@ -259,6 +259,50 @@ fn ll007_extends_only_with_the_token_and_ll011_suggests_one_set_nx() {
 }
 
 #[test]
+fn ll001_and_ll009_fixes_bind_a_fresh_token_used_by_the_release() {
+    let settings = Settings::default();
+    let mut fixed = fixed_fixtures_at("LL001", Applicability::Unsafe);
+    fixed.extend(fixed_fixtures_at("LL009", Applicability::Unsafe));
+    let names: Vec<&str> = fixed.iter().map(|f| f.0.as_str()).collect();
+    for expected in [
+        "fixtures/csharp/ll001_bad_machine_name.cs",
+        "fixtures/javascript/ll001_bad_ioredis_constant.js",
+        "fixtures/php/ll001_bad_predis_locked.php",
+        "fixtures/python/ll001_bad_constant_value.py",
+        "fixtures/python/ll009_bad_host_pid_same_function.py",
+        "fixtures/ruby/ll001_bad_constant.rb",
+        "fixtures/typescript/ll001_bad_ioredis_constant.ts",
+    ] {
+        assert!(names.contains(&expected), "{expected} not fixed: {names:?}");
+    }
+    let fresh = [
+        "secrets.token_hex(16)",
+        "SecureRandom.uuid",
+        "crypto.randomUUID()",
+        "java.util.UUID.randomUUID()",
+        "bin2hex(random_bytes(16))",
+        "System.Guid.NewGuid()",
+        "uuid.NewString()",
+        "uuid::Uuid::new_v4()",
+    ];
+    for (name, language, _, new) in &fixed {
+        let after = locklint::check_source(name, new, *language, &settings);
+        assert!(
+            after
+                .iter()
+                .all(|f| f.code != "LL001" && f.code != "LL009" && f.code != "LL002"),
+            "{name}: {after:?}\n{new}"
+        );
+        assert!(fresh.iter().any(|f| new.contains(f)), "{name}:\n{new}");
+        let again = fix::fix_source(name, new, *language, &settings, Level::Unsafe);
+        assert!(
+            !again.changed(),
+            "{name}: a second --unsafe-fixes changed it"
+        );
+    }
+}
+
+#[test]
 fn from_redis_8_4_the_release_fix_is_delex_ifeq() {
     let mut settings = Settings::default();
     settings.target.min_redis = Some((8, 4));
@@ -363,6 +407,8 @@ fn fixed_files_pass_the_languages_own_syntax_checkers() {
     all.extend(fixed_fixtures_at("LL002", Applicability::Unsafe));
     all.extend(fixed_fixtures_at("LL005", Applicability::Unsafe));
     all.extend(fixed_fixtures_at("LL007", Applicability::Unsafe));
+    all.extend(fixed_fixtures_at("LL001", Applicability::Unsafe));
+    all.extend(fixed_fixtures_at("LL009", Applicability::Unsafe));
     for (name, language, _, new) in all {
         let Some((_, tool, args)) = checkers.iter().find(|c| c.0 == language) else {
             continue;

@@ -595,4 +595,38 @@ fn fixed_python_ll007_refresh_extends_only_the_holders_lease() {
     );
     assert_eq!(stdout, "True True True", "{file}");
 }
+/// The unsafe LL001 fix: the lock is taken with a fresh token, so a
+/// holder whose lease expired mid-work releases nothing of the next one.
+#[test]
+fn fixed_python_ll001_fresh_token_keeps_the_next_holders_lock() {
+    if !redis_py_ready() {
+        return;
+    }
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = "ll001_bad_constant_value.py";
+    let text = fixed_python(
+        file,
+        locklint::fix::Level::Unsafe,
+        dir.path(),
+        "fixed_report",
+    );
+    assert!(text.contains("token = secrets.token_hex(16)"), "{text}");
+    let stdout = run_python(
+        dir.path(),
+        &format!(
+            "import fixed_report as fixed\nc = redis.Redis(port={port})\nfixed.r = c\n\
+             seen = []\n\
+             def build():\n\
+             \x20   seen.append((c.get(fixed.LOCK_KEY) != b'1', c.ttl(fixed.LOCK_KEY) > 0))\n\
+             \x20   c.delete(fixed.LOCK_KEY)  # the lease expired mid-work\n\
+             \x20   c.set(fixed.LOCK_KEY, 'next-holder', nx=True, ex=300)\n\
+             fixed.build = build\n\
+             fixed.run_report()\n\
+             print(seen, c.get(fixed.LOCK_KEY).decode())\n",
+            port = server.port,
+        ),
+    );
+    assert_eq!(stdout, "[(True, True)] next-holder", "{file}");
+}
 // --- end fix ---

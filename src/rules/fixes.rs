@@ -52,7 +52,10 @@ impl<'a> Fixer<'a> {
             let op = *self.writes.get(&d.span)?;
             return write_fix(code, cx, op, src, |op| self.parts(op));
         }
-        if !matches!(code, "LL002" | "LL003" | "LL004" | "LL005") {
+        if !matches!(
+            code,
+            "LL001" | "LL002" | "LL003" | "LL004" | "LL005" | "LL009"
+        ) {
             return None;
         }
         let op = *self.ops.get(&d.span)?;
@@ -106,6 +109,26 @@ fn fix_for<'a>(
             advice::merge_set_if_absent_and_expire(src, parts(acquire)?, parts(expire)?, adjacent)
         }
         "LL004" => advice::add_ttl(src, parts(acquire)?),
+        "LL001" | "LL009" => {
+            // The release that follows in the same function, on the same key.
+            let release = cx.later_in_scope(acquire).find(|o| {
+                matches!(o.kind, OpKind::Release { .. } | OpKind::Eval { .. })
+                    && cx.same_key(acquire, o)
+            })?;
+            let rp = parts(release)?;
+            let following = if release.kind == (OpKind::Release { checked: false }) {
+                advice::FollowingRelease::Plain(rp)
+            } else {
+                advice::FollowingRelease::Checked(rp)
+            };
+            advice::fresh_token(
+                src,
+                parts(acquire)?,
+                following,
+                cx.facts.language,
+                cx.target,
+            )
+        }
         _ => None,
     }
 }
