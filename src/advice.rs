@@ -615,6 +615,22 @@ fn release_script_literal() -> String {
     )
 }
 
+/// How far from where a fix declares a script an earlier declaration is looked for.
+const DECLARATION_WINDOW: usize = 8192;
+
+/// `src[from..to]`, clamped to the text and to character boundaries.
+fn window(src: &str, from: usize, to: usize) -> &str {
+    let mut to = to.min(src.len());
+    while !src.is_char_boundary(to) {
+        to -= 1;
+    }
+    let mut from = from.min(to);
+    while !src.is_char_boundary(from) {
+        from -= 1;
+    }
+    &src[from..to]
+}
+
 /// The name of the release-script constant a fix adds, per language.
 fn release_constant_name(language: Language) -> &'static str {
     match language {
@@ -655,6 +671,11 @@ fn after_header(src: &str, header: impl Fn(&str) -> bool) -> Option<usize> {
                 return None;
             }
             at = Some(end);
+        } else if !blank_or_comment(line) {
+            // The first line of code ends the header: the scan stays in the
+            // file's head, so a file with many fixes is read once per fix
+            // only that far.
+            break;
         }
         offset = end;
     }
@@ -694,13 +715,15 @@ fn script_constant(
     name: &str,
     script: &str,
 ) -> Result<Option<(Span, String)>, ()> {
-    let declared = src.match_indices(name).any(|(i, _)| {
-        let rest = src[i + name.len()..].trim_start();
-        rest.starts_with('=') || rest.starts_with(": &str")
-    });
-    if declared {
-        return Ok(None);
-    }
+    // Declared by an earlier fix: where this one would put it (a bounded
+    // window, so many fixes in one file stay linear).
+    let declared = |from: usize, to: usize| {
+        let w = window(src, from, to);
+        w.match_indices(name).any(|(i, _)| {
+            let rest = w[i + name.len()..].trim_start();
+            rest.starts_with('=') || rest.starts_with(": &str")
+        })
+    };
     let line = match language {
         Language::Rust => format!("const {name}: &str = {script};\n"),
         Language::Kotlin => format!("private const val {name} = {script}\n"),
@@ -716,6 +739,9 @@ fn script_constant(
         // Items of a Rust file and top-level declarations of a Kotlin file
         // may stand in any order: the end of the file.
         Language::Rust | Language::Kotlin => {
+            if declared(src.len().saturating_sub(DECLARATION_WINDOW), src.len()) {
+                return Ok(None);
+            }
             let sep = if src.ends_with('\n') { "\n" } else { "\n\n" };
             return Ok(Some((
                 Span::new(src.len(), src.len()),
@@ -726,7 +752,7 @@ fn script_constant(
         Language::Java => {
             let mut offset = 0;
             let mut found = None;
-            for l in src.split_inclusive('\n') {
+            for l in window(src, 0, 8 * DECLARATION_WINDOW).split_inclusive('\n') {
                 if !blank_or_comment(l) && has_word(l, "class") && l.trim_end().ends_with('{') {
                     found = Some(offset + l.len());
                     break;
@@ -761,7 +787,12 @@ fn script_constant(
         .ok_or(())?,
         _ => return Err(()),
     };
-    let at = if at > src.len() { return Err(()) } else { at };
+    if at > src.len() {
+        return Err(());
+    }
+    if declared(at.saturating_sub(256), at + DECLARATION_WINDOW) {
+        return Ok(None);
+    }
     let text = if matches!(language, Language::Java) {
         line
     } else {
@@ -838,6 +869,9 @@ pub fn compared_token<'s>(src: &'s str, get: CallParts, release: CallParts) -> O
     // line before the release, up to the release's line.
     let (rs, _, _, _) = line_around(src, release.start, release.end);
     let (gs, _, _, _) = line_around(src, get.start, get.end);
+    if rs.saturating_sub(gs) > REPLY_USE_WINDOW {
+        return None;
+    }
     let region = &src[gs..rs.max(gs)];
     let word_char = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
     let cond_at = region
@@ -1271,7 +1305,11 @@ pub fn set_if_absent_instead(src: &str, set: CallParts) -> Option<FixDraft> {
     })
 }
 
-/// A name for the fresh token that the file does not use yet.
+/// Farthest apart an acquire and its release may be for a fresh-token fix,
+/// and how far around them the token's name must be free.
+const FRESH_TOKEN_SPAN: usize = 16 * 1024;
+
+/// A name for the fresh token that the code around the lock does not use yet.
 fn fresh_token_name(src: &str, language: Language) -> Option<&'static str> {
     let names: &[&'static str] = match language {
         Language::Php => &["$token", "$lockToken"],
@@ -1293,10 +1331,10 @@ fn fresh_token_binding(
     name: &str,
 ) -> Option<(String, Option<(Span, String)>)> {
     let import = |line: &str, header: &dyn Fn(&str) -> bool| -> Option<Option<(Span, String)>> {
-        if src.lines().any(|l| l.trim() == line.trim()) {
+        let at = after_header(src, header)?;
+        if src[..at].lines().any(|l| l.trim() == line.trim()) {
             return Some(None);
         }
-        let at = after_header(src, header)?;
         Some(Some((Span::new(at, at), format!("{line}\n"))))
     };
     Some(match language {
@@ -1334,10 +1372,11 @@ fn fresh_token_binding(
         ),
         Language::Go if client == Client::GoRedis || client == Client::Redigo => {
             let line = "\t\"github.com/google/uuid\"";
-            let edit = if src.contains("\"github.com/google/uuid\"") {
+            let head = window(src, 0, DECLARATION_WINDOW);
+            let edit = if head.contains("\"github.com/google/uuid\"") {
                 None
             } else {
-                let open = src.find("\nimport (\n")? + "\nimport (\n".len();
+                let open = head.find("\nimport (\n")? + "\nimport (\n".len();
                 Some((Span::new(open, open), format!("{line}\n")))
             };
             (format!("{name} := uuid.NewString()"), edit)
@@ -1374,7 +1413,19 @@ pub fn fresh_token(
     if old.is_empty() {
         return None;
     }
-    let name = fresh_token_name(src, language)?;
+    let release_end = match &release {
+        FollowingRelease::Plain(r) | FollowingRelease::Checked(r) => r.end,
+    };
+    if release_end < acquire.start || release_end - acquire.start > FRESH_TOKEN_SPAN {
+        return None;
+    }
+    // The name is free around the acquire and the release (the function).
+    let around = window(
+        src,
+        acquire.start.saturating_sub(FRESH_TOKEN_SPAN),
+        release_end + FRESH_TOKEN_SPAN,
+    );
+    let name = fresh_token_name(around, language)?;
     let (binding, import) = fresh_token_binding(src, acquire.client, language, name)?;
     // The acquire's statement starts its line, and the line before ends a
     // statement or opens a block (not a continuation, not `elif`/`else`).
