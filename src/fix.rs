@@ -506,6 +506,20 @@ mod tests {
     }
 
     #[test]
+    fn an_edit_two_fixes_make_identically_is_made_once() {
+        // Two releases in one file both declare the script: declared once.
+        let src = "ab\ncd\n";
+        let a = fix(vec![edit(0, 0, "S\n"), edit(3, 4, "C")]);
+        let b = fix(vec![edit(0, 0, "S\n"), edit(4, 5, "D")]);
+        let (out, n) = apply(src, &[&a, &b]);
+        assert_eq!((out.as_str(), n), ("S\nab\nCD\n", 2));
+        // A different insertion at the same point is not shared.
+        let c = fix(vec![edit(0, 0, "T\n")]);
+        let (out, n) = apply(src, &[&a, &c]);
+        assert_eq!((out.as_str(), n), ("S\nT\nab\nCd\n", 2));
+    }
+
+    #[test]
     fn diff_of_two_distant_changes_has_two_hunks() {
         let old: String = (1..=30).map(|i| format!("line {i}\n")).collect();
         let new = old
