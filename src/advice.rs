@@ -1454,6 +1454,29 @@ pub fn fresh_token(
     {
         return None;
     }
+    // The value is a local bound just before in the same block: bind it to
+    // the fresh token instead (no second name, the release keeps it).
+    if let Some(rebind) = rebind_local(src, ls, indent, old, &binding, language) {
+        let mut edits: Vec<(Span, String)> = import.into_iter().collect();
+        edits.push(rebind);
+        match release {
+            FollowingRelease::Plain(r) => {
+                edits.extend(release_with_token(src, old, r, language, target)?.edits)
+            }
+            FollowingRelease::Checked(r) => {
+                r.args.iter().find(|a| text(src, **a) == old)?;
+            }
+        }
+        edits.sort_by_key(|e| (e.0.start, e.0.end));
+        if edits.windows(2).any(|w| w[0].0.end > w[1].0.start) {
+            return None;
+        }
+        return Some(FixDraft {
+            applicability: crate::finding::Applicability::Unsafe,
+            message: "bind the lock's token to a fresh random value".into(),
+            edits,
+        });
+    }
     let arg = if language == Language::Rust {
         format!("&{name}")
     } else {
@@ -1486,6 +1509,96 @@ pub fn fresh_token(
             .into(),
         edits,
     })
+}
+
+/// The edit that binds the local `old`, assigned on one line of the block
+/// before the acquire (line start `ls`, indent `indent`), to the fresh
+/// token expression of `binding` instead of its weak value.
+fn rebind_local(
+    src: &str,
+    ls: usize,
+    indent: &str,
+    old: &str,
+    binding: &str,
+    language: Language,
+) -> Option<(Span, String)> {
+    let ident = old.trim_start_matches('$');
+    if ident.is_empty()
+        || !ident.chars().all(|c| c.is_alphanumeric() || c == '_')
+        || ident.starts_with(|c: char| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let expr = binding
+        .split_once(" := ")
+        .or_else(|| binding.split_once(" = "))?
+        .1
+        .trim_end_matches(';');
+    let decls: &[&str] = match language {
+        Language::JavaScript | Language::TypeScript => &["const ", "let ", "var "],
+        Language::Java => &["final String ", "String ", "final var ", "var "],
+        Language::Kotlin => &["val ", "var "],
+        Language::Rust => &["let "],
+        Language::CSharp => &["var ", "string "],
+        _ => &[""],
+    };
+    let semicolon = matches!(
+        language,
+        Language::Java
+            | Language::JavaScript
+            | Language::TypeScript
+            | Language::Php
+            | Language::Rust
+            | Language::CSharp
+    );
+    let from = ls.saturating_sub(FRESH_TOKEN_SPAN);
+    let region = window(src, from, ls);
+    let base = ls - region.len();
+    let mut lines: Vec<(usize, &str)> = Vec::new();
+    let mut at = 0;
+    for l in region.split_inclusive('\n') {
+        lines.push((at, l.trim_end_matches(['\n', '\r'])));
+        at += l.len();
+    }
+    for &(start, line) in lines.iter().rev() {
+        if start == 0 && from > 0 {
+            return None; // a line cut by the window
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let line_indent = line.len() - line.trim_start().len();
+        if line_indent < indent.len() {
+            return None; // left the block
+        }
+        if line_indent != indent.len() {
+            continue;
+        }
+        let t = line.trim();
+        let rest = decls
+            .iter()
+            .find_map(|d| t.strip_prefix(d).and_then(|r| r.strip_prefix(old)))
+            .map(str::trim_start);
+        let Some(rest) = rest else {
+            continue;
+        };
+        let rhs = rest
+            .strip_prefix(":=")
+            .or_else(|| rest.strip_prefix('=').filter(|r| !r.starts_with('=')))?;
+        let body = rhs.trim();
+        let complete = if semicolon {
+            body.ends_with(';')
+        } else {
+            !body.ends_with(['(', ',', '\\', '+', '[', '{'])
+        };
+        if !complete || body.trim_end_matches(';').is_empty() {
+            return None;
+        }
+        let rhs_at = base + start + (line.len() - rhs.len()) + (rhs.len() - rhs.trim_start().len());
+        let rhs_end = base + start + line.trim_end().len() - usize::from(semicolon);
+        return (rhs_at < rhs_end).then(|| (Span::new(rhs_at, rhs_end), expr.to_string()));
+    }
+    None
 }
 
 // --- end fixes ---
