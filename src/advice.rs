@@ -695,20 +695,9 @@ fn after_header(src: &str, header: impl Fn(&str) -> bool) -> Option<usize> {
     }))
 }
 
-/// The edit that declares the release script once in the file, or `None`
-/// when the file already declares it (a previous fix). `Err(())`: no place
-/// for it in this file.
-fn release_constant(src: &str, language: Language) -> Result<Option<(Span, String)>, ()> {
-    script_constant(
-        src,
-        language,
-        release_constant_name(language),
-        &release_script_literal(),
-    )
-}
-
-/// The edit that declares `script` as the constant `name` once in the file
-/// (see [`release_constant`]).
+/// The edit that declares `script` as the constant `name` once in the file,
+/// or `None` when the file already declares it (a previous fix). `Err(())`:
+/// no place for it in this file.
 fn script_constant(
     src: &str,
     language: Language,
@@ -1090,19 +1079,9 @@ fn release_with_token(
         ),
         _ => return None,
     };
-    let mut edits = Vec::new();
-    if needs_constant {
-        if let Some(decl) = release_constant(src, language).ok()? {
-            edits.push(decl);
-        }
-    }
     let replace = (Span::new(release.name.start, release.end), call);
-    // Edits in file order.
-    if edits.first().is_some_and(|e| e.0.start > replace.0.start) {
-        edits.insert(0, replace);
-    } else {
-        edits.push(replace);
-    }
+    let decl = needs_constant.then(|| (release_constant_name(language), release_script_literal()));
+    let edits = with_declaration(src, language, decl, replace)?;
     Some(FixDraft {
         applicability: crate::finding::Applicability::Unsafe,
         message:
@@ -1216,25 +1195,20 @@ pub fn checked_extend(
             (call, true)
         }
     };
-    let mut edits = Vec::new();
-    if needs_constant {
-        let script = format!(
-            "\"{}\"",
-            EXTEND_SCRIPT
-                .split_whitespace()
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        if let Some(decl) = script_constant(src, language, c, &script).ok()? {
-            edits.push(decl);
-        }
-    }
+    let script = format!(
+        "\"{}\"",
+        EXTEND_SCRIPT
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
     let replace = (Span::new(expire.name.start, expire.end), call);
-    if edits.first().is_some_and(|e| e.0.start > replace.0.start) {
-        edits.insert(0, replace);
-    } else {
-        edits.push(replace);
-    }
+    let edits = with_declaration(
+        src,
+        language,
+        needs_constant.then_some((c, script)),
+        replace,
+    )?;
     let mechanical = token.is_some() && release_is_statement(src, expire, language);
     Some(FixDraft {
         applicability: if mechanical {
@@ -1601,6 +1575,29 @@ fn rebind_local(
     None
 }
 
+/// The edits of a rewritten call: `replace`, and before it in file order
+/// the declaration of the script constant `decl` (name, literal) when the
+/// file does not declare it yet. `None`: the file has no place for it.
+fn with_declaration(
+    src: &str,
+    language: Language,
+    decl: Option<(&str, String)>,
+    replace: (Span, String),
+) -> Option<Vec<(Span, String)>> {
+    let mut edits = Vec::new();
+    if let Some((name, script)) = decl {
+        if let Some(d) = script_constant(src, language, name, &script).ok()? {
+            edits.push(d);
+        }
+    }
+    if edits.first().is_some_and(|e| e.0.start > replace.0.start) {
+        edits.insert(0, replace);
+    } else {
+        edits.push(replace);
+    }
+    Some(edits)
+}
+
 // --- end fixes ---
 
 #[cfg(test)]
@@ -1757,6 +1754,15 @@ mod tests {
         assert!(fix(false, Target::default()).is_none());
         assert!(reusable_token("self.token", false) && reusable_token("$this->token", false));
         assert!(!reusable_token("uuid4().hex", true));
+    }
+
+    fn release_constant(src: &str, language: Language) -> Result<Option<(Span, String)>, ()> {
+        script_constant(
+            src,
+            language,
+            release_constant_name(language),
+            &release_script_literal(),
+        )
     }
 
     #[test]
