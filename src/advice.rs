@@ -2,7 +2,7 @@
 //! spells them. The scripts here are exactly the ones the `help:` texts show;
 //! `tests/real_redis.rs` runs them against a real redis-server.
 
-use crate::facts::{Client, Span};
+use crate::facts::{Client, Language, Span};
 
 /// Compare-and-delete: deletes the key only while it still holds our token.
 /// KEYS[1] = lock key, ARGV[1] = token. Returns 1 when released, 0 otherwise.
@@ -560,6 +560,17 @@ pub fn add_ttl(src: &str, acquire: CallParts) -> Option<FixDraft> {
     })
 }
 
+/// Which argument of a set-if-absent is its value.
+fn acquire_value_index(src: &str, acquire: CallParts) -> Option<usize> {
+    let name = text(src, acquire.name).to_ascii_lowercase();
+    let vi = match set_if_absent_shape(acquire.client, &name, acquire.args.len()) {
+        Some((_, vi)) => vi,
+        None if acquire.client == Client::GoRedis => 2,
+        None => 1,
+    };
+    (vi < acquire.args.len()).then_some(vi)
+}
+
 /// Where the value of a set-if-absent stands among its arguments.
 fn acquire_value<'s>(src: &'s str, acquire: CallParts) -> Option<&'s str> {
     let name = text(src, acquire.name).to_ascii_lowercase();
@@ -593,19 +604,388 @@ fn reusable_token(token: &str, same_scope: bool) -> bool {
     }
 }
 
-/// LL002 (unsafe): the plain delete becomes the compare-and-delete script
-/// (inline, the one `tests/real_redis.rs` proves), with the token the lock
-/// was taken with. `None` when the client, the call or the token does not fit.
+/// The release script as one line of source text, in double quotes.
+fn release_script_literal() -> String {
+    format!(
+        "\"{}\"",
+        RELEASE_SCRIPT
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    )
+}
+
+/// How far from where a fix declares a script an earlier declaration is looked for.
+const DECLARATION_WINDOW: usize = 8192;
+
+/// `src[from..to]`, clamped to the text and to character boundaries.
+fn window(src: &str, from: usize, to: usize) -> &str {
+    let mut to = to.min(src.len());
+    while !src.is_char_boundary(to) {
+        to -= 1;
+    }
+    let mut from = from.min(to);
+    while !src.is_char_boundary(from) {
+        from -= 1;
+    }
+    &src[from..to]
+}
+
+/// The name of the release-script constant a fix adds, per language.
+fn release_constant_name(language: Language) -> &'static str {
+    match language {
+        Language::Go => "lockReleaseScript",
+        _ => "LOCK_RELEASE_SCRIPT",
+    }
+}
+
+/// Whether a line is blank or a comment (nothing a declaration must follow).
+fn blank_or_comment(line: &str) -> bool {
+    let t = line.trim();
+    t.is_empty()
+        || ["//", "#", "/*", "*", "--"]
+            .iter()
+            .any(|p| t.starts_with(p))
+}
+
+/// Where a top-level declaration goes: after the last top-level line that
+/// `header` accepts (imports, requires, `package`), else after the leading
+/// comment lines. `None` when a header line continues on the next line.
+fn after_header(src: &str, header: impl Fn(&str) -> bool) -> Option<usize> {
+    let mut at = None;
+    let mut offset = 0;
+    let mut in_block = false;
+    for line in src.split_inclusive('\n') {
+        let end = offset + line.len();
+        let t = line.trim_end();
+        if in_block {
+            // A Go `import (` block ends at its `)`.
+            if t == ")" {
+                in_block = false;
+                at = Some(end);
+            }
+        } else if t == "import (" {
+            in_block = true;
+        } else if !line.starts_with([' ', '\t']) && header(t) {
+            if t.ends_with(['(', '\\', ',', '{']) {
+                return None;
+            }
+            at = Some(end);
+        } else if !blank_or_comment(line) {
+            // The first line of code ends the header: the scan stays in the
+            // file's head, so a file with many fixes is read once per fix
+            // only that far.
+            break;
+        }
+        offset = end;
+    }
+    if in_block {
+        return None;
+    }
+    Some(at.unwrap_or_else(|| {
+        // After the leading comments (a shebang, a magic comment, a licence).
+        let mut offset = 0;
+        for line in src.split_inclusive('\n') {
+            if !blank_or_comment(line) || line.trim().is_empty() {
+                break;
+            }
+            offset += line.len();
+        }
+        offset
+    }))
+}
+
+/// The edit that declares `script` as the constant `name` once in the file,
+/// or `None` when the file already declares it (a previous fix). `Err(())`:
+/// no place for it in this file.
+fn script_constant(
+    src: &str,
+    language: Language,
+    name: &str,
+    script: &str,
+) -> Result<Option<(Span, String)>, ()> {
+    // Declared by an earlier fix: where this one would put it (a bounded
+    // window, so many fixes in one file stay linear).
+    let declared = |from: usize, to: usize| {
+        let w = window(src, from, to);
+        w.match_indices(name).any(|(i, _)| {
+            let rest = w[i + name.len()..].trim_start();
+            rest.starts_with('=') || rest.starts_with(": &str")
+        })
+    };
+    let line = match language {
+        Language::Rust => format!("const {name}: &str = {script};\n"),
+        Language::Kotlin => format!("private const val {name} = {script}\n"),
+        Language::Python => format!("{name} = {script}\n"),
+        Language::JavaScript | Language::TypeScript => format!("const {name} = {script};\n"),
+        Language::Go => format!("const {name} = {script}\n"),
+        Language::Ruby => format!("{name} = {script}.freeze\n"),
+        Language::Php => format!("const {name} = {script};\n"),
+        Language::Java => format!("    private static final String {name} = {script};\n"),
+        _ => return Err(()),
+    };
+    let at = match language {
+        // Items of a Rust file and top-level declarations of a Kotlin file
+        // may stand in any order: the end of the file.
+        Language::Rust | Language::Kotlin => {
+            if declared(src.len().saturating_sub(DECLARATION_WINDOW), src.len()) {
+                return Ok(None);
+            }
+            let sep = if src.ends_with('\n') { "\n" } else { "\n\n" };
+            return Ok(Some((
+                Span::new(src.len(), src.len()),
+                format!("{sep}{line}"),
+            )));
+        }
+        // A Java field: after the line that opens the file's first class.
+        Language::Java => {
+            let mut offset = 0;
+            let mut found = None;
+            for l in window(src, 0, 8 * DECLARATION_WINDOW).split_inclusive('\n') {
+                if !blank_or_comment(l) && has_word(l, "class") && l.trim_end().ends_with('{') {
+                    found = Some(offset + l.len());
+                    break;
+                }
+                offset += l.len();
+            }
+            found.ok_or(())?
+        }
+        Language::Python => {
+            after_header(src, |t| t.starts_with("import ") || t.starts_with("from ")).ok_or(())?
+        }
+        Language::JavaScript | Language::TypeScript => after_header(src, |t| {
+            t.starts_with("import ")
+                || t == "'use strict';"
+                || t == "\"use strict\";"
+                || (t.contains("require(")
+                    && (t.starts_with("const ") || t.starts_with("let ") || t.starts_with("var ")))
+        })
+        .ok_or(())?,
+        Language::Go => after_header(src, |t| {
+            t.starts_with("package ") || t.starts_with("import ")
+        })
+        .ok_or(())?,
+        Language::Ruby => after_header(src, |t| t.starts_with("require")).ok_or(())?,
+        Language::Php => after_header(src, |t| {
+            t.starts_with("<?php")
+                || t.starts_with("namespace ")
+                || t.starts_with("use ")
+                || t.starts_with("declare(")
+        })
+        .filter(|&at| at > 0)
+        .ok_or(())?,
+        _ => return Err(()),
+    };
+    if at > src.len() {
+        return Err(());
+    }
+    if declared(at.saturating_sub(256), at + DECLARATION_WINDOW) {
+        return Ok(None);
+    }
+    let text = if matches!(language, Language::Java) {
+        line
+    } else {
+        // A blank line before and after a top-level declaration.
+        let before = if at == 0 || src[..at].ends_with("\n\n") {
+            ""
+        } else {
+            "\n"
+        };
+        let next_blank = src[at..].starts_with('\n') || src[at..].starts_with("\r\n");
+        let after = if next_blank { "" } else { "\n" };
+        format!("{before}{line}{after}")
+    };
+    Ok(Some((Span::new(at, at), text)))
+}
+
+/// The release call stands alone as a statement (its reply discarded), so
+/// a call with another reply type changes nothing around it.
+fn release_is_statement(src: &str, release: CallParts, language: Language) -> bool {
+    if release.start > release.end || release.end > src.len() {
+        return false;
+    }
+    let (_, before, after, _) = line_around(src, release.start, release.end);
+    let b = before.trim();
+    let b = b.strip_suffix("await").unwrap_or(b).trim();
+    let b = b.strip_suffix("return").unwrap_or(b).trim();
+    let before_ok = b.is_empty()
+        || b.ends_with('{')
+        || b.ends_with("->")
+        || b.ends_with(':')
+        || (language == Language::Rust && b.starts_with("let _") && b.ends_with('='));
+    let a = after.trim();
+    let a = a.strip_prefix(".await").unwrap_or(a);
+    let a = a.strip_prefix(".Err()").unwrap_or(a);
+    let after_ok = matches!(a.trim(), "" | ";" | "?" | "?;" | "}" | ";}" | "; }");
+    // A `return` of the reply keeps it only where the reply type does not matter.
+    let returned = before.trim().contains("return");
+    before_ok
+        && after_ok
+        && !(returned && matches!(language, Language::Java | Language::Kotlin | Language::Rust))
+}
+
+/// The token text the acquire wrote, when a release may reuse it.
+pub fn acquire_token<'s>(src: &'s str, acquire: CallParts, same_scope: bool) -> Option<&'s str> {
+    let token = acquire_value(src, acquire)?;
+    let bare = token.trim_start_matches('&');
+    reusable_token(bare, same_scope).then_some(token)
+}
+
+/// LL002 (unsafe): the plain delete becomes the checked release with the
+/// token the lock was taken with. `None` when the client, the call or the
+/// token does not fit.
 pub fn checked_release(
     src: &str,
     acquire: CallParts,
     release: CallParts,
     same_scope: bool,
+    language: Language,
+    target: Target,
 ) -> Option<FixDraft> {
-    let token = acquire_value(src, acquire)?;
-    if !reusable_token(token, same_scope) {
+    let token = acquire_token(src, acquire, same_scope)?;
+    release_with_token(src, token, release, language, target)
+}
+
+/// The token a GET-compare-DEL compares the read value with: the one name
+/// of the `if` condition that is neither the GET's call nor its reply.
+pub fn compared_token<'s>(src: &'s str, get: CallParts, release: CallParts) -> Option<&'s str> {
+    if get.end > release.start || release.start > src.len() {
         return None;
     }
+    let (_, get_before, _, _) = line_around(src, get.start, get.end);
+    let reply = bound_name(get_before);
+    // The condition: from the GET (when inside it) or from the `if` of the
+    // line before the release, up to the release's line.
+    let (rs, _, _, _) = line_around(src, release.start, release.end);
+    let (gs, _, _, _) = line_around(src, get.start, get.end);
+    if rs.saturating_sub(gs) > REPLY_USE_WINDOW {
+        return None;
+    }
+    let region = &src[gs..rs.max(gs)];
+    let word_char = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let cond_at = region
+        .match_indices("if")
+        .filter(|(i, _)| {
+            !word_char(region[..*i].chars().next_back())
+                && !word_char(region[i + 2..].chars().next())
+        })
+        .last()?
+        .0;
+    let cond_start = gs + cond_at + 2;
+    let cond_end = rs.max(cond_start);
+    // Only an equality test: the delete runs when the value is the token.
+    let cond = format!(
+        "{}{}",
+        &src[cond_start..get.start.max(cond_start).min(cond_end)],
+        &src[get.end.max(cond_start).min(cond_end)..cond_end]
+    )
+    .replace("->", "")
+    .replace("=>", "");
+    let equality = ["==", "equals(", "Equals("]
+        .iter()
+        .any(|e| cond.contains(e));
+    let negated = cond.contains('<')
+        || cond.contains('>')
+        || cond.contains("!=")
+        || cond.contains("!(")
+        || cond.contains("(!")
+        || has_word(&cond, "not")
+        || has_word(&cond, "unless")
+        || cond.trim_start().starts_with('!');
+    if !equality || negated {
+        return None;
+    }
+    let mut words: Vec<&str> = Vec::new();
+    let bytes = src.as_bytes();
+    let mut i = cond_start;
+    while i < cond_end {
+        if i >= get.start && i < get.end {
+            i = get.end;
+            continue;
+        }
+        let c = bytes[i];
+        if c == b'"' || c == b'\'' || c == b'`' {
+            return None; // a literal in the condition: not a plain comparison
+        }
+        if c.is_ascii_alphabetic() || c == b'_' || c == b'$' {
+            let s = i;
+            while i < cond_end
+                && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_' || bytes[i] == b'$')
+            {
+                i += 1;
+            }
+            let w = &src[s..i];
+            let prev = src[..s].trim_end();
+            let member = prev.ends_with('.') || prev.ends_with("->") || prev.ends_with("::");
+            let called =
+                src[i..].trim_start().starts_with('(') && !src[i..].trim_start().starts_with("()");
+            let keyword = matches!(
+                w,
+                "if" | "not"
+                    | "and"
+                    | "or"
+                    | "is"
+                    | "None"
+                    | "null"
+                    | "nil"
+                    | "Some"
+                    | "true"
+                    | "false"
+                    | "True"
+                    | "False"
+                    | "await"
+                    | "let"
+                    | "then"
+                    | "Ok"
+                    | "err"
+                    | "equals"
+            );
+            let candidate = !(member || keyword || called || Some(w) == reply);
+            if candidate && !words.contains(&w) {
+                words.push(w);
+            }
+            continue;
+        }
+        i += 1;
+    }
+    match words.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    }
+}
+
+/// LL005 (unsafe): the delete of a GET-compare-DEL becomes the checked
+/// release with the token the read value is compared with.
+pub fn checked_release_of_compare(
+    src: &str,
+    get: CallParts,
+    release: CallParts,
+    language: Language,
+    target: Target,
+) -> Option<FixDraft> {
+    let token = compared_token(src, get, release)?;
+    let token_arg = if language == Language::Rust {
+        format!("&{token}")
+    } else {
+        token.to_string()
+    };
+    let mut fix = release_with_token(src, &token_arg, release, language, target)?;
+    fix.message =
+        "compare and delete in one atomic step on the server (the GET before it may stay)".into();
+    Some(fix)
+}
+
+/// The plain delete `release` rewritten as the client's checked release
+/// with `token`: `DELEX key IFEQ token` where the target server has it and
+/// the client a plain way to send it, else the release script (declared
+/// once per file) or the client's own checked release.
+fn release_with_token(
+    src: &str,
+    token: &str,
+    release: CallParts,
+    language: Language,
+    target: Target,
+) -> Option<FixDraft> {
     let name = text(src, release.name);
     let lower = name.to_ascii_lowercase();
     let (ctx, key) = match (release.client, release.args) {
@@ -620,34 +1000,602 @@ pub fn checked_release(
     ) {
         return None;
     }
-    let script = format!(
-        "\"{}\"",
-        RELEASE_SCRIPT
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    let call = match release.client {
+    if !release_is_statement(src, release, language) {
+        return None;
+    }
+    // Spring: RedisTemplate.delete; a RedisConnection's `del` has no execute.
+    if release.client == Client::SpringData && lower != "delete" {
+        return None;
+    }
+    let java = language == Language::Java;
+    let delex = target.has_delex();
+    let c = release_constant_name(language);
+    let delex_call = match release.client {
+        Client::RedisPy => Some(format!(
+            "execute_command(\"DELEX\", {key}, \"IFEQ\", {token})"
+        )),
+        Client::Ioredis => Some(format!("call(\"DELEX\", {key}, \"IFEQ\", {token})")),
+        Client::NodeRedis => Some(format!(
+            "sendCommand([\"DELEX\", {key}, \"IFEQ\", {token}])"
+        )),
+        Client::GoRedis => Some(format!("Do({ctx}, \"DELEX\", {key}, \"IFEQ\", {token})")),
+        Client::RedisRb => Some(format!("call(\"DELEX\", {key}, \"IFEQ\", {token})")),
+        Client::Phpredis => Some(format!("rawCommand(\"DELEX\", {key}, \"IFEQ\", {token})")),
+        Client::Predis => Some(format!("executeRaw([\"DELEX\", {key}, \"IFEQ\", {token}])")),
+        _ => None,
+    };
+    let (call, needs_constant) = match release.client {
+        _ if delex && delex_call.is_some() => (delex_call?, false),
         Client::RedisPy | Client::Ioredis | Client::Predis => {
-            format!("eval({script}, 1, {key}, {token})")
+            (format!("eval({c}, 1, {key}, {token})"), true)
         }
-        Client::NodeRedis => format!("eval({script}, {{ keys: [{key}], arguments: [{token}] }})"),
-        Client::GoRedis => format!("Eval({ctx}, {script}, []string{{{key}}}, {token})"),
-        Client::RedisRb => format!("eval({script}, keys: [{key}], argv: [{token}])"),
-        Client::Phpredis => format!("eval({script}, [{key}, {token}], 1)"),
+        Client::NodeRedis => (format!("eval({c}, {{ keys: [{key}], arguments: [{token}] }})"), true),
+        Client::GoRedis => (format!("Eval({ctx}, {c}, []string{{{key}}}, {token})"), true),
+        Client::RedisRb => (format!("eval({c}, keys: [{key}], argv: [{token}])"), true),
+        Client::Phpredis => (format!("eval({c}, [{key}, {token}], 1)"), true),
         Client::StackExchange if lower.ends_with("async") => {
-            format!("LockReleaseAsync({key}, {token})")
+            (format!("LockReleaseAsync({key}, {token})"), false)
         }
-        Client::StackExchange => format!("LockRelease({key}, {token})"),
+        Client::StackExchange => (format!("LockRelease({key}, {token})"), false),
+        Client::RedisRs => {
+            // The reply type a turbofish named (`del::<_, ()>`) stays the script's.
+            let between = src.get(release.name.end..release.end).unwrap_or("");
+            let fish = between
+                .split_once('(')
+                .map(|(f, _)| f.trim())
+                .and_then(|f| f.strip_prefix("::<"))
+                .and_then(|f| f.strip_suffix('>'))
+                .and_then(|f| f.split_once(','))
+                .map(|(_, rv)| format!("::<{}>", rv.trim()));
+            // Without a type for the reply, the script's is `()`.
+            let (_, before, _, _) = line_around(src, release.start, release.end);
+            let typed = before.trim().starts_with("let _:");
+            let fish = fish.unwrap_or_else(|| if typed { String::new() } else { "::<()>".into() });
+            (
+                format!("invoke_script{fish}(&redis::Script::new({c}).key({key}).arg({token}))"),
+                true,
+            )
+        }
+        Client::Jedis if java => (
+            format!("eval({c}, java.util.List.of({key}), java.util.List.of({token}))"),
+            true,
+        ),
+        Client::Jedis => (format!("eval({c}, listOf({key}), listOf({token}))"), true),
+        Client::Lettuce if java => (
+            format!("eval({c}, io.lettuce.core.ScriptOutputType.INTEGER, new String[]{{{key}}}, {token})"),
+            true,
+        ),
+        Client::Lettuce => (
+            format!("eval<Long>({c}, io.lettuce.core.ScriptOutputType.INTEGER, arrayOf({key}), {token})"),
+            true,
+        ),
+        Client::SpringData if java => (
+            format!("execute(new org.springframework.data.redis.core.script.DefaultRedisScript<>({c}, Long.class), java.util.List.of({key}), {token})"),
+            true,
+        ),
+        Client::SpringData => (
+            format!("execute(org.springframework.data.redis.core.script.DefaultRedisScript({c}, java.lang.Long::class.java), listOf({key}), {token})"),
+            true,
+        ),
         _ => return None,
     };
+    let replace = (Span::new(release.name.start, release.end), call);
+    let decl = needs_constant.then(|| (release_constant_name(language), release_script_literal()));
+    let edits = with_declaration(src, language, decl, replace)?;
     Some(FixDraft {
         applicability: crate::finding::Applicability::Unsafe,
         message:
             "delete the key only while it still holds this holder's token (compare-and-delete)"
                 .into(),
-        edits: vec![(Span::new(release.name.start, release.end), call)],
+        edits,
     })
+}
+
+/// The name of the extend-script constant a fix adds, per language.
+fn extend_constant_name(language: Language) -> &'static str {
+    match language {
+        Language::Go => "lockExtendScript",
+        _ => "LOCK_EXTEND_SCRIPT",
+    }
+}
+
+/// A TTL in milliseconds, as an expression of the language.
+fn millis(ttl: Ttl, language: Language) -> Option<String> {
+    Some(match ttl {
+        Ttl::Millis(t) => t.to_string(),
+        Ttl::Seconds(t) if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) => {
+            t.parse::<u64>().ok()?.checked_mul(1000)?.to_string()
+        }
+        Ttl::Seconds(t) if matches!(language, Language::Java | Language::Kotlin) => {
+            format!("{t} * 1000L")
+        }
+        Ttl::Seconds(t) => format!("{t} * 1000"),
+        Ttl::Native(t) if language == Language::Go => format!("({t}).Milliseconds()"),
+        Ttl::Native(_) => return None,
+    })
+}
+
+/// LL007: the bare EXPIRE/PEXPIRE of a lock becomes the compare-and-PEXPIRE
+/// script (declared once per file), or StackExchange's `LockExtend`.
+/// Unsafe with the acquire's `token` in scope and the call a statement of
+/// its own; display-only (with `token` standing for the holder's token)
+/// otherwise.
+pub fn checked_extend(
+    src: &str,
+    token: Option<&str>,
+    expire: CallParts,
+    language: Language,
+) -> Option<FixDraft> {
+    use crate::finding::Applicability;
+    let name = text(src, expire.name);
+    let lower = name.to_ascii_lowercase();
+    let ttl = expire_ttl(src, expire.client, name, expire.args)?;
+    let (ctx, key) = match (expire.client, expire.args) {
+        (Client::GoRedis, [ctx, key, _]) => (text(src, *ctx), text(src, *key)),
+        (Client::GoRedis, _) => return None,
+        (_, [key, ..]) => ("", text(src, *key)),
+        _ => return None,
+    };
+    let t = token.unwrap_or("token");
+    let java = language == Language::Java;
+    let c = extend_constant_name(language);
+    // Spring: `expire(key, timeout, unit)` or `expire(key, duration)`.
+    let spring_ms = || match expire.args {
+        [_, d] => Some(format!("{}.toMillis()", text(src, *d))),
+        [_, n, unit] => Some(format!("{}.toMillis({})", text(src, *unit), text(src, *n))),
+        _ => None,
+    };
+    let (call, needs_constant) = match expire.client {
+        Client::StackExchange => {
+            let Ttl::Native(ts) = ttl else { return None };
+            let async_ = if lower.ends_with("async") {
+                "Async"
+            } else {
+                ""
+            };
+            (format!("LockExtend{async_}({key}, {t}, {ts})"), false)
+        }
+        Client::SpringData => {
+            let ms = spring_ms()?;
+            if java {
+                (format!("execute(new org.springframework.data.redis.core.script.DefaultRedisScript<>({c}, Long.class), java.util.List.of({key}), {t}, String.valueOf({ms}))"), true)
+            } else {
+                (format!("execute(org.springframework.data.redis.core.script.DefaultRedisScript({c}, java.lang.Long::class.java), listOf({key}), {t}, ({ms}).toString())"), true)
+            }
+        }
+        client => {
+            let ms = millis(ttl, language)?;
+            let call = match client {
+                Client::RedisPy | Client::Ioredis | Client::Predis => {
+                    format!("eval({c}, 1, {key}, {t}, {ms})")
+                }
+                Client::NodeRedis => {
+                    format!("eval({c}, {{ keys: [{key}], arguments: [{t}, String({ms})] }})")
+                }
+                Client::GoRedis => format!("Eval({ctx}, {c}, []string{{{key}}}, {t}, {ms})"),
+                Client::RedisRb => format!("eval({c}, keys: [{key}], argv: [{t}, {ms}])"),
+                Client::Phpredis => format!("eval({c}, [{key}, {t}, {ms}], 1)"),
+                Client::RedisRs => {
+                    let (_, before, _, _) = line_around(src, expire.start, expire.end);
+                    let fish = if before.trim().starts_with("let _:") { "" } else { "::<()>" };
+                    format!("invoke_script{fish}(&redis::Script::new({c}).key({key}).arg({t}).arg({ms}))")
+                }
+                Client::Jedis if java => format!(
+                    "eval({c}, java.util.List.of({key}), java.util.List.of({t}, String.valueOf({ms})))"
+                ),
+                Client::Jedis => format!("eval({c}, listOf({key}), listOf({t}, ({ms}).toString()))"),
+                Client::Lettuce if java => format!(
+                    "eval({c}, io.lettuce.core.ScriptOutputType.INTEGER, new String[]{{{key}}}, {t}, String.valueOf({ms}))"
+                ),
+                Client::Lettuce => format!(
+                    "eval<Long>({c}, io.lettuce.core.ScriptOutputType.INTEGER, arrayOf({key}), {t}, ({ms}).toString())"
+                ),
+                _ => return None,
+            };
+            (call, true)
+        }
+    };
+    let script = format!(
+        "\"{}\"",
+        EXTEND_SCRIPT
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let replace = (Span::new(expire.name.start, expire.end), call);
+    let edits = with_declaration(
+        src,
+        language,
+        needs_constant.then_some((c, script)),
+        replace,
+    )?;
+    let mechanical = token.is_some() && release_is_statement(src, expire, language);
+    Some(FixDraft {
+        applicability: if mechanical {
+            Applicability::Unsafe
+        } else {
+            Applicability::DisplayOnly
+        },
+        message: "extend the lease only while the key still holds this holder's token (compare-and-PEXPIRE)".into(),
+        edits,
+    })
+}
+
+/// LL011 (display-only): the plain SET of a check-then-set acquire becomes
+/// one set-if-absent with its TTL; the check before it, and what the code
+/// does with the reply, are the author's to rewrite.
+pub fn set_if_absent_instead(src: &str, set: CallParts) -> Option<FixDraft> {
+    let name = text(src, set.name);
+    let lower = name.to_ascii_lowercase();
+    let arg = |i: usize| set.args.get(i).map(|a| text(src, *a));
+    let kwarg = |prefix: &str| set.args.iter().any(|a| text(src, *a).starts_with(prefix));
+    let call = match (set.client, lower.as_str(), set.args.len()) {
+        // SETEX key seconds value / PSETEX key ms value.
+        (_, "setex" | "psetex", 3) => {
+            let ttl = if lower == "setex" {
+                Ttl::Seconds(arg(1)?)
+            } else {
+                Ttl::Millis(arg(1)?)
+            };
+            set_if_absent_with_ttl(set.client, name, "", arg(0)?, arg(2)?, ttl)?
+        }
+        (Client::RedisRs, "set_ex" | "pset_ex", 3) => {
+            let ttl = if lower == "set_ex" {
+                Ttl::Seconds(arg(2)?)
+            } else {
+                Ttl::Millis(arg(2)?)
+            };
+            set_if_absent_with_ttl(set.client, name, "", arg(0)?, arg(1)?, ttl)?
+        }
+        (Client::GoRedis, "set", 4) => {
+            format!("SetNX({}, {}, {}, {})", arg(0)?, arg(1)?, arg(2)?, arg(3)?)
+        }
+        (Client::SpringData, "set", 3 | 4) => {
+            let rest: Vec<&str> = set.args.iter().map(|a| text(src, *a)).collect();
+            format!("setIfAbsent({})", rest.join(", "))
+        }
+        (Client::StackExchange, "stringset" | "stringsetasync", 3) => {
+            format!(
+                "{name}({}, {}, {}, When.NotExists)",
+                arg(0)?,
+                arg(1)?,
+                arg(2)?
+            )
+        }
+        (Client::RedisPy, "set", _) if kwarg("ex=") || kwarg("px=") => {
+            let all: Vec<&str> = set.args.iter().map(|a| text(src, *a)).collect();
+            format!("set({}, nx=True)", all.join(", "))
+        }
+        (Client::RedisRb, "set", _) if kwarg("ex:") || kwarg("px:") => {
+            let all: Vec<&str> = set.args.iter().map(|a| text(src, *a)).collect();
+            format!("set({}, nx: true)", all.join(", "))
+        }
+        _ => return None,
+    };
+    Some(FixDraft {
+        applicability: crate::finding::Applicability::DisplayOnly,
+        message: "take the lock with one SET … NX with its TTL and test its reply instead of the separate check".into(),
+        edits: vec![(Span::new(set.name.start, set.end), call)],
+    })
+}
+
+/// Farthest apart an acquire and its release may be for a fresh-token fix,
+/// and how far around them the token's name must be free.
+const FRESH_TOKEN_SPAN: usize = 16 * 1024;
+
+/// A name for the fresh token that the code around the lock does not use yet.
+fn fresh_token_name(src: &str, language: Language) -> Option<&'static str> {
+    let names: &[&'static str] = match language {
+        Language::Php => &["$token", "$lockToken"],
+        Language::Python | Language::Ruby | Language::Rust => &["token", "lock_token"],
+        _ => &["token", "lockToken"],
+    };
+    names
+        .iter()
+        .copied()
+        .find(|n| !has_word(src, n.trim_start_matches('$')))
+}
+
+/// The statement binding a fresh random token, in the language's standard
+/// spelling, and the import it needs (`None`: none, or already there).
+fn fresh_token_binding(
+    src: &str,
+    client: Client,
+    language: Language,
+    name: &str,
+) -> Option<(String, Option<(Span, String)>)> {
+    let import = |line: &str, header: &dyn Fn(&str) -> bool| -> Option<Option<(Span, String)>> {
+        let at = after_header(src, header)?;
+        if src[..at].lines().any(|l| l.trim() == line.trim()) {
+            return Some(None);
+        }
+        Some(Some((Span::new(at, at), format!("{line}\n"))))
+    };
+    Some(match language {
+        Language::Python => (
+            format!("{name} = secrets.token_hex(16)"),
+            import("import secrets", &|t: &str| {
+                t.starts_with("import ") || t.starts_with("from ")
+            })?,
+        ),
+        Language::Ruby => (
+            format!("{name} = SecureRandom.uuid"),
+            import("require \"securerandom\"", &|t: &str| {
+                t.starts_with("require")
+            })?,
+        ),
+        Language::JavaScript | Language::TypeScript => {
+            (format!("const {name} = crypto.randomUUID();"), None)
+        }
+        Language::Java => (
+            format!("String {name} = java.util.UUID.randomUUID().toString();"),
+            None,
+        ),
+        Language::Kotlin => (
+            format!("val {name} = java.util.UUID.randomUUID().toString()"),
+            None,
+        ),
+        Language::Rust => (
+            format!("let {name} = uuid::Uuid::new_v4().to_string();"),
+            None,
+        ),
+        Language::Php => (format!("{name} = bin2hex(random_bytes(16));"), None),
+        Language::CSharp => (
+            format!("var {name} = System.Guid.NewGuid().ToString();"),
+            None,
+        ),
+        Language::Go if client == Client::GoRedis || client == Client::Redigo => {
+            let line = "\t\"github.com/google/uuid\"";
+            let head = window(src, 0, DECLARATION_WINDOW);
+            let edit = if head.contains("\"github.com/google/uuid\"") {
+                None
+            } else {
+                let open = head.find("\nimport (\n")? + "\nimport (\n".len();
+                Some((Span::new(open, open), format!("{line}\n")))
+            };
+            (format!("{name} := uuid.NewString()"), edit)
+        }
+        _ => return None,
+    })
+}
+
+/// How the release that follows an LL001/LL009 acquire is rewritten.
+pub enum FollowingRelease<'a> {
+    /// A plain delete: it becomes the checked release with the new token.
+    Plain(CallParts<'a>),
+    /// A checked release (a script call, `LockRelease`): the argument that
+    /// repeated the old value takes the new token.
+    Checked(CallParts<'a>),
+}
+
+/// LL001 / LL009 (unsafe): a fresh random token bound just before the
+/// acquire, written by it, and used by the release that follows in the
+/// same function. `None` when the acquire is not a statement that starts
+/// its own line, the value or the release does not fit.
+pub fn fresh_token(
+    src: &str,
+    acquire: CallParts,
+    release: FollowingRelease,
+    language: Language,
+    target: Target,
+) -> Option<FixDraft> {
+    let value_at = match acquire_value_index(src, acquire) {
+        Some(i) => acquire.args.get(i).copied()?,
+        None => return None,
+    };
+    let old = text(src, value_at);
+    if old.is_empty() {
+        return None;
+    }
+    let release_end = match &release {
+        FollowingRelease::Plain(r) | FollowingRelease::Checked(r) => r.end,
+    };
+    if release_end < acquire.start || release_end - acquire.start > FRESH_TOKEN_SPAN {
+        return None;
+    }
+    // The name is free around the acquire and the release (the function).
+    let around = window(
+        src,
+        acquire.start.saturating_sub(FRESH_TOKEN_SPAN),
+        release_end + FRESH_TOKEN_SPAN,
+    );
+    let name = fresh_token_name(around, language)?;
+    let (binding, import) = fresh_token_binding(src, acquire.client, language, name)?;
+    // The acquire's statement starts its line, and the line before ends a
+    // statement or opens a block (not a continuation, not `elif`/`else`).
+    if acquire.start > src.len() || !src.is_char_boundary(acquire.start) {
+        return None;
+    }
+    let (ls, before, _, _) = line_around(src, acquire.start, acquire.start);
+    let lead = before.trim_start();
+    let indent = &before[..before.len() - lead.len()];
+    let first_word = lead
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .next()
+        .unwrap_or("");
+    if matches!(first_word, "elif" | "else" | "elsif" | "when" | "case")
+        || lead.starts_with('}')
+        || lead.starts_with('.')
+    {
+        return None;
+    }
+    let prev = src[..ls].trim_end();
+    if [
+        "(", ",", "\\", "=", "+", ".", "&&", "||", "[", "->", "?", "and", "or",
+    ]
+    .iter()
+    .any(|e| prev.ends_with(e))
+    {
+        return None;
+    }
+    // The value is a local bound just before in the same block: bind it to
+    // the fresh token instead (no second name, the release keeps it).
+    if let Some(rebind) = rebind_local(src, ls, indent, old, &binding, language) {
+        let mut edits: Vec<(Span, String)> = import.into_iter().collect();
+        edits.push(rebind);
+        match release {
+            FollowingRelease::Plain(r) => {
+                edits.extend(release_with_token(src, old, r, language, target)?.edits)
+            }
+            FollowingRelease::Checked(r) => {
+                r.args.iter().find(|a| text(src, **a) == old)?;
+            }
+        }
+        edits.sort_by_key(|e| (e.0.start, e.0.end));
+        if edits.windows(2).any(|w| w[0].0.end > w[1].0.start) {
+            return None;
+        }
+        return Some(FixDraft {
+            applicability: crate::finding::Applicability::Unsafe,
+            message: "bind the lock's token to a fresh random value".into(),
+            edits,
+        });
+    }
+    let arg = if language == Language::Rust {
+        format!("&{name}")
+    } else {
+        name.to_string()
+    };
+    let mut edits: Vec<(Span, String)> = Vec::new();
+    if let Some(i) = import {
+        edits.push(i);
+    }
+    edits.push((Span::new(ls, ls), format!("{indent}{binding}\n")));
+    edits.push((value_at, arg.clone()));
+    match release {
+        FollowingRelease::Plain(r) => {
+            let fix = release_with_token(src, &arg, r, language, target)?;
+            edits.extend(fix.edits);
+        }
+        FollowingRelease::Checked(r) => {
+            let at = r.args.iter().rev().find(|a| text(src, **a) == old)?;
+            edits.push((*at, arg.clone()));
+        }
+    }
+    edits.sort_by_key(|e| (e.0.start, e.0.end));
+    // Edits must not overlap (an import and a declaration at one point are fine).
+    if edits.windows(2).any(|w| w[0].0.end > w[1].0.start) {
+        return None;
+    }
+    Some(FixDraft {
+        applicability: crate::finding::Applicability::Unsafe,
+        message: "take the lock with a fresh random token and release it only with that token"
+            .into(),
+        edits,
+    })
+}
+
+/// The edit that binds the local `old`, assigned on one line of the block
+/// before the acquire (line start `ls`, indent `indent`), to the fresh
+/// token expression of `binding` instead of its weak value.
+fn rebind_local(
+    src: &str,
+    ls: usize,
+    indent: &str,
+    old: &str,
+    binding: &str,
+    language: Language,
+) -> Option<(Span, String)> {
+    let ident = old.trim_start_matches('$');
+    if ident.is_empty()
+        || !ident.chars().all(|c| c.is_alphanumeric() || c == '_')
+        || ident.starts_with(|c: char| c.is_ascii_digit())
+    {
+        return None;
+    }
+    let expr = binding
+        .split_once(" := ")
+        .or_else(|| binding.split_once(" = "))?
+        .1
+        .trim_end_matches(';');
+    let decls: &[&str] = match language {
+        Language::JavaScript | Language::TypeScript => &["const ", "let ", "var "],
+        Language::Java => &["final String ", "String ", "final var ", "var "],
+        Language::Kotlin => &["val ", "var "],
+        Language::Rust => &["let "],
+        Language::CSharp => &["var ", "string "],
+        _ => &[""],
+    };
+    let semicolon = matches!(
+        language,
+        Language::Java
+            | Language::JavaScript
+            | Language::TypeScript
+            | Language::Php
+            | Language::Rust
+            | Language::CSharp
+    );
+    let from = ls.saturating_sub(FRESH_TOKEN_SPAN);
+    let region = window(src, from, ls);
+    let base = ls - region.len();
+    let mut lines: Vec<(usize, &str)> = Vec::new();
+    let mut at = 0;
+    for l in region.split_inclusive('\n') {
+        lines.push((at, l.trim_end_matches(['\n', '\r'])));
+        at += l.len();
+    }
+    for &(start, line) in lines.iter().rev() {
+        if start == 0 && from > 0 {
+            return None; // a line cut by the window
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        let line_indent = line.len() - line.trim_start().len();
+        if line_indent < indent.len() {
+            return None; // left the block
+        }
+        if line_indent != indent.len() {
+            continue;
+        }
+        let t = line.trim();
+        let rest = decls
+            .iter()
+            .find_map(|d| t.strip_prefix(d).and_then(|r| r.strip_prefix(old)))
+            .map(str::trim_start);
+        let Some(rest) = rest else {
+            continue;
+        };
+        let rhs = rest
+            .strip_prefix(":=")
+            .or_else(|| rest.strip_prefix('=').filter(|r| !r.starts_with('=')))?;
+        let body = rhs.trim();
+        let complete = if semicolon {
+            body.ends_with(';')
+        } else {
+            !body.ends_with(['(', ',', '\\', '+', '[', '{'])
+        };
+        if !complete || body.trim_end_matches(';').is_empty() {
+            return None;
+        }
+        let rhs_at = base + start + (line.len() - rhs.len()) + (rhs.len() - rhs.trim_start().len());
+        let rhs_end = base + start + line.trim_end().len() - usize::from(semicolon);
+        return (rhs_at < rhs_end).then(|| (Span::new(rhs_at, rhs_end), expr.to_string()));
+    }
+    None
+}
+
+/// The edits of a rewritten call: `replace`, and before it in file order
+/// the declaration of the script constant `decl` (name, literal) when the
+/// file does not declare it yet. `None`: the file has no place for it.
+fn with_declaration(
+    src: &str,
+    language: Language,
+    decl: Option<(&str, String)>,
+    replace: (Span, String),
+) -> Option<Vec<(Span, String)>> {
+    let mut edits = Vec::new();
+    if let Some((name, script)) = decl {
+        if let Some(d) = script_constant(src, language, name, &script).ok()? {
+            edits.push(d);
+        }
+    }
+    if edits.first().is_some_and(|e| e.0.start > replace.0.start) {
+        edits.insert(0, replace);
+    } else {
+        edits.push(replace);
+    }
+    Some(edits)
 }
 
 // --- end fixes ---
@@ -763,30 +1711,95 @@ mod tests {
 
     #[test]
     fn checked_release_needs_the_token_in_scope() {
-        let same = "t = new_token()\nr.set(k, t, nx=True, ex=5)\nr.delete(k)\n";
-        let fix = checked_release(
-            same,
-            parts(same, "r.set(k, t, nx=True, ex=5)", Client::RedisPy),
-            parts(same, "r.delete(k)", Client::RedisPy),
-            true,
-        )
-        .unwrap();
-        assert_eq!(fix.applicability, crate::finding::Applicability::Unsafe);
+        let same = "import redis\n\nt = new_token()\nr.set(k, t, nx=True, ex=5)\nr.delete(k)\n";
+        let fix = |same_scope, target| {
+            checked_release(
+                same,
+                parts(same, "r.set(k, t, nx=True, ex=5)", Client::RedisPy),
+                parts(same, "r.delete(k)", Client::RedisPy),
+                same_scope,
+                Language::Python,
+                target,
+            )
+        };
+        let script = fix(true, Target::default()).unwrap();
+        assert_eq!(script.applicability, crate::finding::Applicability::Unsafe);
+        // The script is declared once, after the imports, and the call uses it.
         let one_line = RELEASE_SCRIPT
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ");
-        assert_eq!(fix.edits[0].1, format!("eval(\"{one_line}\", 1, k, t)"));
-        // A local of another function is not in scope; a field is.
-        assert!(checked_release(
-            same,
-            parts(same, "r.set(k, t, nx=True, ex=5)", Client::RedisPy),
-            parts(same, "r.delete(k)", Client::RedisPy),
-            false,
+        assert_eq!(
+            script.edits[0],
+            (
+                Span::new(13, 13),
+                format!("\nLOCK_RELEASE_SCRIPT = \"{one_line}\"\n")
+            )
+        );
+        assert_eq!(script.edits[1].1, "eval(LOCK_RELEASE_SCRIPT, 1, k, t)");
+        // Redis 8.4+: DELEX, no script.
+        let delex = fix(
+            true,
+            Target {
+                min_redis: Some((8, 4)),
+            },
         )
-        .is_none());
+        .unwrap();
+        assert_eq!(delex.edits.len(), 1);
+        assert_eq!(
+            delex.edits[0].1,
+            "execute_command(\"DELEX\", k, \"IFEQ\", t)"
+        );
+        // A local of another function is not in scope; a field is.
+        assert!(fix(false, Target::default()).is_none());
         assert!(reusable_token("self.token", false) && reusable_token("$this->token", false));
         assert!(!reusable_token("uuid4().hex", true));
+    }
+
+    fn release_constant(src: &str, language: Language) -> Result<Option<(Span, String)>, ()> {
+        script_constant(
+            src,
+            language,
+            release_constant_name(language),
+            &release_script_literal(),
+        )
+    }
+
+    #[test]
+    fn release_constant_is_declared_once_where_the_language_allows() {
+        let java = "// c\nimport a.B;\n\npublic class L {\n    void f() {}\n}\n";
+        let (span, text) = release_constant(java, Language::Java).unwrap().unwrap();
+        assert_eq!(
+            &java[..span.start],
+            "// c\nimport a.B;\n\npublic class L {\n"
+        );
+        assert!(text.starts_with("    private static final String LOCK_RELEASE_SCRIPT = \""));
+        let fixed = format!("{}{text}{}", &java[..span.start], &java[span.start..]);
+        assert_eq!(release_constant(&fixed, Language::Java), Ok(None));
+        let go = "package l\n\nimport (\n\t\"context\"\n)\n\nfunc f() {}\n";
+        let (span, _) = release_constant(go, Language::Go).unwrap().unwrap();
+        assert_eq!(&go[span.start..], "\nfunc f() {}\n");
+        let rs = "use redis::Commands;\nfn f() {}\n";
+        let (span, text) = release_constant(rs, Language::Rust).unwrap().unwrap();
+        assert_eq!(span.start, rs.len());
+        assert!(text.starts_with("\nconst LOCK_RELEASE_SCRIPT: &str = "));
+    }
+
+    #[test]
+    fn compared_token_is_the_one_other_name_of_the_condition() {
+        let py = "def release(name, token):\n    if r.get(key) == token.encode():\n        r.delete(key)\n";
+        let get = parts(py, "r.get(key)", Client::RedisPy);
+        let del = parts(py, "r.delete(key)", Client::RedisPy);
+        assert_eq!(compared_token(py, get, del), Some("token"));
+        let java = "String current = jedis.get(key);\nif (token.equals(current)) {\n    jedis.del(key);\n}\n";
+        let get = parts(java, "jedis.get(key)", Client::Jedis);
+        let del = parts(java, "jedis.del(key)", Client::Jedis);
+        assert_eq!(compared_token(java, get, del), Some("token"));
+        // Two candidate names: no guess.
+        let two = "v = r.get(key)\nif v == a or v == b:\n    r.delete(key)\n";
+        let get = parts(two, "r.get(key)", Client::RedisPy);
+        let del = parts(two, "r.delete(key)", Client::RedisPy);
+        assert_eq!(compared_token(two, get, del), None);
     }
 
     #[test]

@@ -392,6 +392,16 @@ fn link_and_check(
     settings: &Settings,
     threads: usize,
 ) -> Vec<(Phase1, Vec<Finding>)> {
+    let found = link_and_check_all(&files, settings, threads);
+    files
+        .into_iter()
+        .zip(found)
+        .filter(|(f, _)| f.report)
+        .collect()
+}
+
+/// [`link_and_check`] on borrowed files: the findings of every file, in order.
+fn link_and_check_all(files: &[Phase1], settings: &Settings, threads: usize) -> Vec<Vec<Finding>> {
     let stems: Vec<String> = files
         .iter()
         .map(|f| {
@@ -484,11 +494,113 @@ fn link_and_check(
             });
         }
     }
-    files
-        .into_iter()
-        .zip(found)
-        .filter(|(f, _)| f.report)
-        .collect()
+    found
+}
+
+/// A project held in memory between checks (the language server): phase
+/// one of every file under the project root, read once (through the
+/// project cache), then one file's text refreshed at a time and checked
+/// linked against the rest — what `locklint <file>` reports for that file
+/// from the same root, without reading the project again.
+pub struct Workspace {
+    files: Vec<Phase1>,
+    /// The slot of each file in `files`, by canonical path.
+    slots: HashMap<PathBuf, usize>,
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
+}
+
+impl Workspace {
+    /// Reads phase one of the files under `root` (as `check_paths` reads
+    /// the rest of the project: files with nothing for a finding are left).
+    pub fn load(root: &Path, settings: &Settings) -> Workspace {
+        let threads = if settings.threads == 0 {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        } else {
+            settings.threads
+        };
+        let (entries, _) =
+            walk::collect_excluding(&[root.to_path_buf()], threads, settings.exclude.as_ref());
+        let cache = settings
+            .cache
+            .then(|| crate::project::cache::Cache::open(root, settings.tests));
+        let run = || {
+            entries
+                .par_iter()
+                .filter_map(|e| {
+                    let mut p = read_entry(e, settings, cache.as_ref()).phase1?;
+                    p.report = false;
+                    Some((canonical(&e.path), p))
+                })
+                .collect::<Vec<_>>()
+        };
+        let read = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+            Ok(pool) => pool.install(run),
+            Err(_) => run(),
+        };
+        if let Some(c) = cache {
+            c.save(true);
+        }
+        let mut ws = Workspace {
+            files: Vec::with_capacity(read.len()),
+            slots: HashMap::new(),
+        };
+        for (path, p) in read {
+            ws.slots.insert(path, ws.files.len());
+            ws.files.push(p);
+        }
+        ws
+    }
+
+    /// How many files the workspace holds.
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// Replaces the file at `path` with `src` (or adds it) and checks it
+    /// linked against the rest of the workspace.
+    pub fn check_source(
+        &mut self,
+        path: &Path,
+        display_path: &str,
+        src: &str,
+        language: Language,
+        settings: &Settings,
+    ) -> Vec<Finding> {
+        if !settings.tests && words::is_test_path(Path::new(display_path)) {
+            return Vec::new();
+        }
+        let p = Phase1 {
+            display: display_path.to_string(),
+            src: src.to_string(),
+            facts: facts_for(Path::new(display_path), src, language, settings),
+            report: true,
+        };
+        let key = canonical(path);
+        let slot = match self.slots.get(&key) {
+            Some(&i) => {
+                self.files[i] = p;
+                i
+            }
+            None => {
+                self.slots.insert(key, self.files.len());
+                self.files.push(p);
+                self.files.len() - 1
+            }
+        };
+        let threads = settings.threads.max(1);
+        let mut found = link_and_check_all(&self.files, settings, threads);
+        self.files[slot].report = false;
+        found.swap_remove(slot)
+    }
 }
 
 /// The prefilter must not hide call sites: round by round, the files the

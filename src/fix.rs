@@ -43,20 +43,29 @@ pub fn apply(src: &str, fixes: &[&Fix]) -> (String, usize) {
     let mut taken: Vec<&Edit> = Vec::new();
     let mut applied = 0;
     for fix in fixes {
+        // An edit another fix already makes (the release script declared
+        // once per file) is shared, not a conflict.
+        let shared = |e: &Edit| {
+            taken
+                .iter()
+                .any(|t| t.span == e.span && t.replacement == e.replacement)
+        };
         let fits = fix.edits.iter().all(|e| {
             e.span.end <= src.len()
                 && src.is_char_boundary(e.span.start)
                 && src.is_char_boundary(e.span.end)
-                && taken
-                    .iter()
-                    .all(|t| e.span.end <= t.span.start || t.span.end <= e.span.start)
+                && (shared(e)
+                    || taken
+                        .iter()
+                        .all(|t| e.span.end <= t.span.start || t.span.end <= e.span.start))
         });
         let inner = fix
             .edits
             .windows(2)
             .all(|w| w[0].span.end <= w[1].span.start);
         if fits && inner && !fix.edits.is_empty() {
-            taken.extend(fix.edits.iter());
+            let new: Vec<&Edit> = fix.edits.iter().filter(|e| !shared(e)).collect();
+            taken.extend(new);
             applied += 1;
         }
     }
@@ -494,6 +503,20 @@ mod tests {
         let c = fix(vec![edit(4, 6, "Z")]);
         let (out, n) = apply(src, &[&a, &b, &c]);
         assert_eq!((out.as_str(), n), ("XcdZ", 2));
+    }
+
+    #[test]
+    fn an_edit_two_fixes_make_identically_is_made_once() {
+        // Two releases in one file both declare the script: declared once.
+        let src = "ab\ncd\n";
+        let a = fix(vec![edit(0, 0, "S\n"), edit(3, 4, "C")]);
+        let b = fix(vec![edit(0, 0, "S\n"), edit(4, 5, "D")]);
+        let (out, n) = apply(src, &[&a, &b]);
+        assert_eq!((out.as_str(), n), ("S\nab\nCD\n", 2));
+        // A different insertion at the same point is not shared.
+        let c = fix(vec![edit(0, 0, "T\n")]);
+        let (out, n) = apply(src, &[&a, &c]);
+        assert_eq!((out.as_str(), n), ("S\nT\nab\nCd\n", 2));
     }
 
     #[test]

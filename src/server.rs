@@ -164,6 +164,11 @@ struct State {
     /// The workspace root, to show paths relative to it.
     root: Option<PathBuf>,
     docs: HashMap<Url, String>,
+    /// The project of the workspace root, read once: open documents are
+    /// checked linked against it, as `locklint <file>` is from the root.
+    workspace: Option<engine::Workspace>,
+    /// The findings of each open document at its last change.
+    found: HashMap<Url, Vec<Finding>>,
 }
 
 /// Serves one connection: the `initialize` handshake, then messages until `exit`.
@@ -182,10 +187,17 @@ pub fn serve(connection: &Connection) -> Result<(), String> {
         .or(params.root_uri.clone())
         .and_then(|u| u.to_file_path().ok());
     let (settings, warning) = workspace_settings(root.as_deref());
+    // The project root the CLI would find from the workspace folder.
+    let project_root = root.as_ref().and_then(|r| locklint_project_root(r));
+    let workspace = project_root
+        .as_deref()
+        .map(|r| engine::Workspace::load(r, &settings));
     let mut state = State {
         settings,
         root,
         docs: HashMap::new(),
+        workspace,
+        found: HashMap::new(),
     };
     if let Some(w) = warning {
         notify(
@@ -262,12 +274,19 @@ fn workspace_settings(root: Option<&Path>) -> (Settings, Option<String>) {
             min_redis: cfg.min_redis_version,
         },
         threads: 1,
-        exclude: None,
-        // One open document at a time, without the project link (yet).
+        exclude: root.and_then(|r| cfg.exclude_matcher(r).ok()),
         project_root: None,
-        cache: false,
+        // The phase-one cache of the project root, as the CLI keeps it.
+        cache: true,
     };
     (settings, None)
+}
+
+/// The project root of the workspace folder (nearest `.git` or locklint
+/// configuration, SPEC §5), as the CLI finds it from there.
+fn locklint_project_root(folder: &Path) -> Option<PathBuf> {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| folder.to_path_buf());
+    crate::project::root::find(&[folder.to_path_buf()], &cwd)
 }
 
 impl State {
@@ -301,6 +320,7 @@ impl State {
                 };
                 let uri = p.text_document.uri;
                 self.docs.insert(uri.clone(), p.text_document.text);
+                self.refresh(&uri);
                 vec![(uri.clone(), self.diagnostics(&uri))]
             }
             "textDocument/didChange" => {
@@ -312,6 +332,7 @@ impl State {
                 if let Some(c) = p.content_changes.into_iter().last() {
                     self.docs.insert(uri.clone(), c.text);
                 }
+                self.refresh(&uri);
                 vec![(uri.clone(), self.diagnostics(&uri))]
             }
             "textDocument/didSave" => {
@@ -322,6 +343,7 @@ impl State {
                 if let Some(text) = p.text {
                     self.docs.insert(uri.clone(), text);
                 }
+                self.refresh(&uri);
                 vec![(uri.clone(), self.diagnostics(&uri))]
             }
             "textDocument/didClose" => {
@@ -329,19 +351,26 @@ impl State {
                     return Vec::new();
                 };
                 self.docs.remove(&p.text_document.uri);
+                self.found.remove(&p.text_document.uri);
                 vec![(p.text_document.uri, Vec::new())]
             }
             _ => Vec::new(),
         }
     }
 
-    /// The findings of one open document.
-    fn findings(&self, uri: &Url) -> Option<(&str, Vec<Finding>)> {
-        let text = self.docs.get(uri)?;
+    /// Checks one open document again: linked against the workspace's
+    /// project when there is one (its own summaries refreshed), else alone.
+    fn refresh(&mut self, uri: &Url) {
+        let Some(text) = self.docs.get(uri) else {
+            return;
+        };
         let path = uri
             .to_file_path()
             .unwrap_or_else(|_| PathBuf::from(uri.path()));
-        let language = Language::from_path(&path)?;
+        let Some(language) = Language::from_path(&path) else {
+            self.found.remove(uri);
+            return;
+        };
         let shown = self
             .root
             .as_deref()
@@ -349,10 +378,17 @@ impl State {
             .unwrap_or(&path)
             .display()
             .to_string();
-        Some((
-            text,
-            engine::check_source(&shown, text, language, &self.settings),
-        ))
+        let findings = match self.workspace.as_mut() {
+            Some(ws) => ws.check_source(&path, &shown, text, language, &self.settings),
+            None => engine::check_source(&shown, text, language, &self.settings),
+        };
+        self.found.insert(uri.clone(), findings);
+    }
+
+    /// The findings of one open document (at its last change).
+    fn findings(&self, uri: &Url) -> Option<(&str, Vec<Finding>)> {
+        let text = self.docs.get(uri)?;
+        Some((text, self.found.get(uri)?.clone()))
     }
 
     fn diagnostics(&self, uri: &Url) -> Vec<Diagnostic> {

@@ -138,12 +138,23 @@ fn unsafe_ll002_fixes_release_with_the_token_and_remove_the_finding() {
     for expected in [
         "fixtures/javascript/ll002_bad_del.js",
         "fixtures/python/ll002_bad_unlink_method.py",
+        "fixtures/rust/ll002_bad_del_token_in_scope.rs",
+        "fixtures/java/ll002_bad_jedis_del_token_in_scope.java",
+        "fixtures/java/ll002_bad_spring_delete_token_in_scope.java",
+        "fixtures/java/ll002_bad_lettuce_del_token_in_scope.java",
     ] {
         assert!(names.contains(&expected), "{expected} not fixed: {names:?}");
     }
     for (name, language, _, new) in &fixed {
         let after = locklint::check_source(name, new, *language, &settings);
         assert!(after.iter().all(|f| f.code != "LL002"), "{name}:\n{new}");
+        // The script is declared once, and a second run changes nothing.
+        assert_eq!(new.matches("ARGV[1] then").count(), 1, "{name}:\n{new}");
+        let again = fix::fix_source(name, new, *language, &settings, Level::Unsafe);
+        assert!(
+            !again.changed(),
+            "{name}: a second --unsafe-fixes changed it"
+        );
         assert!(
             new.contains("redis.call('get', KEYS[1]) == ARGV[1]"),
             "{name}"
@@ -153,6 +164,178 @@ fn unsafe_ll002_fixes_release_with_the_token_and_remove_the_finding() {
             std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(name)).unwrap();
         let safe_only = fix::fix_source(name, &src, *language, &settings, Level::Safe);
         assert!(!safe_only.fixed.contains("ARGV[1]"), "{name}");
+    }
+}
+
+#[test]
+fn unsafe_ll005_fixes_compare_and_delete_in_one_step() {
+    let settings = Settings::default();
+    let fixed = fixed_fixtures_at("LL005", Applicability::Unsafe);
+    let names: Vec<&str> = fixed.iter().map(|f| f.0.as_str()).collect();
+    for expected in [
+        "fixtures/csharp/ll005_bad_get_compare_delete.cs",
+        "fixtures/go/ll005_bad_get_del.go",
+        "fixtures/java/ll005_bad_get_compare_del.java",
+        "fixtures/javascript/ll005_bad_get_del.js",
+        "fixtures/python/ll005_bad_get_then_delete.py",
+        "fixtures/ruby/ll005_bad_block.rb",
+        "fixtures/rust/ll005_bad_get_compare_del.rs",
+        "fixtures/typescript/ll005_bad_get_del.ts",
+    ] {
+        assert!(names.contains(&expected), "{expected} not fixed: {names:?}");
+    }
+    // A comparison that is not equality (a deadline takeover) gets no fix.
+    assert!(!names.contains(&"fixtures/php/ll005_bad_deadline_takeover_del_setnx.php"));
+    for (name, language, _, new) in &fixed {
+        let after = locklint::check_source(name, new, *language, &settings);
+        assert!(after.iter().all(|f| f.code != "LL005"), "{name}:\n{new}");
+        let again = fix::fix_source(name, new, *language, &settings, Level::Unsafe);
+        assert!(
+            !again.changed(),
+            "{name}: a second --unsafe-fixes changed it"
+        );
+    }
+}
+
+#[test]
+fn ll007_extends_only_with_the_token_and_ll011_suggests_one_set_nx() {
+    let settings = Settings::default();
+    let fixed = fixed_fixtures_at("LL007", Applicability::Unsafe);
+    let names: Vec<&str> = fixed.iter().map(|f| f.0.as_str()).collect();
+    assert!(
+        names.contains(&"fixtures/python/ll007_bad_refresh_token_in_scope.py"),
+        "{names:?}"
+    );
+    for (name, language, _, new) in &fixed {
+        let after = locklint::check_source(name, new, *language, &settings);
+        assert!(after.iter().all(|f| f.code != "LL007"), "{name}:\n{new}");
+        assert!(
+            new.contains("redis.call('pexpire', KEYS[1], ARGV[2])"),
+            "{name}"
+        );
+        let again = fix::fix_source(name, new, *language, &settings, Level::Unsafe);
+        assert!(
+            !again.changed(),
+            "{name}: a second --unsafe-fixes changed it"
+        );
+    }
+    // Without the token in scope the extend fix is shown, never applied; the
+    // check-then-set acquire is shown as one SET NX with its TTL.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (file, language, code, want) in [
+        (
+            "fixtures/go/ll007_bad_pexpire.go",
+            Language::Go,
+            "LL007",
+            "Eval(ctx, lockExtendScript, []string{\"lock:\"+name}, token, (30*time.Second).Milliseconds())",
+        ),
+        (
+            "fixtures/python/ll011_bad_exists_then_set.py",
+            Language::Python,
+            "LL011",
+            "set(\"mutex:\" + name, token, nx=True, ex=30)",
+        ),
+        (
+            "fixtures/java/ll011_bad_spring_has_key_then_set.java",
+            Language::Java,
+            "LL011",
+            "setIfAbsent(lockKey, token, 30, TimeUnit.SECONDS)",
+        ),
+    ] {
+        let src = std::fs::read_to_string(root.join(file)).unwrap();
+        let found = locklint::check_source(file, &src, language, &settings);
+        let fix = found
+            .iter()
+            .filter(|f| f.code == code)
+            .find_map(|f| f.fix.as_ref())
+            .unwrap_or_else(|| panic!("{file}: no {code} fix"));
+        assert_eq!(fix.applicability, Applicability::DisplayOnly, "{file}");
+        assert!(
+            fix.edits.iter().any(|e| e.replacement == want),
+            "{file}: {:?}",
+            fix.edits
+        );
+    }
+}
+
+#[test]
+fn ll001_and_ll009_fixes_bind_a_fresh_token_used_by_the_release() {
+    let settings = Settings::default();
+    let mut fixed = fixed_fixtures_at("LL001", Applicability::Unsafe);
+    fixed.extend(fixed_fixtures_at("LL009", Applicability::Unsafe));
+    let names: Vec<&str> = fixed.iter().map(|f| f.0.as_str()).collect();
+    for expected in [
+        "fixtures/csharp/ll001_bad_machine_name.cs",
+        "fixtures/javascript/ll001_bad_ioredis_constant.js",
+        "fixtures/php/ll001_bad_predis_locked.php",
+        "fixtures/python/ll001_bad_constant_value.py",
+        "fixtures/python/ll009_bad_host_pid_same_function.py",
+        "fixtures/ruby/ll001_bad_constant.rb",
+        "fixtures/typescript/ll001_bad_ioredis_constant.ts",
+    ] {
+        assert!(names.contains(&expected), "{expected} not fixed: {names:?}");
+    }
+    let fresh = [
+        "secrets.token_hex(16)",
+        "SecureRandom.uuid",
+        "crypto.randomUUID()",
+        "java.util.UUID.randomUUID()",
+        "bin2hex(random_bytes(16))",
+        "System.Guid.NewGuid()",
+        "uuid.NewString()",
+        "uuid::Uuid::new_v4()",
+    ];
+    for (name, language, _, new) in &fixed {
+        let after = locklint::check_source(name, new, *language, &settings);
+        assert!(
+            after
+                .iter()
+                .all(|f| f.code != "LL001" && f.code != "LL009" && f.code != "LL002"),
+            "{name}: {after:?}\n{new}"
+        );
+        assert!(fresh.iter().any(|f| new.contains(f)), "{name}:\n{new}");
+        let again = fix::fix_source(name, new, *language, &settings, Level::Unsafe);
+        assert!(
+            !again.changed(),
+            "{name}: a second --unsafe-fixes changed it"
+        );
+    }
+}
+
+#[test]
+fn from_redis_8_4_the_release_fix_is_delex_ifeq() {
+    let mut settings = Settings::default();
+    settings.target.min_redis = Some((8, 4));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (file, language, want) in [
+        (
+            "fixtures/python/ll005_bad_get_then_delete.py",
+            Language::Python,
+            "r.execute_command(\"DELEX\", key, \"IFEQ\", token)",
+        ),
+        (
+            "fixtures/javascript/ll002_bad_del.js",
+            Language::JavaScript,
+            "\"DELEX\", ",
+        ),
+        (
+            "fixtures/go/ll005_bad_get_del.go",
+            Language::Go,
+            "rdb.Do(ctx, \"DELEX\", key, \"IFEQ\", token).Err()",
+        ),
+    ] {
+        let src = std::fs::read_to_string(root.join(file)).unwrap();
+        let result = fix::fix_source(file, &src, language, &settings, Level::Unsafe);
+        assert!(result.fixed.contains(want), "{file}:\n{}", result.fixed);
+        assert!(
+            !result.fixed.contains("ARGV[1]"),
+            "{file}: no script needed"
+        );
+        let after = locklint::check_source(file, &result.fixed, language, &settings);
+        assert!(
+            after.iter().all(|f| f.code != "LL002" && f.code != "LL005"),
+            "{file}: {after:?}"
+        );
     }
 }
 
@@ -206,10 +389,26 @@ fn fixed_files_pass_the_languages_own_syntax_checkers() {
         (Language::Ruby, "ruby", &["-c"]),
         (Language::Php, "php", &["-l"]),
         (Language::Shell, "bash", &["-n"]),
+        // javac stopped after parsing: a syntax check without the clients' jars.
+        (
+            Language::Java,
+            "javac",
+            &[
+                "-proc:none",
+                "-XDshould-stop.ifNoError=PARSE",
+                "-XDshould-stop.ifError=PARSE",
+                "-d",
+                "/dev/null/unused",
+            ],
+        ),
     ];
     let mut checked = 0;
     let mut all = fixed_fixtures("LL003");
     all.extend(fixed_fixtures_at("LL002", Applicability::Unsafe));
+    all.extend(fixed_fixtures_at("LL005", Applicability::Unsafe));
+    all.extend(fixed_fixtures_at("LL007", Applicability::Unsafe));
+    all.extend(fixed_fixtures_at("LL001", Applicability::Unsafe));
+    all.extend(fixed_fixtures_at("LL009", Applicability::Unsafe));
     for (name, language, _, new) in all {
         let Some((_, tool, args)) = checkers.iter().find(|c| c.0 == language) else {
             continue;
@@ -348,7 +547,7 @@ fn json_rdjson_and_sarif_carry_the_fix() {
 
 /// The fixed Rust fixtures compile against the real redis crate: a small
 /// crate under the target folder (kept between runs) with each fixed file
-/// as a module, `cargo check`ed. It needs crates.io once, so it runs in CI
+/// as a module, `cargo check`ed (the `script` feature: the release fixes use `Script`). It needs crates.io once, so it runs in CI
 /// (`.ci/run`) or with `LOCKLINT_RUST_FIX_CHECK=1`, and says so otherwise.
 #[test]
 fn fixed_rust_fixtures_compile_against_the_redis_crate() {
@@ -359,15 +558,17 @@ fn fixed_rust_fixtures_compile_against_the_redis_crate() {
         );
         return;
     }
-    let fixed = fixed_fixtures("LL003");
+    let mut fixed = fixed_fixtures("LL003");
+    fixed.extend(fixed_fixtures_at("LL002", Applicability::Unsafe));
+    fixed.extend(fixed_fixtures_at("LL005", Applicability::Unsafe));
     let rust: Vec<_> = fixed.iter().filter(|f| f.1 == Language::Rust).collect();
-    assert!(!rust.is_empty(), "no Rust fixture has a safe LL003 fix");
+    assert!(!rust.is_empty(), "no Rust fixture has a fix");
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fixed-rust-check");
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::write(
         dir.join("Cargo.toml"),
         "[package]\nname = \"fixed-rust-check\"\nversion = \"0.0.0\"\nedition = \"2021\"\npublish = false\n\n\
-         [dependencies]\nredis = { version = \"0.32\", default-features = false }\n\n[workspace]\n",
+         [dependencies]\nredis = { version = \"0.32\", default-features = false, features = [\"script\"] }\n\n[workspace]\n",
     )
     .unwrap();
     let mut lib = String::from("#![allow(dead_code, unused)]\n");

@@ -526,4 +526,107 @@ fn fixed_python_ll002_release_only_frees_the_holders_lock() {
     );
     assert_eq!(stdout, "True False 1 0", "{file}");
 }
+/// The unsafe LL005 fix: the delete after the client-side comparison is
+/// the checked release, so a GET that saw our token before the lease
+/// expired and another holder took the key no longer frees their lock.
+#[test]
+fn fixed_python_ll005_release_survives_a_stale_read() {
+    if !redis_py_ready() {
+        return;
+    }
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = "ll005_bad_get_then_delete.py";
+    let text = fixed_python(
+        file,
+        locklint::fix::Level::Unsafe,
+        dir.path(),
+        "fixed_release",
+    );
+    assert!(
+        text.contains("r.eval(LOCK_RELEASE_SCRIPT, 1, key, token)"),
+        "{text}"
+    );
+    let stdout = run_python(
+        dir.path(),
+        &format!(
+            "import fixed_release as fixed\nc = redis.Redis(port={port})\nfixed.r = c\n\
+             c.set('lock:job', 'A'); fixed.release('job', 'A'); gone = c.exists('lock:job')\n\
+             c.set('lock:job', 'B')\n\
+             c.get = lambda k: b'A'  # the read ran before A's lease expired\n\
+             fixed.release('job', 'A')\n\
+             print(gone, c.execute_command('GET', 'lock:job').decode())\n",
+            port = server.port,
+        ),
+    );
+    assert_eq!(stdout, "0 B", "{file}");
+}
+/// The unsafe LL007 fix of a lease type: after it, a holder whose lease
+/// was taken over cannot extend the new holder's lease; the holder can.
+#[test]
+fn fixed_python_ll007_refresh_extends_only_the_holders_lease() {
+    if !redis_py_ready() {
+        return;
+    }
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = "ll007_bad_refresh_token_in_scope.py";
+    let text = fixed_python(
+        file,
+        locklint::fix::Level::Unsafe,
+        dir.path(),
+        "fixed_lease",
+    );
+    assert!(
+        text.contains("LOCK_EXTEND_SCRIPT, 1, self.key, self.token, 30000"),
+        "{text}"
+    );
+    let stdout = run_python(
+        dir.path(),
+        &format!(
+            "from fixed_lease import Lease\nc = redis.Redis(port={port})\n\
+             a = Lease(c, 'job'); b = Lease(c, 'job')\n\
+             took = a.acquire(); c.pexpire('lease:job', 1000)\n\
+             b.refresh(); by_other = c.pttl('lease:job')\n\
+             a.refresh(); by_holder = c.pttl('lease:job')\n\
+             print(took, by_other <= 1000, by_holder > 1000)\n",
+            port = server.port,
+        ),
+    );
+    assert_eq!(stdout, "True True True", "{file}");
+}
+/// The unsafe LL001 fix: the lock is taken with a fresh token, so a
+/// holder whose lease expired mid-work releases nothing of the next one.
+#[test]
+fn fixed_python_ll001_fresh_token_keeps_the_next_holders_lock() {
+    if !redis_py_ready() {
+        return;
+    }
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let file = "ll001_bad_constant_value.py";
+    let text = fixed_python(
+        file,
+        locklint::fix::Level::Unsafe,
+        dir.path(),
+        "fixed_report",
+    );
+    assert!(text.contains("token = secrets.token_hex(16)"), "{text}");
+    let stdout = run_python(
+        dir.path(),
+        &format!(
+            "import fixed_report as fixed\nc = redis.Redis(port={port})\nfixed.r = c\n\
+             seen = []\n\
+             def build():\n\
+             \x20   seen.append((c.get(fixed.LOCK_KEY) != b'1', c.ttl(fixed.LOCK_KEY) > 0))\n\
+             \x20   c.delete(fixed.LOCK_KEY)  # the lease expired mid-work\n\
+             \x20   c.set(fixed.LOCK_KEY, 'next-holder', nx=True, ex=300)\n\
+             fixed.build = build\n\
+             fixed.run_report()\n\
+             print(seen, c.get(fixed.LOCK_KEY).decode())\n",
+            port = server.port,
+        ),
+    );
+    assert_eq!(stdout, "[(True, True)] next-holder", "{file}");
+}
 // --- end fix ---

@@ -244,6 +244,119 @@ fn scripted_session_fixes_a_finding_and_survives_a_malformed_message() {
     assert!(status.success(), "{status}");
 }
 
+/// The project link in the editor: an open file is checked against the
+/// summaries of the workspace's project, read once, and reports what the
+/// CLI reports for it; an unsaved edit of the wrapper's file refreshes that
+/// file's own summary.
+#[test]
+fn open_files_are_linked_against_the_workspace_project_like_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join(".git")).unwrap();
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/project/python_wrapper");
+    let util = std::fs::read_to_string(fixtures.join("redis_util.py")).unwrap();
+    let service = std::fs::read_to_string(fixtures.join("service.py")).unwrap();
+    std::fs::write(dir.path().join("redis_util.py"), &util).unwrap();
+    std::fs::write(dir.path().join("service.py"), &service).unwrap();
+
+    let want = cli_findings(dir.path(), "service.py");
+    let codes: Vec<&str> = want.iter().map(|w| w.0.as_str()).collect();
+    assert_eq!(codes, ["LL001", "LL002"]);
+    // Alone, the file shows none of them: they come through the wrapper.
+    let alone = locklint::check_source(
+        "service.py",
+        &service,
+        locklint::facts::Language::Python,
+        &locklint::Settings::default(),
+    );
+    assert!(alone.is_empty(), "{alone:?}");
+
+    let root = url(dir.path());
+    let uri = format!("{root}/service.py");
+    let mut c = Client::start(dir.path());
+    c.request(
+        "initialize",
+        json!({ "processId": null, "rootUri": root, "capabilities": {} }),
+    );
+    c.notify("initialized", json!({}));
+    c.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": uri, "languageId": "python", "version": 1, "text": service } }),
+    );
+    assert_eq!(positions(&c.diagnostics(&uri)), want);
+
+    // The wrapper's release is edited away (unsaved): the caller, checked
+    // again, no longer releases through it.
+    let util_uri = format!("{root}/redis_util.py");
+    let edited = util.replace("        self.r.delete(key)\n", "        return None\n");
+    assert_ne!(edited, util);
+    c.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": { "uri": util_uri, "languageId": "python", "version": 1, "text": edited } }),
+    );
+    assert_eq!(c.diagnostics(&util_uri), Vec::<Value>::new());
+    c.notify(
+        "textDocument/didChange",
+        json!({
+            "textDocument": { "uri": uri, "version": 2 },
+            "contentChanges": [{ "text": service }],
+        }),
+    );
+    let after = positions(&c.diagnostics(&uri));
+    assert_ne!(after, want);
+    // The CLI on the project as edited agrees.
+    let saved = tempfile::tempdir().unwrap();
+    std::fs::create_dir(saved.path().join(".git")).unwrap();
+    std::fs::write(saved.path().join("redis_util.py"), &edited).unwrap();
+    std::fs::write(saved.path().join("service.py"), &service).unwrap();
+    assert_eq!(after, cli_findings(saved.path(), "service.py"));
+
+    c.request("shutdown", Value::Null);
+    c.notify("exit", Value::Null);
+    assert!(c.child.wait().unwrap().success());
+}
+
+/// (code, 0-based line, 0-based column) of what `locklint --format json
+/// file` reports, run in `dir`, sorted.
+fn cli_findings(dir: &std::path::Path, file: &str) -> Vec<(String, u64, u64)> {
+    let out = Command::new(env!("CARGO_BIN_EXE_locklint"))
+        .args(["--format", "json", file])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let cli: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut v: Vec<(String, u64, u64)> = cli["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["code"].as_str().unwrap().to_string(),
+                f["line"].as_u64().unwrap() - 1,
+                f["column"].as_u64().unwrap() - 1,
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// (code, line, character) of published diagnostics, sorted.
+fn positions(diags: &[Value]) -> Vec<(String, u64, u64)> {
+    let mut v: Vec<(String, u64, u64)> = diags
+        .iter()
+        .map(|d| {
+            (
+                d["code"].as_str().unwrap().to_string(),
+                d["range"]["start"]["line"].as_u64().unwrap(),
+                d["range"]["start"]["character"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
 /// A `file://` URL for a folder (the temporary folders have no spaces).
 fn url(path: &std::path::Path) -> String {
     let p = path.canonicalize().unwrap();

@@ -14,6 +14,8 @@ pub struct Fixer<'a> {
     /// Acquires and plain releases by the span a finding points at.
     ops: HashMap<Span, &'a Op>,
     sites: HashMap<Span, &'a OpCall>,
+    /// Expires and plain SETs (LL007, LL011) by the same span.
+    writes: HashMap<Span, &'a Op>,
 }
 
 impl<'a> Fixer<'a> {
@@ -30,6 +32,11 @@ impl<'a> Fixer<'a> {
                 .map(|o| (Context::call_span(o), o))
                 .collect(),
             sites: cx.facts.call_sites.iter().map(|c| (c.span, c)).collect(),
+            writes: cx
+                .ops()
+                .filter(|o| matches!(o.kind, OpKind::Expire | OpKind::Set { .. }))
+                .map(|o| (Context::call_span(o), o))
+                .collect(),
         }
     }
 
@@ -41,7 +48,14 @@ impl<'a> Fixer<'a> {
         d: &Diagnostic,
         src: &str,
     ) -> Option<FixDraft> {
-        if !matches!(code, "LL002" | "LL003" | "LL004") {
+        if matches!(code, "LL007" | "LL011") {
+            let op = *self.writes.get(&d.span)?;
+            return write_fix(code, cx, op, src, |op| self.parts(op));
+        }
+        if !matches!(
+            code,
+            "LL001" | "LL002" | "LL003" | "LL004" | "LL005" | "LL009"
+        ) {
             return None;
         }
         let op = *self.ops.get(&d.span)?;
@@ -75,6 +89,9 @@ fn fix_for<'a>(
     if code == "LL002" {
         return release_fix(cx, op, src, &parts);
     }
+    if code == "LL005" {
+        return compare_release_fix(cx, op, src, &parts);
+    }
     let acquire = op;
     if !matches!(acquire.kind, OpKind::Acquire { .. }) {
         return None;
@@ -92,6 +109,26 @@ fn fix_for<'a>(
             advice::merge_set_if_absent_and_expire(src, parts(acquire)?, parts(expire)?, adjacent)
         }
         "LL004" => advice::add_ttl(src, parts(acquire)?),
+        "LL001" | "LL009" => {
+            // The release that follows in the same function, on the same key.
+            let release = cx.later_in_scope(acquire).find(|o| {
+                matches!(o.kind, OpKind::Release { .. } | OpKind::Eval { .. })
+                    && cx.same_key(acquire, o)
+            })?;
+            let rp = parts(release)?;
+            let following = if release.kind == (OpKind::Release { checked: false }) {
+                advice::FollowingRelease::Plain(rp)
+            } else {
+                advice::FollowingRelease::Checked(rp)
+            };
+            advice::fresh_token(
+                src,
+                parts(acquire)?,
+                following,
+                cx.facts.language,
+                cx.target,
+            )
+        }
         _ => None,
     }
 }
@@ -109,16 +146,80 @@ fn release_fix<'a>(
     if release.kind != (OpKind::Release { checked: false }) {
         return None;
     }
-    let owner = &cx.facts.scope(release.scope).owner;
-    let acquire = cx.ops().find(|a| {
+    let acquire = token_acquire(cx, release)?;
+    let same_scope = acquire.scope == release.scope;
+    advice::checked_release(
+        src,
+        parts(acquire)?,
+        parts(release)?,
+        same_scope,
+        cx.facts.language,
+        cx.target,
+    )
+}
+
+/// LL005: the delete of a GET-compare-DEL becomes the checked release,
+/// with the acquire's token when one is in scope (as for LL002), else the
+/// token the read value is compared with in the same function.
+fn compare_release_fix<'a>(
+    cx: &Context<'a>,
+    release: &'a Op,
+    src: &str,
+    parts: &impl Fn(&Op) -> Option<CallParts<'a>>,
+) -> Option<FixDraft> {
+    if release.kind != (OpKind::Release { checked: false }) {
+        return None;
+    }
+    if let Some(fix) = release_fix(cx, release, src, parts) {
+        return Some(fix);
+    }
+    let get = cx.nearest_before(release, &OpKind::Get)?;
+    if get.scope != release.scope || !cx.same_key(get, release) {
+        return None;
+    }
+    advice::checked_release_of_compare(
+        src,
+        parts(get)?,
+        parts(release)?,
+        cx.facts.language,
+        cx.target,
+    )
+}
+
+/// The acquire whose token is in scope at `op`: earlier in the same
+/// function, or in another method of the same type, on the same key and
+/// with a value that is not a constant.
+fn token_acquire<'a>(cx: &Context<'a>, op: &Op) -> Option<&'a Op> {
+    let owner = &cx.facts.scope(op.scope).owner;
+    cx.ops().find(|a| {
         matches!(a.kind, OpKind::Acquire { .. })
             && !matches!(a.value, Some(ValueExpr::Constant(_)))
-            && cx.same_key(a, release)
-            && ((a.scope == release.scope && a.order < release.order)
-                || (a.scope != release.scope
+            && cx.same_key(a, op)
+            && ((a.scope == op.scope && a.order < op.order)
+                || (a.scope != op.scope
                     && owner.is_some()
                     && cx.facts.scope(a.scope).owner == *owner))
-    })?;
-    let same_scope = acquire.scope == release.scope;
-    advice::checked_release(src, parts(acquire)?, parts(release)?, same_scope)
+    })
+}
+
+/// LL007: the bare extend becomes the checked extend (unsafe with the
+/// acquire's token in scope, display-only otherwise); LL011: the plain SET
+/// of a check-then-set becomes one set-if-absent (display-only).
+fn write_fix<'a>(
+    code: &str,
+    cx: &Context<'a>,
+    op: &'a Op,
+    src: &str,
+    parts: impl Fn(&Op) -> Option<CallParts<'a>>,
+) -> Option<FixDraft> {
+    match (code, &op.kind) {
+        ("LL007", OpKind::Expire) => {
+            let token = token_acquire(cx, op)
+                .and_then(|a| Some((parts(a)?, a.scope == op.scope)))
+                .and_then(|(a, same)| advice::acquire_token(src, a, same));
+            advice::checked_extend(src, token, parts(op)?, cx.facts.language)
+        }
+        ("LL011", OpKind::Set { .. }) => advice::set_if_absent_instead(src, parts(op)?),
+        _ => None,
+    }
 }
