@@ -256,6 +256,9 @@ pub enum ValueExpr {
     /// Not unique across processes: thread id, pid, host name alone, time, a
     /// process-local counter, a few random digits. The text says which.
     Weak(String),
+    /// Serialised data (`json.dumps(result)`, `JSON.stringify(v)`,
+    /// `serialize($v)`): a cache fill, not a token. The text says how.
+    Data(String),
     /// Anything else (a parameter, a field, a call we do not know).
     #[default]
     Unknown,

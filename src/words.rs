@@ -208,6 +208,11 @@ pub fn classify_value_words(text: &str) -> Option<ValueExpr> {
     {
         return Some(ValueExpr::Weak("the current time".into()));
     }
+    // a deadline computed ahead (`newLockExpire`, `expiresAt`, `deadline`):
+    // a time too, the value of a lock with a logical expiry
+    if has("expire") || has("expires") || has("expiry") || has("expiration") || has("deadline") {
+        return Some(ValueExpr::Weak("the expiry time".into()));
+    }
     if lower.contains("math.random") || has("rand") || has("mt_rand") || has("randint") {
         return Some(ValueExpr::Weak("a small random number".into()));
     }
@@ -219,6 +224,28 @@ pub fn classify_value_words(text: &str) -> Option<ValueExpr> {
         return Some(ValueExpr::Weak("a process-local counter".into()));
     }
     None
+}
+
+/// A value that is serialised data (`json.dumps(result)`,
+/// `JSON.stringify(v)`, `json_encode($v)`, `serialize($v)`, `pickle.dumps`,
+/// `writeValueAsString`, `json.Marshal`): what a cache stores, never a token.
+pub fn is_serialised_data(text: &str) -> bool {
+    let lower = text.to_ascii_lowercase();
+    [
+        "json.dumps(",
+        "json.stringify(",
+        "json_encode(",
+        "serialize(",
+        "pickle.dumps(",
+        "marshal(",
+        "writevalueasstring(",
+        "tojson(",
+        "tojsonstring(",
+        "msgpack.",
+        "to_json",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
 }
 
 /// A literal that is a constant lock value: any literal at all. Kept as a
@@ -239,6 +266,28 @@ pub fn is_test_path(path: &std::path::Path) -> bool {
                 "tests" | "test" | "spec" | "specs" | "__tests__" | "testing" | "testdata"
             ) {
                 return true;
+            }
+        }
+    }
+    // a test-support package or crate: `kitsune-test/`, `foo_testing/`,
+    // `test-utils/`, `shop-test-support/` (a folder, not the file itself)
+    if let Some(parent) = path.parent() {
+        for comp in parent.components() {
+            if let std::path::Component::Normal(c) = comp {
+                let parts = word_parts(&c.to_string_lossy());
+                let last = parts.last().map(String::as_str);
+                let support = parts.iter().any(|p| p == "test" || p == "tests")
+                    && parts.iter().any(|p| {
+                        matches!(
+                            p.as_str(),
+                            "utils" | "util" | "support" | "helpers" | "fixtures" | "harness"
+                        )
+                    });
+                if parts.len() > 1
+                    && (support || matches!(last, Some("test" | "tests" | "testing" | "testkit")))
+                {
+                    return true;
+                }
             }
         }
     }
@@ -350,5 +399,11 @@ mod tests {
         assert!(is_test_path(Path::new("lock.spec.ts")));
         assert!(!is_test_path(Path::new("src/lock.rs")));
         assert!(!is_test_path(Path::new("src/latest.rs")));
+        assert!(is_test_path(Path::new("crates/kitsune-test/src/redis.rs")));
+        assert!(is_test_path(Path::new("shop-test-support/src/Lock.java")));
+        assert!(is_test_path(Path::new("pkg/test_utils/redis.go")));
+        assert!(!is_test_path(Path::new("crates/contest/src/lock.rs")));
+        assert!(!is_test_path(Path::new("crates/test-runner/src/lock.rs")));
+        assert!(!is_test_path(Path::new("kitsune-test.rs")));
     }
 }

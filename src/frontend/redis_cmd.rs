@@ -677,7 +677,7 @@ impl<'a> Extractor<'a> {
                 }
                 // A constant variable inside a larger word keeps it constant only
                 // if everything else is constant too; treat as unknown.
-                ValueExpr::Constant(_) | ValueExpr::Unknown => unknown = true,
+                ValueExpr::Constant(_) | ValueExpr::Data(_) | ValueExpr::Unknown => unknown = true,
             }
         }
         if unique {

@@ -36,9 +36,25 @@ pub(super) fn is_rollback(cx: &Context, release: &Op) -> bool {
     false
 }
 
-/// The release is preceded in its function by a GET of the same key (LL005's case).
+/// The release is preceded in its function by a GET of the same key (LL005's
+/// case), with no write of the key between them: a GET followed by a
+/// takeover `SET` (`old = GET k; if old < now { SET k … PX }`) read the
+/// lock to take it, not to check who owns it before the release.
 pub(super) fn get_before(cx: &Context, release: &Op) -> bool {
-    cx.nearest_before(release, &OpKind::Get).is_some()
+    let Some(get) = cx.nearest_before(release, &OpKind::Get) else {
+        return false;
+    };
+    ![
+        OpKind::Acquire { expiry: false },
+        OpKind::Acquire { expiry: true },
+        OpKind::Set { expiry: false },
+        OpKind::Set { expiry: true },
+    ]
+    .iter()
+    .any(|k| {
+        cx.nearest_before(release, k)
+            .is_some_and(|w| w.order > get.order)
+    })
 }
 
 impl Rule for UnconditionalRelease {

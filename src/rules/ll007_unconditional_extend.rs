@@ -45,8 +45,21 @@ impl Rule for UnconditionalExtend {
                 || cx
                     .nearest_before(op, &OpKind::Set { expiry: false })
                     .is_some();
+            // A takeover inside the acquire loop: the SET follows a GET of the
+            // key, which follows a failed set-if-absent of it in the same
+            // function (`SET NX PX` failed; `old = GET k`; if `old` passed,
+            // `SET k … PX`) — a racy acquire, not a watchdog.
+            let takeover = overwrite
+                && cx.nearest_before(op, &OpKind::Get).is_some_and(|get| {
+                    [
+                        OpKind::Acquire { expiry: true },
+                        OpKind::Acquire { expiry: false },
+                    ]
+                    .iter()
+                    .any(|k| cx.nearest_before(get, k).is_some())
+                });
             // The plain SET of a check-then-set acquire: LL011 speaks for it.
-            if in_acquire || check_then_set(cx, op).is_some() {
+            if in_acquire || takeover || check_then_set(cx, op).is_some() {
                 continue;
             }
             out.push(Diagnostic {

@@ -118,6 +118,8 @@ pub fn run_all(
 /// The facts of one file plus the correlation questions every rule asks.
 pub struct Context<'a> {
     pub facts: &'a FileFacts,
+    /// `facts.ops` without the cache writes (see [`cache_write`]).
+    own: Vec<&'a Op>,
     /// The file's stem (`redis_lock`): a file named like a lock is a lock type.
     pub file_stem: &'a str,
     pub lock_patterns: &'a [regex::Regex],
@@ -165,6 +167,71 @@ impl ScopeTraits {
     }
 }
 
+/// SPEC §1 "ordinary cache writes": a set-if-absent that is no lock
+/// acquire, outside a lock function or lock type and on a key that does not
+/// read like a lock — it stores serialised data (`SET k json.dumps(result)
+/// NX EX 60`: a cache fill), or it is a generic write API whose key and
+/// value are both its caller's (`SetIfNotExist(key, value, ttl)` of a cache
+/// adapter: its callers are judged through its summary, as for a
+/// pass-through wrapper). Such a write, and the other ops of its function on
+/// the same parameter key, are left out of the file's ops: the key is not a
+/// lock's because of them.
+fn cache_write(
+    facts: &FileFacts,
+    traits: &[ScopeTraits],
+    op: &Op,
+    lock_patterns: &[regex::Regex],
+) -> bool {
+    if op.scope == crate::facts::FOREIGN_SCOPE || op.key.is_unknown() {
+        return false;
+    }
+    let t = traits.get(op.scope as usize).copied().unwrap_or_default();
+    let name = &facts.scope(op.scope).name;
+    if t.lock_type || t.acquire_fn || t.release_fn || words::is_lock_fn(name) {
+        return false;
+    }
+    let reads_lock = op.key.parts.iter().any(|p| match p {
+        KeyPart::Lit(s) | KeyPart::Const(s) | KeyPart::Var(s) => words::reads_like_lock(s),
+        KeyPart::Unknown => false,
+    }) || op.key.idents.iter().any(|i| words::reads_like_lock(i))
+        || lock_patterns
+            .iter()
+            .any(|re| re.is_match(&op.key.display()));
+    if reads_lock {
+        return false;
+    }
+    if matches!(
+        (&op.kind, &op.value),
+        (OpKind::Acquire { .. }, Some(ValueExpr::Data(_)))
+    ) {
+        return true;
+    }
+    // a generic write API: the key is made of the function's parameters only,
+    // and the function writes a parameter as the value of a set-if-absent
+    let Some(sig) = facts.link.functions.iter().find(|f| f.scope == op.scope) else {
+        return false;
+    };
+    let param_key = |k: &KeyExpr| {
+        k.parts
+            .iter()
+            .all(|p| matches!(p, KeyPart::Var(v) if sig.params.contains(v)))
+    };
+    if !param_key(&op.key) {
+        return false;
+    }
+    facts.ops.iter().any(|a| {
+        a.scope == op.scope
+            && matches!(a.kind, OpKind::Acquire { .. })
+            && a.key.parts == op.key.parts
+            && a.name_span != Span::default()
+            && facts
+                .link
+                .op_values
+                .iter()
+                .any(|v| v.name_start == a.name_span.start && sig.params.contains(&v.var))
+    })
+}
+
 /// The fixed questions the context asks of the other ops of a key.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Want {
@@ -206,6 +273,7 @@ fn kind_tag(kind: &OpKind) -> Option<u8> {
         OpKind::Acquire { expiry: false } => Some(2),
         OpKind::Acquire { expiry: true } => Some(3),
         OpKind::Set { expiry: false } => Some(4),
+        OpKind::Set { expiry: true } => Some(5),
         _ => None,
     }
 }
@@ -217,9 +285,20 @@ impl<'a> Context<'a> {
         lock_patterns: &'a [regex::Regex],
         target: Target,
     ) -> Self {
+        let file_lock = words::reads_like_lock(file_stem);
+        let traits: Vec<ScopeTraits> = facts
+            .scopes
+            .iter()
+            .map(|sc| ScopeTraits::of(sc, file_lock))
+            .collect();
         let mut by_key: HashMap<&'a [KeyPart], Vec<&'a Op>> = HashMap::new();
         let mut by_scope: HashMap<ScopeId, Vec<&'a Op>> = HashMap::new();
+        let mut own = Vec::with_capacity(facts.ops.len());
         for op in &facts.ops {
+            if cache_write(facts, &traits, op, lock_patterns) {
+                continue;
+            }
+            own.push(op);
             if !op.key.is_unknown() {
                 by_key.entry(op.key.parts.as_slice()).or_default().push(op);
             }
@@ -246,13 +325,8 @@ impl<'a> Context<'a> {
                 }
             }
         }
-        let file_lock = words::reads_like_lock(file_stem);
-        let traits = facts
-            .scopes
-            .iter()
-            .map(|sc| ScopeTraits::of(sc, file_lock))
-            .collect();
         Context {
+            own,
             facts,
             file_stem,
             lock_patterns,
@@ -291,8 +365,10 @@ impl<'a> Context<'a> {
         })
     }
 
-    pub fn ops(&self) -> impl Iterator<Item = &'a Op> {
-        self.facts.ops.iter()
+    /// The file's ops the rules judge: all of them but the writes that
+    /// fill a cache or implement a generic write API ([`cache_write`]).
+    pub fn ops(&self) -> impl Iterator<Item = &'a Op> + '_ {
+        self.own.iter().copied()
     }
 
     /// Lock key (b) or (c): an identifier or literal of the key reads like a
@@ -632,23 +708,63 @@ impl<'a> Context<'a> {
     /// SPEC §2 "Once-only marker": the key is deleted somewhere, but every
     /// delete runs on a failure path: a rollback so the work can be retried,
     /// not a release. A key deleted on the success path (or in `finally`) is a lock.
+    ///
+    /// An enqueue guard is one too: its setter deletes it only to roll it
+    /// back (the publish failed), and the consumer of the queued work clears
+    /// it when it picks the work up — a delete in another function that
+    /// neither takes the key nor reads like a lock function (`release…`,
+    /// `unlock`, a lock type). No process does its work between taking the
+    /// key and deleting it, so the key excludes nobody: two consumers at
+    /// once are a duplicate enqueue, not two holders of a lock.
     pub fn once_only_marker(&self, op: &Op) -> bool {
         let Some(list) = self.by_key.get(op.key.parts.as_slice()) else {
             return false;
         };
-        let mut any = false;
+        let same = |o: &Op| std::ptr::eq(o, op) || self.same_key(op, o);
+        let takes = |scope: ScopeId| {
+            list.iter()
+                .any(|a| a.scope == scope && matches!(a.kind, OpKind::Acquire { .. }) && same(a))
+        };
+        // ops linked in from one call of a function that both takes and
+        // deletes the key: that function judges its own delete
+        let linked_acquires: std::collections::HashSet<Span> = list
+            .iter()
+            .filter(|a| matches!(a.kind, OpKind::Acquire { .. }) && same(a))
+            .map(|a| a.span)
+            .collect();
+        let mut rollback = false;
+        let mut cleared_elsewhere = false;
         for o in list.iter().copied() {
-            if !matches!(o.kind, OpKind::Release { .. })
-                || (!std::ptr::eq(o, op) && !self.same_key(op, o))
-            {
+            if !matches!(o.kind, OpKind::Release { .. }) || !same(o) {
                 continue;
             }
-            if !self.on_failure_path(o) {
+            if linked_acquires.contains(&o.span) {
+                continue;
+            }
+            if self.on_failure_path(o) {
+                rollback |= takes(o.scope);
+                continue;
+            }
+            let t = self.traits(o.scope);
+            let consumer = !takes(o.scope)
+                && !t.lock_type
+                && !t.release_fn
+                && !words::is_lock_fn(&self.facts.scope(o.scope).name);
+            if !consumer {
                 return false;
             }
-            any = true;
+            cleared_elsewhere = true;
         }
-        any
+        rollback || (!cleared_elsewhere && self.any_failure_release(op, list))
+    }
+
+    /// Some release of `op`'s key in `list` runs on a failure path.
+    fn any_failure_release(&self, op: &Op, list: &[&'a Op]) -> bool {
+        list.iter().any(|o| {
+            matches!(o.kind, OpKind::Release { .. })
+                && (std::ptr::eq(*o, op) || self.same_key(op, o))
+                && self.on_failure_path(o)
+        })
     }
 
     /// SPEC §2 "Expirable lock": a lock that can change hands while held.

@@ -386,8 +386,10 @@ fn classify_header(
     let h = &toks[head.min(open)..open];
     // Some `Func` frame is open (what `current(frames).0 != 0` also implies).
     let in_func = frames.funcs > 0;
-    // class-like
-    for (k, t) in h.iter().enumerate() {
+    // class-like: a keyword before any parameter list (`object value` in
+    // `bool SetNx(string key, object value)` is a C# parameter)
+    let before_params = h.iter().position(|t| t.is("(")).unwrap_or(h.len());
+    for (k, t) in h[..before_params].iter().enumerate() {
         if t.is_ident()
             && matches!(
                 t.text.as_str(),
@@ -401,7 +403,9 @@ fn classify_header(
                     | "module"
             )
         {
-            if let Some(n) = h.get(k + 1).filter(|n| n.is_ident()) {
+            // `public object Eval(…)`: a method returning `object`
+            let method = t.text == "object" && h.get(k + 2).is_some_and(|p| p.is("("));
+            if let Some(n) = h.get(k + 1).filter(|n| n.is_ident() && !method) {
                 // Go: `type Name struct {`
                 if lang == Language::Go {
                     if k >= 1 && h[k - 1].is_ident() {
@@ -585,7 +589,11 @@ fn python_scopes(toks: &[Tok], src: &str, st: &mut Structure) {
     let mut lines: Vec<(usize, usize)> = Vec::new();
     let mut s = 0;
     for i in 1..=toks.len() {
-        if i == toks.len() || (toks[i].nl && st.tok_paren[i] == 0 && !toks[i - 1].is("\\")) {
+        // a closing bracket at the start of a line continues the statement
+        // (black's `) -> bool:` after a multi-line parameter list)
+        if i == toks.len()
+            || (toks[i].nl && st.tok_paren[i] == 0 && !toks[i - 1].is("\\") && !is_close(&toks[i]))
+        {
             if s < i {
                 lines.push((s, i));
             }
@@ -794,6 +802,29 @@ fn make_arg(toks: &[Tok], s: usize, e: usize) -> Arg {
     }
 }
 
+/// `( (T) x )` between `open` and `close` (C#/Java casts): `(T, x)`.
+fn cast_in_parens(
+    toks: &[Tok],
+    st: &Structure,
+    open: usize,
+    close: usize,
+) -> Option<(String, String)> {
+    let inner = open + 1;
+    if !toks.get(inner)?.is("(") {
+        return None;
+    }
+    let m = *st.matching.get(&inner)?;
+    if m + 2 != close || !toks[m + 1].is_ident() || m <= inner + 1 {
+        return None;
+    }
+    let ty = &toks[inner + 1..m];
+    let ok = ty
+        .iter()
+        .enumerate()
+        .all(|(i, t)| if i % 2 == 0 { t.is_ident() } else { t.is(".") });
+    (ok && ty.len() % 2 == 1).then(|| (ty[ty.len() - 1].text.clone(), toks[m + 1].text.clone()))
+}
+
 /// Walks back over a receiver chain ending just before `name_tok`.
 fn receiver(toks: &[Tok], st: &Structure, name_tok: usize) -> (usize, Vec<String>) {
     let mut segs = Vec::new();
@@ -824,6 +855,13 @@ fn receiver(toks: &[Tok], st: &Structure, name_tok: usize) -> (usize, Vec<String
             if t.is(")") && o >= 1 && toks[o - 1].is_ident() {
                 segs.push(format!("{}()", toks[o - 1].text));
                 k = o - 1;
+                continue;
+            }
+            // a cast `((RedisNativeClient)r).Get(k)`: the variable and its type
+            if let Some((ty, var)) = cast_in_parens(toks, st, o, j) {
+                segs.push(var);
+                segs.push(ty);
+                k = o;
                 continue;
             }
             segs.push("?".into());

@@ -317,9 +317,19 @@ impl<'a> Analyzer<'a> {
                     cur.0 = true;
                     marks.push((scope, c.name_tok, cur.0, cur.1));
                 }
-                "watch" if !c.args.is_empty() => {
+                "watch" | "watchasync" if !c.args.is_empty() => {
                     cur.1 = true;
                     marks.push((scope, c.name_tok, cur.0, cur.1));
+                }
+                // an UNWATCH right before leaving (`if stale { UnWatch();
+                // return false; }`) leaves the code after that branch watched
+                "unwatch" | "unwatchasync" if self.exits_after(c) => {}
+                // an UNWATCH inside a branch (`if fresh { UnWatch() } else {
+                // MULTI … DEL … EXEC }`) ends the watch only in that branch
+                "unwatch" | "unwatchasync" if self.enclosing_block_end(c.name_tok).is_some() => {
+                    let end = self.enclosing_block_end(c.name_tok).unwrap_or(c.end);
+                    marks.push((scope, c.name_tok, cur.0, false));
+                    marks.push((scope, end, cur.0, cur.1));
                 }
                 "exec" | "execute" | "discard" | "unwatch" => {
                     if lname != "execute" || cur.0 {
@@ -392,6 +402,63 @@ impl<'a> Analyzer<'a> {
             }
         }
         tok
+    }
+
+    /// The end of the innermost `{ … }` block around `tok` when that block is
+    /// a branch or loop body nested in the function (not the function body):
+    /// a brace language only.
+    fn enclosing_block_end(&self, tok: usize) -> Option<usize> {
+        if matches!(self.lang, Language::Python | Language::Ruby) {
+            return None;
+        }
+        let depth = *self.st.tok_depth.get(tok)?;
+        if depth == 0 {
+            return None;
+        }
+        let mut k = tok;
+        while k > 0 {
+            k -= 1;
+            let t = &self.toks[k];
+            if t.is("}") {
+                match self.st.matching.get(&k) {
+                    Some(&o) if o < k => k = o,
+                    _ => return None,
+                }
+            } else if t.is("{") {
+                let close = *self.st.matching.get(&k)?;
+                // only a branch: the token before the block closes a condition or is `else`
+                let prev = k.checked_sub(1).map(|p| &self.toks[p]);
+                let branch = prev.is_some_and(|p| p.is(")") || p.is("else"));
+                return (close > tok && branch).then_some(close);
+            }
+        }
+        None
+    }
+
+    /// The statement after this call leaves the block (`return`, `throw`,
+    /// `raise`, `break`, `continue`).
+    fn exits_after(&self, c: &Call) -> bool {
+        let mut k = c.end;
+        // `.ConfigureAwait(false)` and the like
+        while self.toks.get(k).is_some_and(|t| t.is("."))
+            && self.toks.get(k + 1).is_some_and(|t| t.is_ident())
+            && self.toks.get(k + 2).is_some_and(|t| t.is("("))
+        {
+            match self.st.matching.get(&(k + 2)) {
+                Some(&m) if m > k => k = m + 1,
+                _ => break,
+            }
+        }
+        while self.toks.get(k).is_some_and(|t| t.is(";")) {
+            k += 1;
+        }
+        self.toks.get(k).is_some_and(|t| {
+            t.is_ident()
+                && matches!(
+                    t.text.as_str(),
+                    "return" | "throw" | "raise" | "break" | "continue"
+                )
+        })
     }
 
     /// The chain goes on after this call (`multi().set(..).exec()`).

@@ -59,6 +59,9 @@ fn classify(text: &str) -> Option<ValueExpr> {
     if let Some(v) = words::classify_value_words(text) {
         return Some(v);
     }
+    if words::is_serialised_data(text) {
+        return Some(ValueExpr::Data(text.trim().to_string()));
+    }
     if lower.contains("machinename")
         || lower.contains("getlocalhost")
         || lower.contains("os.hostname")
