@@ -258,6 +258,23 @@ pub fn constant(text: &str) -> ValueExpr {
 /// `__tests__/`, `*_test.go`, `*Test.java`, `*Tests.cs`, `test_*.py`,
 /// `*_spec.rb`, `*.test.ts`, `*.spec.ts` and the like.
 pub fn is_test_path(path: &std::path::Path) -> bool {
+    // Folder names above the directory locklint runs in say nothing about
+    // the code (`/home/ci/shop-tests/app/lock.py` checked from inside
+    // `shop-tests`): an absolute path is judged below the working directory.
+    static CWD: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    is_test_path_below(
+        path,
+        CWD.get_or_init(|| std::env::current_dir().ok()).as_deref(),
+    )
+}
+
+/// [`is_test_path`] with an absolute `path` judged below `base` (the
+/// working directory) when it lies there.
+fn is_test_path_below(path: &std::path::Path, base: Option<&std::path::Path>) -> bool {
+    let path = match base {
+        Some(base) if path.is_absolute() => path.strip_prefix(base).unwrap_or(path),
+        _ => path,
+    };
     for comp in path.components() {
         if let std::path::Component::Normal(c) = comp {
             let c = c.to_string_lossy();
@@ -405,5 +422,19 @@ mod tests {
         assert!(!is_test_path(Path::new("crates/contest/src/lock.rs")));
         assert!(!is_test_path(Path::new("crates/test-runner/src/lock.rs")));
         assert!(!is_test_path(Path::new("kitsune-test.rs")));
+        // folders above the working directory do not count
+        let base = Some(Path::new("/home/ci/shop-tests"));
+        assert!(!is_test_path_below(
+            Path::new("/home/ci/shop-tests/app/lock.py"),
+            base
+        ));
+        assert!(is_test_path_below(
+            Path::new("/home/ci/shop-tests/app/tests/lock.py"),
+            base
+        ));
+        assert!(is_test_path_below(
+            Path::new("/elsewhere/shop-tests/app/lock.py"),
+            base
+        ));
     }
 }
