@@ -212,3 +212,81 @@ fn the_phase_one_cache_follows_file_content() {
     let after = run(&["OrderService.java"]);
     assert!(!after.contains("LL001"), "{after}");
 }
+
+/// A file whose size and modification time match its cache entry is not
+/// read again (its cached facts stand); a new time sends it back to its
+/// content. A warm run that changes nothing writes nothing.
+#[test]
+fn the_cache_trusts_size_and_time_then_content() {
+    use std::time::{Duration, SystemTime};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/project/java_wrapper");
+    let old = SystemTime::now() - Duration::from_secs(3600);
+    let set_time = |name: &str, t: SystemTime| {
+        let f = std::fs::File::options()
+            .write(true)
+            .open(root.join(name))
+            .unwrap();
+        f.set_modified(t).unwrap();
+    };
+    for f in ["RedisUtil.java", "OrderService.java"] {
+        std::fs::copy(case.join(f), root.join(f)).unwrap();
+        set_time(f, old);
+    }
+    let run = || {
+        let out = assert_cmd::Command::cargo_bin("locklint")
+            .unwrap()
+            .current_dir(root)
+            .args(["check", "--no-config", "--format", "json"])
+            .arg("OrderService.java")
+            .output()
+            .unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        json["findings"].to_string()
+    };
+    assert!(run().contains("LL001"));
+    let shards = |()| -> Vec<(PathBuf, SystemTime)> {
+        let mut v: Vec<(PathBuf, SystemTime)> = walk_files(&root.join(".locklint_cache"))
+            .into_iter()
+            .map(|p| {
+                let t = std::fs::metadata(&p).unwrap().modified().unwrap();
+                (p, t)
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let written = shards(());
+    assert!(written
+        .iter()
+        .any(|(p, _)| p.extension().is_some_and(|e| e == "bin")));
+    assert!(run().contains("LL001"));
+    assert_eq!(shards(()), written, "a warm run rewrote the cache");
+    // same size, same time: trusted without reading
+    let util = std::fs::read_to_string(root.join("RedisUtil.java")).unwrap();
+    std::fs::write(
+        root.join("RedisUtil.java"),
+        util.replace("tryLock(", "tryLook("),
+    )
+    .unwrap();
+    set_time("RedisUtil.java", old);
+    assert!(run().contains("LL001"));
+    // a new time: the content decides
+    set_time("RedisUtil.java", SystemTime::now());
+    assert!(!run().contains("LL001"));
+}
+
+fn walk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk_files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
