@@ -133,6 +133,50 @@ fn one_named_file_is_linked_against_its_project() {
     assert!(alone.findings.is_empty(), "{:?}", alone.findings);
 }
 
+/// In every language: a run on the call-site file alone, linked against
+/// its project, reports what that file declares (the wrapper is elsewhere).
+#[test]
+fn each_wrapper_case_links_one_named_file_against_its_project() {
+    let wrappers: Vec<PathBuf> = cases()
+        .into_iter()
+        .filter(|c| c.to_string_lossy().ends_with("_wrapper"))
+        .collect();
+    assert!(wrappers.len() >= 9, "a wrapper case per language");
+    let mut failures = Vec::new();
+    for case in &wrappers {
+        let want = expected(case);
+        let callers: BTreeSet<&String> = want.iter().map(|(f, ..)| f).collect();
+        assert!(!callers.is_empty(), "{}: no call-site file", case.display());
+        for caller in callers {
+            let settings = Settings {
+                threads: 1,
+                project_root: Some(case.clone()),
+                cache: false,
+                ..Settings::default()
+            };
+            let report = check_paths(&[case.join(caller)], &settings);
+            let have: Expect = report
+                .findings
+                .iter()
+                .map(|f| {
+                    let rel = Path::new(&f.path).strip_prefix(case).unwrap();
+                    (
+                        rel.display().to_string(),
+                        f.code.to_string(),
+                        f.line,
+                        f.column,
+                    )
+                })
+                .collect();
+            let mine: Expect = want.iter().filter(|w| &w.0 == caller).cloned().collect();
+            if have != mine {
+                failures.push(format!("{caller}: expected {mine:?}, got {have:?}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// The CLI finds the project root by its `.git` (or `--project-root`).
 #[test]
 fn the_cli_finds_the_project_root() {
