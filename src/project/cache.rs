@@ -4,7 +4,8 @@
 //! A run on five named files of a large project then parses only those
 //! five, and reads no other file that did not change.
 //!
-//! Layout: one folder per locklint version and setting that changes facts
+//! Layout: one folder per locklint build (its version, and its commit when
+//! built from git) and setting that changes facts
 //! (`v<version>-<code|tests>-<plain|keys>/`), holding [`SHARDS`] shard files
 //! (`NN.bin`, MessagePack through `rmp-serde`). A file's path (relative to
 //! the project root) picks its shard. Each entry holds the file's size,
@@ -139,9 +140,15 @@ impl Cache {
     /// Opens (or starts) the cache of the project at `root` for these
     /// settings; the shards are read in parallel.
     pub fn open(root: &Path, tests: bool, custom_keys: bool) -> Cache {
+        // the build's version names its commit when built from git, so a
+        // development build never reads facts of another build's shape
+        let version: String = env!("LOCKLINT_VERSION")
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
+            .filter(|p| !p.is_empty())
+            .collect::<Vec<_>>()
+            .join("-");
         let dir = root.join(DIR).join(format!(
-            "v{}-{}-{}",
-            env!("CARGO_PKG_VERSION"),
+            "v{version}-{}-{}",
             if tests { "tests" } else { "code" },
             if custom_keys { "keys" } else { "plain" }
         ));
@@ -287,6 +294,14 @@ impl Cache {
             let ignore = top.join(".gitignore");
             if !ignore.exists() {
                 let _ = std::fs::write(&ignore, "# created by locklint\n*\n");
+            }
+            // the one-file JSON cache of earlier builds is never read again
+            for e in std::fs::read_dir(top).into_iter().flatten().flatten() {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                if name.starts_with("facts-") && name.ends_with(".json") {
+                    let _ = std::fs::remove_file(e.path());
+                }
             }
         }
         let dir = &self.dir;
