@@ -62,7 +62,9 @@ pub fn check_source(
     let mut done = link_and_check(
         vec![Phase1 {
             display: display_path.to_string(),
+            path: PathBuf::from(display_path),
             src: src.to_string(),
+            loaded: true,
             facts,
             report: true,
         }],
@@ -220,6 +222,16 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
 /// As [`load`]; `custom_lock_keys` when the configuration adds lock-key
 /// patterns (the prefilter then lets a release without a lock word through).
 pub fn load_with(path: &Path, custom_lock_keys: bool) -> Result<Loaded, String> {
+    with_file_bytes(path, |bytes, _| classify(bytes, custom_lock_keys))?
+}
+
+/// Opens and reads a file once (into this thread's reusable buffer: most
+/// files are rejected right after, so they cost no allocation and no fresh
+/// page faults) and hands its bytes and metadata to `f`.
+fn with_file_bytes<R>(
+    path: &Path,
+    f: impl FnOnce(&[u8], &std::fs::Metadata) -> R,
+) -> Result<R, String> {
     use std::io::Read;
     let mut file = std::fs::File::open(path).map_err(|e| walk::io_cause(&e))?;
     let meta = file.metadata().map_err(|e| walk::io_cause(&e))?;
@@ -232,8 +244,6 @@ pub fn load_with(path: &Path, custom_lock_keys: bool) -> Result<Loaded, String> 
             MAX_FILE_BYTES / (1024 * 1024)
         ));
     }
-    // One read into this thread's reusable buffer (most files are rejected
-    // right after, so they cost no allocation and no fresh page faults);
     // `take` bounds a file that grows while it is read.
     READ_BUFFER.with(|cell| {
         let mut buf = cell.borrow_mut();
@@ -243,13 +253,19 @@ pub fn load_with(path: &Path, custom_lock_keys: bool) -> Result<Loaded, String> 
             .take(MAX_FILE_BYTES + 1)
             .read_to_end(&mut buf)
             .map_err(|e| walk::io_cause(&e));
-        let loaded = read.and_then(|_| classify(&buf, custom_lock_keys));
+        let out = read.map(|_| f(&buf, &meta));
         // A huge file's buffer is not kept for the rest of the run.
         if buf.capacity() > KEEP_BUFFER_BYTES {
             *buf = Vec::new();
         }
-        loaded
+        out
     })
+}
+
+/// A file's text as phase one decodes it (lossy UTF-8, BOM dropped).
+fn decode_text(bytes: &[u8]) -> String {
+    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
+    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Largest read buffer a worker thread keeps between files.
@@ -273,14 +289,17 @@ fn classify(bytes: &[u8], custom_lock_keys: bool) -> Result<Loaded, String> {
     if !prefilter::may_match_with(bytes, custom_lock_keys) {
         return Ok(Loaded::Rejected);
     }
-    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
-    Ok(Loaded::Text(String::from_utf8_lossy(bytes).into_owned()))
+    Ok(Loaded::Text(decode_text(bytes)))
 }
 
 /// Phase one's result for one file: its text and facts.
 struct Phase1 {
     display: String,
+    path: PathBuf,
+    /// The text; empty until needed for a file of the project that is not
+    /// reported and came from the cache unread (see `loaded`).
     src: String,
+    loaded: bool,
     facts: FileFacts,
     /// Findings are reported for this file (it was among the paths given).
     report: bool,
@@ -317,23 +336,42 @@ struct FileOutcome {
     rejected: bool,
 }
 
-/// The file's facts, from the cache when its content is known there.
-fn cached_facts(entry: &Entry, src: &str, settings: &Settings, cache: Cache) -> FileFacts {
-    let Some(cache) = cache else {
-        return facts_for(&entry.path, src, entry.language, settings);
-    };
-    let key = crate::project::cache::key(src.as_bytes());
-    if let Some(f) = cache.get(&key).filter(|f| f.language == entry.language) {
-        return f;
-    }
+type Cache<'a> = Option<&'a crate::project::cache::Cache>;
+
+/// Where a freshly parsed file's facts go in the cache: its key, stat and
+/// content hash.
+type Store<'a> = Option<(
+    &'a crate::project::cache::Cache,
+    &'a str,
+    crate::project::cache::Stat,
+    u64,
+)>;
+
+/// The front-end on one file's text (a big file while no other big file
+/// is: the front-ends hold tens of bytes per source byte, and two vendored
+/// multi-megabyte bundles at once would double the peak); the facts are
+/// stored in the cache.
+fn parse(entry: &Entry, src: &str, settings: &Settings, store: Store) -> FileFacts {
+    let one_big_file =
+        (src.len() > BIG_FILE_BYTES).then(|| BIG_FILE.lock().unwrap_or_else(|e| e.into_inner()));
     let facts = facts_for(&entry.path, src, entry.language, settings);
-    cache.put(key, &facts);
+    if one_big_file.is_some() {
+        release_freed_memory();
+    }
+    drop(one_big_file);
+    if let Some((c, key, stat, h)) = store {
+        if let Some(out) = crate::project::cache::encode(&facts) {
+            c.put(key, stat, h, out);
+        }
+    }
     facts
 }
 
-type Cache<'a> = Option<&'a crate::project::cache::Cache>;
-
-fn read_entry(entry: &Entry, settings: &Settings, cache: Cache) -> FileOutcome {
+/// Phase one for one file: its facts (or that it is binary, rejected or
+/// empty), from the cache when the file did not change. `need_src`: the
+/// text is wanted even when the facts come from the cache (a file to report).
+fn read_entry(entry: &Entry, settings: &Settings, cache: Cache, need_src: bool) -> FileOutcome {
+    use crate::project::cache::{self, Outcome, Stat};
     let mut outcome = FileOutcome {
         phase1: None,
         error: None,
@@ -343,7 +381,97 @@ fn read_entry(entry: &Entry, settings: &Settings, cache: Cache) -> FileOutcome {
     if !settings.tests && words::is_test_path(&entry.path) {
         return outcome;
     }
-    match load_with(&entry.path, !settings.lock_key_patterns.is_empty()) {
+    let custom_keys = !settings.lock_key_patterns.is_empty();
+    // What to do with a cached outcome; `None` when it cannot be used.
+    let from_cache = |out: Outcome, src: Option<String>, outcome: &mut FileOutcome| -> bool {
+        match out {
+            Outcome::Binary | Outcome::Empty => true,
+            Outcome::Rejected => {
+                outcome.rejected = true;
+                true
+            }
+            Outcome::Facts(bytes) => {
+                let Some(facts) = cache::decode(&bytes).filter(|f| f.language == entry.language)
+                else {
+                    return false;
+                };
+                outcome.notes = facts
+                    .notes
+                    .iter()
+                    .map(|n| (entry.display.clone(), n.clone()))
+                    .collect();
+                outcome.phase1 = Some(Phase1 {
+                    display: entry.display.clone(),
+                    path: entry.path.clone(),
+                    loaded: src.is_some(),
+                    src: src.unwrap_or_default(),
+                    facts,
+                    report: true,
+                });
+                true
+            }
+        }
+    };
+    let key = cache.map(|c| c.key(&entry.path));
+    if let (Some(c), Some(key)) = (cache, key.as_deref()) {
+        // unchanged size and time: the file is not read unless reported
+        if let Some(out) = std::fs::metadata(&entry.path)
+            .ok()
+            .filter(|m| m.is_file())
+            .and_then(|m| c.by_stat(key, Stat::of(&m)))
+        {
+            let src = match (&out, need_src) {
+                (Outcome::Facts(_), true) => {
+                    with_file_bytes(&entry.path, |b, _| decode_text(b)).ok()
+                }
+                _ => None,
+            };
+            let wanted = need_src && matches!(out, Outcome::Facts(_));
+            if (!wanted || src.is_some()) && from_cache(out, src, &mut outcome) {
+                return outcome;
+            }
+        }
+    }
+    // Read it; a known content hash still spares the front-end.
+    let read = with_file_bytes(&entry.path, |bytes, meta| {
+        let (Some(c), Some(key)) = (cache, key.as_deref()) else {
+            return (classify(bytes, custom_keys), None);
+        };
+        let stat = Stat::of(meta);
+        let h = cache::hash(bytes);
+        if let Some(out) = c.by_hash(key, stat, h) {
+            let src = matches!(out, Outcome::Facts(_)).then(|| decode_text(bytes));
+            let mut done = FileOutcome {
+                phase1: None,
+                error: None,
+                notes: Vec::new(),
+                rejected: false,
+            };
+            if from_cache(out, src, &mut done) {
+                return (Ok(Loaded::Binary), Some(Err(done)));
+            }
+        }
+        let loaded = classify(bytes, custom_keys);
+        match &loaded {
+            Ok(Loaded::Binary) => c.put(key, stat, h, Outcome::Binary),
+            Ok(Loaded::Rejected) => c.put(key, stat, h, Outcome::Rejected),
+            Ok(Loaded::Text(t)) if t.is_empty() => c.put(key, stat, h, Outcome::Empty),
+            _ => {}
+        }
+        (loaded, Some(Ok((stat, h))))
+    });
+    let (loaded, seen) = match read {
+        Ok(x) => x,
+        Err(message) => (Err(message), None),
+    };
+    let store = match seen {
+        Some(Err(done)) => return done,
+        Some(Ok(seen)) => cache
+            .zip(key.as_deref())
+            .map(|(c, k)| (c, k, seen.0, seen.1)),
+        None => None,
+    };
+    match loaded {
         Err(message) => {
             outcome.error = Some(FileError {
                 path: entry.display.clone(),
@@ -354,16 +482,7 @@ fn read_entry(entry: &Entry, settings: &Settings, cache: Cache) -> FileOutcome {
         Ok(Loaded::Rejected) => outcome.rejected = true,
         Ok(Loaded::Text(src)) if src.is_empty() => {}
         Ok(Loaded::Text(src)) => {
-            // A big file is analysed while no other big file is: the
-            // front-ends hold tens of bytes per source byte, and two
-            // vendored multi-megabyte bundles at once would double the peak.
-            let one_big_file = (src.len() > BIG_FILE_BYTES)
-                .then(|| BIG_FILE.lock().unwrap_or_else(|e| e.into_inner()));
-            let facts = cached_facts(entry, &src, settings, cache);
-            if one_big_file.is_some() {
-                release_freed_memory();
-            }
-            drop(one_big_file);
+            let facts = parse(entry, &src, settings, store);
             outcome.notes = facts
                 .notes
                 .iter()
@@ -371,7 +490,9 @@ fn read_entry(entry: &Entry, settings: &Settings, cache: Cache) -> FileOutcome {
                 .collect();
             outcome.phase1 = Some(Phase1 {
                 display: entry.display.clone(),
+                path: entry.path.clone(),
                 src,
+                loaded: true,
                 facts,
                 report: true,
             });
@@ -388,7 +509,7 @@ fn read_entry(entry: &Entry, settings: &Settings, cache: Cache) -> FileOutcome {
 /// inside a lock function is reported there, not again at each caller).
 /// Returns the findings of each reported file with its text.
 fn link_and_check(
-    files: Vec<Phase1>,
+    mut files: Vec<Phase1>,
     settings: &Settings,
     threads: usize,
 ) -> Vec<(Phase1, Vec<Finding>)> {
@@ -422,11 +543,43 @@ fn link_and_check_all(files: &[Phase1], settings: &Settings, threads: usize) -> 
         .collect();
     let views = crate::project::link_project(&project);
     drop(project);
-    let run = || {
+    // The rules run on the reported files and on the files their linked
+    // ops come from (a finding there drops the same one at the call site);
+    // the text of such a file that came from the cache unread is read now.
+    let mut needed: Vec<bool> = files.iter().map(|f| f.report).collect();
+    for (i, view) in views.iter().enumerate() {
+        if files[i].report {
+            for r in view.insts.iter().flat_map(|inst| &inst.chain) {
+                if let Some(n) = needed.get_mut(r.file) {
+                    *n = true;
+                }
+            }
+        }
+    }
+    let load = |(f, n): (&mut Phase1, &mut bool)| {
+        if *n && !f.loaded {
+            match with_file_bytes(&f.path, |b, _| decode_text(b)) {
+                Ok(src) => {
+                    f.src = src;
+                    f.loaded = true;
+                }
+                Err(_) => *n = false,
+            }
+        }
+    };
+    let mut run = || {
+        files
+            .par_iter_mut()
+            .zip(needed.par_iter_mut())
+            .for_each(load);
         files
             .par_iter()
             .zip(views.par_iter())
-            .map(|(f, view)| {
+            .zip(needed.par_iter())
+            .map(|((f, view), n)| {
+                if !n {
+                    return Vec::new();
+                }
                 let linked = view.rule_facts(&f.facts);
                 let facts = linked.as_ref().unwrap_or(&f.facts);
                 findings_for(&f.display, &f.src, facts, &view.foreign, settings)
@@ -657,29 +810,47 @@ fn read_callers(
     out
 }
 
-/// Reads a file the Redis prefilter rejected when it calls one of the names.
+/// Reads a file the Redis prefilter rejected when it calls one of the names
+/// (an unchanged file whose last scan with the same names found none is
+/// not read again).
 fn read_if_calls(
     entry: &Entry,
     scan: &crate::project::scan::CallScan,
     settings: &Settings,
     cache: Cache,
 ) -> Option<Phase1> {
+    use crate::project::cache::{self, Stat};
     if !scan.wants(entry.language) {
         return None;
     }
-    let bytes = std::fs::read(&entry.path).ok()?;
-    if bytes.len() as u64 > MAX_FILE_BYTES
-        || memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_some()
-        || !scan.calls_any(&bytes)
-    {
-        return None;
+    let key = cache.map(|c| c.key(&entry.path));
+    if let (Some(c), Some(key)) = (cache, key.as_deref()) {
+        let known = std::fs::metadata(&entry.path)
+            .ok()
+            .and_then(|m| c.scan(key, Stat::of(&m), scan.names_hash));
+        if known == Some(false) {
+            return None;
+        }
     }
-    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&bytes);
-    let src = String::from_utf8_lossy(bytes).into_owned();
-    let facts = cached_facts(entry, &src, settings, cache);
+    let (src, store) = with_file_bytes(&entry.path, |bytes, meta| {
+        let calls = memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_none()
+            && scan.calls_any(bytes);
+        let stat = Stat::of(meta);
+        if let (Some(c), Some(key)) = (cache, key.as_deref()) {
+            c.put_scan(key, scan.names_hash, calls);
+        }
+        calls.then(|| (decode_text(bytes), (stat, cache::hash(bytes))))
+    })
+    .ok()??;
+    let store = cache
+        .zip(key.as_deref())
+        .map(|(c, k)| (c, k, store.0, store.1));
+    let facts = parse(entry, &src, settings, store);
     Some(Phase1 {
         display: entry.display.clone(),
+        path: entry.path.clone(),
         src,
+        loaded: true,
         facts,
         report: true,
     })
@@ -705,13 +876,22 @@ fn read_rest_of_project(
         entries.iter().map(|e| canon(&e.path)).collect();
     let (all, _) =
         walk::collect_excluding(&[root.to_path_buf()], threads, settings.exclude.as_ref());
+    // the walk's paths start with the root: one canonical root, not one
+    // `realpath` per file of the project
+    let canon_root = canon(root);
     let rest: Vec<&Entry> = all
         .iter()
-        .filter(|e| !given.contains(&canon(&e.path)))
+        .filter(|e| {
+            let full = match e.path.strip_prefix(root) {
+                Ok(rel) => canon_root.join(rel),
+                Err(_) => canon(&e.path),
+            };
+            !given.contains(&full)
+        })
         .collect();
     let run = || {
         rest.par_iter()
-            .filter_map(|e| read_entry(e, settings, cache).phase1)
+            .filter_map(|e| read_entry(e, settings, cache, false).phase1)
             .map(|mut p| {
                 p.report = false;
                 p
@@ -739,11 +919,17 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         .project_root
         .as_deref()
         .filter(|_| settings.cache)
-        .map(|root| crate::project::cache::Cache::open(root, settings.tests));
+        .map(|root| {
+            crate::project::cache::Cache::open(
+                root,
+                settings.tests,
+                !settings.lock_key_patterns.is_empty(),
+            )
+        });
     let run = || {
         entries
             .par_iter()
-            .map(|e| read_entry(e, settings, cache.as_ref()))
+            .map(|e| read_entry(e, settings, cache.as_ref(), true))
             .collect::<Vec<_>>()
     };
     let outcomes = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {

@@ -498,6 +498,18 @@ pub struct LinkFacts {
     pub functions: Vec<FnSig>,
     pub calls: Vec<CallSite>,
     pub op_values: Vec<OpValueSource>,
+    /// Calls of project functions whose result is treated fail-open (the
+    /// shapes of LL008 around the call): an LL008 when the link finds the
+    /// callee returns an acquire's result.
+    pub fail_open_calls: Vec<CallFailOpen>,
+}
+
+/// A call (its name starting at `name_start`) whose failure or null
+/// result counts as success at `span`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CallFailOpen {
+    pub name_start: usize,
+    pub span: Span,
 }
 
 /// A function or method: its body scope and its parameter names in order

@@ -133,6 +133,50 @@ fn one_named_file_is_linked_against_its_project() {
     assert!(alone.findings.is_empty(), "{:?}", alone.findings);
 }
 
+/// In every language: a run on the call-site file alone, linked against
+/// its project, reports what that file declares (the wrapper is elsewhere).
+#[test]
+fn each_wrapper_case_links_one_named_file_against_its_project() {
+    let wrappers: Vec<PathBuf> = cases()
+        .into_iter()
+        .filter(|c| c.to_string_lossy().ends_with("_wrapper"))
+        .collect();
+    assert!(wrappers.len() >= 9, "a wrapper case per language");
+    let mut failures = Vec::new();
+    for case in &wrappers {
+        let want = expected(case);
+        let callers: BTreeSet<&String> = want.iter().map(|(f, ..)| f).collect();
+        assert!(!callers.is_empty(), "{}: no call-site file", case.display());
+        for caller in callers {
+            let settings = Settings {
+                threads: 1,
+                project_root: Some(case.clone()),
+                cache: false,
+                ..Settings::default()
+            };
+            let report = check_paths(&[case.join(caller)], &settings);
+            let have: Expect = report
+                .findings
+                .iter()
+                .map(|f| {
+                    let rel = Path::new(&f.path).strip_prefix(case).unwrap();
+                    (
+                        rel.display().to_string(),
+                        f.code.to_string(),
+                        f.line,
+                        f.column,
+                    )
+                })
+                .collect();
+            let mine: Expect = want.iter().filter(|w| &w.0 == caller).cloned().collect();
+            if have != mine {
+                failures.push(format!("{caller}: expected {mine:?}, got {have:?}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// The CLI finds the project root by its `.git` (or `--project-root`).
 #[test]
 fn the_cli_finds_the_project_root() {
@@ -211,4 +255,82 @@ fn the_phase_one_cache_follows_file_content() {
     .unwrap();
     let after = run(&["OrderService.java"]);
     assert!(!after.contains("LL001"), "{after}");
+}
+
+/// A file whose size and modification time match its cache entry is not
+/// read again (its cached facts stand); a new time sends it back to its
+/// content. A warm run that changes nothing writes nothing.
+#[test]
+fn the_cache_trusts_size_and_time_then_content() {
+    use std::time::{Duration, SystemTime};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/project/java_wrapper");
+    let old = SystemTime::now() - Duration::from_secs(3600);
+    let set_time = |name: &str, t: SystemTime| {
+        let f = std::fs::File::options()
+            .write(true)
+            .open(root.join(name))
+            .unwrap();
+        f.set_modified(t).unwrap();
+    };
+    for f in ["RedisUtil.java", "OrderService.java"] {
+        std::fs::copy(case.join(f), root.join(f)).unwrap();
+        set_time(f, old);
+    }
+    let run = || {
+        let out = assert_cmd::Command::cargo_bin("locklint")
+            .unwrap()
+            .current_dir(root)
+            .args(["check", "--no-config", "--format", "json"])
+            .arg("OrderService.java")
+            .output()
+            .unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        json["findings"].to_string()
+    };
+    assert!(run().contains("LL001"));
+    let shards = |()| -> Vec<(PathBuf, SystemTime)> {
+        let mut v: Vec<(PathBuf, SystemTime)> = walk_files(&root.join(".locklint_cache"))
+            .into_iter()
+            .map(|p| {
+                let t = std::fs::metadata(&p).unwrap().modified().unwrap();
+                (p, t)
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let written = shards(());
+    assert!(written
+        .iter()
+        .any(|(p, _)| p.extension().is_some_and(|e| e == "bin")));
+    assert!(run().contains("LL001"));
+    assert_eq!(shards(()), written, "a warm run rewrote the cache");
+    // same size, same time: trusted without reading
+    let util = std::fs::read_to_string(root.join("RedisUtil.java")).unwrap();
+    std::fs::write(
+        root.join("RedisUtil.java"),
+        util.replace("tryLock(", "tryLook("),
+    )
+    .unwrap();
+    set_time("RedisUtil.java", old);
+    assert!(run().contains("LL001"));
+    // a new time: the content decides
+    set_time("RedisUtil.java", SystemTime::now());
+    assert!(!run().contains("LL001"));
+}
+
+fn walk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk_files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }

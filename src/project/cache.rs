@@ -1,115 +1,322 @@
 //! The phase-one cache (SPEC §5, in the spirit of ruff's `.ruff_cache`):
-//! the facts of each file that passed the prefilter, keyed by a hash of its
-//! content, the locklint version and the settings that change facts, in
+//! what phase one learnt about each file of the project, in
 //! `.locklint_cache/` under the project root with its own `.gitignore`.
 //! A run on five named files of a large project then parses only those
-//! five; the rest of the project comes from here.
+//! five, and reads no other file that did not change.
 //!
-//! One file per run setting (`facts-<version>-<tests>.json`), read whole at
-//! the start and rewritten (to a temporary file, then renamed) at the end
-//! when anything changed. A cache that cannot be read is ignored; one that
-//! cannot be written is skipped: the cache never changes what is reported.
+//! Layout: one folder per locklint build (its version, and its commit when
+//! built from git) and setting that changes facts
+//! (`v<version>-<code|tests>-<plain|keys>/`), holding [`SHARDS`] shard files
+//! (`NN.bin`, MessagePack through `rmp-serde`). A file's path (relative to
+//! the project root) picks its shard. Each entry holds the file's size,
+//! modification time and content hash, what phase one made of it (binary,
+//! rejected by the prefilter, empty, or its facts, kept encoded until
+//! asked for) and the last call-name scan's answer for a rejected file.
+//!
+//! Validation: a file whose size and modification time match its entry is
+//! not read at all (when the entry was written at least [`SETTLE`] after
+//! the file was last modified, so an edit in the same clock tick cannot
+//! hide); otherwise it is read and its content hash decides. Only the
+//! shards that changed are rewritten (to a temporary file, then renamed).
+//! A cache that cannot be read is ignored; one that cannot be written is
+//! skipped: the cache never changes what is reported.
 
 use crate::facts::FileFacts;
+use rayon::prelude::*;
 use std::collections::HashMap;
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub const DIR: &str = ".locklint_cache";
 
-#[derive(serde::Serialize, serde::Deserialize, Default)]
-struct Stored {
-    /// content hash → facts
-    entries: HashMap<String, FileFacts>,
+/// Shard files per setting.
+const SHARDS: usize = 16;
+
+/// A file modified less than this before the run started is always checked
+/// by its content (file systems with coarse timestamps).
+const SETTLE: Duration = Duration::from_secs(2);
+
+/// What phase one made of a file.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Outcome {
+    /// A NUL byte near the start: skipped.
+    Binary,
+    /// No word a finding needs (the Redis prefilter).
+    Rejected,
+    /// Empty after decoding.
+    Empty,
+    /// Its facts (MessagePack, decoded on demand).
+    Facts(serde_bytes::ByteBuf),
+}
+
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct Entry {
+    size: u64,
+    /// Modification time in nanoseconds since the epoch.
+    mtime: u64,
+    /// Size and time were settled when the entry was written.
+    settled: bool,
+    hash: u64,
+    outcome: Outcome,
+    /// The last call-name scan of a rejected file: (names hash, calls one).
+    scan: Option<(u64, bool)>,
+}
+
+#[derive(Default)]
+struct Shard {
+    entries: HashMap<String, Entry>,
+    /// Paths this run looked up or stored (a whole-project run keeps only these).
+    seen: std::collections::HashSet<String>,
+    dirty: bool,
 }
 
 pub struct Cache {
-    file: PathBuf,
-    old: HashMap<String, FileFacts>,
-    /// Entries used or added by this run (what the rewritten cache keeps).
-    now: Mutex<HashMap<String, FileFacts>>,
-    added: Mutex<usize>,
+    dir: PathBuf,
+    root: PathBuf,
+    shards: Vec<Mutex<Shard>>,
+    started: u64,
 }
 
-/// The key of one file's content (64-bit SipHash of the bytes and length,
+/// A file's size and modification time, as the cache compares them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stat {
+    pub size: u64,
+    pub mtime: u64,
+}
+
+impl Stat {
+    pub fn of(meta: &std::fs::Metadata) -> Stat {
+        let mtime = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        Stat {
+            size: meta.len(),
+            mtime,
+        }
+    }
+}
+
+/// The hash of one file's content (64-bit SipHash of the bytes and length,
 /// deterministic across runs).
-pub fn key(bytes: &[u8]) -> String {
+pub fn hash(bytes: &[u8]) -> u64 {
     #[allow(deprecated)]
     let mut h = std::hash::SipHasher::new_with_keys(0x6c6f_636b, 0x6c69_6e74);
     h.write(bytes);
     h.write_usize(bytes.len());
-    format!("{:016x}", h.finish())
+    h.finish()
+}
+
+/// The hash of a set of names (the call-name scan's automaton).
+pub fn names_hash<'a>(names: impl IntoIterator<Item = &'a String>) -> u64 {
+    #[allow(deprecated)]
+    let mut h = std::hash::SipHasher::new_with_keys(0x6e61_6d65, 0x7363_616e);
+    for n in names {
+        h.write(n.as_bytes());
+        h.write_u8(0);
+    }
+    h.finish()
+}
+
+fn shard_of(key: &str) -> usize {
+    (hash(key.as_bytes()) % SHARDS as u64) as usize
+}
+
+pub fn encode(facts: &FileFacts) -> Option<Outcome> {
+    rmp_serde::to_vec(facts)
+        .ok()
+        .map(|b| Outcome::Facts(serde_bytes::ByteBuf::from(b)))
+}
+
+pub fn decode(bytes: &[u8]) -> Option<FileFacts> {
+    rmp_serde::from_slice(bytes).ok()
 }
 
 impl Cache {
-    /// Opens (or starts) the cache of the project at `root`.
-    pub fn open(root: &Path, tests: bool) -> Cache {
-        let file = root.join(DIR).join(format!(
-            "facts-{}-{}.json",
-            env!("CARGO_PKG_VERSION"),
-            if tests { "tests" } else { "code" }
+    /// Opens (or starts) the cache of the project at `root` for these
+    /// settings; the shards are read in parallel.
+    pub fn open(root: &Path, tests: bool, custom_keys: bool) -> Cache {
+        // the build's version names its commit when built from git, so a
+        // development build never reads facts of another build's shape
+        let version: String = env!("LOCKLINT_VERSION")
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
+            .filter(|p| !p.is_empty())
+            .collect::<Vec<_>>()
+            .join("-");
+        let dir = root.join(DIR).join(format!(
+            "v{version}-{}-{}",
+            if tests { "tests" } else { "code" },
+            if custom_keys { "keys" } else { "plain" }
         ));
-        let old = std::fs::read(&file)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Stored>(&b).ok())
-            .map(|s| s.entries)
-            .unwrap_or_default();
+        let shards = (0..SHARDS)
+            .into_par_iter()
+            .map(|i| {
+                let entries = std::fs::read(dir.join(format!("{i:02}.bin")))
+                    .ok()
+                    .and_then(|b| rmp_serde::from_slice::<HashMap<String, Entry>>(&b).ok())
+                    .unwrap_or_default();
+                Mutex::new(Shard {
+                    entries,
+                    ..Shard::default()
+                })
+            })
+            .collect();
+        let started = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
         Cache {
-            file,
-            old,
-            now: Mutex::new(HashMap::new()),
-            added: Mutex::new(0),
+            dir,
+            root: root.to_path_buf(),
+            shards,
+            started,
         }
     }
 
-    /// The facts stored for this content, if any.
-    pub fn get(&self, key: &str) -> Option<FileFacts> {
-        let f = self.old.get(key)?.clone();
-        if let Ok(mut now) = self.now.lock() {
-            now.insert(key.to_string(), f.clone());
-        }
-        Some(f)
+    /// The key of a path: relative to the project root, `/`-separated.
+    pub fn key(&self, path: &Path) -> String {
+        let rel = path.strip_prefix(&self.root).unwrap_or(path);
+        let rel = rel.strip_prefix(".").unwrap_or(rel);
+        rel.to_string_lossy().replace('\\', "/")
     }
 
-    pub fn put(&self, key: String, facts: &FileFacts) {
-        if let (Ok(mut now), Ok(mut added)) = (self.now.lock(), self.added.lock()) {
-            now.insert(key, facts.clone());
-            *added += 1;
-        }
+    fn shard(&self, key: &str) -> Option<std::sync::MutexGuard<'_, Shard>> {
+        self.shards[shard_of(key)].lock().ok()
     }
 
-    /// Writes the entries of this run (plus, for a partial run, the old
-    /// ones it did not visit) when anything was added.
-    pub fn save(self, whole_project: bool) {
-        let added = self.added.into_inner().unwrap_or(0);
-        if added == 0 {
+    /// What phase one made of the file when its size and modification time
+    /// say it did not change (the file is not read).
+    pub fn by_stat(&self, key: &str, stat: Stat) -> Option<Outcome> {
+        let mut shard = self.shard(key)?;
+        let e = shard.entries.get(key)?;
+        if !(e.settled && e.size == stat.size && e.mtime == stat.mtime) {
+            return None;
+        }
+        let out = e.outcome.clone();
+        shard.seen.insert(key.to_string());
+        Some(out)
+    }
+
+    /// What phase one made of this content (the file was read: its size or
+    /// time changed, or were not settled); the entry's stat is refreshed.
+    pub fn by_hash(&self, key: &str, stat: Stat, hash: u64) -> Option<Outcome> {
+        let settled = self.settled(stat);
+        let mut shard = self.shard(key)?;
+        let e = shard.entries.get_mut(key)?;
+        if e.hash != hash {
+            return None;
+        }
+        let out = e.outcome.clone();
+        if (e.size, e.mtime, e.settled) != (stat.size, stat.mtime, settled) {
+            (e.size, e.mtime, e.settled) = (stat.size, stat.mtime, settled);
+            shard.dirty = true;
+        }
+        shard.seen.insert(key.to_string());
+        Some(out)
+    }
+
+    fn settled(&self, stat: Stat) -> bool {
+        stat.mtime.saturating_add(SETTLE.as_nanos() as u64) < self.started
+    }
+
+    /// Stores what phase one made of the file.
+    pub fn put(&self, key: &str, stat: Stat, hash: u64, outcome: Outcome) {
+        let settled = self.settled(stat);
+        let Some(mut shard) = self.shard(key) else {
             return;
+        };
+        shard.entries.insert(
+            key.to_string(),
+            Entry {
+                size: stat.size,
+                mtime: stat.mtime,
+                settled,
+                hash,
+                outcome,
+                scan: None,
+            },
+        );
+        shard.seen.insert(key.to_string());
+        shard.dirty = true;
+    }
+
+    /// The last call-name scan's answer for this unchanged file and names.
+    pub fn scan(&self, key: &str, stat: Stat, names: u64) -> Option<bool> {
+        let shard = self.shard(key)?;
+        let e = shard.entries.get(key)?;
+        if !(e.settled && e.size == stat.size && e.mtime == stat.mtime) {
+            return None;
         }
-        let mut entries = self.now.into_inner().unwrap_or_default();
-        if !whole_project {
-            for (k, v) in self.old {
-                entries.entry(k).or_insert(v);
+        e.scan.filter(|(h, _)| *h == names).map(|(_, calls)| calls)
+    }
+
+    pub fn put_scan(&self, key: &str, names: u64, calls: bool) {
+        let Some(mut shard) = self.shard(key) else {
+            return;
+        };
+        let Some(e) = shard.entries.get_mut(key) else {
+            return;
+        };
+        if e.scan != Some((names, calls)) {
+            e.scan = Some((names, calls));
+            shard.dirty = true;
+        }
+    }
+
+    /// Writes the shards that changed. A run over the whole project also
+    /// forgets the files it did not see (deleted or now ignored); a partial
+    /// run keeps them.
+    pub fn save(self, whole_project: bool) {
+        let mut shards: Vec<Shard> = self
+            .shards
+            .into_iter()
+            .filter_map(|m| m.into_inner().ok())
+            .collect();
+        if whole_project {
+            for s in &mut shards {
+                let before = s.entries.len();
+                let seen = std::mem::take(&mut s.seen);
+                s.entries.retain(|k, _| seen.contains(k));
+                s.dirty |= s.entries.len() != before;
             }
         }
-        let Some(dir) = self.file.parent() else {
-            return;
-        };
-        if std::fs::create_dir_all(dir).is_err() {
+        if !shards.iter().any(|s| s.dirty) {
             return;
         }
-        let ignore = dir.join(".gitignore");
-        if !ignore.exists() {
-            let _ = std::fs::write(&ignore, "# created by locklint\n*\n");
-        }
-        let Ok(bytes) = serde_json::to_vec(&Stored { entries }) else {
+        if std::fs::create_dir_all(&self.dir).is_err() {
             return;
-        };
-        let tmp = self
-            .file
-            .with_extension(format!("tmp{}", std::process::id()));
-        if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, &self.file).is_err() {
-            let _ = std::fs::remove_file(&tmp);
         }
+        if let Some(top) = self.dir.parent() {
+            let ignore = top.join(".gitignore");
+            if !ignore.exists() {
+                let _ = std::fs::write(&ignore, "# created by locklint\n*\n");
+            }
+            // the one-file JSON cache of earlier builds is never read again
+            for e in std::fs::read_dir(top).into_iter().flatten().flatten() {
+                let name = e.file_name();
+                let name = name.to_string_lossy();
+                if name.starts_with("facts-") && name.ends_with(".json") {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+        let dir = &self.dir;
+        shards.par_iter().enumerate().for_each(|(i, s)| {
+            if !s.dirty {
+                return;
+            }
+            let Ok(bytes) = rmp_serde::to_vec(&s.entries) else {
+                return;
+            };
+            let file = dir.join(format!("{i:02}.bin"));
+            let tmp = dir.join(format!("{i:02}.tmp{}", std::process::id()));
+            if std::fs::write(&tmp, bytes).is_err() || std::fs::rename(&tmp, &file).is_err() {
+                let _ = std::fs::remove_file(&tmp);
+            }
+        });
     }
 }

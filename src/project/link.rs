@@ -99,7 +99,56 @@ pub fn link(files: &[ProjectFile]) -> Vec<FileView> {
             views[s.file].facades.push(s.scope);
         }
     }
+    for (fi, view) in views.iter_mut().enumerate() {
+        fail_opens_at_calls(files, fi, view);
+    }
     views
+}
+
+/// A call of an acquire helper whose failure the caller takes as success:
+/// the front-end saw the LL008 shape around the call; the link says the
+/// call performs an acquire (the callee reads like an acquire, so its
+/// result is the acquire's). The finding goes where the fix goes, the caller;
+/// when the function of the client acquire already takes failure as
+/// success, the defect is there (reported once, in it).
+fn fail_opens_at_calls(files: &[ProjectFile], fi: usize, view: &mut FileView) {
+    let f = &files[fi];
+    if f.facts.link.fail_open_calls.is_empty() {
+        return;
+    }
+    let mut at: HashMap<usize, Vec<crate::facts::Span>> = HashMap::new();
+    for c in &f.facts.link.fail_open_calls {
+        at.entry(c.name_start).or_default().push(c.span);
+    }
+    let mut done = std::collections::HashSet::new();
+    for inst in &view.insts {
+        if !matches!(inst.op.kind, OpKind::Acquire { .. }) {
+            continue;
+        }
+        let fails_open_inside = inst.chain.first().is_some_and(|r| {
+            let Some(root) = files.get(r.file) else {
+                return false;
+            };
+            root.facts
+                .ops
+                .iter()
+                .find(|o| o.name_span.start == r.at)
+                .is_some_and(|o| root.facts.fail_opens.iter().any(|x| x.scope == o.scope))
+        });
+        if fails_open_inside {
+            continue;
+        }
+        for span in at.get(&inst.op.name_span.start).into_iter().flatten() {
+            if done.insert(span.start) {
+                view.fail_opens.push(crate::facts::FailOpen {
+                    span: *span,
+                    key: inst.op.key.clone(),
+                    scope: inst.op.scope,
+                    client: inst.op.client,
+                });
+            }
+        }
+    }
 }
 
 /// A function name that says by itself that it works a lock or a Redis

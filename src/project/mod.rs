@@ -63,6 +63,9 @@ pub struct FileView {
     pub facades: Vec<ScopeId>,
     /// Ops of other files on the keys of this file (key evidence required).
     pub foreign: Vec<Op>,
+    /// Fail-open handling of a call that returns an acquire's result
+    /// (LL008 at the caller of an acquire helper).
+    pub fail_opens: Vec<crate::facts::FailOpen>,
 }
 
 impl FileView {
@@ -75,12 +78,18 @@ impl FileView {
 
     /// The facts the rules see: own ops (without facades) plus instantiated ops.
     pub fn rule_facts(&self, facts: &FileFacts) -> Option<FileFacts> {
-        if self.insts.is_empty() && self.facades.is_empty() {
+        if self.insts.is_empty() && self.facades.is_empty() && self.fail_opens.is_empty() {
             return None;
         }
         let mut f = facts.clone();
         f.ops.retain(|o| !self.facades.contains(&o.scope));
         f.fail_opens.retain(|o| !self.facades.contains(&o.scope));
+        f.fail_opens.extend(
+            self.fail_opens
+                .iter()
+                .filter(|o| !self.facades.contains(&o.scope))
+                .cloned(),
+        );
         // A call site's order is that of the token (pattern) or of the
         // first op at or after it (Rust): its ops go just before that op.
         for o in &mut f.ops {

@@ -80,6 +80,9 @@ pub fn family(l: Language) -> u8 {
 pub struct CallScan {
     ac: AhoCorasick,
     families: Vec<u8>,
+    /// Identifies the names and families (the cache keeps each rejected
+    /// file's last answer under it).
+    pub names_hash: u64,
 }
 
 impl CallScan {
@@ -92,7 +95,13 @@ impl CallScan {
             .kind(Some(AhoCorasickKind::DFA))
             .build(names.iter().map(|n| n.as_bytes()))
             .ok()?;
-        Some(CallScan { ac, families })
+        let tags: Vec<String> = families.iter().map(|f| format!("\u{1}{f}")).collect();
+        let names_hash = super::cache::names_hash(names.iter().chain(&tags));
+        Some(CallScan {
+            ac,
+            families,
+            names_hash,
+        })
     }
 
     /// Files of this language may call one of the names.

@@ -5,8 +5,11 @@
 
 use super::calls::Call;
 use super::lexer::Kind;
-use super::{values, Analyzer};
-use crate::facts::{CallArg, CallSite, FileFacts, FnSig, KeyPart, OpValueSource, Span};
+use super::{failopen, values, Analyzer};
+use crate::facts::{
+    CallArg, CallFailOpen, CallSite, FileFacts, FnSig, KeyExpr, KeyPart, Op, OpKind, OpValueSource,
+    Span,
+};
 use std::collections::{HashMap, HashSet};
 
 /// Most call sites recorded per file (a generated file is cut here).
@@ -84,6 +87,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
     }
 
     // call sites of everything that is not a client call nor a declaration
+    let mut acquire_like: Vec<Op> = Vec::new();
     for (ci, c) in all.iter().enumerate() {
         if facts.link.calls.len() >= MAX_CALL_SITES {
             break;
@@ -112,6 +116,23 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
             .unwrap_or(name.end)
             .max(name.end);
         let recv = (!c.recv.is_empty()).then(|| values::norm_name(&c.recv.join(".")));
+        // a call that reads like an acquire: are failures taken as success?
+        if crate::words::is_acquire_fn(&name.text) || crate::project::link::says_redis(&name.text) {
+            acquire_like.push(Op {
+                kind: OpKind::Acquire { expiry: true },
+                // the call's index, to find it again below
+                key: KeyExpr::lit(&ci.to_string()),
+                value: None,
+                scope,
+                order: c.name_tok as u32,
+                depth,
+                atomic: false,
+                watched: false,
+                span: Span::new(name.start, end),
+                name_span: Span::new(name.start, name.end),
+                client: crate::facts::Client::Unknown,
+            });
+        }
         facts.link.calls.push(CallSite {
             callee: name.text.clone(),
             recv,
@@ -122,6 +143,22 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
             span: Span::new(name.start, end),
             name_span: Span::new(name.start, name.end),
         });
+    }
+    // the LL008 shapes around those calls, by the same finder as for client
+    // acquires (the link decides whether the callee returns an acquire's result)
+    for f in failopen::find(an, all, &acquire_like) {
+        let Some(ci) = f.key.parts.first().and_then(|p| match p {
+            KeyPart::Lit(s) => s.parse::<usize>().ok(),
+            _ => None,
+        }) else {
+            continue;
+        };
+        if let Some(c) = all.get(ci) {
+            facts.link.fail_open_calls.push(CallFailOpen {
+                name_start: toks[c.name_tok].start,
+                span: f.span,
+            });
+        }
     }
 }
 
