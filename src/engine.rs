@@ -513,7 +513,7 @@ fn link_and_check(
     settings: &Settings,
     threads: usize,
 ) -> Vec<(Phase1, Vec<Finding>)> {
-    let found = link_and_check_all(&files, settings, threads);
+    let found = link_and_check_all(&mut files, settings, threads);
     files
         .into_iter()
         .zip(found)
@@ -522,7 +522,11 @@ fn link_and_check(
 }
 
 /// [`link_and_check`] on borrowed files: the findings of every file, in order.
-fn link_and_check_all(files: &[Phase1], settings: &Settings, threads: usize) -> Vec<Vec<Finding>> {
+fn link_and_check_all(
+    files: &mut [Phase1],
+    settings: &Settings,
+    threads: usize,
+) -> Vec<Vec<Finding>> {
     let stems: Vec<String> = files
         .iter()
         .map(|f| {
@@ -680,12 +684,18 @@ impl Workspace {
             walk::collect_excluding(&[root.to_path_buf()], threads, settings.exclude.as_ref());
         let cache = settings
             .cache
-            .then(|| crate::project::cache::Cache::open(root, settings.tests));
+            .then(|| {
+                crate::project::cache::Cache::open(
+                    root,
+                    settings.tests,
+                    !settings.lock_key_patterns.is_empty(),
+                )
+            });
         let run = || {
             entries
                 .par_iter()
                 .filter_map(|e| {
-                    let mut p = read_entry(e, settings, cache.as_ref()).phase1?;
+                    let mut p = read_entry(e, settings, cache.as_ref(), false).phase1?;
                     p.report = false;
                     Some((canonical(&e.path), p))
                 })
@@ -733,6 +743,8 @@ impl Workspace {
         }
         let p = Phase1 {
             display: display_path.to_string(),
+            path: path.to_path_buf(),
+            loaded: true,
             src: src.to_string(),
             facts: facts_for(Path::new(display_path), src, language, settings),
             report: true,
@@ -750,7 +762,7 @@ impl Workspace {
             }
         };
         let threads = settings.threads.max(1);
-        let mut found = link_and_check_all(&self.files, settings, threads);
+        let mut found = link_and_check_all(&mut self.files, settings, threads);
         self.files[slot].report = false;
         found.swap_remove(slot)
     }
