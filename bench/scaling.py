@@ -136,6 +136,19 @@ def minified_bundle(n):
     return {"bundle.min.js": ";".join(parts) + "\n"}
 
 
+def ifs_on_one_line(n):
+    """n braceless ifs on one minified line (each if's line end is looked up)."""
+    body = "".join(f"if(a{i})client.del(lockKey{i});" for i in range(n))
+    return {"ifs.min.js": "function f(client){" + body + "}\n"}
+
+
+def nested_call_args(n):
+    """n statements of calls nested five deep around a long argument."""
+    arg = " + ".join(f"p{k}" for k in range(30))
+    body = "".join(f"x{i}(y(z(w(q(r.del(lock + {i}, {arg}))))));" for i in range(n))
+    return {"nested.min.js": "!function(){" + body + "}();\n"}
+
+
 def rust_calls(n):
     """A Rust file (syn front-end) with n lock functions."""
     out = ["use redis::Commands;", ""]
@@ -178,6 +191,8 @@ SHAPES = {
     "deep nesting": (deep_nesting, 2_000),
     "huge string literal (bytes)": (huge_string, 2_000_000),
     "minified bundle (bytes)": (minified_bundle, 1_000_000),
+    "braceless ifs on one line": (ifs_on_one_line, 20_000),
+    "nested calls, long arguments": (nested_call_args, 10_000),
     "rust functions (syn)": (rust_calls, 2_000),
     "redis-cli lines": (shell_lines, 10_000),
     "lua script lines": (lua_script, 5_000),

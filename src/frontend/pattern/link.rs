@@ -8,12 +8,19 @@ use super::lexer::Kind;
 use super::{failopen, values, Analyzer};
 use crate::facts::{
     CallArg, CallFailOpen, CallSite, FileFacts, FnSig, KeyExpr, KeyPart, Op, OpKind, OpValueSource,
-    Span,
+    Span, ValueExpr,
 };
 use std::collections::{HashMap, HashSet};
 
 /// Most call sites recorded per file (a generated file is cut here).
 const MAX_CALL_SITES: usize = 50_000;
+
+/// Longest argument (in tokens) whose key and value are worked out for the
+/// link. A longer one (a callback body, an object literal, a minified
+/// module passed to a loader) is no key or value a wrapper could use, and
+/// normalising it at every call around it made the work grow with the
+/// nesting depth times the file (quadratic on a bundle).
+const MAX_ARG_TOKENS: usize = 64;
 
 /// Fills `facts.link` from the calls of the file. `client_calls` are the
 /// indices of the calls the client tables turned into ops.
@@ -104,10 +111,21 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
         let args = c
             .args
             .iter()
-            .map(|a| CallArg {
-                key: an.vals.key(a.start, a.end, scope),
-                value: an.vals.value(a.start, a.end, scope),
-                name: bare_name(an, a.start, a.end),
+            .map(|a| {
+                let short = a.end.saturating_sub(a.start) <= MAX_ARG_TOKENS;
+                CallArg {
+                    key: if short {
+                        an.vals.key(a.start, a.end, scope)
+                    } else {
+                        KeyExpr::unknown()
+                    },
+                    value: if short {
+                        an.vals.value(a.start, a.end, scope)
+                    } else {
+                        ValueExpr::Unknown
+                    },
+                    name: bare_name(an, a.start, a.end),
+                }
             })
             .collect();
         let end = toks

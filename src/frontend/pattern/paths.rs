@@ -35,8 +35,30 @@ fn is_err_name(t: &Tok) -> bool {
             || t.text.ends_with("Error"))
 }
 
+/// For each token index, the first token at or after it that starts a new
+/// line (`toks.len()` when none does): built once per file, so finding where
+/// an `if`'s line ends costs O(1) instead of a scan of the rest of the line
+/// (quadratic on a minified line with many `if`s).
+pub struct LineEnds(Vec<u32>);
+
+impl LineEnds {
+    pub fn new(toks: &[Tok]) -> LineEnds {
+        let n = toks.len();
+        let mut next = vec![n as u32; n + 1];
+        for k in (0..n).rev() {
+            next[k] = if toks[k].nl { k as u32 } else { next[k + 1] };
+        }
+        LineEnds(next)
+    }
+
+    /// The first token at or after `k` with a line break before it.
+    fn from(&self, k: usize) -> usize {
+        self.0.get(k).map_or(self.0.len() - 1, |&j| j as usize)
+    }
+}
+
 /// Byte ranges of code that runs only when something failed.
-pub fn failure_spans(an: &Analyzer) -> Vec<Span> {
+pub fn failure_spans(an: &Analyzer, lines: &LineEnds) -> Vec<Span> {
     let toks = an.toks;
     let mut out = Vec::new();
     for i in 0..toks.len() {
@@ -75,7 +97,7 @@ pub fn failure_spans(an: &Analyzer) -> Vec<Span> {
                 }
             }
             "if" => {
-                let Some((cs, ce, bs, be)) = if_parts(an, i) else {
+                let Some((cs, ce, bs, be)) = if_parts(an, lines, i) else {
                     continue;
                 };
                 if is_error_test(&toks[cs..ce]) {
@@ -135,12 +157,12 @@ fn is_error_test(cond: &[Tok]) -> bool {
 
 /// The parts of an `if` at token `i`: (condition start, condition end, body
 /// start, body end) as token ranges, for the language's block syntax.
-fn if_parts(an: &Analyzer, i: usize) -> Option<(usize, usize, usize, usize)> {
+fn if_parts(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usize, usize, usize)> {
     let toks = an.toks;
     let n = toks.len();
     match an.lang {
         Language::Python | Language::Ruby => {
-            let line_end = (i + 1..n).find(|&k| toks[k].nl).unwrap_or(n);
+            let line_end = lines.from(i + 1).min(n);
             let colon = if an.lang == Language::Python {
                 (i + 1..line_end).rfind(|&k| toks[k].is(":"))?
             } else {
@@ -189,7 +211,7 @@ fn if_parts(an: &Analyzer, i: usize) -> Option<(usize, usize, usize, usize)> {
                 if k >= n {
                     return None;
                 }
-                let e = (k + 1..n).find(|&j| toks[j].nl).unwrap_or(n);
+                let e = lines.from(k + 1).min(n);
                 return Some((cs, ce, k, e));
             }
             let &m = an.st.matching.get(&k)?;
@@ -232,14 +254,14 @@ fn has_word(toks: &[Tok], set: &[&str]) -> bool {
 
 /// Byte ranges of code that runs only while the holder's clock says the
 /// lease is valid: `if elapsed < ttl`, `if now < deadline`, `if ttl > elapsed`.
-pub fn validity_spans(an: &Analyzer) -> Vec<Span> {
+pub fn validity_spans(an: &Analyzer, lines: &LineEnds) -> Vec<Span> {
     let toks = an.toks;
     let mut out = Vec::new();
     for i in 0..toks.len() {
         if !toks[i].is("if") || (i > 0 && (toks[i - 1].is(".") || toks[i - 1].is("?."))) {
             continue;
         }
-        let Some((cs, ce, bs, be)) = if_parts(an, i) else {
+        let Some((cs, ce, bs, be)) = if_parts(an, lines, i) else {
             continue;
         };
         if ce <= cs || ce - cs > 24 {
