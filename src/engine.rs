@@ -682,15 +682,13 @@ impl Workspace {
         };
         let (entries, _) =
             walk::collect_excluding(&[root.to_path_buf()], threads, settings.exclude.as_ref());
-        let cache = settings
-            .cache
-            .then(|| {
-                crate::project::cache::Cache::open(
-                    root,
-                    settings.tests,
-                    !settings.lock_key_patterns.is_empty(),
-                )
-            });
+        let cache = settings.cache.then(|| {
+            crate::project::cache::Cache::open(
+                root,
+                settings.tests,
+                !settings.lock_key_patterns.is_empty(),
+            )
+        });
         let run = || {
             entries
                 .par_iter()

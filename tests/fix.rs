@@ -285,12 +285,19 @@ fn ll001_and_ll009_fixes_bind_a_fresh_token_used_by_the_release() {
         "uuid.NewString()",
         "uuid::Uuid::new_v4()",
     ];
-    for (name, language, _, new) in &fixed {
+    for (name, language, old, new) in &fixed {
+        let before = locklint::check_source(name, old, *language, &settings);
         let after = locklint::check_source(name, new, *language, &settings);
         assert!(
-            after
-                .iter()
-                .all(|f| f.code != "LL001" && f.code != "LL009" && f.code != "LL002"),
+            after.iter().all(|f| f.code != "LL001" && f.code != "LL009"),
+            "{name}: {after:?}\n{new}"
+        );
+        // the releases beside the acquire now use the token; a release in
+        // another function (a consumer's clean-up) is left as it was
+        let ll002 =
+            |fs: &[locklint::finding::Finding]| fs.iter().filter(|f| f.code == "LL002").count();
+        assert!(
+            ll002(&after) == 0 || ll002(&after) < ll002(&before),
             "{name}: {after:?}\n{new}"
         );
         assert!(fresh.iter().any(|f| new.contains(f)), "{name}:\n{new}");
