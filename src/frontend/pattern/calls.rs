@@ -375,6 +375,47 @@ fn expression_body(
     Some((end, (st.scopes.len() - 1) as u32))
 }
 
+/// The first `(` of `h` that can open a parameter list: not the arguments
+/// of an annotation (`@Conditional(X.class) public class P {`, TS
+/// decorators) nor inside a C# attribute (`[DebuggerDisplay("…")]`).
+fn first_param_paren(h: &[Tok]) -> usize {
+    let mut i = 0;
+    let mut square = 0usize;
+    while i < h.len() {
+        let t = &h[i];
+        if t.is("[") {
+            square += 1;
+        } else if t.is("]") {
+            square = square.saturating_sub(1);
+        } else if t.is("@") {
+            i += 1;
+            while i < h.len() && (h[i].is_ident() || h[i].is(".")) {
+                i += 1;
+            }
+            if i < h.len() && h[i].is("(") {
+                let mut depth = 0usize;
+                while i < h.len() {
+                    if h[i].is("(") {
+                        depth += 1;
+                    } else if h[i].is(")") {
+                        depth = depth.saturating_sub(1);
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            continue;
+        } else if t.is("(") && square == 0 {
+            return i;
+        }
+        i += 1;
+    }
+    h.len()
+}
+
 fn classify_header(
     toks: &[Tok],
     head: usize,
@@ -388,7 +429,7 @@ fn classify_header(
     let in_func = frames.funcs > 0;
     // class-like: a keyword before any parameter list (`object value` in
     // `bool SetNx(string key, object value)` is a C# parameter)
-    let before_params = h.iter().position(|t| t.is("(")).unwrap_or(h.len());
+    let before_params = first_param_paren(h);
     for (k, t) in h[..before_params].iter().enumerate() {
         if t.is_ident()
             && matches!(
