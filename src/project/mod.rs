@@ -19,13 +19,14 @@
 //! through `Context::with_project`.
 
 pub mod cache;
+pub mod failure;
 pub mod index;
 pub mod link;
 pub mod root;
 pub mod scan;
 pub mod summary;
 
-use crate::facts::{FileFacts, Op, ScopeId};
+use crate::facts::{FileFacts, Op, ScopeId, Span};
 use summary::Root;
 
 /// One file of the project as phase one left it.
@@ -63,6 +64,8 @@ pub struct FileView {
     pub facades: Vec<ScopeId>,
     /// Ops of other files on the keys of this file (key evidence required).
     pub foreign: Vec<Op>,
+    /// Scopes run only on failure paths of their callers ([`failure`]).
+    pub failure_scopes: Vec<ScopeId>,
 }
 
 impl FileView {
@@ -75,7 +78,7 @@ impl FileView {
 
     /// The facts the rules see: own ops (without facades) plus instantiated ops.
     pub fn rule_facts(&self, facts: &FileFacts) -> Option<FileFacts> {
-        if self.insts.is_empty() && self.facades.is_empty() {
+        if self.insts.is_empty() && self.facades.is_empty() && self.failure_scopes.is_empty() {
             return None;
         }
         let mut f = facts.clone();
@@ -91,6 +94,17 @@ impl FileView {
             op.order = op.order.saturating_mul(4).saturating_add(i.seq);
             op
         }));
+        // an op of a function run only on failure paths runs on one
+        let failing: Vec<Span> = f
+            .ops
+            .iter()
+            .filter(|o| self.failure_scopes.contains(&o.scope))
+            .map(|o| {
+                let start = o.span.start.min(o.name_span.start);
+                Span::new(start, o.span.end.max(o.name_span.end).max(start + 1))
+            })
+            .collect();
+        f.failure_spans.extend(failing);
         Some(f)
     }
 }
@@ -99,6 +113,10 @@ impl FileView {
 pub fn link_project(files: &[ProjectFile]) -> Vec<FileView> {
     let mut views = link::link(files);
     index::fill_foreign(files, &mut views);
+    let failing = failure::failure_only_scopes(files, &views);
+    for (v, scopes) in views.iter_mut().zip(failing) {
+        v.failure_scopes = scopes;
+    }
     views
 }
 
