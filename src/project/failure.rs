@@ -18,24 +18,13 @@ const ROUNDS: usize = 4;
 
 /// Per file, the scopes that run only on failure paths.
 pub fn failure_only_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec<ScopeId>> {
-    // the candidates: named, non-test scopes that delete something, own or linked
+    // the candidates: named, non-test scopes that delete something (own or
+    // linked ops), and the functions that call them (a rollback helper may
+    // reach the delete through a call the link could not resolve)
     let mut cand: HashMap<&str, Vec<(usize, ScopeId)>> = HashMap::new();
     for (fi, f) in files.iter().enumerate() {
-        let deleting: HashSet<ScopeId> = f
-            .facts
-            .ops
-            .iter()
-            .chain(
-                views
-                    .get(fi)
-                    .into_iter()
-                    .flat_map(|v| v.insts.iter().map(|i| &i.op)),
-            )
-            .filter(|o| matches!(o.kind, OpKind::Release { .. }))
-            .map(|o| o.scope)
-            .collect();
         for (si, s) in f.facts.scopes.iter().enumerate() {
-            if s.name.is_empty() || s.is_test || !deleting.contains(&(si as ScopeId)) {
+            if s.name.is_empty() || s.is_test {
                 continue;
             }
             cand.entry(s.name.as_str())
@@ -43,6 +32,41 @@ pub fn failure_only_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec
                 .push((fi, si as ScopeId));
         }
     }
+    let mut relevant: HashSet<&str> = HashSet::new();
+    for (fi, f) in files.iter().enumerate() {
+        let insts = views
+            .get(fi)
+            .into_iter()
+            .flat_map(|v| v.insts.iter().map(|i| &i.op));
+        for o in f.facts.ops.iter().chain(insts) {
+            if matches!(o.kind, OpKind::Release { .. }) {
+                if let Some(s) = f.facts.scopes.get(o.scope as usize) {
+                    relevant.insert(s.name.as_str());
+                }
+            }
+        }
+    }
+    // the callers of those, to the propagation depth
+    for _ in 0..ROUNDS {
+        let mut more = Vec::new();
+        for f in files {
+            for cs in &f.facts.link.calls {
+                if !relevant.contains(cs.callee.as_str()) {
+                    continue;
+                }
+                if let Some(s) = f.facts.scopes.get(cs.scope as usize) {
+                    if !s.name.is_empty() && !relevant.contains(s.name.as_str()) {
+                        more.push(s.name.as_str());
+                    }
+                }
+            }
+        }
+        if more.is_empty() {
+            break;
+        }
+        relevant.extend(more);
+    }
+    cand.retain(|name, _| relevant.contains(name));
     // every call site of a candidate name: (file, caller scope, position)
     let mut calls: HashMap<&str, Vec<(usize, ScopeId, usize)>> = HashMap::new();
     for (fi, f) in files.iter().enumerate() {
