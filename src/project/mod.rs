@@ -19,13 +19,14 @@
 //! through `Context::with_project`.
 
 pub mod cache;
+pub mod failure;
 pub mod index;
 pub mod link;
 pub mod root;
 pub mod scan;
 pub mod summary;
 
-use crate::facts::{FileFacts, Op, ScopeId};
+use crate::facts::{FileFacts, Op, ScopeId, Span};
 use summary::Root;
 
 /// One file of the project as phase one left it.
@@ -66,6 +67,8 @@ pub struct FileView {
     /// Fail-open handling of a call that returns an acquire's result
     /// (LL008 at the caller of an acquire helper).
     pub fail_opens: Vec<crate::facts::FailOpen>,
+    /// Scopes run only on failure paths of their callers ([`failure`]).
+    pub failure_scopes: Vec<ScopeId>,
 }
 
 impl FileView {
@@ -78,7 +81,11 @@ impl FileView {
 
     /// The facts the rules see: own ops (without facades) plus instantiated ops.
     pub fn rule_facts(&self, facts: &FileFacts) -> Option<FileFacts> {
-        if self.insts.is_empty() && self.facades.is_empty() && self.fail_opens.is_empty() {
+        if self.insts.is_empty()
+            && self.facades.is_empty()
+            && self.fail_opens.is_empty()
+            && self.failure_scopes.is_empty()
+        {
             return None;
         }
         let mut f = facts.clone();
@@ -100,6 +107,17 @@ impl FileView {
             op.order = op.order.saturating_mul(4).saturating_add(i.seq);
             op
         }));
+        // an op of a function run only on failure paths runs on one
+        let failing: Vec<Span> = f
+            .ops
+            .iter()
+            .filter(|o| self.failure_scopes.contains(&o.scope))
+            .map(|o| {
+                let start = o.span.start.min(o.name_span.start);
+                Span::new(start, o.span.end.max(o.name_span.end).max(start + 1))
+            })
+            .collect();
+        f.failure_spans.extend(failing);
         Some(f)
     }
 }
@@ -108,6 +126,10 @@ impl FileView {
 pub fn link_project(files: &[ProjectFile]) -> Vec<FileView> {
     let mut views = link::link(files);
     index::fill_foreign(files, &mut views);
+    let failing = failure::failure_only_scopes(files, &views);
+    for (v, scopes) in views.iter_mut().zip(failing) {
+        v.failure_scopes = scopes;
+    }
     views
 }
 

@@ -12,8 +12,9 @@ use std::collections::{BTreeSet, HashSet};
 const MIN_NAME: usize = 3;
 
 /// Names of the functions of `files` that carry a summary (their ops take
-/// key or value from a parameter) or call one of `known` (a name from an
-/// earlier round), so a chain of helpers is followed round by round.
+/// key or value from a parameter), delete a key, or call one of `known` (a
+/// name from an earlier round), so a chain of helpers is followed round by
+/// round.
 pub fn summarised_names<'a>(
     files: impl IntoIterator<Item = &'a FileFacts>,
     known: &HashSet<String>,
@@ -34,6 +35,14 @@ pub fn summarised_names<'a>(
                     .iter()
                     .filter(|c| known.contains(&c.callee))
                     .map(|c| c.scope),
+            )
+            // and those that delete a key: whether every caller does so only
+            // on a failure path decides a rollback (`project::failure`)
+            .chain(
+                f.ops
+                    .iter()
+                    .filter(|o| matches!(o.kind, crate::facts::OpKind::Release { .. }))
+                    .map(|o| o.scope),
             )
             .collect();
         for sig in &f.link.functions {

@@ -27,6 +27,7 @@ impl Rule for CheckThenDelete {
             }
             if !cx.is_lock_key(op)
                 || cx.deliberate_release(op)
+                || cx.once_only_marker(op)
                 || !get_before(cx, op)
                 || !cx.expirable(op)
             {

@@ -164,7 +164,51 @@ pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
         Language::Ruby => ruby_scopes(toks, &mut st),
         _ => clike_scopes(toks, lang, &mut st),
     }
+    if lang == Language::TypeScript {
+        ts_signatures(toks, &mut st);
+    }
     st
+}
+
+/// TypeScript method signatures without a body (`get(id: string): Promise<T>;`
+/// in an interface, a type literal or an abstract class) declare a method,
+/// they call nothing. A call that starts a statement is never followed by
+/// `:` (a ternary's call follows `?`).
+fn ts_signatures(toks: &[Tok], st: &mut Structure) {
+    const MODIFIERS: &[&str] = &[
+        "abstract",
+        "public",
+        "private",
+        "protected",
+        "readonly",
+        "static",
+        "declare",
+    ];
+    for i in 0..toks.len().saturating_sub(1) {
+        let t = &toks[i];
+        if !t.is_ident() || !toks[i + 1].is("(") {
+            continue;
+        }
+        let prev = i.checked_sub(1).map(|p| &toks[p]);
+        // after a block, a statement, a modifier, or on a new line after the
+        // previous member's type (never after `?`, `:`, `=` or an operator)
+        let starts = prev.is_none_or(|p| {
+            (p.kind == Kind::Punct && matches!(p.text.as_str(), "{" | ";" | "}"))
+                || (p.is_ident() && MODIFIERS.contains(&p.text.as_str()))
+                || (t.nl
+                    && (p.is_ident()
+                        || (p.kind == Kind::Punct && matches!(p.text.as_str(), ">" | ")" | "]"))))
+        });
+        if !starts {
+            continue;
+        }
+        let Some(&close) = st.matching.get(&(i + 1)) else {
+            continue;
+        };
+        if toks.get(close + 1).is_some_and(|n| n.is(":")) {
+            st.decl_names.insert(i);
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -309,7 +353,7 @@ fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
                             && toks[i - 1].kind == Kind::Punct
                     }
                     _ => false,
-                };
+                } || destructured_param(toks, head, i, lang, &frames, st);
                 if type_lit || matches!(frames.last(), Some((_, Frame::TypeLit))) {
                     frames.push((i, Frame::TypeLit));
                     continue;
@@ -321,6 +365,38 @@ fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
             _ => {}
         }
     }
+}
+
+/// JS/TS: a `{` inside the parameter list of a function declaration
+/// (`function f({ key, reason }: Args) {`) or of a class method
+/// (`async release({ key }) {`) is a destructuring pattern, not the body.
+fn destructured_param(
+    toks: &[Tok],
+    head: usize,
+    i: usize,
+    lang: Language,
+    frames: &Frames,
+    st: &Structure,
+) -> bool {
+    if !matches!(lang, Language::JavaScript | Language::TypeScript)
+        || i == 0
+        || !(toks[i - 1].is("(") || toks[i - 1].is(","))
+        || head >= i
+        || st.tok_paren[i] <= st.tok_paren[head]
+    {
+        return false;
+    }
+    let level = st.tok_paren[head];
+    // the header's first parenthesis at its own level, and what precedes it
+    let Some(open) = (head..i).find(|&k| toks[k].is("(") && st.tok_paren[k] == level) else {
+        return false;
+    };
+    if open == head || !toks[open - 1].is_ident() {
+        return false;
+    }
+    let in_class = matches!(frames.last(), Some((_, Frame::Class(_))));
+    let declares = (head..open).any(|k| toks[k].is("function"));
+    declares || in_class
 }
 
 /// Kotlin `fun name(..): T = expr` and C# `T Name(..) => expr;`: a scope

@@ -1,0 +1,133 @@
+//! Functions run only on failure paths (SPEC §2 "Once-only marker", through
+//! calls): a function every call site of which in the project sits in a
+//! failure handler (`catch`/`except`/`rescue`, `if err != nil`, a
+//! failed-result branch, `.catch`) of its caller, or in another such
+//! function, runs only when something failed. A delete there is a rollback,
+//! exactly as if it were written in the handler itself.
+//!
+//! Call sites are matched by name alone (not by the link's resolution), so a
+//! call of any function of that name on a success path keeps the function a
+//! normal one; a function with no call site in the project is never one.
+
+use super::{FileView, ProjectFile};
+use crate::facts::{OpKind, ScopeId, Span};
+use std::collections::{HashMap, HashSet};
+
+/// Rounds of propagation (a rollback helper called from a failure-only helper).
+const ROUNDS: usize = 4;
+
+/// Per file, the scopes that run only on failure paths.
+pub fn failure_only_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec<ScopeId>> {
+    // the candidates: named, non-test scopes that delete something (own or
+    // linked ops), and the functions that call them (a rollback helper may
+    // reach the delete through a call the link could not resolve)
+    let mut cand: HashMap<&str, Vec<(usize, ScopeId)>> = HashMap::new();
+    for (fi, f) in files.iter().enumerate() {
+        for (si, s) in f.facts.scopes.iter().enumerate() {
+            if s.name.is_empty() || s.is_test {
+                continue;
+            }
+            cand.entry(s.name.as_str())
+                .or_default()
+                .push((fi, si as ScopeId));
+        }
+    }
+    let mut relevant: HashSet<&str> = HashSet::new();
+    for (fi, f) in files.iter().enumerate() {
+        let insts = views
+            .get(fi)
+            .into_iter()
+            .flat_map(|v| v.insts.iter().map(|i| &i.op));
+        for o in f.facts.ops.iter().chain(insts) {
+            if matches!(o.kind, OpKind::Release { .. }) {
+                if let Some(s) = f.facts.scopes.get(o.scope as usize) {
+                    relevant.insert(s.name.as_str());
+                }
+            }
+        }
+    }
+    // the callers of those, to the propagation depth
+    for _ in 0..ROUNDS {
+        let mut more = Vec::new();
+        for f in files {
+            for cs in &f.facts.link.calls {
+                if !relevant.contains(cs.callee.as_str()) {
+                    continue;
+                }
+                if let Some(s) = f.facts.scopes.get(cs.scope as usize) {
+                    if !s.name.is_empty() && !relevant.contains(s.name.as_str()) {
+                        more.push(s.name.as_str());
+                    }
+                }
+            }
+        }
+        if more.is_empty() {
+            break;
+        }
+        relevant.extend(more);
+    }
+    cand.retain(|name, _| relevant.contains(name));
+    // every call site of a candidate name: (file, caller scope, position)
+    let mut calls: HashMap<&str, Vec<(usize, ScopeId, usize)>> = HashMap::new();
+    for (fi, f) in files.iter().enumerate() {
+        for cs in &f.facts.link.calls {
+            if !cand.contains_key(cs.callee.as_str()) {
+                continue;
+            }
+            let test = f
+                .facts
+                .scopes
+                .get(cs.scope as usize)
+                .is_some_and(|s| s.is_test);
+            if test {
+                continue;
+            }
+            let at = cs.name_span.start.max(cs.span.start);
+            calls
+                .entry(cs.callee.as_str())
+                .or_default()
+                .push((fi, cs.scope, at));
+        }
+    }
+    let in_spans = |spans: &[Span], at: usize| spans.iter().any(|s| s.start <= at && at < s.end);
+    let mut only: HashSet<(usize, ScopeId)> = HashSet::new();
+    for _ in 0..ROUNDS {
+        let mut changed = false;
+        for (name, sites) in &calls {
+            let Some(defs) = cand.get(name) else {
+                continue;
+            };
+            for &def in defs {
+                if only.contains(&def) {
+                    continue;
+                }
+                // a recursive call says nothing about the callers
+                let mut outside = sites
+                    .iter()
+                    .filter(|&&(fi, sc, _)| (fi, sc) != def)
+                    .peekable();
+                if outside.peek().is_none() {
+                    continue;
+                }
+                let all_failing = outside.all(|&(fi, sc, at)| {
+                    only.contains(&(fi, sc)) || in_spans(&files[fi].facts.failure_spans, at)
+                });
+                if all_failing {
+                    only.insert(def);
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let mut out: Vec<Vec<ScopeId>> = files.iter().map(|_| Vec::new()).collect();
+    for (fi, sc) in only {
+        out[fi].push(sc);
+    }
+    for v in &mut out {
+        v.sort_unstable();
+    }
+    out
+}
