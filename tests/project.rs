@@ -246,6 +246,22 @@ fn the_phase_one_cache_follows_file_content() {
     assert!(cache.join(".gitignore").is_file());
     // warm: the same answer from the cache
     assert_eq!(run(&["OrderService.java"]), plain);
+    // the folder of another build is removed when this build writes; a
+    // folder that is not a build's is left alone
+    let stale = cache.join("v0.0.1-0123456789-code-plain");
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(stale.join("00.bin"), b"old").unwrap();
+    std::fs::create_dir_all(cache.join("notes")).unwrap();
+    std::fs::write(root.join("Extra.java"), "class Extra {}\n").unwrap();
+    assert_eq!(run(&["OrderService.java"]), plain);
+    assert!(!stale.exists(), "a stale build's cache folder stayed");
+    assert!(cache.join("notes").is_dir());
+    let own: Vec<_> = std::fs::read_dir(&cache)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with('v'))
+        .collect();
+    assert_eq!(own.len(), 1, "this build's folder is kept");
     // the wrapper changes: its cached facts are not used
     let util = std::fs::read_to_string(root.join("RedisUtil.java")).unwrap();
     std::fs::write(

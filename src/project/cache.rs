@@ -136,6 +136,20 @@ pub fn decode(bytes: &[u8]) -> Option<FileFacts> {
     rmp_serde::from_slice(bytes).ok()
 }
 
+/// A cache folder of another build than `build` (`v0.1.0-abc123`): named
+/// `v…-{tests|code}-{keys|plain}` with a different version part.
+fn stale_build_dir(name: &str, build: &str) -> bool {
+    let mut parts = name.rsplitn(3, '-');
+    let (Some(keys), Some(tests), Some(version)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    version.starts_with('v')
+        && matches!(tests, "tests" | "code")
+        && matches!(keys, "keys" | "plain")
+        && version != build
+}
+
 impl Cache {
     /// Opens (or starts) the cache of the project at `root` for these
     /// settings; the shards are read in parallel.
@@ -295,12 +309,22 @@ impl Cache {
             if !ignore.exists() {
                 let _ = std::fs::write(&ignore, "# created by locklint\n*\n");
             }
-            // the one-file JSON cache of earlier builds is never read again
+            // The one-file JSON cache of earlier builds and the folders of
+            // other builds (`v<version>-<tests>-<keys>`) are never read again
+            // by this build; the folders of its other settings stay.
+            let own = self
+                .dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let build = own.rsplitn(3, '-').nth(2).unwrap_or(&own).to_string();
             for e in std::fs::read_dir(top).into_iter().flatten().flatten() {
                 let name = e.file_name();
                 let name = name.to_string_lossy();
                 if name.starts_with("facts-") && name.ends_with(".json") {
                     let _ = std::fs::remove_file(e.path());
+                } else if stale_build_dir(&name, &build) && e.path().is_dir() {
+                    let _ = std::fs::remove_dir_all(e.path());
                 }
             }
         }
