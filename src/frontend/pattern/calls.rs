@@ -38,7 +38,7 @@ pub struct Structure {
     /// Paren/bracket nesting (not braces) at each token.
     pub tok_paren: Vec<u32>,
     /// Matching bracket (both directions) for `( ) [ ] { }` and Ruby `do … end`.
-    pub matching: HashMap<usize, usize>,
+    pub matching: Matching,
     /// Tokens that are the name of a function declaration.
     pub decl_names: HashSet<usize>,
     /// Function declaration name token → the scope of its body.
@@ -108,13 +108,37 @@ fn line_indent(src: &str, pos: usize) -> usize {
     n
 }
 
+/// Matching bracket of each token, indexed by token (a vector, not a hash
+/// map: it is read for nearly every token, and hashing showed in profiles).
+#[derive(Debug, Default, Clone)]
+pub struct Matching(Vec<usize>);
+
+impl Matching {
+    const NONE: usize = usize::MAX;
+
+    pub fn new(tokens: usize) -> Matching {
+        Matching(vec![Self::NONE; tokens])
+    }
+
+    pub fn get(&self, tok: &usize) -> Option<&usize> {
+        self.0.get(*tok).filter(|&&m| m != Self::NONE)
+    }
+
+    pub fn insert(&mut self, tok: usize, other: usize) {
+        if tok >= self.0.len() {
+            self.0.resize(tok + 1, Self::NONE);
+        }
+        self.0[tok] = other;
+    }
+}
+
 pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
     let mut st = Structure {
         scopes: vec![Scope::default()],
         tok_scope: vec![0; toks.len()],
         tok_depth: vec![0; toks.len()],
         tok_paren: vec![0; toks.len()],
-        matching: HashMap::new(),
+        matching: Matching::new(toks.len()),
         decl_names: HashSet::new(),
         decl_scope: HashMap::new(),
         receivers: HashMap::new(),
