@@ -9,7 +9,7 @@ use std::collections::HashMap;
 pub const ROUNDS: usize = 4;
 
 /// Most ops instantiated at one call site, and in one file.
-const MAX_PER_CALL: usize = 16;
+pub(crate) const MAX_PER_CALL: usize = 16;
 const MAX_PER_FILE: usize = 20_000;
 
 /// Names too common to link through a receiver that does not name the
@@ -314,7 +314,7 @@ fn instantiate(file: usize, s: &Summary, cs: &CallSite, out: &mut Vec<Inst>) {
             chain: so.chain.clone(),
             via: via.clone(),
             via_file: s.file,
-            seq: (k > 0) as u32,
+            seq: k as u32,
         });
     }
 }

@@ -51,7 +51,8 @@ pub struct Inst {
     pub via: String,
     /// The file that function is in.
     pub via_file: usize,
-    /// 0 for the first op performed at the call site, 1 for the later ones.
+    /// The op's place among the ops performed at the call site (the
+    /// wrapper's order: 0 for the first).
     pub seq: u32,
 }
 
@@ -99,12 +100,18 @@ impl FileView {
         );
         // A call site's order is that of the token (pattern) or of the
         // first op at or after it (Rust): its ops go just before that op.
+        // The ops of one call keep the wrapper's order among themselves
+        // (its SETNX before its EXPIRE), all before that op.
+        const SLOTS: u32 = link::MAX_PER_CALL as u32 + 1;
         for o in &mut f.ops {
-            o.order = o.order.saturating_mul(4).saturating_add(2);
+            o.order = o.order.saturating_mul(SLOTS).saturating_add(SLOTS - 1);
         }
         f.ops.extend(self.visible_insts().map(|i| {
             let mut op = i.op.clone();
-            op.order = op.order.saturating_mul(4).saturating_add(i.seq);
+            op.order = op
+                .order
+                .saturating_mul(SLOTS)
+                .saturating_add(i.seq.min(SLOTS - 2));
             op
         }));
         // an op of a function run only on failure paths runs on one
