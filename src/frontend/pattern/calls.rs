@@ -339,7 +339,10 @@ fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
                 st.tok_scope[i] = sc;
                 st.tok_depth[i] = 0;
             } else {
+                // the next declaration's header starts after the expression
+                // (`fun a(x) = f(x)` then `fun b(y) {` names `b`, not `a`)
                 expr_scope = None;
+                head = head.max(end);
             }
         }
         if expr_scope.is_none() && s == 0 {
