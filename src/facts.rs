@@ -518,6 +518,10 @@ pub struct CallFailOpen {
 pub struct FnSig {
     pub scope: ScopeId,
     pub params: Vec<String>,
+    /// How many of the last parameters have a default value (`ttl = 30`):
+    /// a call may leave them out.
+    #[serde(default)]
+    pub optional: usize,
 }
 
 /// A call of something that is not a Redis client method: a candidate call

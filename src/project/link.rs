@@ -194,7 +194,7 @@ fn resolve(
         .copied()
         .filter(|&si| {
             let s = &sums[si];
-            s.arity == arity && !(s.file == file && s.scope == cs.scope)
+            (s.min_arity..=s.arity).contains(&arity) && !(s.file == file && s.scope == cs.scope)
         })
         .collect();
     let recv = cs.recv.as_deref().map(|r| {

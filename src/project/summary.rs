@@ -54,6 +54,8 @@ pub struct Summary {
     pub name: String,
     pub owner: Option<String>,
     pub arity: usize,
+    /// The fewest arguments a call may pass (parameters with defaults left out).
+    pub min_arity: usize,
     pub ops: Vec<SumOp>,
     /// A lock function: its name, type, file or own key reads like a lock.
     pub lock_fn: bool,
@@ -169,6 +171,7 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             name: scope.name.clone(),
             owner: scope.owner.clone(),
             arity: sig.params.len(),
+            min_arity: sig.params.len().saturating_sub(sig.optional),
             ops,
             lock_fn,
             facade,

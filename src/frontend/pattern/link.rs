@@ -32,18 +32,24 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
     let mut decls: Vec<(usize, u32)> = st.decl_scope.iter().map(|(&n, &s)| (n, s)).collect();
     decls.sort_unstable();
     for (n, scope) in decls {
-        let params = an
+        let list = an
             .vals
             .param_open(n)
             .and_then(|open| Some((open, *st.matching.get(&open)?)))
-            .filter(|(open, close)| close > open)
+            .filter(|(open, close)| close > open);
+        let params = list
             .map(|(open, close)| an.vals.param_names(open, close))
             .unwrap_or_default();
+        let optional = list
+            .map(|(open, close)| an.vals.defaulted_params(open, close))
+            .unwrap_or(0)
+            .min(params.len());
         params_of.entry(scope).or_insert_with(|| params.clone());
-        facts
-            .link
-            .functions
-            .push(crate::facts::FnSig { scope, params });
+        facts.link.functions.push(crate::facts::FnSig {
+            scope,
+            params,
+            optional,
+        });
     }
     facts.link.functions.sort_by_key(|f: &FnSig| f.scope);
     facts.link.functions.dedup_by_key(|f| f.scope);

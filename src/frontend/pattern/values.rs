@@ -211,6 +211,21 @@ impl<'a> Values<'a> {
             .collect()
     }
 
+    /// How many parameters at the end of a declaration's list have a
+    /// default value (`function checkLock(key, retry = 0, ttl = null)`,
+    /// `def lock(key, ttl=30)`): a call may leave them out. Go has none.
+    pub(crate) fn defaulted_params(&self, open: usize, close: usize) -> usize {
+        if self.lang == Language::Go {
+            return 0;
+        }
+        let toks = self.toks;
+        super::calls::split_args(toks, self.st, open, close)
+            .iter()
+            .rev()
+            .take_while(|a| a.name.is_some() || toks[a.start..a.end].iter().any(|t| t.is("=")))
+            .count()
+    }
+
     /// The `(` of a declaration's parameter list: right after the name, or
     /// for a JS/TS arrow assigned to a name, after `= [async]`.
     pub(crate) fn param_open(&self, n: usize) -> Option<usize> {

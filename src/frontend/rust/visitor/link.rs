@@ -25,6 +25,7 @@ impl Walker<'_, '_> {
         self.facts.link.functions.push(FnSig {
             scope: id,
             params: params.clone(),
+            optional: 0,
         });
         std::mem::replace(&mut self.params, params)
     }
