@@ -654,6 +654,22 @@ fn link_and_check_all(
     found
 }
 
+/// `--threads`, or one per core when it is 0.
+fn worker_threads(settings: &Settings) -> usize {
+    if settings.threads == 0 {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    } else {
+        settings.threads
+    }
+}
+
+/// The project cache under `root` for these settings.
+fn open_cache(root: &Path, settings: &Settings) -> crate::project::cache::Cache {
+    crate::project::cache::Cache::open(root, settings.tests, !settings.lock_key_patterns.is_empty())
+}
+
 /// A project held in memory between checks (the language server): phase
 /// one of every file under the project root, read once (through the
 /// project cache), then one file's text refreshed at a time and checked
@@ -673,22 +689,10 @@ impl Workspace {
     /// Reads phase one of the files under `root` (as `check_paths` reads
     /// the rest of the project: files with nothing for a finding are left).
     pub fn load(root: &Path, settings: &Settings) -> Workspace {
-        let threads = if settings.threads == 0 {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        } else {
-            settings.threads
-        };
+        let threads = worker_threads(settings);
         let (entries, _) =
             walk::collect_excluding(&[root.to_path_buf()], threads, settings.exclude.as_ref());
-        let cache = settings.cache.then(|| {
-            crate::project::cache::Cache::open(
-                root,
-                settings.tests,
-                !settings.lock_key_patterns.is_empty(),
-            )
-        });
+        let cache = settings.cache.then(|| open_cache(root, settings));
         let run = || {
             entries
                 .par_iter()
@@ -917,25 +921,13 @@ fn read_rest_of_project(
 /// Checks every file under `paths`.
 pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
     let start = Instant::now();
-    let threads = if settings.threads == 0 {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    } else {
-        settings.threads
-    };
+    let threads = worker_threads(settings);
     let (entries, walk_errors) = walk::collect_excluding(paths, threads, settings.exclude.as_ref());
     let cache = settings
         .project_root
         .as_deref()
         .filter(|_| settings.cache)
-        .map(|root| {
-            crate::project::cache::Cache::open(
-                root,
-                settings.tests,
-                !settings.lock_key_patterns.is_empty(),
-            )
-        });
+        .map(|root| open_cache(root, settings));
     let run = || {
         entries
             .par_iter()
