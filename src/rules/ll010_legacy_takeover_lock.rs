@@ -16,7 +16,9 @@ static META: RuleMeta = RuleMeta {
 };
 
 /// SPEC §2 "Legacy takeover": the `GETSET` of the same key that takes the
-/// lock of `acquire` over once the deadline it read with a `GET` passed —
+/// lock of `acquire` over once the deadline it read with a `GET` passed (or,
+/// when the acquire writes a deadline, the `DEL` + `SETNX` or plain `SET`
+/// that does the same without GETSET: the `SETNX` or `SET` is returned) —
 /// later in the acquire's own function (after that `GET`, or nested below
 /// the acquire, with no other write of the key between them), or
 /// in another function of the file (same-key evidence rules) that reads the
@@ -27,6 +29,13 @@ pub(super) fn legacy_takeover<'a>(cx: &Context<'a>, acquire: &'a Op) -> Option<&
         return None;
     }
     let mut read = false;
+    let mut deleted = false;
+    // The variants without GETSET (`GET` the deadline; once it passed, `DEL`
+    // then `SETNX` again, or a plain `SET` of a new deadline) need the
+    // acquire's value to be that deadline (a time the file reads back), on a
+    // key used as a lock: a "last run" time kept with SETNX/GET/SET is a
+    // throttle, not a lock.
+    let deadline = || cx.deadline_value(acquire) && cx.used_as_lock(acquire);
     for o in cx.later_in_scope(acquire) {
         if !cx.same_key(o, acquire) {
             continue;
@@ -37,6 +46,13 @@ pub(super) fn legacy_takeover<'a>(cx: &Context<'a>, acquire: &'a Op) -> Option<&
             // below the acquire (`if deadline < now { GETSET }`) — the read
             // may go through a wrapper this file does not show as a GET
             OpKind::GetSet if read || o.depth > acquire.depth => return Some(o),
+            // a takeover under WATCH (`WATCH k; GET k; MULTI; SET k …; EXEC`)
+            // lets one waiter win: the optimistic transaction is the fix
+            OpKind::Release { checked: false } if read && !o.watched && deadline() => {
+                deleted = true
+            }
+            OpKind::Acquire { .. } if deleted => return Some(o),
+            OpKind::Set { .. } if read && !deleted && !o.watched && deadline() => return Some(o),
             OpKind::Expire | OpKind::Exists => {}
             _ => break,
         }
@@ -60,10 +76,21 @@ impl Rule for LegacyTakeoverLock {
             let Some(getset) = legacy_takeover(cx, op) else {
                 continue;
             };
+            let how = match getset.kind {
+                OpKind::GetSet => {
+                    "the legacy SETNX + GETSET deadline takeover: it relies on synchronised clocks, every waiter's GETSET rewrites the deadline"
+                }
+                OpKind::Acquire { .. } => {
+                    "a SETNX deadline takeover (GET the deadline, DEL, SETNX again): it relies on synchronised clocks, two waiters that both see the deadline passed can both take it, one deleting the other's fresh lock"
+                }
+                _ => {
+                    "a SETNX deadline takeover (GET the deadline, then a plain SET): it relies on synchronised clocks, two waiters that both see the deadline passed both write it and both believe they hold it"
+                }
+            };
             out.push(Diagnostic {
                 span: Context::call_span(op),
                 message: format!(
-                    "lock `{}` uses the legacy SETNX + GETSET deadline takeover: it relies on synchronised clocks, every waiter's GETSET rewrites the deadline, and a holder whose lock was taken over cannot tell",
+                    "lock `{}` uses {how}, and a holder whose lock was taken over cannot tell",
                     op.key.display()
                 ),
                 label: "the deadline is a logical expiry that clients enforce".into(),
