@@ -64,8 +64,10 @@ pub struct Analyzer<'a> {
     pub scripts: Vec<ScriptFact>,
     /// Names bound to a Redis client, pipeline or transaction.
     pub redis_vars: HashSet<String>,
-    /// Names bound to a transaction/pipeline that runs atomically.
-    pub atomic_vars: HashSet<String>,
+    /// Names bound to a transaction/pipeline that runs atomically, with the
+    /// scope of the binding: a local `pipe := rdb.TxPipeline()` in one
+    /// function says nothing of a `pipe := rdb.Pipeline()` in another.
+    pub atomic_vars: HashSet<(u32, String)>,
     /// Names bound to a StackExchange `CreateTransaction()`.
     pub tx_vars: HashSet<String>,
     /// Receivers (see [`Analyzer::recv_root`]) that run an unambiguous Redis
@@ -181,9 +183,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
             if c.recv
                 .iter()
                 .any(|r| r.eq_ignore_ascii_case("multi()") || r == "TxPipeline()")
-                || c.recv
-                    .first()
-                    .is_some_and(|r| an.atomic_vars.contains(&values::norm_name(r)))
+                || c.recv.first().is_some_and(|r| an.atomic_var(scope, r))
             {
                 atomic = true;
             }
@@ -606,11 +606,18 @@ impl<'a> Analyzer<'a> {
         }
     }
 
+    /// `recv` (as written) is bound to an atomic transaction or pipeline in
+    /// `scope`, or is a field or a top-level name bound to one.
+    fn atomic_var(&self, scope: u32, recv: &str) -> bool {
+        let name = values::norm_name(recv);
+        self.atomic_vars.contains(&(0, name.clone())) || self.atomic_vars.contains(&(scope, name))
+    }
+
     /// Bindings whose value is a script object, a Redis client or a transaction.
     fn classify_bindings(&mut self) {
         let mut objs = Vec::new();
         let mut alias = Vec::new();
-        for ((_, name), bs) in &self.vals.bindings {
+        for ((scope, name), bs) in &self.vals.bindings {
             for b in bs {
                 let text = self.vals.text(b.start, b.end);
                 let lower = text.to_ascii_lowercase();
@@ -675,7 +682,9 @@ impl<'a> Analyzer<'a> {
                     || lower.contains("txpipeline(")
                     || lower.contains(".multi(")
                 {
-                    self.atomic_vars.insert(name.clone());
+                    // a field (`this.tx`) is seen from every method
+                    let at = if name.starts_with("this.") { 0 } else { *scope };
+                    self.atomic_vars.insert((at, name.clone()));
                     self.redis_vars.insert(name.clone());
                 }
                 if lower.contains("createtransaction(") {
@@ -705,7 +714,8 @@ impl<'a> Analyzer<'a> {
                             && self.toks[o - 1].is("pipeline")
                             && !self.vals.text(o, i).contains("transaction=False")
                         {
-                            self.atomic_vars.insert(n.text.clone());
+                            let scope = self.st.tok_scope.get(i).copied().unwrap_or(0);
+                            self.atomic_vars.insert((scope, n.text.clone()));
                             self.redis_vars.insert(n.text.clone());
                         }
                     }

@@ -515,6 +515,11 @@ fn go_plain_pipelines_are_not_atomic() {
     assert_eq!(atomic(cb), vec![false, false]);
     let txcb = "\trdb.TxPipelined(ctx, func(p redis.Pipeliner) error {\n\t\tp.SetNX(ctx, k, \"1\", 0)\n\t\tp.Expire(ctx, k, ttl)\n\t\treturn nil\n\t})";
     assert_eq!(atomic(txcb), vec![true, true]);
+    // a `pipe` bound to a TxPipeline in another function is another variable
+    let src = format!("package x\nimport \"github.com/redis/go-redis/v9\"\nfunc f(ctx context.Context, k string) {{\n{tx}\n}}\nfunc g(ctx context.Context, k string) {{\n{plain}\n}}\n");
+    let f = extract(std::path::Path::new("x.go"), &src, Language::Go);
+    let flags: Vec<bool> = f.ops.iter().map(|o| o.atomic).collect();
+    assert_eq!(flags, vec![true, true, false, false]);
 }
 
 #[test]
