@@ -11,8 +11,8 @@
 mod shell;
 
 use crate::facts::{
-    Client, FileFacts, KeyExpr, KeyPart, Language, Op, OpCall, OpKind, Scope, ScopeId, ScriptFact,
-    Span, ValueExpr,
+    AbsenceGuard, Client, FileFacts, KeyExpr, KeyPart, Language, Op, OpCall, OpKind, Scope,
+    ScopeId, ScriptFact, Span, ValueExpr,
 };
 use crate::frontend::lua;
 use crate::words;
@@ -26,6 +26,9 @@ pub fn extract(src: &str, language: Language) -> FileFacts {
         Language::Shell => {
             let toks = shell::lex(src);
             x.list(&toks, 0);
+            x.facts
+                .absence_guards
+                .sort_by_key(|g| (g.write.start, g.check.start));
         }
         _ => {
             let mut sess = Session::default();
@@ -85,6 +88,9 @@ const CLI_OPTS_WITH_VALUE: &[&str] = &[
 /// more are ignored (the rules compare ops pairwise).
 const MAX_KEYS_PER_COMMAND: usize = 64;
 
+/// Open condition checks kept at once (see [`CondCheck`]); more are ignored.
+const MAX_OPEN_CHECKS: usize = 32;
+
 /// Transaction state of one connection.
 #[derive(Debug, Default)]
 struct Session {
@@ -105,6 +111,32 @@ struct Extractor<'a> {
     cli_vars: HashSet<String>,
     /// Variables bound once, with the class of their value; `None` once rebound.
     vars: HashMap<String, Option<ValueExpr>>,
+    /// `EXISTS`/`GET` checks in an `if`/`while` condition whose result says
+    /// where the key was found absent (see [`CondCheck`]).
+    conds: Vec<CondCheck>,
+}
+
+/// An `EXISTS`/`GET` of a key in the condition of an `if`/`while` whose
+/// test says which way the key was found (`[ "$(redis-cli EXISTS k)" = 0 ]`,
+/// `[ -z "$(redis-cli GET k)" ]`): a plain SET of that key runs only where it
+/// was absent when it stands in the branch taken on absence, or after an
+/// `if` on presence whose body leaves (`exit`, `return`), or after a `while`
+/// that waits while the key is present.
+#[derive(Debug)]
+struct CondCheck {
+    check: Span,
+    key: KeyExpr,
+    scope: ScopeId,
+    /// The depth of the body of the `if`/`while`.
+    depth: u32,
+    is_while: bool,
+    /// The condition is true when the key is absent.
+    absent_when_true: bool,
+    /// Where writes count as guarded: in the body (absent when true), or
+    /// after the `fi`/`done` at `depth - 1`.
+    after: bool,
+    /// The body (on presence) left the function or script.
+    exits: bool,
 }
 
 impl<'a> Extractor<'a> {
@@ -118,6 +150,7 @@ impl<'a> Extractor<'a> {
             braces: Vec::new(),
             cli_vars: HashSet::new(),
             vars: HashMap::new(),
+            conds: Vec::new(),
         }
     }
 
@@ -244,11 +277,28 @@ impl<'a> Extractor<'a> {
         }
         // Reserved words and braces at the head.
         let mut k = 0;
+        let mut cond: Option<(bool, bool)> = None;
         while let Some(w) = words.get(k) {
             match w.literal().as_deref() {
-                Some("if" | "while" | "until") => self.depth += 1,
-                Some("then" | "do" | "else" | "elif" | "!" | "time") => {}
-                Some("fi" | "done" | "esac") => self.depth = self.depth.saturating_sub(1),
+                Some(r @ ("if" | "while" | "until")) => {
+                    self.depth += 1;
+                    cond = Some((r == "while", false));
+                }
+                Some("!") => {
+                    if let Some(c) = cond.as_mut() {
+                        c.1 = !c.1;
+                    }
+                }
+                Some("elif") => {
+                    self.end_branch();
+                    cond = Some((false, false));
+                }
+                Some("else") => self.end_branch(),
+                Some("then" | "do" | "time") => {}
+                Some("fi" | "done" | "esac") => {
+                    self.end_block();
+                    self.depth = self.depth.saturating_sub(1)
+                }
                 Some("for" | "case" | "select") => {
                     self.depth += 1;
                     return;
@@ -260,12 +310,28 @@ impl<'a> Extractor<'a> {
             k += 1;
         }
         // Command substitutions run before the command itself.
+        let before = self.facts.ops.len();
         if nest < 24 {
             for w in &words[k.min(words.len())..] {
                 for p in &w.parts {
                     if let Part::Subst { toks, .. } = p {
                         self.list(toks, nest + 1);
                     }
+                }
+            }
+        }
+        if let Some((is_while, negated)) = cond {
+            self.condition(&words[k.min(words.len())..], before, is_while, negated);
+        }
+        if words
+            .get(k)
+            .and_then(|w| w.literal())
+            .is_some_and(|h| matches!(&*h, "exit" | "return"))
+        {
+            let (scope, depth) = (self.scope, self.depth);
+            for c in self.conds.iter_mut() {
+                if !c.after && c.scope == scope && c.depth == depth {
+                    c.exits = true;
                 }
             }
         }
@@ -323,6 +389,100 @@ impl<'a> Extractor<'a> {
             return;
         };
         self.cli_invocation(&words[c + 1..], heredoc);
+    }
+
+    /// The condition words of an `if`/`elif`/`while`: the checks its
+    /// command substitutions made (ops from `first_op` on) and which way
+    /// the test reads them.
+    fn condition(&mut self, words: &[&Word], first_op: usize, is_while: bool, negated: bool) {
+        let lits: Vec<Option<String>> = words
+            .iter()
+            .map(|w| w.literal().map(|s| s.into_owned()))
+            .collect();
+        let lit = |i: usize| lits.get(i).and_then(|l| l.as_deref());
+        for op in self.facts.ops.get(first_op..).unwrap_or(&[]) {
+            if !matches!(op.kind, OpKind::Exists | OpKind::Get) || op.scope != self.scope {
+                continue;
+            }
+            // the word that holds the substitution, and the test around it
+            let Some(at) = words
+                .iter()
+                .position(|w| w.span.start <= op.span.start && op.span.end <= w.span.end)
+            else {
+                continue;
+            };
+            let before = at.checked_sub(1).and_then(lit);
+            let (oper, other) = match (lit(at + 1), before) {
+                (Some(o), _) if is_test_op(o) => (o, lit(at + 2)),
+                (_, Some(o)) if is_test_op(o) => (o, at.checked_sub(2).and_then(lit)),
+                _ => continue,
+            };
+            let present = match (op.kind == OpKind::Exists, oper, other.map(str::trim)) {
+                (false, "-z", _) => false,
+                (false, "-n", _) => true,
+                (false, "=" | "==", Some("")) => false,
+                (false, "!=", Some("")) => true,
+                (true, "=" | "==" | "-eq", Some("0")) | (true, "-lt", Some("1")) => false,
+                (true, "!=" | "-ne", Some("1")) => false,
+                (true, "=" | "==" | "-eq" | "-ge", Some("1"))
+                | (true, "!=" | "-ne" | "-gt", Some("0")) => true,
+                _ => continue,
+            };
+            // bounded: every SET looks at the open checks
+            if self.conds.len() >= MAX_OPEN_CHECKS {
+                return;
+            }
+            self.conds.push(CondCheck {
+                check: op.name_span,
+                key: op.key.clone(),
+                scope: self.scope,
+                depth: self.depth,
+                is_while,
+                absent_when_true: present == negated,
+                after: false,
+                exits: false,
+            });
+        }
+    }
+
+    /// `else`/`elif` of the `if` at the current depth: the other branch. A
+    /// check on absence no longer guards it; a check on presence does.
+    fn end_branch(&mut self) {
+        let (scope, depth) = (self.scope, self.depth);
+        self.conds.retain_mut(|c| {
+            if c.after || c.scope != scope || c.depth != depth {
+                return true;
+            }
+            if c.absent_when_true || c.is_while {
+                return false;
+            }
+            c.absent_when_true = true;
+            c.exits = false;
+            true
+        });
+    }
+
+    /// `fi`/`done` at the current depth: a check on presence whose body left
+    /// (or a `while` that waited while the key was there) guards what follows.
+    fn end_block(&mut self) {
+        let (scope, depth) = (self.scope, self.depth);
+        self.conds.retain_mut(|c| {
+            if c.scope != scope {
+                return true;
+            }
+            if c.after {
+                // the block holding the guarded code closes
+                return c.depth < depth + 1;
+            }
+            if c.depth != depth {
+                return c.depth < depth;
+            }
+            if !c.absent_when_true && (c.exits || c.is_while) {
+                c.after = true;
+                return true;
+            }
+            false
+        });
     }
 
     fn is_cli(&self, w: &Word) -> bool {
@@ -617,6 +777,21 @@ impl<'a> Extractor<'a> {
     ) {
         let key = key_expr(key);
         let watched = sess.watched.iter().any(|w| w.parts == key.parts);
+        if matches!(kind, OpKind::Set { .. }) {
+            for c in &self.conds {
+                let here = if c.after {
+                    self.depth + 1 >= c.depth
+                } else {
+                    c.absent_when_true && self.depth >= c.depth
+                };
+                if here && c.scope == self.scope && c.key.parts == key.parts {
+                    self.facts.absence_guards.push(AbsenceGuard {
+                        check: c.check,
+                        write: name_span,
+                    });
+                }
+            }
+        }
         self.order += 1;
         self.facts.ops.push(Op {
             kind,
@@ -706,6 +881,14 @@ impl<'a> Extractor<'a> {
             None => words::classify_value_words(name).unwrap_or_default(),
         }
     }
+}
+
+/// A `test`/`[`/`[[` operator that compares or checks a string.
+fn is_test_op(o: &str) -> bool {
+    matches!(
+        o,
+        "=" | "==" | "!=" | "-eq" | "-ne" | "-gt" | "-ge" | "-lt" | "-le" | "-z" | "-n"
+    )
 }
 
 const PID: &str = "a process id";
