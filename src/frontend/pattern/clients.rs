@@ -507,7 +507,11 @@ impl<'a> Analyzer<'a> {
                 for a in &pos {
                     if toks[a.start].is("new")
                         || toks[a.start].is("{")
-                        || (a.start..a.end).any(|k| toks[k].is("->") || toks[k].is("=>"))
+                        // a lambda (`k -> …`, `x => …`); in PHP `->` is member
+                        // access (`del($this->lockName($job))`), its arrow fn `fn() =>`
+                        || (a.start..a.end).any(|k| {
+                            (toks[k].is("->") && self.lang != Language::Php) || toks[k].is("=>")
+                        })
                     {
                         continue;
                     }
