@@ -143,6 +143,25 @@ pub struct Context<'a> {
     /// Ops of other files of the project on this file's keys, grouped by key
     /// (SPEC §2 "Project summaries"); see [`Context::with_project`].
     project_by_key: HashMap<&'a [KeyPart], Vec<&'a Op>>,
+    /// Shapes ([`key_shape`]) of the keys the file acquires that have a
+    /// literal and a variable (or field) part (at most [`MAX_ACQUIRED_SHAPES`]).
+    acquired_shapes: Vec<String>,
+}
+
+const MAX_ACQUIRED_SHAPES: usize = 32;
+
+/// A key's literals with `{}` for each variable or field (`tus-lock-{}`):
+/// keys of one shape whatever their variables are called.
+fn key_shape(key: &KeyExpr) -> String {
+    let mut out = String::new();
+    for p in &key.parts {
+        match p {
+            KeyPart::Lit(s) => out.push_str(s),
+            KeyPart::Const(_) | KeyPart::Var(_) => out.push_str("{}"),
+            KeyPart::Unknown => out.push_str("{?}"),
+        }
+    }
+    out
 }
 
 /// What a scope's names say, computed once per scope (each answer splits a
@@ -325,6 +344,22 @@ impl<'a> Context<'a> {
                 }
             }
         }
+        let mut acquired_shapes: Vec<String> = Vec::new();
+        for op in &own {
+            let parts = &op.key.parts;
+            if matches!(op.kind, OpKind::Acquire { .. })
+                && parts.iter().any(|p| matches!(p, KeyPart::Lit(_)))
+                && parts
+                    .iter()
+                    .any(|p| matches!(p, KeyPart::Var(_) | KeyPart::Const(_)))
+            {
+                let shape = key_shape(&op.key);
+                if !acquired_shapes.contains(&shape) && acquired_shapes.len() < MAX_ACQUIRED_SHAPES
+                {
+                    acquired_shapes.push(shape);
+                }
+            }
+        }
         Context {
             own,
             facts,
@@ -338,6 +373,7 @@ impl<'a> Context<'a> {
             traits,
             matches: RefCell::new(HashMap::new()),
             project_by_key: HashMap::new(),
+            acquired_shapes,
         }
     }
 
@@ -374,12 +410,21 @@ impl<'a> Context<'a> {
     /// Lock key (b) or (c): an identifier or literal of the key reads like a
     /// lock, or the key matches a configured pattern.
     pub fn key_reads_like_lock(&self, key: &KeyExpr) -> bool {
-        let lit_or_name = key.parts.iter().any(|p| match p {
-            KeyPart::Lit(s) | KeyPart::Const(s) | KeyPart::Var(s) => words::reads_like_lock(s),
-            KeyPart::Unknown => false,
-        });
-        if lit_or_name || key.idents.iter().any(|i| words::reads_like_lock(i)) {
-            return true;
+        // A companion key built around a whole acquired key
+        // (`requestRelease:` + the lock's key, the lock's key + `:owner`)
+        // is judged by what it adds, not by the lock's words it embeds.
+        if let Some(rest) = self.around_acquired_key(key) {
+            if words::reads_like_lock(&rest) {
+                return true;
+            }
+        } else {
+            let lit_or_name = key.parts.iter().any(|p| match p {
+                KeyPart::Lit(s) | KeyPart::Const(s) | KeyPart::Var(s) => words::reads_like_lock(s),
+                KeyPart::Unknown => false,
+            });
+            if lit_or_name || key.idents.iter().any(|i| words::reads_like_lock(i)) {
+                return true;
+            }
         }
         if self.lock_patterns.is_empty() {
             return false;
@@ -388,6 +433,25 @@ impl<'a> Context<'a> {
         self.lock_patterns
             .iter()
             .any(|re| re.is_match(&shown) || key.idents.iter().any(|i| re.is_match(i)))
+    }
+
+    /// What `key` adds to an acquired key of the file it starts or ends
+    /// with (same literals, any variable names), when it is longer.
+    fn around_acquired_key(&self, key: &KeyExpr) -> Option<String> {
+        if self.acquired_shapes.is_empty() {
+            return None;
+        }
+        let shape = key_shape(key);
+        self.acquired_shapes.iter().find_map(|a| {
+            (shape.len() > a.len())
+                .then(|| {
+                    shape
+                        .strip_suffix(a.as_str())
+                        .or_else(|| shape.strip_prefix(a.as_str()))
+                })
+                .flatten()
+                .map(str::to_string)
+        })
     }
 
     /// A scope belongs to a lock type: its owner (class, impl, module) or the

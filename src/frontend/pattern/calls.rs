@@ -426,6 +426,18 @@ fn destructured_param(
     declares || in_class
 }
 
+/// JS/TS: the innermost open `{` is an object literal, not a block: it
+/// follows `return`, `=`, `(`, `,`, `:` or `[` (a block follows `)`, `=>`,
+/// `else`, `try`, or ends a statement).
+fn in_object_literal(toks: &[Tok], frames: &Frames) -> bool {
+    let Some(&(open, Frame::Block)) = frames.last() else {
+        return false;
+    };
+    open.checked_sub(1)
+        .and_then(|p| toks.get(p))
+        .is_some_and(|t| matches!(t.text.as_str(), "return" | "=" | "(" | "," | ":" | "["))
+}
+
 /// Kotlin `fun name(..): T = expr` and C# `T Name(..) => expr;`: a scope
 /// over the expression, returned as (end token, scope id).
 fn expression_body(
@@ -683,8 +695,11 @@ fn classify_header(
         }
         return Frame::Block;
     }
-    // JS/TS object-literal methods at the top level: `{ async acquire(key) { … } }`
-    if matches!(lang, Language::JavaScript | Language::TypeScript) && !in_func {
+    // JS/TS object-literal methods at the top level (`{ async acquire(key) { … } }`)
+    // or in an object literal a function builds (`return { async release(id) { … } }`)
+    if matches!(lang, Language::JavaScript | Language::TypeScript)
+        && (!in_func || in_object_literal(toks, frames))
+    {
         let k = h
             .iter()
             .position(|t| {

@@ -226,7 +226,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     facts.fail_opens = failopen::find(&an, &all_calls, &facts.ops);
     facts.absence_guards = guards::find(&an, &all_calls, &facts.ops);
     let lines = paths::LineEnds::new(an.toks);
-    facts.failure_spans = paths::failure_spans(&an, &lines);
+    facts.failure_spans = paths::failure_spans(&an, &lines, &facts.ops);
     facts.validity_spans = paths::validity_spans(&an, &lines);
     facts.scripts = std::mem::take(&mut an.scripts);
     // project link facts (SPEC §2 "Project summaries")

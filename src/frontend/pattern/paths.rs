@@ -6,7 +6,7 @@
 
 use super::lexer::Tok;
 use super::Analyzer;
-use crate::facts::{Language, Span};
+use crate::facts::{Language, Op, OpKind, Span};
 use crate::words;
 
 /// Methods whose callback runs only when the chain failed.
@@ -57,8 +57,9 @@ impl LineEnds {
     }
 }
 
-/// Byte ranges of code that runs only when something failed.
-pub fn failure_spans(an: &Analyzer, lines: &LineEnds) -> Vec<Span> {
+/// Byte ranges of code that runs only when something failed. `ops` are the
+/// file's own Redis ops (for the rest of a block after an early success return).
+pub fn failure_spans(an: &Analyzer, lines: &LineEnds, ops: &[Op]) -> Vec<Span> {
     let toks = an.toks;
     let mut out = Vec::new();
     for i in 0..toks.len() {
@@ -97,10 +98,14 @@ pub fn failure_spans(an: &Analyzer, lines: &LineEnds) -> Vec<Span> {
                 }
             }
             "if" => {
+                if let Some(sp) = after_success_return(an, lines, ops, i) {
+                    out.push(sp);
+                    continue;
+                }
                 let Some((cs, ce, bs, be)) = if_parts(an, lines, i) else {
                     continue;
                 };
-                if is_error_test(&toks[cs..ce]) {
+                if is_error_test(&toks[cs..ce]) || is_failure_disjunction(&toks[cs..ce]) {
                     if let Some(sp) = span_of(toks, bs, be) {
                         out.push(sp);
                     }
@@ -110,6 +115,184 @@ pub fn failure_spans(an: &Analyzer, lines: &LineEnds) -> Vec<Span> {
         }
     }
     out
+}
+
+/// How far back a result's binding is looked for, and how far the rest of a
+/// block is followed (constants: the work per `if` stays bounded).
+const BIND_WINDOW: usize = 400;
+const REST_WINDOW: usize = 4000;
+
+/// The rest of the block after an early success return is a failed-result
+/// branch: `sent = deliver(…)` then `if (sent) return;` (`return if sent`,
+/// `if err == nil { return nil }`) — what follows runs only when the work
+/// failed. Only when `sent` holds the result of work done after a
+/// set-if-absent of the same function (SPEC §2 "Once-only marker"): a
+/// `cached = load(k); if (cached) return cached;` before the acquire, or a
+/// result read from Redis (`held = GET k`), says nothing about failure.
+fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -> Option<Span> {
+    let toks = an.toks;
+    let n = toks.len();
+    // (condition, first token of the rest, first token of the statement)
+    let (cond, after, stmt) = if an.lang == Language::Ruby && i > 0 && !toks[i].nl {
+        // `return [value] if cond`
+        let ls = (i.saturating_sub(16)..i).rfind(|&k| toks[k].nl || k == 0)?;
+        if !toks[ls].is("return") {
+            return None;
+        }
+        let le = lines.from(i + 1).min(n);
+        (&toks[i + 1..le], le, ls)
+    } else {
+        let (cs, ce, bs, be) = if_parts(an, lines, i)?;
+        if !toks.get(bs).is_some_and(|t| t.is("return")) {
+            return None;
+        }
+        let braced = bs > 0 && an.st.matching.get(&(bs - 1)) == Some(&be);
+        let closed =
+            braced || (an.lang == Language::Ruby && toks.get(be).is_some_and(|t| t.is("end")));
+        (&toks[cs..ce], if closed { be + 1 } else { be }, i)
+    };
+    if toks
+        .get(after)
+        .is_some_and(|t| matches!(t.text.as_str(), "else" | "elif" | "elsif"))
+    {
+        return None;
+    }
+    let subject = success_subject(cond)?;
+    if words::reads_like_lock(&subject.text) {
+        return None;
+    }
+    // the binding: `subject = call(…)` (`:=`, `let`/`const`, a tuple `_, err :=`)
+    let scope = an.st.tok_scope[i];
+    let lo = stmt.saturating_sub(BIND_WINDOW);
+    let k = (lo..stmt).rev().find(|&k| {
+        an.st.tok_scope[k] == scope
+            && toks[k].is_ident()
+            && toks[k].text == subject.text
+            && !(k > 0 && (toks[k - 1].is(".") || toks[k - 1].is("?.")))
+            && assigned_at(toks, k).is_some()
+    })?;
+    let eq = assigned_at(toks, k)?;
+    let rhs_end = lines.from(eq + 1).min(n);
+    let rhs = &toks[eq + 1..rhs_end];
+    let calls = rhs.windows(2).any(|w| w[0].is_ident() && w[1].is("("));
+    let (from, to) = (
+        toks[eq].end,
+        toks.get(rhs_end).map_or(usize::MAX, |t| t.start),
+    );
+    let redis_result = ops
+        .iter()
+        .any(|o| o.scope == scope && from <= o.name_span.start && o.name_span.start < to);
+    let after_acquire = ops.iter().any(|o| {
+        o.scope == scope
+            && matches!(o.kind, OpKind::Acquire { .. })
+            && o.name_span.start < toks[k].start
+    });
+    if !calls || redis_result || !after_acquire {
+        return None;
+    }
+    // the rest of the enclosing block
+    let d = an.st.tok_depth[stmt];
+    let mut e = after;
+    let limit = after.saturating_add(REST_WINDOW).min(n);
+    while e < limit {
+        let t = &toks[e];
+        let td = an.st.tok_depth[e];
+        let ends = match an.lang {
+            Language::Python => t.nl && td < d,
+            Language::Ruby => {
+                td < d
+                    || (td == d
+                        && matches!(
+                            t.text.as_str(),
+                            "end" | "rescue" | "ensure" | "else" | "elsif" | "when" | "}"
+                        ))
+            }
+            _ => td < d || (td == d && t.is("}")),
+        };
+        if ends {
+            break;
+        }
+        e += 1;
+    }
+    span_of(toks, after, e)
+}
+
+/// The tested result of a success condition: `sent`, `res.ok`, `(captured)`,
+/// `err == nil`, `err is None`.
+fn success_subject(cond: &[Tok]) -> Option<&Tok> {
+    let inner: Vec<&Tok> = cond.iter().filter(|t| !(t.is("(") || t.is(")"))).collect();
+    match inner.as_slice() {
+        [e, op, nil]
+            if is_err_name(e)
+                && (op.is("==") || op.is("==="))
+                && (nil.is("nil") || nil.is("null")) =>
+        {
+            Some(e)
+        }
+        [e, is, none] if is_err_name(e) && is.is("is") && none.is("None") => Some(e),
+        [first, ..] if first.is_ident() && !is_err_name(first) => {
+            let path = inner.iter().enumerate().all(|(k, t)| {
+                if k % 2 == 0 {
+                    t.is_ident()
+                        && !matches!(t.text.as_str(), "not" | "is" | "and" | "or" | "await")
+                } else {
+                    t.is(".") || t.is("->") || t.is("?.")
+                }
+            });
+            (path && inner.len() % 2 == 1).then_some(*first)
+        }
+        _ => None,
+    }
+}
+
+/// `k` is assigned: `k = …`, `k := …`, `k, err := …`, `_, k = …`; the
+/// index of the `=`/`:=`.
+fn assigned_at(toks: &[Tok], k: usize) -> Option<usize> {
+    let mut j = k + 1;
+    while toks.get(j).is_some_and(|t| t.is(",")) && toks.get(j + 1).is_some_and(|t| t.is_ident()) {
+        j += 2;
+    }
+    toks.get(j).filter(|t| t.is("=") || t.is(":=")).map(|_| j)
+}
+
+/// A disjunction about one result, one alternative of which is a failed
+/// test: `!res || res === INVALID`, `err != nil || resp == nil`,
+/// `not sent or sent.status >= 400`. The branch runs on every failure of
+/// that result and only on outcomes of it.
+fn is_failure_disjunction(cond: &[Tok]) -> bool {
+    let mut parts: Vec<&[Tok]> = Vec::new();
+    let (mut depth, mut s) = (0i32, 0usize);
+    for (k, t) in cond.iter().enumerate() {
+        if t.is("(") || t.is("[") {
+            depth += 1;
+        } else if t.is(")") || t.is("]") {
+            depth -= 1;
+        } else if depth == 0 && (t.is("||") || t.is("or")) {
+            parts.push(&cond[s..k]);
+            s = k + 1;
+        } else if depth == 0 && (t.is("&&") || t.is("and")) {
+            return false;
+        }
+    }
+    parts.push(&cond[s..]);
+    if parts.len() < 2 {
+        return false;
+    }
+    let subject = |p: &[Tok]| {
+        p.iter()
+            .find(|t| !(t.is("!") || t.is("not") || t.is("(")))
+            .filter(|t| t.is_ident())
+            .map(|t| t.text.clone())
+    };
+    let failing: Vec<String> = parts
+        .iter()
+        .filter(|p| is_error_test(p))
+        .filter_map(|p| subject(p))
+        .collect();
+    !failing.is_empty()
+        && parts
+            .iter()
+            .all(|p| is_error_test(p) || subject(p).is_some_and(|s| failing.contains(&s)))
 }
 
 /// `err != nil`, `(err)`, `(error)`, `err is not None`: the branch runs on
@@ -252,6 +435,24 @@ fn has_word(toks: &[Tok], set: &[&str]) -> bool {
     })
 }
 
+/// One comparison of an elapsed or current time below a lease's limit:
+/// `elapsed < ttl`, `now < deadline`, `ttl > elapsed`.
+fn lease_still_valid(cond: &[Tok]) -> bool {
+    let Some(p) = cond
+        .iter()
+        .position(|t| t.is("<") || t.is("<=") || t.is(">") || t.is(">="))
+    else {
+        return false;
+    };
+    let (left, right) = (&cond[..p], &cond[p + 1..]);
+    let (small, big) = if cond[p].is("<") || cond[p].is("<=") {
+        (left, right)
+    } else {
+        (right, left)
+    };
+    has_word(small, TIME_WORDS) && !has_word(small, LIMIT_WORDS) && has_word(big, LIMIT_WORDS)
+}
+
 /// Byte ranges of code that runs only while the holder's clock says the
 /// lease is valid: `if elapsed < ttl`, `if now < deadline`, `if ttl > elapsed`.
 pub fn validity_spans(an: &Analyzer, lines: &LineEnds) -> Vec<Span> {
@@ -268,28 +469,19 @@ pub fn validity_spans(an: &Analyzer, lines: &LineEnds) -> Vec<Span> {
             continue;
         }
         let cond = &toks[cs..ce];
-        // one comparison, no `||` (an alternative would run the body anyway)
-        if cond
-            .iter()
-            .any(|t| t.is("||") || t.is("or") || t.is("&&") || t.is("and"))
+        // no `||` (an alternative would run the body anyway) and no negated
+        // group; a conjunction (`now < deadline and lock`) guards when one
+        // of its terms is the comparison
+        if cond.iter().any(|t| t.is("||") || t.is("or"))
+            || cond
+                .windows(2)
+                .any(|w| (w[0].is("!") || w[0].is("not")) && w[1].is("("))
         {
             continue;
         }
-        let Some(p) = cond
-            .iter()
-            .position(|t| t.is("<") || t.is("<=") || t.is(">") || t.is(">="))
-        else {
-            continue;
-        };
-        let (left, right) = (&cond[..p], &cond[p + 1..]);
-        let (small, big) = if cond[p].is("<") || cond[p].is("<=") {
-            (left, right)
-        } else {
-            (right, left)
-        };
-        let ok = has_word(small, TIME_WORDS)
-            && !has_word(small, LIMIT_WORDS)
-            && has_word(big, LIMIT_WORDS);
+        let ok = cond
+            .split(|t| t.is("&&") || t.is("and"))
+            .any(lease_still_valid);
         if ok {
             if let Some(sp) = span_of(toks, bs, be) {
                 out.push(sp);
