@@ -449,6 +449,27 @@ pub struct FileFacts {
     pub call_sites: Vec<OpCall>,
     /// What the project link (phase two) needs from this file.
     pub link: LinkFacts,
+    /// The TTL arguments of set-if-absent writes the front-end could read
+    /// (not every acquire has one), matched to their op by `name_start`.
+    #[serde(default)]
+    pub ttls: Vec<OpTtl>,
+    /// The hard limit, in seconds, after which the platform kills a run of
+    /// this file's code (a Next.js/Vercel route's `export const maxDuration
+    /// = 600`): a lease at least that long never expires while its holder
+    /// runs. `None` when the file declares none.
+    #[serde(default)]
+    pub run_limit_secs: Option<u64>,
+}
+
+/// The TTL argument of the op whose method name starts at `name_start`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct OpTtl {
+    pub name_start: usize,
+    /// Its value in milliseconds when it is a constant (a literal, a
+    /// constant bound once, a product of those; `EX` seconds converted).
+    pub ms: Option<u64>,
+    /// The identifiers it is written with (`interval`, `LOCK_TTL_SECONDS`).
+    pub names: Vec<String>,
 }
 
 impl FileFacts {
@@ -465,6 +486,8 @@ impl FileFacts {
             notes: Vec::new(),
             call_sites: Vec::new(),
             link: LinkFacts::default(),
+            ttls: Vec::new(),
+            run_limit_secs: None,
         }
     }
 

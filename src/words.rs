@@ -56,6 +56,40 @@ pub fn reads_like_lock(s: &str) -> bool {
         .any(|w| LOCK_WORDS.contains(&w.as_str()))
 }
 
+/// True when `s` names a time window rather than a lock (SPEC §1: dedup
+/// windows, rate limiters and cooldowns are not locks): a word part says
+/// `debounce`, `throttle`, `cooldown` or `rate limit` in one of their forms
+/// (`RealtimeDebouncer`, `throttle_key`, `cool-down`, `RateLimiter`).
+pub fn reads_like_window(s: &str) -> bool {
+    let parts = word_parts(s);
+    parts.iter().enumerate().any(|(i, w)| {
+        let next = parts.get(i + 1).map(String::as_str);
+        match w.as_str() {
+            "debounce" | "debounced" | "debouncer" | "debouncers" | "debounces" | "debouncing"
+            | "throttle" | "throttled" | "throttler" | "throttlers" | "throttles"
+            | "throttling" | "cooldown" | "cooldowns" | "ratelimit" | "ratelimits"
+            | "ratelimiter" | "ratelimiters" | "ratelimited" | "ratelimiting" => true,
+            "rate" => matches!(
+                next,
+                Some("limit" | "limits" | "limiter" | "limiters" | "limited" | "limiting")
+            ),
+            "cool" => next == Some("down"),
+            _ => false,
+        }
+    })
+}
+
+/// True when a TTL's name says the key lives for a period between two
+/// runs, not for the length of a critical section: a window word
+/// ([`reads_like_window`]) or `interval`/`window` (`REVALIDATION_INTERVAL`,
+/// `WINDOW_SECONDS`).
+pub fn ttl_reads_like_window(s: &str) -> bool {
+    reads_like_window(s)
+        || word_parts(s)
+            .iter()
+            .any(|w| matches!(w.as_str(), "interval" | "intervals" | "window" | "windows"))
+}
+
 /// A function whose name says its deletion is deliberate, or that it cleans
 /// up dead holders: `forceRelease`, `force_unlock`, `reset_all`, `breakLock`,
 /// `clearLocks`, `deleteAll`, `remove_stale_locks`, `reapOrphans`. Not
@@ -360,6 +394,31 @@ mod tests {
         ] {
             assert!(!reads_like_lock(no), "{no}");
         }
+    }
+
+    #[test]
+    fn window_words() {
+        for yes in [
+            "RealtimeDebouncer",
+            "realtime_debouncer",
+            "throttleKey",
+            "sso:throttle:",
+            "COOLDOWN_PREFIX",
+            "cool-down",
+            "RateLimiter",
+            "rate_limit_key",
+            "getDebounceRedisKey",
+        ] {
+            assert!(reads_like_window(yes), "{yes}");
+        }
+        for no in [
+            "lockKey", "rate", "coolant", "limiter", "interval", "refresh",
+        ] {
+            assert!(!reads_like_window(no), "{no}");
+        }
+        assert!(ttl_reads_like_window("REVALIDATION_INTERVAL_SECONDS"));
+        assert!(ttl_reads_like_window("windowSeconds"));
+        assert!(!ttl_reads_like_window("LOCK_TTL_SECONDS"));
     }
 
     #[test]

@@ -20,11 +20,11 @@ pub mod fixes;
 // --- end fix ---
 
 use crate::advice::Target;
-use crate::facts::{FileFacts, KeyExpr, KeyPart, Op, OpKind, ScopeId, Span, ValueExpr};
+use crate::facts::{FileFacts, KeyExpr, KeyPart, Op, OpKind, OpTtl, ScopeId, Span, ValueExpr};
 use crate::finding::Severity;
 use crate::words;
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 /// A rule's identity and documentation.
@@ -146,6 +146,8 @@ pub struct Context<'a> {
     /// Shapes ([`key_shape`]) of the keys the file acquires that have a
     /// literal and a variable (or field) part (at most [`MAX_ACQUIRED_SHAPES`]).
     acquired_shapes: Vec<String>,
+    /// The TTL arguments the front-end read, by the start of the op's name.
+    ttls: HashMap<usize, &'a OpTtl>,
 }
 
 const MAX_ACQUIRED_SHAPES: usize = 32;
@@ -251,6 +253,99 @@ fn cache_write(
     })
 }
 
+/// A key reads like a lock (lock key (b)) or matches a configured pattern (c).
+fn key_reads_lock(key: &KeyExpr, lock_patterns: &[regex::Regex]) -> bool {
+    key.parts.iter().any(|p| match p {
+        KeyPart::Lit(s) | KeyPart::Const(s) | KeyPart::Var(s) => words::reads_like_lock(s),
+        KeyPart::Unknown => false,
+    }) || key.idents.iter().any(|i| words::reads_like_lock(i))
+        || (!lock_patterns.is_empty() && {
+            let shown = key.display();
+            lock_patterns
+                .iter()
+                .any(|re| re.is_match(&shown) || key.idents.iter().any(|i| re.is_match(i)))
+        })
+}
+
+/// SPEC §1 "what is not a lock": a debounce, throttle or cooldown window (a
+/// rate limiter's key) is taken with a set-if-absent to let one run per
+/// period through, extended while the burst goes on and cleared when the
+/// scheduled work starts; it excludes no one from a critical section. The
+/// names say so: the key (`throttle:{id}`), or the function, type or file
+/// of a set-if-absent of that key (`RealtimeDebouncer.trigger`), or the
+/// name of its TTL (`EX interval`). A key that reads like a lock is a lock
+/// wherever it lives, and so is one taken in a function or type named like
+/// a lock. Returns the ops (by address) on such keys.
+fn time_windows(
+    facts: &FileFacts,
+    ops: &[&Op],
+    file_stem: &str,
+    lock_patterns: &[regex::Regex],
+    ttls: &HashMap<usize, &OpTtl>,
+) -> HashSet<*const Op> {
+    let mut out = HashSet::new();
+    let file_window = words::reads_like_window(file_stem);
+    let key_window = |k: &KeyExpr| {
+        k.parts.iter().any(|p| match p {
+            KeyPart::Lit(s) | KeyPart::Const(s) | KeyPart::Var(s) => words::reads_like_window(s),
+            KeyPart::Unknown => false,
+        }) || k.idents.iter().any(|i| words::reads_like_window(i))
+    };
+    if !file_window
+        && !ops.iter().any(|o| key_window(&o.key))
+        && !ttls
+            .values()
+            .any(|t| t.names.iter().any(|n| words::ttl_reads_like_window(n)))
+        && !facts.scopes.iter().any(|sc| {
+            words::reads_like_window(&sc.name)
+                || sc.owner.as_deref().is_some_and(words::reads_like_window)
+        })
+    {
+        return out;
+    }
+    let mut groups: HashMap<&[KeyPart], Vec<&Op>> = HashMap::new();
+    for &op in ops {
+        if !op.key.is_unknown() && op.scope != crate::facts::FOREIGN_SCOPE {
+            groups.entry(op.key.parts.as_slice()).or_default().push(op);
+        }
+    }
+    let named_window = |a: &Op| {
+        let sc = facts.scope(a.scope);
+        let lock_named = words::reads_like_lock(&sc.name)
+            || sc.owner.as_deref().is_some_and(words::reads_like_lock);
+        !lock_named
+            && (file_window
+                || words::reads_like_window(&sc.name)
+                || sc.owner.as_deref().is_some_and(words::reads_like_window)
+                || ttls
+                    .get(&a.name_span.start)
+                    .is_some_and(|t| t.names.iter().any(|n| words::ttl_reads_like_window(n))))
+    };
+    for list in groups.values() {
+        let windows: Vec<&Op> = list
+            .iter()
+            .copied()
+            .filter(|a| matches!(a.kind, OpKind::Acquire { .. }) && named_window(a))
+            .collect();
+        for &op in list {
+            if key_reads_lock(&op.key, lock_patterns) {
+                continue;
+            }
+            let owner = |s: ScopeId| facts.scope(s).owner.as_deref();
+            let window = key_window(&op.key)
+                || windows.iter().any(|a| {
+                    a.scope == op.scope
+                        || op.key.has_constant_part()
+                        || (owner(a.scope).is_some() && owner(a.scope) == owner(op.scope))
+                });
+            if window {
+                out.insert(op as *const Op);
+            }
+        }
+    }
+    out
+}
+
 /// The fixed questions the context asks of the other ops of a key.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 enum Want {
@@ -312,9 +407,17 @@ impl<'a> Context<'a> {
             .collect();
         let mut by_key: HashMap<&'a [KeyPart], Vec<&'a Op>> = HashMap::new();
         let mut by_scope: HashMap<ScopeId, Vec<&'a Op>> = HashMap::new();
-        let mut own = Vec::with_capacity(facts.ops.len());
-        for op in &facts.ops {
-            if cache_write(facts, &traits, op, lock_patterns) {
+        let ttls: HashMap<usize, &'a OpTtl> =
+            facts.ttls.iter().map(|t| (t.name_start, t)).collect();
+        let candidates: Vec<&'a Op> = facts
+            .ops
+            .iter()
+            .filter(|op| !cache_write(facts, &traits, op, lock_patterns))
+            .collect();
+        let windows = time_windows(facts, &candidates, file_stem, lock_patterns, &ttls);
+        let mut own = Vec::with_capacity(candidates.len());
+        for op in candidates {
+            if windows.contains(&(op as *const Op)) {
                 continue;
             }
             own.push(op);
@@ -326,6 +429,7 @@ impl<'a> Context<'a> {
         for list in by_scope.values_mut() {
             list.sort_by_key(|o| o.order);
         }
+
         let mut by_scope_key: HashMap<(ScopeId, &'a [KeyPart]), Vec<&'a Op>> = HashMap::new();
         let mut by_scope_key_kind: HashMap<(ScopeId, &'a [KeyPart], u8), Vec<&'a Op>> =
             HashMap::new();
@@ -374,6 +478,7 @@ impl<'a> Context<'a> {
             matches: RefCell::new(HashMap::new()),
             project_by_key: HashMap::new(),
             acquired_shapes,
+            ttls,
         }
     }
 
@@ -833,7 +938,9 @@ impl<'a> Context<'a> {
 
     /// SPEC §2 "Expirable lock": a lock that can change hands while held.
     /// False only when the file shows every acquire of the key, none of them
-    /// sets a TTL, no legacy takeover (GETSET) rewrites it, and every EXPIRE
+    /// sets a TTL that can run out while its holder runs (none, or a
+    /// constant at least the file's hard runtime limit:
+    /// [`Context::outlives_run`]), no legacy takeover (GETSET) rewrites it, and every EXPIRE
     /// of it is queued right before a release of it (nothing between them:
     /// the pipeline `EXPIRE k; DEL k` after the work). Without an acquire in
     /// the file nothing is known, and the lock counts as expirable.
@@ -853,11 +960,28 @@ impl<'a> Context<'a> {
             return true;
         }
         same.iter().any(|o| match o.kind {
-            OpKind::Acquire { expiry } => expiry || self.deadline_value(o),
+            OpKind::Acquire { expiry } => {
+                (expiry && !self.outlives_run(o)) || self.deadline_value(o)
+            }
             OpKind::GetSet | OpKind::Set { expiry: true } | OpKind::CheckedExtend => true,
             OpKind::Expire => !self.queued_with_release(o),
             _ => false,
         })
+    }
+
+    /// The acquire's TTL is a constant at least as long as the hard runtime
+    /// limit the file declares for its runs (a route's `maxDuration`): the
+    /// platform ends the holder before the key can expire, so the lease
+    /// never changes hands while held. A shorter TTL, one that is not a
+    /// constant, or a file without a limit: false.
+    pub fn outlives_run(&self, op: &Op) -> bool {
+        let Some(limit) = self.facts.run_limit_secs else {
+            return false;
+        };
+        self.ttls
+            .get(&op.name_span.start)
+            .and_then(|t| t.ms)
+            .is_some_and(|ms| ms >= limit.saturating_mul(1000))
     }
 
     /// The acquire writes a time that the file reads back (a GET of the same

@@ -19,6 +19,7 @@ pub mod guards;
 pub mod lexer;
 pub mod link;
 pub mod paths;
+pub mod ttl;
 pub mod values;
 
 #[cfg(test)]
@@ -208,6 +209,9 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
             facts
                 .call_sites
                 .push(call_site(&toks, c, Span::new(name.start, end)));
+            if kind == (OpKind::Acquire { expiry: true }) {
+                facts.ttls.extend(ttl::of_call(&an, c, name.start));
+            }
         }
         facts.ops.push(Op {
             kind,
@@ -229,6 +233,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     facts.failure_spans = paths::failure_spans(&an, &lines, &facts.ops);
     facts.validity_spans = paths::validity_spans(&an, &lines);
     facts.scripts = std::mem::take(&mut an.scripts);
+    facts.run_limit_secs = ttl::run_limit(&an);
     // project link facts (SPEC §2 "Project summaries")
     let client_calls: HashSet<usize> = drafts.iter().filter_map(|(_, ci)| *ci).collect();
     link::record(&an, &all_calls, &client_calls, &mut facts);

@@ -1,0 +1,236 @@
+//! What the TTL of a set-if-absent write is (its constant value in
+//! milliseconds, the names it is written with), and the hard runtime limit a
+//! file declares for its runs (`export const maxDuration = 600`).
+//! Facts only: what they mean for a lock is the rules' business.
+
+use super::calls::Call;
+use super::lexer::{Kind, Tok};
+use super::Analyzer;
+use crate::facts::{Language, OpTtl};
+
+/// How deep a constant may refer to another constant.
+const MAX_DEPTH: u32 = 4;
+
+/// The `EX`/`PX` option of the call `c` whose method name starts at byte
+/// `name_start`: a flag followed by its value (`'EX', 60`, `{ex: 60}`,
+/// `ex: 60`, `ex=60`, `.px(ms)`). `None` when the call has no such option.
+pub fn of_call(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpTtl> {
+    let toks = an.toks;
+    let end = c.end.min(toks.len());
+    let mut k = c.open;
+    while k + 1 < end {
+        let t = &toks[k];
+        let unit: u64 = match t.text.to_ascii_lowercase().as_str() {
+            "ex" if t.kind == Kind::Str || t.is_ident() => 1000,
+            "px" if t.kind == Kind::Str || t.is_ident() => 1,
+            _ => {
+                k += 1;
+                continue;
+            }
+        };
+        let next = &toks[k + 1];
+        let (vs, ve) = if next.is("(") {
+            let close = an.st.matching.get(&(k + 1)).copied().unwrap_or(k + 1);
+            (k + 2, close.min(end))
+        } else if next.is(",") || next.is(":") || next.is("=") || next.is("=>") {
+            (k + 2, value_end(an, k + 2, end))
+        } else {
+            k += 1;
+            continue;
+        };
+        if ve <= vs {
+            return None;
+        }
+        let scope = an.st.tok_scope.get(k).copied().unwrap_or(0);
+        let ms = const_int(an, vs, ve, scope, 0).and_then(|n| n.checked_mul(unit));
+        return Some(OpTtl {
+            name_start,
+            ms,
+            names: names(an, vs, ve, scope),
+        });
+    }
+    None
+}
+
+/// One past the last token of the value starting at `s` (up to the next `,`
+/// or closing bracket at its own nesting level).
+fn value_end(an: &Analyzer, s: usize, end: usize) -> usize {
+    let toks = an.toks;
+    let mut j = s;
+    while j < end {
+        let t = &toks[j];
+        if t.is(",") || t.is(")") || t.is("]") || t.is("}") || t.is(";") {
+            break;
+        }
+        if t.is("(") || t.is("[") || t.is("{") {
+            match an.st.matching.get(&j) {
+                Some(&m) if m > j => {
+                    j = m + 1;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        j += 1;
+    }
+    j
+}
+
+/// The identifiers of `s..e`, and those of the binding of a single name
+/// (`interval` bound to `env.REVALIDATION_INTERVAL_SECONDS`).
+fn names(an: &Analyzer, s: usize, e: usize, scope: u32) -> Vec<String> {
+    let mut out: Vec<String> = an.toks[s..e]
+        .iter()
+        .filter(|t| t.is_ident())
+        .map(|t| t.text.clone())
+        .collect();
+    if e == s + 1 && an.toks[s].is_ident() {
+        if let Some(b) = an.vals.lookup(scope, &an.toks[s].text) {
+            let (bs, be) = (b.start, b.end.min(an.toks.len()));
+            out.extend(
+                an.toks[bs.min(be)..be]
+                    .iter()
+                    .filter(|t| t.is_ident())
+                    .map(|t| t.text.clone()),
+            );
+        }
+    }
+    out
+}
+
+/// The value of `s..e` when it is an integer constant: a number literal, a
+/// name bound once to one, a parenthesised one, or a product of those
+/// (`10 * 60`, `TTL_MINUTES * 60`).
+pub fn const_int(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> Option<u64> {
+    let toks = an.toks;
+    if depth > MAX_DEPTH || e <= s || e > toks.len() {
+        return None;
+    }
+    // a trailing `;` or a TypeScript `as const`
+    let mut e = e;
+    while e > s && (toks[e - 1].is(";") || toks[e - 1].is("const")) {
+        e -= 1;
+        if e > s && toks[e - 1].is("as") {
+            e -= 1;
+        }
+    }
+    if e <= s {
+        return None;
+    }
+    if toks[s].is("(") && an.st.matching.get(&s) == Some(&(e - 1)) {
+        return const_int(an, s + 1, e - 1, scope, depth);
+    }
+    // a product at this level
+    let mut parts = Vec::new();
+    let mut from = s;
+    let mut j = s;
+    while j < e {
+        let t = &toks[j];
+        if t.is("(") || t.is("[") || t.is("{") {
+            if let Some(&m) = an.st.matching.get(&j) {
+                if m > j {
+                    j = m + 1;
+                    continue;
+                }
+            }
+        }
+        if t.is("*") {
+            parts.push((from, j));
+            from = j + 1;
+        }
+        j += 1;
+    }
+    if !parts.is_empty() {
+        parts.push((from, e));
+        return parts.into_iter().try_fold(1u64, |acc, (a, b)| {
+            acc.checked_mul(const_int(an, a, b, scope, depth + 1)?)
+        });
+    }
+    if e == s + 1 {
+        let t = &toks[s];
+        return match t.kind {
+            Kind::Num => number(&t.text),
+            Kind::Ident => {
+                let b = an.vals.lookup(scope, &t.text)?;
+                const_int(an, b.start, b.end, scope, depth + 1)
+            }
+            _ => None,
+        };
+    }
+    // `this.TTL`, `self.TTL`, `Self::TTL`
+    let text = an.vals.text(s, e);
+    if toks[s..e]
+        .iter()
+        .all(|t| t.is_ident() || t.is(".") || t.is("::") || t.is("->"))
+    {
+        let b = an.vals.lookup(scope, text)?;
+        return const_int(an, b.start, b.end, scope, depth + 1);
+    }
+    None
+}
+
+/// A decimal integer literal (`600`, `10_000`, `30L`).
+fn number(text: &str) -> Option<u64> {
+    let t = text.trim_end_matches(['L', 'l', 'u', 'U', 'n']);
+    let digits: String = t.chars().filter(|&c| c != '_').collect();
+    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// The hard runtime limit a JavaScript/TypeScript file declares for its
+/// runs, in seconds: the Next.js route segment config `export const
+/// maxDuration = 600`, or the `maxDuration` of `export const config = { … }`.
+/// The platform ends the run when it is reached.
+pub fn run_limit(an: &Analyzer) -> Option<u64> {
+    if !matches!(an.lang, Language::JavaScript | Language::TypeScript) {
+        return None;
+    }
+    let toks: &[Tok] = an.toks;
+    let top = |i: usize| an.st.tok_scope.get(i).copied() == Some(0);
+    for i in 2..toks.len().saturating_sub(1) {
+        if !(toks[i].is_ident() && toks[i].text == "maxDuration" && top(i)) {
+            continue;
+        }
+        // export const maxDuration = 600;
+        if toks[i + 1].is("=") && toks[i - 1].is("const") && toks[i - 2].is("export") {
+            let end = statement_end(toks, i + 2);
+            return const_int(an, i + 2, end, 0, 0);
+        }
+    }
+    // export const config = { maxDuration: 600 }
+    for i in 0..toks.len().saturating_sub(4) {
+        if toks[i].is("export")
+            && toks[i + 1].is("const")
+            && toks[i + 2].text == "config"
+            && toks[i + 3].is("=")
+            && toks[i + 4].is("{")
+            && top(i)
+        {
+            let close = an.st.matching.get(&(i + 4)).copied()?;
+            let mut k = i + 5;
+            while k + 2 < close {
+                if toks[k].text == "maxDuration" && toks[k + 1].is(":") {
+                    let end = value_end(an, k + 2, close);
+                    return const_int(an, k + 2, end, 0, 0);
+                }
+                k += 1;
+            }
+        }
+    }
+    None
+}
+
+/// One past the last token of a top-level statement starting at `s` (its
+/// `;`, or the next line break).
+fn statement_end(toks: &[Tok], s: usize) -> usize {
+    let mut j = s;
+    while j < toks.len() {
+        if toks[j].is(";") || (j > s && toks[j].nl) {
+            break;
+        }
+        j += 1;
+    }
+    j
+}
