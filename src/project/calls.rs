@@ -130,3 +130,89 @@ pub fn relevant<'a>(
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::{KeyExpr, Language, Op, OpKind, Scope, Span};
+
+    fn call(callee: &str, scope: ScopeId) -> CallSite {
+        CallSite {
+            callee: callee.into(),
+            recv: None,
+            args: Vec::new(),
+            scope,
+            order: 0,
+            depth: 0,
+            span: Span::default(),
+            name_span: Span::default(),
+        }
+    }
+
+    fn scope(f: &mut FileFacts, name: &str) -> ScopeId {
+        f.add_scope(Scope {
+            name: name.into(),
+            owner: None,
+            is_test: false,
+        })
+    }
+
+    #[test]
+    fn only_calls_of_functions_reaching_an_op_are_unpacked() {
+        // tryLock has an op; withLock calls tryLock; run calls withLock and
+        // println; main calls run, which reaches the op three calls deep
+        let mut a = FileFacts::new(Language::Java);
+        let try_lock = scope(&mut a, "tryLock");
+        a.ops.push(Op {
+            kind: OpKind::Acquire { expiry: true },
+            key: KeyExpr::lit("lock:a"),
+            value: None,
+            scope: try_lock,
+            order: 0,
+            depth: 0,
+            atomic: false,
+            watched: false,
+            span: Span::default(),
+            name_span: Span::default(),
+            client: Default::default(),
+        });
+        let mut b = FileFacts::new(Language::Java);
+        let with_lock = scope(&mut b, "withLock");
+        let run = scope(&mut b, "run");
+        let main = scope(&mut b, "main");
+        b.link.calls = vec![
+            call("println", run),
+            call("run", main),
+            call("tryLock", with_lock),
+            call("withLock", run),
+            call("format", main),
+        ];
+        let packed = PackedCalls::take(&mut b).expect("calls");
+        assert!(b.link.calls.is_empty());
+        let empty = CallNames::default();
+        let files = [(&a, &empty), (&b, &packed.names)];
+        let keep = relevant(files.iter().copied()).expect("settles");
+        let mut names: Vec<&str> = keep.iter().map(String::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["main", "run", "tryLock", "withLock"]);
+        let calls: Vec<String> = packed
+            .unpack(Some(&keep))
+            .into_iter()
+            .map(|c| c.callee)
+            .collect();
+        assert_eq!(calls, ["run", "tryLock", "withLock"]);
+    }
+
+    #[test]
+    fn a_file_without_a_relevant_call_is_not_decoded() {
+        let mut f = FileFacts::new(Language::Python);
+        let s = scope(&mut f, "handler");
+        f.link.calls = vec![call("print", s)];
+        let packed = PackedCalls::take(&mut f).expect("calls");
+        assert!(packed.unpack(Some(&HashSet::new())).is_empty());
+        let mut f = FileFacts::new(Language::Python);
+        f.link.calls = vec![call("print", s)];
+        let all = PackedCalls::take(&mut f).expect("calls").unpack(None);
+        assert_eq!(all.len(), 1);
+    }
+}
