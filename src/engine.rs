@@ -67,6 +67,9 @@ pub fn check_source(
             loaded: true,
             facts,
             report: true,
+            packed: None,
+            src_hash: None,
+            changed: false,
         }],
         settings,
         1,
@@ -303,6 +306,65 @@ struct Phase1 {
     facts: FileFacts,
     /// Findings are reported for this file (it was among the paths given).
     report: bool,
+    /// Its call sites, packed until the link (`project::calls`; a
+    /// whole-project run only): `facts.link.calls` is empty meanwhile.
+    packed: Option<crate::project::calls::PackedCalls>,
+    /// The hash of the text phase one read, when the text was let go after
+    /// phase one ([`let_text_go`]): the text read again for the rules must
+    /// be the same.
+    src_hash: Option<u64>,
+    /// The file changed on disk between phase one and the rules.
+    changed: bool,
+}
+
+impl Phase1 {
+    /// The names of its calls, when they are packed.
+    fn call_names(&self) -> Option<&crate::project::calls::CallNames> {
+        self.packed.as_ref().map(|p| &p.names)
+    }
+}
+
+/// Memory of a whole-project run: until the rules run, a file's text is
+/// not needed (it is read again then, checked against this hash) and its
+/// call sites wait packed.
+fn let_text_go(p: &mut Phase1) {
+    if p.loaded && p.src_hash.is_none() {
+        p.src_hash = Some(crate::project::cache::hash(p.src.as_bytes()));
+        p.src = String::new();
+        p.loaded = false;
+    }
+    if p.packed.is_none() {
+        p.packed = crate::project::calls::PackedCalls::take(&mut p.facts);
+    }
+}
+
+/// Unpacks the calls the link can use (`project::calls::relevant`), once
+/// the whole project is read.
+fn unpack_calls(files: &mut [Phase1], threads: usize) {
+    if files.iter().all(|f| f.packed.is_none()) {
+        return;
+    }
+    // every file's calls count for the closure: pack the few still unpacked
+    for f in files.iter_mut().filter(|f| f.packed.is_none()) {
+        f.packed = crate::project::calls::PackedCalls::take(&mut f.facts);
+    }
+    let empty = crate::project::calls::CallNames::default();
+    let keep = crate::project::calls::relevant(
+        files
+            .iter()
+            .map(|f| (&f.facts, f.call_names().unwrap_or(&empty))),
+    );
+    let mut run = || {
+        files.par_iter_mut().for_each(|f| {
+            if let Some(p) = f.packed.take() {
+                f.facts.link.calls = p.unpack(keep.as_ref());
+            }
+        })
+    };
+    match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        Ok(pool) => pool.install(run),
+        Err(_) => run(),
+    }
 }
 
 /// Files larger than this are analysed one at a time (see [`check_entry`]).
@@ -407,6 +469,9 @@ fn read_entry(entry: &Entry, settings: &Settings, cache: Cache, need_src: bool) 
                     src: src.unwrap_or_default(),
                     facts,
                     report: true,
+                    packed: None,
+                    src_hash: None,
+                    changed: false,
                 });
                 true
             }
@@ -495,6 +560,9 @@ fn read_entry(entry: &Entry, settings: &Settings, cache: Cache, need_src: bool) 
                 loaded: true,
                 facts,
                 report: true,
+                packed: None,
+                src_hash: None,
+                changed: false,
             });
         }
     }
@@ -560,33 +628,55 @@ fn link_and_check_all(
             }
         }
     }
-    let load = |(f, n): (&mut Phase1, &mut bool)| {
-        if *n && !f.loaded {
-            match with_file_bytes(&f.path, |b, _| decode_text(b)) {
-                Ok(src) => {
-                    f.src = src;
-                    f.loaded = true;
+    // the texts the labels below read (where a linked op's client call is)
+    let mut roots: Vec<bool> = vec![false; files.len()];
+    for (i, view) in views.iter().enumerate() {
+        if needed[i] {
+            for r in view.insts.iter().filter_map(|inst| inst.chain.first()) {
+                if let Some(x) = roots.get_mut(r.file) {
+                    *x = true;
                 }
-                Err(_) => *n = false,
             }
         }
+    }
+    // A text is read when its rules run (unless phase one kept it) and let
+    // go again unless it has findings or a label needs it; one read again
+    // must be the text phase one read.
+    let load = |f: &mut Phase1| -> bool {
+        if f.loaded {
+            return true;
+        }
+        let Ok(src) = with_file_bytes(&f.path, |b, _| decode_text(b)) else {
+            return false;
+        };
+        if f.src_hash
+            .is_some_and(|h| h != crate::project::cache::hash(src.as_bytes()))
+        {
+            f.changed = true;
+            return false;
+        }
+        f.src = src;
+        f.loaded = true;
+        true
     };
     let mut run = || {
         files
             .par_iter_mut()
-            .zip(needed.par_iter_mut())
-            .for_each(load);
-        files
-            .par_iter()
             .zip(views.par_iter())
             .zip(needed.par_iter())
-            .map(|((f, view), n)| {
-                if !n {
+            .zip(roots.par_iter())
+            .map(|(((f, view), n), root)| {
+                if !n || !load(f) {
                     return Vec::new();
                 }
                 let linked = view.rule_facts(&f.facts);
                 let facts = linked.as_ref().unwrap_or(&f.facts);
-                findings_for(&f.display, &f.src, facts, &view.foreign, settings)
+                let found = findings_for(&f.display, &f.src, facts, &view.foreign, settings);
+                if found.is_empty() && !root && f.src_hash.is_some() {
+                    f.src = String::new();
+                    f.loaded = false;
+                }
+                found
             })
             .collect::<Vec<_>>()
     };
@@ -750,6 +840,9 @@ impl Workspace {
             src: src.to_string(),
             facts: facts_for(Path::new(display_path), src, language, settings),
             report: true,
+            packed: None,
+            src_hash: None,
+            changed: false,
         };
         let key = canonical(path);
         let slot = match self.slots.get(&key) {
@@ -781,7 +874,10 @@ fn read_callers(
     cache: Cache,
 ) -> Vec<Phase1> {
     let mut known = std::collections::HashSet::new();
-    let mut names = crate::project::scan::summarised_names(read.iter().map(|f| &f.facts), &known);
+    let mut names = crate::project::scan::summarised_names(
+        read.iter().map(|f| (&f.facts, f.call_names())),
+        &known,
+    );
     let mut left: Vec<&Entry> = rejected.to_vec();
     let mut out: Vec<Phase1> = Vec::new();
     for _ in 0..crate::project::link::ROUNDS {
@@ -817,7 +913,10 @@ fn read_callers(
             break;
         }
         known.extend(names);
-        names = crate::project::scan::summarised_names(found.iter().map(|f| &f.facts), &known);
+        names = crate::project::scan::summarised_names(
+            found.iter().map(|f| (&f.facts, f.call_names())),
+            &known,
+        );
         out.extend(found);
         left = still;
     }
@@ -867,6 +966,9 @@ fn read_if_calls(
         loaded: true,
         facts,
         report: true,
+        packed: None,
+        src_hash: None,
+        changed: false,
     })
 }
 
@@ -908,6 +1010,7 @@ fn read_rest_of_project(
             .filter_map(|e| read_entry(e, settings, cache, false).phase1)
             .map(|mut p| {
                 p.report = false;
+                let_text_go(&mut p);
                 p
             })
             .collect::<Vec<_>>()
@@ -931,7 +1034,13 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
     let run = || {
         entries
             .par_iter()
-            .map(|e| read_entry(e, settings, cache.as_ref(), true))
+            .map(|e| {
+                let mut o = read_entry(e, settings, cache.as_ref(), true);
+                if let Some(p) = o.phase1.as_mut() {
+                    let_text_go(p);
+                }
+                o
+            })
             .collect::<Vec<_>>()
     };
     let outcomes = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
@@ -960,17 +1069,22 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         threads,
         cache.as_ref(),
     ));
-    files.extend(read_callers(
-        &rejected,
-        &files,
-        settings,
-        threads,
-        cache.as_ref(),
-    ));
+    let callers = read_callers(&rejected, &files, settings, threads, cache.as_ref());
+    files.extend(callers.into_iter().map(|mut p| {
+        let_text_go(&mut p);
+        p
+    }));
     if let (Some(c), Some(root)) = (cache, settings.project_root.as_deref()) {
         c.save(crate::project::root::covered_by(root, paths));
     }
+    unpack_calls(&mut files, threads);
     for (f, findings) in link_and_check(files, settings, threads) {
+        if f.changed {
+            report.errors.push(FileError {
+                path: f.display.clone(),
+                message: "changed while it was checked; run again".to_string(),
+            });
+        }
         if !findings.is_empty() {
             report.sources.insert(f.display, Arc::from(f.src));
         }

@@ -19,6 +19,7 @@
 //! through `Context::with_project`.
 
 pub mod cache;
+pub mod calls;
 pub mod failure;
 pub mod index;
 pub mod link;

@@ -4,6 +4,7 @@
 //! can have a summary picks, among the files it rejected, those that call
 //! one of them (`name(`); everything else stays unread.
 
+use super::calls::CallNames;
 use crate::facts::{FileFacts, Language};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use std::collections::{BTreeSet, HashSet};
@@ -14,13 +15,18 @@ const MIN_NAME: usize = 3;
 /// Names of the functions of `files` that carry a summary (their ops take
 /// key or value from a parameter), delete a key, or call one of `known` (a
 /// name from an earlier round), so a chain of helpers is followed round by
-/// round.
+/// round. A file's calls are read from its packed call names when it has
+/// them (`super::calls`), else from its facts.
 pub fn summarised_names<'a>(
-    files: impl IntoIterator<Item = &'a FileFacts>,
+    files: impl IntoIterator<Item = (&'a FileFacts, Option<&'a CallNames>)>,
     known: &HashSet<String>,
 ) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    for f in files {
+    for (f, packed) in files {
+        let calls: Box<dyn Iterator<Item = (&str, u32)>> = match packed {
+            Some(names) => Box::new(names.iter()),
+            None => Box::new(f.link.calls.iter().map(|c| (c.callee.as_str(), c.scope))),
+        };
         // functions whose ops take their key or value from a parameter
         let summarised: HashSet<u32> = super::summary::summarise(0, "", f, &[])
             .iter()
@@ -30,11 +36,9 @@ pub fn summarised_names<'a>(
             .iter()
             .copied()
             .chain(
-                f.link
-                    .calls
-                    .iter()
-                    .filter(|c| known.contains(&c.callee))
-                    .map(|c| c.scope),
+                calls
+                    .filter(|(callee, _)| known.contains(*callee))
+                    .map(|(_, scope)| scope),
             )
             // and those that delete a key: whether every caller does so only
             // on a failure path decides a rollback (`project::failure`)

@@ -1,0 +1,218 @@
+//! The call sites of a whole-project run, kept small until the link.
+//!
+//! Phase one records every call of a non-client function in each file
+//! (`LinkFacts::calls`, arguments normalised as keys and values): millions
+//! on a large project, most of them calls the link can never resolve
+//! (`list.add(x)`, a minified bundle's own helpers). Held as they are until
+//! every file is read, they were most of a run's memory. So a file's calls
+//! wait packed ([`PackedCalls`]: MessagePack bytes plus the callee names and
+//! caller scopes, [`CallNames`]); once the project is read, [`relevant`]
+//! gives the names a call can matter for, and only the calls of those names
+//! are unpacked for the link.
+//!
+//! A call matters only when its callee is the name of a function with
+//! Redis ops of its own or of a function calling such a name, and so on
+//! (the closure of that "calls" relation): summaries exist only for such
+//! functions (`summary`), the link resolves a call only to a summary of its
+//! name (`link`), the failure-path analysis follows only deleting
+//! functions and their callers (`failure`), and the call-name scan only
+//! summarised names (`scan`). Dropping the other calls changes nothing
+//! they compute.
+
+use crate::facts::{CallSite, FileFacts, ScopeId};
+use std::collections::{HashMap, HashSet};
+
+/// Rounds of the closure before it gives up pruning (deeper than any
+/// analysis follows calls: 4 link rounds, 4 failure rounds after them).
+const MAX_ROUNDS: usize = 16;
+
+/// The callee name and caller scope of each call of a file.
+#[derive(Debug, Default)]
+pub struct CallNames {
+    names: Vec<Box<str>>,
+    calls: Vec<(u32, ScopeId)>,
+}
+
+impl CallNames {
+    pub fn of(calls: &[CallSite]) -> CallNames {
+        let mut ids: HashMap<&str, u32> = HashMap::new();
+        let mut out = CallNames::default();
+        for c in calls {
+            let id = *ids.entry(c.callee.as_str()).or_insert_with(|| {
+                out.names.push(c.callee.as_str().into());
+                (out.names.len() - 1) as u32
+            });
+            out.calls.push((id, c.scope));
+        }
+        out
+    }
+
+    /// Each call's callee name and caller scope, in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, ScopeId)> + '_ {
+        self.calls
+            .iter()
+            .map(|&(id, scope)| (&*self.names[id as usize], scope))
+    }
+}
+
+/// A file's calls, packed while the rest of the project is read.
+#[derive(Debug)]
+pub struct PackedCalls {
+    pub names: CallNames,
+    bytes: Vec<u8>,
+}
+
+impl PackedCalls {
+    /// Packs `facts.link.calls` (left empty); `None` when there are none
+    /// (or they cannot be encoded: they stay where they are).
+    pub fn take(facts: &mut FileFacts) -> Option<PackedCalls> {
+        if facts.link.calls.is_empty() {
+            return None;
+        }
+        let bytes = rmp_serde::to_vec(&facts.link.calls).ok()?;
+        let names = CallNames::of(&facts.link.calls);
+        facts.link.calls = Vec::new();
+        Some(PackedCalls { names, bytes })
+    }
+
+    /// The calls whose callee is in `keep` (all of them for `None`), in order.
+    pub fn unpack(self, keep: Option<&HashSet<String>>) -> Vec<CallSite> {
+        if let Some(keep) = keep {
+            if !self.names.names.iter().any(|n| keep.contains(&**n)) {
+                return Vec::new();
+            }
+        }
+        let mut calls: Vec<CallSite> = rmp_serde::from_slice(&self.bytes).unwrap_or_default();
+        if let Some(keep) = keep {
+            calls.retain(|c| keep.contains(&c.callee));
+        }
+        calls.shrink_to_fit();
+        calls
+    }
+}
+
+/// The names whose calls can matter to the link (see the module doc), from
+/// each file's facts and its calls' names; `None` when the closure does not
+/// settle within [`MAX_ROUNDS`] (then every call is kept).
+pub fn relevant<'a>(
+    files: impl Iterator<Item = (&'a FileFacts, &'a CallNames)> + Clone,
+) -> Option<HashSet<String>> {
+    let name = |f: &'a FileFacts, s: ScopeId| -> Option<&'a str> {
+        f.scopes
+            .get(s as usize)
+            .map(|x| x.name.as_str())
+            .filter(|n| !n.is_empty())
+    };
+    let mut out: HashSet<String> = HashSet::new();
+    for (f, _) in files.clone() {
+        out.extend(
+            f.ops
+                .iter()
+                .filter_map(|o| name(f, o.scope))
+                .map(String::from),
+        );
+    }
+    for _ in 0..MAX_ROUNDS {
+        let mut more: Vec<&str> = Vec::new();
+        for (f, calls) in files.clone() {
+            for (callee, scope) in calls.iter() {
+                if let Some(caller) = name(f, scope) {
+                    if out.contains(callee) && !out.contains(caller) {
+                        more.push(caller);
+                    }
+                }
+            }
+        }
+        if more.is_empty() {
+            return Some(out);
+        }
+        out.extend(more.into_iter().map(String::from));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::{KeyExpr, Language, Op, OpKind, Scope, Span};
+
+    fn call(callee: &str, scope: ScopeId) -> CallSite {
+        CallSite {
+            callee: callee.into(),
+            recv: None,
+            args: Vec::new(),
+            scope,
+            order: 0,
+            depth: 0,
+            span: Span::default(),
+            name_span: Span::default(),
+        }
+    }
+
+    fn scope(f: &mut FileFacts, name: &str) -> ScopeId {
+        f.add_scope(Scope {
+            name: name.into(),
+            owner: None,
+            is_test: false,
+        })
+    }
+
+    #[test]
+    fn only_calls_of_functions_reaching_an_op_are_unpacked() {
+        // tryLock has an op; withLock calls tryLock; run calls withLock and
+        // println; main calls run, which reaches the op three calls deep
+        let mut a = FileFacts::new(Language::Java);
+        let try_lock = scope(&mut a, "tryLock");
+        a.ops.push(Op {
+            kind: OpKind::Acquire { expiry: true },
+            key: KeyExpr::lit("lock:a"),
+            value: None,
+            scope: try_lock,
+            order: 0,
+            depth: 0,
+            atomic: false,
+            watched: false,
+            span: Span::default(),
+            name_span: Span::default(),
+            client: Default::default(),
+        });
+        let mut b = FileFacts::new(Language::Java);
+        let with_lock = scope(&mut b, "withLock");
+        let run = scope(&mut b, "run");
+        let main = scope(&mut b, "main");
+        b.link.calls = vec![
+            call("println", run),
+            call("run", main),
+            call("tryLock", with_lock),
+            call("withLock", run),
+            call("format", main),
+        ];
+        let packed = PackedCalls::take(&mut b).expect("calls");
+        assert!(b.link.calls.is_empty());
+        let empty = CallNames::default();
+        let files = [(&a, &empty), (&b, &packed.names)];
+        let keep = relevant(files.iter().copied()).expect("settles");
+        let mut names: Vec<&str> = keep.iter().map(String::as_str).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["main", "run", "tryLock", "withLock"]);
+        let calls: Vec<String> = packed
+            .unpack(Some(&keep))
+            .into_iter()
+            .map(|c| c.callee)
+            .collect();
+        assert_eq!(calls, ["run", "tryLock", "withLock"]);
+    }
+
+    #[test]
+    fn a_file_without_a_relevant_call_is_not_decoded() {
+        let mut f = FileFacts::new(Language::Python);
+        let s = scope(&mut f, "handler");
+        f.link.calls = vec![call("print", s)];
+        let packed = PackedCalls::take(&mut f).expect("calls");
+        assert!(packed.unpack(Some(&HashSet::new())).is_empty());
+        let mut f = FileFacts::new(Language::Python);
+        f.link.calls = vec![call("print", s)];
+        let all = PackedCalls::take(&mut f).expect("calls").unpack(None);
+        assert_eq!(all.len(), 1);
+    }
+}
