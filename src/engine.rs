@@ -878,6 +878,7 @@ fn read_rest_of_project(
     settings: &Settings,
     threads: usize,
     cache: Cache,
+    phases: &mut Phases,
 ) -> Vec<Phase1> {
     let Some(root) = settings.project_root.as_deref() else {
         return Vec::new();
@@ -888,8 +889,19 @@ fn read_rest_of_project(
     let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
     let given: std::collections::HashSet<PathBuf> =
         entries.iter().map(|e| canon(&e.path)).collect();
-    let (all, _) =
-        walk::collect_excluding(&[root.to_path_buf()], threads, settings.exclude.as_ref());
+    // a warm cache keeps the folder listing too: a `stat` per folder, not a walk
+    let all = match cache {
+        Some(c) => crate::project::listing::collect(
+            root,
+            threads,
+            settings.exclude.as_ref(),
+            &c.listing_file(),
+        ),
+        None => {
+            walk::collect_excluding(&[root.to_path_buf()], threads, settings.exclude.as_ref()).0
+        }
+    };
+    phases.mark("walk of the project root");
     // the walk's paths start with the root: one canonical root, not one
     // `realpath` per file of the project
     let canon_root = canon(root);
@@ -922,7 +934,9 @@ fn read_rest_of_project(
 pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
     let start = Instant::now();
     let threads = worker_threads(settings);
+    let mut phases = Phases::from_env(start);
     let (entries, walk_errors) = walk::collect_excluding(paths, threads, settings.exclude.as_ref());
+    phases.mark("walk of the paths given");
     let cache = settings
         .project_root
         .as_deref()
@@ -938,6 +952,7 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         Ok(pool) => pool.install(run),
         Err(_) => run(),
     };
+    phases.mark("cache opened, phase one of the paths given");
     let mut report = Report {
         files_scanned: entries.len(),
         errors: walk_errors,
@@ -959,7 +974,9 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         settings,
         threads,
         cache.as_ref(),
+        &mut phases,
     ));
+    phases.mark("rest of the project");
     files.extend(read_callers(
         &rejected,
         &files,
@@ -967,16 +984,46 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         threads,
         cache.as_ref(),
     ));
+    phases.mark("call-name scan");
     if let (Some(c), Some(root)) = (cache, settings.project_root.as_deref()) {
         c.save(crate::project::root::covered_by(root, paths));
     }
+    phases.mark("cache saved");
     for (f, findings) in link_and_check(files, settings, threads) {
         if !findings.is_empty() {
             report.sources.insert(f.display, Arc::from(f.src));
         }
         report.findings.extend(findings);
     }
+    phases.mark("link and rules");
     report.sort();
     report.duration_ms = start.elapsed().as_millis() as u64;
     report
+}
+
+/// `LOCKLINT_PHASES=1` (benchmarks, bench/README): the wall time of each
+/// stage of a run on stderr.
+struct Phases {
+    last: Option<Instant>,
+}
+
+impl Phases {
+    fn from_env(start: Instant) -> Phases {
+        Phases {
+            last: std::env::var_os("LOCKLINT_PHASES")
+                .is_some_and(|v| v == "1")
+                .then_some(start),
+        }
+    }
+
+    fn mark(&mut self, what: &str) {
+        if let Some(last) = self.last {
+            let now = Instant::now();
+            eprintln!(
+                "locklint phase: {what}: {:.1} ms",
+                (now - last).as_secs_f64() * 1e3
+            );
+            self.last = Some(now);
+        }
+    }
 }

@@ -22,6 +22,7 @@ pub mod cache;
 pub mod failure;
 pub mod index;
 pub mod link;
+pub mod listing;
 pub mod root;
 pub mod scan;
 pub mod summary;
