@@ -434,6 +434,15 @@ fn read_entry(entry: &Entry, settings: &Settings, cache: Cache, need_src: bool) 
     }
     // Read it; a known content hash still spares the front-end.
     let read = with_file_bytes(&entry.path, |bytes, meta| {
+        // a Rust file without a Redis needle is rejected like the prefilter does
+        let classify = |bytes: &[u8], custom_keys| match classify(bytes, custom_keys) {
+            Ok(Loaded::Text(_))
+                if entry.language == Language::Rust && !frontend::rust::has_needles(bytes) =>
+            {
+                Ok(Loaded::Rejected)
+            }
+            other => other,
+        };
         let (Some(c), Some(key)) = (cache, key.as_deref()) else {
             return (classify(bytes, custom_keys), None);
         };
