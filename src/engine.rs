@@ -434,10 +434,13 @@ fn read_entry(entry: &Entry, settings: &Settings, cache: Cache, need_src: bool) 
     }
     // Read it; a known content hash still spares the front-end.
     let read = with_file_bytes(&entry.path, |bytes, meta| {
-        // a Rust file without a Redis needle is rejected like the prefilter does
+        // a Rust file without a Redis needle is rejected like the prefilter
+        // does (one with a suppression comment is kept: LL100)
         let classify = |bytes: &[u8], custom_keys| match classify(bytes, custom_keys) {
             Ok(Loaded::Text(_))
-                if entry.language == Language::Rust && !frontend::rust::has_needles(bytes) =>
+                if entry.language == Language::Rust
+                    && !frontend::rust::has_needles(bytes)
+                    && memchr::memmem::find(bytes, b"locklint:").is_none() =>
             {
                 Ok(Loaded::Rejected)
             }
@@ -554,7 +557,11 @@ fn link_and_check_all(
             facts: &f.facts,
         })
         .collect();
-    let views = crate::project::link_project(&project);
+    let views = if link_off() {
+        vec![crate::project::FileView::default(); project.len()]
+    } else {
+        crate::project::link_project(&project)
+    };
     drop(project);
     // The rules run on the reported files and on the files their linked
     // ops come from (a finding there drops the same one at the call site);
@@ -986,13 +993,15 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         &mut phases,
     ));
     phases.mark("rest of the project");
-    files.extend(read_callers(
-        &rejected,
-        &files,
-        settings,
-        threads,
-        cache.as_ref(),
-    ));
+    if !link_off() {
+        files.extend(read_callers(
+            &rejected,
+            &files,
+            settings,
+            threads,
+            cache.as_ref(),
+        ));
+    }
     phases.mark("call-name scan");
     if let (Some(c), Some(root)) = (cache, settings.project_root.as_deref()) {
         c.save(crate::project::root::covered_by(root, paths));
@@ -1010,7 +1019,16 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
     report
 }
 
-/// `LOCKLINT_PHASES=1` (benchmarks, bench/README): the wall time of each
+/// `LOCKLINT_NO_LINK=1` (benchmarks only, see bench/run.sh): no call-name
+/// scan and no link, each file alone as before the project pass, to
+/// measure what the project pass costs. Not a user option: findings that
+/// need the project are missing.
+fn link_off() -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OFF.get_or_init(|| std::env::var_os("LOCKLINT_NO_LINK").is_some_and(|v| v == "1"))
+}
+
+/// `LOCKLINT_PHASES=1` (benchmarks, see bench/run.sh): the wall time of each
 /// stage of a run on stderr.
 struct Phases {
     last: Option<Instant>,
