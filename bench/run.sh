@@ -10,6 +10,12 @@
 #                                # BENCH_REAL_RUNS hyperfine runs on it (default 3)
 #   python3 bench/scaling.py     # the scaling benchmark of input shapes (N and 2N)
 #
+# Two environment variables of the binary, for measuring only:
+#   LOCKLINT_PHASES=1   prints the wall time of each stage of a run on stderr
+#   LOCKLINT_NO_LINK=1  skips the project pass (call-name scan and link): what
+#                       each file alone gives, to measure what the pass costs
+#                       (findings that need the project are then missing)
+#
 # Needs python3; installs hyperfine and ripgrep from Debian's packages when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."

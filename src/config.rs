@@ -108,6 +108,8 @@ pub struct Exclude {
     base: PathBuf,
     /// The current folder (absolute), to resolve relative walked paths.
     cwd: PathBuf,
+    /// The globs as given (what the project's folder listing is keyed by).
+    globs: Vec<String>,
 }
 
 /// `a/./b/../c` → `a/c`, without touching the file system.
@@ -137,7 +139,13 @@ impl Exclude {
             matcher,
             base: lexical(base),
             cwd: lexical(cwd),
+            globs: globs.to_vec(),
         })
+    }
+
+    /// Everything that decides what is excluded: globs, base and current folder.
+    pub fn signature(&self) -> String {
+        format!("{:?}|{:?}|{:?}", self.globs, self.base, self.cwd)
     }
 
     /// Is this walked path (relative to the current folder, or absolute) excluded?

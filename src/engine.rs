@@ -499,6 +499,18 @@ fn read_entry(entry: &Entry, settings: &Settings, cache: Cache, need_src: bool) 
     }
     // Read it; a known content hash still spares the front-end.
     let read = with_file_bytes(&entry.path, |bytes, meta| {
+        // a Rust file without a Redis needle is rejected like the prefilter
+        // does (one with a suppression comment is kept: LL100)
+        let classify = |bytes: &[u8], custom_keys| match classify(bytes, custom_keys) {
+            Ok(Loaded::Text(_))
+                if entry.language == Language::Rust
+                    && !frontend::rust::has_needles(bytes)
+                    && memchr::memmem::find(bytes, b"locklint:").is_none() =>
+            {
+                Ok(Loaded::Rejected)
+            }
+            other => other,
+        };
         let (Some(c), Some(key)) = (cache, key.as_deref()) else {
             return (classify(bytes, custom_keys), None);
         };
@@ -613,7 +625,11 @@ fn link_and_check_all(
             facts: &f.facts,
         })
         .collect();
-    let views = crate::project::link_project(&project);
+    let views = if link_off() {
+        vec![crate::project::FileView::default(); project.len()]
+    } else {
+        crate::project::link_project(&project)
+    };
     drop(project);
     // The rules run on the reported files and on the files their linked
     // ops come from (a finding there drops the same one at the call site);
@@ -980,6 +996,7 @@ fn read_rest_of_project(
     settings: &Settings,
     threads: usize,
     cache: Cache,
+    phases: &mut Phases,
 ) -> Vec<Phase1> {
     let Some(root) = settings.project_root.as_deref() else {
         return Vec::new();
@@ -990,8 +1007,19 @@ fn read_rest_of_project(
     let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
     let given: std::collections::HashSet<PathBuf> =
         entries.iter().map(|e| canon(&e.path)).collect();
-    let (all, _) =
-        walk::collect_excluding(&[root.to_path_buf()], threads, settings.exclude.as_ref());
+    // a warm cache keeps the folder listing too: a `stat` per folder, not a walk
+    let all = match cache {
+        Some(c) => crate::project::listing::collect(
+            root,
+            threads,
+            settings.exclude.as_ref(),
+            &c.listing_file(),
+        ),
+        None => {
+            walk::collect_excluding(&[root.to_path_buf()], threads, settings.exclude.as_ref()).0
+        }
+    };
+    phases.mark("walk of the project root");
     // the walk's paths start with the root: one canonical root, not one
     // `realpath` per file of the project
     let canon_root = canon(root);
@@ -1025,7 +1053,9 @@ fn read_rest_of_project(
 pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
     let start = Instant::now();
     let threads = worker_threads(settings);
+    let mut phases = Phases::from_env(start);
     let (entries, walk_errors) = walk::collect_excluding(paths, threads, settings.exclude.as_ref());
+    phases.mark("walk of the paths given");
     let cache = settings
         .project_root
         .as_deref()
@@ -1047,6 +1077,7 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         Ok(pool) => pool.install(run),
         Err(_) => run(),
     };
+    phases.mark("cache opened, phase one of the paths given");
     let mut report = Report {
         files_scanned: entries.len(),
         errors: walk_errors,
@@ -1068,15 +1099,21 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         settings,
         threads,
         cache.as_ref(),
+        &mut phases,
     ));
-    let callers = read_callers(&rejected, &files, settings, threads, cache.as_ref());
-    files.extend(callers.into_iter().map(|mut p| {
-        let_text_go(&mut p);
-        p
-    }));
+    phases.mark("rest of the project");
+    if !link_off() {
+        let callers = read_callers(&rejected, &files, settings, threads, cache.as_ref());
+        files.extend(callers.into_iter().map(|mut p| {
+            let_text_go(&mut p);
+            p
+        }));
+    }
+    phases.mark("call-name scan");
     if let (Some(c), Some(root)) = (cache, settings.project_root.as_deref()) {
         c.save(crate::project::root::covered_by(root, paths));
     }
+    phases.mark("cache saved");
     unpack_calls(&mut files, threads);
     for (f, findings) in link_and_check(files, settings, threads) {
         if f.changed {
@@ -1090,7 +1127,44 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         }
         report.findings.extend(findings);
     }
+    phases.mark("link and rules");
     report.sort();
     report.duration_ms = start.elapsed().as_millis() as u64;
     report
+}
+
+/// `LOCKLINT_NO_LINK=1` (benchmarks only, see bench/run.sh): no call-name
+/// scan and no link, each file alone as before the project pass, to
+/// measure what the project pass costs. Not a user option: findings that
+/// need the project are missing.
+fn link_off() -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *OFF.get_or_init(|| std::env::var_os("LOCKLINT_NO_LINK").is_some_and(|v| v == "1"))
+}
+
+/// `LOCKLINT_PHASES=1` (benchmarks, see bench/run.sh): the wall time of each
+/// stage of a run on stderr.
+struct Phases {
+    last: Option<Instant>,
+}
+
+impl Phases {
+    fn from_env(start: Instant) -> Phases {
+        Phases {
+            last: std::env::var_os("LOCKLINT_PHASES")
+                .is_some_and(|v| v == "1")
+                .then_some(start),
+        }
+    }
+
+    fn mark(&mut self, what: &str) {
+        if let Some(last) = self.last {
+            let now = Instant::now();
+            eprintln!(
+                "locklint phase: {what}: {:.1} ms",
+                (now - last).as_secs_f64() * 1e3
+            );
+            self.last = Some(now);
+        }
+    }
 }

@@ -68,17 +68,7 @@ fn walk_dir(
     files: &Mutex<Vec<Entry>>,
     errors: &Mutex<Vec<FileError>>,
 ) {
-    let mut builder = ignore::WalkBuilder::new(root);
-    builder
-        .threads(threads.max(1))
-        .follow_links(false)
-        .require_git(false);
-    if let Some(ex) = exclude.cloned() {
-        builder.filter_entry(move |e| {
-            e.depth() == 0 || !ex.is_excluded(e.path(), e.file_type().is_some_and(|t| t.is_dir()))
-        });
-    }
-    let walker = builder.build_parallel();
+    let walker = builder(root, threads, exclude).build_parallel();
     walker.run(|| {
         Box::new(|res| {
             match res {
@@ -109,6 +99,28 @@ fn walk_dir(
             ignore::WalkState::Continue
         })
     });
+}
+
+/// The walker of a folder: `.gitignore`, `.ignore`, `.git/info/exclude`
+/// and the global git excludes, hidden files skipped, links not followed,
+/// and the config's `exclude` (never the folder itself). The project's
+/// folder listing (`project::listing`) walks changed folders with it too.
+pub fn builder(
+    root: &Path,
+    threads: usize,
+    exclude: Option<&crate::config::Exclude>,
+) -> ignore::WalkBuilder {
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder
+        .threads(threads.max(1))
+        .follow_links(false)
+        .require_git(false);
+    if let Some(ex) = exclude.cloned() {
+        builder.filter_entry(move |e| {
+            e.depth() == 0 || !ex.is_excluded(e.path(), e.file_type().is_some_and(|t| t.is_dir()))
+        });
+    }
+    builder
 }
 
 /// An explicitly named file without a known extension is read as a shell

@@ -150,7 +150,26 @@ fn stale_build_dir(name: &str, build: &str) -> bool {
         && version != build
 }
 
+/// Creates a cache folder (`DIR/<setting>`) and `DIR`'s own `.gitignore`.
+pub(crate) fn make_dir(dir: &Path) -> bool {
+    if std::fs::create_dir_all(dir).is_err() {
+        return false;
+    }
+    if let Some(top) = dir.parent() {
+        let ignore = top.join(".gitignore");
+        if !ignore.exists() {
+            let _ = std::fs::write(&ignore, "# created by locklint\n*\n");
+        }
+    }
+    true
+}
+
 impl Cache {
+    /// Where the project's folder listing is kept (`project::listing`).
+    pub fn listing_file(&self) -> PathBuf {
+        self.dir.join("walk.bin")
+    }
+
     /// Opens (or starts) the cache of the project at `root` for these
     /// settings; the shards are read in parallel.
     pub fn open(root: &Path, tests: bool, custom_keys: bool) -> Cache {
@@ -301,14 +320,10 @@ impl Cache {
         if !shards.iter().any(|s| s.dirty) {
             return;
         }
-        if std::fs::create_dir_all(&self.dir).is_err() {
+        if !make_dir(&self.dir) {
             return;
         }
         if let Some(top) = self.dir.parent() {
-            let ignore = top.join(".gitignore");
-            if !ignore.exists() {
-                let _ = std::fs::write(&ignore, "# created by locklint\n*\n");
-            }
             // The one-file JSON cache of earlier builds and the folders of
             // other builds (`v<version>-<tests>-<keys>`) are never read again
             // by this build; the folders of its other settings stay.

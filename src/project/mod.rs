@@ -23,6 +23,7 @@ pub mod calls;
 pub mod failure;
 pub mod index;
 pub mod link;
+pub mod listing;
 pub mod root;
 pub mod scan;
 pub mod summary;

@@ -54,11 +54,18 @@ const NEEDLES: &[&str] = &[
     "NX",
 ];
 
+/// Whether a Rust file can hold an op at all (one of [`NEEDLES`]). The
+/// engine rejects the others before parsing, like its prefilter, so the
+/// call-name scan still reads those that call a project function: their
+/// call sites are facts too (`project::scan`).
+pub fn has_needles(src: &[u8]) -> bool {
+    NEEDLES
+        .iter()
+        .any(|n| memchr::memmem::find(src, n.as_bytes()).is_some())
+}
+
 /// Extracts the facts of one Rust source text. Never panics on any input.
 pub fn extract(src: &str) -> FileFacts {
-    if !NEEDLES.iter().any(|n| src.contains(n)) {
-        return FileFacts::new(Language::Rust);
-    }
     let spawned = std::thread::scope(|s| {
         std::thread::Builder::new()
             .name("locklint-syn".into())

@@ -968,6 +968,41 @@ impl<'f> Walker<'f, '_> {
         });
     }
 
+    /// A fail-open shape around the call of a project function whose name
+    /// starts at `at`: LL008 when the link finds it returns an acquire's result.
+    fn fail_open_call(&mut self, at: usize, span: Span) {
+        self.facts
+            .link
+            .fail_open_calls
+            .push(crate::facts::CallFailOpen {
+                name_start: at,
+                span,
+            });
+    }
+
+    /// Where the name of `e` starts when `e` is the call of a function that
+    /// reads like an acquire and is no client call (`acquire_lock(&mut c,
+    /// k)`, `self.locks.try_lock(k)`), through `.await` and `?`.
+    fn helper_acquire(&self, e: &Expr) -> Option<usize> {
+        let mut e = strip(e);
+        for _ in 0..8 {
+            match e {
+                Expr::Await(a) => e = strip(&a.base),
+                Expr::Try(t) => e = strip(&t.expr),
+                _ => break,
+            }
+        }
+        let ident = match e {
+            Expr::Call(c) => match &*c.func {
+                Expr::Path(p) => &p.path.segments.last()?.ident,
+                _ => return None,
+            },
+            Expr::MethodCall(m) => &m.method,
+            _ => return None,
+        };
+        acquire_like(&ident.to_string()).then(|| self.off(ident.span()).start)
+    }
+
     /// The key of the first acquire among ops pushed since `from`.
     fn acquire_since(&self, from: usize) -> Option<KeyExpr> {
         self.facts
@@ -1544,6 +1579,18 @@ impl<'f> Walker<'f, '_> {
             {
                 if let Some(k) = acquired.clone().or_else(|| self.acquire_since(ops_before)) {
                     self.fail_open(Span::new(ns.start, l.end), k);
+                } else {
+                    // the result of an acquire helper (`acquire_lock(..)`, `locks.try_lock(..)`)
+                    let i = links.iter().position(|x| std::ptr::eq(x, l)).unwrap_or(0);
+                    let helper = match i.checked_sub(1).and_then(|p| links.get(p)) {
+                        Some(prev) => Some(prev.method.to_string())
+                            .filter(|n| acquire_like(n))
+                            .map(|_| self.off(prev.method.span()).start),
+                        None => self.helper_acquire(base),
+                    };
+                    if let Some(at) = helper {
+                        self.fail_open_call(at, Span::new(ns.start, l.end));
+                    }
                 }
             }
             let found = self.method_ops(&m, &l.args, recv_for, atomic || pipe_base);
@@ -1609,6 +1656,18 @@ impl<'f> Walker<'f, '_> {
         match base {
             Expr::Call(c) => {
                 // The base call itself was interpreted; still walk into it.
+                // A call of a project function is a call site
+                // (`acquire_lock(&mut c, k).unwrap_or(true)`).
+                let path = call_path(base).unwrap_or_default();
+                let n = path.len();
+                let last = path.last().map(String::as_str).unwrap_or("");
+                let prev = if n >= 2 { path[n - 2].as_str() } else { "" };
+                let redis_base = matches!(last, "cmd" | "pipe")
+                    || matches!(prev, "Cmd" | "Pipeline" | "Script" | "CallBuilder")
+                    || COMMAND_TRAITS.contains(&prev);
+                if !redis_base {
+                    self.link_path_call(c);
+                }
                 for a in &c.args {
                     self.visit_expr(a);
                 }
@@ -2241,12 +2300,20 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
         let acquired = self
             .acquire_since(before)
             .or_else(|| self.local_of(&m.expr).and_then(|l| l.acquire.clone()));
-        if let Some(k) = acquired {
+        let helper = acquired
+            .is_none()
+            .then(|| self.helper_acquire(&m.expr))
+            .flatten();
+        if acquired.is_some() || helper.is_some() {
             for arm in &m.arms {
                 if is_err_pat(&arm.pat) && truthy(&arm.body, 0) {
                     let s = self.span_of(&arm.pat).start;
                     let e = self.span_of(&*arm.body).end;
-                    self.fail_open(Span::new(s, e.max(s)), k.clone());
+                    match (&acquired, helper) {
+                        (Some(k), _) => self.fail_open(Span::new(s, e.max(s)), k.clone()),
+                        (None, Some(at)) => self.fail_open_call(at, Span::new(s, e.max(s))),
+                        _ => {}
+                    }
                 }
             }
         }
@@ -2321,4 +2388,10 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
             self.visit_macro(&i.mac);
         }
     }
+}
+
+/// A function name that reads like an acquire (`acquire_lock`, `try_lock`,
+/// `set_nx_lock`): its call may return an acquire's result.
+fn acquire_like(name: &str) -> bool {
+    crate::words::is_acquire_fn(name) || crate::project::link::says_redis(name)
 }
