@@ -607,6 +607,11 @@ fn link_and_check_all(
     settings: &Settings,
     threads: usize,
 ) -> Vec<Vec<Finding>> {
+    // the platform's run limits, after the (cached) facts
+    crate::vercel::apply(
+        files.iter_mut().map(|f| (f.path.as_path(), &mut f.facts)),
+        settings.project_root.as_deref(),
+    );
     let stems: Vec<String> = files
         .iter()
         .map(|f| {

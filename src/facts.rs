@@ -436,6 +436,12 @@ pub struct FileFacts {
     pub fail_opens: Vec<FailOpen>,
     /// Writes guarded by a check that their key is absent, sorted by `write`.
     pub absence_guards: Vec<AbsenceGuard>,
+    /// The `name_span`s of ops that run only where a set-if-absent of the
+    /// same key, in the same function, was not reached: it stands in a
+    /// branch that returns (`if nx { return setnx(k, …) }; return set(k, …)`),
+    /// so the op is the other path of one write, not a step after an
+    /// acquire. Sorted.
+    pub exclusive_of_acquire: Vec<Span>,
     /// Code that runs only when something failed: `catch`/`except`/`rescue`
     /// handlers, `if err != nil` bodies, a promise's `.catch(…)` callback.
     /// (`finally`/`ensure`/`defer` bodies are not in here: they run on success too.)
@@ -481,6 +487,7 @@ impl FileFacts {
             scripts: Vec::new(),
             fail_opens: Vec::new(),
             absence_guards: Vec::new(),
+            exclusive_of_acquire: Vec::new(),
             failure_spans: Vec::new(),
             validity_spans: Vec::new(),
             notes: Vec::new(),

@@ -17,6 +17,7 @@ pub mod project;
 pub mod report;
 pub mod rules;
 pub mod server;
+pub mod vercel;
 pub mod walk;
 pub mod words;
 

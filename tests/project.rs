@@ -350,3 +350,44 @@ fn walk_files(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// The platform limit from vercel.json is applied after the per-file
+/// cache: an edit of vercel.json alone changes the findings of a file
+/// whose facts come from the cache unchanged.
+#[test]
+fn vercel_json_edits_are_seen_through_a_warm_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir(root.join(".git")).unwrap();
+    let route = root.join("app/api/cron/retry");
+    std::fs::create_dir_all(&route).unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/project/ts_vercel_limit/app/api/cron/retry/route.ts");
+    std::fs::copy(src, route.join("route.ts")).unwrap();
+    let config = |secs: u64| {
+        let json =
+            format!(r#"{{"functions": {{"app/api/cron/**/*.ts": {{"maxDuration": {secs}}}}}}}"#);
+        std::fs::write(root.join("vercel.json"), json).unwrap();
+    };
+    let settings = Settings {
+        threads: 1,
+        project_root: Some(root.to_path_buf()),
+        cache: true,
+        ..Settings::default()
+    };
+    let codes = || {
+        let report = check_paths(&[root.to_path_buf()], &settings);
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        let mut c: Vec<&str> = report.findings.iter().map(|f| f.code).collect();
+        c.sort_unstable();
+        c
+    };
+    config(600);
+    assert_eq!(codes(), Vec::<&str>::new());
+    // the same file, a longer platform limit: its 600 s lease can expire
+    config(900);
+    assert_eq!(codes(), vec!["LL001", "LL002"]);
+    config(600);
+    assert_eq!(codes(), Vec::<&str>::new());
+    assert!(root.join(".locklint_cache").exists());
+}

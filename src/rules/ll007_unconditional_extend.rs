@@ -34,7 +34,16 @@ impl Rule for UnconditionalExtend {
             let lock = cx.is_lock_key(op)
                 && !cx.is_counter(op)
                 && (cx.key_reads_like_lock(&op.key) || cx.released(op).is_some());
-            if op.watched || !lock || cx.deliberate_release(op) {
+            // The other path of a write that sets-if-absent on one branch
+            // (`if nx { return setnx(k…) }; return set(k…)`): no acquire ran.
+            let other_path = cx
+                .facts
+                .exclusive_of_acquire
+                .binary_search_by_key(&(op.name_span.start, op.name_span.end), |s| {
+                    (s.start, s.end)
+                })
+                .is_ok();
+            if op.watched || !lock || other_path || cx.deliberate_release(op) {
                 continue;
             }
             // Part of the acquire sequence: LL003 (or the acquire itself) speaks for it.

@@ -167,6 +167,56 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<AbsenceGuard> {
     out
 }
 
+/// The ops that run only where a set-if-absent of their key, in the same
+/// function, was not reached ([`FileFacts::exclusive_of_acquire`]): every
+/// such acquire before the op stands in the body of an `if`/`elif`/`else`
+/// (not in its condition) that returns or throws, and the op comes after
+/// that body. One acquire that falls through to the op makes it a step
+/// after that acquire again.
+///
+/// [`FileFacts::exclusive_of_acquire`]: crate::facts::FileFacts::exclusive_of_acquire
+pub fn exclusive_of_acquire(an: &Analyzer, ops: &[Op]) -> Vec<crate::facts::Span> {
+    let toks = an.toks;
+    let tok_at = |start: usize| toks.partition_point(|t| t.start < start);
+    // per scope and key: each acquire's token and the end of its returning
+    // branch (None: it falls through)
+    let mut acquires: HashMap<WriteKey, Vec<(usize, Option<usize>)>> = HashMap::new();
+    for a in ops {
+        if !matches!(a.kind, OpKind::Acquire { .. }) || a.key.is_unknown() {
+            continue;
+        }
+        let at = tok_at(a.name_span.start);
+        let end = (a.depth > 0).then(|| an.returning_branch(at)).flatten();
+        acquires
+            .entry((a.scope, a.key.parts.as_slice()))
+            .or_default()
+            .push((at, end));
+    }
+    if acquires
+        .values()
+        .all(|l| l.iter().all(|(_, e)| e.is_none()))
+    {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for o in ops {
+        if matches!(o.kind, OpKind::Acquire { .. }) {
+            continue;
+        }
+        let Some(list) = acquires.get(&(o.scope, o.key.parts.as_slice())) else {
+            continue;
+        };
+        let ot = tok_at(o.name_span.start);
+        let mut before = list.iter().filter(|(at, _)| *at < ot).peekable();
+        if before.peek().is_some() && before.all(|(_, end)| end.is_some_and(|e| e <= ot)) {
+            out.push(o.name_span);
+        }
+    }
+    out.sort_by_key(|s| (s.start, s.end));
+    out.dedup();
+    out
+}
+
 fn is_null(t: &Tok) -> bool {
     t.kind == Kind::Ident && matches!(t.text.as_str(), "null" | "nil" | "None" | "undefined")
 }
@@ -1033,6 +1083,47 @@ impl Analyzer<'_> {
             }
             !guarded_before && !guarded_after
         })
+    }
+
+    /// The end of the branch body around token `p` when that body returns
+    /// or throws at its own level (`if x { return f(p) }`, `if x: raise`):
+    /// code after it runs only where the branch was not taken. A `break` or
+    /// `continue` does not count (the loop goes on after the branch ran);
+    /// nor does a `p` in the condition.
+    fn returning_branch(&self, p: usize) -> Option<usize> {
+        let low = p.saturating_sub(MAX_COND_BACK);
+        let mut k = p;
+        while k > low {
+            k -= 1;
+            let t = &self.toks[k];
+            if t.kind != Kind::Ident
+                || !matches!(t.text.as_str(), "if" | "elif" | "elseif" | "elsif")
+                || (k > 0 && self.toks[k - 1].is("."))
+            {
+                continue;
+            }
+            let Some(c) = self.cond_at(k, 0) else {
+                continue;
+            };
+            if c.kind != CondKind::If || c.negated {
+                continue;
+            }
+            let body = [Some(c.then), c.els]
+                .into_iter()
+                .flatten()
+                .find(|(s, e)| *s <= p && p < *e);
+            let Some(body) = body else {
+                continue;
+            };
+            let leaves = self.body_exits(body, c.kind)
+                && !(body.0..body.1).any(|j| {
+                    self.toks[j].is("break")
+                        || self.toks[j].is("continue")
+                        || self.toks[j].is("goto")
+                });
+            return leaves.then_some(body.1);
+        }
+        None
     }
 
     /// For brace languages, the `}` that closes the block around token `k`

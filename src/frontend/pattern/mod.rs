@@ -229,6 +229,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     }
     facts.fail_opens = failopen::find(&an, &all_calls, &facts.ops);
     facts.absence_guards = guards::find(&an, &all_calls, &facts.ops);
+    facts.exclusive_of_acquire = guards::exclusive_of_acquire(&an, &facts.ops);
     let lines = paths::LineEnds::new(an.toks);
     facts.failure_spans = paths::failure_spans(&an, &lines, &facts.ops);
     facts.validity_spans = paths::validity_spans(&an, &lines);
