@@ -894,7 +894,7 @@ fn read_callers(
     threads: usize,
     cache: Cache,
 ) -> Vec<Phase1> {
-    let mut known = std::collections::HashSet::new();
+    let mut known = rustc_hash::FxHashSet::default();
     let mut names = crate::project::scan::summarised_names(
         read.iter().map(|f| (&f.facts, f.call_names())),
         &known,

@@ -9,24 +9,36 @@ use crate::facts::ValueExpr;
 /// `LOCK_PREFIX` → `lock prefix`, `lockKey` → `lock key`, `f"mutex:{id}"` →
 /// `f mutex id`, `HTTPLock` → `http lock`.
 pub fn word_parts(s: &str) -> Vec<String> {
+    // One pass over the chars with the previous one and a peek at the next
+    // (no `Vec<char>` of the whole text: this runs for every name and path
+    // component), and ASCII lower-cased without the Unicode tables.
     let mut parts = Vec::new();
     let mut cur = String::new();
-    let chars: Vec<char> = s.chars().collect();
-    for (i, &c) in chars.iter().enumerate() {
+    let mut prev = ' ';
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        let before = std::mem::replace(&mut prev, c);
         if !c.is_alphanumeric() {
             if !cur.is_empty() {
                 parts.push(std::mem::take(&mut cur));
             }
             continue;
         }
+        // `cur` is not empty only right after an alphanumeric char: `before`
         if c.is_uppercase() && !cur.is_empty() {
-            let prev = chars[i - 1];
-            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
-            if prev.is_lowercase() || prev.is_ascii_digit() || (prev.is_uppercase() && next_lower) {
+            let next_lower = chars.peek().is_some_and(|n| n.is_lowercase());
+            if before.is_lowercase()
+                || before.is_ascii_digit()
+                || (before.is_uppercase() && next_lower)
+            {
                 parts.push(std::mem::take(&mut cur));
             }
         }
-        cur.extend(c.to_lowercase());
+        if c.is_ascii() {
+            cur.push(c.to_ascii_lowercase());
+        } else {
+            cur.extend(c.to_lowercase());
+        }
     }
     if !cur.is_empty() {
         parts.push(cur);

@@ -23,7 +23,7 @@
 
 use crate::facts::FileFacts;
 use rayon::prelude::*;
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -68,7 +68,7 @@ struct Entry {
 struct Shard {
     entries: HashMap<String, Entry>,
     /// Paths this run looked up or stored (a whole-project run keeps only these).
-    seen: std::collections::HashSet<String>,
+    seen: FxHashSet<String>,
     dirty: bool,
 }
 

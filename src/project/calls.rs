@@ -20,7 +20,7 @@
 //! they compute.
 
 use crate::facts::{CallSite, FileFacts, ScopeId};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Rounds of the closure before it gives up pruning (deeper than any
 /// analysis follows calls: 4 link rounds, 4 failure rounds after them).
@@ -35,7 +35,7 @@ pub struct CallNames {
 
 impl CallNames {
     pub fn of(calls: &[CallSite]) -> CallNames {
-        let mut ids: HashMap<&str, u32> = HashMap::new();
+        let mut ids: HashMap<&str, u32> = HashMap::default();
         let mut out = CallNames::default();
         for c in calls {
             let id = *ids.entry(c.callee.as_str()).or_insert_with(|| {
@@ -103,7 +103,7 @@ pub fn relevant<'a>(
             .map(|x| x.name.as_str())
             .filter(|n| !n.is_empty())
     };
-    let mut out: HashSet<String> = HashSet::new();
+    let mut out: HashSet<String> = HashSet::default();
     for (f, _) in files.clone() {
         out.extend(
             f.ops
@@ -209,7 +209,7 @@ mod tests {
         let s = scope(&mut f, "handler");
         f.link.calls = vec![call("print", s)];
         let packed = PackedCalls::take(&mut f).expect("calls");
-        assert!(packed.unpack(Some(&HashSet::new())).is_empty());
+        assert!(packed.unpack(Some(&HashSet::default())).is_empty());
         let mut f = FileFacts::new(Language::Python);
         f.link.calls = vec![call("print", s)];
         let all = PackedCalls::take(&mut f).expect("calls").unpack(None);

@@ -7,7 +7,8 @@
 use super::calls::CallNames;
 use crate::facts::{FileFacts, Language};
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
-use std::collections::{BTreeSet, HashSet};
+use rustc_hash::FxHashSet as HashSet;
+use std::collections::BTreeSet;
 
 /// Names shorter than this are not worth a scan of the whole project.
 const MIN_NAME: usize = 3;
