@@ -60,17 +60,13 @@ pub fn check_source(
     }
     let facts = facts_for(Path::new(display_path), src, language, settings);
     let mut done = link_and_check(
-        vec![Phase1 {
-            display: display_path.to_string(),
-            path: PathBuf::from(display_path),
-            src: src.to_string(),
-            loaded: true,
+        vec![Phase1::new(
+            display_path.to_string(),
+            PathBuf::from(display_path),
+            src.to_string(),
+            true,
             facts,
-            report: true,
-            packed: None,
-            src_hash: None,
-            changed: false,
-        }],
+        )],
         settings,
         1,
     );
@@ -318,6 +314,22 @@ struct Phase1 {
 }
 
 impl Phase1 {
+    /// A file whose findings are reported, its calls unpacked and its text
+    /// (when `loaded`) held.
+    fn new(display: String, path: PathBuf, src: String, loaded: bool, facts: FileFacts) -> Phase1 {
+        Phase1 {
+            display,
+            path,
+            src,
+            loaded,
+            facts,
+            report: true,
+            packed: None,
+            src_hash: None,
+            changed: false,
+        }
+    }
+
     /// The names of its calls, when they are packed.
     fn call_names(&self) -> Option<&crate::project::calls::CallNames> {
         self.packed.as_ref().map(|p| &p.names)
@@ -462,17 +474,14 @@ fn read_entry(entry: &Entry, settings: &Settings, cache: Cache, need_src: bool) 
                     .iter()
                     .map(|n| (entry.display.clone(), n.clone()))
                     .collect();
-                outcome.phase1 = Some(Phase1 {
-                    display: entry.display.clone(),
-                    path: entry.path.clone(),
-                    loaded: src.is_some(),
-                    src: src.unwrap_or_default(),
+                let loaded = src.is_some();
+                outcome.phase1 = Some(Phase1::new(
+                    entry.display.clone(),
+                    entry.path.clone(),
+                    src.unwrap_or_default(),
+                    loaded,
                     facts,
-                    report: true,
-                    packed: None,
-                    src_hash: None,
-                    changed: false,
-                });
+                ));
                 true
             }
         }
@@ -565,17 +574,13 @@ fn read_entry(entry: &Entry, settings: &Settings, cache: Cache, need_src: bool) 
                 .iter()
                 .map(|n| (entry.display.clone(), n.clone()))
                 .collect();
-            outcome.phase1 = Some(Phase1 {
-                display: entry.display.clone(),
-                path: entry.path.clone(),
+            outcome.phase1 = Some(Phase1::new(
+                entry.display.clone(),
+                entry.path.clone(),
                 src,
-                loaded: true,
+                true,
                 facts,
-                report: true,
-                packed: None,
-                src_hash: None,
-                changed: false,
-            });
+            ));
         }
     }
     outcome
@@ -854,17 +859,13 @@ impl Workspace {
         if !settings.tests && words::is_test_path(Path::new(display_path)) {
             return Vec::new();
         }
-        let p = Phase1 {
-            display: display_path.to_string(),
-            path: path.to_path_buf(),
-            loaded: true,
-            src: src.to_string(),
-            facts: facts_for(Path::new(display_path), src, language, settings),
-            report: true,
-            packed: None,
-            src_hash: None,
-            changed: false,
-        };
+        let p = Phase1::new(
+            display_path.to_string(),
+            path.to_path_buf(),
+            src.to_string(),
+            true,
+            facts_for(Path::new(display_path), src, language, settings),
+        );
         let key = canonical(path);
         let slot = match self.slots.get(&key) {
             Some(&i) => {
@@ -980,17 +981,13 @@ fn read_if_calls(
         .zip(key.as_deref())
         .map(|(c, k)| (c, k, store.0, store.1));
     let facts = parse(entry, &src, settings, store);
-    Some(Phase1 {
-        display: entry.display.clone(),
-        path: entry.path.clone(),
+    Some(Phase1::new(
+        entry.display.clone(),
+        entry.path.clone(),
         src,
-        loaded: true,
+        true,
         facts,
-        report: true,
-        packed: None,
-        src_hash: None,
-        changed: false,
-    })
+    ))
 }
 
 /// The files of the project root that the paths given do not cover (SPEC
