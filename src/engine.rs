@@ -115,6 +115,8 @@ fn findings_for(
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let fielded = rules::lock_type_fields(facts, &file_name);
+    let facts = fielded.as_ref().unwrap_or(facts);
     let cx = Context::new(
         facts,
         &file_name,

@@ -20,6 +20,21 @@ pub(super) fn following_expire<'a>(cx: &Context<'a>, acquire: &'a Op) -> Option<
     cx.nearest_after(acquire, &OpKind::Expire)
 }
 
+/// The acquire's own function first reads the key and then deletes it
+/// before taking it (`GET k`; a check of what it read; `DEL k`; `SETNX k`):
+/// every acquirer judges the holder by the stored value and removes a stale
+/// one, so a key left without TTL by a crash between the set-if-absent and
+/// its EXPIRE is taken over by the next acquirer, not held forever. The
+/// race of that read-then-delete is LL005's finding.
+fn taken_over_before(cx: &Context, acquire: &Op) -> bool {
+    let Some(get) = cx.nearest_before(acquire, &OpKind::Get) else {
+        return false;
+    };
+    cx.earlier_same_key(acquire)
+        .take_while(|o| o.order > get.order)
+        .any(|o| o.kind == OpKind::Release { checked: false })
+}
+
 impl Rule for SetnxThenExpire {
     fn meta(&self) -> &'static RuleMeta {
         &META
@@ -41,7 +56,7 @@ impl Rule for SetnxThenExpire {
             // once passed (SPEC §2 "Legacy takeover"): a crash before the
             // EXPIRE leaves a key the next waiter takes over, not a lock
             // held forever.
-            if cx.deadline_value(op) {
+            if cx.deadline_value(op) || taken_over_before(cx, op) {
                 continue;
             }
             let key = op.key.display();

@@ -166,6 +166,61 @@ fn key_shape(key: &KeyExpr) -> String {
     out
 }
 
+/// SPEC §2 "Lock type": all methods of a lock type correlate their keys, so
+/// inside one a field and a parameter (or local) of the same name are one
+/// key part — `acquire(id)` keyed `"lock-" + id` and `unlock()` keyed
+/// `"lock-" + this.id` of the same class work one lock. Returns the facts
+/// with such variables written as the field (`this.x`, `self.x`; `@x` and
+/// `$this->x` arrive as `this.x`) when the file has any, else `None`. Only
+/// fields that some key of the same lock type uses are considered, and only
+/// in the scopes of that type: a parameter elsewhere stays a parameter.
+pub fn lock_type_fields(facts: &FileFacts, file_stem: &str) -> Option<FileFacts> {
+    let file_lock = words::reads_like_lock(file_stem);
+    let lock_owner = |scope: ScopeId| -> Option<Option<&str>> {
+        let sc = facts.scopes.get(scope as usize)?;
+        let owner = sc.owner.as_deref();
+        (file_lock || owner.is_some_and(words::reads_like_lock)).then_some(owner)
+    };
+    // (owner, bare field name) -> the field as the keys spell it
+    let mut fields: HashMap<(Option<&str>, &str), &str> = HashMap::new();
+    for op in &facts.ops {
+        let Some(owner) = lock_owner(op.scope) else {
+            continue;
+        };
+        for p in &op.key.parts {
+            let KeyPart::Const(c) = p else { continue };
+            let bare = c.strip_prefix("this.").or_else(|| c.strip_prefix("self."));
+            if let Some(bare) = bare.filter(|b| !b.is_empty() && !b.contains(['.', ':', '('])) {
+                fields.entry((owner, bare)).or_insert(c.as_str());
+            }
+        }
+    }
+    if fields.is_empty() {
+        return None;
+    }
+    let field_of = |op: &Op, part: &KeyPart| -> Option<String> {
+        let KeyPart::Var(v) = part else { return None };
+        let owner = lock_owner(op.scope)?;
+        fields.get(&(owner, v.as_str())).map(|f| f.to_string())
+    };
+    let changes = |op: &Op| op.key.parts.iter().any(|p| field_of(op, p).is_some());
+    if !facts.ops.iter().any(changes) {
+        return None;
+    }
+    let mut out = facts.clone();
+    for (op, orig) in out.ops.iter_mut().zip(&facts.ops) {
+        if !changes(orig) {
+            continue;
+        }
+        for (p, o) in op.key.parts.iter_mut().zip(&orig.key.parts) {
+            if let Some(f) = field_of(orig, o) {
+                *p = KeyPart::Const(f);
+            }
+        }
+    }
+    Some(out)
+}
+
 /// What a scope's names say, computed once per scope (each answer splits a
 /// name into words).
 #[derive(Clone, Copy, Default)]
