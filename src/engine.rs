@@ -404,6 +404,7 @@ fn release_freed_memory() {
     }
 }
 
+#[derive(Default)]
 struct FileOutcome {
     phase1: Option<Phase1>,
     error: Option<FileError>,
@@ -435,75 +436,99 @@ fn parse(entry: &Entry, src: &str, settings: &Settings, store: Store) -> FileFac
         release_freed_memory();
     }
     drop(one_big_file);
+    let mut facts = facts;
     if let Some((c, key, stat, h)) = store {
-        if let Some(out) = crate::project::cache::encode(&facts) {
+        if let Some(out) = crate::project::cache::encode(&mut facts) {
             c.put(key, stat, h, out);
         }
     }
     facts
 }
 
+/// A cached phase-one outcome, decoded.
+enum Cached {
+    /// Binary or empty.
+    Nothing,
+    Rejected,
+    /// The facts (their calls empty) and the calls, packed.
+    Facts(Box<FileFacts>, Option<crate::project::calls::PackedCalls>),
+}
+
+impl Cached {
+    /// `None` when the facts cannot be decoded or are of another language.
+    fn of(out: &crate::project::cache::Outcome, language: Language) -> Option<Cached> {
+        use crate::project::cache::{self, Outcome};
+        Some(match out {
+            Outcome::Binary | Outcome::Empty => Cached::Nothing,
+            Outcome::Rejected => Cached::Rejected,
+            Outcome::Facts(bytes) => {
+                let (facts, packed) =
+                    cache::decode(bytes).filter(|(f, _)| f.language == language)?;
+                Cached::Facts(Box::new(facts), packed)
+            }
+        })
+    }
+}
+
 /// Phase one for one file: its facts (or that it is binary, rejected or
-/// empty), from the cache when the file did not change. `need_src`: the
+/// empty), from the cache when the file did not change (its calls then
+/// come packed: `Phase1::packed`). `need_src`: the
 /// text is wanted even when the facts come from the cache (a file to report).
 fn read_entry(entry: &Entry, settings: &Settings, cache: Cache, need_src: bool) -> FileOutcome {
-    use crate::project::cache::{self, Outcome, Stat};
-    let mut outcome = FileOutcome {
-        phase1: None,
-        error: None,
-        notes: Vec::new(),
-        rejected: false,
-    };
     if !settings.tests && words::is_test_path(&entry.path) {
-        return outcome;
+        return FileOutcome::default();
     }
+    read_code_entry(entry, settings, cache, need_src)
+}
+
+/// [`read_entry`] for a file known not to be left out as test code.
+fn read_code_entry(
+    entry: &Entry,
+    settings: &Settings,
+    cache: Cache,
+    need_src: bool,
+) -> FileOutcome {
+    use crate::project::cache::{self, Outcome, Stat};
+    let mut outcome = FileOutcome::default();
     let custom_keys = !settings.lock_key_patterns.is_empty();
-    // What to do with a cached outcome; `None` when it cannot be used.
-    let from_cache = |out: Outcome, src: Option<String>, outcome: &mut FileOutcome| -> bool {
-        match out {
-            Outcome::Binary | Outcome::Empty => true,
-            Outcome::Rejected => {
-                outcome.rejected = true;
-                true
-            }
-            Outcome::Facts(bytes) => {
-                let Some(facts) = cache::decode(&bytes).filter(|f| f.language == entry.language)
-                else {
-                    return false;
-                };
-                outcome.notes = facts
-                    .notes
-                    .iter()
-                    .map(|n| (entry.display.clone(), n.clone()))
-                    .collect();
-                let loaded = src.is_some();
-                outcome.phase1 = Some(Phase1::new(
-                    entry.display.clone(),
-                    entry.path.clone(),
-                    src.unwrap_or_default(),
-                    loaded,
-                    facts,
-                ));
-                true
-            }
+    // What to do with a cached outcome, decoded.
+    let from_cache = |got: Cached, src: Option<String>, outcome: &mut FileOutcome| match got {
+        Cached::Nothing => {}
+        Cached::Rejected => outcome.rejected = true,
+        Cached::Facts(facts, packed) => {
+            outcome.notes = facts
+                .notes
+                .iter()
+                .map(|n| (entry.display.clone(), n.clone()))
+                .collect();
+            let loaded = src.is_some();
+            let mut p = Phase1::new(
+                entry.display.clone(),
+                entry.path.clone(),
+                src.unwrap_or_default(),
+                loaded,
+                *facts,
+            );
+            p.packed = packed;
+            outcome.phase1 = Some(p);
         }
     };
     let key = cache.map(|c| c.key(&entry.path));
     if let (Some(c), Some(key)) = (cache, key.as_deref()) {
         // unchanged size and time: the file is not read unless reported
-        if let Some(out) = std::fs::metadata(&entry.path)
+        if let Some(got) = std::fs::metadata(&entry.path)
             .ok()
             .filter(|m| m.is_file())
-            .and_then(|m| c.by_stat(key, Stat::of(&m)))
+            .and_then(|m| c.by_stat_with(key, Stat::of(&m), |out| Cached::of(out, entry.language)))
         {
-            let src = match (&out, need_src) {
-                (Outcome::Facts(_), true) => {
-                    with_file_bytes(&entry.path, |b, _| decode_text(b)).ok()
-                }
-                _ => None,
+            let wanted = need_src && matches!(got, Cached::Facts(..));
+            let src = if wanted {
+                with_file_bytes(&entry.path, |b, _| decode_text(b)).ok()
+            } else {
+                None
             };
-            let wanted = need_src && matches!(out, Outcome::Facts(_));
-            if (!wanted || src.is_some()) && from_cache(out, src, &mut outcome) {
+            if !wanted || src.is_some() {
+                from_cache(got, src, &mut outcome);
                 return outcome;
             }
         }
@@ -527,17 +552,19 @@ fn read_entry(entry: &Entry, settings: &Settings, cache: Cache, need_src: bool) 
         };
         let stat = Stat::of(meta);
         let h = cache::hash(bytes);
-        if let Some(out) = c.by_hash(key, stat, h) {
-            let src = matches!(out, Outcome::Facts(_)).then(|| decode_text(bytes));
+        if let Some(got) = c
+            .by_hash(key, stat, h)
+            .and_then(|out| Cached::of(&out, entry.language))
+        {
+            let src = matches!(got, Cached::Facts(..)).then(|| decode_text(bytes));
             let mut done = FileOutcome {
                 phase1: None,
                 error: None,
                 notes: Vec::new(),
                 rejected: false,
             };
-            if from_cache(out, src, &mut done) {
-                return (Ok(Loaded::Binary), Some(Err(done)));
-            }
+            from_cache(got, src, &mut done);
+            return (Ok(Loaded::Binary), Some(Err(done)));
         }
         let loaded = classify(bytes, custom_keys);
         match &loaded {
@@ -817,6 +844,10 @@ impl Workspace {
                 .filter_map(|e| {
                     let mut p = read_entry(e, settings, cache.as_ref(), false).phase1?;
                     p.report = false;
+                    // the link of one file's check takes every call
+                    if let Some(packed) = p.packed.take() {
+                        p.facts.link.calls = packed.unpack(None);
+                    }
                     Some((canonical(&e.path), p))
                 })
                 .collect::<Vec<_>>()
@@ -1011,6 +1042,9 @@ fn read_rest_of_project(
     let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
     let given: std::collections::HashSet<PathBuf> =
         entries.iter().map(|e| canon(&e.path)).collect();
+    // only a file of the same name can be one of them
+    let given_names: std::collections::HashSet<&std::ffi::OsStr> =
+        given.iter().filter_map(|p| p.file_name()).collect();
     // a warm cache keeps the folder listing too: a `stat` per folder, not a walk
     let all = match cache {
         Some(c) => crate::project::listing::collect(
@@ -1029,17 +1063,26 @@ fn read_rest_of_project(
     let canon_root = canon(root);
     let rest: Vec<&Entry> = all
         .iter()
-        .filter(|e| {
-            let full = match e.path.strip_prefix(root) {
-                Ok(rel) => canon_root.join(rel),
-                Err(_) => canon(&e.path),
-            };
-            !given.contains(&full)
+        .filter(|e| match e.path.strip_prefix(root) {
+            Ok(rel) => {
+                !(rel.file_name().is_none_or(|n| given_names.contains(n))
+                    && given.contains(&canon_root.join(rel)))
+            }
+            Err(_) => !given.contains(&canon(&e.path)),
         })
         .collect();
+    // test code is left out as `read_entry` does, each folder judged once
+    let rest: Vec<&Entry> = if settings.tests {
+        rest
+    } else {
+        let mut judge = words::TestPaths::default();
+        rest.into_iter()
+            .filter(|e| !judge.is_test_path(&e.path))
+            .collect()
+    };
     let run = || {
         rest.par_iter()
-            .filter_map(|e| read_entry(e, settings, cache, false).phase1)
+            .filter_map(|e| read_code_entry(e, settings, cache, false).phase1)
             .map(|mut p| {
                 p.report = false;
                 let_text_go(&mut p);

@@ -307,59 +307,69 @@ pub fn is_test_path(path: &std::path::Path) -> bool {
     // Folder names above the directory locklint runs in say nothing about
     // the code (`/home/ci/shop-tests/app/lock.py` checked from inside
     // `shop-tests`): an absolute path is judged below the working directory.
+    is_test_path_below(path, cwd())
+}
+
+/// The working directory, below which absolute paths are judged.
+fn cwd() -> Option<&'static std::path::Path> {
     static CWD: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
-    is_test_path_below(
-        path,
-        CWD.get_or_init(|| std::env::current_dir().ok()).as_deref(),
-    )
+    CWD.get_or_init(|| std::env::current_dir().ok()).as_deref()
+}
+
+/// An absolute `path` below `base`, from it; any other as it is.
+fn below<'a>(path: &'a std::path::Path, base: Option<&std::path::Path>) -> &'a std::path::Path {
+    match base {
+        Some(base) if path.is_absolute() => path.strip_prefix(base).unwrap_or(path),
+        _ => path,
+    }
 }
 
 /// [`is_test_path`] with an absolute `path` judged below `base` (the
 /// working directory) when it lies there.
 fn is_test_path_below(path: &std::path::Path, base: Option<&std::path::Path>) -> bool {
-    let path = match base {
-        Some(base) if path.is_absolute() => path.strip_prefix(base).unwrap_or(path),
-        _ => path,
-    };
-    for comp in path.components() {
-        if let std::path::Component::Normal(c) = comp {
-            let c = c.to_string_lossy();
-            if matches!(
-                c.as_ref(),
-                "tests" | "test" | "spec" | "specs" | "__tests__" | "testing" | "testdata"
-            ) {
-                return true;
-            }
-        }
-    }
-    // a test-support package or crate: `kitsune-test/`, `foo_testing/`,
-    // `test-utils/`, `shop-test-support/` (a folder, not the file itself)
-    if let Some(parent) = path.parent() {
-        for comp in parent.components() {
-            if let std::path::Component::Normal(c) = comp {
-                let parts = word_parts(&c.to_string_lossy());
-                let last = parts.last().map(String::as_str);
-                let support = parts.iter().any(|p| p == "test" || p == "tests")
-                    && parts.iter().any(|p| {
-                        matches!(
-                            p.as_str(),
-                            "utils" | "util" | "support" | "helpers" | "fixtures" | "harness"
-                        )
-                    });
-                if parts.len() > 1
-                    && (support || matches!(last, Some("test" | "tests" | "testing" | "testkit")))
-                {
-                    return true;
-                }
-            }
-        }
-    }
-    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+    let path = below(path, base);
+    path.parent()
+        .is_some_and(|dir| dir.components().any(is_test_folder))
+        || path.file_name().is_some_and(is_test_file_name)
+}
+
+/// Test code by one folder of its path: `tests/`, or a test-support
+/// package or crate (`kitsune-test/`, `foo_testing/`, `test-utils/`,
+/// `shop-test-support/`).
+fn is_test_folder(comp: std::path::Component) -> bool {
+    let std::path::Component::Normal(c) = comp else {
         return false;
     };
+    let c = c.to_string_lossy();
+    if is_test_folder_name(&c) {
+        return true;
+    }
+    let parts = word_parts(&c);
+    let last = parts.last().map(String::as_str);
+    let support = parts.iter().any(|p| p == "test" || p == "tests")
+        && parts.iter().any(|p| {
+            matches!(
+                p.as_str(),
+                "utils" | "util" | "support" | "helpers" | "fixtures" | "harness"
+            )
+        });
+    parts.len() > 1 && (support || matches!(last, Some("test" | "tests" | "testing" | "testkit")))
+}
+
+fn is_test_folder_name(c: &str) -> bool {
+    matches!(
+        c,
+        "tests" | "test" | "spec" | "specs" | "__tests__" | "testing" | "testdata"
+    )
+}
+
+/// Test code by its file name.
+fn is_test_file_name(name: &std::ffi::OsStr) -> bool {
+    let name = name.to_string_lossy();
     let stem = name.split('.').next().unwrap_or("");
     let lower = name.to_ascii_lowercase();
-    stem.ends_with("_test")
+    is_test_folder_name(&name)
+        || stem.ends_with("_test")
         || stem.ends_with("Test")
         || stem.ends_with("Tests")
         || stem.ends_with("IT")
@@ -369,6 +379,51 @@ fn is_test_path_below(path: &std::path::Path, base: Option<&std::path::Path>) ->
         || lower.contains(".test.")
         || lower.contains(".spec.")
         || lower == "conftest.py"
+}
+
+/// [`is_test_path`] for the many files of a project, each folder judged
+/// once (by its parent's verdict and its own name).
+#[derive(Default)]
+pub struct TestPaths {
+    folders: std::collections::HashMap<std::path::PathBuf, bool>,
+    /// The last file's folder (files come folder by folder) and its verdict.
+    last: Option<(std::path::PathBuf, bool)>,
+}
+
+impl TestPaths {
+    pub fn is_test_path(&mut self, path: &std::path::Path) -> bool {
+        self.is_test_path_below(path, cwd())
+    }
+
+    fn is_test_path_below(
+        &mut self,
+        path: &std::path::Path,
+        base: Option<&std::path::Path>,
+    ) -> bool {
+        let path = below(path, base);
+        let folder = match path.parent() {
+            None => false,
+            Some(dir) => match &self.last {
+                Some((d, v)) if d.as_os_str() == dir.as_os_str() => *v,
+                _ => {
+                    let v = self.folder(dir);
+                    self.last = Some((dir.to_path_buf(), v));
+                    v
+                }
+            },
+        };
+        folder || path.file_name().is_some_and(is_test_file_name)
+    }
+
+    fn folder(&mut self, dir: &std::path::Path) -> bool {
+        if let Some(&v) = self.folders.get(dir) {
+            return v;
+        }
+        let own = dir.components().next_back().is_some_and(is_test_folder);
+        let v = own || dir.parent().is_some_and(|up| self.folder(up));
+        self.folders.insert(dir.to_path_buf(), v);
+        v
+    }
 }
 
 #[cfg(test)]
@@ -507,5 +562,45 @@ mod tests {
             Path::new("/elsewhere/shop-tests/app/lock.py"),
             base
         ));
+    }
+
+    #[test]
+    fn test_paths_judged_folder_by_folder_agree() {
+        use std::path::Path;
+        let paths = [
+            "src/tests/a.rs",
+            "src/tests/b.rs",
+            "src/lock.rs",
+            "src/a/b/c.rs",
+            "src/a/b/d_test.go",
+            "crates/kitsune-test/src/redis.rs",
+            "crates/kitsune-test/src/deep/x.rs",
+            "crates/contest/src/lock.rs",
+            "./pkg/test_utils/redis.go",
+            "./pkg/test_utils/inner/redis.go",
+            "./pkg/ok/redis.go",
+            "a/tests",
+            "a/b/..",
+            "a/b/.",
+            "a/./spec/x.rb",
+            "x.py",
+            "conftest.py",
+            "/",
+            "",
+            "/home/ci/shop-tests/app/lock.py",
+            "/home/ci/shop-tests/app/tests/lock.py",
+            "/elsewhere/shop-tests/app/lock.py",
+            "/elsewhere/shop-tests/app/sub/lock.py",
+        ];
+        let base = Some(Path::new("/home/ci/shop-tests"));
+        let mut judge = TestPaths::default();
+        for p in paths.iter().chain(paths.iter().rev()) {
+            let p = Path::new(p);
+            assert_eq!(
+                judge.is_test_path_below(p, base),
+                is_test_path_below(p, base),
+                "{p:?}"
+            );
+        }
     }
 }

@@ -21,9 +21,10 @@
 //! A cache that cannot be read is ignored; one that cannot be written is
 //! skipped: the cache never changes what is reported.
 
+use super::calls::PackedCalls;
 use crate::facts::FileFacts;
 use rayon::prelude::*;
-use rustc_hash::{FxHashMap as HashMap, FxHashSet};
+use rustc_hash::FxHashMap as HashMap;
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -62,13 +63,14 @@ struct Entry {
     outcome: Outcome,
     /// The last call-name scan of a rejected file: (names hash, calls one).
     scan: Option<(u64, bool)>,
+    /// This run looked it up or stored it (a whole-project run keeps only these).
+    #[serde(skip)]
+    seen: bool,
 }
 
 #[derive(Default)]
 struct Shard {
     entries: HashMap<String, Entry>,
-    /// Paths this run looked up or stored (a whole-project run keeps only these).
-    seen: FxHashSet<String>,
     dirty: bool,
 }
 
@@ -126,13 +128,22 @@ fn shard_of(key: &str) -> usize {
     (hash(key.as_bytes()) % SHARDS as u64) as usize
 }
 
-pub fn encode(facts: &FileFacts) -> Option<Outcome> {
-    rmp_serde::to_vec(facts)
-        .ok()
-        .map(|b| Outcome::Facts(serde_bytes::ByteBuf::from(b)))
+/// A file's facts as the cache keeps them: its calls apart, packed
+/// (`calls::PackedCalls`), so that a run taking the facts from the cache
+/// decodes only the calls the link can use.
+pub fn encode(facts: &mut FileFacts) -> Option<Outcome> {
+    let packed = PackedCalls::of(&facts.link.calls);
+    if packed.is_none() && !facts.link.calls.is_empty() {
+        return None;
+    }
+    let calls = std::mem::take(&mut facts.link.calls);
+    let bytes = rmp_serde::to_vec(&(&*facts, &packed)).ok();
+    facts.link.calls = calls;
+    bytes.map(|b| Outcome::Facts(serde_bytes::ByteBuf::from(b)))
 }
 
-pub fn decode(bytes: &[u8]) -> Option<FileFacts> {
+/// What [`encode`] kept: the facts (their calls empty) and the calls.
+pub fn decode(bytes: &[u8]) -> Option<(FileFacts, Option<PackedCalls>)> {
     rmp_serde::from_slice(bytes).ok()
 }
 
@@ -214,7 +225,12 @@ impl Cache {
     pub fn key(&self, path: &Path) -> String {
         let rel = path.strip_prefix(&self.root).unwrap_or(path);
         let rel = rel.strip_prefix(".").unwrap_or(rel);
-        rel.to_string_lossy().replace('\\', "/")
+        let rel = rel.to_string_lossy();
+        if rel.contains('\\') {
+            rel.replace('\\', "/")
+        } else {
+            rel.into_owned()
+        }
     }
 
     fn shard(&self, key: &str) -> Option<std::sync::MutexGuard<'_, Shard>> {
@@ -224,14 +240,24 @@ impl Cache {
     /// What phase one made of the file when its size and modification time
     /// say it did not change (the file is not read).
     pub fn by_stat(&self, key: &str, stat: Stat) -> Option<Outcome> {
+        self.by_stat_with(key, stat, |out| Some(out.clone()))
+    }
+
+    /// [`Cache::by_stat`], `use_it` given the outcome in place (a file's
+    /// facts are decoded without copying their bytes first).
+    pub fn by_stat_with<R>(
+        &self,
+        key: &str,
+        stat: Stat,
+        use_it: impl FnOnce(&Outcome) -> Option<R>,
+    ) -> Option<R> {
         let mut shard = self.shard(key)?;
-        let e = shard.entries.get(key)?;
+        let e = shard.entries.get_mut(key)?;
         if !(e.settled && e.size == stat.size && e.mtime == stat.mtime) {
             return None;
         }
-        let out = e.outcome.clone();
-        shard.seen.insert(key.to_string());
-        Some(out)
+        e.seen = true;
+        use_it(&e.outcome)
     }
 
     /// What phase one made of this content (the file was read: its size or
@@ -244,11 +270,11 @@ impl Cache {
             return None;
         }
         let out = e.outcome.clone();
+        e.seen = true;
         if (e.size, e.mtime, e.settled) != (stat.size, stat.mtime, settled) {
             (e.size, e.mtime, e.settled) = (stat.size, stat.mtime, settled);
             shard.dirty = true;
         }
-        shard.seen.insert(key.to_string());
         Some(out)
     }
 
@@ -271,9 +297,9 @@ impl Cache {
                 hash,
                 outcome,
                 scan: None,
+                seen: true,
             },
         );
-        shard.seen.insert(key.to_string());
         shard.dirty = true;
     }
 
@@ -312,8 +338,7 @@ impl Cache {
         if whole_project {
             for s in &mut shards {
                 let before = s.entries.len();
-                let seen = std::mem::take(&mut s.seen);
-                s.entries.retain(|k, _| seen.contains(k));
+                s.entries.retain(|_, e| e.seen);
                 s.dirty |= s.entries.len() != before;
             }
         }

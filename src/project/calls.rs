@@ -27,7 +27,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 const MAX_ROUNDS: usize = 16;
 
 /// The callee name and caller scope of each call of a file.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct CallNames {
     names: Vec<Box<str>>,
     calls: Vec<(u32, ScopeId)>,
@@ -55,10 +55,13 @@ impl CallNames {
     }
 }
 
-/// A file's calls, packed while the rest of the project is read.
-#[derive(Debug)]
+/// A file's calls, packed while the rest of the project is read (and so
+/// kept in the phase-one cache: a cached file's calls are not decoded
+/// unless the link can use them).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct PackedCalls {
     pub names: CallNames,
+    #[serde(with = "serde_bytes")]
     bytes: Vec<u8>,
 }
 
@@ -66,12 +69,18 @@ impl PackedCalls {
     /// Packs `facts.link.calls` (left empty); `None` when there are none
     /// (or they cannot be encoded: they stay where they are).
     pub fn take(facts: &mut FileFacts) -> Option<PackedCalls> {
-        if facts.link.calls.is_empty() {
+        let packed = PackedCalls::of(&facts.link.calls)?;
+        facts.link.calls = Vec::new();
+        Some(packed)
+    }
+
+    /// `calls` packed; `None` when there are none or they cannot be encoded.
+    pub fn of(calls: &[CallSite]) -> Option<PackedCalls> {
+        if calls.is_empty() {
             return None;
         }
-        let bytes = rmp_serde::to_vec(&facts.link.calls).ok()?;
-        let names = CallNames::of(&facts.link.calls);
-        facts.link.calls = Vec::new();
+        let bytes = rmp_serde::to_vec(calls).ok()?;
+        let names = CallNames::of(calls);
         Some(PackedCalls { names, bytes })
     }
 

@@ -305,15 +305,18 @@ pub fn collect(root: &Path, threads: usize, exclude: Option<&Exclude>, file: &Pa
             (dirs, true)
         }
     };
-    let mut entries: Vec<Entry> = dirs
-        .iter()
-        .flat_map(|(rel, d)| {
+    let listed: Vec<(&String, &Dir)> = dirs.iter().collect();
+    let mut entries: Vec<Entry> = listed
+        .par_iter()
+        .flat_map_iter(|(rel, d)| {
             let dir = join(root, rel);
             d.files.iter().filter_map(move |name| {
+                // the file's language is its name's
+                let language = crate::facts::Language::from_path(Path::new(name))?;
                 let path = dir.join(name);
-                let language = crate::facts::Language::from_path(&path)?;
                 Some(Entry {
-                    display: path.display().to_string(),
+                    // what `Path::display` prints
+                    display: path.to_string_lossy().into_owned(),
                     path,
                     language,
                     explicit: false,
@@ -321,7 +324,8 @@ pub fn collect(root: &Path, threads: usize, exclude: Option<&Exclude>, file: &Pa
             })
         })
         .collect();
-    entries.sort();
+    // the order of `Entry` (by display path first): no two entries are equal
+    entries.sort_unstable_by(|a, b| a.display.cmp(&b.display).then_with(|| a.cmp(b)));
     entries.dedup_by(|a, b| a.path == b.path);
     if dirty {
         let stored = Stored {

@@ -110,3 +110,32 @@ public class Cache {
     assert_eq!(views[1].insts.len(), 1);
     assert_eq!(views[1].facades, vec![views[1].insts[0].op.scope]);
 }
+
+#[test]
+fn cached_facts_keep_their_calls_apart_and_give_them_back_unchanged() {
+    let src = "import redis\nr = redis.Redis()\n\ndef acquire(key, owner):\n    return r.set(key, owner, nx=True, ex=30)\n\ndef handler(user):\n    if acquire('lock:' + user, user):\n        audit(user, 'locked')\n        helper.release('lock:' + user)\n";
+    let mut f = facts("svc.py", src);
+    assert!(f.link.calls.len() >= 2, "{:?}", f.link.calls);
+    let whole = rmp_serde::to_vec(&f).unwrap();
+    let Some(cache::Outcome::Facts(bytes)) = cache::encode(&mut f) else {
+        panic!("facts not encoded");
+    };
+    // encoding leaves the facts as they were
+    assert_eq!(rmp_serde::to_vec(&f).unwrap(), whole);
+    let (mut back, packed) = cache::decode(&bytes).expect("decodes");
+    assert!(back.link.calls.is_empty());
+    let packed = packed.expect("the calls, packed");
+    let names: Vec<&str> = packed.names.iter().map(|(n, _)| n).collect();
+    assert!(
+        names.contains(&"acquire") && names.contains(&"audit"),
+        "{names:?}"
+    );
+    back.link.calls = packed.unpack(None);
+    assert_eq!(rmp_serde::to_vec(&back).unwrap(), whole);
+    // a file without calls has none packed
+    let mut plain = facts("plain.py", "x = 1\n");
+    let Some(cache::Outcome::Facts(bytes)) = cache::encode(&mut plain) else {
+        panic!("facts not encoded");
+    };
+    assert!(cache::decode(&bytes).expect("decodes").1.is_none());
+}
