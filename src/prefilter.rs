@@ -179,21 +179,31 @@ fn anchors_calls() -> &'static [bool] {
     })
 }
 
+/// Longest identifier a call-word signature holds: the work per anchor
+/// match is bounded (a minified file's huge identifier full of `lock`s
+/// stays linear); a name ending with a longer identifier makes the
+/// call-name scan read every file (`project::scan`).
+pub const MAX_CALL_WORD: usize = 128;
+
 /// Remembers the identifier around an anchor match `start..end` when it
 /// stands right before `(`, `<` or a space.
 fn note_call_word(bytes: &[u8], start: usize, end: usize, sig: &mut Vec<u32>) {
+    let floor = end.saturating_sub(MAX_CALL_WORD + 1);
     let mut s = start;
-    while s > 0 && is_ident_byte(bytes[s - 1]) {
+    while s > floor && is_ident_byte(bytes[s - 1]) {
         s -= 1;
     }
+    let ceiling = (start + MAX_CALL_WORD + 1).min(bytes.len());
     let mut e = end;
-    while e < bytes.len() && is_ident_byte(bytes[e]) {
+    while e < ceiling && is_ident_byte(bytes[e]) {
         e += 1;
     }
-    // an anchor with a non-identifier byte inside (none today) or a word
-    // not followed by a call's byte
+    // an anchor with a non-identifier byte inside (none today), a word
+    // not followed by a call's byte, or one longer than the bound
     if bytes[start..end].iter().all(|&b| is_ident_byte(b))
         && matches!(bytes.get(e), Some(b'(' | b' ' | b'<'))
+        && (s == 0 || !is_ident_byte(bytes[s - 1]))
+        && e - s <= MAX_CALL_WORD
     {
         sig.push(call_word_hash(&bytes[s..e]));
     }

@@ -126,8 +126,9 @@ impl CallScan {
                         .take_while(|&&b| crate::prefilter::is_ident_byte(b))
                         .count();
                 let word = &n[tail..];
-                crate::prefilter::has_call_anchor(word)
-                    .then(|| crate::prefilter::call_word_hash(word))
+                (word.len() <= crate::prefilter::MAX_CALL_WORD
+                    && crate::prefilter::has_call_anchor(word))
+                .then(|| crate::prefilter::call_word_hash(word))
             })
             .collect::<Option<Vec<u32>>>()
             .map(|mut w| {
@@ -209,5 +210,11 @@ mod tests {
         let plain: BTreeSet<String> = ["renderModel".to_string()].into();
         let scan = CallScan::new(&plain, vec![0]).expect("names");
         assert!(scan.may_call(&signature("void run() { x(); }")));
+        // nor one ending with an identifier longer than a signature holds
+        let long = format!("acquire{}", "x".repeat(crate::prefilter::MAX_CALL_WORD));
+        let scan = CallScan::new(&[long.clone()].into(), vec![0]).expect("names");
+        let text = format!("void run() {{ {long}(); }}");
+        assert!(scan.calls_any(text.as_bytes()));
+        assert!(scan.may_call(&signature(&text)));
     }
 }
