@@ -223,7 +223,7 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
 /// As [`load`]; `custom_lock_keys` when the configuration adds lock-key
 /// patterns (the prefilter then lets a release without a lock word through).
 pub fn load_with(path: &Path, custom_lock_keys: bool) -> Result<Loaded, String> {
-    with_file_bytes(path, |bytes, _| classify(bytes, custom_lock_keys))?
+    with_file_bytes(path, |bytes, _| classify(bytes, custom_lock_keys, None))?
 }
 
 /// Opens and reads a file once (into this thread's reusable buffer: most
@@ -277,7 +277,13 @@ thread_local! {
 }
 
 /// Binary, rejected by the prefilter, or decoded text (lossily; BOM dropped).
-fn classify(bytes: &[u8], custom_lock_keys: bool) -> Result<Loaded, String> {
+/// With `call_words`, a file the prefilter rejects leaves its call-word
+/// signature there (`prefilter::may_match_signed`; cleared otherwise).
+fn classify(
+    bytes: &[u8],
+    custom_lock_keys: bool,
+    call_words: Option<&mut Vec<u32>>,
+) -> Result<Loaded, String> {
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(format!(
             "file is larger than {} MiB; skipped",
@@ -287,7 +293,17 @@ fn classify(bytes: &[u8], custom_lock_keys: bool) -> Result<Loaded, String> {
     if memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_some() {
         return Ok(Loaded::Binary);
     }
-    if !prefilter::may_match_with(bytes, custom_lock_keys) {
+    let pass = match call_words {
+        Some(sig) => {
+            let pass = prefilter::may_match_signed(bytes, custom_lock_keys, sig);
+            if pass {
+                sig.clear();
+            }
+            pass
+        }
+        None => prefilter::may_match_with(bytes, custom_lock_keys),
+    };
+    if !pass {
         return Ok(Loaded::Rejected);
     }
     Ok(Loaded::Text(decode_text(bytes)))
@@ -411,6 +427,10 @@ struct FileOutcome {
     notes: Vec<(String, String)>,
     /// The Redis prefilter rejected it (it may still call a wrapper).
     rejected: bool,
+    /// Its call-word signature when the prefilter rejected it in this run
+    /// (`prefilter::may_match_signed`): the call-name scan reads it again
+    /// only when it may call a summarised name.
+    call_words: Option<Box<[u32]>>,
 }
 
 type Cache<'a> = Option<&'a crate::project::cache::Cache>;
@@ -474,11 +494,18 @@ impl Cached {
 /// empty), from the cache when the file did not change (its calls then
 /// come packed: `Phase1::packed`). `need_src`: the
 /// text is wanted even when the facts come from the cache (a file to report).
-fn read_entry(entry: &Entry, settings: &Settings, cache: Cache, need_src: bool) -> FileOutcome {
+/// `sign_calls`: a file the prefilter rejects keeps its call-word signature.
+fn read_entry(
+    entry: &Entry,
+    settings: &Settings,
+    cache: Cache,
+    need_src: bool,
+    sign_calls: bool,
+) -> FileOutcome {
     if !settings.tests && words::is_test_path(&entry.path) {
         return FileOutcome::default();
     }
-    read_code_entry(entry, settings, cache, need_src)
+    read_code_entry(entry, settings, cache, need_src, sign_calls)
 }
 
 /// [`read_entry`] for a file known not to be left out as test code.
@@ -487,6 +514,7 @@ fn read_code_entry(
     settings: &Settings,
     cache: Cache,
     need_src: bool,
+    sign_calls: bool,
 ) -> FileOutcome {
     use crate::project::cache::{self, Outcome, Stat};
     let mut outcome = FileOutcome::default();
@@ -536,19 +564,24 @@ fn read_code_entry(
     // Read it; a known content hash still spares the front-end.
     let read = with_file_bytes(&entry.path, |bytes, meta| {
         // a Rust file without a Redis needle is rejected like the prefilter
-        // does (one with a suppression comment is kept: LL100)
-        let classify = |bytes: &[u8], custom_keys| match classify(bytes, custom_keys) {
-            Ok(Loaded::Text(_))
-                if entry.language == Language::Rust
-                    && !frontend::rust::has_needles(bytes)
-                    && memchr::memmem::find(bytes, b"locklint:").is_none() =>
-            {
-                Ok(Loaded::Rejected)
-            }
-            other => other,
-        };
+        // does (one with a suppression comment is kept: LL100; the
+        // prefilter passed it, so it has no call-word signature)
+        let mut sig = sign_calls.then(Vec::new);
+        let mut classify =
+            |bytes: &[u8], custom_keys| match classify(bytes, custom_keys, sig.as_mut()) {
+                Ok(Loaded::Text(_))
+                    if entry.language == Language::Rust
+                        && !frontend::rust::has_needles(bytes)
+                        && memchr::memmem::find(bytes, b"locklint:").is_none() =>
+                {
+                    sig = None;
+                    Ok(Loaded::Rejected)
+                }
+                other => other,
+            };
         let (Some(c), Some(key)) = (cache, key.as_deref()) else {
-            return (classify(bytes, custom_keys), None);
+            let loaded = classify(bytes, custom_keys);
+            return (loaded, None, sig);
         };
         let stat = Stat::of(meta);
         let h = cache::hash(bytes);
@@ -557,14 +590,9 @@ fn read_code_entry(
             .and_then(|out| Cached::of(&out, entry.language))
         {
             let src = matches!(got, Cached::Facts(..)).then(|| decode_text(bytes));
-            let mut done = FileOutcome {
-                phase1: None,
-                error: None,
-                notes: Vec::new(),
-                rejected: false,
-            };
+            let mut done = FileOutcome::default();
             from_cache(got, src, &mut done);
-            return (Ok(Loaded::Binary), Some(Err(done)));
+            return (Ok(Loaded::Binary), Some(Err(done)), None);
         }
         let loaded = classify(bytes, custom_keys);
         match &loaded {
@@ -573,11 +601,11 @@ fn read_code_entry(
             Ok(Loaded::Text(t)) if t.is_empty() => c.put(key, stat, h, Outcome::Empty),
             _ => {}
         }
-        (loaded, Some(Ok((stat, h))))
+        (loaded, Some(Ok((stat, h))), sig)
     });
-    let (loaded, seen) = match read {
+    let (loaded, seen, sig) = match read {
         Ok(x) => x,
-        Err(message) => (Err(message), None),
+        Err(message) => (Err(message), None, None),
     };
     let store = match seen {
         Some(Err(done)) => return done,
@@ -594,7 +622,10 @@ fn read_code_entry(
             })
         }
         Ok(Loaded::Binary) => {}
-        Ok(Loaded::Rejected) => outcome.rejected = true,
+        Ok(Loaded::Rejected) => {
+            outcome.rejected = true;
+            outcome.call_words = sig.map(Vec::into_boxed_slice);
+        }
         Ok(Loaded::Text(src)) if src.is_empty() => {}
         Ok(Loaded::Text(src)) => {
             let facts = parse(entry, &src, settings, store);
@@ -842,7 +873,7 @@ impl Workspace {
             entries
                 .par_iter()
                 .filter_map(|e| {
-                    let mut p = read_entry(e, settings, cache.as_ref(), false).phase1?;
+                    let mut p = read_entry(e, settings, cache.as_ref(), false, false).phase1?;
                     p.report = false;
                     // the link of one file's check takes every call
                     if let Some(packed) = p.packed.take() {
@@ -920,9 +951,11 @@ impl Workspace {
 
 /// The prefilter must not hide call sites: round by round, the files the
 /// Redis prefilter rejected that call a function with a summary (found by
-/// one automaton over those names) are read too (`project::scan`).
+/// one automaton over those names) are read too (`project::scan`); a file
+/// whose call-word signature from phase one shows none of the names is
+/// not read again.
 fn read_callers(
-    rejected: &[&Entry],
+    rejected: &[(&Entry, Option<Box<[u32]>>)],
     read: &[Phase1],
     settings: &Settings,
     threads: usize,
@@ -933,7 +966,8 @@ fn read_callers(
         read.iter().map(|f| (&f.facts, f.call_names())),
         &known,
     );
-    let mut left: Vec<&Entry> = rejected.to_vec();
+    let mut left: Vec<(&Entry, Option<&[u32]>)> =
+        rejected.iter().map(|(e, w)| (*e, w.as_deref())).collect();
     let mut out: Vec<Phase1> = Vec::new();
     for _ in 0..crate::project::link::ROUNDS {
         let mut families: Vec<u8> = read
@@ -949,7 +983,7 @@ fn read_callers(
         };
         let run = || {
             left.par_iter()
-                .map(|e| read_if_calls(e, &scan, settings, cache))
+                .map(|(e, words)| read_if_calls(e, *words, &scan, settings, cache))
                 .collect::<Vec<_>>()
         };
         let got = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
@@ -979,10 +1013,12 @@ fn read_callers(
 }
 
 /// Reads a file the Redis prefilter rejected when it calls one of the names
-/// (an unchanged file whose last scan with the same names found none is
-/// not read again).
+/// (an unchanged file whose last scan with the same names found none, or
+/// whose call-word signature from phase one has none of them, is not read
+/// again).
 fn read_if_calls(
     entry: &Entry,
+    call_words: Option<&[u32]>,
     scan: &crate::project::scan::CallScan,
     settings: &Settings,
     cache: Cache,
@@ -992,6 +1028,12 @@ fn read_if_calls(
         return None;
     }
     let key = cache.map(|c| c.key(&entry.path));
+    if call_words.is_some_and(|w| !scan.may_call(w)) {
+        if let (Some(c), Some(key)) = (cache, key.as_deref()) {
+            c.put_scan(key, scan.names_hash, false);
+        }
+        return None;
+    }
     if let (Some(c), Some(key)) = (cache, key.as_deref()) {
         let known = std::fs::metadata(&entry.path)
             .ok()
@@ -1082,7 +1124,7 @@ fn read_rest_of_project(
     };
     let run = || {
         rest.par_iter()
-            .filter_map(|e| read_code_entry(e, settings, cache, false).phase1)
+            .filter_map(|e| read_code_entry(e, settings, cache, false, false).phase1)
             .map(|mut p| {
                 p.report = false;
                 let_text_go(&mut p);
@@ -1112,7 +1154,7 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         entries
             .par_iter()
             .map(|e| {
-                let mut o = read_entry(e, settings, cache.as_ref(), true);
+                let mut o = read_entry(e, settings, cache.as_ref(), true, !link_off());
                 if let Some(p) = o.phase1.as_mut() {
                     let_text_go(p);
                 }
@@ -1131,13 +1173,13 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         ..Report::default()
     };
     let mut files = Vec::new();
-    let mut rejected = Vec::new();
+    let mut rejected: Vec<(&Entry, Option<Box<[u32]>>)> = Vec::new();
     for (i, o) in outcomes.into_iter().enumerate() {
         report.errors.extend(o.error);
         report.notes.extend(o.notes);
         files.extend(o.phase1);
         if o.rejected {
-            rejected.push(&entries[i]);
+            rejected.push((&entries[i], o.call_words));
         }
     }
     files.extend(read_rest_of_project(

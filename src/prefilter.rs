@@ -62,9 +62,14 @@ enum Class {
     Release,
     /// A lock word.
     Lock,
+    /// Only an anchor of the call-word signature ([`CALL_ANCHORS`]).
+    Anchor,
 }
 
 fn class_of(pattern: usize) -> Class {
+    if pattern >= KEYWORDS.len() {
+        return Class::Anchor;
+    }
     match KEYWORDS[pattern] {
         "del" | "unlink" | "expire" | "setifpresent" => Class::Release,
         "lock" | "mutex" | "lease" | "semaphore" | "redlock" => Class::Lock,
@@ -84,6 +89,124 @@ fn build(words: &[&str]) -> AhoCorasick {
 fn automaton() -> &'static AhoCorasick {
     static AC: OnceLock<AhoCorasick> = OnceLock::new();
     AC.get_or_init(|| build(KEYWORDS))
+}
+
+/// The keywords and then the call anchors, for a scan that also gathers
+/// the call-word signature.
+fn automaton_with_anchors() -> &'static AhoCorasick {
+    static AC: OnceLock<AhoCorasick> = OnceLock::new();
+    AC.get_or_init(|| {
+        let words: Vec<&str> = KEYWORDS.iter().chain(CALL_ANCHORS).copied().collect();
+        build(&words)
+    })
+}
+
+/// Words (case-insensitive, anywhere in a name) of which the names the
+/// project pass scans for (`project::scan`, names that say what they do to
+/// a lock or a Redis key) nearly always hold one. While the prefilter reads
+/// a file, every identifier holding one of them that stands right before
+/// `(`, `<` or a space is remembered ([`call_word_hash`]), so the call-name
+/// scan can tell that a rejected file calls none of the names without
+/// reading it again. A name without an anchor makes the scan read every
+/// file, as before.
+pub const CALL_ANCHORS: &[&str] = &[
+    "acquire",
+    "release",
+    "claim",
+    "obtain",
+    "grab",
+    "free",
+    "drop",
+    "exit",
+    "leave",
+    "relinquish",
+    "absent",
+    "present",
+    "setex",
+    "getset",
+    "getdel",
+    "haskey",
+];
+
+/// Every word of `KEYWORDS` and `CALL_ANCHORS` that a name can hold counts as
+/// an anchor of it: `name` holds one (ASCII case-insensitive).
+pub fn has_call_anchor(name: &[u8]) -> bool {
+    automaton_with_anchors()
+        .find_overlapping_iter(name)
+        .any(|m| {
+            let w = m.pattern().as_usize();
+            anchors_calls()[w]
+        })
+}
+
+/// The keywords that also anchor call words (whatever their class).
+const ANCHOR_KEYWORDS: &[&str] = &[
+    "nx",
+    "setifabsent",
+    "setifpresent",
+    "unlink",
+    "expire",
+    "lock",
+    "mutex",
+    "lease",
+    "semaphore",
+];
+
+/// A byte of an identifier, as the call-name scan sees it.
+#[inline]
+pub fn is_ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$'
+}
+
+/// The hash of an identifier in a call-word signature.
+pub fn call_word_hash(word: &[u8]) -> u32 {
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(word);
+    let h = h.finish();
+    (h ^ (h >> 32)) as u32
+}
+
+/// For each pattern of [`automaton_with_anchors`]: it anchors call words.
+fn anchors_calls() -> &'static [bool] {
+    static T: OnceLock<Vec<bool>> = OnceLock::new();
+    T.get_or_init(|| {
+        KEYWORDS
+            .iter()
+            .map(|k| ANCHOR_KEYWORDS.contains(k))
+            .chain(CALL_ANCHORS.iter().map(|_| true))
+            .collect()
+    })
+}
+
+/// Longest identifier a call-word signature holds: the work per anchor
+/// match is bounded (a minified file's huge identifier full of `lock`s
+/// stays linear); a name ending with a longer identifier makes the
+/// call-name scan read every file (`project::scan`).
+pub const MAX_CALL_WORD: usize = 128;
+
+/// Remembers the identifier around an anchor match `start..end` when it
+/// stands right before `(`, `<` or a space.
+fn note_call_word(bytes: &[u8], start: usize, end: usize, sig: &mut Vec<u32>) {
+    let floor = end.saturating_sub(MAX_CALL_WORD + 1);
+    let mut s = start;
+    while s > floor && is_ident_byte(bytes[s - 1]) {
+        s -= 1;
+    }
+    let ceiling = (start + MAX_CALL_WORD + 1).min(bytes.len());
+    let mut e = end;
+    while e < ceiling && is_ident_byte(bytes[e]) {
+        e += 1;
+    }
+    // an anchor with a non-identifier byte inside (none today), a word
+    // not followed by a call's byte, or one longer than the bound
+    if bytes[start..end].iter().all(|&b| is_ident_byte(b))
+        && matches!(bytes.get(e), Some(b'(' | b' ' | b'<'))
+        && (s == 0 || !is_ident_byte(bytes[s - 1]))
+        && e - s <= MAX_CALL_WORD
+    {
+        sig.push(call_word_hash(&bytes[s..e]));
+    }
 }
 
 fn set_automaton() -> &'static AhoCorasick {
@@ -234,12 +357,42 @@ pub fn may_match(bytes: &[u8]) -> bool {
 /// As [`may_match`]; `custom_lock_keys` when the configuration adds
 /// lock-key patterns, so that a release or extend counts without a lock word.
 pub fn may_match_with(bytes: &[u8], custom_lock_keys: bool) -> bool {
+    scan(bytes, custom_lock_keys, None)
+}
+
+/// As [`may_match_with`]; when it answers false (the file is rejected),
+/// `sig` holds its call-word signature: the sorted hashes of the
+/// identifiers holding a call anchor that stand before `(`, `<` or a space
+/// (see [`CALL_ANCHORS`]). The same single pass of one automaton.
+pub fn may_match_signed(bytes: &[u8], custom_lock_keys: bool, sig: &mut Vec<u32>) -> bool {
+    sig.clear();
+    let found = scan(bytes, custom_lock_keys, Some(sig));
+    sig.sort_unstable();
+    sig.dedup();
+    found
+}
+
+fn scan(bytes: &[u8], custom_lock_keys: bool, mut sig: Option<&mut Vec<u32>>) -> bool {
     let mut release = false;
     let mut lock = custom_lock_keys;
+    let ac = if sig.is_some() {
+        automaton_with_anchors()
+    } else {
+        automaton()
+    };
     // Overlapping: `lock` inside `LockTake` must not hide `locktake`.
-    for m in automaton().find_overlapping_iter(bytes) {
+    let anchors = anchors_calls();
+    for m in ac.find_overlapping_iter(bytes) {
         let pattern = m.pattern().as_usize();
         let class = class_of(pattern);
+        if let Some(sig) = sig.as_deref_mut() {
+            if anchors[pattern] {
+                note_call_word(bytes, m.start(), m.end(), sig);
+            }
+            if class == Class::Anchor {
+                continue;
+            }
+        }
         // Already known: skip the boundary check.
         if (class == Class::Release && release) || (class == Class::Lock && lock) {
             continue;
@@ -251,6 +404,7 @@ pub fn may_match_with(bytes: &[u8], custom_lock_keys: bool) -> bool {
             Class::Strong => return true,
             Class::Release => release = true,
             Class::Lock => lock = true,
+            Class::Anchor => {}
         }
         if release && lock {
             return true;

@@ -93,6 +93,11 @@ pub fn family(l: Language) -> u8 {
 /// for files of the language families the names were found in.
 pub struct CallScan {
     ac: AhoCorasick,
+    /// The sorted call-word hashes of the names (`prefilter::call_word_hash`
+    /// of the identifier each ends with), when every such identifier holds
+    /// a call anchor: a rejected file whose signature has none of them
+    /// calls none of the names (`None`: every file is read).
+    words: Option<Vec<u32>>,
     families: Vec<u8>,
     /// Identifies the names and families (the cache keeps each rejected
     /// file's last answer under it).
@@ -111,8 +116,29 @@ impl CallScan {
             .ok()?;
         let tags: Vec<String> = families.iter().map(|f| format!("\u{1}{f}")).collect();
         let names_hash = super::cache::names_hash(names.iter().chain(&tags));
+        let words = names
+            .iter()
+            .map(|n| {
+                let n = n.as_bytes();
+                let tail = n.len()
+                    - n.iter()
+                        .rev()
+                        .take_while(|&&b| crate::prefilter::is_ident_byte(b))
+                        .count();
+                let word = &n[tail..];
+                (word.len() <= crate::prefilter::MAX_CALL_WORD
+                    && crate::prefilter::has_call_anchor(word))
+                .then(|| crate::prefilter::call_word_hash(word))
+            })
+            .collect::<Option<Vec<u32>>>()
+            .map(|mut w| {
+                w.sort_unstable();
+                w.dedup();
+                w
+            });
         Some(CallScan {
             ac,
+            words,
             families,
             names_hash,
         })
@@ -123,14 +149,72 @@ impl CallScan {
         self.families.contains(&family(l))
     }
 
+    /// A rejected file with this call-word signature
+    /// (`prefilter::may_match_signed`) may call one of the names; false
+    /// only when it calls none (it holds no identifier that ends a name's
+    /// call).
+    pub fn may_call(&self, signature: &[u32]) -> bool {
+        self.words
+            .as_ref()
+            .is_none_or(|w| signature.iter().any(|h| w.binary_search(h).is_ok()))
+    }
+
     /// The text calls one of the names: the name stands alone (not inside
     /// a longer identifier) and is followed by `(` or a space.
     pub fn calls_any(&self, bytes: &[u8]) -> bool {
-        let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
+        let ident = crate::prefilter::is_ident_byte;
         self.ac.find_iter(bytes).any(|m| {
             let before = m.start().checked_sub(1).map(|i| bytes[i]);
             let after = bytes.get(m.end()).copied();
             !before.is_some_and(ident) && matches!(after, Some(b'(' | b' ' | b'<'))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn signature(text: &str) -> Vec<u32> {
+        let mut sig = Vec::new();
+        assert!(!crate::prefilter::may_match_signed(
+            text.as_bytes(),
+            false,
+            &mut sig
+        ));
+        sig
+    }
+
+    #[test]
+    fn a_signature_tells_the_files_that_call_a_name() {
+        let names: BTreeSet<String> = ["acquireRedisLock", "claimSlot"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let scan = CallScan::new(&names, vec![0]).expect("names");
+        for (text, calls) in [
+            ("void run() { svc.acquireRedisLock(id); }", true),
+            ("x = claimSlot <T>", true),
+            ("def run\n  claimSlot key\nend", true),
+            // the name inside a longer word, or not called
+            ("void run() { svc.tryacquireRedisLock(id); }", false),
+            ("String s = acquireRedisLock;", false),
+            ("void run() { render(model); }", false),
+        ] {
+            let sig = signature(text);
+            assert_eq!(scan.calls_any(text.as_bytes()), calls, "{text}");
+            // never false where the scan finds a call
+            assert_eq!(scan.may_call(&sig), calls, "{text}");
+        }
+        // a name without a call anchor: every file may call it
+        let plain: BTreeSet<String> = ["renderModel".to_string()].into();
+        let scan = CallScan::new(&plain, vec![0]).expect("names");
+        assert!(scan.may_call(&signature("void run() { x(); }")));
+        // nor one ending with an identifier longer than a signature holds
+        let long = format!("acquire{}", "x".repeat(crate::prefilter::MAX_CALL_WORD));
+        let scan = CallScan::new(&[long.clone()].into(), vec![0]).expect("names");
+        let text = format!("void run() {{ {long}(); }}");
+        assert!(scan.calls_any(text.as_bytes()));
+        assert!(scan.may_call(&signature(&text)));
     }
 }
