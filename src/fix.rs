@@ -225,7 +225,7 @@ fn balanced(src: &str, language: Language) -> bool {
         if t.kind != Kind::Punct {
             continue;
         }
-        let want = match t.text.as_str() {
+        let want = match t.text.as_ref() {
             "(" | "[" | "{" => {
                 open.extend(t.text.chars());
                 continue;

@@ -36,10 +36,7 @@ pub(super) fn legacy_takeover<'a>(cx: &Context<'a>, acquire: &'a Op) -> Option<&
     // key used as a lock: a "last run" time kept with SETNX/GET/SET is a
     // throttle, not a lock.
     let deadline = || cx.deadline_value(acquire) && cx.used_as_lock(acquire);
-    for o in cx.later_in_scope(acquire) {
-        if !cx.same_key(o, acquire) {
-            continue;
-        }
+    for o in cx.later_same_key(acquire) {
         match o.kind {
             OpKind::Get => read = true,
             // the deadline was read (`GET`), or the GETSET sits in a branch

@@ -146,11 +146,31 @@ pub struct Context<'a> {
     /// Shapes ([`key_shape`]) of the keys the file acquires that have a
     /// literal and a variable (or field) part (at most [`MAX_ACQUIRED_SHAPES`]).
     acquired_shapes: Vec<String>,
+    /// The literal parts of the key of each acquire of the file, in order,
+    /// `None` for the others ([`literal_shape`]): what
+    /// [`Context::corroborated`] looks up.
+    acquire_literals: HashSet<Vec<Option<&'a str>>>,
+    /// [`Context::once_only_marker`] by key group and scope, then by the
+    /// key's identifiers: its answer depends on the op only through them.
+    #[allow(clippy::type_complexity)]
+    once_only: RefCell<HashMap<(usize, ScopeId), Vec<(Vec<String>, bool)>>>,
     /// The TTL arguments the front-end read, by the start of the op's name.
     ttls: HashMap<usize, &'a OpTtl>,
 }
 
 const MAX_ACQUIRED_SHAPES: usize = 32;
+
+/// A key's literal and constant parts in order, `None` for each other part:
+/// two keys with the same literal shape may be the same lock.
+fn literal_shape(key: &KeyExpr) -> Vec<Option<&str>> {
+    key.parts
+        .iter()
+        .map(|p| match p {
+            KeyPart::Lit(s) | KeyPart::Const(s) => Some(s.as_str()),
+            _ => None,
+        })
+        .collect()
+}
 
 /// A key's literals with `{}` for each variable or field (`tus-lock-{}`):
 /// keys of one shape whatever their variables are called.
@@ -504,7 +524,11 @@ impl<'a> Context<'a> {
             }
         }
         let mut acquired_shapes: Vec<String> = Vec::new();
+        let mut acquire_literals = HashSet::new();
         for op in &own {
+            if matches!(op.kind, OpKind::Acquire { .. }) {
+                acquire_literals.insert(literal_shape(&op.key));
+            }
             let parts = &op.key.parts;
             if matches!(op.kind, OpKind::Acquire { .. })
                 && parts.iter().any(|p| matches!(p, KeyPart::Lit(_)))
@@ -533,6 +557,8 @@ impl<'a> Context<'a> {
             matches: RefCell::new(HashMap::new()),
             project_by_key: HashMap::new(),
             acquired_shapes,
+            acquire_literals,
+            once_only: RefCell::new(HashMap::new()),
             ttls,
         }
     }
@@ -831,21 +857,13 @@ impl<'a> Context<'a> {
         if self.lock_scope(op.scope) {
             return true;
         }
-        let shape = |k: &KeyExpr| -> Vec<Option<String>> {
-            k.parts
-                .iter()
-                .map(|p| match p {
-                    KeyPart::Lit(s) | KeyPart::Const(s) => Some(s.clone()),
-                    _ => None,
-                })
-                .collect()
-        };
         if !op.key.has_constant_part() {
             return false;
         }
-        let mine = shape(&op.key);
-        self.ops()
-            .any(|o| matches!(o.kind, OpKind::Acquire { .. }) && shape(&o.key) == mine)
+        // A set built once per file: a lookup per op, not a scan of the
+        // file's ops (quadratic on a minified line of 50,000 calls).
+        let acquires: &HashSet<Vec<Option<&str>>> = &self.acquire_literals;
+        acquires.contains(&literal_shape(&op.key))
     }
 
     /// A function that is part of a lock API: it lives in a lock type, or its
@@ -944,10 +962,37 @@ impl<'a> Context<'a> {
         let Some(list) = self.by_key.get(op.key.parts.as_slice()) else {
             return false;
         };
+        // Every op of `list` has `op`'s key parts, so `same` below depends
+        // on `op` only through its scope and its key's identifiers (`op`
+        // itself is of its own scope): the answer is the same for every op
+        // of a key group in one scope (a linear rule on a scope of 10,000
+        // ops on one key, not a quadratic one).
+        let memo = (list.as_ptr() as usize, op.scope);
+        if let Some(known) = self.once_only.borrow().get(&memo).and_then(|v| {
+            v.iter()
+                .find(|(idents, _)| *idents == op.key.idents)
+                .map(|&(_, b)| b)
+        }) {
+            return known;
+        }
+        let answer = self.once_only_marker_of(op, list);
+        self.once_only
+            .borrow_mut()
+            .entry(memo)
+            .or_default()
+            .push((op.key.idents.clone(), answer));
+        answer
+    }
+
+    fn once_only_marker_of(&self, op: &Op, list: &[&'a Op]) -> bool {
         let same = |o: &Op| std::ptr::eq(o, op) || self.same_key(op, o);
-        let takes = |scope: ScopeId| {
-            list.iter()
-                .any(|a| a.scope == scope && matches!(a.kind, OpKind::Acquire { .. }) && same(a))
+        let mut takes_of: HashMap<ScopeId, bool> = HashMap::new();
+        let mut takes = |scope: ScopeId| {
+            *takes_of.entry(scope).or_insert_with(|| {
+                list.iter().any(|a| {
+                    a.scope == scope && matches!(a.kind, OpKind::Acquire { .. }) && same(a)
+                })
+            })
         };
         // ops linked in from one call of a function that both takes and
         // deletes the key: that function judges its own delete
@@ -1104,6 +1149,14 @@ impl<'a> Context<'a> {
     /// Ops of the same scope after `op`, nearest first.
     pub fn later_in_scope(&self, op: &Op) -> impl Iterator<Item = &'a Op> + '_ {
         let list = self.scope_ops(op.scope);
+        let start = list.partition_point(|o| o.order <= op.order);
+        list[start..].iter().copied()
+    }
+
+    /// Ops of the same scope and the same (known) key after `op`, in source
+    /// order: `later_in_scope` filtered by `same_key`, without the walk.
+    pub fn later_same_key(&self, op: &Op) -> impl Iterator<Item = &'a Op> + '_ {
+        let list = self.scope_key_ops(op, None);
         let start = list.partition_point(|o| o.order <= op.order);
         list[start..].iter().copied()
     }

@@ -91,7 +91,7 @@ const CONTROL: &[&str] = &[
 ];
 
 fn is_close(t: &Tok) -> bool {
-    t.kind == Kind::Punct && matches!(t.text.as_str(), ")" | "]" | "}")
+    t.kind == Kind::Punct && matches!(t.text.as_ref(), ")" | "]" | "}")
 }
 
 fn line_indent(src: &str, pos: usize) -> usize {
@@ -149,10 +149,10 @@ pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
         if t.kind != Kind::Punct {
             continue;
         }
-        match t.text.as_str() {
+        match t.text.as_ref() {
             "(" | "[" | "{" => stack.push(i),
             ")" | "]" | "}" => {
-                let want = match t.text.as_str() {
+                let want = match t.text.as_ref() {
                     ")" => "(",
                     "]" => "[",
                     _ => "{",
@@ -175,11 +175,11 @@ pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
     }
     let mut paren = 0u32;
     for (i, t) in toks.iter().enumerate() {
-        if t.kind == Kind::Punct && matches!(t.text.as_str(), ")" | "]") {
+        if t.kind == Kind::Punct && matches!(t.text.as_ref(), ")" | "]") {
             paren = paren.saturating_sub(1);
         }
         st.tok_paren[i] = paren;
-        if t.kind == Kind::Punct && matches!(t.text.as_str(), "(" | "[") {
+        if t.kind == Kind::Punct && matches!(t.text.as_ref(), "(" | "[") {
             paren += 1;
         }
     }
@@ -217,11 +217,11 @@ fn ts_signatures(toks: &[Tok], st: &mut Structure) {
         // after a block, a statement, a modifier, or on a new line after the
         // previous member's type (never after `?`, `:`, `=` or an operator)
         let starts = prev.is_none_or(|p| {
-            (p.kind == Kind::Punct && matches!(p.text.as_str(), "{" | ";" | "}"))
-                || (p.is_ident() && MODIFIERS.contains(&p.text.as_str()))
+            (p.kind == Kind::Punct && matches!(p.text.as_ref(), "{" | ";" | "}"))
+                || (p.is_ident() && MODIFIERS.contains(&p.text.as_ref()))
                 || (t.nl
                     && (p.is_ident()
-                        || (p.kind == Kind::Punct && matches!(p.text.as_str(), ">" | ")" | "]"))))
+                        || (p.kind == Kind::Punct && matches!(p.text.as_ref(), ">" | ")" | "]"))))
         });
         if !starts {
             continue;
@@ -353,7 +353,7 @@ fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
         if t.kind != Kind::Punct {
             continue;
         }
-        match t.text.as_str() {
+        match t.text.as_ref() {
             ";" => {
                 if !matches!(frames.last(), Some((_, Frame::TypeLit))) {
                     head = i + 1;
@@ -367,7 +367,7 @@ fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
             "{" => {
                 let prev = i
                     .checked_sub(1)
-                    .map(|p| toks[p].text.as_str())
+                    .map(|p| toks[p].text.as_ref())
                     .unwrap_or("");
                 let type_lit = match lang {
                     Language::Go => {
@@ -435,7 +435,7 @@ fn in_object_literal(toks: &[Tok], frames: &Frames) -> bool {
     };
     open.checked_sub(1)
         .and_then(|p| toks.get(p))
-        .is_some_and(|t| matches!(t.text.as_str(), "return" | "=" | "(" | "," | ":" | "["))
+        .is_some_and(|t| matches!(t.text.as_ref(), "return" | "=" | "(" | "," | ":" | "["))
 }
 
 /// Kotlin `fun name(..): T = expr` and C# `T Name(..) => expr;`: a scope
@@ -482,7 +482,7 @@ fn expression_body(
     let owner = owner_of(frames);
     let is_test = test_class(&owner);
     st.scopes.push(Scope {
-        name: toks[name_tok].text.clone(),
+        name: toks[name_tok].text.to_string(),
         owner,
         is_test,
     });
@@ -548,7 +548,7 @@ fn classify_header(
     for (k, t) in h[..before_params].iter().enumerate() {
         if t.is_ident()
             && matches!(
-                t.text.as_str(),
+                t.text.as_ref(),
                 "class"
                     | "struct"
                     | "interface"
@@ -565,21 +565,21 @@ fn classify_header(
                 // Go: `type Name struct {`
                 if lang == Language::Go {
                     if k >= 1 && h[k - 1].is_ident() {
-                        return Frame::Class(h[k - 1].text.clone());
+                        return Frame::Class(h[k - 1].text.to_string());
                     }
                     return Frame::Block;
                 }
-                return Frame::Class(n.text.clone());
+                return Frame::Class(n.text.to_string());
             }
             if lang == Language::Go && t.text == "struct" && k >= 1 && h[k - 1].is_ident() {
-                return Frame::Class(h[k - 1].text.clone());
+                return Frame::Class(h[k - 1].text.to_string());
             }
         }
     }
     let annotated_test = h.windows(2).any(|w| {
         (w[0].is("@") || w[0].is("["))
             && matches!(
-                w[1].text.as_str(),
+                w[1].text.as_ref(),
                 "Test"
                     | "ParameterizedTest"
                     | "RepeatedTest"
@@ -620,14 +620,14 @@ fn classify_header(
                 }
                 // receiver type: last ident inside
                 if let Some(ty) = toks[base + 1..close].iter().rev().find(|t| t.is_ident()) {
-                    owner = Some(ty.text.clone());
+                    owner = Some(ty.text.to_string());
                 }
                 let idents: Vec<&Tok> = toks[base + 1..close]
                     .iter()
                     .filter(|t| t.is_ident())
                     .collect();
                 if idents.len() >= 2 {
-                    recv_var = Some(idents[0].text.clone());
+                    recv_var = Some(idents[0].text.to_string());
                 }
                 k = close - base + 1;
             }
@@ -637,7 +637,7 @@ fn classify_header(
             {
                 let params = &toks[base + k..open];
                 let test = n.text.starts_with("Test") && params.iter().any(|p| p.text == "testing");
-                let frame = mk(st, &n.text.clone(), base + k, owner, test);
+                let frame = mk(st, n.text.as_ref(), base + k, owner, test);
                 if let (Frame::Func(id), Some(r)) = (&frame, recv_var) {
                     st.receivers.insert(*id, r);
                 }
@@ -648,7 +648,7 @@ fn classify_header(
     }
     // `function name(` / `fun name(` / `def`
     for (k, t) in h.iter().enumerate() {
-        if t.is_ident() && matches!(t.text.as_str(), "function" | "fun") {
+        if t.is_ident() && matches!(t.text.as_ref(), "function" | "fun") {
             let mut j = k + 1;
             if h.get(j).is_some_and(|x| x.is("*")) {
                 j += 1;
@@ -662,7 +662,7 @@ fn classify_header(
                     let test = annotated_test
                         || (lang == Language::Php && n.text.starts_with("test"))
                         || (lang == Language::Kotlin && class_is_test);
-                    return mk(st, &n.text.clone(), base + j, owner, test);
+                    return mk(st, n.text.as_ref(), base + j, owner, test);
                 }
             }
             if in_func {
@@ -683,14 +683,14 @@ fn classify_header(
             .rposition(|(k, t)| t.is("=") && st.tok_paren[base + k] == level)
         {
             if eq >= 1 && h[eq - 1].is_ident() && !in_func {
-                return mk(st, &h[eq - 1].text.clone(), base + eq - 1, owner, false);
+                return mk(st, h[eq - 1].text.as_ref(), base + eq - 1, owner, false);
             }
             if eq >= 1
                 && h[eq - 1].is_ident()
                 && h.first()
-                    .is_some_and(|t| matches!(t.text.as_str(), "const" | "let" | "var"))
+                    .is_some_and(|t| matches!(t.text.as_ref(), "const" | "let" | "var"))
             {
-                return mk(st, &h[eq - 1].text.clone(), base + eq - 1, owner, false);
+                return mk(st, h[eq - 1].text.as_ref(), base + eq - 1, owner, false);
             }
         }
         return Frame::Block;
@@ -704,7 +704,7 @@ fn classify_header(
             .iter()
             .position(|t| {
                 !matches!(
-                    t.text.as_str(),
+                    t.text.as_ref(),
                     "async"
                         | "static"
                         | "get"
@@ -722,11 +722,11 @@ fn classify_header(
             .get(&(base + k + 1))
             .is_some_and(|&c| c + 1 == open || toks.get(c + 1).is_some_and(|x| x.is(":")));
         if h.get(k)
-            .is_some_and(|n| n.is_ident() && !CONTROL.contains(&n.text.as_str()))
+            .is_some_and(|n| n.is_ident() && !CONTROL.contains(&n.text.as_ref()))
             && h.get(k + 1).is_some_and(|p| p.is("("))
             && header_ends
         {
-            let name = h[k].text.clone();
+            let name = h[k].text.to_string();
             return mk(st, &name, base + k, owner, false);
         }
     }
@@ -734,8 +734,8 @@ fn classify_header(
     let direct_in_class = matches!(frames.last(), Some((_, Frame::Class(_))));
     if direct_in_class {
         if let Some(p) = h.iter().position(|t| t.is("(")) {
-            if p >= 1 && h[p - 1].is_ident() && !CONTROL.contains(&h[p - 1].text.as_str()) {
-                let name = h[p - 1].text.clone();
+            if p >= 1 && h[p - 1].is_ident() && !CONTROL.contains(&h[p - 1].text.as_ref()) {
+                let name = h[p - 1].text.to_string();
                 return mk(st, &name, base + p - 1, owner, annotated_test);
             }
         }
@@ -788,7 +788,7 @@ fn python_scopes(toks: &[Tok], src: &str, st: &mut Structure) {
                 let test = n.text.starts_with("test") || test_class(&owner);
                 st.decl_names.insert(k + 1);
                 st.scopes.push(Scope {
-                    name: n.text.clone(),
+                    name: n.text.to_string(),
                     owner,
                     is_test: test,
                 });
@@ -799,7 +799,7 @@ fn python_scopes(toks: &[Tok], src: &str, st: &mut Structure) {
         }
         if k < le && toks[k].is("class") {
             if let Some(n) = toks.get(k + 1).filter(|n| n.is_ident()) {
-                frames.push((ind, Frame::Class(n.text.clone())));
+                frames.push((ind, Frame::Class(n.text.to_string())));
                 continue;
             }
         }
@@ -826,7 +826,7 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
         let stmt_start =
             i == 0 || t.nl || toks[i - 1].is(";") || toks[i - 1].is("=") || toks[i - 1].is("(");
         if t.kind == Kind::Punct {
-            match t.text.as_str() {
+            match t.text.as_ref() {
                 "{" => {
                     frames.push((i, Frame::Block));
                     braces.push(true);
@@ -848,13 +848,13 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
         if prev_dot {
             continue;
         }
-        match t.text.as_str() {
+        match t.text.as_ref() {
             "def" => {
                 let mut k = i + 1;
                 if toks.get(k + 1).is_some_and(|x| x.is(".")) {
                     k += 2;
                 }
-                let name = toks.get(k).map(|n| n.text.clone()).unwrap_or_default();
+                let name = toks.get(k).map(|n| n.text.to_string()).unwrap_or_default();
                 let owner = owner_of(&frames);
                 let test = name.starts_with("test_") || test_class(&owner);
                 st.decl_names.insert(k);
@@ -869,7 +869,7 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
             }
             "class" | "module" => {
                 let f = match toks.get(i + 1) {
-                    Some(n) if n.is_ident() => Frame::Class(n.text.clone()),
+                    Some(n) if n.is_ident() => Frame::Class(n.text.to_string()),
                     _ => Frame::Block,
                 };
                 frames.push((i, f));
@@ -888,7 +888,7 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
                 braces.push(false);
             }
             "if" | "unless" | "while" | "until" | "for" if stmt_start => {
-                if matches!(t.text.as_str(), "while" | "until" | "for") {
+                if matches!(t.text.as_ref(), "while" | "until" | "for") {
                     skip_do_line = Some(line_no);
                 }
                 frames.push((i, Frame::Block));
@@ -915,7 +915,7 @@ pub fn split_args(toks: &[Tok], st: &Structure, open: usize, close: usize) -> Ve
     let mut k = open + 1;
     while k < close {
         let t = &toks[k];
-        if t.kind == Kind::Punct && matches!(t.text.as_str(), "(" | "[" | "{") {
+        if t.kind == Kind::Punct && matches!(t.text.as_ref(), "(" | "[" | "{") {
             if let Some(&m) = st.matching.get(&k) {
                 if m > k && m < close {
                     k = m + 1;
@@ -943,7 +943,7 @@ fn make_arg(toks: &[Tok], s: usize, e: usize) -> Arg {
             return Arg {
                 start: s + 2,
                 end: e,
-                name: Some(toks[s].text.clone()),
+                name: Some(toks[s].text.to_string()),
             };
         }
     }
@@ -951,7 +951,7 @@ fn make_arg(toks: &[Tok], s: usize, e: usize) -> Arg {
         return Arg {
             start: s + 2,
             end: e,
-            name: Some(toks[s].text.clone()),
+            name: Some(toks[s].text.to_string()),
         };
     }
     Arg {
@@ -981,7 +981,12 @@ fn cast_in_parens(
         .iter()
         .enumerate()
         .all(|(i, t)| if i % 2 == 0 { t.is_ident() } else { t.is(".") });
-    (ok && ty.len() % 2 == 1).then(|| (ty[ty.len() - 1].text.clone(), toks[m + 1].text.clone()))
+    (ok && ty.len() % 2 == 1).then(|| {
+        (
+            ty[ty.len() - 1].text.to_string(),
+            toks[m + 1].text.to_string(),
+        )
+    })
 }
 
 /// Walks back over a receiver chain ending just before `name_tok`.
@@ -1002,7 +1007,7 @@ fn receiver(toks: &[Tok], st: &Structure, name_tok: usize) -> (usize, Vec<String
         }
         let t = &toks[j];
         if t.is_ident() || t.kind == Kind::Str {
-            segs.push(t.text.clone());
+            segs.push(t.text.to_string());
             k = j;
             continue;
         }
@@ -1028,7 +1033,7 @@ fn receiver(toks: &[Tok], st: &Structure, name_tok: usize) -> (usize, Vec<String
             // an index or a parenthesised expression: continue before it
             if o >= 1 && toks[o - 1].is_ident() && !t.is(")") {
                 k = o - 1;
-                segs.push(toks[o - 1].text.clone());
+                segs.push(toks[o - 1].text.to_string());
             }
             continue;
         }
@@ -1071,7 +1076,7 @@ pub fn calls(toks: &[Tok], st: &Structure, lang: Language) -> Vec<Call> {
             let (recv_start, recv) = receiver(toks, st, i);
             let args = split_args(toks, st, open, close);
             out.push(Call {
-                name: t.text.clone(),
+                name: t.text.to_string(),
                 name_tok: i,
                 recv_start,
                 recv,
@@ -1089,10 +1094,10 @@ pub fn calls(toks: &[Tok], st: &Structure, lang: Language) -> Vec<Call> {
             }
             let starts_arg = match n.kind {
                 Kind::Str | Kind::Num | Kind::Ident => !matches!(
-                    n.text.as_str(),
+                    n.text.as_ref(),
                     "if" | "unless" | "do" | "and" | "or" | "then" | "while" | "until" | "rescue"
                 ),
-                Kind::Punct => matches!(n.text.as_str(), "[" | "@" | "-"),
+                Kind::Punct => matches!(n.text.as_ref(), "[" | "@" | "-"),
             };
             if !starts_arg || (n.kind == Kind::Punct && n.text == "-") {
                 continue;
@@ -1105,7 +1110,7 @@ pub fn calls(toks: &[Tok], st: &Structure, lang: Language) -> Vec<Call> {
                     break;
                 }
                 if x.is_ident()
-                    && matches!(x.text.as_str(), "if" | "unless" | "do" | "rescue" | "then")
+                    && matches!(x.text.as_ref(), "if" | "unless" | "do" | "rescue" | "then")
                     && k > i + 1
                 {
                     break;
@@ -1113,7 +1118,7 @@ pub fn calls(toks: &[Tok], st: &Structure, lang: Language) -> Vec<Call> {
                 if x.is("{") && k > i + 1 {
                     break;
                 }
-                if x.kind == Kind::Punct && matches!(x.text.as_str(), "(" | "[") {
+                if x.kind == Kind::Punct && matches!(x.text.as_ref(), "(" | "[") {
                     if let Some(&m) = st.matching.get(&k) {
                         if m > k {
                             k = m + 1;
@@ -1121,7 +1126,7 @@ pub fn calls(toks: &[Tok], st: &Structure, lang: Language) -> Vec<Call> {
                         }
                     }
                 }
-                if x.kind == Kind::Punct && matches!(x.text.as_str(), ")" | "]" | "}" | ";") {
+                if x.kind == Kind::Punct && matches!(x.text.as_ref(), ")" | "]" | "}" | ";") {
                     break;
                 }
                 k += 1;
@@ -1132,7 +1137,7 @@ pub fn calls(toks: &[Tok], st: &Structure, lang: Language) -> Vec<Call> {
             let mut s = i + 1;
             let mut j = i + 1;
             while j < k {
-                if toks[j].kind == Kind::Punct && matches!(toks[j].text.as_str(), "(" | "[" | "{") {
+                if toks[j].kind == Kind::Punct && matches!(toks[j].text.as_ref(), "(" | "[" | "{") {
                     if let Some(&m) = st.matching.get(&j) {
                         if m > j && m < k {
                             j = m + 1;
@@ -1150,7 +1155,7 @@ pub fn calls(toks: &[Tok], st: &Structure, lang: Language) -> Vec<Call> {
                 args.push(make_arg(toks, s, k));
             }
             out.push(Call {
-                name: t.text.clone(),
+                name: t.text.to_string(),
                 name_tok: i,
                 recv_start,
                 recv,

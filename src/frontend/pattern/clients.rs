@@ -87,7 +87,7 @@ fn list_first(an: &Analyzer, a: usize, e: usize) -> Option<(usize, usize)> {
     if toks[open].is("(") {
         let ctor = open
             .checked_sub(1)
-            .map(|k| toks[k].text.as_str())
+            .map(|k| toks[k].text.as_ref())
             .unwrap_or("");
         if !matches!(
             ctor,
@@ -281,7 +281,7 @@ impl<'a> Analyzer<'a> {
             let t = &self.toks[k];
             if t.is_ident()
                 && matches!(
-                    t.text.as_str(),
+                    t.text.as_ref(),
                     "boundValueOps" | "boundHashOps" | "boundSetOps" | "getBucket"
                 )
                 && self.toks.get(k + 1).is_some_and(|x| x.is("("))
@@ -305,7 +305,7 @@ impl<'a> Analyzer<'a> {
             let p = &toks[c.name_tok - 1];
             let decl_prev = (p.is_ident()
                 && !matches!(
-                    p.text.as_str(),
+                    p.text.as_ref(),
                     "return"
                         | "await"
                         | "yield"
@@ -703,7 +703,7 @@ impl<'a> Analyzer<'a> {
                         let neg = followed_value
                             && !next.is_some_and(|n| n.is(","))
                             && toks.get(k + 2).is_some_and(|v| {
-                                matches!(v.text.as_str(), "false" | "False" | "nil" | "null")
+                                matches!(v.text.as_ref(), "false" | "False" | "nil" | "null")
                             });
                         if !neg {
                             nx = true;
@@ -745,11 +745,11 @@ impl<'a> Analyzer<'a> {
             }
             // Spring RedisConnection: SetOption.SET_IF_ABSENT / ifAbsent(), Expiration.seconds(n)
             if t.is_ident() {
-                match t.text.as_str() {
+                match t.text.as_ref() {
                     "SET_IF_ABSENT" | "ifAbsent" => nx = true,
                     "SET_IF_PRESENT" | "ifPresent" => xx = true,
                     "Expiration" if toks.get(k + 1).is_some_and(|n| n.is(".")) => {
-                        let how = toks.get(k + 2).map(|n| n.text.as_str()).unwrap_or("");
+                        let how = toks.get(k + 2).map(|n| n.text.as_ref()).unwrap_or("");
                         let zero = toks.get(k + 4).is_some_and(|v| v.text == "0")
                             && toks.get(k + 5).is_some_and(|v| v.is(")"));
                         set_exp(
@@ -821,10 +821,10 @@ impl<'a> Analyzer<'a> {
         for k in s..e {
             let t = &self.toks[k];
             if t.is_ident() {
-                let mut name = t.text.clone();
+                let mut name = t.text.to_string();
                 if k >= 2
                     && self.toks[k - 1].is(".")
-                    && matches!(self.toks[k - 2].text.as_str(), "this" | "self")
+                    && matches!(self.toks[k - 2].text.as_ref(), "this" | "self")
                 {
                     name = format!("this.{name}");
                 }

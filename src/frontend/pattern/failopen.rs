@@ -13,7 +13,7 @@ fn is_true(t: &Tok) -> bool {
     t.is("true") || t.is("True")
 }
 fn is_null(t: &Tok) -> bool {
-    matches!(t.text.as_str(), "null" | "nil" | "None" | "undefined") && t.kind == Kind::Ident
+    matches!(t.text.as_ref(), "null" | "nil" | "None" | "undefined") && t.kind == Kind::Ident
 }
 
 pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
@@ -57,7 +57,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
             let Some(&close) = an.st.matching.get(&(k + 2)) else {
                 break;
             };
-            let name = toks[k + 1].text.as_str();
+            let name = toks[k + 1].text.as_ref();
             if matches!(
                 name,
                 "catch"
@@ -115,7 +115,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                         q -= 1;
                         let x = &toks[q];
                         if x.is_ident() {
-                            names.push(x.text.clone());
+                            names.push(x.text.to_string());
                         } else if !x.is(",") && !x.is(":") {
                             break;
                         }
@@ -263,7 +263,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
             let dj = an.st.tok_depth[j];
             let t = &toks[j];
             let handler = t.is_ident()
-                && matches!(t.text.as_str(), "catch" | "except" | "rescue")
+                && matches!(t.text.as_ref(), "catch" | "except" | "rescue")
                 && !toks[j - 1].is(".");
             if handler {
                 let ok_depth = if an.lang == crate::facts::Language::Ruby {
@@ -431,7 +431,7 @@ pub(super) fn handler_body(an: &Analyzer, at: usize) -> (usize, usize) {
             while e < n
                 && !(an.st.tok_depth[e] <= d
                     && toks[e].is_ident()
-                    && matches!(toks[e].text.as_str(), "end" | "ensure" | "else" | "rescue"))
+                    && matches!(toks[e].text.as_ref(), "end" | "ensure" | "else" | "rescue"))
             {
                 e += 1;
             }

@@ -218,13 +218,13 @@ pub fn exclusive_of_acquire(an: &Analyzer, ops: &[Op]) -> Vec<crate::facts::Span
 }
 
 fn is_null(t: &Tok) -> bool {
-    t.kind == Kind::Ident && matches!(t.text.as_str(), "null" | "nil" | "None" | "undefined")
+    t.kind == Kind::Ident && matches!(t.text.as_ref(), "null" | "nil" | "None" | "undefined")
 }
 fn is_false(t: &Tok) -> bool {
-    t.kind == Kind::Ident && matches!(t.text.as_str(), "false" | "False")
+    t.kind == Kind::Ident && matches!(t.text.as_ref(), "false" | "False")
 }
 fn is_true(t: &Tok) -> bool {
-    t.kind == Kind::Ident && matches!(t.text.as_str(), "true" | "True")
+    t.kind == Kind::Ident && matches!(t.text.as_ref(), "true" | "True")
 }
 fn is_num(t: &Tok, n: &str) -> bool {
     t.kind == Kind::Num && t.text == n
@@ -235,13 +235,13 @@ fn is_connective(t: &Tok) -> bool {
 fn is_exit(t: &Tok) -> bool {
     t.kind == Kind::Ident
         && matches!(
-            t.text.as_str(),
+            t.text.as_ref(),
             "return" | "throw" | "raise" | "continue" | "break" | "exit" | "die" | "abort"
         )
 }
 
 impl Analyzer<'_> {
-    fn tok(&self, i: usize) -> Option<&Tok> {
+    fn tok(&self, i: usize) -> Option<&Tok<'_>> {
         self.toks.get(i)
     }
 
@@ -300,7 +300,7 @@ impl Analyzer<'_> {
                 } else if !(t.is("await")
                     || t.is("(")
                     || t.is("!!")
-                    || matches!(t.text.as_str(), "Boolean" | "bool" | "Bool"))
+                    || matches!(t.text.as_ref(), "Boolean" | "bool" | "Bool"))
                 {
                     break;
                 }
@@ -356,7 +356,7 @@ impl Analyzer<'_> {
             if self.tok_is(e, ".")
                 && self.tok(e + 1).is_some_and(|t| {
                     matches!(
-                        t.text.as_str(),
+                        t.text.as_ref(),
                         "Result"
                             | "Val"
                             | "get"
@@ -388,7 +388,7 @@ impl Analyzer<'_> {
             && toks[s - 3].is(".")
             && toks[s - 4].is("redis")
         {
-            let conv = toks[s - 2].text.as_str();
+            let conv = toks[s - 2].text.as_ref();
             let conv_kind = match conv {
                 "Bool" | "Int" | "Int64" | "Uint64" => Some(Probe::Count),
                 "String" | "Bytes" => Some(Probe::Value),
@@ -462,14 +462,14 @@ impl Analyzer<'_> {
         if eq >= 3 && toks[eq - 2].is(",") && toks[eq - 3].is_ident() {
             let value = &toks[eq - 3].text;
             if value != "_" {
-                out.push((value.clone(), kind, e));
+                out.push((value.to_string(), kind, e));
             }
             if kind == Probe::Value && name.text != "_" {
-                out.push((name.text.clone(), Probe::ErrNil, e));
+                out.push((name.text.to_string(), Probe::ErrNil, e));
             }
             return out;
         }
-        out.push((name.text.clone(), kind, e));
+        out.push((name.text.to_string(), kind, e));
         out
     }
 
@@ -480,7 +480,7 @@ impl Analyzer<'_> {
         // member tests: `.nil?`, `.IsNull`, `.isEmpty()`, `.is_none()`, `.zero?`
         if op.is(".") || op.is("?.") {
             let m = toks.get(e + 1)?;
-            let absent = match (kind, m.text.as_str()) {
+            let absent = match (kind, m.text.as_ref()) {
                 (
                     Probe::Value,
                     "nil?" | "IsNull" | "IsNullOrEmpty" | "isEmpty" | "is_none" | "blank?"
@@ -630,7 +630,7 @@ impl Analyzer<'_> {
                 let wrapper = toks.get(w).filter(|t| {
                     t.is_ident()
                         && !matches!(
-                            t.text.as_str(),
+                            t.text.as_ref(),
                             "if" | "while" | "elif" | "not" | "and" | "or" | "unless" | "return"
                         )
                 });
@@ -741,9 +741,9 @@ impl Analyzer<'_> {
         let chain: Vec<&str> = toks[ws..=w]
             .iter()
             .filter(|t| t.is_ident())
-            .map(|t| t.text.as_str())
+            .map(|t| t.text.as_ref())
             .collect();
-        let absent = match (kind, name.text.as_str()) {
+        let absent = match (kind, name.text.as_ref()) {
             (
                 Probe::Value,
                 "isNull" | "is_null" | "isEmpty" | "isBlank" | "IsNullOrEmpty"
@@ -781,9 +781,9 @@ impl Analyzer<'_> {
             if t.kind != Kind::Ident {
                 continue;
             }
-            let kw = matches!(t.text.as_str(), "if" | "while" | "elif" | "elseif")
+            let kw = matches!(t.text.as_ref(), "if" | "while" | "elif" | "elseif")
                 || (self.lang == Language::Ruby
-                    && matches!(t.text.as_str(), "unless" | "until" | "elsif"))
+                    && matches!(t.text.as_ref(), "unless" | "until" | "elsif"))
                 || (self.lang == Language::Go && t.text == "for");
             if !kw || (k > 0 && self.toks[k - 1].is(".")) {
                 continue;
@@ -803,7 +803,7 @@ impl Analyzer<'_> {
             return None;
         }
         let toks = self.toks;
-        let word = toks[k].text.as_str();
+        let word = toks[k].text.as_ref();
         let kind = if matches!(word, "while" | "until" | "for") {
             CondKind::While
         } else {
@@ -1097,7 +1097,7 @@ impl Analyzer<'_> {
             k -= 1;
             let t = &self.toks[k];
             if t.kind != Kind::Ident
-                || !matches!(t.text.as_str(), "if" | "elif" | "elseif" | "elsif")
+                || !matches!(t.text.as_ref(), "if" | "elif" | "elseif" | "elsif")
                 || (k > 0 && self.toks[k - 1].is("."))
             {
                 continue;
@@ -1169,7 +1169,7 @@ impl Analyzer<'_> {
             if p.kind == Kind::Str {
                 continue;
             }
-            match p.text.as_str() {
+            match p.text.as_ref() {
                 // the write inside the condition itself runs whenever the
                 // condition is evaluated (`break if redis.set(…)`)
                 "if" | "unless" | "elif" | "while" => {
@@ -1188,7 +1188,7 @@ impl Analyzer<'_> {
         while j < limit.min(toks.len()) && !toks[j].nl {
             let t = &toks[j];
             if t.kind != Kind::Str
-                && matches!(t.text.as_str(), "if" | "unless")
+                && matches!(t.text.as_ref(), "if" | "unless")
                 && self.st.tok_paren.get(j) == Some(&level)
             {
                 return false;

@@ -3,6 +3,8 @@
 //! literals with their source span, their decoded text, anchors from text
 //! offsets to source offsets, and their interpolations as parts.
 
+use std::borrow::Cow;
+
 use crate::facts::Language;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,7 +18,8 @@ pub enum Kind {
 /// One piece of a string literal: literal text or an interpolated expression.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StrPart {
-    Lit(String),
+    /// A byte range of the decoded text (`StrLit::text`).
+    Lit(usize, usize),
     /// The expression's source byte range.
     Interp(usize, usize),
 }
@@ -42,19 +45,22 @@ impl StrLit {
         if predicted != Some(from) {
             self.anchors.push((self.text.len(), from));
         }
+        let at = self.text.len();
         self.text.push_str(piece);
-        self.push_lit(piece);
+        self.push_lit(at);
     }
     fn push_decoded(&mut self, c: char) {
+        let at = self.text.len();
         self.text.push(c);
-        let mut b = [0u8; 4];
-        self.push_lit(c.encode_utf8(&mut b));
+        self.push_lit(at);
     }
-    fn push_lit(&mut self, s: &str) {
-        if let Some(StrPart::Lit(prev)) = self.parts.last_mut() {
-            prev.push_str(s);
+    /// The decoded text grew from `at` to its end: one literal piece more.
+    fn push_lit(&mut self, at: usize) {
+        let end = self.text.len();
+        if let Some(StrPart::Lit(_, prev)) = self.parts.last_mut() {
+            *prev = end;
         } else {
-            self.parts.push(StrPart::Lit(s.to_string()));
+            self.parts.push(StrPart::Lit(at, end));
         }
     }
     fn push_interp(&mut self, start: usize, end: usize) {
@@ -66,18 +72,20 @@ impl StrLit {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Tok {
+pub struct Tok<'a> {
     pub kind: Kind,
     pub start: usize,
     pub end: usize,
     /// Identifier, number or punctuation text; for strings the decoded text.
-    pub text: String,
+    /// Borrowed from the source, except for a string literal whose decoded
+    /// text is not a piece of it (escapes, interpolations, heredocs).
+    pub text: Cow<'a, str>,
     pub lit: Option<Box<StrLit>>,
     /// A line break stands between the previous token and this one.
     pub nl: bool,
 }
 
-impl Tok {
+impl Tok<'_> {
     pub fn is(&self, s: &str) -> bool {
         self.kind != Kind::Str && self.text == s
     }
@@ -112,7 +120,7 @@ struct Lx<'a> {
     i: usize,
     lang: Language,
     fam: Family,
-    toks: Vec<Tok>,
+    toks: Vec<Tok<'a>>,
     nl: bool,
     /// Ruby heredocs whose bodies start at the next line: (terminator, squiggly/dash, interpolating, literal index).
     pending_heredocs: Vec<(String, bool, usize)>,
@@ -126,7 +134,7 @@ fn is_ident_char(c: u8) -> bool {
 }
 
 /// Lexes `src` as `lang`. Never panics; unterminated constructs end at EOF.
-pub fn lex(src: &str, lang: Language) -> Vec<Tok> {
+pub fn lex(src: &str, lang: Language) -> Vec<Tok<'_>> {
     let mut lx = Lx {
         src,
         b: src.as_bytes(),
@@ -158,7 +166,14 @@ impl<'a> Lx<'a> {
             None => 1,
         }
     }
-    fn push(&mut self, kind: Kind, start: usize, end: usize, text: String, lit: Option<StrLit>) {
+    fn push(
+        &mut self,
+        kind: Kind,
+        start: usize,
+        end: usize,
+        text: Cow<'a, str>,
+        lit: Option<StrLit>,
+    ) {
         self.toks.push(Tok {
             kind,
             start,
@@ -168,7 +183,18 @@ impl<'a> Lx<'a> {
             nl: std::mem::take(&mut self.nl),
         });
     }
-    fn prev(&self) -> Option<&Tok> {
+    /// A source token: its text is the source's.
+    fn push_src(&mut self, kind: Kind, start: usize, end: usize) {
+        let text = Cow::Borrowed(self.src.get(start..end).unwrap_or(""));
+        self.push(kind, start, end, text, None);
+    }
+    /// A string literal token: its text borrows the source when the decoded
+    /// text is one piece of it, as for most literals.
+    fn push_str(&mut self, start: usize, end: usize, lit: StrLit) {
+        let text = str_text(self.src, &lit);
+        self.push(Kind::Str, start, end, text, Some(lit));
+    }
+    fn prev(&self) -> Option<&Tok<'a>> {
         self.toks.last()
     }
 
@@ -224,8 +250,7 @@ impl<'a> Lx<'a> {
                     self.i += 1;
                 }
                 let end = self.i.min(n);
-                let text = self.src.get(start..end).unwrap_or("").to_string();
-                self.push(Kind::Ident, start, end, text, None);
+                self.push_src(Kind::Ident, start, end);
                 continue;
             }
             if c.is_ascii_digit() {
@@ -238,8 +263,7 @@ impl<'a> Lx<'a> {
                 {
                     self.i += 1;
                 }
-                let text = self.src.get(start..self.i).unwrap_or("").to_string();
-                self.push(Kind::Num, start, self.i, text, None);
+                self.push_src(Kind::Num, start, self.i);
                 continue;
             }
             if c >= 0x80 {
@@ -250,8 +274,7 @@ impl<'a> Lx<'a> {
             let p = PUNCTS.iter().find(|p| self.starts(p)).copied();
             let len = p.map(|p| p.len()).unwrap_or(1);
             self.i += len;
-            let text = self.src.get(start..self.i).unwrap_or("").to_string();
-            self.push(Kind::Punct, start, self.i, text, None);
+            self.push_src(Kind::Punct, start, self.i);
         }
     }
 
@@ -341,7 +364,7 @@ impl<'a> Lx<'a> {
                         if fstr { Interp::Brace } else { Interp::None },
                         !triple,
                     );
-                    self.push(Kind::Str, start, self.i, lit.text.clone(), Some(lit));
+                    self.push_str(start, self.i, lit);
                     return true;
                 }
                 false
@@ -375,7 +398,7 @@ impl<'a> Lx<'a> {
                     self.i = (self.i + 1).min(self.b.len());
                 }
                 let lit = self.body("\"\"\"", lang == Language::Java, interp, false);
-                self.push(Kind::Str, start, self.i, lit.text.clone(), Some(lit));
+                self.push_str(start, self.i, lit);
                 true
             }
             Language::CSharp if c == b'@' || c == b'$' => {
@@ -403,13 +426,13 @@ impl<'a> Lx<'a> {
                 } else {
                     self.body("\"", true, mode, true)
                 };
-                self.push(Kind::Str, start, self.i, lit.text.clone(), Some(lit));
+                self.push_str(start, self.i, lit);
                 true
             }
             _ if c == b'"' && lang == Language::CSharp && self.starts("\"\"\"") => {
                 self.i += 3;
                 let lit = self.verbatim_body("\"\"\"", Interp::None);
-                self.push(Kind::Str, start, self.i, lit.text.clone(), Some(lit));
+                self.push_str(start, self.i, lit);
                 true
             }
             _ if c == b'"'
@@ -441,7 +464,7 @@ impl<'a> Lx<'a> {
                 } else {
                     self.body(d, escapes, interp, single_line)
                 };
-                self.push(Kind::Str, start, self.i, lit.text.clone(), Some(lit));
+                self.push_str(start, self.i, lit);
                 true
             }
             Language::Php if self.starts("<<<") => {
@@ -475,7 +498,7 @@ impl<'a> Lx<'a> {
                     Interp::Php
                 };
                 let lit = self.heredoc_body(&term, interp);
-                self.push(Kind::Str, start, self.i, lit.text.clone(), Some(lit));
+                self.push_str(start, self.i, lit);
                 true
             }
             Language::JavaScript | Language::TypeScript if c == b'/' && self.regex_allowed() => {
@@ -502,7 +525,7 @@ impl<'a> Lx<'a> {
                     self.i += 1;
                 }
                 self.i = self.i.min(self.b.len());
-                self.push(Kind::Punct, start, self.i, "/regex/".into(), None);
+                self.push(Kind::Punct, start, self.i, Cow::Borrowed("/regex/"), None);
                 true
             }
             _ => false,
@@ -514,7 +537,7 @@ impl<'a> Lx<'a> {
             None => true,
             Some(t) => match t.kind {
                 Kind::Ident => matches!(
-                    t.text.as_str(),
+                    &*t.text,
                     "return"
                         | "typeof"
                         | "case"
@@ -526,7 +549,7 @@ impl<'a> Lx<'a> {
                         | "throw"
                 ),
                 Kind::Num | Kind::Str => false,
-                Kind::Punct => !matches!(t.text.as_str(), ")" | "]" | "}" | "++" | "--"),
+                Kind::Punct => !matches!(&*t.text, ")" | "]" | "}" | "++" | "--"),
             },
         }
     }
@@ -830,7 +853,7 @@ impl<'a> Lx<'a> {
                 Interp::Hash
             };
             let lit = self.body(d, true, interp, false);
-            self.push(Kind::Str, start, self.i, lit.text.clone(), Some(lit));
+            self.push_str(start, self.i, lit);
             return true;
         }
         // symbol :name (not ::, not a ternary's `: x` with space)
@@ -848,7 +871,7 @@ impl<'a> Lx<'a> {
                 let mut lit = StrLit::default();
                 lit.push_src(self.src, start + 1, j);
                 self.i = j;
-                self.push(Kind::Str, start, j, lit.text.clone(), Some(lit));
+                self.push_str(start, j, lit);
                 return true;
             }
         }
@@ -898,7 +921,7 @@ impl<'a> Lx<'a> {
             let mut lit = StrLit::default();
             lit.push_src(self.src, body_start.min(end), end);
             self.i = (end + 1).min(self.b.len());
-            self.push(Kind::Str, start, self.i, lit.text.clone(), Some(lit));
+            self.push_str(start, self.i, lit);
             return true;
         }
         // heredoc <<~EOS, <<-EOS, <<EOS, <<~'EOS'
@@ -934,7 +957,7 @@ impl<'a> Lx<'a> {
                 Kind::Str,
                 start,
                 self.i,
-                String::new(),
+                Cow::Borrowed(""),
                 Some(StrLit::default()),
             );
             let idx = self.toks.len() - 1;
@@ -955,11 +978,27 @@ impl<'a> Lx<'a> {
                 self.i += 1;
             }
             if let Some(t) = self.toks.get_mut(idx) {
-                t.text = lit.text.clone();
+                t.text = str_text(self.src, &lit);
                 t.lit = Some(Box::new(lit));
             }
         }
     }
+}
+
+/// A literal's decoded text as a token text: a slice of the source when the
+/// literal has at most one anchor and the source there reads the same.
+fn str_text<'a>(src: &'a str, lit: &StrLit) -> Cow<'a, str> {
+    if lit.text.is_empty() {
+        return Cow::Borrowed("");
+    }
+    if let [(0, from)] = lit.anchors[..] {
+        if let Some(piece) = src.get(from..from + lit.text.len()) {
+            if piece == lit.text {
+                return Cow::Borrowed(piece);
+            }
+        }
+    }
+    Cow::Owned(lit.text.clone())
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -158,7 +158,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
             });
         }
         facts.link.calls.push(CallSite {
-            callee: name.text.clone(),
+            callee: name.text.to_string(),
             recv,
             args,
             scope,

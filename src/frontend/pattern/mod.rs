@@ -49,7 +49,7 @@ pub struct Draft {
 pub struct Analyzer<'a> {
     pub src: &'a str,
     pub lang: Language,
-    pub toks: &'a [Tok],
+    pub toks: &'a [Tok<'a>],
     pub st: &'a Structure,
     pub vals: Values<'a>,
     /// The file mentions a Redis client library.
@@ -372,7 +372,7 @@ impl<'a> Analyzer<'a> {
                         _ => continue,
                     }
                 }
-                let name = self.toks[n].text.as_str();
+                let name = self.toks[n].text.as_ref();
                 if n >= 1 && self.toks[n - 1].is(".") && (name == "multi" || name == "watch") {
                     let atomic = name == "multi";
                     ranges.push((i, m, atomic, !atomic));
@@ -462,7 +462,7 @@ impl<'a> Analyzer<'a> {
         self.toks.get(k).is_some_and(|t| {
             t.is_ident()
                 && matches!(
-                    t.text.as_str(),
+                    t.text.as_ref(),
                     "return" | "throw" | "raise" | "break" | "continue"
                 )
         })
@@ -578,7 +578,7 @@ impl<'a> Analyzer<'a> {
                     .toks
                     .get(k + 2)
                     .filter(|t| t.kind == Kind::Str)
-                    .map(|t| t.text.clone());
+                    .map(|t| t.text.to_string());
             }
         }
         None
@@ -601,8 +601,8 @@ impl<'a> Analyzer<'a> {
             if sid.is_none() {
                 continue;
             }
-            let mut recv = toks[i - 2].text.clone();
-            if i >= 4 && toks[i - 3].is(".") && matches!(toks[i - 4].text.as_str(), "this" | "self")
+            let mut recv = toks[i - 2].text.to_string();
+            if i >= 4 && toks[i - 3].is(".") && matches!(toks[i - 4].text.as_ref(), "this" | "self")
             {
                 recv = format!("this.{recv}");
             }
@@ -721,8 +721,8 @@ impl<'a> Analyzer<'a> {
                             && !self.vals.text(o, i).contains("transaction=False")
                         {
                             let scope = self.st.tok_scope.get(i).copied().unwrap_or(0);
-                            self.atomic_vars.insert((scope, n.text.clone()));
-                            self.redis_vars.insert(n.text.clone());
+                            self.atomic_vars.insert((scope, n.text.to_string()));
+                            self.redis_vars.insert(n.text.to_string());
                         }
                     }
                 }
@@ -751,7 +751,7 @@ impl<'a> Analyzer<'a> {
                             }
                         }
                     }
-                    self.script_objs.insert(t.text.clone(), sid);
+                    self.script_objs.insert(t.text.to_string(), sid);
                 }
             }
         }

@@ -29,7 +29,7 @@ fn span_of(toks: &[Tok], s: usize, e: usize) -> Option<Span> {
 /// An error variable: `err`, `error`, `e`, `ex`, `writeErr`, `lock_err`.
 fn is_err_name(t: &Tok) -> bool {
     t.is_ident()
-        && (matches!(t.text.as_str(), "err" | "error" | "e" | "ex" | "exc")
+        && (matches!(t.text.as_ref(), "err" | "error" | "e" | "ex" | "exc")
             || t.text.ends_with("Err")
             || t.text.ends_with("_err")
             || t.text.ends_with("Error"))
@@ -69,7 +69,7 @@ pub fn failure_spans(an: &Analyzer, lines: &LineEnds, ops: &[Op]) -> Vec<Span> {
         }
         let after_dot = i > 0 && (toks[i - 1].is(".") || toks[i - 1].is("?."));
         // promise / future chains: `.catch(err => …)`, `.onFailure { … }`
-        if after_dot && FAILURE_CALLBACKS.contains(&t.text.as_str()) {
+        if after_dot && FAILURE_CALLBACKS.contains(&t.text.as_ref()) {
             if let Some(open) = toks.get(i + 1).filter(|n| n.is("(") || n.is("{")) {
                 let _ = open;
                 if let Some(&close) = an.st.matching.get(&(i + 1)) {
@@ -83,7 +83,7 @@ pub fn failure_spans(an: &Analyzer, lines: &LineEnds, ops: &[Op]) -> Vec<Span> {
         if after_dot {
             continue;
         }
-        match t.text.as_str() {
+        match t.text.as_ref() {
             "catch" | "except" => {
                 let (s, e) = super::failopen::handler_body(an, i);
                 if let Some(sp) = span_of(toks, s, (e + 1).min(toks.len())) {
@@ -153,7 +153,7 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
     };
     if toks
         .get(after)
-        .is_some_and(|t| matches!(t.text.as_str(), "else" | "elif" | "elsif"))
+        .is_some_and(|t| matches!(t.text.as_ref(), "else" | "elif" | "elsif"))
     {
         return None;
     }
@@ -203,7 +203,7 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
                 td < d
                     || (td == d
                         && matches!(
-                            t.text.as_str(),
+                            t.text.as_ref(),
                             "end" | "rescue" | "ensure" | "else" | "elsif" | "when" | "}"
                         ))
             }
@@ -219,7 +219,7 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
 
 /// The tested result of a success condition: `sent`, `res.ok`, `(captured)`,
 /// `err == nil`, `err is None`.
-fn success_subject(cond: &[Tok]) -> Option<&Tok> {
+fn success_subject<'a, 'b>(cond: &'b [Tok<'a>]) -> Option<&'b Tok<'a>> {
     let inner: Vec<&Tok> = cond.iter().filter(|t| !(t.is("(") || t.is(")"))).collect();
     match inner.as_slice() {
         [e, op, nil]
@@ -234,7 +234,7 @@ fn success_subject(cond: &[Tok]) -> Option<&Tok> {
             let path = inner.iter().enumerate().all(|(k, t)| {
                 if k % 2 == 0 {
                     t.is_ident()
-                        && !matches!(t.text.as_str(), "not" | "is" | "and" | "or" | "await")
+                        && !matches!(t.text.as_ref(), "not" | "is" | "and" | "or" | "await")
                 } else {
                     t.is(".") || t.is("->") || t.is("?.")
                 }
@@ -282,7 +282,7 @@ fn is_failure_disjunction(cond: &[Tok]) -> bool {
         p.iter()
             .find(|t| !(t.is("!") || t.is("not") || t.is("(")))
             .filter(|t| t.is_ident())
-            .map(|t| t.text.clone())
+            .map(|t| t.text.to_string())
     };
     let failing: Vec<String> = parts
         .iter()
@@ -304,7 +304,7 @@ fn is_error_test(cond: &[Tok]) -> bool {
             && ts.len() % 2 == 1
             && ts.iter().enumerate().all(|(k, t)| {
                 if k % 2 == 0 {
-                    t.is_ident() && !matches!(t.text.as_str(), "not" | "is" | "and" | "or")
+                    t.is_ident() && !matches!(t.text.as_ref(), "not" | "is" | "and" | "or")
                 } else {
                     t.is(".") || t.is("->") || t.is("?.")
                 }
@@ -319,7 +319,7 @@ fn is_error_test(cond: &[Tok]) -> bool {
     if flat.len() >= 3 {
         let (lhs, tail) = flat.split_at(flat.len() - 2);
         let (op, v) = (tail[0], tail[1]);
-        let empty = matches!(v.text.as_str(), "None" | "null" | "nil" | "false" | "False");
+        let empty = matches!(v.text.as_ref(), "None" | "null" | "nil" | "false" | "False");
         if path(lhs) && empty && (op.is("==") || op.is("===") || op.is("is")) {
             return true;
         }
@@ -369,7 +369,7 @@ fn if_parts(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usize, 
                 }
                 if an.lang == Language::Ruby
                     && an.st.tok_depth[e] <= d
-                    && matches!(t.text.as_str(), "end" | "else" | "elsif")
+                    && matches!(t.text.as_ref(), "end" | "else" | "elsif")
                 {
                     break;
                 }

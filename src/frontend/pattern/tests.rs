@@ -6,18 +6,18 @@ fn strs(src: &str, lang: Language) -> Vec<String> {
     lex(src, lang)
         .into_iter()
         .filter(|t| t.kind == Kind::Str)
-        .map(|t| t.text)
+        .map(|t| t.text.into_owned())
         .collect()
 }
 
 #[test]
 fn comments_are_dropped() {
     let t = lex("a // DEL x\n/* del */ b # c", Language::Java);
-    let ids: Vec<_> = t.iter().map(|t| t.text.as_str()).collect();
+    let ids: Vec<_> = t.iter().map(|t| t.text.as_ref()).collect();
     assert_eq!(ids, vec!["a", "b", "#", "c"]);
     let t = lex("a # del\nb // x", Language::Php);
     assert_eq!(
-        t.iter().map(|t| t.text.as_str()).collect::<Vec<_>>(),
+        t.iter().map(|t| t.text.as_ref()).collect::<Vec<_>>(),
         vec!["a", "b"]
     );
     let t = lex("a # del\nb", Language::Python);
@@ -127,6 +127,28 @@ fn string_forms() {
     assert!(matches!(&p[0][1], StrPart::Interp(_, _)));
     let p = parts("\"lock:$id\"", Language::Kotlin);
     assert_eq!(p[0].len(), 2);
+    assert_eq!(p[0][0], StrPart::Lit(0, 5));
+}
+
+/// Token texts are slices of the source; only a string literal whose
+/// decoded text is not one piece of the source owns its text.
+#[test]
+fn token_texts_borrow_the_source() {
+    use std::borrow::Cow;
+    let src = "r.set('lock:a', \"a\\tb\", `k${id}`, '', \"x\\n\")";
+    let toks = lex(src, Language::JavaScript);
+    let owned: Vec<&str> = toks
+        .iter()
+        .filter(|t| matches!(t.text, Cow::Owned(_)))
+        .map(|t| t.text.as_ref())
+        .collect();
+    assert_eq!(owned, vec!["a\tb", "x\n"]);
+    assert_eq!(toks[4].text, "lock:a");
+    assert!(matches!(toks[4].text, Cow::Borrowed(_)));
+    assert!(toks
+        .iter()
+        .filter(|t| t.kind != Kind::Str)
+        .all(|t| matches!(t.text, Cow::Borrowed(_))));
 }
 
 #[test]

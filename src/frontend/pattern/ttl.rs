@@ -82,7 +82,7 @@ fn names(an: &Analyzer, s: usize, e: usize, scope: u32) -> Vec<String> {
     let mut out: Vec<String> = an.toks[s..e]
         .iter()
         .filter(|t| t.is_ident())
-        .map(|t| t.text.clone())
+        .map(|t| t.text.to_string())
         .collect();
     if e == s + 1 && an.toks[s].is_ident() {
         if let Some(b) = an.vals.lookup(scope, &an.toks[s].text) {
@@ -91,7 +91,7 @@ fn names(an: &Analyzer, s: usize, e: usize, scope: u32) -> Vec<String> {
                 an.toks[bs.min(be)..be]
                     .iter()
                     .filter(|t| t.is_ident())
-                    .map(|t| t.text.clone()),
+                    .map(|t| t.text.to_string()),
             );
         }
     }

@@ -20,7 +20,7 @@ pub struct Binding {
 
 pub struct Values<'a> {
     pub src: &'a str,
-    pub toks: &'a [Tok],
+    pub toks: &'a [Tok<'a>],
     pub st: &'a Structure,
     pub lang: Language,
     /// (scope, normalised name) → every binding of it in that scope.
@@ -113,7 +113,7 @@ fn semicolon_lang(lang: Language) -> bool {
 fn is_continuation_op(t: &Tok) -> bool {
     t.kind == Kind::Punct
         && matches!(
-            t.text.as_str(),
+            t.text.as_ref(),
             "+" | "."
                 | ","
                 | "("
@@ -149,7 +149,7 @@ pub fn expr_end(toks: &[Tok], st: &Structure, lang: Language, s: usize) -> usize
             }
         }
         if t.kind == Kind::Punct {
-            match t.text.as_str() {
+            match t.text.as_ref() {
                 "(" | "[" | "{" => {
                     if let Some(&m) = st.matching.get(&k) {
                         if m > k {
@@ -171,7 +171,7 @@ pub fn expr_end(toks: &[Tok], st: &Structure, lang: Language, s: usize) -> usize
 }
 
 impl<'a> Values<'a> {
-    pub fn new(src: &'a str, toks: &'a [Tok], st: &'a Structure, lang: Language) -> Self {
+    pub fn new(src: &'a str, toks: &'a [Tok<'a>], st: &'a Structure, lang: Language) -> Self {
         let mut v = Values {
             src,
             toks,
@@ -347,10 +347,10 @@ impl<'a> Values<'a> {
             if !n.is_ident() {
                 continue;
             }
-            let mut name = n.text.clone();
+            let mut name = n.text.to_string();
             if i >= 3 && (toks[i - 2].is(".") || toks[i - 2].is("->") || toks[i - 2].is("::")) {
                 let owner = &toks[i - 3].text;
-                if matches!(owner.as_str(), "this" | "self" | "$this" | "static") {
+                if matches!(owner.as_ref(), "this" | "self" | "$this" | "static") {
                     name = format!("{owner}.{name}");
                 } else {
                     continue;
@@ -389,7 +389,7 @@ impl<'a> Values<'a> {
         decls.sort_unstable();
         for n in decls {
             let Some(nt) = toks.get(n) else { continue };
-            *seen.entry(nt.text.clone()).or_insert(0) += 1;
+            *seen.entry(nt.text.to_string()).or_insert(0) += 1;
             let open = n + 1;
             if !toks.get(open).is_some_and(|t| t.is("(")) {
                 continue;
@@ -424,7 +424,7 @@ impl<'a> Values<'a> {
                 continue;
             }
             // nothing else in the body
-            let after = toks.get(e).map(|t| t.text.as_str()).unwrap_or("");
+            let after = toks.get(e).map(|t| t.text.as_ref()).unwrap_or("");
             let ok = match self.lang {
                 Language::Python => toks
                     .get(e)
@@ -438,7 +438,7 @@ impl<'a> Values<'a> {
             if ok {
                 let scope = self.st.tok_scope.get(b).copied().unwrap_or(0);
                 found.push((
-                    toks[n].text.clone(),
+                    toks[n].text.to_string(),
                     Helper {
                         params,
                         start: b,
@@ -535,7 +535,7 @@ impl<'a> Values<'a> {
             // str(x), String.valueOf(x), strval(x), String(x)
             let wrapper = |k: usize| {
                 matches!(
-                    toks[k].text.as_str(),
+                    toks[k].text.as_ref(),
                     "str"
                         | "valueOf"
                         | "strval"
@@ -562,7 +562,7 @@ impl<'a> Values<'a> {
                         && o >= s + 3
                         && toks[o - 2].is(".")
                         && matches!(
-                            toks[o - 1].text.as_str(),
+                            toks[o - 1].text.as_ref(),
                             "toString"
                                 | "getBytes"
                                 | "encode"
@@ -580,7 +580,7 @@ impl<'a> Values<'a> {
             }
             if e >= s + 3
                 && toks[e - 2].is(".")
-                && matches!(toks[e - 1].text.as_str(), "to_s" | "to_str")
+                && matches!(toks[e - 1].text.as_ref(), "to_s" | "to_str")
             {
                 e -= 2;
                 continue;
@@ -598,7 +598,7 @@ impl<'a> Values<'a> {
         let mut k = s;
         while k < e {
             let t = &toks[k];
-            if t.kind == Kind::Punct && matches!(t.text.as_str(), "(" | "[" | "{") {
+            if t.kind == Kind::Punct && matches!(t.text.as_ref(), "(" | "[" | "{") {
                 if let Some(&m) = self.st.matching.get(&k) {
                     if m > k && m < e {
                         k = m + 1;
@@ -663,7 +663,7 @@ impl<'a> Values<'a> {
         if toks[s].kind == Kind::Str
             && e > s + 3
             && toks[s + 1].is(".")
-            && matches!(toks[s + 2].text.as_str(), "format" | "formatted")
+            && matches!(toks[s + 2].text.as_ref(), "format" | "formatted")
             && toks[s + 3].is("(")
         {
             if let Some(&c) = self.st.matching.get(&(s + 3)) {
@@ -676,7 +676,7 @@ impl<'a> Values<'a> {
         if toks[e - 1].is(")") {
             if let Some(&o) = self.st.matching.get(&(e - 1)) {
                 if o >= 1 && o > s {
-                    let fname = toks[o - 1].text.as_str();
+                    let fname = toks[o - 1].text.as_ref();
                     if matches!(
                         fname,
                         "format" | "Format" | "Sprintf" | "sprintf" | "formatted"
@@ -705,7 +705,7 @@ impl<'a> Values<'a> {
                         let name_raw = self.text(s, o);
                         let own = o - 1 == s
                             || matches!(
-                                toks[s].text.as_str(),
+                                toks[s].text.as_ref(),
                                 "this" | "self" | "$this" | "static"
                             );
                         if own && depth < 4 {
@@ -739,7 +739,7 @@ impl<'a> Values<'a> {
                             let lit_recv = recv.parts.iter().any(|p| matches!(p, KeyPart::Lit(_)));
                             if lit_recv && !args.is_empty() {
                                 if let ([KeyPart::Lit(fmt)], "format" | "formatted") =
-                                    (recv.parts.as_slice(), toks[o - 1].text.as_str())
+                                    (recv.parts.as_slice(), toks[o - 1].text.as_ref())
                                 {
                                     let ranges: Vec<(usize, usize)> =
                                         args.iter().map(|a| (a.start, a.end)).collect();
@@ -760,11 +760,11 @@ impl<'a> Values<'a> {
                             }
                             // `getKey()`: the same call matches within one function only
                             k.push(KeyPart::Var(format!("{short}()")));
-                            k.idents.push(toks[o - 1].text.clone());
+                            k.idents.push(toks[o - 1].text.to_string());
                             return k;
                         }
                         k.push(KeyPart::Const(format!("{short}()")));
-                        k.idents.push(toks[o - 1].text.clone());
+                        k.idents.push(toks[o - 1].text.to_string());
                         for a in args {
                             k.append(self.key_d(a.start, a.end, scope, depth + 1));
                         }
@@ -888,7 +888,9 @@ impl<'a> Values<'a> {
         let mut k = KeyExpr::default();
         for p in &lit.parts {
             match p {
-                StrPart::Lit(s) => k.push(KeyPart::Lit(s.clone())),
+                StrPart::Lit(a, b) => {
+                    k.push(KeyPart::Lit(lit.text.get(*a..*b).unwrap_or("").to_string()))
+                }
                 StrPart::Interp(a, b) => k.append(self.snippet_key(*a, *b, scope, depth)),
             }
         }
@@ -1016,7 +1018,7 @@ impl<'a> Values<'a> {
                 Kind::Num => return words::constant(&t.text),
                 Kind::Ident
                     if matches!(
-                        t.text.as_str(),
+                        t.text.as_ref(),
                         "true" | "false" | "True" | "False" | "nil" | "null" | "None"
                     ) =>
                 {
@@ -1030,7 +1032,7 @@ impl<'a> Values<'a> {
             return words::constant(self.text(s, e));
         }
         // an empty array: `new byte[0]`, `new byte[]{}`, `[]byte{}`, `[]`, `b''`
-        let compact: String = toks[s..e].iter().map(|t| t.text.as_str()).collect();
+        let compact: String = toks[s..e].iter().map(|t| t.text.as_ref()).collect();
         if (compact.ends_with("[0]")
             && toks[s].is("new")
             && toks[s..e].iter().all(|t| t.kind != Kind::Str))
