@@ -6,7 +6,8 @@
 //! needs
 //! - an acquire (LL001, LL003, LL004, LL008, LL009 — and an acquire's key is
 //!   a lock key for LL002, LL005, LL007), spelled with a set-if-absent word:
-//!   `NX`/`SETNX`/`SetNX`/`set_nx`/`.nx()`, `setIfAbsent`, `LockTake`,
+//!   `NX`/`SETNX`/`SetNX`/`set_nx`/`.nx()`, `setIfAbsent`, Spring's
+//!   `SetOption.SET_IF_ABSENT`/`SetOption.ifAbsent()`, `LockTake`,
 //!   `When.NotExists`; or
 //! - a Lua script (LL006), whose text always contains `redis.call` or
 //!   `redis.pcall` (`server.call` on Valkey); or
@@ -29,6 +30,8 @@ use std::sync::OnceLock;
 pub const KEYWORDS: &[&str] = &[
     "nx",
     "setifabsent",
+    "ifabsent",
+    "if_absent",
     "setifpresent",
     "locktake",
     "lockextend",
@@ -287,6 +290,15 @@ fn accept(bytes: &[u8], word: &str, start: usize, end: usize) -> bool {
                     || (continues_with(bytes, end, "at") && ends_part(bytes, end + 2)))
         }
         "unlink" => starts_part(bytes, start) && ends_part(bytes, end),
+        // Spring's `SetOption.ifAbsent()`/`SetCondition.ifAbsent()` (a
+        // member, not `putIfAbsent`) and `SetOption.SET_IF_ABSENT`.
+        "ifabsent" => before(bytes, start) == b'.' && ends_part(bytes, end),
+        "if_absent" => {
+            start >= 4
+                && bytes[start - 4..start].eq_ignore_ascii_case(b"set_")
+                && starts_part(bytes, start - 4)
+                && !at(bytes, end).is_ascii_alphanumeric()
+        }
         // Lock words as whole word parts, plurals and the `lockkey`/`mutexkey` spellings.
         "lock" | "mutex" | "lease" | "semaphore" | "redlock" => {
             if !starts_part(bytes, start) {
@@ -435,6 +447,10 @@ mod tests {
         ));
         assert!(!pass("let block = clock.now(); unlocked(); blocking_io();"));
         assert!(
+            !pass("cache.putIfAbsent(k, v); map.computeIfAbsent(k, f); RESET_IF_ABSENTEE"),
+            "map methods are no set-if-absent"
+        );
+        assert!(
             !pass("x.expired; y.delete(z);"),
             "a release without a lock word"
         );
@@ -468,6 +484,8 @@ mod tests {
             "client.B().Set().Key(k).Value(v).Nx().Px(ttl)",
             ".conditional_set(ExistenceCheck::NX)",
             "ops.setIfAbsent(k, v)",
+            "con.set(k, v, Expiration.seconds(t), SetOption.SET_IF_ABSENT)",
+            "con.set(k, v, SetCondition.ifAbsent(), expiration)",
             "db.LockTake(k, v, t)",
             "db.StringSet(k, v, e, When.NotExists)",
             "if redis.call('get', KEYS[1]) == ARGV[1]",

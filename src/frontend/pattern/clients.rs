@@ -568,6 +568,13 @@ impl<'a> Analyzer<'a> {
             }
             "do" | "send" | "executecommand" | "call" | "sendcommand" | "rawcommand"
             | "executeraw" | "command" | "execute" => self.raw(c, client, scope),
+            // radix (v3, v4): `radix.Cmd(&rcv, "SET", k, v, "NX", "EX", n)`,
+            // `radix.FlatCmd(nil, "DEL", k)`: a raw command after the receiver
+            "cmd" | "flatcmd"
+                if self.lang == Language::Go && c.recv.last().is_some_and(|r| r == "radix") =>
+            {
+                self.raw(c, client, scope)
+            }
             _ => Vec::new(),
         }
     }
@@ -954,6 +961,13 @@ impl<'a> Analyzer<'a> {
             && items
                 .first()
                 .is_some_and(|&(s, e)| self.vals.text(s, e).to_ascii_lowercase().contains("ctx"))
+        {
+            items.remove(0);
+        }
+        // radix `Cmd`/`FlatCmd`: the reply's receiver (`nil`, `&out`) comes first
+        if self.lang == Language::Go
+            && matches!(c.name.as_str(), "Cmd" | "FlatCmd")
+            && !items.is_empty()
         {
             items.remove(0);
         }

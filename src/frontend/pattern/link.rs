@@ -88,7 +88,8 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
             .iter()
             .skip(key_arg.map_or(0, |k| k + 1))
             .find_map(|a| {
-                let n = bare_name(an, a.start, a.end)?;
+                let n = bare_name(an, a.start, a.end)
+                    .or_else(|| converted_name(an, a.start, a.end, params))?;
                 (params.contains(&n) && !in_key(&n)).then_some(n)
             });
         if let Some(var) = var {
@@ -196,6 +197,41 @@ fn bare_name(an: &Analyzer, s: usize, e: usize) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// The argument only converts one parameter to bytes or text
+/// (`valBytes(value)`, `value.getBytes(UTF_8)`, `JSON.stringify(value)`):
+/// a constant stays constant and a token stays unique through it, so the
+/// value is the caller's. No operator may mix in anything else.
+fn converted_name(an: &Analyzer, s: usize, e: usize, params: &[String]) -> Option<String> {
+    let toks = an.toks;
+    if e <= s + 1 || e - s > 12 {
+        return None;
+    }
+    let mut found: Option<String> = None;
+    for k in s..e {
+        let t = &toks[k];
+        if t.is_ident() {
+            let n = values::norm_name(&t.text);
+            let member = k > s && toks[k - 1].is(".");
+            let called = toks.get(k + 1).is_some_and(|x| x.is("("));
+            if !member && !called && params.contains(&n) {
+                if found.as_ref().is_some_and(|f| *f != n) {
+                    return None;
+                }
+                found = Some(n);
+            }
+        } else if !(t.is("(")
+            || t.is(")")
+            || t.is(".")
+            || t.is(",")
+            || t.is("::")
+            || t.kind == super::lexer::Kind::Str)
+        {
+            return None;
+        }
+    }
+    found
 }
 
 fn is_keyword(s: &str) -> bool {

@@ -163,6 +163,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     };
     an.find_scripts();
     an.classify_bindings();
+    an.spring_connection_params();
     an.link_script_setters();
     let all_calls = calls::calls(&toks, &st, language);
     an.collect_redis_receivers(&all_calls);
@@ -609,6 +610,65 @@ impl<'a> Analyzer<'a> {
             let recv = values::norm_name(&recv);
             self.script_objs.insert(recv.clone(), sid);
             self.script_names.insert(recv, sid);
+        }
+    }
+
+    /// Spring Data Redis hands a connection to callbacks: the parameter of a
+    /// lambda cast to or declared as `RedisCallback`/`SessionCallback`
+    /// (`(RedisCallback<Long>) con -> con.del(k)`) and a parameter typed
+    /// `RedisConnection` (`doInRedis(RedisConnection c)`, Kotlin
+    /// `c: RedisConnection`) is a Redis client, whatever its name.
+    fn spring_connection_params(&mut self) {
+        if !matches!(self.lang, Language::Java | Language::Kotlin) {
+            return;
+        }
+        let toks = self.toks;
+        for (i, t) in toks.iter().enumerate() {
+            if !t.is_ident() {
+                continue;
+            }
+            let name = t.text.as_str();
+            if matches!(
+                name,
+                "RedisCallback" | "SessionCallback" | "ReactiveRedisCallback"
+            ) {
+                // the lambda's parameters: the identifiers before the first
+                // `->` within the cast or declaration
+                let end = (i + 16).min(toks.len());
+                // (not past a statement or, in Java, into an anonymous class body)
+                let java = self.lang == Language::Java;
+                let Some(arrow) = (i + 1..end)
+                    .take_while(|&k| !(toks[k].is(";") || (java && toks[k].is("{"))))
+                    .find(|&k| toks[k].is("->"))
+                else {
+                    continue;
+                };
+                let mut k = arrow;
+                while k > i + 1 {
+                    k -= 1;
+                    let p = &toks[k];
+                    if p.is_ident() && !toks[k - 1].is(".") && !toks[k - 1].is("<") {
+                        self.redis_vars.insert(p.text.clone());
+                        break;
+                    }
+                    if !p.is(")") && !p.is(",") {
+                        break;
+                    }
+                }
+            } else if name.ends_with("RedisConnection") {
+                // Java `RedisConnection c` (then `,` or `)`), Kotlin `c: RedisConnection`
+                let next = toks.get(i + 1);
+                let after = toks.get(i + 2);
+                if let (Some(n), Some(a)) = (next, after) {
+                    if n.is_ident() && (a.is(")") || a.is(",")) {
+                        self.redis_vars.insert(n.text.clone());
+                        continue;
+                    }
+                }
+                if i >= 2 && toks[i - 1].is(":") && toks[i - 2].is_ident() {
+                    self.redis_vars.insert(toks[i - 2].text.clone());
+                }
+            }
         }
     }
 
