@@ -627,7 +627,7 @@ impl<'a> Analyzer<'a> {
             if !t.is_ident() {
                 continue;
             }
-            let name = t.text.as_str();
+            let name = t.text.as_ref();
             if matches!(
                 name,
                 "RedisCallback" | "SessionCallback" | "ReactiveRedisCallback"
@@ -648,7 +648,7 @@ impl<'a> Analyzer<'a> {
                     k -= 1;
                     let p = &toks[k];
                     if p.is_ident() && !toks[k - 1].is(".") && !toks[k - 1].is("<") {
-                        self.redis_vars.insert(p.text.clone());
+                        self.redis_vars.insert(p.text.to_string());
                         break;
                     }
                     if !p.is(")") && !p.is(",") {
@@ -661,12 +661,12 @@ impl<'a> Analyzer<'a> {
                 let after = toks.get(i + 2);
                 if let (Some(n), Some(a)) = (next, after) {
                     if n.is_ident() && (a.is(")") || a.is(",")) {
-                        self.redis_vars.insert(n.text.clone());
+                        self.redis_vars.insert(n.text.to_string());
                         continue;
                     }
                 }
                 if i >= 2 && toks[i - 1].is(":") && toks[i - 2].is_ident() {
-                    self.redis_vars.insert(toks[i - 2].text.clone());
+                    self.redis_vars.insert(toks[i - 2].text.to_string());
                 }
             }
         }
