@@ -297,6 +297,13 @@ pub enum OpKind {
     /// `INCR`/`INCRBY`/`DECR`/`DECRBY`/`INCRBYFLOAT`/`HINCRBY` (Spring
     /// `increment`/`decrement`): the key is a counter.
     Incr,
+    /// A write of members to a sorted set, set or list (`ZADD`, `ZINCRBY`,
+    /// `ZREM`, `ZREMRANGEBYSCORE`, `SADD`, `SREM`, `LPUSH`, `RPUSH`, `LREM`
+    /// and their client spellings): the key is a collection — a semaphore's
+    /// slot pool, a queue — whose TTL or delete takes no holder's slot.
+    /// Neither an acquire, a release, an extend nor a read. Hashes are not
+    /// collections here: a hash lock's owner field is a real lock.
+    Members,
 }
 
 /// One Redis operation on one key.

@@ -727,6 +727,12 @@ impl<'a> Extractor<'a> {
             {
                 self.push(OpKind::Incr, args[0], None, span, name_span, sess);
             }
+            "ZADD" | "ZINCRBY" | "ZREM" | "ZREMRANGEBYSCORE" | "ZREMRANGEBYRANK" | "SADD"
+            | "SREM" | "LPUSH" | "RPUSH" | "LREM"
+                if !args.is_empty() =>
+            {
+                self.push(OpKind::Members, args[0], None, span, name_span, sess);
+            }
             "EVAL" | "EVAL_RO" | "EVALSHA" | "EVALSHA_RO" | "FCALL" | "FCALL_RO"
                 if args.len() >= 2 =>
             {

@@ -923,9 +923,38 @@ impl<'a> Context<'a> {
                 && words::reads_like_lock(&self.facts.scope(op.scope).name))
     }
 
-    /// SPEC §2 "Counter": the key is incremented or decremented somewhere in the file.
+    /// SPEC §2 "Counter": the key is incremented or decremented somewhere in
+    /// the file (or the project). A key written as a collection (members
+    /// added to or removed from a sorted set, set or list: a semaphore's slot
+    /// pool, see [`Context::is_collection`]) is no string lock either, and is
+    /// treated the same way: its EXPIRE is housekeeping, its DEL frees no
+    /// single holder's slot.
     pub fn is_counter(&self, op: &Op) -> bool {
-        op.kind == OpKind::Incr || self.any_same_key(op, |o| o.kind == OpKind::Incr).is_some()
+        op.kind == OpKind::Incr
+            || self.any_same_key(op, |o| o.kind == OpKind::Incr).is_some()
+            || self.is_collection(op)
+    }
+
+    /// The key is written as a sorted set, set or list ([`OpKind::Members`]).
+    /// A key without a constant part (a local `key`) names different keys in
+    /// different functions, whatever its words: only the same function's
+    /// collection writes count for it, not a lock-like namesake's elsewhere.
+    fn is_collection(&self, op: &Op) -> bool {
+        if op.kind == OpKind::Members {
+            return true;
+        }
+        if op.key.has_constant_part() {
+            return self
+                .any_same_key(op, |o| o.kind == OpKind::Members)
+                .is_some();
+        }
+        self.by_key
+            .get(op.key.parts.as_slice())
+            .is_some_and(|list| {
+                list.iter().any(|o| {
+                    o.kind == OpKind::Members && o.scope == op.scope && self.same_key(op, o)
+                })
+            })
     }
 
     /// The op runs only on a failure path (a catch/except/rescue handler, an

@@ -487,6 +487,38 @@ fn counter_initialised_with_set_if_absent_is_not_a_lock() {
 }
 
 #[test]
+fn sorted_set_semaphore_expire_is_not_a_lock_extend() {
+    // ZADD slots token; PEXPIRE slots; ZREM slots token: a slot pool whose
+    // key reads like a lock. A bare-local namesake in another function stays a lock.
+    let mut b = B::new();
+    let f = b.scope("acquire_slot");
+    let g = b.scope("keep_lock");
+    let slots = KeyExpr::lit("jobs:semaphore:slots");
+    b.op(f, OpKind::Members, slots.clone(), None);
+    b.op(f, OpKind::Expire, slots.clone(), None);
+    b.op(f, OpKind::Release { checked: false }, slots.clone(), None);
+    assert_eq!(b.run(), vec![]);
+    b.op(g, OpKind::Expire, KeyExpr::lit("jobs:lock"), None);
+    assert_eq!(b.run(), vec![("LL007", 40)]);
+    // a local `lock_key` written as a collection in another function
+    let h = b.scope("pool");
+    b.op(h, OpKind::Members, KeyExpr::var("lock_key"), None);
+    b.op(
+        g,
+        OpKind::Acquire { expiry: true },
+        KeyExpr::var("lock_key"),
+        Some(ValueExpr::Constant("1".into())),
+    );
+    b.op(
+        g,
+        OpKind::Release { checked: false },
+        KeyExpr::var("lock_key"),
+        None,
+    );
+    assert_eq!(b.run(), vec![("LL001", 60), ("LL002", 70), ("LL007", 40)]);
+}
+
+#[test]
 fn release_behind_validity_guard_is_silent() {
     let mut b = B::new();
     let f = b.scope("work");

@@ -608,7 +608,15 @@ fn classify_header(
         if in_func {
             return Frame::Block;
         }
-        if let Some(f) = h.iter().rposition(|t| t.is("func")) {
+        // a declaration starts with its `func`; a later one is a func-typed
+        // parameter or result (`fn func() error`), not the declaration's
+        let decl = h.first().is_some_and(|t| t.is("func"));
+        let last = if decl {
+            Some(0)
+        } else {
+            h.iter().rposition(|t| t.is("func"))
+        };
+        if let Some(f) = last {
             let base = base + f;
             let h = &h[f..];
             let mut k = 1;

@@ -488,6 +488,39 @@ impl<'a> Analyzer<'a> {
             | "hashincrement" => key
                 .map(|k| vec![mk(OpKind::Incr, k, None)])
                 .unwrap_or_default(),
+            // collections: ZADD/SADD/LPUSH…, StackExchange `SortedSetAdd`/`SetAdd`/`ListLeftPush`, …
+            "zadd"
+            | "zincrby"
+            | "zrem"
+            | "zremrangebyscore"
+            | "zremrangebyrank"
+            | "sadd"
+            | "srem"
+            | "lpush"
+            | "rpush"
+            | "lrem"
+            | "sortedsetadd"
+            | "sortedsetincrement"
+            | "sortedsetremove"
+            | "sortedsetremoverangebyscore"
+            | "sortedsetremoverangebyrank"
+            | "setadd"
+            | "setremove"
+            | "listleftpush"
+            | "listrightpush"
+            | "listremove" => key
+                .map(|k| vec![mk(OpKind::Members, k, None)])
+                .unwrap_or_default(),
+            // Spring `opsForZSet().add(k, m, score)`, `opsForSet().add`, `opsForList().leftPush`, …
+            "add" | "remove" | "incrementscore" | "removerangebyscore" | "leftpush"
+            | "rightpush" | "leftpushall" | "rightpushall"
+                if c.recv.last().is_some_and(|r| {
+                    matches!(r.as_str(), "opsForZSet()" | "opsForSet()" | "opsForList()")
+                }) =>
+            {
+                key.map(|k| vec![mk(OpKind::Members, k, None)])
+                    .unwrap_or_default()
+            }
             "del" | "delete" | "unlink" | "keydelete" => {
                 let text = self.vals.text(c.open, c.end);
                 let checked = text.contains("ifEquals") || text.contains("IfEquals");
@@ -1090,6 +1123,10 @@ impl<'a> Analyzer<'a> {
                     .map(|k| vec![mk(OpKind::Incr, k, None)])
                     .unwrap_or_default()
             }
+            "zadd" | "zincrby" | "zrem" | "zremrangebyscore" | "zremrangebyrank" | "sadd"
+            | "srem" | "lpush" | "rpush" | "lrem" => key()
+                .map(|k| vec![mk(OpKind::Members, k, None)])
+                .unwrap_or_default(),
             "eval" | "evalsha" => {
                 let Some(&(s, e)) = args.first() else {
                     return Vec::new();

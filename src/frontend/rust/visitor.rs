@@ -1213,6 +1213,18 @@ impl<'f> Walker<'f, '_> {
                 }
                 vec![Found::new(OpKind::Incr, k)]
             }
+            // collections: redis-rs `zadd(k, member, score)`, `sadd(k, m)`, `lpush(k, v)`, …
+            (
+                "zadd" | "zincr" | "zrem" | "zrembyscore" | "zremrangebyrank" | "sadd" | "srem"
+                | "lpush" | "rpush" | "lrem",
+                2 | 3,
+            ) => {
+                let k = key(self);
+                if !ambiguous(self, &k) {
+                    return vec![];
+                }
+                vec![Found::new(OpKind::Members, k)]
+            }
             ("getset" | "get_set", 2) => {
                 let k = key(self);
                 if !ambiguous(self, &k) {
@@ -1336,6 +1348,8 @@ impl<'f> Walker<'f, '_> {
             "INCR" | "INCRBY" | "INCRBYFLOAT" | "DECR" | "DECRBY" | "HINCRBY" => {
                 vec![Found::new(OpKind::Incr, key(self))]
             }
+            "ZADD" | "ZINCRBY" | "ZREM" | "ZREMRANGEBYSCORE" | "ZREMRANGEBYRANK" | "SADD"
+            | "SREM" | "LPUSH" | "RPUSH" | "LREM" => vec![Found::new(OpKind::Members, key(self))],
             "WATCH" => {
                 let keys: Vec<KeyExpr> = args.iter().map(|a| self.key_of(a)).collect();
                 self.fn_watched.extend(keys);
