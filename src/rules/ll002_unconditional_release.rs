@@ -67,7 +67,7 @@ impl Rule for UnconditionalRelease {
             if op.kind != (OpKind::Release { checked: false }) || op.watched {
                 continue;
             }
-            if !cx.is_lock_key(op) || cx.deliberate_release(op) || cx.is_counter(op) {
+            if !cx.is_lock_key(op) || cx.deliberate_release(op) || cx.counter_or_collection(op) {
                 continue;
             }
             // A once-only marker's rollback, or a release that runs only while

@@ -32,7 +32,7 @@ impl Rule for UnconditionalExtend {
             // somewhere. A counter or cache key that is merely created with
             // SETNX is not (SPEC §1).
             let lock = cx.is_lock_key(op)
-                && !cx.is_counter(op)
+                && !cx.counter_or_collection(op)
                 && (cx.key_reads_like_lock(&op.key) || cx.released(op).is_some());
             // The other path of a write that sets-if-absent on one branch
             // (`if nx { return setnx(k…) }; return set(k…)`): no acquire ran.

@@ -888,7 +888,7 @@ impl<'a> Context<'a> {
     /// feature is not evidence that one of them is a lock. Nor does the
     /// rollback of a once-only marker (its only deletes run on failure paths).
     pub fn released_or_extended(&self, op: &Op) -> Option<&'a Op> {
-        if self.is_counter(op) {
+        if self.counter_or_collection(op) {
             return None;
         }
         if self.once_only_marker(op) {
@@ -914,7 +914,7 @@ impl<'a> Context<'a> {
     /// like one; an acquire in a function named like a lock (`setLock(name)`) is one too.
     /// A counter's set-if-absent is initialisation, never a lock.
     pub fn used_as_lock(&self, op: &Op) -> bool {
-        if self.is_counter(op) {
+        if self.counter_or_collection(op) {
             return false;
         }
         self.key_reads_like_lock(&op.key)
@@ -929,7 +929,7 @@ impl<'a> Context<'a> {
     /// pool, see [`Context::is_collection`]) is no string lock either, and is
     /// treated the same way: its EXPIRE is housekeeping, its DEL frees no
     /// single holder's slot.
-    pub fn is_counter(&self, op: &Op) -> bool {
+    pub fn counter_or_collection(&self, op: &Op) -> bool {
         op.kind == OpKind::Incr
             || self.any_same_key(op, |o| o.kind == OpKind::Incr).is_some()
             || self.is_collection(op)
