@@ -391,3 +391,110 @@ fn vercel_json_edits_are_seen_through_a_warm_cache() {
     assert_eq!(codes(), Vec::<&str>::new());
     assert!(root.join(".locklint_cache").exists());
 }
+
+/// A named-file run with a warm cache trusts the folder listing (one
+/// `stat` per folder) and each file's size and time: a wrapper removed,
+/// added or edited in place deep elsewhere in the project still changes
+/// the named file's findings, and a warm run that changes nothing rewrites
+/// neither the listing nor the shards.
+#[test]
+fn a_warm_named_run_sees_a_wrapper_removed_added_or_edited_elsewhere() {
+    use std::time::{Duration, SystemTime};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("proj");
+    let case = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/project/java_wrapper");
+    for d in [".git", "app/orders", "lib/deep/util", "lib/other/x"] {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    // `!*`: an ignore file above the temporary folder must not hide the project
+    std::fs::write(root.join(".gitignore"), "!*\n").unwrap();
+    let caller = root.join("app/orders/OrderService.java");
+    std::fs::copy(case.join("OrderService.java"), &caller).unwrap();
+    let wrapper = root.join("lib/deep/util/RedisUtil.java");
+    std::fs::copy(case.join("RedisUtil.java"), &wrapper).unwrap();
+    // every file and folder an hour old: settled, so the listing and the
+    // cache entries are trusted by their times
+    let age = || {
+        let old = SystemTime::now() - Duration::from_secs(3600);
+        for p in walk_files(&root) {
+            std::fs::File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        let mut dirs = vec![root.clone()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                if e.file_type().unwrap().is_dir() {
+                    dirs.push(e.path());
+                }
+            }
+            std::fs::File::open(&d).unwrap().set_modified(old).unwrap();
+        }
+    };
+    let settings = Settings {
+        threads: 2,
+        project_root: Some(root.clone()),
+        cache: true,
+        ..Settings::default()
+    };
+    let ll001 = || {
+        let report = check_paths(std::slice::from_ref(&caller), &settings);
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        report.findings.iter().any(|f| f.code == "LL001")
+    };
+    let cache_files = || -> Vec<(PathBuf, SystemTime)> {
+        let mut v: Vec<(PathBuf, SystemTime)> = walk_files(&root.join(".locklint_cache"))
+            .into_iter()
+            .map(|p| {
+                let t = std::fs::metadata(&p).unwrap().modified().unwrap();
+                (p, t)
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    age();
+    assert!(ll001(), "the wrapper in another folder is linked");
+    // the cache's own folder changed the root's time: settle it again, and
+    // let one run bring the listing up to date
+    age();
+    assert!(ll001());
+    let written = cache_files();
+    assert!(
+        written.iter().any(|(p, _)| p.ends_with("walk.bin")),
+        "{written:?}"
+    );
+    assert!(ll001());
+    assert_eq!(cache_files(), written, "a warm run rewrote the cache");
+    // removed: its folder's time changes, the folder is listed again
+    std::fs::remove_file(&wrapper).unwrap();
+    assert!(!ll001(), "a removed wrapper is still linked");
+    // added in another settled folder, as an editor saves (write, rename)
+    age();
+    assert!(!ll001());
+    let moved = root.join("lib/other/x/RedisUtil.java");
+    let tmp = root.join("lib/other/x/.RedisUtil.java.swp");
+    std::fs::copy(case.join("RedisUtil.java"), &tmp).unwrap();
+    std::fs::rename(&tmp, &moved).unwrap();
+    assert!(ll001(), "an added wrapper is not linked");
+    // edited in place in a settled folder: the folder's time stays, the
+    // file's changes
+    age();
+    assert!(ll001());
+    let folder_time = || {
+        std::fs::metadata(root.join("lib/other/x"))
+            .unwrap()
+            .modified()
+            .unwrap()
+    };
+    let before = folder_time();
+    let util = std::fs::read_to_string(&moved).unwrap();
+    std::fs::write(&moved, util.replace("tryLock(", "tryAcquire(")).unwrap();
+    assert_eq!(folder_time(), before, "the edit was not in place");
+    assert!(!ll001(), "an edited wrapper's cached summary is used");
+    std::fs::write(&moved, util).unwrap();
+    assert!(ll001(), "the wrapper edited back is not linked again");
+}
