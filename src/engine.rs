@@ -384,10 +384,14 @@ fn unpack_calls(files: &mut [Phase1], threads: usize) {
             .iter()
             .map(|f| (&f.facts, f.call_names().unwrap_or(&empty))),
     );
+    // which kept calls could resolve: the others need no arguments
+    let reach = crate::project::calls::Reach::of(files.iter().map(|f| &f.facts));
     let mut run = || {
-        files.par_iter_mut().for_each(|f| {
+        files.par_iter_mut().enumerate().for_each(|(i, f)| {
             if let Some(p) = f.packed.take() {
-                f.facts.link.calls = p.unpack(keep.as_ref());
+                let mut calls = p.unpack(keep.as_ref());
+                reach.slim(i, &mut calls);
+                f.facts.link.calls = calls;
             }
         })
     };
@@ -1231,8 +1235,21 @@ fn link_off() -> bool {
     *OFF.get_or_init(|| std::env::var_os("LOCKLINT_NO_LINK").is_some_and(|v| v == "1"))
 }
 
+/// The resident set size now (`VmRSS` of /proc/self/status; empty where
+/// there is none), for `LOCKLINT_PHASES=1`.
+fn rss_now() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .map(|v| format!("RSS {}", v.trim()))
+        })
+        .unwrap_or_default()
+}
+
 /// `LOCKLINT_PHASES=1` (benchmarks, see bench/run.sh): the wall time of each
-/// stage of a run on stderr.
+/// stage of a run on stderr, and the resident set size at its end.
 struct Phases {
     last: Option<Instant>,
 }
@@ -1250,8 +1267,9 @@ impl Phases {
         if let Some(last) = self.last {
             let now = Instant::now();
             eprintln!(
-                "locklint phase: {what}: {:.1} ms",
-                (now - last).as_secs_f64() * 1e3
+                "locklint phase: {what}: {:.1} ms, {}",
+                (now - last).as_secs_f64() * 1e3,
+                rss_now()
             );
             self.last = Some(now);
         }

@@ -100,6 +100,89 @@ impl PackedCalls {
     }
 }
 
+/// Which kept calls the link could ever resolve: `link::resolve` reaches a
+/// summary of another file only through a name that says Redis
+/// (`link::says_redis`) or a receiver naming its owner, and one of the
+/// caller's file otherwise; summaries exist only for named, non-test
+/// scopes. A call that none of these can fit is still a call site for the
+/// failure-path analysis (`failure`, which reads only its name, scope and
+/// position), so it keeps those and drops its receiver and arguments —
+/// most of a call's memory on a large project, where names like `get`
+/// stay relevant through some wrapper.
+pub struct Reach {
+    /// Name → the files with a named, non-test scope of that name (in
+    /// order, once each) and the distinct owners of those scopes as
+    /// `link::resolve` compares them (`None`: too many to compare).
+    by_name: HashMap<String, (Vec<usize>, Option<Vec<String>>)>,
+}
+
+/// Most distinct owners of one name compared per call; a name with more
+/// keeps every call's receiver and arguments.
+const MAX_OWNERS: usize = 32;
+
+impl Reach {
+    /// From every file of the project, in the link's order.
+    pub fn of<'a>(files: impl Iterator<Item = &'a FileFacts>) -> Reach {
+        let mut by_name: HashMap<String, (Vec<usize>, Option<Vec<String>>)> = HashMap::default();
+        for (fi, f) in files.enumerate() {
+            for s in f.scopes.iter().filter(|s| !s.is_test && !s.name.is_empty()) {
+                let (in_files, owners) = by_name
+                    .entry(s.name.clone())
+                    .or_insert_with(|| (Vec::new(), Some(Vec::new())));
+                if in_files.last() != Some(&fi) {
+                    in_files.push(fi);
+                }
+                if let (Some(owner), Some(list)) = (s.owner.as_deref(), owners.as_mut()) {
+                    let owner = owner.replace('_', "").to_ascii_lowercase();
+                    if !list.contains(&owner) {
+                        list.push(owner);
+                    }
+                    if list.len() > MAX_OWNERS {
+                        *owners = None;
+                    }
+                }
+            }
+        }
+        Reach { by_name }
+    }
+
+    /// Whether `link::resolve` could resolve the call `c` of file `file` to
+    /// some function of the project (a necessary condition only).
+    fn may_resolve(&self, file: usize, c: &CallSite) -> bool {
+        let Some((in_files, owners)) = self.by_name.get(&c.callee) else {
+            return false;
+        };
+        if in_files.binary_search(&file).is_ok() || super::link::says_redis(&c.callee) {
+            return true;
+        }
+        // the receiver as `link::resolve` compares it with an owner
+        let Some(r) = c.recv.as_deref().map(|r| {
+            let last = r.rsplit(['.', ':']).next().unwrap_or(r);
+            last.trim_start_matches(['$', '@'])
+                .replace('_', "")
+                .to_ascii_lowercase()
+        }) else {
+            return false;
+        };
+        r.len() >= 3
+            && owners.as_ref().is_none_or(|list| {
+                list.iter()
+                    .any(|o| o.contains(&r) || r.contains(o.as_str()))
+            })
+    }
+
+    /// Drops the receiver and arguments of the calls of file `file` that
+    /// cannot resolve (see [`Reach`]).
+    pub fn slim(&self, file: usize, calls: &mut [CallSite]) {
+        for c in calls.iter_mut() {
+            if !self.may_resolve(file, c) {
+                c.recv = None;
+                c.args = Vec::new();
+            }
+        }
+    }
+}
+
 /// The names whose calls can matter to the link (see the module doc), from
 /// each file's facts and its calls' names; `None` when the closure does not
 /// settle within [`MAX_ROUNDS`] (then every call is kept).
@@ -210,6 +293,55 @@ mod tests {
             .map(|c| c.callee)
             .collect();
         assert_eq!(calls, ["run", "tryLock", "withLock"]);
+    }
+
+    #[test]
+    fn a_call_no_function_can_take_keeps_only_its_name_and_place() {
+        let mut a = FileFacts::new(Language::Java);
+        let get = a.add_scope(Scope {
+            name: "get".into(),
+            owner: Some("Lock_Store".into()),
+            is_test: false,
+        });
+        let mut b = FileFacts::new(Language::Java);
+        let run = scope(&mut b, "run");
+        let with_arg = |callee: &str, recv: Option<&str>| {
+            let mut c = call(callee, run);
+            c.recv = recv.map(String::from);
+            c.args = vec![crate::facts::CallArg {
+                key: KeyExpr::lit("k"),
+                value: crate::facts::ValueExpr::Unknown,
+                name: None,
+            }];
+            c
+        };
+        let reach = Reach::of([&a, &b].into_iter());
+        let mut calls = vec![
+            with_arg("get", Some("map")),
+            with_arg("get", Some("this.lockStore")),
+            with_arg("get", None),
+            with_arg("run", Some("map")),
+            with_arg("tryLock", None),
+        ];
+        reach.slim(1, &mut calls);
+        let kept: Vec<(bool, bool)> = calls
+            .iter()
+            .map(|c| (c.recv.is_some(), !c.args.is_empty()))
+            .collect();
+        // `map.get` and a bare `get` cannot reach `LockStore.get` in another
+        // file; `run` is this file's; `tryLock` has no function at all
+        assert_eq!(
+            kept,
+            [
+                (false, false),
+                (true, true),
+                (false, false),
+                (true, true),
+                (false, false)
+            ]
+        );
+        assert!(calls.iter().all(|c| c.scope == run));
+        let _ = get;
     }
 
     #[test]
