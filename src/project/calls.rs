@@ -133,7 +133,7 @@ impl Reach {
                     in_files.push(fi);
                 }
                 if let (Some(owner), Some(list)) = (s.owner.as_deref(), owners.as_mut()) {
-                    let owner = owner.replace('_', "").to_ascii_lowercase();
+                    let owner = super::link::owner_word(owner);
                     if !list.contains(&owner) {
                         list.push(owner);
                     }
@@ -156,19 +156,13 @@ impl Reach {
             return true;
         }
         // the receiver as `link::resolve` compares it with an owner
-        let Some(r) = c.recv.as_deref().map(|r| {
-            let last = r.rsplit(['.', ':']).next().unwrap_or(r);
-            last.trim_start_matches(['$', '@'])
-                .replace('_', "")
-                .to_ascii_lowercase()
-        }) else {
+        let Some(r) = c.recv.as_deref().map(super::link::receiver_word) else {
             return false;
         };
         r.len() >= 3
-            && owners.as_ref().is_none_or(|list| {
-                list.iter()
-                    .any(|o| o.contains(&r) || r.contains(o.as_str()))
-            })
+            && owners
+                .as_ref()
+                .is_none_or(|list| list.iter().any(|o| super::link::names_owner_word(&r, o)))
     }
 
     /// Drops the receiver and arguments of the calls of file `file` that

@@ -180,6 +180,27 @@ pub(crate) fn says_redis(name: &str) -> bool {
             && (crate::words::is_lock_fn(name) || crate::words::is_release_fn(name)))
 }
 
+/// A call's receiver as [`resolve`] compares it with a type: its last
+/// segment, without `$`/`@` sigils and underscores, lower case
+/// (`this.lock_store` → `lockstore`).
+pub(crate) fn receiver_word(r: &str) -> String {
+    let last = r.rsplit(['.', ':']).next().unwrap_or(r);
+    last.trim_start_matches(['$', '@'])
+        .replace('_', "")
+        .to_ascii_lowercase()
+}
+
+/// A summary's owner type as [`resolve`] compares it (see [`receiver_word`]).
+pub(crate) fn owner_word(owner: &str) -> String {
+    owner.replace('_', "").to_ascii_lowercase()
+}
+
+/// Whether a receiver word names an owner word: one contains the other, and
+/// the receiver is not a one- or two-letter variable.
+pub(crate) fn names_owner_word(recv: &str, owner: &str) -> bool {
+    recv.len() >= 3 && (owner.contains(recv) || recv.contains(owner))
+}
+
 /// The one summary a call site means, or `None` when none or several fit.
 fn resolve(
     files: &[ProjectFile],
@@ -197,12 +218,7 @@ fn resolve(
             (s.min_arity..=s.arity).contains(&arity) && !(s.file == file && s.scope == cs.scope)
         })
         .collect();
-    let recv = cs.recv.as_deref().map(|r| {
-        let last = r.rsplit(['.', ':']).next().unwrap_or(r);
-        last.trim_start_matches(['$', '@'])
-            .replace('_', "")
-            .to_ascii_lowercase()
-    });
+    let recv = cs.recv.as_deref().map(receiver_word);
     let own_type = matches!(recv.as_deref(), Some("this" | "self" | "static"));
     let names_owner = |si: usize| {
         let Some(r) = recv.as_deref() else {
@@ -211,8 +227,7 @@ fn resolve(
         let Some(owner) = sums[si].owner.as_deref() else {
             return false;
         };
-        let owner = owner.replace('_', "").to_ascii_lowercase();
-        r.len() >= 3 && (owner.contains(r) || r.contains(&owner))
+        names_owner_word(r, &owner_word(owner))
     };
     let pick = |v: Vec<usize>| (v.len() == 1).then(|| v[0]);
     let one = if fit.len() == 1 {
