@@ -456,6 +456,10 @@ pub struct FileFacts {
     /// Code that runs only while the holder's own clock says its lease is
     /// still valid: the body of `if elapsed < ttl`, `if now < deadline`.
     pub validity_spans: Vec<Span>,
+    /// Code that runs only when the caller asked for a deliberate override:
+    /// the body of `if ($override)`, `if force:` (SPEC §2 deliberate names).
+    #[serde(default)]
+    pub deliberate_spans: Vec<Span>,
     /// Notes for verbose output (e.g. "syn could not parse; pattern fallback").
     pub notes: Vec<String>,
     /// The calls behind ops, for fixes (not every op has one).
@@ -497,6 +501,7 @@ impl FileFacts {
             exclusive_of_acquire: Vec::new(),
             failure_spans: Vec::new(),
             validity_spans: Vec::new(),
+            deliberate_spans: Vec::new(),
             notes: Vec::new(),
             call_sites: Vec::new(),
             link: LinkFacts::default(),

@@ -94,6 +94,28 @@ pub fn link(files: &[ProjectFile]) -> Vec<FileView> {
             break;
         }
     }
+    // a function that forwards under the same name to a facade is one too
+    // (`SetIfNotExistFuncLock(…) { return cache().SetIfNotExistFuncLock(…) }`)
+    for _ in 0..ROUNDS {
+        let facades: std::collections::HashSet<String> = sums
+            .iter()
+            .filter(|s| s.facade)
+            .map(|s| match &s.owner {
+                Some(o) => format!("{o}.{}", s.name),
+                None => s.name.clone(),
+            })
+            .collect();
+        let mut changed = false;
+        for s in sums.iter_mut() {
+            if !s.facade && s.facade_if.as_ref().is_some_and(|v| facades.contains(v)) {
+                s.facade = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
     for s in &sums {
         if s.facade {
             views[s.file].facades.push(s.scope);

@@ -63,6 +63,9 @@ pub struct Summary {
     /// at most behind a field or constant prefix) to one kind of client
     /// call, or to one project function; it never reports by itself.
     pub facade: bool,
+    /// The function (`Owner.name`) it forwards its parameters to under the
+    /// same name: it is a facade when that function is one.
+    pub facade_if: Option<String>,
 }
 
 /// Summaries of the functions of one file. `insts` are the ops linked into
@@ -99,7 +102,16 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
         }
         let mut ops = Vec::new();
         let mut own_key_lockish = false;
+        // a delete only in the branch of a force flag (`if ($override) {
+        // delete }`) is a release by request, not one of the caller's
+        let forced = |op: &Op| {
+            matches!(op.kind, OpKind::Release { checked: false })
+                && in_spans(&facts.deliberate_spans, op.name_span.start)
+        };
         for op in own_ops {
+            if forced(op) {
+                continue;
+            }
             own_key_lockish |= key_reads_like_lock(op);
             let var = value_var.get(&op.name_span.start).copied();
             let chain = vec![Root {
@@ -111,6 +123,9 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             }
         }
         for i in linked_ops {
+            if forced(&i.op) {
+                continue;
+            }
             let mut chain = i.chain.clone();
             chain.push(Root {
                 file,
@@ -145,8 +160,16 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             || words::is_acquire_fn(&scope.name)
             || words::is_release_fn(&scope.name)
             || words::reads_like_lock(&scope.name);
-        let facade = !named_lock
+        // A variant of the one project function it forwards to, named after
+        // it (`SetIfNotExistFuncLock` → `SetIfNotExist`): the words its name
+        // adds say how it calls that function (under an in-process mutex),
+        // not that it takes a Redis lock; its ops are the callee's.
+        let variant = own_ops.is_empty()
             && one_call
+            && linked_ops
+                .first()
+                .is_some_and(|i| names_variant(&scope.name, &i.via));
+        let shape = one_call
             && ops.len() == own_ops.len() + linked_ops.len()
             && ops.iter().all(|o| {
                 // the key is the caller's, at most behind a field or a named
@@ -165,6 +188,13 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
                         ))
                     )
             });
+        let facade = shape && (!named_lock || variant);
+        // forwards under its own name to one project function: a facade when
+        // that one is (decided by the link, once every summary is known)
+        let facade_if = (shape && !facade && own_ops.is_empty())
+            .then(|| linked_ops.first().map(|i| i.via.clone()))
+            .flatten()
+            .filter(|via| via.rsplit('.').next() == Some(scope.name.as_str()));
         out.push(Summary {
             file,
             scope: sig.scope,
@@ -175,9 +205,29 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             ops,
             lock_fn,
             facade,
+            facade_if,
         });
     }
     out
+}
+
+/// `name` begins with the name of the function `via` (`Owner.name`) and
+/// adds to it: `SetIfNotExistFuncLock` of `Adapter.SetIfNotExist`. The
+/// callee's name has three words or more (`setNx` + `Lock` says lock) and
+/// does not itself read like a lock function.
+fn names_variant(name: &str, via: &str) -> bool {
+    let callee = via.rsplit('.').next().unwrap_or(via);
+    name.len() > callee.len()
+        && name
+            .get(..callee.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(callee))
+        && words::word_parts(callee).len() >= 3
+        && !words::is_lock_fn(callee)
+        && !words::is_release_fn(callee)
+}
+
+fn in_spans(spans: &[crate::facts::Span], at: usize) -> bool {
+    spans.iter().any(|s| s.start <= at && at < s.end)
 }
 
 /// The key, as written in the function, reads like a lock (`"lock:" + id`,

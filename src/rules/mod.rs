@@ -967,6 +967,16 @@ impl<'a> Context<'a> {
             .any(|s| s.start <= at && at < s.end)
     }
 
+    /// The op runs only when the caller asked for a deliberate override
+    /// (`if ($override) { … }`, `if force:`).
+    pub fn behind_force_flag(&self, op: &Op) -> bool {
+        let at = op.name_span.start.max(op.span.start);
+        self.facts
+            .deliberate_spans
+            .iter()
+            .any(|s| s.start <= at && at < s.end)
+    }
+
     /// The op runs only while the holder's own clock says its lease is valid.
     pub fn behind_validity_guard(&self, op: &Op) -> bool {
         let at = op.name_span.start.max(op.span.start);
@@ -1145,10 +1155,12 @@ impl<'a> Context<'a> {
     }
 
     /// A deletion that is a deliberate override or a clean-up of dead holders:
-    /// its function is named so, and does not itself acquire the key (a
-    /// `forceWithdrawal()` that takes a lock and deletes it releases it).
+    /// its function is named so, or it runs only in the branch of a force
+    /// flag (`if ($override) { delete }`), and the function does not itself
+    /// acquire the key (a `forceWithdrawal()` that takes a lock and deletes
+    /// it releases it).
     pub fn deliberate_release(&self, op: &Op) -> bool {
-        self.deliberate_scope(op.scope)
+        (self.deliberate_scope(op.scope) || self.behind_force_flag(op))
             && !self.scope_ops(op.scope).iter().any(|o| {
                 matches!(o.kind, OpKind::Acquire { .. })
                     && (o.key.parts == op.key.parts || o.key.is_unknown() || op.key.is_unknown())

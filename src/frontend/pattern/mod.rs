@@ -234,6 +234,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     let lines = paths::LineEnds::new(an.toks);
     facts.failure_spans = paths::failure_spans(&an, &lines, &facts.ops);
     facts.validity_spans = paths::validity_spans(&an, &lines);
+    facts.deliberate_spans = paths::deliberate_spans(&an, &lines);
     facts.scripts = std::mem::take(&mut an.scripts);
     facts.run_limit_secs = ttl::run_limit(&an);
     // project link facts (SPEC §2 "Project summaries")

@@ -490,3 +490,56 @@ pub fn validity_spans(an: &Analyzer, lines: &LineEnds) -> Vec<Span> {
     }
     out
 }
+
+/// A flag that asks for a deliberate override: its last name part says
+/// `force`, `forced` or `override` (`$override`, `force`, `opts.force`,
+/// `this.forceRelease`), alone or compared `== true`.
+fn deliberate_flag(cond: &[Tok]) -> bool {
+    let cond = match cond {
+        [rest @ .., eq, t] if (eq.is("==") || eq.is("===")) && (t.is("true") || t.is("True")) => {
+            rest
+        }
+        _ => cond,
+    };
+    let path_ok = !cond.is_empty()
+        && cond.len() % 2 == 1
+        && cond.iter().enumerate().all(|(k, t)| {
+            if k % 2 == 0 {
+                t.is_ident() && !matches!(t.text.as_ref(), "not" | "is" | "and" | "or")
+            } else {
+                t.is(".") || t.is("->") || t.is("?.")
+            }
+        });
+    path_ok
+        && cond.last().is_some_and(|t| {
+            words::word_parts(&t.text)
+                .iter()
+                .any(|w| matches!(w.as_str(), "force" | "forced" | "override"))
+        })
+}
+
+/// Byte ranges of code that runs only when the caller asked for a
+/// deliberate override (SPEC §2 deliberate names): the body of `if
+/// ($override)`, `if force:`, `if (opts.force)`. A delete there is a forced
+/// release by request, not the function's ordinary release.
+pub fn deliberate_spans(an: &Analyzer, lines: &LineEnds) -> Vec<Span> {
+    let toks = an.toks;
+    let mut out = Vec::new();
+    for i in 0..toks.len() {
+        if !toks[i].is("if") || (i > 0 && (toks[i - 1].is(".") || toks[i - 1].is("?."))) {
+            continue;
+        }
+        let Some((cs, ce, bs, be)) = if_parts(an, lines, i) else {
+            continue;
+        };
+        if ce <= cs || ce - cs > 12 {
+            continue;
+        }
+        if deliberate_flag(&toks[cs..ce]) {
+            if let Some(sp) = span_of(toks, bs, be) {
+                out.push(sp);
+            }
+        }
+    }
+    out
+}

@@ -25,6 +25,10 @@ pub struct Values<'a> {
     pub lang: Language,
     /// (scope, normalised name) → every binding of it in that scope.
     pub bindings: HashMap<(u32, String), Vec<Binding>>,
+    /// Go `v, err := call(…)`: (scope, `v`) → every such binding, for the
+    /// value's words only (`raw, err := json.Marshal(b)` is serialised data);
+    /// never a key.
+    result_values: HashMap<(u32, String), Vec<Binding>>,
     /// Same-file helpers whose body returns one expression:
     /// name → (parameter names, expression token range, its scope).
     pub helpers: HashMap<String, Helper>,
@@ -178,6 +182,7 @@ impl<'a> Values<'a> {
             st,
             lang,
             bindings: HashMap::new(),
+            result_values: HashMap::new(),
             helpers: HashMap::new(),
             locals: HashSet::new(),
             resolving: std::cell::RefCell::new(Vec::new()),
@@ -358,6 +363,22 @@ impl<'a> Values<'a> {
             }
             // Go `a, b := …` binds the call to the first name only when single.
             if i >= 2 && toks[i - 2].is(",") {
+                // `v, err := call(…)`: `v` is the call's result, for its value
+                if self.lang == Language::Go
+                    && i >= 4
+                    && toks[i - 3].is_ident()
+                    && !toks[i - 4].is(",")
+                    && (toks[i - 1].text == "err" || toks[i - 1].text.ends_with("Err"))
+                {
+                    let start = i + 1;
+                    let end = expr_end(toks, self.st, self.lang, start);
+                    if end > start {
+                        self.result_values
+                            .entry((self.st.tok_scope[i], norm_name(&toks[i - 3].text)))
+                            .or_default()
+                            .push(Binding { start, end, eq: i });
+                    }
+                }
                 continue;
             }
             let name = norm_name(&name);
@@ -1054,6 +1075,15 @@ impl<'a> Values<'a> {
             if let Some(b) = self.lookup(scope, text) {
                 let v = self.value_d(b.start, b.end, self.st.tok_scope[b.eq], depth + 1);
                 if v != ValueExpr::Unknown {
+                    return v;
+                }
+            } else if let Some([b]) = self
+                .result_values
+                .get(&(scope, norm_name(text)))
+                .map(Vec::as_slice)
+            {
+                // the first result of one call: only its words say something
+                if let Some(v) = classify(self.text(b.start, b.end)) {
                     return v;
                 }
             }
