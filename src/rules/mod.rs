@@ -1333,6 +1333,15 @@ impl<'a> Context<'a> {
         list.map(Vec::as_slice).unwrap_or(&[])
     }
 
+    /// The file's own ops (of [`Context::ops`], in its order) whose key has
+    /// `op`'s key parts: every op `same_key` can match `op` with.
+    pub fn key_group(&self, op: &Op) -> &[&'a Op] {
+        self.by_key
+            .get(op.key.parts.as_slice())
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
     fn scope_ops(&self, scope: ScopeId) -> &[&'a Op] {
         self.by_scope.get(&scope).map(Vec::as_slice).unwrap_or(&[])
     }
