@@ -191,7 +191,9 @@ fn compare_release_fix<'a>(
 /// with a value that is not a constant.
 fn token_acquire<'a>(cx: &Context<'a>, op: &Op) -> Option<&'a Op> {
     let owner = &cx.facts.scope(op.scope).owner;
-    cx.ops().find(|a| {
+    // `same_key` holds only inside the key group: the group in file order
+    // instead of every op of the file (quadratic in a bundle's findings).
+    cx.key_group(op).iter().copied().find(|a| {
         matches!(a.kind, OpKind::Acquire { .. })
             && !matches!(a.value, Some(ValueExpr::Constant(_)))
             && cx.same_key(a, op)

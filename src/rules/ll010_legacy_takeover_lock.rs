@@ -54,7 +54,7 @@ pub(super) fn legacy_takeover<'a>(cx: &Context<'a>, acquire: &'a Op) -> Option<&
             _ => break,
         }
     }
-    cx.any_same_key(acquire, |o| {
+    cx.any_same_key_of_kind(acquire, super::KindOnly::GetSet, |o| {
         o.kind == OpKind::GetSet
             && o.scope != acquire.scope
             && cx

@@ -150,10 +150,11 @@ pub struct Context<'a> {
     /// `None` for the others ([`literal_shape`]): what
     /// [`Context::corroborated`] looks up.
     acquire_literals: HashSet<Vec<Option<&'a str>>>,
-    /// [`Context::once_only_marker`] by key group and scope, then by the
-    /// key's identifiers: its answer depends on the op only through them.
+    /// [`Context::once_only_marker`] by key group and scope (none for a key
+    /// that carries evidence), then by the key's identifiers: its answer
+    /// depends on the op only through them.
     #[allow(clippy::type_complexity)]
-    once_only: RefCell<HashMap<(usize, ScopeId), Vec<(Vec<String>, bool)>>>,
+    once_only: RefCell<HashMap<(usize, Option<ScopeId>), Vec<(Vec<String>, bool)>>>,
     /// The TTL arguments the front-end read, by the start of the op's name.
     ttls: HashMap<usize, &'a OpTtl>,
 }
@@ -430,6 +431,19 @@ enum Want {
     ReleasedOrExtended,
     /// [`Context::released`]'s ops.
     Released,
+    /// An op of exactly this kind (INCR, a collection write, a GET).
+    Kind(KindOnly),
+    /// What makes a lock expirable in [`Context::expirable`].
+    Expires,
+}
+
+/// The kinds asked about by kind alone ([`Want::Kind`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum KindOnly {
+    Incr,
+    Members,
+    Get,
+    GetSet,
 }
 
 /// The ops of one key group that answer one [`Want`], in group order, with
@@ -683,6 +697,27 @@ impl<'a> Context<'a> {
             return None;
         }
         let group = self.by_key.get(op.key.parts.as_slice())?;
+        self.first_in_group(op, group, want)
+            .or_else(|| self.project_same_key(op, want))
+    }
+
+    /// [`Context::any_same_key`] with the predicate `answers(want, ·)`,
+    /// through the index: the file's first match in group order, else the
+    /// project's.
+    fn any_same_key_is(&self, op: &Op, want: Want) -> Option<&'a Op> {
+        let here = if op.key.is_unknown() {
+            None
+        } else {
+            self.by_key
+                .get(op.key.parts.as_slice())
+                .and_then(|group| self.first_in_group(op, group, want))
+        };
+        here.or_else(|| self.project_same_key(op, want))
+    }
+
+    /// The first op of `group` (`op`'s key group), other than `op`, on the
+    /// same key as `op` that answers `want`.
+    fn first_in_group(&self, op: &Op, group: &Vec<&'a Op>, want: Want) -> Option<&'a Op> {
         let m = self.matches_of(group, want);
         let pick = |slot: &[usize; 2]| {
             slot.iter()
@@ -711,7 +746,17 @@ impl<'a> Context<'a> {
             best = first_any;
         }
         best.map(|i| m.ops[i])
-            .or_else(|| self.project_same_key(op, want))
+    }
+
+    /// `op` is one of the file's own ops of its key group (the ops rules
+    /// correlate; a probe or a cache write is not).
+    fn in_group(&self, op: &Op) -> bool {
+        let list = self.scope_key_ops(op, None);
+        let from = list.partition_point(|o| o.order < op.order);
+        list[from..]
+            .iter()
+            .take_while(|o| o.order == op.order)
+            .any(|o| std::ptr::eq(*o, op))
     }
 
     /// Another file's op on the same key that answers `want`, when the key
@@ -745,6 +790,23 @@ impl<'a> Context<'a> {
                         OpKind::Release { .. } | OpKind::CheckedExtend | OpKind::Eval { .. }
                     )
             }
+            Want::Kind(k) => {
+                o.kind
+                    == match k {
+                        KindOnly::Incr => OpKind::Incr,
+                        KindOnly::Members => OpKind::Members,
+                        KindOnly::Get => OpKind::Get,
+                        KindOnly::GetSet => OpKind::GetSet,
+                    }
+            }
+            Want::Expires => match o.kind {
+                OpKind::Acquire { expiry } => {
+                    (expiry && !self.outlives_run(o)) || self.deadline_value(o)
+                }
+                OpKind::GetSet | OpKind::Set { expiry: true } | OpKind::CheckedExtend => true,
+                OpKind::Expire => !self.queued_with_release(o),
+                _ => false,
+            },
         }
     }
 
@@ -793,14 +855,36 @@ impl<'a> Context<'a> {
                 .copied()
                 .find(|o| !std::ptr::eq(*o, op) && pred(o) && self.same_key(op, o))
         });
-        // project: another file's op on the same key, when the key carries evidence
-        here.or_else(|| {
-            let list = self.project_by_key.get(op.key.parts.as_slice())?;
-            if !(op.key.has_constant_part() || self.key_reads_like_lock(&op.key)) {
-                return None;
-            }
-            list.iter().copied().find(|o| pred(o))
-        })
+        here.or_else(|| self.project_any(op, pred))
+    }
+
+    /// [`Context::any_same_key`] for a `pred` that holds only for ops of
+    /// `kind`: the same answer, from a walk over the key group's ops of that
+    /// kind (in group order) instead of the whole group.
+    fn any_same_key_of_kind(
+        &self,
+        op: &Op,
+        kind: KindOnly,
+        pred: impl Fn(&Op) -> bool,
+    ) -> Option<&'a Op> {
+        let here = self.by_key.get(op.key.parts.as_slice()).and_then(|group| {
+            let m = self.matches_of(group, Want::Kind(kind));
+            m.ops
+                .iter()
+                .copied()
+                .find(|o| !std::ptr::eq(*o, op) && pred(o) && self.same_key(op, o))
+        });
+        here.or_else(|| self.project_any(op, pred))
+    }
+
+    /// Another file's op on the same key matching `pred`, when the key
+    /// carries evidence.
+    fn project_any(&self, op: &Op, pred: impl Fn(&Op) -> bool) -> Option<&'a Op> {
+        let list = self.project_by_key.get(op.key.parts.as_slice())?;
+        if !(op.key.has_constant_part() || self.key_reads_like_lock(&op.key)) {
+            return None;
+        }
+        list.iter().copied().find(|o| pred(o))
     }
 
     /// SPEC §2 "lock key": the key of an acquire in this file, or a key
@@ -931,7 +1015,9 @@ impl<'a> Context<'a> {
     /// single holder's slot.
     pub fn counter_or_collection(&self, op: &Op) -> bool {
         op.kind == OpKind::Incr
-            || self.any_same_key(op, |o| o.kind == OpKind::Incr).is_some()
+            || self
+                .any_same_key_is(op, Want::Kind(KindOnly::Incr))
+                .is_some()
             || self.is_collection(op)
     }
 
@@ -945,15 +1031,17 @@ impl<'a> Context<'a> {
         }
         if op.key.has_constant_part() {
             return self
-                .any_same_key(op, |o| o.kind == OpKind::Members)
+                .any_same_key_is(op, Want::Kind(KindOnly::Members))
                 .is_some();
         }
+        // A collection write of the group in `op`'s own scope (`op` is none:
+        // it is no collection write itself); in one scope `same_key` holds.
         self.by_key
             .get(op.key.parts.as_slice())
-            .is_some_and(|list| {
-                list.iter().any(|o| {
-                    o.kind == OpKind::Members && o.scope == op.scope && self.same_key(op, o)
-                })
+            .is_some_and(|group| {
+                self.matches_of(group, Want::Kind(KindOnly::Members))
+                    .by_scope
+                    .contains_key(&op.scope)
             })
     }
 
@@ -1005,8 +1093,12 @@ impl<'a> Context<'a> {
         // on `op` only through its scope and its key's identifiers (`op`
         // itself is of its own scope): the answer is the same for every op
         // of a key group in one scope (a linear rule on a scope of 10,000
-        // ops on one key, not a quadratic one).
-        let memo = (list.as_ptr() as usize, op.scope);
+        // ops on one key, not a quadratic one). A key that carries evidence
+        // (a constant part, a lock-like name) is the same key in every
+        // scope: then the scope does not matter either (one answer for
+        // 5,000 functions on one key).
+        let evidence = op.key.has_constant_part() || self.key_reads_like_lock(&op.key);
+        let memo = (list.as_ptr() as usize, (!evidence).then_some(op.scope));
         if let Some(known) = self.once_only.borrow().get(&memo).and_then(|v| {
             v.iter()
                 .find(|(idents, _)| *idents == op.key.idents)
@@ -1014,6 +1106,15 @@ impl<'a> Context<'a> {
         }) {
             return known;
         }
+        // Without evidence and without a lock pair or lock type to join
+        // scopes, only the ops of `op`'s scope are on its key: the rest of
+        // the group is filtered out by `same` anyway.
+        let t = self.traits(op.scope);
+        let list = if evidence || t.acquire_fn || t.release_fn || t.lock_type {
+            list.as_slice()
+        } else {
+            self.scope_key_ops(op, None)
+        };
         let answer = self.once_only_marker_of(op, list);
         self.once_only
             .borrow_mut()
@@ -1084,28 +1185,16 @@ impl<'a> Context<'a> {
     /// the pipeline `EXPIRE k; DEL k` after the work). Without an acquire in
     /// the file nothing is known, and the lock counts as expirable.
     pub fn expirable(&self, op: &Op) -> bool {
-        let Some(list) = self.by_key.get(op.key.parts.as_slice()) else {
+        let Some(group) = self.by_key.get(op.key.parts.as_slice()) else {
             return true;
         };
-        let same: Vec<&Op> = list
-            .iter()
-            .copied()
-            .filter(|o| std::ptr::eq(*o, op) || self.same_key(op, o))
-            .collect();
-        if !same
-            .iter()
-            .any(|o| matches!(o.kind, OpKind::Acquire { .. }))
-        {
-            return true;
-        }
-        same.iter().any(|o| match o.kind {
-            OpKind::Acquire { expiry } => {
-                (expiry && !self.outlives_run(o)) || self.deadline_value(o)
-            }
-            OpKind::GetSet | OpKind::Set { expiry: true } | OpKind::CheckedExtend => true,
-            OpKind::Expire => !self.queued_with_release(o),
-            _ => false,
-        })
+        // "some op of the key (`op` included) answers `want`", through the
+        // group's index instead of a walk over the group per op.
+        let any = |want: Want| {
+            self.first_in_group(op, group, want).is_some()
+                || (self.answers(want, op) && self.in_group(op))
+        };
+        !any(Want::Acquire) || any(Want::Expires)
     }
 
     /// The acquire's TTL is a constant at least as long as the hard runtime
@@ -1132,7 +1221,9 @@ impl<'a> Context<'a> {
         matches!(
             (&op.kind, &op.value),
             (OpKind::Acquire { .. }, Some(ValueExpr::Weak(w))) if w.contains("time")
-        ) && self.any_same_key(op, |o| o.kind == OpKind::Get).is_some()
+        ) && self
+            .any_same_key_is(op, Want::Kind(KindOnly::Get))
+            .is_some()
     }
 
     /// An EXPIRE queued in a transaction or pipeline whose next op is a
@@ -1252,6 +1343,15 @@ impl<'a> Context<'a> {
             },
         };
         list.map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// The file's own ops (of [`Context::ops`], in its order) whose key has
+    /// `op`'s key parts: every op `same_key` can match `op` with.
+    pub fn key_group(&self, op: &Op) -> &[&'a Op] {
+        self.by_key
+            .get(op.key.parts.as_slice())
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
     }
 
     fn scope_ops(&self, scope: ScopeId) -> &[&'a Op] {
