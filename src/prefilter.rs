@@ -8,11 +8,11 @@
 //!   a lock key for LL002, LL005, LL007), spelled with a set-if-absent word:
 //!   `NX`/`SETNX`/`SetNX`/`set_nx`/`.nx()`, `setIfAbsent`, Spring's
 //!   `SetOption.SET_IF_ABSENT`/`SetOption.ifAbsent()`, `LockTake`,
-//!   `When.NotExists`; or
+//!   `When.NotExists`, a cache framework's `cache.add(`/`Cache::add(`; or
 //! - a Lua script (LL006), whose text always contains `redis.call` or
 //!   `redis.pcall` (`server.call` on Valkey); or
 //! - a release or extend (`DEL`, `delete`, `unlink`, `expire`, `pexpire`, a
-//!   plain `SET … PX`) of a key that reads like a lock, which needs a lock
+//!   plain `SET … PX`, Laravel's `forget`) of a key that reads like a lock, which needs a lock
 //!   word (`lock`, `mutex`, `lease`, `semaphore`, a plural) somewhere in the
 //!   file — unless the configuration adds lock-key patterns.
 //!
@@ -51,6 +51,13 @@ pub const KEYWORDS: &[&str] = &[
     "lease",
     "semaphore",
     "redlock",
+    // A cache framework's set-if-absent (Django, Flask-Caching: `cache.add(`;
+    // Laravel's facade and helper: `Cache::add(`, `cache()->add(`) and
+    // Laravel's delete (`Cache::forget`).
+    "cache.add(",
+    "cache::add(",
+    "cache()->add(",
+    "forget",
 ];
 
 /// Words that may spell a plain `SET` with a TTL (LL007 on a lock-named key);
@@ -74,7 +81,7 @@ fn class_of(pattern: usize) -> Class {
         return Class::Anchor;
     }
     match KEYWORDS[pattern] {
-        "del" | "unlink" | "expire" | "setifpresent" => Class::Release,
+        "del" | "unlink" | "expire" | "setifpresent" | "forget" => Class::Release,
         "lock" | "mutex" | "lease" | "semaphore" | "redlock" => Class::Lock,
         _ => Class::Strong,
     }
@@ -289,7 +296,7 @@ fn accept(bytes: &[u8], word: &str, start: usize, end: usize) -> bool {
                 && (ends_part(bytes, end)
                     || (continues_with(bytes, end, "at") && ends_part(bytes, end + 2)))
         }
-        "unlink" => starts_part(bytes, start) && ends_part(bytes, end),
+        "unlink" | "forget" => starts_part(bytes, start) && ends_part(bytes, end),
         // Spring's `SetOption.ifAbsent()`/`SetCondition.ifAbsent()` (a
         // member, not `putIfAbsent`) and `SetOption.SET_IF_ABSENT`.
         "ifabsent" => before(bytes, start) == b'.' && ends_part(bytes, end),

@@ -68,6 +68,14 @@ pub struct Summary {
     pub facade_if: Option<String>,
 }
 
+fn behind_validity_guard(facts: &FileFacts, op: &Op) -> bool {
+    let at = op.name_span.start.max(op.span.start);
+    facts
+        .validity_spans
+        .iter()
+        .any(|s| s.start <= at && at < s.end)
+}
+
 /// Summaries of the functions of one file. `insts` are the ops linked into
 /// this file by the previous round (with the variable their value came from).
 pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> Vec<Summary> {
@@ -113,6 +121,12 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
                 continue;
             }
             own_key_lockish |= key_reads_like_lock(op);
+            // a release that runs only while the holder's clock says the
+            // lease is valid (SPEC §2 validity guard) stays the wrapper's own
+            // business: its callers see no unconditional release
+            if op.kind == (OpKind::Release { checked: false }) && behind_validity_guard(facts, op) {
+                continue;
+            }
             let var = value_var.get(&op.name_span.start).copied();
             let chain = vec![Root {
                 file,

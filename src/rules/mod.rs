@@ -329,6 +329,17 @@ fn cache_write(
     })
 }
 
+/// (function, start) of the acquires of `list` that `same` keeps, sorted.
+fn acquire_positions(list: &[&Op], same: &dyn Fn(&Op) -> bool) -> Vec<(ScopeId, usize)> {
+    let mut v: Vec<(ScopeId, usize)> = list
+        .iter()
+        .filter(|a| matches!(a.kind, OpKind::Acquire { .. }) && same(a))
+        .map(|a| (a.scope, a.span.start))
+        .collect();
+    v.sort_unstable();
+    v
+}
+
 /// A key reads like a lock (lock key (b)) or matches a configured pattern (c).
 fn key_reads_lock(key: &KeyExpr, lock_patterns: &[regex::Regex]) -> bool {
     key.parts.iter().any(|p| match p {
@@ -1141,6 +1152,7 @@ impl<'a> Context<'a> {
             .filter(|a| matches!(a.kind, OpKind::Acquire { .. }) && same(a))
             .map(|a| a.span)
             .collect();
+        let acquired = acquire_positions(list, &same);
         let mut rollback = false;
         let mut cleared_elsewhere = false;
         for o in list.iter().copied() {
@@ -1150,7 +1162,7 @@ impl<'a> Context<'a> {
             if linked_acquires.contains(&o.span) {
                 continue;
             }
-            if self.on_failure_path(o) {
+            if self.on_failure_path(o) && !self.taken_on_its_path(o, &acquired) {
                 rollback |= takes(o.scope);
                 continue;
             }
@@ -1169,11 +1181,36 @@ impl<'a> Context<'a> {
 
     /// Some release of `op`'s key in `list` runs on a failure path.
     fn any_failure_release(&self, op: &Op, list: &[&'a Op]) -> bool {
+        let same = |o: &Op| std::ptr::eq(o, op) || self.same_key(op, o);
+        let acquired = acquire_positions(list, &same);
         list.iter().any(|o| {
             matches!(o.kind, OpKind::Release { .. })
-                && (std::ptr::eq(*o, op) || self.same_key(op, o))
+                && same(o)
                 && self.on_failure_path(o)
+                && !self.taken_on_its_path(o, &acquired)
         })
+    }
+
+    /// The innermost failure path around `release` also holds an acquire of
+    /// its key in its function (`if cached is None: if add(k): try … finally:
+    /// delete(k)`): the lock is taken and released on that path, so the
+    /// release is no rollback of a marker set before the failure.
+    fn taken_on_its_path(&self, release: &Op, acquired: &[(ScopeId, usize)]) -> bool {
+        let at = release.name_span.start.max(release.span.start);
+        let Some(path) = self
+            .facts
+            .failure_spans
+            .iter()
+            .filter(|s| s.start <= at && at < s.end)
+            .min_by_key(|s| s.end - s.start)
+        else {
+            return false;
+        };
+        // the first acquire of the release's function at or after the path's start
+        let i = acquired.partition_point(|&p| p < (release.scope, path.start));
+        acquired
+            .get(i)
+            .is_some_and(|&(scope, pos)| scope == release.scope && pos < path.end)
     }
 
     /// SPEC §2 "Expirable lock": a lock that can change hands while held.

@@ -178,6 +178,8 @@ impl<'a> Analyzer<'a> {
                 | "pexpireat" | "stringset" | "stringget" | "stringgetset" | "keydelete"
                 | "keyexpire" | "scriptevaluate" => !self.classify(c, all).is_empty(),
                 // eval of a script text this file holds
+                // a cache framework's tested `add(k, v, ttl)` (see `cache_add`)
+                "add" => self.cache_add(c, &lname),
                 "eval" => self
                     .classify(c, all)
                     .iter()
@@ -234,6 +236,14 @@ impl<'a> Analyzer<'a> {
     }
 
     fn client_for(&self, c: &Call, lname: &str) -> Client {
+        // a cache framework's store (`cache_add`): no Redis client's API to
+        // spell a fix in
+        if matches!(lname, "add" | "forget" | "delete")
+            && matches!(self.lang, Language::Python | Language::Php)
+            && self.cache_receiver(c)
+        {
+            return Client::Unknown;
+        }
         let recv = c.recv.join(".").to_ascii_lowercase();
         match self.lang {
             Language::Java | Language::Kotlin => {
@@ -396,6 +406,11 @@ impl<'a> Analyzer<'a> {
         let raw_first = pos
             .first()
             .filter(|a| a.end == a.start + 1 && toks[a.start].kind == Kind::Str);
+        let lname = if self.cache_add(c, &lname) {
+            "setnx".to_string()
+        } else {
+            lname
+        };
         match lname.as_str() {
             "setnx" | "setifabsent" | "locktake" | "msetnx" => {
                 let Some(key) = key else { return Vec::new() };
@@ -560,6 +575,11 @@ impl<'a> Analyzer<'a> {
                 }
                 out
             }
+            // Laravel `Cache::forget($k)`, `cache()->forget($k)`: a DEL
+            "forget" if self.lang == Language::Php && self.cache_receiver(c) && pos.len() == 1 => {
+                key.map(|k| vec![mk(OpKind::Release { checked: false }, k, None)])
+                    .unwrap_or_default()
+            }
             "delex" | "delifeq" | "delexargs" | "lockrelease" => key
                 .map(|k| vec![mk(OpKind::Release { checked: true }, k, None)])
                 .unwrap_or_default(),
@@ -610,6 +630,74 @@ impl<'a> Analyzer<'a> {
             }
             _ => Vec::new(),
         }
+    }
+
+    /// The receiver is a cache framework's store, as the prefilter anchors
+    /// on it: in Python a name ending with `cache` (`cache`,
+    /// `self.default_cache`), in PHP Laravel's facade `Cache::` or helper
+    /// `cache()` (a `$this->cache` is the project's own object, linked to
+    /// its class).
+    fn cache_receiver(&self, c: &Call) -> bool {
+        c.recv.last().is_some_and(|r| match self.lang {
+            Language::Python => r.to_ascii_lowercase().ends_with("cache"),
+            Language::Php => r.eq_ignore_ascii_case("cache") || r.eq_ignore_ascii_case("cache()"),
+            _ => false,
+        })
+    }
+
+    /// A cache framework's add used as an acquire: Django's and
+    /// Flask-Caching's `cache.add(k, v, timeout)`, Laravel's `Cache::add($k,
+    /// $v, $ttl)` write only when the key is absent (SET NX EX on a Redis
+    /// back-end) and say whether they did. Read as a set-if-absent only with
+    /// a TTL written out (a missing one is the back-end's default or
+    /// forever) and only where the result is tested or kept: a cache is
+    /// also filled with `add` as a statement, a lock's acquire is always
+    /// looked at. A cache decorator's own `add` that forwards to the inner
+    /// store is a pass-through: its callers are linked to it.
+    fn cache_add(&self, c: &Call, lname: &str) -> bool {
+        if lname != "add"
+            || !matches!(self.lang, Language::Python | Language::Php)
+            || !self.cache_receiver(c)
+        {
+            return false;
+        }
+        let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0) as usize;
+        if self
+            .st
+            .scopes
+            .get(scope)
+            .is_some_and(|s| s.name.eq_ignore_ascii_case("add"))
+        {
+            return false;
+        }
+        let pos = self.positional(c);
+        let ttl = pos.len() == 3
+            || (pos.len() == 2
+                && c.args.iter().any(|a| {
+                    a.name
+                        .as_deref()
+                        .is_some_and(|n| matches!(n, "timeout" | "ttl"))
+                }));
+        if !ttl {
+            return false;
+        }
+        let Some(prev) = c.recv_start.checked_sub(1).map(|k| &self.toks[k]) else {
+            return false;
+        };
+        // returned: an acquire only from a function named like one
+        // (`acquire_lock`), not from a generic write helper (`set_status`)
+        if prev.is("return") {
+            return self.st.scopes.get(scope).is_some_and(|s| {
+                crate::words::is_acquire_fn(&s.name) || crate::words::reads_like_lock(&s.name)
+            });
+        }
+        prev.kind == Kind::Punct
+            && matches!(prev.text.as_ref(), "(" | "=" | "!" | "&&" | "||" | ":=")
+            || prev.is_ident()
+                && matches!(
+                    prev.text.as_ref(),
+                    "if" | "elif" | "not" | "and" | "or" | "while"
+                )
     }
 
     /// SPEC §2 constant value: a value that is one of the key's own

@@ -409,7 +409,16 @@ fn if_parts(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usize, 
 
 /// Words of an elapsed or current time, and of a lease's limit.
 const TIME_WORDS: &[&str] = &[
-    "elapsed", "cost", "spent", "took", "duration", "now", "time", "current", "millis",
+    "elapsed",
+    "cost",
+    "spent",
+    "took",
+    "duration",
+    "now",
+    "time",
+    "current",
+    "millis",
+    "monotonic",
 ];
 const LIMIT_WORDS: &[&str] = &[
     "ttl",

@@ -510,11 +510,15 @@ impl<'a> Values<'a> {
     }
 
     /// The single binding of `name` visible from `scope` (a local bound once,
-    /// else a file-level constant bound once).
+    /// else a file-level constant bound once). A local first bound to
+    /// null/None/nil ("not taken yet") and then once to a value is bound once.
     pub fn lookup(&self, scope: u32, name: &str) -> Option<&Binding> {
         let name = norm_name(name);
         if scope != 0 {
             if let Some(v) = self.bindings.get(&(scope, name.clone())) {
+                if v.len() == 2 && self.is_null(&v[0]) && !self.is_null(&v[1]) {
+                    return v.get(1);
+                }
                 return if v.len() == 1 { v.first() } else { None };
             }
             // a parameter or loop variable shadows the file-level name
@@ -524,6 +528,13 @@ impl<'a> Values<'a> {
         }
         let v = self.bindings.get(&(0, name))?;
         (v.len() == 1).then(|| v.first()).flatten()
+    }
+
+    fn is_null(&self, b: &Binding) -> bool {
+        b.end == b.start + 1
+            && self.toks.get(b.start).is_some_and(|t| {
+                t.kind == Kind::Ident && matches!(t.text.as_ref(), "null" | "None" | "nil")
+            })
     }
 
     pub fn text(&self, s: usize, e: usize) -> &'a str {
