@@ -11,7 +11,8 @@
 //! the project root) picks its shard. Each entry holds the file's size,
 //! modification time and content hash, what phase one made of it (binary,
 //! rejected by the prefilter, empty, or its facts, kept encoded until
-//! asked for) and the last call-name scan's answer for a rejected file.
+//! asked for: a range of the shard's bytes as read, not a copy) and the
+//! last call-name scan's answer for a rejected file.
 //!
 //! Validation: a file whose size and modification time match its entry is
 //! not read at all (when the entry was written at least [`SETTLE`] after
@@ -27,7 +28,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub const DIR: &str = ".locklint_cache";
@@ -39,8 +40,63 @@ const SHARDS: usize = 16;
 /// by its content (file systems with coarse timestamps).
 const SETTLE: Duration = Duration::from_secs(2);
 
+/// A file's encoded facts: a range of a buffer shared by the entries of
+/// one shard as it was read (a warm run copies no file's facts), or a
+/// buffer of its own for facts made in this run. Written as MessagePack
+/// bytes, like the `ByteBuf` it replaces (the shard format is unchanged).
+#[derive(Clone, Debug)]
+pub struct Blob {
+    buf: Arc<Vec<u8>>,
+    start: usize,
+    end: usize,
+}
+
+impl Blob {
+    fn own(bytes: Vec<u8>) -> Blob {
+        let end = bytes.len();
+        Blob {
+            buf: Arc::new(bytes),
+            start: 0,
+            end,
+        }
+    }
+
+    /// `part`, borrowed from `buf`, as a range of it (`None` when it is not
+    /// inside `buf`).
+    fn within(buf: &Arc<Vec<u8>>, part: &[u8]) -> Option<Blob> {
+        let start = (part.as_ptr() as usize).checked_sub(buf.as_ptr() as usize)?;
+        let end = start.checked_add(part.len())?;
+        (end <= buf.len()).then(|| Blob {
+            buf: Arc::clone(buf),
+            start,
+            end,
+        })
+    }
+}
+
+impl std::ops::Deref for Blob {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+}
+
+impl PartialEq for Blob {
+    fn eq(&self, other: &Blob) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Blob {}
+
+impl serde::Serialize for Blob {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(self)
+    }
+}
+
 /// What phase one made of a file.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum Outcome {
     /// A NUL byte near the start: skipped.
     Binary,
@@ -49,10 +105,59 @@ pub enum Outcome {
     /// Empty after decoding.
     Empty,
     /// Its facts (MessagePack, decoded on demand).
-    Facts(serde_bytes::ByteBuf),
+    Facts(Blob),
 }
 
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+/// [`Outcome`] as read from a shard, its facts borrowed from the shard's
+/// bytes.
+#[derive(serde::Deserialize)]
+enum RawOutcome<'a> {
+    Binary,
+    Rejected,
+    Empty,
+    Facts(#[serde(borrow)] &'a serde_bytes::Bytes),
+}
+
+/// [`Entry`] as read from a shard (the same fields in the same order).
+#[derive(serde::Deserialize)]
+struct RawEntry<'a> {
+    size: u64,
+    mtime: u64,
+    settled: bool,
+    hash: u64,
+    #[serde(borrow)]
+    outcome: RawOutcome<'a>,
+    scan: Option<(u64, bool)>,
+}
+
+/// The entries of one shard file; `None` when it cannot be decoded (or
+/// its facts are not borrowed from `buf`).
+fn read_shard(buf: Vec<u8>) -> Option<HashMap<String, Entry>> {
+    let buf = Arc::new(buf);
+    let raw: HashMap<String, RawEntry<'_>> = rmp_serde::from_slice(&buf).ok()?;
+    let mut entries = HashMap::with_capacity_and_hasher(raw.len(), Default::default());
+    for (key, e) in raw {
+        let outcome = match e.outcome {
+            RawOutcome::Binary => Outcome::Binary,
+            RawOutcome::Rejected => Outcome::Rejected,
+            RawOutcome::Empty => Outcome::Empty,
+            RawOutcome::Facts(bytes) => Outcome::Facts(Blob::within(&buf, bytes)?),
+        };
+        let entry = Entry {
+            size: e.size,
+            mtime: e.mtime,
+            settled: e.settled,
+            hash: e.hash,
+            outcome,
+            scan: e.scan,
+            seen: false,
+        };
+        entries.insert(key, entry);
+    }
+    Some(entries)
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
 struct Entry {
     size: u64,
     /// Modification time in nanoseconds since the epoch.
@@ -139,7 +244,7 @@ pub fn encode(facts: &mut FileFacts) -> Option<Outcome> {
     let calls = std::mem::take(&mut facts.link.calls);
     let bytes = rmp_serde::to_vec(&(&*facts, &packed)).ok();
     facts.link.calls = calls;
-    bytes.map(|b| Outcome::Facts(serde_bytes::ByteBuf::from(b)))
+    bytes.map(|b| Outcome::Facts(Blob::own(b)))
 }
 
 /// What [`encode`] kept: the facts (their calls empty) and the calls.
@@ -201,7 +306,7 @@ impl Cache {
             .map(|i| {
                 let entries = std::fs::read(dir.join(format!("{i:02}.bin")))
                     .ok()
-                    .and_then(|b| rmp_serde::from_slice::<HashMap<String, Entry>>(&b).ok())
+                    .and_then(read_shard)
                     .unwrap_or_default();
                 Mutex::new(Shard {
                     entries,
@@ -382,5 +487,65 @@ impl Cache {
                 let _ = std::fs::remove_file(&tmp);
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(outcome: Outcome) -> Entry {
+        Entry {
+            size: 12,
+            mtime: 34,
+            settled: true,
+            hash: 56,
+            outcome,
+            scan: Some((7, true)),
+            seen: true,
+        }
+    }
+
+    #[test]
+    fn a_shard_reads_back_its_facts_borrowed_and_a_damaged_one_is_ignored() {
+        let mut entries: HashMap<String, Entry> = HashMap::default();
+        entries.insert(
+            "a.py".into(),
+            entry(Outcome::Facts(Blob::own(vec![1, 2, 3]))),
+        );
+        entries.insert("b.go".into(), entry(Outcome::Rejected));
+        entries.insert(
+            "c.rs".into(),
+            entry(Outcome::Facts(Blob::own(vec![9; 300]))),
+        );
+        entries.insert("d.bin".into(), entry(Outcome::Binary));
+        let bytes = rmp_serde::to_vec(&entries).unwrap();
+        let back = read_shard(bytes.clone()).expect("reads");
+        assert_eq!(back.len(), entries.len());
+        for (k, e) in &entries {
+            let b = &back[k];
+            assert_eq!(b.outcome, e.outcome, "{k}");
+            assert_eq!((b.size, b.mtime, b.settled, b.hash), (12, 34, true, 56));
+            assert_eq!(b.scan, Some((7, true)));
+            assert!(!b.seen);
+        }
+        // the facts are ranges of the one buffer read
+        let (Outcome::Facts(x), Outcome::Facts(y)) = (&back["a.py"].outcome, &back["c.rs"].outcome)
+        else {
+            panic!("facts lost");
+        };
+        assert!(Arc::ptr_eq(&x.buf, &y.buf));
+        // written again, it reads back whole
+        let again = rmp_serde::to_vec(&back).unwrap();
+        assert_eq!(read_shard(again).expect("reads").len(), entries.len());
+        // truncated or damaged: ignored, never a panic
+        for cut in 0..bytes.len() {
+            assert!(read_shard(bytes[..cut].to_vec()).is_none(), "cut at {cut}");
+        }
+        for i in 0..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0xff;
+            let _ = read_shard(bad);
+        }
     }
 }
