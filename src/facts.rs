@@ -476,6 +476,11 @@ pub struct FileFacts {
     /// runs. `None` when the file declares none.
     #[serde(default)]
     pub run_limit_secs: Option<u64>,
+    /// The hard limits, in seconds, after which a worker kills a run of one
+    /// function (a Celery task's `@app.task(time_limit=600)`), as (the
+    /// function's scope, the limit).
+    #[serde(default)]
+    pub task_limits: Vec<(ScopeId, u64)>,
 }
 
 /// The TTL argument of the op whose method name starts at `name_start`.
@@ -507,6 +512,7 @@ impl FileFacts {
             link: LinkFacts::default(),
             ttls: Vec::new(),
             run_limit_secs: None,
+            task_limits: Vec::new(),
         }
     }
 

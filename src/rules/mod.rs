@@ -1235,12 +1235,19 @@ impl<'a> Context<'a> {
     }
 
     /// The acquire's TTL is a constant at least as long as the hard runtime
-    /// limit the file declares for its runs (a route's `maxDuration`): the
-    /// platform ends the holder before the key can expire, so the lease
-    /// never changes hands while held. A shorter TTL, one that is not a
-    /// constant, or a file without a limit: false.
+    /// limit the file declares for its runs (a route's `maxDuration`), or
+    /// that its function declares (a Celery task's `time_limit`): the
+    /// platform or worker ends the holder before the key can expire, so the
+    /// lease never changes hands while held. A shorter TTL, one that is not
+    /// a constant, or no limit: false.
     pub fn outlives_run(&self, op: &Op) -> bool {
-        let Some(limit) = self.facts.run_limit_secs else {
+        let task = self
+            .facts
+            .task_limits
+            .iter()
+            .find(|(s, _)| *s == op.scope)
+            .map(|(_, l)| *l);
+        let Some(limit) = self.facts.run_limit_secs.or(task) else {
             return false;
         };
         self.ttls

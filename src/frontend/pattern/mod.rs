@@ -211,7 +211,10 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
                 .call_sites
                 .push(call_site(&toks, c, Span::new(name.start, end)));
             if kind == (OpKind::Acquire { expiry: true }) {
-                facts.ttls.extend(ttl::of_call(&an, c, name.start));
+                facts.ttls.extend(
+                    ttl::of_call(&an, c, name.start)
+                        .or_else(|| ttl::of_cache_add(&an, c, name.start)),
+                );
             }
         }
         facts.ops.push(Op {
@@ -237,6 +240,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     facts.deliberate_spans = paths::deliberate_spans(&an, &lines);
     facts.scripts = std::mem::take(&mut an.scripts);
     facts.run_limit_secs = ttl::run_limit(&an);
+    facts.task_limits = ttl::task_limits(&an);
     // project link facts (SPEC §2 "Project summaries")
     let client_calls: HashSet<usize> = drafts.iter().filter_map(|(_, ci)| *ci).collect();
     link::record(&an, &all_calls, &client_calls, &mut facts);

@@ -52,6 +52,101 @@ pub fn of_call(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpTtl> {
     None
 }
 
+/// The TTL of a Python cache framework's `cache.add(k, v, timeout)` (Django,
+/// Flask-Caching: seconds): its `timeout=` argument or its third positional
+/// one. `None` for another call or one without a TTL.
+pub fn of_cache_add(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpTtl> {
+    if an.lang != Language::Python || c.name != "add" {
+        return None;
+    }
+    let arg = c
+        .args
+        .iter()
+        .find(|a| a.name.as_deref() == Some("timeout"))
+        .or_else(|| c.args.iter().filter(|a| a.name.is_none()).nth(2))?;
+    let (vs, ve) = (arg.start, arg.end.min(an.toks.len()));
+    if ve <= vs {
+        return None;
+    }
+    let scope = an.st.tok_scope.get(vs).copied().unwrap_or(0);
+    Some(OpTtl {
+        name_start,
+        ms: const_int(an, vs, ve, scope, 0).and_then(|n| n.checked_mul(1000)),
+        names: names(an, vs, ve, scope),
+    })
+}
+
+/// The hard time limits, in seconds, of a Python file's Celery tasks: a
+/// function decorated `@app.task(time_limit=N)` or `@shared_task(time_limit=N)`
+/// with a constant `N`, as (the scope of its body, N). The worker kills the
+/// task when it is reached. (`soft_time_limit` only raises an exception in
+/// the task, which the task may catch and go on: not a hard limit.)
+pub fn task_limits(an: &Analyzer) -> Vec<(u32, u64)> {
+    let mut out = Vec::new();
+    if an.lang != Language::Python {
+        return out;
+    }
+    let toks: &[Tok] = an.toks;
+    for i in 0..toks.len().saturating_sub(2) {
+        if !toks[i].is("@") {
+            continue;
+        }
+        // `@ a . b . task (`: the decorator's dotted name, then its arguments
+        let mut j = i + 1;
+        while j + 1 < toks.len() && toks[j].is_ident() && toks[j + 1].is(".") {
+            j += 2;
+        }
+        if !(j + 1 < toks.len()
+            && toks[j].is_ident()
+            && matches!(&*toks[j].text, "task" | "shared_task")
+            && toks[j + 1].is("("))
+        {
+            continue;
+        }
+        let Some(&close) = an.st.matching.get(&(j + 1)) else {
+            continue;
+        };
+        let mut limit = None;
+        let mut k = j + 2;
+        while k + 2 < close {
+            if toks[k].text == "time_limit"
+                && toks[k + 1].is("=")
+                && (toks[k - 1].is("(") || toks[k - 1].is(","))
+            {
+                let end = value_end(an, k + 2, close);
+                limit = const_int(an, k + 2, end, 0, 0);
+                break;
+            }
+            k += 1;
+        }
+        let Some(limit) = limit else {
+            continue;
+        };
+        // further decorators, then `def name` (or `async def name`)
+        let mut d = close + 1;
+        while d < toks.len() && toks[d].is("@") {
+            let mut e = d + 1;
+            // the decorator's name ends at its line's end (`def` is a word too)
+            while e < toks.len() && !toks[e].nl && (toks[e].is_ident() || toks[e].is(".")) {
+                e += 1;
+            }
+            d = match toks.get(e) {
+                Some(t) if t.is("(") => an.st.matching.get(&e).map_or(toks.len(), |&m| m + 1),
+                _ => e,
+            };
+        }
+        if d < toks.len() && toks[d].is("async") {
+            d += 1;
+        }
+        if d + 1 < toks.len() && toks[d].is("def") {
+            if let Some(&scope) = an.st.decl_scope.get(&(d + 1)) {
+                out.push((scope, limit));
+            }
+        }
+    }
+    out
+}
+
 /// One past the last token of the value starting at `s` (up to the next `,`
 /// or closing bracket at its own nesting level).
 fn value_end(an: &Analyzer, s: usize, end: usize) -> usize {
