@@ -210,7 +210,9 @@ fn ts_signatures(toks: &[Tok], st: &mut Structure) {
     ];
     for i in 0..toks.len().saturating_sub(1) {
         let t = &toks[i];
-        if !t.is_ident() || !toks[i + 1].is("(") {
+        // generic: `getJSON<T>(key: string): Promise<T | null>;`
+        let open = skip_type_params(toks, i + 1, Language::TypeScript);
+        if !t.is_ident() || !toks.get(open).is_some_and(|o| o.is("(")) {
             continue;
         }
         let prev = i.checked_sub(1).map(|p| &toks[p]);
@@ -226,7 +228,7 @@ fn ts_signatures(toks: &[Tok], st: &mut Structure) {
         if !starts {
             continue;
         }
-        let Some(&close) = st.matching.get(&(i + 1)) else {
+        let Some(&close) = st.matching.get(&open) else {
             continue;
         };
         if toks.get(close + 1).is_some_and(|n| n.is(":")) {
@@ -450,14 +452,14 @@ fn expression_body(
     let t = &toks[i];
     let (name_tok, open) = match lang {
         Language::Kotlin if t.is("fun") => {
-            let mut j = i + 1;
+            let mut j = skip_type_params(toks, i + 1, lang);
             while toks.get(j + 1).is_some_and(|x| x.is(".")) {
                 j += 2;
             }
             (j, j + 1)
         }
         Language::CSharp if t.is_ident() && matches!(frames.last(), Some((_, Frame::Class(_)))) => {
-            (i, i + 1)
+            (i, skip_type_params(toks, i + 1, lang))
         }
         _ => return None,
     };
@@ -529,6 +531,59 @@ fn first_param_paren(h: &[Tok]) -> usize {
         i += 1;
     }
     h.len()
+}
+
+/// Longest type-parameter list (in tokens) that [`skip_type_params`] reads.
+const MAX_TYPE_PARAM_TOKENS: usize = 64;
+
+/// Past a type-parameter list that opens at `h[i]` right after a declared
+/// name (`setJSON<T>(` in TypeScript, C# `Get<T>(`, Kotlin `fun <T> f(`,
+/// Go `Name[T any](`): the index after its closing bracket. `i` itself when
+/// `h[i]` opens none or the list does not close within a short header.
+pub(crate) fn skip_type_params(h: &[Tok], i: usize, lang: Language) -> usize {
+    let (open, close) = match lang {
+        Language::Go => ("[", "]"),
+        Language::TypeScript | Language::Java | Language::Kotlin | Language::CSharp => ("<", ">"),
+        _ => return i,
+    };
+    if !h.get(i).is_some_and(|t| t.is(open)) {
+        return i;
+    }
+    let mut depth = 0usize;
+    for (k, t) in h.iter().enumerate().skip(i).take(MAX_TYPE_PARAM_TOKENS) {
+        if t.is(open) {
+            depth += 1;
+        } else if t.is(close) {
+            depth -= 1;
+            if depth == 0 {
+                return k + 1;
+            }
+        } else if t.is(";") {
+            break;
+        }
+    }
+    i
+}
+
+/// The `<` of a type-parameter list that ends right before `h[end]`.
+fn type_params_start(h: &[Tok], end: usize) -> Option<usize> {
+    if !end.checked_sub(1).is_some_and(|l| h[l].is(">")) {
+        return None;
+    }
+    let mut depth = 0usize;
+    for k in (0..end).rev().take(MAX_TYPE_PARAM_TOKENS) {
+        if h[k].is(">") {
+            depth += 1;
+        } else if h[k].is("<") {
+            depth -= 1;
+            if depth == 0 {
+                return Some(k);
+            }
+        } else if h[k].is(";") {
+            break;
+        }
+    }
+    None
 }
 
 fn classify_header(
@@ -626,8 +681,11 @@ fn classify_header(
                 if close <= base + 1 || close >= open {
                     return Frame::Block;
                 }
-                // receiver type: last ident inside
-                if let Some(ty) = toks[base + 1..close].iter().rev().find(|t| t.is_ident()) {
+                // receiver type: last ident inside, before a generic
+                // type's arguments (`(c *Cache[K, V])`)
+                let recv = &toks[base + 1..close];
+                let recv = &recv[..recv.iter().position(|t| t.is("[")).unwrap_or(recv.len())];
+                if let Some(ty) = recv.iter().rev().find(|t| t.is_ident()) {
                     owner = Some(ty.text.to_string());
                 }
                 let idents: Vec<&Tok> = toks[base + 1..close]
@@ -639,9 +697,11 @@ fn classify_header(
                 }
                 k = close - base + 1;
             }
+            // generic: func Name[T any](
+            let p = skip_type_params(h, k + 1, lang);
             if let Some(n) = h
                 .get(k)
-                .filter(|n| n.is_ident() && h.get(k + 1).is_some_and(|p| p.is("(")))
+                .filter(|n| n.is_ident() && h.get(p).is_some_and(|p| p.is("(")))
             {
                 let params = &toks[base + k..open];
                 let test = n.text.starts_with("Test") && params.iter().any(|p| p.text == "testing");
@@ -661,12 +721,21 @@ fn classify_header(
             if h.get(j).is_some_and(|x| x.is("*")) {
                 j += 1;
             }
-            // Kotlin extension / generic: fun <T> Type.name(
+            // Kotlin generic: fun <T> name(
+            j = skip_type_params(h, j, lang);
+            // Kotlin extension: fun Type.name( / fun List<T>.name(
             while h.get(j + 1).is_some_and(|x| x.is(".") || x.is("<")) {
-                j += 2;
+                let dot = skip_type_params(h, j + 1, lang);
+                if !h.get(dot).is_some_and(|x| x.is(".")) {
+                    break;
+                }
+                j = dot + 1;
             }
             if let Some(n) = h.get(j).filter(|n| n.is_ident()) {
-                if h.get(j + 1).is_some_and(|x| x.is("(")) {
+                // TypeScript generic: function name<T>(
+                if h.get(skip_type_params(h, j + 1, lang))
+                    .is_some_and(|x| x.is("("))
+                {
                     let test = annotated_test
                         || (lang == Language::Php && n.text.starts_with("test"))
                         || (lang == Language::Kotlin && class_is_test);
@@ -725,13 +794,15 @@ fn classify_header(
                 )
             })
             .unwrap_or(0);
+        // a generic method's type parameters come before its list (`setJSON<T>(`)
+        let p = skip_type_params(h, k + 1, lang);
         let header_ends = st
             .matching
-            .get(&(base + k + 1))
+            .get(&(base + p))
             .is_some_and(|&c| c + 1 == open || toks.get(c + 1).is_some_and(|x| x.is(":")));
         if h.get(k)
             .is_some_and(|n| n.is_ident() && !CONTROL.contains(&n.text.as_ref()))
-            && h.get(k + 1).is_some_and(|p| p.is("("))
+            && h.get(p).is_some_and(|p| p.is("("))
             && header_ends
         {
             let name = h[k].text.to_string();
@@ -742,9 +813,14 @@ fn classify_header(
     let direct_in_class = matches!(frames.last(), Some((_, Frame::Class(_))));
     if direct_in_class {
         if let Some(p) = h.iter().position(|t| t.is("(")) {
-            if p >= 1 && h[p - 1].is_ident() && !CONTROL.contains(&h[p - 1].text.as_ref()) {
-                let name = h[p - 1].text.to_string();
-                return mk(st, &name, base + p - 1, owner, annotated_test);
+            // C# generic method: the name precedes its `<T>` (`Get<T>(`)
+            let name_at = type_params_start(h, p).unwrap_or(p);
+            if name_at >= 1
+                && h[name_at - 1].is_ident()
+                && !CONTROL.contains(&h[name_at - 1].text.as_ref())
+            {
+                let name = h[name_at - 1].text.to_string();
+                return mk(st, &name, base + name_at - 1, owner, annotated_test);
             }
         }
     }

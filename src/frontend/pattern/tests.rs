@@ -568,3 +568,41 @@ fn catch_with_a_filter_is_still_around_the_acquire() {
     let f = extract(std::path::Path::new("x.cs"), src, Language::CSharp);
     assert!(f.fail_opens.is_empty());
 }
+
+#[test]
+fn generic_methods_get_their_own_scope_and_parameters() {
+    // (language, file, source, method name): the body of a method with type
+    // parameters is its own scope, not the class's, and its parameters are read
+    let cases = [
+        (Language::TypeScript, "a.ts", "class S {\n  async setJSON<T>(key: string, value: T, ttl = 180): Promise<void> {\n    await this.client.setex(key, ttl, JSON.stringify(value));\n  }\n}\n", "setJSON"),
+        (Language::TypeScript, "a.ts", "class S {\n  async put<K extends Array<string>, V = Map<K, number>>(key: string): Promise<void> {\n    await this.client.setex(key, 60, 'v');\n  }\n}\n", "put"),
+        (Language::TypeScript, "a.ts", "export async function setJSON<T>(key: string, value: T) {\n  await redis.setex(key, 60, JSON.stringify(value));\n}\n", "setJSON"),
+        (Language::JavaScript, "a.js", "const o = {\n  async put(key, value) {\n    await redis.del(key);\n  },\n};\n", "put"),
+        (Language::CSharp, "a.cs", "class S {\n  public async Task SetJson<T>(string key, T value) where T : class {\n    await _db.StringSetAsync(key, Serialize(value));\n  }\n}\n", "SetJson"),
+        (Language::Java, "A.java", "class S {\n  public <T> void setJson(String key, T value) {\n    jedis.setex(key, 60, toJson(value));\n  }\n}\n", "setJson"),
+        (Language::Kotlin, "a.kt", "fun <T> setJson(key: String, value: T) {\n  redis.opsForValue().set(key, toJson(value))\n}\n", "setJson"),
+        (Language::Kotlin, "a.kt", "class S {\n  fun <T> setJson(key: String, value: T) = redis.opsForValue().set(key, toJson(value))\n}\n", "setJson"),
+        (Language::CSharp, "a.cs", "class S {\n  public Task<bool> SetJson<T>(string key, T value) => _db.StringSetAsync(key, Serialize(value));\n}\n", "SetJson"),
+        (Language::Go, "a.go", "package x\nimport \"github.com/redis/go-redis/v9\"\nfunc SetJSON[T any](ctx context.Context, key string, v T) error {\n\treturn rdb.Set(ctx, key, v, time.Minute).Err()\n}\n", "SetJSON"),
+    ];
+    let mut wrong = Vec::new();
+    for (lang, file, src, name) in cases {
+        let f = extract(std::path::Path::new(file), src, lang);
+        let Some(op) = f.ops.first() else {
+            wrong.push(format!("{file}: no op in {src}"));
+            continue;
+        };
+        let scope = &f.scopes[op.scope as usize].name;
+        let sig = f.link.functions.iter().find(|s| s.scope == op.scope);
+        if scope != name || !sig.is_some_and(|s| s.params.iter().any(|p| p == "key")) {
+            wrong.push(format!("{file}: scope `{scope}`, {sig:?} in {src}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    // a generic signature without a body declares a method, it calls nothing
+    let ts = "interface Cache {\n  getJSON<T>(key: string): Promise<T | null>;\n}\n";
+    let toks = lex(ts, Language::TypeScript);
+    let st = calls::structure(&toks, ts, Language::TypeScript);
+    let name = toks.iter().position(|t| t.text == "getJSON").unwrap();
+    assert!(st.decl_names.contains(&name));
+}

@@ -231,13 +231,15 @@ impl<'a> Values<'a> {
             .count()
     }
 
-    /// The `(` of a declaration's parameter list: right after the name, or
-    /// for a JS/TS arrow assigned to a name, after `= [async]`.
+    /// The `(` of a declaration's parameter list: right after the name (and
+    /// its type parameters: `setJSON<T>(`, Go `Name[T any](`), or for a
+    /// JS/TS arrow assigned to a name, after `= [async]`.
     pub(crate) fn param_open(&self, n: usize) -> Option<usize> {
         let toks = self.toks;
         let next = toks.get(n + 1)?;
-        if next.is("(") {
-            return Some(n + 1);
+        let after = super::calls::skip_type_params(toks, n + 1, self.lang);
+        if toks.get(after)?.is("(") {
+            return Some(after);
         }
         if matches!(self.lang, Language::JavaScript | Language::TypeScript) && next.is("=") {
             let mut j = n + 2;
