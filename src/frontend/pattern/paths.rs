@@ -465,6 +465,28 @@ fn lease_still_valid(cond: &[Tok]) -> bool {
 /// Byte ranges of code that runs only while the holder's clock says the
 /// lease is valid: `if elapsed < ttl`, `if now < deadline`, `if ttl > elapsed`.
 pub fn validity_spans(an: &Analyzer, lines: &LineEnds) -> Vec<Span> {
+    if_body_spans(an, lines, 24, |cond| {
+        // no `||` (an alternative would run the body anyway) and no negated
+        // group; a conjunction (`now < deadline and lock`) guards when one
+        // of its terms is the comparison
+        !(cond.iter().any(|t| t.is("||") || t.is("or"))
+            || cond
+                .windows(2)
+                .any(|w| (w[0].is("!") || w[0].is("not")) && w[1].is("(")))
+            && cond
+                .split(|t| t.is("&&") || t.is("and"))
+                .any(lease_still_valid)
+    })
+}
+
+/// The bodies of the `if`s (not `.if` members) whose condition, at most
+/// `max_cond` tokens, satisfies `pred`.
+fn if_body_spans(
+    an: &Analyzer,
+    lines: &LineEnds,
+    max_cond: usize,
+    pred: impl Fn(&[Tok]) -> bool,
+) -> Vec<Span> {
     let toks = an.toks;
     let mut out = Vec::new();
     for i in 0..toks.len() {
@@ -474,24 +496,10 @@ pub fn validity_spans(an: &Analyzer, lines: &LineEnds) -> Vec<Span> {
         let Some((cs, ce, bs, be)) = if_parts(an, lines, i) else {
             continue;
         };
-        if ce <= cs || ce - cs > 24 {
+        if ce <= cs || ce - cs > max_cond {
             continue;
         }
-        let cond = &toks[cs..ce];
-        // no `||` (an alternative would run the body anyway) and no negated
-        // group; a conjunction (`now < deadline and lock`) guards when one
-        // of its terms is the comparison
-        if cond.iter().any(|t| t.is("||") || t.is("or"))
-            || cond
-                .windows(2)
-                .any(|w| (w[0].is("!") || w[0].is("not")) && w[1].is("("))
-        {
-            continue;
-        }
-        let ok = cond
-            .split(|t| t.is("&&") || t.is("and"))
-            .any(lease_still_valid);
-        if ok {
+        if pred(&toks[cs..ce]) {
             if let Some(sp) = span_of(toks, bs, be) {
                 out.push(sp);
             }
@@ -532,23 +540,5 @@ fn deliberate_flag(cond: &[Tok]) -> bool {
 /// ($override)`, `if force:`, `if (opts.force)`. A delete there is a forced
 /// release by request, not the function's ordinary release.
 pub fn deliberate_spans(an: &Analyzer, lines: &LineEnds) -> Vec<Span> {
-    let toks = an.toks;
-    let mut out = Vec::new();
-    for i in 0..toks.len() {
-        if !toks[i].is("if") || (i > 0 && (toks[i - 1].is(".") || toks[i - 1].is("?."))) {
-            continue;
-        }
-        let Some((cs, ce, bs, be)) = if_parts(an, lines, i) else {
-            continue;
-        };
-        if ce <= cs || ce - cs > 12 {
-            continue;
-        }
-        if deliberate_flag(&toks[cs..ce]) {
-            if let Some(sp) = span_of(toks, bs, be) {
-                out.push(sp);
-            }
-        }
-    }
-    out
+    if_body_spans(an, lines, 12, deliberate_flag)
 }
