@@ -1,7 +1,7 @@
 use super::ll011_non_atomic_acquire::check_then_set;
 use super::{Context, Diagnostic, Rule, RuleMeta};
 use crate::advice;
-use crate::facts::OpKind;
+use crate::facts::{Op, OpKind};
 use crate::finding::Severity;
 
 /// Flags an EXPIRE/PEXPIRE (or `SET … XX PX`, or a plain `SET … PX`) of a
@@ -15,6 +15,27 @@ static META: RuleMeta = RuleMeta {
     summary: "a lock's lease is extended (or overwritten) without checking that this process still owns it",
     doc: include_str!("ll007_unconditional_extend.md"),
 };
+
+/// An `EXPIRE` whose nearest op of the key in its function is a `GET` that
+/// follows a set-if-absent of it there (`SET k me NX EX`; if that failed,
+/// `GET k == me` then `EXPIRE k`): the holder's value was read back to
+/// decide the extend, so the key is a lease with an owner, a lock. A
+/// non-lock key read and expired (a session touched while its user matches)
+/// has no set-if-absent and never gets here; the TTL set after a legacy
+/// `GETSET` takeover (LL010's) follows the `GETSET`, not the `GET`.
+fn renewed_after_read(cx: &Context, op: &Op) -> bool {
+    op.kind == OpKind::Expire
+        && cx.earlier_same_key(op).next().is_some_and(|get| {
+            get.kind == OpKind::Get
+                && !get.watched
+                && [
+                    OpKind::Acquire { expiry: true },
+                    OpKind::Acquire { expiry: false },
+                ]
+                .iter()
+                .any(|k| cx.nearest_before(get, k).is_some())
+        })
+}
 
 impl Rule for UnconditionalExtend {
     fn meta(&self) -> &'static RuleMeta {
@@ -31,9 +52,15 @@ impl Rule for UnconditionalExtend {
             // A lock: named like one, or taken with set-if-absent and released
             // somewhere. A counter or cache key that is merely created with
             // SETNX is not (SPEC §1).
+            // Or renewed as one: in the function that tries to take it, its
+            // holder is read back (`GET`, compared in the client) before the
+            // EXPIRE — a leader lease re-armed by whoever finds its own name
+            // there, in two round trips.
             let lock = cx.is_lock_key(op)
                 && !cx.counter_or_collection(op)
-                && (cx.key_reads_like_lock(&op.key) || cx.released(op).is_some());
+                && (cx.key_reads_like_lock(&op.key)
+                    || cx.released(op).is_some()
+                    || renewed_after_read(cx, op));
             // The other path of a write that sets-if-absent on one branch
             // (`if nx { return setnx(k…) }; return set(k…)`): no acquire ran.
             let other_path = cx

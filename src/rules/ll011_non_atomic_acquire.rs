@@ -1,3 +1,4 @@
+use super::ll010_legacy_takeover_lock::legacy_takeover;
 use super::{Context, Diagnostic, Rule, RuleMeta};
 use crate::advice;
 use crate::facts::{Op, OpKind};
@@ -72,6 +73,47 @@ pub(crate) fn check_then_set<'a>(cx: &Context<'a>, write: &'a Op) -> Option<&'a 
     (lock_key && used).then_some(check)
 }
 
+/// The `GET` when `write` is the plain `SET` of a takeover after a failed
+/// set-if-absent (SPEC §3 LL011: the check may find the key's holder gone
+/// rather than the key absent): in the same function, a set-if-absent of
+/// the key, then a `GET` of it (the holder's deadline or id, judged stale
+/// in the client), then this write without NX in a branch below that `GET`,
+/// with no other write of the key between them, outside `WATCH`. Two
+/// waiters that both judge the holder stale both write and both hold the
+/// lock. The legacy deadline
+/// variant is LL010's ([`legacy_takeover`] returns this write then). The
+/// key is used as a lock (released, extended, or named like one); a status
+/// marker (`SETNX k "running"`, `GET k`, `SET k "done"`) that nothing
+/// releases, and a counter, are not.
+fn takeover_set<'a>(cx: &Context<'a>, write: &'a Op) -> Option<&'a Op> {
+    if !matches!(write.kind, OpKind::Set { .. }) || write.watched || write.key.is_unknown() {
+        return None;
+    }
+    let get = cx.nearest_before(write, &OpKind::Get)?;
+    // the write is gated on what the GET found (nested below it); a write at
+    // the GET's own level (`if setnx(k) { v = get(k); set(k, next(v)) }`)
+    // updates a lock already held
+    if get.watched || write.depth <= get.depth {
+        return None;
+    }
+    let acquire = [
+        OpKind::Acquire { expiry: true },
+        OpKind::Acquire { expiry: false },
+    ]
+    .iter()
+    .filter_map(|k| cx.nearest_before(get, k))
+    .max_by_key(|a| a.order)?;
+    // nothing else writes the key between the acquire and this SET
+    let between = cx
+        .earlier_same_key(write)
+        .take_while(|o| o.order > acquire.order)
+        .any(|o| !matches!(o.kind, OpKind::Get | OpKind::Exists | OpKind::Expire));
+    if between || legacy_takeover(cx, acquire).is_some_and(|t| std::ptr::eq(t, write)) {
+        return None;
+    }
+    cx.used_as_lock(acquire).then_some(get)
+}
+
 impl Rule for NonAtomicAcquire {
     fn meta(&self) -> &'static RuleMeta {
         &META
@@ -79,18 +121,33 @@ impl Rule for NonAtomicAcquire {
 
     fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
         for op in cx.ops() {
-            let Some(check) = check_then_set(cx, op) else {
-                continue;
+            let (check, takeover) = match check_then_set(cx, op) {
+                Some(check) => (check, false),
+                None => match takeover_set(cx, op) {
+                    Some(get) => (get, true),
+                    None => continue,
+                },
             };
             let how = if check.kind == OpKind::Exists {
                 "EXISTS"
             } else {
                 "GET"
             };
+            let (seen, label) = if takeover {
+                (
+                    format!("reading its holder ({how}) after the set-if-absent failed, judging the holder gone in the client and then writing it with a plain SET: two waiters can both judge it gone"),
+                    "the holder is read here and judged gone in the client, in a separate round trip",
+                )
+            } else {
+                (
+                    format!("checking that it is absent ({how}) and then writing it with a plain SET: two processes can both see it absent"),
+                    "the key is found absent here, in a separate round trip",
+                )
+            };
             out.push(Diagnostic {
                 span: Context::call_span(op),
                 message: format!(
-                    "lock `{}` is taken by checking that it is absent ({how}) and then writing it with a plain SET: two processes can both see it absent, both write it, and both believe they hold the lock",
+                    "lock `{}` is taken by {seen}, both write it, and both believe they hold the lock",
                     op.key.display()
                 ),
                 label: "writes the lock without NX, after a separate check".into(),
@@ -99,10 +156,7 @@ impl Rule for NonAtomicAcquire {
                     advice::acquire(op.client)
                 ),
                 note: None,
-                labels: vec![(
-                    Context::call_span(check),
-                    "the key is found absent here, in a separate round trip".into(),
-                )],
+                labels: vec![(Context::call_span(check), label.into())],
             });
         }
     }
