@@ -570,6 +570,13 @@ pub struct FnSig {
     /// a call may leave them out.
     #[serde(default)]
     pub optional: usize,
+    /// The keys its `return` statements hand back (each branch of a
+    /// conditional apart: `return ok ? lockKey : null`), normalised as the
+    /// function's own ops normalise theirs: a function that returns the key
+    /// it locked gives its caller the key to release (SPEC §2 "Project
+    /// summaries").
+    #[serde(default)]
+    pub returns: Vec<KeyExpr>,
 }
 
 /// A call of something that is not a Redis client method: a candidate call
@@ -587,6 +594,11 @@ pub struct CallSite {
     pub depth: u32,
     pub span: Span,
     pub name_span: Span,
+    /// The key form a local bound once to this call's result takes in the
+    /// caller's ops (`k = tryLock(id); …; del(k)`), when the call is the
+    /// whole right-hand side of such a binding.
+    #[serde(default)]
+    pub result_key: Option<KeyExpr>,
 }
 
 /// One argument of a [`CallSite`], normalised as a key and as a value.

@@ -232,6 +232,7 @@ mod tests {
             depth: 0,
             span: Span::default(),
             name_span: Span::default(),
+            result_key: None,
         }
     }
 

@@ -121,6 +121,15 @@ pub fn link(files: &[ProjectFile]) -> Vec<FileView> {
             views[s.file].facades.push(s.scope);
         }
     }
+    if sums.iter().any(|s| s.returns_key.is_some()) {
+        let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (si, s) in sums.iter().enumerate() {
+            by_name.entry(s.name.as_str()).or_default().push(si);
+        }
+        for (fi, view) in views.iter_mut().enumerate() {
+            view.key_rewrites = returned_keys(files, &sums, &by_name, fi);
+        }
+    }
     for (fi, view) in views.iter_mut().enumerate() {
         fail_opens_at_calls(files, fi, view);
     }
@@ -301,6 +310,90 @@ fn resolve(
     Some(one)
 }
 
+/// SPEC §2 constant value, through a wrapper: the argument the wrapper
+/// writes as the value is made only of variables of the key it writes at
+/// this call (`lock($key, $key)` of a `lock($key, $value)` that takes
+/// `"lock_" . $key`): every holder of that key writes the same value. As
+/// at a client call (`own_key_value` of the pattern front-end), the key
+/// must also carry a fixed part, so a generic `set(k, k)` says nothing.
+fn own_key_value(key: &KeyExpr, arg: &crate::facts::CallArg) -> bool {
+    if !matches!(arg.value, crate::facts::ValueExpr::Unknown) || arg.key.is_unknown() {
+        return false;
+    }
+    arg.key.parts.iter().all(|p| match p {
+        KeyPart::Var(v) | KeyPart::Const(v) => key
+            .parts
+            .iter()
+            .any(|q| matches!(q, KeyPart::Var(w) | KeyPart::Const(w) if w == v)),
+        _ => false,
+    }) && key.parts.iter().any(|p| matches!(p, KeyPart::Lit(_)))
+}
+
+/// A summarised key with the call site's arguments in place of the parameters.
+fn key_at(parts: &[TPart], idents: &[String], cs: &CallSite) -> KeyExpr {
+    let mut key = KeyExpr::default();
+    for p in parts {
+        match p {
+            TPart::Part(part) => key.push(part.clone()),
+            TPart::Param(i) => match cs.args.get(*i) {
+                Some(a) => key.append(a.key.clone()),
+                None => key.push(KeyPart::Unknown),
+            },
+        }
+    }
+    key.idents.extend(idents.iter().cloned());
+    key
+}
+
+/// Locals bound to the result of a function that returns the key it locked
+/// (`k = tryLockCallback(id)` … `del(k)`): in the caller's scope, an op on
+/// the local's key form is an op on the key the function locked, with the
+/// caller's arguments (SPEC §2 "Project summaries": whether it returns the
+/// acquire's result or a handle).
+fn returned_keys(
+    files: &[ProjectFile],
+    sums: &[Summary],
+    by_name: &HashMap<&str, Vec<usize>>,
+    fi: usize,
+) -> Vec<super::KeyRewrite> {
+    let mut out = Vec::new();
+    for cs in &files[fi].facts.link.calls {
+        let Some(from) = &cs.result_key else {
+            continue;
+        };
+        let Some(cands) = by_name.get(cs.callee.as_str()) else {
+            continue;
+        };
+        let Some(si) = resolve(files, sums, cands, fi, cs) else {
+            continue;
+        };
+        let (Some((parts, idents)), Some(own)) = (&sums[si].returns_key, &sums[si].returns_own)
+        else {
+            continue;
+        };
+        // A key with a fixed part of its own (`PREFIX + id`) is the one the
+        // function locked, as it wrote it: the caller's release correlates
+        // with that acquire, and a defect of the acquire stays reported in
+        // the function that wrote it. A key made only of the caller's
+        // arguments is the caller's key.
+        let mut to = if own.has_constant_part() {
+            own.clone()
+        } else {
+            key_at(parts, idents, cs)
+        };
+        if to.is_unknown() || to.parts == from.parts {
+            continue;
+        }
+        to.idents.extend(from.idents.iter().cloned());
+        out.push(super::KeyRewrite {
+            scope: cs.scope,
+            from: from.parts.clone(),
+            to,
+        });
+    }
+    out
+}
+
 /// The summary's ops performed at the call site with its arguments.
 fn instantiate(file: usize, s: &Summary, cs: &CallSite, out: &mut Vec<Inst>) {
     let via = match &s.owner {
@@ -308,20 +401,17 @@ fn instantiate(file: usize, s: &Summary, cs: &CallSite, out: &mut Vec<Inst>) {
         None => s.name.clone(),
     };
     for (k, so) in s.ops.iter().take(MAX_PER_CALL).enumerate() {
-        let mut key = KeyExpr::default();
-        for p in &so.key {
-            match p {
-                TPart::Part(part) => key.push(part.clone()),
-                TPart::Param(i) => match cs.args.get(*i) {
-                    Some(a) => key.append(a.key.clone()),
-                    None => key.push(KeyPart::Unknown),
-                },
-            }
-        }
-        key.idents.extend(so.idents.iter().cloned());
+        let key = key_at(&so.key, &so.idents, cs);
         let (value, value_var) = match &so.value {
             VSrc::Fixed(v) => (v.clone(), None),
             VSrc::Param(i) => match cs.args.get(*i) {
+                Some(a) if own_key_value(&key, a) => (
+                    Some(crate::words::constant(&format!(
+                        "`{}` (derived from the key's own variables)",
+                        a.name.as_deref().unwrap_or("the key's variable")
+                    ))),
+                    None,
+                ),
                 Some(a) => (Some(a.value.clone()), a.name.clone()),
                 None => (None, None),
             },

@@ -58,6 +58,15 @@ pub struct Inst {
     pub seq: u32,
 }
 
+/// In one scope, ops whose key normalises to `from` (a local bound to the
+/// result of a function that returns the key it locked) act on `to`.
+#[derive(Clone, Debug)]
+pub struct KeyRewrite {
+    pub scope: ScopeId,
+    pub from: Vec<crate::facts::KeyPart>,
+    pub to: crate::facts::KeyExpr,
+}
+
 /// What the rules of one file see beyond the file's own facts.
 #[derive(Clone, Debug, Default)]
 pub struct FileView {
@@ -72,6 +81,8 @@ pub struct FileView {
     pub fail_opens: Vec<crate::facts::FailOpen>,
     /// Scopes run only on failure paths of their callers ([`failure`]).
     pub failure_scopes: Vec<ScopeId>,
+    /// Keys returned by the functions that locked them ([`link`]).
+    pub key_rewrites: Vec<KeyRewrite>,
 }
 
 impl FileView {
@@ -88,6 +99,7 @@ impl FileView {
             && self.facades.is_empty()
             && self.fail_opens.is_empty()
             && self.failure_scopes.is_empty()
+            && self.key_rewrites.is_empty()
         {
             return None;
         }
@@ -116,6 +128,18 @@ impl FileView {
                 .saturating_add(i.seq.min(SLOTS - 2));
             op
         }));
+        if !self.key_rewrites.is_empty() {
+            let to: std::collections::HashMap<(ScopeId, &[crate::facts::KeyPart]), _> = self
+                .key_rewrites
+                .iter()
+                .map(|r| ((r.scope, r.from.as_slice()), &r.to))
+                .collect();
+            for o in f.ops.iter_mut() {
+                if let Some(k) = to.get(&(o.scope, o.key.parts.as_slice())) {
+                    o.key = (*k).clone();
+                }
+            }
+        }
         // an op of a function run only on failure paths runs on one
         let failing: Vec<Span> = f
             .ops

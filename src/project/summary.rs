@@ -66,6 +66,12 @@ pub struct Summary {
     /// The function (`Owner.name`) it forwards its parameters to under the
     /// same name: it is a facade when that function is one.
     pub facade_if: Option<String>,
+    /// The key it returns, when that is the key of one of its acquires (in
+    /// terms of its parameters, with the identifiers that are not
+    /// parameters): the caller that keeps the result releases that key.
+    pub returns_key: Option<(Vec<TPart>, Vec<String>)>,
+    /// That key as the function itself writes it.
+    pub returns_own: Option<crate::facts::KeyExpr>,
 }
 
 fn behind_validity_guard(facts: &FileFacts, op: &Op) -> bool {
@@ -203,6 +209,33 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
                     )
             });
         let facade = shape && (!named_lock || variant);
+        // the key it hands back is the key one of its acquires took
+        let acquired = |k: &crate::facts::KeyExpr| {
+            own_ops
+                .iter()
+                .copied()
+                .chain(linked_ops.iter().map(|i| &i.op))
+                .any(|o| matches!(o.kind, OpKind::Acquire { .. }) && o.key.parts == k.parts)
+        };
+        let returns_own = sig.returns.iter().find(|k| acquired(k)).cloned();
+        let returns_key = returns_own.as_ref().map(|k| {
+            let pos = |v: &str| sig.params.iter().position(|p| p == v);
+            let parts = k
+                .parts
+                .iter()
+                .map(|p| match p {
+                    KeyPart::Var(v) => pos(v).map_or_else(|| TPart::Part(p.clone()), TPart::Param),
+                    _ => TPart::Part(p.clone()),
+                })
+                .collect();
+            let idents = k
+                .idents
+                .iter()
+                .filter(|i| !sig.params.contains(i))
+                .cloned()
+                .collect();
+            (parts, idents)
+        });
         // forwards under its own name to one project function: a facade when
         // that one is (decided by the link, once every summary is known)
         let facade_if = (shape && !facade && own_ops.is_empty())
@@ -220,6 +253,8 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             lock_fn,
             facade,
             facade_if,
+            returns_key,
+            returns_own,
         });
     }
     out

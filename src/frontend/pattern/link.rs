@@ -49,10 +49,12 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
             scope,
             params,
             optional,
+            returns: Vec::new(),
         });
     }
     facts.link.functions.sort_by_key(|f: &FnSig| f.scope);
     facts.link.functions.dedup_by_key(|f| f.scope);
+    returned_keys(an, &mut facts.link.functions);
 
     // the value variable of each op: a bare parameter argument of its call
     // that is not part of the key
@@ -102,6 +104,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
 
     // call sites of everything that is not a client call nor a declaration
     let mut acquire_like: Vec<Op> = Vec::new();
+    let bound = binding_ranges(an);
     for (ci, c) in all.iter().enumerate() {
         if facts.link.calls.len() >= MAX_CALL_SITES {
             break;
@@ -158,6 +161,16 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
                 client: crate::facts::Client::Unknown,
             });
         }
+        // the whole right-hand side of a binding: the key form its local
+        // takes in the caller's ops
+        // (normalised through the local's name, exactly as an op's key
+        // argument naming it is; a local bound more than once stays a bare
+        // variable and is left alone)
+        let result_key = bound
+            .get(&(c.recv_start, c.end))
+            .filter(|_| c.end - c.recv_start <= MAX_ARG_TOKENS)
+            .map(|&n| an.vals.key(n, n + 1, scope))
+            .filter(|k| !k.is_unknown() && !matches!(k.parts.as_slice(), [KeyPart::Var(_)]));
         facts.link.calls.push(CallSite {
             callee: name.text.to_string(),
             recv,
@@ -167,6 +180,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
             depth,
             span: Span::new(name.start, end),
             name_span: Span::new(name.start, name.end),
+            result_key,
         });
     }
     // the LL008 shapes around those calls, by the same finder as for client
@@ -185,6 +199,84 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
             });
         }
     }
+}
+
+/// Most keys recorded as returned by one function.
+const MAX_RETURNS: usize = 8;
+
+/// The keys each function's `return` statements hand back: the returned
+/// expression, and each branch of a conditional in it apart (`ok ? lockKey
+/// : null`, `lock_key if ok else None`, `$key ?? null`), normalised as keys.
+/// Whether one of them is the key the function locked is the link's
+/// question; a piece that is no key (`null`, a flag) normalises to nothing.
+fn returned_keys(an: &Analyzer, functions: &mut [FnSig]) {
+    let toks = an.toks;
+    let st = an.st;
+    let slot: HashMap<u32, usize> = functions
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.scope, i))
+        .collect();
+    for (i, t) in toks.iter().enumerate() {
+        if !(t.is_ident() && t.is("return")) {
+            continue;
+        }
+        let scope = st.tok_scope.get(i).copied().unwrap_or(0);
+        let Some(&fi) = slot.get(&scope) else {
+            continue;
+        };
+        if functions[fi].returns.len() >= MAX_RETURNS {
+            continue;
+        }
+        let b = i + 1;
+        let e = values::expr_end(toks, st, an.lang, b);
+        if e <= b || e - b > MAX_ARG_TOKENS {
+            continue;
+        }
+        // split at the top level of the expression (brackets skipped)
+        let mut pieces = Vec::new();
+        let (mut from, mut k) = (b, b);
+        while k < e {
+            let x = &toks[k];
+            if x.is("(") || x.is("[") || x.is("{") {
+                if let Some(&m) = st.matching.get(&k).filter(|&&m| m > k) {
+                    k = m + 1;
+                    continue;
+                }
+            }
+            let cut = matches!(
+                x.text.as_ref(),
+                "?" | ":" | "??" | "?:" | "||" | "if" | "else" | "or" | "and" | "&&"
+            ) && (x.kind == Kind::Punct || x.is_ident());
+            if cut {
+                pieces.push((from, k));
+                from = k + 1;
+            }
+            k += 1;
+        }
+        pieces.push((from, e));
+        for (s, e) in pieces {
+            if e <= s || functions[fi].returns.len() >= MAX_RETURNS {
+                continue;
+            }
+            let key = an.vals.key(s, e, scope);
+            if !key.is_unknown() && !functions[fi].returns.contains(&key) {
+                functions[fi].returns.push(key);
+            }
+        }
+    }
+}
+
+/// The right-hand side of every binding (`k = f(…)`: its start and end)
+/// → the token of the name it binds.
+fn binding_ranges(an: &Analyzer) -> HashMap<(usize, usize), usize> {
+    an.vals
+        .bindings
+        .values()
+        .flatten()
+        .filter(|b| b.eq >= 1)
+        .map(|b| ((b.start, b.end), b.eq - 1))
+        .collect()
 }
 
 /// The argument is one identifier (`key`, `$key`, `@key`, `this.key`).

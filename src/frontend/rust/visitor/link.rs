@@ -26,6 +26,7 @@ impl Walker<'_, '_> {
             scope: id,
             params: params.clone(),
             optional: 0,
+            returns: Vec::new(),
         });
         std::mem::replace(&mut self.params, params)
     }
@@ -130,6 +131,7 @@ impl Walker<'_, '_> {
             depth: self.depth,
             span,
             name_span,
+            result_key: None,
         });
     }
 }
