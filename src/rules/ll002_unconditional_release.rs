@@ -38,8 +38,9 @@ pub(super) fn is_rollback(cx: &Context, release: &Op) -> bool {
 
 /// The release is preceded in its function by a GET of the same key (LL005's
 /// case), with no write of the key between them: a GET followed by a
-/// takeover `SET` (`old = GET k; if old < now { SET k … PX }`) read the
-/// lock to take it, not to check who owns it before the release.
+/// takeover `SET` (`old = GET k; if old < now { SET k … PX }`) or `GETSET`
+/// (SPEC §2 legacy takeover) read the lock to take it, not to check who
+/// owns it before the release.
 pub(super) fn get_before(cx: &Context, release: &Op) -> bool {
     let Some(get) = cx.nearest_before(release, &OpKind::Get) else {
         return false;
@@ -49,6 +50,7 @@ pub(super) fn get_before(cx: &Context, release: &Op) -> bool {
         OpKind::Acquire { expiry: true },
         OpKind::Set { expiry: false },
         OpKind::Set { expiry: true },
+        OpKind::GetSet,
     ]
     .iter()
     .any(|k| {

@@ -23,11 +23,14 @@ static META: RuleMeta = RuleMeta {
 /// through a helper of the file that returns the check), on the same key,
 /// outside `WATCH`. The key is a lock key (SPEC §2): named like a
 /// lock (or a configured pattern), the key of an acquire in the file, or the
-/// key written by a function named like a lock or in a lock type
-/// (`tryLock(key)`); and it is used as one: released somewhere, or taken by
+/// key written by a function named like a lock or an acquire (`tryLock(key)`,
+/// `acquire(name)`); and it is used as one: released somewhere, or taken by
 /// a function named like a lock or an acquire. A
 /// cache read-through (`v = get(k); if v == null { set(k, compute(), ttl) }`)
-/// has none of these.
+/// has none of these. A lock type's other methods do not make their keys
+/// lock keys (SPEC §2 Lock type correlates keys, Lock key decides what is a
+/// lock): a semaphore class's version marker written once after a `GET`
+/// found it absent is not a lock.
 pub(crate) fn check_then_set<'a>(cx: &Context<'a>, write: &'a Op) -> Option<&'a Op> {
     if !matches!(write.kind, OpKind::Set { .. }) || write.watched || write.key.is_unknown() {
         return None;
@@ -50,7 +53,7 @@ pub(crate) fn check_then_set<'a>(cx: &Context<'a>, write: &'a Op) -> Option<&'a 
                 .or_else(|| cx.any_same_key(write, |c| c.scope != write.scope && is_check(c)))
         })?;
     let scope_name = &cx.facts.scope(write.scope).name;
-    let lock_fn = words::reads_like_lock(scope_name) || cx.in_lock_type(write.scope);
+    let lock_fn = words::is_lock_fn(scope_name) || words::is_acquire_fn(scope_name);
     let lock_key = lock_fn
         || cx.key_reads_like_lock(&write.key)
         || cx
@@ -66,10 +69,7 @@ pub(crate) fn check_then_set<'a>(cx: &Context<'a>, write: &'a Op) -> Option<&'a 
             o.scope == write.scope && matches!(o.kind, OpKind::Release { .. } | OpKind::Eval { .. })
         })
         .is_some();
-    let used = lock_fn
-        || words::is_acquire_fn(scope_name)
-        || released_here
-        || cx.released(write).is_some();
+    let used = lock_fn || released_here || cx.released(write).is_some();
     (lock_key && used).then_some(check)
 }
 

@@ -488,6 +488,7 @@ fn kind_tag(kind: &OpKind) -> Option<u8> {
         OpKind::Acquire { expiry: true } => Some(3),
         OpKind::Set { expiry: false } => Some(4),
         OpKind::Set { expiry: true } => Some(5),
+        OpKind::GetSet => Some(6),
         _ => None,
     }
 }

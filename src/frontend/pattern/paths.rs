@@ -367,8 +367,10 @@ fn if_parts(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usize, 
                 if an.lang == Language::Python && at_or_above {
                     break;
                 }
+                // the `if`'s own `end`/`else`/`elsif` stand inside its frame,
+                // one deeper than the `if`; a nested block's are deeper still
                 if an.lang == Language::Ruby
-                    && an.st.tok_depth[e] <= d
+                    && an.st.tok_depth[e] <= d + 1
                     && matches!(t.text.as_ref(), "end" | "else" | "elsif")
                 {
                     break;
@@ -479,6 +481,26 @@ pub fn validity_spans(an: &Analyzer, lines: &LineEnds) -> Vec<Span> {
     })
 }
 
+/// How far back the start of a Ruby modifier `if`'s statement is looked for.
+const MODIFIER_WINDOW: usize = 64;
+
+/// A Ruby modifier `stmt if cond` (`@redis.del(k) if held_until > now`): the
+/// parts as [`if_parts`] gives them, the statement before the `if` as the
+/// body (condition start, condition end, body start, body end).
+fn modifier_if(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usize, usize, usize)> {
+    let toks = an.toks;
+    if an.lang != Language::Ruby || i == 0 || toks[i].nl {
+        return None;
+    }
+    let bs = (i.saturating_sub(MODIFIER_WINDOW)..i).rfind(|&k| toks[k].nl || k == 0)?;
+    // the statement must start the line and stand in the `if`'s block
+    if an.st.tok_depth[bs] != an.st.tok_depth[i] {
+        return None;
+    }
+    let ce = lines.from(i + 1).min(toks.len());
+    Some((i + 1, ce, bs, i))
+}
+
 /// The bodies of the `if`s (not `.if` members) whose condition, at most
 /// `max_cond` tokens, satisfies `pred`.
 fn if_body_spans(
@@ -493,7 +515,8 @@ fn if_body_spans(
         if !toks[i].is("if") || (i > 0 && (toks[i - 1].is(".") || toks[i - 1].is("?."))) {
             continue;
         }
-        let Some((cs, ce, bs, be)) = if_parts(an, lines, i) else {
+        let Some((cs, ce, bs, be)) = if_parts(an, lines, i).or_else(|| modifier_if(an, lines, i))
+        else {
             continue;
         };
         if ce <= cs || ce - cs > max_cond {
