@@ -386,7 +386,7 @@ fn unpack_calls(files: &mut [Phase1], threads: usize) {
     );
     // which kept calls could resolve: the others need no arguments
     let reach = crate::project::calls::Reach::of(files.iter().map(|f| &f.facts));
-    let mut run = || {
+    let run = || {
         files.par_iter_mut().enumerate().for_each(|(i, f)| {
             if let Some(p) = f.packed.take() {
                 let mut calls = p.unpack(keep.as_ref());
@@ -395,10 +395,7 @@ fn unpack_calls(files: &mut [Phase1], threads: usize) {
             }
         })
     };
-    match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
-        Ok(pool) => pool.install(run),
-        Err(_) => run(),
-    }
+    in_pool(threads, run)
 }
 
 /// Files larger than this are analysed one at a time (see [`check_entry`]).
@@ -663,11 +660,15 @@ fn link_and_check(
     threads: usize,
 ) -> Vec<(Phase1, Vec<Finding>)> {
     let found = link_and_check_all(&mut files, settings, threads);
-    files
-        .into_iter()
-        .zip(found)
-        .filter(|(f, _)| f.report)
-        .collect()
+    // the files not reported are let go on all workers (their facts are
+    // many small allocations)
+    in_pool(threads, || {
+        files
+            .into_par_iter()
+            .zip(found)
+            .filter(|(f, _)| f.report)
+            .collect()
+    })
 }
 
 /// [`link_and_check`] on borrowed files: the findings of every file, in order.
@@ -749,7 +750,7 @@ fn link_and_check_all(
         f.loaded = true;
         true
     };
-    let mut run = || {
+    let run = || {
         files
             .par_iter_mut()
             .zip(views.par_iter())
@@ -770,10 +771,7 @@ fn link_and_check_all(
             })
             .collect::<Vec<_>>()
     };
-    let mut found = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
-        Ok(pool) => pool.install(run),
-        Err(_) => run(),
-    };
+    let mut found = in_pool(threads, run);
     // (file, byte offset, code) of every finding, for the once-only rule
     let at: std::collections::HashSet<(usize, usize, &str)> = found
         .iter()
@@ -834,6 +832,19 @@ fn link_and_check_all(
     found
 }
 
+/// Runs `run` on `threads` workers: on rayon's global pool when it has
+/// that many (the default, one per core: no threads started per stage),
+/// else on a pool of its own.
+fn in_pool<R: Send>(threads: usize, run: impl FnOnce() -> R + Send) -> R {
+    if rayon::current_num_threads() == threads {
+        return run();
+    }
+    match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        Ok(pool) => pool.install(run),
+        Err(_) => run(),
+    }
+}
+
 /// `--threads`, or one per core when it is 0.
 fn worker_threads(settings: &Settings) -> usize {
     if settings.threads == 0 {
@@ -887,10 +898,7 @@ impl Workspace {
                 })
                 .collect::<Vec<_>>()
         };
-        let read = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
-            Ok(pool) => pool.install(run),
-            Err(_) => run(),
-        };
+        let read = in_pool(threads, run);
         if let Some(c) = cache {
             c.save(true);
         }
@@ -990,10 +998,7 @@ fn read_callers(
                 .map(|(e, words)| read_if_calls(e, *words, &scan, settings, cache))
                 .collect::<Vec<_>>()
         };
-        let got = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
-            Ok(pool) => pool.install(run),
-            Err(_) => run(),
-        };
+        let got = in_pool(threads, run);
         let mut found = Vec::new();
         let mut still = Vec::new();
         for (e, g) in left.iter().zip(got) {
@@ -1069,77 +1074,110 @@ fn read_if_calls(
     ))
 }
 
-/// The files of the project root that the paths given do not cover (SPEC
-/// §5): read for their summaries and key uses, never reported.
-fn read_rest_of_project(
+/// The files of the project root when the paths given do not cover it
+/// (SPEC §5), as a walk of the root finds them: from the cache's folder
+/// listing when there is a cache (a `stat` per folder, not a walk).
+fn list_rest_of_project(
     paths: &[PathBuf],
+    settings: &Settings,
+    threads: usize,
+) -> Option<Vec<Entry>> {
+    let root = settings.project_root.as_deref()?;
+    if crate::project::root::covered_by(root, paths) {
+        return None;
+    }
+    Some(if settings.cache {
+        crate::project::listing::collect(
+            root,
+            threads,
+            settings.exclude.as_ref(),
+            &crate::project::cache::listing_file(
+                root,
+                settings.tests,
+                !settings.lock_key_patterns.is_empty(),
+            ),
+        )
+    } else {
+        walk::collect_excluding(&[root.to_path_buf()], threads, settings.exclude.as_ref()).0
+    })
+}
+
+/// `path` is `root`, a `/` and more, by its bytes (so it is below `root`
+/// part by part too); `false` when that cannot be told so.
+fn below_by_bytes(path: &Path, root: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        path.as_os_str()
+            .as_bytes()
+            .strip_prefix(root.as_os_str().as_bytes())
+            .is_some_and(|rest| rest.len() > 1 && rest[0] == b'/')
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = (path, root);
+        false
+    }
+}
+
+/// The files of the project root that the paths given do not cover
+/// (`all`, from [`list_rest_of_project`]): read for their summaries and
+/// key uses, never reported.
+fn read_rest_of_project(
+    all: &[Entry],
     entries: &[Entry],
     settings: &Settings,
     threads: usize,
     cache: Cache,
-    phases: &mut Phases,
 ) -> Vec<Phase1> {
     let Some(root) = settings.project_root.as_deref() else {
         return Vec::new();
     };
-    if crate::project::root::covered_by(root, paths) {
-        return Vec::new();
-    }
     let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
     let given: std::collections::HashSet<PathBuf> =
         entries.iter().map(|e| canon(&e.path)).collect();
     // only a file of the same name can be one of them
     let given_names: std::collections::HashSet<&std::ffi::OsStr> =
         given.iter().filter_map(|p| p.file_name()).collect();
-    // a warm cache keeps the folder listing too: a `stat` per folder, not a walk
-    let all = match cache {
-        Some(c) => crate::project::listing::collect(
-            root,
-            threads,
-            settings.exclude.as_ref(),
-            &c.listing_file(),
-        ),
-        None => {
-            walk::collect_excluding(&[root.to_path_buf()], threads, settings.exclude.as_ref()).0
-        }
-    };
-    phases.mark("walk of the project root");
     // the walk's paths start with the root: one canonical root, not one
     // `realpath` per file of the project
     let canon_root = canon(root);
-    let rest: Vec<&Entry> = all
-        .iter()
-        .filter(|e| match e.path.strip_prefix(root) {
+    let not_given = |e: &Entry| {
+        // below the root by its bytes (no part-by-part strip) and its name
+        // is none of theirs
+        if below_by_bytes(&e.path, root)
+            && e.path.file_name().is_some_and(|n| !given_names.contains(n))
+        {
+            return true;
+        }
+        match e.path.strip_prefix(root) {
             Ok(rel) => {
                 !(rel.file_name().is_none_or(|n| given_names.contains(n))
                     && given.contains(&canon_root.join(rel)))
             }
             Err(_) => !given.contains(&canon(&e.path)),
-        })
-        .collect();
-    // test code is left out as `read_entry` does, each folder judged once
-    let rest: Vec<&Entry> = if settings.tests {
-        rest
-    } else {
-        let mut judge = words::TestPaths::default();
-        rest.into_iter()
-            .filter(|e| !judge.is_test_path(&e.path))
-            .collect()
+        }
     };
+    // test code is left out as `read_entry` does, each folder judged once
+    // per chunk (the listing comes folder by folder)
     let run = || {
-        rest.par_iter()
-            .filter_map(|e| read_code_entry(e, settings, cache, false, false).phase1)
-            .map(|mut p| {
-                p.report = false;
-                let_text_go(&mut p);
-                p
+        all.par_chunks(512)
+            .flat_map_iter(|chunk| {
+                let mut judge = words::TestPaths::default();
+                chunk
+                    .iter()
+                    .filter(|e| not_given(e))
+                    .filter(move |e| settings.tests || !judge.is_test_path(&e.path))
+                    .filter_map(|e| read_code_entry(e, settings, cache, false, false).phase1)
+                    .map(|mut p| {
+                        p.report = false;
+                        let_text_go(&mut p);
+                        p
+                    })
             })
             .collect::<Vec<_>>()
     };
-    match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
-        Ok(pool) => pool.install(run),
-        Err(_) => run(),
-    }
+    in_pool(threads, run)
 }
 
 /// Checks every file under `paths`.
@@ -1149,11 +1187,19 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
     let mut phases = Phases::from_env(start);
     let (entries, walk_errors) = walk::collect_excluding(paths, threads, settings.exclude.as_ref());
     phases.mark("walk of the paths given");
-    let cache = settings
-        .project_root
-        .as_deref()
-        .filter(|_| settings.cache)
-        .map(|root| open_cache(root, settings));
+    // the cache's shards and the project's folder listing are read side
+    // by side (each is partly serial decoding)
+    let (cache, rest) = rayon::join(
+        || {
+            settings
+                .project_root
+                .as_deref()
+                .filter(|_| settings.cache)
+                .map(|root| open_cache(root, settings))
+        },
+        || list_rest_of_project(paths, settings, threads),
+    );
+    phases.mark("cache opened, walk of the project root");
     let run = || {
         entries
             .par_iter()
@@ -1166,11 +1212,8 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
             })
             .collect::<Vec<_>>()
     };
-    let outcomes = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
-        Ok(pool) => pool.install(run),
-        Err(_) => run(),
-    };
-    phases.mark("cache opened, phase one of the paths given");
+    let outcomes = in_pool(threads, run);
+    phases.mark("phase one of the paths given");
     let mut report = Report {
         files_scanned: entries.len(),
         errors: walk_errors,
@@ -1186,14 +1229,17 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
             rejected.push((&entries[i], o.call_words));
         }
     }
-    files.extend(read_rest_of_project(
-        paths,
-        &entries,
-        settings,
-        threads,
-        cache.as_ref(),
-        &mut phases,
-    ));
+    if let Some(all) = rest {
+        files.extend(read_rest_of_project(
+            &all,
+            &entries,
+            settings,
+            threads,
+            cache.as_ref(),
+        ));
+        // let go on all workers (two allocations per file of the project)
+        in_pool(threads, || all.into_par_iter().for_each(drop));
+    }
     phases.mark("rest of the project");
     if !link_off() {
         let callers = read_callers(&rejected, &files, settings, threads, cache.as_ref());

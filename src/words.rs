@@ -385,7 +385,8 @@ fn is_test_file_name(name: &std::ffi::OsStr) -> bool {
 /// once (by its parent's verdict and its own name).
 #[derive(Default)]
 pub struct TestPaths {
-    folders: std::collections::HashMap<std::path::PathBuf, bool>,
+    /// By the folder's bytes (hashed as bytes, not component by component).
+    folders: std::collections::HashMap<std::ffi::OsString, bool>,
     /// The last file's folder (files come folder by folder) and its verdict.
     last: Option<(std::path::PathBuf, bool)>,
 }
@@ -416,12 +417,12 @@ impl TestPaths {
     }
 
     fn folder(&mut self, dir: &std::path::Path) -> bool {
-        if let Some(&v) = self.folders.get(dir) {
+        if let Some(&v) = self.folders.get(dir.as_os_str()) {
             return v;
         }
         let own = dir.components().next_back().is_some_and(is_test_folder);
         let v = own || dir.parent().is_some_and(|up| self.folder(up));
-        self.folders.insert(dir.to_path_buf(), v);
+        self.folders.insert(dir.as_os_str().to_os_string(), v);
         v
     }
 }

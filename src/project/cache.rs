@@ -280,27 +280,62 @@ pub(crate) fn make_dir(dir: &Path) -> bool {
     true
 }
 
-impl Cache {
-    /// Where the project's folder listing is kept (`project::listing`).
-    pub fn listing_file(&self) -> PathBuf {
-        self.dir.join("walk.bin")
-    }
+/// The cache folder of the project at `root` for these settings.
+fn setting_dir(root: &Path, tests: bool, custom_keys: bool) -> PathBuf {
+    // the build's version names its commit when built from git, so a
+    // development build never reads facts of another build's shape
+    let version: String = env!("LOCKLINT_VERSION")
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    root.join(DIR).join(format!(
+        "v{version}-{}-{}",
+        if tests { "tests" } else { "code" },
+        if custom_keys { "keys" } else { "plain" }
+    ))
+}
 
+/// What [`Cache::key`] makes of `path` when it is `root`, `/` and a plain
+/// relative path (no empty or `.` part, no trailing `/`: the walk's paths
+/// under the root), found by its bytes instead of part by part; `None`
+/// for any other path.
+#[cfg(unix)]
+fn plain_rel(path: &Path, root: &Path) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let rest = path
+        .as_os_str()
+        .as_bytes()
+        .strip_prefix(root.as_os_str().as_bytes())?
+        .strip_prefix(b"/")?;
+    let plain = !rest.is_empty()
+        && rest
+            .split(|&b| b == b'/')
+            .all(|part| !part.is_empty() && part != b".");
+    plain.then(|| String::from_utf8_lossy(rest).into_owned())
+}
+
+#[cfg(not(unix))]
+fn plain_rel(_path: &Path, _root: &Path) -> Option<String> {
+    None
+}
+
+/// Where the folder listing of the project at `root` is kept for these
+/// settings (`project::listing`), beside the shards.
+pub fn listing_file(root: &Path, tests: bool, custom_keys: bool) -> PathBuf {
+    setting_dir(root, tests, custom_keys).join("walk.bin")
+}
+
+/// Drops the shards on all workers (each holds thousands of entries).
+fn let_go(shards: Vec<Shard>) {
+    shards.into_par_iter().for_each(drop);
+}
+
+impl Cache {
     /// Opens (or starts) the cache of the project at `root` for these
     /// settings; the shards are read in parallel.
     pub fn open(root: &Path, tests: bool, custom_keys: bool) -> Cache {
-        // the build's version names its commit when built from git, so a
-        // development build never reads facts of another build's shape
-        let version: String = env!("LOCKLINT_VERSION")
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
-            .filter(|p| !p.is_empty())
-            .collect::<Vec<_>>()
-            .join("-");
-        let dir = root.join(DIR).join(format!(
-            "v{version}-{}-{}",
-            if tests { "tests" } else { "code" },
-            if custom_keys { "keys" } else { "plain" }
-        ));
+        let dir = setting_dir(root, tests, custom_keys);
         let shards = (0..SHARDS)
             .into_par_iter()
             .map(|i| {
@@ -328,6 +363,9 @@ impl Cache {
 
     /// The key of a path: relative to the project root, `/`-separated.
     pub fn key(&self, path: &Path) -> String {
+        if let Some(rel) = plain_rel(path, &self.root) {
+            return rel;
+        }
         let rel = path.strip_prefix(&self.root).unwrap_or(path);
         let rel = rel.strip_prefix(".").unwrap_or(rel);
         let rel = rel.to_string_lossy();
@@ -447,10 +485,8 @@ impl Cache {
                 s.dirty |= s.entries.len() != before;
             }
         }
-        if !shards.iter().any(|s| s.dirty) {
-            return;
-        }
-        if !make_dir(&self.dir) {
+        if !shards.iter().any(|s| s.dirty) || !make_dir(&self.dir) {
+            let_go(shards);
             return;
         }
         if let Some(top) = self.dir.parent() {
@@ -487,6 +523,7 @@ impl Cache {
                 let _ = std::fs::remove_file(&tmp);
             }
         });
+        let_go(shards);
     }
 }
 
@@ -503,6 +540,50 @@ mod tests {
             outcome,
             scan: Some((7, true)),
             seen: true,
+        }
+    }
+
+    #[test]
+    fn a_key_by_bytes_is_the_key_part_by_part() {
+        // the key as the path's parts give it
+        fn by_parts(root: &Path, path: &Path) -> String {
+            let rel = path.strip_prefix(root).unwrap_or(path);
+            let rel = rel.strip_prefix(".").unwrap_or(rel);
+            rel.to_string_lossy().replace('\\', "/")
+        }
+        for root in ["corpus", "./corpus", "/abs/corpus", "corpus/", "."] {
+            let cache = Cache {
+                dir: PathBuf::new(),
+                root: PathBuf::from(root),
+                shards: Vec::new(),
+                started: 0,
+            };
+            for rel in [
+                "a.py",
+                "src/a.py",
+                "src/./a.py",
+                "./src/a.py",
+                "src//a.py",
+                "src/a/",
+                "src/.",
+                "../up.py",
+                ".hidden/a.py",
+                "a..b/c.py",
+            ] {
+                for path in [
+                    format!("{root}/{rel}"),
+                    format!("{root}{rel}"),
+                    rel.to_string(),
+                ] {
+                    let path = PathBuf::from(path);
+                    assert_eq!(
+                        cache.key(&path),
+                        by_parts(&cache.root, &path),
+                        "{root} {}",
+                        path.display()
+                    );
+                }
+            }
         }
     }
 

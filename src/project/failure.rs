@@ -11,7 +11,7 @@
 
 use super::{FileView, ProjectFile};
 use crate::facts::{OpKind, ScopeId, Span};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Rounds of propagation (a rollback helper called from a failure-only helper).
 const ROUNDS: usize = 4;
@@ -21,18 +21,7 @@ pub fn failure_only_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec
     // the candidates: named, non-test scopes that delete something (own or
     // linked ops), and the functions that call them (a rollback helper may
     // reach the delete through a call the link could not resolve)
-    let mut cand: HashMap<&str, Vec<(usize, ScopeId)>> = HashMap::new();
-    for (fi, f) in files.iter().enumerate() {
-        for (si, s) in f.facts.scopes.iter().enumerate() {
-            if s.name.is_empty() || s.is_test {
-                continue;
-            }
-            cand.entry(s.name.as_str())
-                .or_default()
-                .push((fi, si as ScopeId));
-        }
-    }
-    let mut relevant: HashSet<&str> = HashSet::new();
+    let mut relevant: HashSet<&str> = HashSet::default();
     for (fi, f) in files.iter().enumerate() {
         let insts = views
             .get(fi)
@@ -66,9 +55,20 @@ pub fn failure_only_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec
         }
         relevant.extend(more);
     }
-    cand.retain(|name, _| relevant.contains(name));
+    // (only the relevant names: most scopes of a project are not)
+    let mut cand: HashMap<&str, Vec<(usize, ScopeId)>> = HashMap::default();
+    for (fi, f) in files.iter().enumerate() {
+        for (si, s) in f.facts.scopes.iter().enumerate() {
+            if s.name.is_empty() || s.is_test || !relevant.contains(s.name.as_str()) {
+                continue;
+            }
+            cand.entry(s.name.as_str())
+                .or_default()
+                .push((fi, si as ScopeId));
+        }
+    }
     // every call site of a candidate name: (file, caller scope, position)
-    let mut calls: HashMap<&str, Vec<(usize, ScopeId, usize)>> = HashMap::new();
+    let mut calls: HashMap<&str, Vec<(usize, ScopeId, usize)>> = HashMap::default();
     for (fi, f) in files.iter().enumerate() {
         for cs in &f.facts.link.calls {
             if !cand.contains_key(cs.callee.as_str()) {
@@ -90,7 +90,7 @@ pub fn failure_only_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec
         }
     }
     let in_spans = |spans: &[Span], at: usize| spans.iter().any(|s| s.start <= at && at < s.end);
-    let mut only: HashSet<(usize, ScopeId)> = HashSet::new();
+    let mut only: HashSet<(usize, ScopeId)> = HashSet::default();
     for _ in 0..ROUNDS {
         let mut changed = false;
         for (name, sites) in &calls {

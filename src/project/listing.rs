@@ -326,7 +326,9 @@ pub fn collect(root: &Path, threads: usize, exclude: Option<&Exclude>, file: &Pa
         .collect();
     // the order of `Entry` (by display path first): no two entries are equal
     entries.sort_unstable_by(|a, b| a.display.cmp(&b.display).then_with(|| a.cmp(b)));
-    entries.dedup_by(|a, b| a.path == b.path);
+    // the paths are built alike (root, folder, name): equal paths are
+    // equal bytes
+    entries.dedup_by(|a, b| a.path.as_os_str() == b.path.as_os_str());
     if dirty {
         let stored = Stored {
             key,
