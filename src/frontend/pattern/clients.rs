@@ -1331,9 +1331,19 @@ impl<'a> Analyzer<'a> {
                 "value" => value = Some(self.vals.value(inner.0, inner.1, scope)),
                 "nx" => nx = true,
                 "xx" => xx = true,
-                "px" | "ex" | "pxat" | "exat" | "exSeconds" | "keepttl" => {
-                    exp = !self.vals.is_zero_ttl(inner.0, inner.1) || name == "keepttl"
-                }
+                // `name` is lower-cased: rueidis spells the TTL options
+                // `Ex(d)`/`Px(d)`, `ExSeconds(n)`/`PxMilliseconds(n)`,
+                // `Exat(t)`/`Pxat(t)`, `ExatTimestamp(n)`/
+                // `PxatMillisecondsTimestamp(n)` and `Keepttl()`
+                "px"
+                | "ex"
+                | "pxat"
+                | "exat"
+                | "exseconds"
+                | "pxmilliseconds"
+                | "exattimestamp"
+                | "pxatmillisecondstimestamp"
+                | "keepttl" => exp = !self.vals.is_zero_ttl(inner.0, inner.1) || name == "keepttl",
                 _ => {}
             }
             end = close + 1;

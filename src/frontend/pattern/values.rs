@@ -737,7 +737,16 @@ impl<'a> Values<'a> {
                                 .is_some_and(|t| t.is("->") || t.is("::")))
                     {
                         let name_raw = self.text(s, o);
+                        // Go: the method's receiver (`v.vmJobKey(id)` in a
+                        // method of `v *Manager`) calls a method of its own
+                        let go_recv = o == s + 3
+                            && self
+                                .st
+                                .receivers
+                                .get(&scope)
+                                .is_some_and(|r| toks[s].text.as_ref() == r.as_str());
                         let own = o - 1 == s
+                            || go_recv
                             || matches!(
                                 toks[s].text.as_ref(),
                                 "this" | "self" | "$this" | "static"
