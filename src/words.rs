@@ -9,10 +9,18 @@ use crate::facts::ValueExpr;
 /// `LOCK_PREFIX` → `lock prefix`, `lockKey` → `lock key`, `f"mutex:{id}"` →
 /// `f mutex id`, `HTTPLock` → `http lock`.
 pub fn word_parts(s: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    split_parts(s, |part| parts.push(std::mem::take(part)));
+    parts
+}
+
+/// The word parts of [`word_parts`], each handed to `emit` in turn in one
+/// buffer (emptied after each call unless `emit` took it): a caller that
+/// only compares the parts allocates nothing per part.
+fn split_parts(s: &str, mut emit: impl FnMut(&mut String)) {
     // One pass over the chars with the previous one and a peek at the next
     // (no `Vec<char>` of the whole text: this runs for every name and path
     // component), and ASCII lower-cased without the Unicode tables.
-    let mut parts = Vec::new();
     let mut cur = String::new();
     let mut prev = ' ';
     let mut chars = s.chars().peekable();
@@ -20,7 +28,8 @@ pub fn word_parts(s: &str) -> Vec<String> {
         let before = std::mem::replace(&mut prev, c);
         if !c.is_alphanumeric() {
             if !cur.is_empty() {
-                parts.push(std::mem::take(&mut cur));
+                emit(&mut cur);
+                cur.clear();
             }
             continue;
         }
@@ -31,7 +40,8 @@ pub fn word_parts(s: &str) -> Vec<String> {
                 || before.is_ascii_digit()
                 || (before.is_uppercase() && next_lower)
             {
-                parts.push(std::mem::take(&mut cur));
+                emit(&mut cur);
+                cur.clear();
             }
         }
         if c.is_ascii() {
@@ -41,9 +51,8 @@ pub fn word_parts(s: &str) -> Vec<String> {
         }
     }
     if !cur.is_empty() {
-        parts.push(cur);
+        emit(&mut cur);
     }
-    parts
 }
 
 const LOCK_WORDS: &[&str] = &[
@@ -185,9 +194,66 @@ pub fn is_release_or_extend_name(name: &str) -> bool {
 /// `nanoid()`, `secrets.token_hex(16)` are unique; thread ids, pids, host
 /// names, clocks and counters are weak. `None` when the words say nothing.
 pub fn classify_value_words(text: &str) -> Option<ValueExpr> {
-    let lower = text.to_ascii_lowercase();
-    let parts = word_parts(text);
-    let has = |w: &str| parts.iter().any(|p| p == w);
+    with_ascii_lower(text, |lower| classify_value_words_lower(text, lower))
+}
+
+/// The bit of a word [`classify_value_words`] looks for among the word
+/// parts (0 for any other word).
+fn value_part_bit(word: &str) -> u32 {
+    match word {
+        "thread" => 1 << 0,
+        "id" => 1 << 1,
+        "current" => 1 << 2,
+        "ident" => 1 << 3,
+        "name" => 1 << 4,
+        "pid" => 1 << 5,
+        "getpid" => 1 << 6,
+        "hostname" => 1 << 7,
+        "gethostname" => 1 << 8,
+        "ip" => 1 << 9,
+        "ipv4" => 1 << 10,
+        "now" => 1 << 11,
+        "time" => 1 << 12,
+        "millis" => 1 << 13,
+        "nanos" => 1 << 14,
+        "timestamp" => 1 << 15,
+        "expire" => 1 << 16,
+        "expires" => 1 << 17,
+        "expiry" => 1 << 18,
+        "expiration" => 1 << 19,
+        "deadline" => 1 << 20,
+        "rand" => 1 << 21,
+        "mt_rand" => 1 << 22,
+        "randint" => 1 << 23,
+        "counter" => 1 << 24,
+        "increment_and_get" => 1 << 25,
+        _ => 0,
+    }
+}
+
+/// Hands `f` the ASCII lower-case form of `text`: in a buffer on the stack
+/// when it is short (these run for every argument of every call of a file),
+/// else in a new `String`.
+pub(crate) fn with_ascii_lower<R>(text: &str, f: impl FnOnce(&str) -> R) -> R {
+    let mut buf = [0u8; 192];
+    if let Some(dst) = buf.get_mut(..text.len()) {
+        dst.copy_from_slice(text.as_bytes());
+        dst.make_ascii_lowercase();
+        // lower-casing ASCII letters keeps UTF-8 valid
+        if let Ok(lower) = std::str::from_utf8(dst) {
+            return f(lower);
+        }
+    }
+    f(&text.to_ascii_lowercase())
+}
+
+/// [`classify_value_words`] with `lower` = `text` ASCII lower-cased.
+pub(crate) fn classify_value_words_lower(text: &str, lower: &str) -> Option<ValueExpr> {
+    // which of the words are word parts (one bit each), without a
+    // `String` per part
+    let mut seen = 0u32;
+    split_parts(text, |part| seen |= value_part_bit(part));
+    let has = |w: &str| seen & value_part_bit(w) != 0;
     const UNIQUE: &[&str] = &[
         "uuid",
         "guid",
@@ -276,7 +342,11 @@ pub fn classify_value_words(text: &str) -> Option<ValueExpr> {
 /// `JSON.stringify(v)`, `json_encode($v)`, `serialize($v)`, `pickle.dumps`,
 /// `writeValueAsString`, `json.Marshal`): what a cache stores, never a token.
 pub fn is_serialised_data(text: &str) -> bool {
-    let lower = text.to_ascii_lowercase();
+    with_ascii_lower(text, is_serialised_data_lower)
+}
+
+/// [`is_serialised_data`] of a text already ASCII lower-cased.
+pub(crate) fn is_serialised_data_lower(lower: &str) -> bool {
     [
         "json.dumps(",
         "json.stringify(",
@@ -430,6 +500,69 @@ impl TestPaths {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn value_part_words_have_one_bit_each() {
+        let words = [
+            "thread",
+            "id",
+            "current",
+            "ident",
+            "name",
+            "pid",
+            "getpid",
+            "hostname",
+            "gethostname",
+            "ip",
+            "ipv4",
+            "now",
+            "time",
+            "millis",
+            "nanos",
+            "timestamp",
+            "expire",
+            "expires",
+            "expiry",
+            "expiration",
+            "deadline",
+            "rand",
+            "mt_rand",
+            "randint",
+            "counter",
+            "increment_and_get",
+        ];
+        let mut all = 0u32;
+        for w in words {
+            let bit = value_part_bit(w);
+            assert_eq!(bit.count_ones(), 1, "{w}");
+            assert_eq!(all & bit, 0, "{w}");
+            all |= bit;
+        }
+        assert_eq!(value_part_bit("lock"), 0);
+        // the same answers as comparing the collected word parts
+        for text in [
+            "Thread.currentThread().getId()",
+            "os.getpid()",
+            "socket.gethostname()",
+            "System.currentTimeMillis()",
+            "newLockExpire",
+            "rand.Intn(100)",
+            "counter.incrementAndGet()",
+            "K\u{212A}elvin_id",
+            "userId",
+        ] {
+            let parts = word_parts(text);
+            let mut seen = 0u32;
+            split_parts(text, |p| seen |= value_part_bit(p));
+            for w in words {
+                assert_eq!(
+                    parts.iter().any(|p| p == w),
+                    seen & value_part_bit(w) != 0,
+                    "{text} {w}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn splits_words() {

@@ -51,7 +51,12 @@ pub struct Helper {
 
 /// Value words, plus per-language spellings the shared table does not know.
 fn classify(text: &str) -> Option<ValueExpr> {
-    let lower = text.to_ascii_lowercase();
+    words::with_ascii_lower(text, |lower| classify_lower(text, lower))
+}
+
+/// [`classify`] with `lower` = `text` ASCII lower-cased (once for all the
+/// word tables).
+fn classify_lower(text: &str, lower: &str) -> Option<ValueExpr> {
     if lower.contains("newguid")
         || lower.contains("securerandom")
         || lower.contains("randomnumbergenerator")
@@ -60,10 +65,10 @@ fn classify(text: &str) -> Option<ValueExpr> {
     {
         return Some(ValueExpr::Unique);
     }
-    if let Some(v) = words::classify_value_words(text) {
+    if let Some(v) = words::classify_value_words_lower(text, lower) {
         return Some(v);
     }
-    if words::is_serialised_data(text) {
+    if words::is_serialised_data_lower(lower) {
         return Some(ValueExpr::Data(text.trim().to_string()));
     }
     if lower.contains("machinename")
