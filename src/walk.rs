@@ -15,6 +15,9 @@ pub struct Entry {
     pub language: Language,
     /// Named on the command line (never excluded).
     pub explicit: bool,
+    /// Size and time of a regular file taken while the cache's folder
+    /// listing checked its folder (`project::listing`); `None`: stat it.
+    pub stat: Option<crate::project::cache::Stat>,
 }
 
 /// Walks `paths` and returns the files locklint reads, sorted by display
@@ -47,6 +50,7 @@ pub fn collect_excluding(
                         path: root.clone(),
                         language,
                         explicit: true,
+                        stat: None,
                     });
                 }
             }
@@ -81,6 +85,7 @@ fn walk_dir(
                                 path: entry.path().to_path_buf(),
                                 language,
                                 explicit: false,
+                                stat: None,
                             });
                         }
                     }
