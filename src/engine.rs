@@ -226,19 +226,6 @@ pub fn load_with(path: &Path, custom_lock_keys: bool) -> Result<Loaded, String> 
     with_file_bytes(path, |bytes, _| classify(bytes, custom_lock_keys, None))?
 }
 
-/// A listed file's size and time for the cache's check: the one the
-/// folder listing took (a regular file's, relative to its open folder), else
-/// `stat` by path (`regular`: only a regular file's).
-fn file_stat(entry: &Entry, regular: bool) -> Option<crate::project::cache::Stat> {
-    use crate::project::cache::Stat;
-    entry.stat.or_else(|| {
-        std::fs::metadata(&entry.path)
-            .ok()
-            .filter(|m| !regular || m.is_file())
-            .map(|m| Stat::of(&m))
-    })
-}
-
 /// Opens and reads a file once (into this thread's reusable buffer: most
 /// files are rejected right after, so they cost no allocation and no fresh
 /// page faults) and hands its bytes and metadata to `f`.
@@ -558,8 +545,10 @@ fn read_code_entry(
     let key = cache.map(|c| c.key(&entry.path));
     if let (Some(c), Some(key)) = (cache, key.as_deref()) {
         // unchanged size and time: the file is not read unless reported
-        if let Some(got) = file_stat(entry, true)
-            .and_then(|stat| c.by_stat_with(key, stat, |out| Cached::of(out, entry.language)))
+        if let Some(got) = std::fs::metadata(&entry.path)
+            .ok()
+            .filter(|m| m.is_file())
+            .and_then(|m| c.by_stat_with(key, Stat::of(&m), |out| Cached::of(out, entry.language)))
         {
             let wanted = need_src && matches!(got, Cached::Facts(..));
             let src = if wanted {
@@ -1055,7 +1044,9 @@ fn read_if_calls(
         return None;
     }
     if let (Some(c), Some(key)) = (cache, key.as_deref()) {
-        let known = file_stat(entry, false).and_then(|stat| c.scan(key, stat, scan.names_hash));
+        let known = std::fs::metadata(&entry.path)
+            .ok()
+            .and_then(|m| c.scan(key, Stat::of(&m), scan.names_hash));
         if known == Some(false) {
             return None;
         }

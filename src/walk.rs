@@ -15,9 +15,6 @@ pub struct Entry {
     pub language: Language,
     /// Named on the command line (never excluded).
     pub explicit: bool,
-    /// Size and time of a regular file taken while the cache's folder
-    /// listing checked its folder (`project::listing`); `None`: stat it.
-    pub stat: Option<crate::project::cache::Stat>,
 }
 
 /// Walks `paths` and returns the files locklint reads, sorted by display
@@ -50,7 +47,6 @@ pub fn collect_excluding(
                         path: root.clone(),
                         language,
                         explicit: true,
-                        stat: None,
                     });
                 }
             }
@@ -85,7 +81,6 @@ fn walk_dir(
                                 path: entry.path().to_path_buf(),
                                 language,
                                 explicit: false,
-                                stat: None,
                             });
                         }
                     }

@@ -187,7 +187,7 @@ pub struct Cache {
 }
 
 /// A file's size and modification time, as the cache compares them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stat {
     pub size: u64,
     pub mtime: u64,

@@ -11,10 +11,7 @@
 //! `stat` per folder instead of walking: a folder whose time or ignore
 //! files changed is walked again with the same walker as a full walk
 //! (`walk::builder`, which reads the ignore files of the folders above
-//! it), together with everything below it. On Unix the folder is opened
-//! and its ignore files and listed files are `stat`ed by name relative to
-//! it (`fstatat`: no walk of the whole path per file); the files' sizes and
-//! times go with their entries to the phase-one cache's check. A folder changed less than
+//! it), together with everything below it. A folder changed less than
 //! [`SETTLE`] before the listing was made is always walked again (a change
 //! in the same clock tick, or during the walk, cannot hide). A change of
 //! the ignore files above the root or of the global git excludes, another
@@ -223,138 +220,28 @@ enum Found {
     File(String),
 }
 
-/// The stats of an unchanged folder's listed files, in the order of
-/// `Dir::files` (`None`: not a regular file, or not stat-able here).
-type FileStats = Vec<Option<super::cache::Stat>>;
-
-/// A folder opened to `stat` its entries by name (`fstatat`): the kernel
-/// resolves one name from the folder instead of the whole path from the
-/// root, and the folder's own time comes from the open descriptor.
-#[cfg(unix)]
-struct Folder(std::fs::File);
-
-#[cfg(unix)]
-impl Folder {
-    /// The folder itself, never through a symbolic link (as
-    /// `symlink_metadata`); `None` when it cannot be opened so.
-    fn open(path: &Path) -> Option<Folder> {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW)
-            .open(path)
-            .ok()
-            .map(Folder)
-    }
-
-    /// The folder's own modification time when it is a folder.
-    fn mtime(&self) -> Option<u64> {
-        self.0
-            .metadata()
-            .ok()
-            .filter(|m| m.is_dir())
-            .map(|m| mtime_of(&m))
-    }
-
-    /// `stat` (following links, as `std::fs::metadata`) of `name`, a path
-    /// relative to the folder: (regular file, size, modification time).
-    fn at(&self, name: &str) -> Option<(bool, u64, u64)> {
-        use std::os::unix::io::AsRawFd;
-        let c = std::ffi::CString::new(name).ok()?;
-        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-        // SAFETY: a valid descriptor, a NUL-terminated name and room for
-        // one `stat`, which the call fills when it returns 0
-        let st = unsafe {
-            if libc::fstatat(self.0.as_raw_fd(), c.as_ptr(), st.as_mut_ptr(), 0) != 0 {
-                return None;
-            }
-            st.assume_init()
-        };
-        // as `Metadata::modified` since the epoch in ns (0 before it)
-        let mtime = if st.st_mtime < 0 {
-            0
-        } else {
-            (st.st_mtime as u128 * 1_000_000_000 + st.st_mtime_nsec as u128) as u64
-        };
-        let file = st.st_mode & libc::S_IFMT == libc::S_IFREG;
-        Some((file, st.st_size as u64, mtime))
-    }
-}
-
-/// Whether a folder is as listed, by path (the fallback, and elsewhere than
-/// on Unix).
-fn same_by_path(path: &Path, d: &Dir) -> bool {
-    std::fs::symlink_metadata(path)
-        .ok()
-        .filter(|m| m.is_dir())
-        .is_some_and(|m| mtime_of(&m) == d.mtime)
-        && d.ignores
-            .iter()
-            .all(|(f, then)| file_stat(&path.join(f)) == *then)
-}
-
-/// Whether a folder is as listed, and the stats of its listed files, each
-/// `stat` relative to the folder; `None`: opening it failed.
-#[cfg(unix)]
-fn same_at(path: &Path, d: &Dir) -> Option<(bool, FileStats)> {
-    let folder = Folder::open(path)?;
-    let same = folder.mtime() == Some(d.mtime)
-        && d.ignores
-            .iter()
-            .all(|(f, then)| folder.at(f).map(|(_, size, mtime)| (size, mtime)) == *then);
-    if !same {
-        return Some((false, Vec::new()));
-    }
-    let stats = d
-        .files
-        .iter()
-        .map(|name| {
-            folder
-                .at(name)
-                .filter(|s| s.0)
-                .map(|(_, size, mtime)| super::cache::Stat { size, mtime })
-        })
-        .collect();
-    Some((true, stats))
-}
-
-/// Whether a folder is as listed, with its files' stats when they were
-/// taken on the way.
-fn same_dir(path: &Path, d: &Dir) -> (bool, Option<FileStats>) {
-    #[cfg(unix)]
-    if let Some((same, stats)) = same_at(path, d) {
-        return (same, same.then_some(stats));
-    }
-    (same_by_path(path, d), None)
-}
-
 /// The folders whose own state differs from the listing (time, ignore
-/// files, gone), or that were not settled when it was made; and the stats
-/// of the files of the others (the phase-one cache's check, done here so
-/// that each folder is opened once).
-fn changed_dirs(root: &Path, stored: &Stored) -> (Vec<String>, BTreeMap<String, FileStats>) {
+/// files, gone), or that were not settled when it was made.
+fn changed_dirs(root: &Path, stored: &Stored) -> Vec<String> {
     let settle = SETTLE.as_nanos() as u64;
-    let checked: Vec<(&String, bool, Option<FileStats>)> = stored
+    stored
         .dirs
         .par_iter()
-        .map(|(rel, d)| {
-            if d.mtime.saturating_add(settle) >= stored.written {
-                return (rel, false, None);
-            }
-            let (same, stats) = same_dir(&join(root, rel), d);
-            (rel, same, stats)
+        .filter(|(rel, d)| {
+            let path = join(root, rel);
+            let same = std::fs::symlink_metadata(&path)
+                .ok()
+                .filter(|m| m.is_dir())
+                .is_some_and(|m| mtime_of(&m) == d.mtime);
+            let ignores_same = || {
+                d.ignores
+                    .iter()
+                    .all(|(f, then)| file_stat(&path.join(f)) == *then)
+            };
+            !(same && d.mtime.saturating_add(settle) < stored.written && ignores_same())
         })
-        .collect();
-    let mut changed = Vec::new();
-    let mut stats = BTreeMap::new();
-    for (rel, same, got) in checked {
-        if !same {
-            changed.push(rel.clone());
-        } else if let Some(got) = got {
-            stats.insert(rel.clone(), got);
-        }
-    }
-    (changed, stats)
+        .map(|(rel, _)| rel.clone())
+        .collect()
 }
 
 /// Under `top` (or `top` itself).
@@ -378,9 +265,9 @@ pub fn collect(root: &Path, threads: usize, exclude: Option<&Exclude>, file: &Pa
         .ok()
         .and_then(|b| rmp_serde::from_slice::<Stored>(&b).ok())
         .filter(|s| s.key == key && s.outside == outside_stats(root));
-    let (dirs, dirty, stats) = match stored {
+    let (dirs, dirty) = match stored {
         Some(mut s) => {
-            let (changed, mut stats) = changed_dirs(root, &s);
+            let changed = changed_dirs(root, &s);
             // only the topmost of the changed folders are walked again
             let mut tops: Vec<&String> = Vec::new();
             for rel in &changed {
@@ -392,7 +279,6 @@ pub fn collect(root: &Path, threads: usize, exclude: Option<&Exclude>, file: &Pa
             let before = (!tops.is_empty()).then(|| s.dirs.clone());
             for top in &tops {
                 s.dirs.retain(|rel, _| !under(rel, top));
-                stats.retain(|rel, _| !under(rel, top));
                 walk_into(root, top, threads, exclude, &mut s.dirs);
             }
             // rewritten when it changed, or when a folder that was too
@@ -406,7 +292,7 @@ pub fn collect(root: &Path, threads: usize, exclude: Option<&Exclude>, file: &Pa
                             .is_some_and(|d| d.mtime.saturating_add(settle) < started)
                     })
             });
-            (s.dirs, dirty, stats)
+            (s.dirs, dirty)
         }
         None => {
             // the cache's folder first: made during the walk, it would
@@ -416,7 +302,7 @@ pub fn collect(root: &Path, threads: usize, exclude: Option<&Exclude>, file: &Pa
             }
             let mut dirs = BTreeMap::new();
             walk_into(root, "", threads, exclude, &mut dirs);
-            (dirs, true, BTreeMap::new())
+            (dirs, true)
         }
     };
     let listed: Vec<(&String, &Dir)> = dirs.iter().collect();
@@ -424,8 +310,7 @@ pub fn collect(root: &Path, threads: usize, exclude: Option<&Exclude>, file: &Pa
         .par_iter()
         .flat_map_iter(|(rel, d)| {
             let dir = join(root, rel);
-            let stats = stats.get(*rel);
-            d.files.iter().enumerate().filter_map(move |(i, name)| {
+            d.files.iter().filter_map(move |name| {
                 // the file's language is its name's
                 let language = crate::facts::Language::from_path(Path::new(name))?;
                 let path = dir.join(name);
@@ -435,7 +320,6 @@ pub fn collect(root: &Path, threads: usize, exclude: Option<&Exclude>, file: &Pa
                     path,
                     language,
                     explicit: false,
-                    stat: stats.and_then(|s| s.get(i).copied().flatten()),
                 })
             })
         })
@@ -490,54 +374,6 @@ mod tests {
             let f = std::fs::File::open(&d).unwrap();
             f.set_modified(old).unwrap();
         }
-    }
-
-    /// The stats a warm listing hands on are the files' own, as
-    /// `std::fs::metadata` gives them, after an edit in place too (which
-    /// keeps the folder's time); none when the folder changed.
-    #[test]
-    fn listed_stats_are_the_files_own() {
-        use super::super::cache::Stat;
-        let tmp = std::env::temp_dir().join(format!("locklint-stats-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&tmp);
-        let root = tmp.join("proj");
-        std::fs::create_dir_all(root.join("a/b")).unwrap();
-        for f in ["top.py", "a/one.rs", "a/b/two.go", "a/b/three.java"] {
-            std::fs::write(root.join(f), "x").unwrap();
-        }
-        std::fs::write(root.join(".gitignore"), "!*\n").unwrap();
-        let file = tmp.join(".locklint_cache/v/walk.bin");
-        age(&root);
-        let own = |e: &Entry| Stat::of(&std::fs::metadata(&e.path).unwrap());
-        // a full walk takes no stats
-        assert!(collect(&root, 2, None, &file)
-            .iter()
-            .all(|e| e.stat.is_none()));
-        let warm = collect(&root, 2, None, &file);
-        assert_eq!(warm.len(), 4);
-        for e in &warm {
-            assert_eq!(e.stat, cfg!(unix).then(|| own(e)), "{}", e.display);
-        }
-        // an edit in place: seen by size and time
-        std::fs::write(root.join("a/b/two.go"), "longer").unwrap();
-        for e in &collect(&root, 2, None, &file) {
-            assert_eq!(e.stat, cfg!(unix).then(|| own(e)), "{}", e.display);
-        }
-        assert!(
-            collect(&root, 2, None, &file)
-                .iter()
-                .any(|e| e.stat.is_some_and(|s| s.size == 6))
-                == cfg!(unix)
-        );
-        // a file added: its folder is walked again, its entries stat'ed later
-        std::fs::write(root.join("a/b/four.py"), "x").unwrap();
-        let after = collect(&root, 2, None, &file);
-        assert!(after
-            .iter()
-            .filter(|e| e.display.contains("/b/"))
-            .all(|e| e.stat.is_none()));
-        assert_eq!(after.len(), 5);
-        let _ = std::fs::remove_dir_all(&tmp);
     }
 
     #[test]
