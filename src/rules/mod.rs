@@ -1060,30 +1060,18 @@ impl<'a> Context<'a> {
     /// The op runs only on a failure path (a catch/except/rescue handler, an
     /// `if err != nil` body, a promise's `.catch`).
     pub fn on_failure_path(&self, op: &Op) -> bool {
-        let at = op.name_span.start.max(op.span.start);
-        self.facts
-            .failure_spans
-            .iter()
-            .any(|s| s.start <= at && at < s.end)
+        op_in_spans(op, &self.facts.failure_spans)
     }
 
     /// The op runs only when the caller asked for a deliberate override
     /// (`if ($override) { … }`, `if force:`).
     pub fn behind_force_flag(&self, op: &Op) -> bool {
-        let at = op.name_span.start.max(op.span.start);
-        self.facts
-            .deliberate_spans
-            .iter()
-            .any(|s| s.start <= at && at < s.end)
+        op_in_spans(op, &self.facts.deliberate_spans)
     }
 
     /// The op runs only while the holder's own clock says its lease is valid.
     pub fn behind_validity_guard(&self, op: &Op) -> bool {
-        let at = op.name_span.start.max(op.span.start);
-        self.facts
-            .validity_spans
-            .iter()
-            .any(|s| s.start <= at && at < s.end)
+        op_in_spans(op, &self.facts.validity_spans)
     }
 
     /// SPEC §2 "Once-only marker": the key is deleted somewhere, but every
@@ -1412,6 +1400,14 @@ impl<'a> Context<'a> {
         };
         Span::new(start, op.span.end.max(start))
     }
+}
+
+/// The op (its name, or the call's start when the name comes first) lies
+/// inside one of the spans (failure handlers, force-flag or validity-guard
+/// bodies) a front-end recorded.
+fn op_in_spans(op: &Op, spans: &[crate::facts::Span]) -> bool {
+    let at = op.name_span.start.max(op.span.start);
+    spans.iter().any(|s| s.start <= at && at < s.end)
 }
 
 #[cfg(test)]
