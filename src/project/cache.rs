@@ -130,11 +130,80 @@ struct RawEntry<'a> {
     scan: Option<(u64, bool)>,
 }
 
+/// A file's cache key (its path relative to the project root, UTF-8):
+/// borrowed from the shard's bytes as read, like [`Blob`] (a warm run makes
+/// no `String` per file of the project), or its own for a new entry.
+/// Looked up by its bytes.
+#[derive(Clone, Debug)]
+struct Key(Blob);
+
+impl Key {
+    fn own(key: &str) -> Key {
+        Key(Blob::own(key.as_bytes().to_vec()))
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for Key {
+    fn borrow(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::hash::Hash for Key {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (*self.0).hash(state)
+    }
+}
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Key) -> bool {
+        *self.0 == *other.0
+    }
+}
+
+impl Eq for Key {}
+
+impl serde::Serialize for Key {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // always UTF-8: made from a `&str`, or borrowed as one from a shard
+        let text = std::str::from_utf8(&self.0).map_err(serde::ser::Error::custom)?;
+        s.serialize_str(text)
+    }
+}
+
+/// A shard's map as read: its entries in the order written, keys and facts
+/// borrowed (no map is built to be taken apart again).
+struct RawShard<'a>(Vec<(&'a str, RawEntry<'a>)>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for RawShard<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = RawShard<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a map of cache entries")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut map: M,
+            ) -> Result<RawShard<'a>, M::Error> {
+                // the size hint is the shard's own word: bounded before use
+                let mut out = Vec::with_capacity(map.size_hint().unwrap_or(0).min(1 << 16));
+                while let Some((k, v)) = map.next_entry::<&'a str, RawEntry<'a>>()? {
+                    out.push((k, v));
+                }
+                Ok(RawShard(out))
+            }
+        }
+        d.deserialize_map(Visit(std::marker::PhantomData))
+    }
+}
+
 /// The entries of one shard file; `None` when it cannot be decoded (or
-/// its facts are not borrowed from `buf`).
-fn read_shard(buf: Vec<u8>) -> Option<HashMap<String, Entry>> {
+/// its keys and facts are not borrowed from `buf`).
+fn read_shard(buf: Vec<u8>) -> Option<HashMap<Key, Entry>> {
     let buf = Arc::new(buf);
-    let raw: HashMap<String, RawEntry<'_>> = rmp_serde::from_slice(&buf).ok()?;
+    let RawShard(raw) = rmp_serde::from_slice(&buf).ok()?;
     let mut entries = HashMap::with_capacity_and_hasher(raw.len(), Default::default());
     for (key, e) in raw {
         let outcome = match e.outcome {
@@ -152,7 +221,7 @@ fn read_shard(buf: Vec<u8>) -> Option<HashMap<String, Entry>> {
             scan: e.scan,
             seen: false,
         };
-        entries.insert(key, entry);
+        entries.insert(Key(Blob::within(&buf, key.as_bytes())?), entry);
     }
     Some(entries)
 }
@@ -175,7 +244,7 @@ struct Entry {
 
 #[derive(Default)]
 struct Shard {
-    entries: HashMap<String, Entry>,
+    entries: HashMap<Key, Entry>,
     dirty: bool,
 }
 
@@ -395,7 +464,7 @@ impl Cache {
         use_it: impl FnOnce(&Outcome) -> Option<R>,
     ) -> Option<R> {
         let mut shard = self.shard(key)?;
-        let e = shard.entries.get_mut(key)?;
+        let e = shard.entries.get_mut(key.as_bytes())?;
         if !(e.settled && e.size == stat.size && e.mtime == stat.mtime) {
             return None;
         }
@@ -408,7 +477,7 @@ impl Cache {
     pub fn by_hash(&self, key: &str, stat: Stat, hash: u64) -> Option<Outcome> {
         let settled = self.settled(stat);
         let mut shard = self.shard(key)?;
-        let e = shard.entries.get_mut(key)?;
+        let e = shard.entries.get_mut(key.as_bytes())?;
         if e.hash != hash {
             return None;
         }
@@ -432,7 +501,7 @@ impl Cache {
             return;
         };
         shard.entries.insert(
-            key.to_string(),
+            Key::own(key),
             Entry {
                 size: stat.size,
                 mtime: stat.mtime,
@@ -449,7 +518,7 @@ impl Cache {
     /// The last call-name scan's answer for this unchanged file and names.
     pub fn scan(&self, key: &str, stat: Stat, names: u64) -> Option<bool> {
         let shard = self.shard(key)?;
-        let e = shard.entries.get(key)?;
+        let e = shard.entries.get(key.as_bytes())?;
         if !(e.settled && e.size == stat.size && e.mtime == stat.mtime) {
             return None;
         }
@@ -460,7 +529,7 @@ impl Cache {
         let Some(mut shard) = self.shard(key) else {
             return;
         };
-        let Some(e) = shard.entries.get_mut(key) else {
+        let Some(e) = shard.entries.get_mut(key.as_bytes()) else {
             return;
         };
         if e.scan != Some((names, calls)) {
@@ -589,33 +658,38 @@ mod tests {
 
     #[test]
     fn a_shard_reads_back_its_facts_borrowed_and_a_damaged_one_is_ignored() {
-        let mut entries: HashMap<String, Entry> = HashMap::default();
+        let mut entries: HashMap<Key, Entry> = HashMap::default();
         entries.insert(
-            "a.py".into(),
+            Key::own("a.py"),
             entry(Outcome::Facts(Blob::own(vec![1, 2, 3]))),
         );
-        entries.insert("b.go".into(), entry(Outcome::Rejected));
+        entries.insert(Key::own("b.go"), entry(Outcome::Rejected));
         entries.insert(
-            "c.rs".into(),
+            Key::own("src/c.rs"),
             entry(Outcome::Facts(Blob::own(vec![9; 300]))),
         );
-        entries.insert("d.bin".into(), entry(Outcome::Binary));
+        entries.insert(Key::own("d.bin"), entry(Outcome::Binary));
         let bytes = rmp_serde::to_vec(&entries).unwrap();
         let back = read_shard(bytes.clone()).expect("reads");
         assert_eq!(back.len(), entries.len());
         for (k, e) in &entries {
-            let b = &back[k];
-            assert_eq!(b.outcome, e.outcome, "{k}");
+            let b = &back[&*k.0];
+            assert_eq!(b.outcome, e.outcome, "{k:?}");
             assert_eq!((b.size, b.mtime, b.settled, b.hash), (12, 34, true, 56));
             assert_eq!(b.scan, Some((7, true)));
             assert!(!b.seen);
         }
         // the facts are ranges of the one buffer read
-        let (Outcome::Facts(x), Outcome::Facts(y)) = (&back["a.py"].outcome, &back["c.rs"].outcome)
+        let (Outcome::Facts(x), Outcome::Facts(y)) =
+            (&back[&b"a.py"[..]].outcome, &back[&b"src/c.rs"[..]].outcome)
         else {
             panic!("facts lost");
         };
         assert!(Arc::ptr_eq(&x.buf, &y.buf));
+        // and so are the keys
+        for k in back.keys() {
+            assert!(Arc::ptr_eq(&k.0.buf, &x.buf));
+        }
         // written again, it reads back whole
         let again = rmp_serde::to_vec(&back).unwrap();
         assert_eq!(read_shard(again).expect("reads").len(), entries.len());
