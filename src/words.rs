@@ -410,6 +410,13 @@ fn is_test_folder(comp: std::path::Component) -> bool {
     let std::path::Component::Normal(c) = comp else {
         return false;
     };
+    // every name below holds `test` or `spec` (word parts are ASCII
+    // lower-cased, and no other char lower-cases to those letters): a
+    // folder name without either is judged without its word parts
+    let bytes = c.as_encoded_bytes();
+    if !contains_ascii_ci(bytes, b"test") && !contains_ascii_ci(bytes, b"spec") {
+        return false;
+    }
     let c = c.to_string_lossy();
     if is_test_folder_name(&c) {
         return true;
@@ -437,7 +444,6 @@ fn is_test_folder_name(c: &str) -> bool {
 fn is_test_file_name(name: &std::ffi::OsStr) -> bool {
     let name = name.to_string_lossy();
     let stem = name.split('.').next().unwrap_or("");
-    let lower = name.to_ascii_lowercase();
     is_test_folder_name(&name)
         || stem.ends_with("_test")
         || stem.ends_with("Test")
@@ -446,9 +452,16 @@ fn is_test_file_name(name: &std::ffi::OsStr) -> bool {
         || stem.ends_with("_spec")
         || stem.starts_with("test_")
         || stem.ends_with("_tests")
-        || lower.contains(".test.")
-        || lower.contains(".spec.")
-        || lower == "conftest.py"
+        // as the ASCII lower-cased name would hold them (no copy per file)
+        || contains_ascii_ci(name.as_bytes(), b".test.")
+        || contains_ascii_ci(name.as_bytes(), b".spec.")
+        || name.eq_ignore_ascii_case("conftest.py")
+}
+
+/// `hay` holds `needle` (ASCII lower case) with ASCII letters of any case.
+fn contains_ascii_ci(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle))
 }
 
 /// [`is_test_path`] for the many files of a project, each folder judged
@@ -456,7 +469,7 @@ fn is_test_file_name(name: &std::ffi::OsStr) -> bool {
 #[derive(Default)]
 pub struct TestPaths {
     /// By the folder's bytes (hashed as bytes, not component by component).
-    folders: std::collections::HashMap<std::ffi::OsString, bool>,
+    folders: rustc_hash::FxHashMap<std::ffi::OsString, bool>,
     /// The last file's folder (files come folder by folder) and its verdict.
     last: Option<(std::path::PathBuf, bool)>,
 }
@@ -500,6 +513,86 @@ impl TestPaths {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_names_are_judged_as_by_their_word_parts_and_lower_case_copy() {
+        // the judgements before the shortcuts: every folder by its word
+        // parts, every file name by an ASCII lower-cased copy
+        fn folder_by_parts(c: &str) -> bool {
+            let parts = word_parts(c);
+            let last = parts.last().map(String::as_str);
+            let support = parts.iter().any(|p| p == "test" || p == "tests")
+                && parts.iter().any(|p| {
+                    matches!(
+                        p.as_str(),
+                        "utils" | "util" | "support" | "helpers" | "fixtures" | "harness"
+                    )
+                });
+            is_test_folder_name(c)
+                || (parts.len() > 1
+                    && (support || matches!(last, Some("test" | "tests" | "testing" | "testkit"))))
+        }
+        fn file_by_copy(name: &str) -> bool {
+            let stem = name.split('.').next().unwrap_or("");
+            let lower = name.to_ascii_lowercase();
+            is_test_folder_name(name)
+                || stem.ends_with("_test")
+                || stem.ends_with("Test")
+                || stem.ends_with("Tests")
+                || stem.ends_with("IT")
+                || stem.ends_with("_spec")
+                || stem.starts_with("test_")
+                || stem.ends_with("_tests")
+                || lower.contains(".test.")
+                || lower.contains(".spec.")
+                || lower == "conftest.py"
+        }
+        for name in [
+            "tests",
+            "test",
+            "Tests",
+            "spec",
+            "__tests__",
+            "testdata",
+            "src",
+            "lib",
+            "kitsune-test",
+            "foo_testing",
+            "test-utils",
+            "shop-test-support",
+            "TestUtils",
+            "SPEC",
+            "latest",
+            "inspect",
+            "MyTESTs",
+            "prospects",
+            "a.TEST.ts",
+            "b.Spec.js",
+            "CONFTEST.py",
+            "conftest.py",
+            "x_test.go",
+            "FooTest.java",
+            "FooIT.kt",
+            "test_a.py",
+            "a.py",
+            "\u{212a}test",
+            "t\u{e9}st-utils",
+            "\u{130}test_helpers",
+            "te",
+            "",
+            ".test.",
+            "api.test",
+            "redis_lock.py",
+        ] {
+            let os = std::ffi::OsStr::new(name);
+            assert_eq!(
+                is_test_folder(std::path::Component::Normal(os)),
+                folder_by_parts(name),
+                "folder {name}"
+            );
+            assert_eq!(is_test_file_name(os), file_by_copy(name), "file {name}");
+        }
+    }
 
     #[test]
     fn value_part_words_have_one_bit_each() {
