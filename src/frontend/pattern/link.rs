@@ -105,6 +105,20 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
     // call sites of everything that is not a client call nor a declaration
     let mut acquire_like: Vec<Op> = Vec::new();
     let bound = binding_ranges(an);
+    // What the link can use of a call is known in part here: it resolves a
+    // call only to a function of this file (a named, non-test scope), to
+    // one whose name says Redis, or through a receiver that may name the
+    // function's owner (`project::link::resolve`, `project::calls::Reach`).
+    // A call that fits none of these is only a name and a place to the
+    // project pass (`failure`), so its arguments are not worked out.
+    let own_fns: HashSet<&str> = st
+        .scopes
+        .iter()
+        .filter(|s| !s.is_test && !s.name.is_empty())
+        .map(|s| s.name.as_str())
+        .collect();
+    // per name: (reads like an acquire, says Redis)
+    let mut name_words: HashMap<&str, (bool, bool)> = HashMap::new();
     for (ci, c) in all.iter().enumerate() {
         if facts.link.calls.len() >= MAX_CALL_SITES {
             break;
@@ -118,9 +132,22 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
         }
         let scope = st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
         let depth = st.tok_depth.get(c.name_tok).copied().unwrap_or(0);
+        let recv = (!c.recv.is_empty()).then(|| values::norm_name(&c.recv.join(".")));
+        let (acquire_fn, redis_name) = *name_words.entry(name.text.as_ref()).or_insert_with(|| {
+            (
+                crate::words::is_acquire_fn(&name.text),
+                crate::project::link::says_redis(&name.text),
+            )
+        });
+        let may_resolve = redis_name
+            || own_fns.contains(name.text.as_ref())
+            || recv
+                .as_deref()
+                .is_some_and(|r| crate::project::link::receiver_word(r).len() >= 3);
         let args = c
             .args
             .iter()
+            .filter(|_| may_resolve)
             .map(|a| {
                 let short = a.end.saturating_sub(a.start) <= MAX_ARG_TOKENS;
                 CallArg {
@@ -143,9 +170,8 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
             .map(|t| t.end)
             .unwrap_or(name.end)
             .max(name.end);
-        let recv = (!c.recv.is_empty()).then(|| values::norm_name(&c.recv.join(".")));
         // a call that reads like an acquire: are failures taken as success?
-        if crate::words::is_acquire_fn(&name.text) || crate::project::link::says_redis(&name.text) {
+        if acquire_fn || redis_name {
             acquire_like.push(Op {
                 kind: OpKind::Acquire { expiry: true },
                 // the call's index, to find it again below
@@ -168,6 +194,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
         // variable and is left alone)
         let result_key = bound
             .get(&(c.recv_start, c.end))
+            .filter(|_| may_resolve)
             .filter(|_| c.end - c.recv_start <= MAX_ARG_TOKENS)
             .map(|&n| an.vals.key(n, n + 1, scope))
             .filter(|k| !k.is_unknown() && !matches!(k.parts.as_slice(), [KeyPart::Var(_)]));
