@@ -143,7 +143,17 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
             .map(|t| t.end)
             .unwrap_or(name.end)
             .max(name.end);
-        let recv = (!c.recv.is_empty()).then(|| values::norm_name(&c.recv.join(".")));
+        // a Go method's call through its own receiver (`s.Delete(key)` in
+        // `func (s *RedisStore) Unlock`) is a call on its own type, as
+        // `this.delete(key)` is
+        let own_recv = an.lang == crate::facts::Language::Go
+            && c.recv.len() == 1
+            && st.receivers.get(&scope) == c.recv.first();
+        let recv = if own_recv {
+            Some("this".to_string())
+        } else {
+            (!c.recv.is_empty()).then(|| values::norm_name(&c.recv.join(".")))
+        };
         // a call that reads like an acquire: are failures taken as success?
         if crate::words::is_acquire_fn(&name.text) || crate::project::link::says_redis(&name.text) {
             acquire_like.push(Op {
