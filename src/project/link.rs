@@ -83,7 +83,13 @@ pub fn link(files: &[ProjectFile]) -> Vec<FileView> {
                 let Some(si) = resolve(files, &sums, cands, fi, cs) else {
                     continue;
                 };
-                instantiate(fi, &sums[si], cs, &mut insts);
+                instantiate(
+                    fi,
+                    &sums[si],
+                    cs,
+                    own_object_call(fi, &sums[si], cs),
+                    &mut insts,
+                );
             }
             if insts.len() != views[fi].insts.len() {
                 changed = true;
@@ -232,6 +238,21 @@ pub(crate) fn names_owner_word(recv: &str, owner: &str) -> bool {
     recv.len() >= 3 && (owner.contains(recv) || recv.contains(owner))
 }
 
+/// The call runs the summarised function on the caller's own object in the
+/// same file (`this.f()`, `self.f()`, a Go method through its receiver, a
+/// bare call): its ops on fixed keys ([`summary::SumOp::own_object`]) are
+/// the caller's keys too.
+fn own_object_call(file: usize, s: &Summary, cs: &CallSite) -> bool {
+    // (a "call" outside every function is no run of it: a Go interface's
+    // method list reads like calls)
+    s.file == file
+        && cs.scope != 0
+        && cs
+            .recv
+            .as_deref()
+            .is_none_or(|r| matches!(receiver_word(r).as_str(), "this" | "self" | "static"))
+}
+
 /// The one summary a call site means, or `None` when none or several fit.
 fn resolve(
     files: &[ProjectFile],
@@ -246,7 +267,9 @@ fn resolve(
         .copied()
         .filter(|&si| {
             let s = &sums[si];
-            (s.min_arity..=s.arity).contains(&arity) && !(s.file == file && s.scope == cs.scope)
+            (s.min_arity..=s.arity).contains(&arity)
+                && !(s.file == file && s.scope == cs.scope)
+                && (!s.own_object_only || own_object_call(file, s, cs))
         })
         .collect();
     let recv = cs.recv.as_deref().map(receiver_word);
@@ -395,12 +418,13 @@ fn returned_keys(
 }
 
 /// The summary's ops performed at the call site with its arguments.
-fn instantiate(file: usize, s: &Summary, cs: &CallSite, out: &mut Vec<Inst>) {
+fn instantiate(file: usize, s: &Summary, cs: &CallSite, own: bool, out: &mut Vec<Inst>) {
     let via = match &s.owner {
         Some(o) => format!("{o}.{}", s.name),
         None => s.name.clone(),
     };
-    for (k, so) in s.ops.iter().take(MAX_PER_CALL).enumerate() {
+    let ops = s.ops.iter().filter(|so| own || !so.own_object);
+    for (k, so) in ops.take(MAX_PER_CALL).enumerate() {
         let key = key_at(&so.key, &so.idents, cs);
         let (value, value_var) = match &so.value {
             VSrc::Fixed(v) => (v.clone(), None),

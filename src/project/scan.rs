@@ -29,8 +29,11 @@ pub fn summarised_names<'a>(
             None => Box::new(f.link.calls.iter().map(|c| (c.callee.as_str(), c.scope))),
         };
         // functions whose ops take their key or value from a parameter
+        // (a function whose ops all act on fixed keys is reached only from
+        // its own file: no other file's call of it is worth a read)
         let summarised: HashSet<u32> = super::summary::summarise(0, "", f, &[])
             .iter()
+            .filter(|s| !s.own_object_only)
             .map(|s| s.scope)
             .collect();
         let busy: HashSet<u32> = summarised

@@ -44,6 +44,10 @@ pub struct SumOp {
     pub chain: Vec<Root>,
     /// Source order inside the function.
     pub order: u32,
+    /// Neither its key nor its value comes from a parameter: it acts on
+    /// the same key only where the function runs on the caller's own object
+    /// in the same file (`this.tryForLeader()`, a bare call of a helper).
+    pub own_object: bool,
 }
 
 /// What one function does to Redis through its parameters.
@@ -72,6 +76,9 @@ pub struct Summary {
     pub returns_key: Option<(Vec<TPart>, Vec<String>)>,
     /// That key as the function itself writes it.
     pub returns_own: Option<crate::facts::KeyExpr>,
+    /// Every op is [`SumOp::own_object`]: only a call in the same file on
+    /// the function's own object reaches it.
+    pub own_object_only: bool,
 }
 
 fn behind_validity_guard(facts: &FileFacts, op: &Op) -> bool {
@@ -102,8 +109,7 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
     let file_is_lock = words::reads_like_lock(stem);
     let mut out = Vec::new();
     for sig in &facts.link.functions {
-        let (Some(scope), false) = (facts.scopes.get(sig.scope as usize), sig.params.is_empty())
-        else {
+        let Some(scope) = facts.scopes.get(sig.scope as usize) else {
             continue;
         };
         if scope.is_test || scope.name.is_empty() {
@@ -122,8 +128,19 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             matches!(op.kind, OpKind::Release { checked: false })
                 && in_spans(&facts.deliberate_spans, op.name_span.start)
         };
+        // the other path of a write that sets-if-absent on one branch and
+        // returns there (`if nx { return setnx(k…) }; return set(k…)`): a
+        // call runs one of them, so the caller sees the acquire alone
+        let other_path = |op: &Op| {
+            facts
+                .exclusive_of_acquire
+                .binary_search_by_key(&(op.name_span.start, op.name_span.end), |s| {
+                    (s.start, s.end)
+                })
+                .is_ok()
+        };
         for op in own_ops {
-            if forced(op) {
+            if forced(op) || other_path(op) {
                 continue;
             }
             own_key_lockish |= key_reads_like_lock(op);
@@ -138,9 +155,7 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
                 file,
                 at: op.name_span.start,
             }];
-            if let Some(s) = templ(op, var, &sig.params, chain) {
-                ops.push(s);
-            }
+            ops.push(templ(op, var, &sig.params, chain));
         }
         for i in linked_ops {
             if forced(&i.op) {
@@ -151,9 +166,7 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
                 file,
                 at: i.op.name_span.start,
             });
-            if let Some(s) = templ(&i.op, i.value_var.as_deref(), &sig.params, chain) {
-                ops.push(s);
-            }
+            ops.push(templ(&i.op, i.value_var.as_deref(), &sig.params, chain));
         }
         if ops.is_empty() {
             continue;
@@ -242,6 +255,7 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             .then(|| linked_ops.first().map(|i| i.via.clone()))
             .flatten()
             .filter(|via| via.rsplit('.').next() == Some(scope.name.as_str()));
+        let own_object_only = ops.iter().all(|o| o.own_object);
         out.push(Summary {
             file,
             scope: sig.scope,
@@ -255,6 +269,7 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             facade_if,
             returns_key,
             returns_own,
+            own_object_only,
         });
     }
     out
@@ -288,9 +303,9 @@ fn key_reads_like_lock(op: &Op) -> bool {
     }) || op.key.idents.iter().any(|i| words::reads_like_lock(i))
 }
 
-/// The op in terms of the function's parameters; `None` when neither its
-/// key nor its value comes from a parameter (nothing a caller changes).
-fn templ(op: &Op, value_var: Option<&str>, params: &[String], chain: Vec<Root>) -> Option<SumOp> {
+/// The op in terms of the function's parameters (an op whose key and value
+/// come from no parameter is [`SumOp::own_object`]).
+fn templ(op: &Op, value_var: Option<&str>, params: &[String], chain: Vec<Root>) -> SumOp {
     let pos = |v: &str| params.iter().position(|p| p == v);
     let key: Vec<TPart> = op
         .key
@@ -310,10 +325,7 @@ fn templ(op: &Op, value_var: Option<&str>, params: &[String], chain: Vec<Root>) 
     };
     let any_param =
         key.iter().any(|p| matches!(p, TPart::Param(_))) || matches!(value, VSrc::Param(_));
-    if !any_param {
-        return None;
-    }
-    Some(SumOp {
+    SumOp {
         kind: op.kind.clone(),
         key,
         idents: op
@@ -328,5 +340,6 @@ fn templ(op: &Op, value_var: Option<&str>, params: &[String], chain: Vec<Root>) 
         client: op.client,
         chain,
         order: op.order,
-    })
+        own_object: !any_param,
+    }
 }

@@ -157,6 +157,14 @@ impl<'a> Analyzer<'a> {
         if self.lang == Language::Go && pos.first().is_some_and(|a| self.is_ctx(a)) {
             pos.remove(0);
         }
+        // C# async APIs take a CancellationToken last (`GetValueAsync(k, ct)`)
+        if self.lang == Language::CSharp && pos.len() > 1 {
+            let last = pos[pos.len() - 1];
+            let t = self.arg_text(last).to_ascii_lowercase();
+            if t == "ct" || t.contains("cancellation") {
+                pos.pop();
+            }
+        }
         pos
     }
 
@@ -173,10 +181,29 @@ impl<'a> Analyzer<'a> {
                 lname.truncate(lname.len() - 5);
             }
             let evidence = match lname.as_str() {
-                "setnx" | "setifabsent" | "locktake" | "lockrelease" | "lockextend" | "msetnx"
-                | "setex" | "psetex" | "getset" | "getdel" | "expire" | "pexpire" | "expireat"
-                | "pexpireat" | "stringset" | "stringget" | "stringgetset" | "keydelete"
-                | "keyexpire" | "scriptevaluate" => !self.classify(c, all).is_empty(),
+                "setnx"
+                | "setifabsent"
+                | "locktake"
+                | "lockrelease"
+                | "lockextend"
+                | "msetnx"
+                | "setex"
+                | "psetex"
+                | "getset"
+                | "getdel"
+                | "expire"
+                | "pexpire"
+                | "expireat"
+                | "pexpireat"
+                | "stringset"
+                | "stringget"
+                | "stringgetset"
+                | "keydelete"
+                | "keyexpire"
+                | "scriptevaluate"
+                | "setvalueifnotexists"
+                | "expireentryin"
+                | "expireentryat" => !self.classify(c, all).is_empty(),
                 // eval of a script text this file holds
                 // a cache framework's tested `add(k, v, ttl)` (see `cache_add`)
                 "add" => self.cache_add(c, &lname),
@@ -412,7 +439,8 @@ impl<'a> Analyzer<'a> {
             lname
         };
         match lname.as_str() {
-            "setnx" | "setifabsent" | "locktake" | "msetnx" => {
+            // ServiceStack.Redis `SetValueIfNotExists(k, v[, expireIn])`
+            "setnx" | "setifabsent" | "locktake" | "msetnx" | "setvalueifnotexists" => {
                 let Some(key) = key else { return Vec::new() };
                 let ttl = pos.get(vpos + 1);
                 let expiry = match ttl {
@@ -437,7 +465,8 @@ impl<'a> Analyzer<'a> {
                     .is_some_and(|t| !self.vals.is_zero_ttl(t.start, t.end));
                 vec![mk(OpKind::Acquire { expiry }, key, value_at(0))]
             }
-            "setifpresent" => {
+            // ServiceStack.Redis `SetValueIfExists(k, v, expireIn)`: SET … XX PX
+            "setifpresent" | "setvalueifexists" => {
                 let Some(key) = key else { return Vec::new() };
                 if pos.len() > vpos + 1 {
                     vec![mk(OpKind::Expire, key, None)]
@@ -445,7 +474,8 @@ impl<'a> Analyzer<'a> {
                     Vec::new()
                 }
             }
-            "set" | "stringset" | "setargs" => {
+            // ServiceStack.Redis `SetValue(k, v[, expireIn])`
+            "set" | "stringset" | "setargs" | "setvalue" => {
                 if raw_first.is_some()
                     && self.toks[raw_first.map(|a| a.start).unwrap_or(0)]
                         .text
@@ -476,10 +506,10 @@ impl<'a> Analyzer<'a> {
                 Some(key) => vec![mk(OpKind::Set { expiry: true }, key, None)],
                 None => Vec::new(),
             },
-            "getset" | "stringgetset" | "getandset" => key
+            "getset" | "stringgetset" | "getandset" | "getandsetvalue" => key
                 .map(|k| vec![mk(OpKind::GetSet, k, None)])
                 .unwrap_or_default(),
-            "get" | "stringget" => {
+            "get" | "stringget" | "getvalue" => {
                 if pos.len() != 1 && bound.is_none() {
                     return Vec::new();
                 }
@@ -500,7 +530,12 @@ impl<'a> Analyzer<'a> {
             // counters: Spring `increment`/`decrement`, C# `StringIncrement`, `incr`, `hincrby`, …
             "incr" | "incrby" | "incrbyfloat" | "decr" | "decrby" | "hincrby" | "hincrbyfloat"
             | "increment" | "decrement" | "stringincrement" | "stringdecrement"
-            | "hashincrement" => key
+            | "hashincrement"
+            // ServiceStack.Redis
+            | "incrementvalue"
+            | "incrementvalueby"
+            | "decrementvalue"
+            | "decrementvalueby" => key
                 .map(|k| vec![mk(OpKind::Incr, k, None)])
                 .unwrap_or_default(),
             // collections: ZADD/SADD/LPUSH…, StackExchange `SortedSetAdd`/`SetAdd`/`ListLeftPush`, …
@@ -536,7 +571,8 @@ impl<'a> Analyzer<'a> {
                 key.map(|k| vec![mk(OpKind::Members, k, None)])
                     .unwrap_or_default()
             }
-            "del" | "delete" | "unlink" | "keydelete" => {
+            // ServiceStack.Redis `Remove(k)`, `RemoveEntry(params keys)`
+            "del" | "delete" | "unlink" | "keydelete" | "removeentry" => {
                 let text = self.vals.text(c.open, c.end);
                 let checked = text.contains("ifEquals") || text.contains("IfEquals");
                 if let Some((a, b)) = bound {
@@ -576,6 +612,21 @@ impl<'a> Analyzer<'a> {
                 out
             }
             // Laravel `Cache::forget($k)`, `cache()->forget($k)`: a DEL
+            // ServiceStack.Redis `IRedisClient.Remove(k)`: a DEL, on a receiver
+            // that names Redis (`redisClient`, `((IRedisClient)c)`) or runs
+            // a Redis-only command too (a collection's `Remove` is not one)
+            "remove"
+                if self.lang == Language::CSharp
+                    && pos.len() == 1
+                    && bound.is_none()
+                    && (c.recv.iter().any(|r| r.to_ascii_lowercase().contains("redis"))
+                        || self
+                            .recv_root(c)
+                            .is_some_and(|r| self.redis_recvs.contains(&r))) =>
+            {
+                key.map(|k| vec![mk(OpKind::Release { checked: false }, k, None)])
+                    .unwrap_or_default()
+            }
             "forget" if self.lang == Language::Php && self.cache_receiver(c) && pos.len() == 1 => {
                 key.map(|k| vec![mk(OpKind::Release { checked: false }, k, None)])
                     .unwrap_or_default()
@@ -586,7 +637,9 @@ impl<'a> Analyzer<'a> {
             "lockextend" => key
                 .map(|k| vec![mk(OpKind::CheckedExtend, k, None)])
                 .unwrap_or_default(),
-            "expire" | "pexpire" | "expireat" | "pexpireat" | "keyexpire" => {
+            // ServiceStack.Redis `ExpireEntryIn(k, ttl)`, `ExpireEntryAt(k, at)`
+            "expire" | "pexpire" | "expireat" | "pexpireat" | "keyexpire" | "expireentryin"
+            | "expireentryat" => {
                 if pos.len() < 2 && bound.is_none() {
                     return Vec::new();
                 }

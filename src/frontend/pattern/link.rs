@@ -132,7 +132,17 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
         }
         let scope = st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
         let depth = st.tok_depth.get(c.name_tok).copied().unwrap_or(0);
-        let recv = (!c.recv.is_empty()).then(|| values::norm_name(&c.recv.join(".")));
+        // a Go method's call through its own receiver (`s.Delete(key)` in
+        // `func (s *RedisStore) Unlock`) is a call on its own type, as
+        // `this.delete(key)` is
+        let own_recv = an.lang == crate::facts::Language::Go
+            && c.recv.len() == 1
+            && st.receivers.get(&scope) == c.recv.first();
+        let recv = if own_recv {
+            Some("this".to_string())
+        } else {
+            (!c.recv.is_empty()).then(|| values::norm_name(&c.recv.join(".")))
+        };
         let (acquire_fn, redis_name) = *name_words.entry(name.text.as_ref()).or_insert_with(|| {
             (
                 crate::words::is_acquire_fn(&name.text),

@@ -350,9 +350,25 @@ impl<'a> Values<'a> {
                 }
             }
         }
+        // The paren depth at the innermost `{` block around each token: a
+        // binding in the block of a closure passed as an argument
+        // (`Retry(() => { var v = …; })`, `g.Go(func() error { v := … })`)
+        // is a statement of that block, not a keyword argument.
+        let mut block_paren = vec![0u32; toks.len()];
+        let mut blocks: Vec<u32> = Vec::new();
+        for (i, t) in toks.iter().enumerate() {
+            if t.kind == Kind::Punct && t.is("}") {
+                blocks.pop();
+            }
+            block_paren[i] = blocks.last().copied().unwrap_or(0);
+            if t.kind == Kind::Punct && t.is("{") {
+                blocks.push(self.st.tok_paren[i]);
+            }
+        }
         for i in 1..toks.len() {
             let t = &toks[i];
-            if !(t.is("=") || t.is(":=")) || self.st.tok_paren[i] != group_depth[i] {
+            if !(t.is("=") || t.is(":=")) || self.st.tok_paren[i] != group_depth[i] + block_paren[i]
+            {
                 continue;
             }
             let n = &toks[i - 1];
