@@ -221,10 +221,13 @@ impl KeyExpr {
     }
 
     /// A constant part (a literal prefix, a named constant or field) that makes
-    /// a match across functions meaningful.
+    /// a match across functions meaningful. A literal made only of
+    /// separators (`namespace + "-" + key`, `a + ":" + b`) names nothing: a
+    /// key-prefixing facade joins its caller's parts with it in every method.
     pub fn has_constant_part(&self) -> bool {
         self.parts.iter().any(|p| {
-            matches!(p, KeyPart::Lit(s) if !s.trim().is_empty()) || matches!(p, KeyPart::Const(_))
+            matches!(p, KeyPart::Lit(s) if s.chars().any(char::is_alphanumeric))
+                || matches!(p, KeyPart::Const(_))
         })
     }
 
