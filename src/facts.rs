@@ -295,7 +295,8 @@ pub enum OpKind {
     /// `script` when the front-end could resolve the script text in this file.
     Eval { script: Option<ScriptId> },
     /// `EXISTS` of the key (`hasKey`, `exists?`, `KeyExists`, …): a read that
-    /// only says whether the key is there.
+    /// only says whether the key is there. A `TTL`/`PTTL` (Spring
+    /// `getExpire`) is one too: its reply is -2 when the key is absent.
     Exists,
     /// `INCR`/`INCRBY`/`DECR`/`DECRBY`/`INCRBYFLOAT`/`HINCRBY` (Spring
     /// `increment`/`decrement`): the key is a counter.
