@@ -221,10 +221,13 @@ impl KeyExpr {
     }
 
     /// A constant part (a literal prefix, a named constant or field) that makes
-    /// a match across functions meaningful.
+    /// a match across functions meaningful. A literal made only of
+    /// separators (`namespace + "-" + key`, `a + ":" + b`) names nothing: a
+    /// key-prefixing facade joins its caller's parts with it in every method.
     pub fn has_constant_part(&self) -> bool {
         self.parts.iter().any(|p| {
-            matches!(p, KeyPart::Lit(s) if !s.trim().is_empty()) || matches!(p, KeyPart::Const(_))
+            matches!(p, KeyPart::Lit(s) if s.chars().any(char::is_alphanumeric))
+                || matches!(p, KeyPart::Const(_))
         })
     }
 
@@ -292,7 +295,8 @@ pub enum OpKind {
     /// `script` when the front-end could resolve the script text in this file.
     Eval { script: Option<ScriptId> },
     /// `EXISTS` of the key (`hasKey`, `exists?`, `KeyExists`, …): a read that
-    /// only says whether the key is there.
+    /// only says whether the key is there. A `TTL`/`PTTL` (Spring
+    /// `getExpire`) is one too: its reply is -2 when the key is absent.
     Exists,
     /// `INCR`/`INCRBY`/`DECR`/`DECRBY`/`INCRBYFLOAT`/`HINCRBY` (Spring
     /// `increment`/`decrement`): the key is a counter.

@@ -15,9 +15,16 @@ static META: RuleMeta = RuleMeta {
     doc: include_str!("ll003_setnx_then_expire.md"),
 };
 
-/// The first EXPIRE of the same key after `acquire` in its function.
+/// The first EXPIRE of the same key after `acquire` in its function, unless
+/// a `GETSET` of the key comes first: an EXPIRE after the takeover's
+/// `GETSET` gives that write its TTL, not the set-if-absent (SPEC §2 Legacy
+/// takeover), so the acquire has no EXPIRE of its own.
 pub(super) fn following_expire<'a>(cx: &Context<'a>, acquire: &'a Op) -> Option<&'a Op> {
-    cx.nearest_after(acquire, &OpKind::Expire)
+    let expire = cx.nearest_after(acquire, &OpKind::Expire)?;
+    let getset = cx
+        .nearest_after(acquire, &OpKind::GetSet)
+        .is_some_and(|g| g.order < expire.order);
+    (!getset).then_some(expire)
 }
 
 /// The acquire's own function first reads the key and then deletes it

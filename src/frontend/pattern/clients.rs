@@ -11,7 +11,7 @@ use std::collections::HashSet;
 /// Redis evidence (SPEC §2 "client methods by name").
 const AMBIGUOUS: &[&str] = &[
     "set", "get", "del", "delete", "remove", "exec", "execute", "call", "do", "send", "command",
-    "exists", "exists?", "haskey", "unlink",
+    "exists", "exists?", "haskey", "unlink", "ttl", "pttl",
 ];
 
 /// Receiver words that say "this is a Redis client / template / connection".
@@ -516,8 +516,11 @@ impl<'a> Analyzer<'a> {
                 key.map(|k| vec![mk(OpKind::Get, k, None)])
                     .unwrap_or_default()
             }
-            // EXISTS of one key (Spring `hasKey`, redis-rb `exists?`, StackExchange `KeyExists`)
-            "exists" | "exists?" | "haskey" | "keyexists" => {
+            // EXISTS of one key (Spring `hasKey`, redis-rb `exists?`, StackExchange
+            // `KeyExists`); a `TTL`/`PTTL` (Spring `getExpire`) reads -2 when
+            // the key is absent: the same check when its reply is compared
+            // (the guard finder reads which comparison says absent)
+            "exists" | "exists?" | "haskey" | "keyexists" | "ttl" | "pttl" | "getexpire" => {
                 if pos.len() != 1 || bound.is_some() {
                     return Vec::new();
                 }

@@ -28,6 +28,10 @@ enum Probe {
     /// A boolean: `Bool(true)` is true exactly when the key is absent,
     /// `Bool(false)` exactly when it is present.
     Bool(bool),
+    /// The remaining time to live (`TTL`/`PTTL`, Spring `getExpire`): -2
+    /// when the key is absent, -1 when it has no TTL, else the time left.
+    /// Only a comparison with a number says something (-2 is truthy).
+    Ttl,
 }
 
 impl Probe {
@@ -35,7 +39,7 @@ impl Probe {
     fn truth(self) -> Option<bool> {
         match self {
             Probe::Count | Probe::Value => Some(false),
-            Probe::ErrNil => None,
+            Probe::ErrNil | Probe::Ttl => None,
             Probe::Bool(b) => Some(b),
         }
     }
@@ -123,10 +127,10 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<AbsenceGuard> {
         let Some(call) = call_at.get(&ct) else {
             continue;
         };
-        let kind = if op.kind == OpKind::Exists {
-            Probe::Count
-        } else {
-            Probe::Value
+        let kind = match op.kind {
+            OpKind::Exists if is_ttl_call(call) => Probe::Ttl,
+            OpKind::Exists => Probe::Count,
+            _ => Probe::Value,
         };
         let regions = an.absent_regions(call, kind, op.scope);
         for (w, wt) in cands {
@@ -229,6 +233,13 @@ fn is_true(t: &Tok) -> bool {
 fn is_num(t: &Tok, n: &str) -> bool {
     t.kind == Kind::Num && t.text == n
 }
+/// The check is a `TTL`/`PTTL` (Spring `getExpire`): its reply is a time
+/// to live, -2 when the key is absent.
+fn is_ttl_call(c: &Call) -> bool {
+    ["ttl", "pttl", "getexpire"]
+        .iter()
+        .any(|n| c.name.eq_ignore_ascii_case(n))
+}
 fn is_connective(t: &Tok) -> bool {
     t.is("&&") || t.is("||") || t.is("and") || t.is("or")
 }
@@ -282,6 +293,10 @@ impl Analyzer<'_> {
             let Some(call) = call_at.get(&tok_at(op.name_span.start)) else {
                 continue;
             };
+            // a helper handing back a TTL is no yes/no answer
+            if is_ttl_call(call) {
+                continue;
+            }
             // `return [await] [!] [Boolean(] check`, or `fun f() = check`
             let mut k = call.recv_start;
             let mut negated = false;
@@ -552,6 +567,27 @@ impl Analyzer<'_> {
                 } else {
                     return None;
                 }
+            }
+            Probe::Ttl => {
+                // the number compared with: `0`, or `-1`/`-2` (two tokens)
+                let (n, end) = if rhs.is("-") {
+                    let d = toks.get(e + 2).filter(|t| t.kind == Kind::Num)?;
+                    (-d.text.parse::<i64>().ok()?, e + 3)
+                } else if rhs.kind == Kind::Num {
+                    (rhs.text.parse::<i64>().ok()?, e + 2)
+                } else {
+                    return None;
+                };
+                // present: a TTL left (`> 0`, `>= 0`, `> -1`), or not -2;
+                // absent: -2, or no TTL left (`< 0`, `<= 0`, `== -2`)
+                let absent = match (op.text.as_ref(), n) {
+                    (">", -2..=0) | (">=", -1..=0) => false,
+                    ("!=" | "!==", -2) => false,
+                    ("==" | "===", -2) => true,
+                    ("<", -1..=0) | ("<=", -2..=0) => true,
+                    _ => return None,
+                };
+                return Some((Probe::Bool(absent), end));
             }
             Probe::Bool(b) if eqop || neop => {
                 if is_true(rhs) {
@@ -1171,9 +1207,11 @@ impl Analyzer<'_> {
             }
             match p.text.as_ref() {
                 // the write inside the condition itself runs whenever the
-                // condition is evaluated (`break if redis.set(…)`)
+                // condition is evaluated (`break if redis.set(…)`), as does
+                // a Go init statement before it (`if err := rdb.Set(…).Err();
+                // err != nil {`)
                 "if" | "unless" | "elif" | "while" => {
-                    let in_cond = self.cond_at(j, 0).is_some_and(|c| c.cs <= w && w < c.ce);
+                    let in_cond = self.cond_at(j, 0).is_some_and(|c| c.kw < w && w < c.ce);
                     if !in_cond {
                         return false;
                     }
