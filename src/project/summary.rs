@@ -44,6 +44,10 @@ pub struct SumOp {
     pub chain: Vec<Root>,
     /// Source order inside the function.
     pub order: u32,
+    /// The defaulted parameters it needs passed: it stands in the body of
+    /// an `if` whose test is false for their default (`if (opts.ttl)` of
+    /// `opts = {}`), so a call that leaves one out does not perform it.
+    pub needs: Vec<usize>,
 }
 
 /// What one function does to Redis through its parameters.
@@ -54,6 +58,11 @@ pub struct Summary {
     pub name: String,
     pub owner: Option<String>,
     pub arity: usize,
+    /// Its parameters' names (a key part for an argument a call leaves out).
+    pub params: Vec<String>,
+    /// Those whose default is an absence (`null`, `false`): left out, they
+    /// add nothing to a key.
+    pub absent_defaults: Vec<String>,
     /// The fewest arguments a call may pass (parameters with defaults left out).
     pub min_arity: usize,
     pub ops: Vec<SumOp>,
@@ -116,6 +125,16 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
         }
         let mut ops = Vec::new();
         let mut own_key_lockish = false;
+        // the defaulted parameters an op at `at` needs passed
+        let needs = |at: usize| -> Vec<usize> {
+            facts
+                .link
+                .arg_branches
+                .iter()
+                .filter(|b| b.scope == sig.scope && b.span.start <= at && at < b.span.end)
+                .filter_map(|b| sig.params.iter().position(|p| *p == b.param))
+                .collect()
+        };
         // a delete only in the branch of a force flag (`if ($override) {
         // delete }`) is a release by request, not one of the caller's
         let forced = |op: &Op| {
@@ -138,7 +157,8 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
                 file,
                 at: op.name_span.start,
             }];
-            if let Some(s) = templ(op, var, &sig.params, chain) {
+            if let Some(mut s) = templ(op, var, &sig.params, chain) {
+                s.needs = needs(op.name_span.start);
                 ops.push(s);
             }
         }
@@ -151,7 +171,8 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
                 file,
                 at: i.op.name_span.start,
             });
-            if let Some(s) = templ(&i.op, i.value_var.as_deref(), &sig.params, chain) {
+            if let Some(mut s) = templ(&i.op, i.value_var.as_deref(), &sig.params, chain) {
+                s.needs = needs(i.op.name_span.start);
                 ops.push(s);
             }
         }
@@ -248,6 +269,8 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             name: scope.name.clone(),
             owner: scope.owner.clone(),
             arity: sig.params.len(),
+            params: sig.params.clone(),
+            absent_defaults: sig.absent_defaults.clone(),
             min_arity: sig.params.len().saturating_sub(sig.optional),
             ops,
             lock_fn,
@@ -328,5 +351,6 @@ fn templ(op: &Op, value_var: Option<&str>, params: &[String], chain: Vec<Root>) 
         client: op.client,
         chain,
         order: op.order,
+        needs: Vec::new(),
     })
 }
