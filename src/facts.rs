@@ -554,6 +554,22 @@ pub struct LinkFacts {
     /// shapes of LL008 around the call): an LL008 when the link finds the
     /// callee returns an acquire's result.
     pub fail_open_calls: Vec<CallFailOpen>,
+    /// Code that runs only when a call passed a defaulted argument: the
+    /// body of an `if` whose test is false for the parameter's default
+    /// (`if (opts.ttl)` of `opts = {}`, `if ttl:` of `ttl=None`).
+    #[serde(default)]
+    pub arg_branches: Vec<ArgBranch>,
+}
+
+/// The body `span` of an `if` in function `scope` runs only when the
+/// caller passed the defaulted parameter `param`: its default makes the
+/// test false (`if (opts.ttl)` of `opts = {}`, `if ttl is not None:` of
+/// `ttl=None`, `if ($ttl > 0)` of `$ttl = 0`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ArgBranch {
+    pub scope: ScopeId,
+    pub span: Span,
+    pub param: String,
 }
 
 /// A call (its name starting at `name_start`) whose failure or null
@@ -574,6 +590,12 @@ pub struct FnSig {
     /// a call may leave them out.
     #[serde(default)]
     pub optional: usize,
+    /// Its parameters whose default is an absence (`null`, `None`, `nil`,
+    /// `false`): a flag or a missing value, never text of a key, so a call
+    /// that leaves one out adds nothing to a key built from it
+    /// (`getFinalKey(key, isCluster)` of `isCluster: Boolean? = false`).
+    #[serde(default)]
+    pub absent_defaults: Vec<String>,
     /// The keys its `return` statements hand back (each branch of a
     /// conditional apart: `return ok ? lockKey : null`), normalised as the
     /// function's own ops normalise theirs: a function that returns the key
@@ -612,6 +634,10 @@ pub struct CallArg {
     pub value: ValueExpr,
     /// The argument is a bare name (a parameter or local of the caller).
     pub name: Option<String>,
+    /// The parameter it is passed to by name (`ttl=30`, `ttl: 30`,
+    /// `ttl = 30` in Kotlin): it binds that parameter, not its position.
+    #[serde(default)]
+    pub keyword: Option<String>,
 }
 
 /// The value of the op whose method name starts at `name_start` is the

@@ -307,6 +307,7 @@ mod tests {
                 key: KeyExpr::lit("k"),
                 value: crate::facts::ValueExpr::Unknown,
                 name: None,
+                keyword: None,
             }];
             c
         };

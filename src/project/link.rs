@@ -352,17 +352,36 @@ fn own_key_value(key: &KeyExpr, arg: &crate::facts::CallArg) -> bool {
     }) && key.parts.iter().any(|p| matches!(p, KeyPart::Lit(_)))
 }
 
-/// A summarised key with the call site's arguments in place of the parameters.
-fn key_at(parts: &[TPart], idents: &[String], cs: &CallSite) -> KeyExpr {
+/// The argument a call passes for parameter `i` of `params`: the `i`-th,
+/// or the one passed by that name (`ttl=30`, `ttl: 30`) when the call has
+/// fewer. `None`: the call leaves the parameter at its default.
+fn arg_of<'a>(cs: &'a CallSite, params: &[String], i: usize) -> Option<&'a crate::facts::CallArg> {
+    cs.args.get(i).or_else(|| {
+        let p = params.get(i)?;
+        cs.args.iter().find(|a| a.keyword.as_ref() == Some(p))
+    })
+}
+
+/// A summarised key with the call site's arguments in place of the
+/// parameters. A parameter the call leaves at its default is the same
+/// part at every call that leaves it out (`{prefix=default}`), so two such
+/// calls act on one key; one whose default is an absence (`null`, `false`:
+/// a flag such as `getFinalKey(key, isCluster)`'s) adds nothing.
+fn key_at(parts: &[TPart], idents: &[String], s: &Summary, cs: &CallSite) -> KeyExpr {
     let mut key = KeyExpr::default();
     for p in parts {
         match p {
             TPart::Part(part) => key.push(part.clone()),
-            TPart::Param(i) => match cs.args.get(*i) {
-                Some(a) => key.append(a.key.clone()),
-                None => key.push(KeyPart::Unknown),
+            TPart::Param(i) => match (arg_of(cs, &s.params, *i), s.params.get(*i)) {
+                (Some(a), _) => key.append(a.key.clone()),
+                (None, Some(name)) if s.absent_defaults.contains(name) => {}
+                (None, Some(name)) => key.push(KeyPart::Var(format!("{name}=default"))),
+                (None, None) => key.push(KeyPart::Unknown),
             },
         }
+    }
+    if key.parts.is_empty() {
+        key.push(KeyPart::Unknown);
     }
     key.idents.extend(idents.iter().cloned());
     key
@@ -402,7 +421,7 @@ fn returned_keys(
         let mut to = if own.has_constant_part() {
             own.clone()
         } else {
-            key_at(parts, idents, cs)
+            key_at(parts, idents, &sums[si], cs)
         };
         if to.is_unknown() || to.parts == from.parts {
             continue;
@@ -425,10 +444,16 @@ fn instantiate(file: usize, s: &Summary, cs: &CallSite, own: bool, out: &mut Vec
     };
     let ops = s.ops.iter().filter(|so| own || !so.own_object);
     for (k, so) in ops.take(MAX_PER_CALL).enumerate() {
-        let key = key_at(&so.key, &so.idents, cs);
+        // an op in a branch taken only when a defaulted argument is passed
+        // is not performed by a call that leaves it out (a wrapper's `if
+        // (opts.ttl) { SET … PX }` at a call with no options)
+        if so.needs.iter().any(|&i| arg_of(cs, &s.params, i).is_none()) {
+            continue;
+        }
+        let key = key_at(&so.key, &so.idents, s, cs);
         let (value, value_var) = match &so.value {
             VSrc::Fixed(v) => (v.clone(), None),
-            VSrc::Param(i) => match cs.args.get(*i) {
+            VSrc::Param(i) => match arg_of(cs, &s.params, *i) {
                 Some(a) if own_key_value(&key, a) => (
                     Some(crate::words::constant(&format!(
                         "`{}` (derived from the key's own variables)",

@@ -48,6 +48,10 @@ pub struct SumOp {
     /// the same key only where the function runs on the caller's own object
     /// in the same file (`this.tryForLeader()`, a bare call of a helper).
     pub own_object: bool,
+    /// The defaulted parameters it needs passed: it stands in the body of
+    /// an `if` whose test is false for their default (`if (opts.ttl)` of
+    /// `opts = {}`), so a call that leaves one out does not perform it.
+    pub needs: Vec<usize>,
 }
 
 /// What one function does to Redis through its parameters.
@@ -58,6 +62,11 @@ pub struct Summary {
     pub name: String,
     pub owner: Option<String>,
     pub arity: usize,
+    /// Its parameters' names (a key part for an argument a call leaves out).
+    pub params: Vec<String>,
+    /// Those whose default is an absence (`null`, `false`): left out, they
+    /// add nothing to a key.
+    pub absent_defaults: Vec<String>,
     /// The fewest arguments a call may pass (parameters with defaults left out).
     pub min_arity: usize,
     pub ops: Vec<SumOp>,
@@ -122,6 +131,16 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
         }
         let mut ops = Vec::new();
         let mut own_key_lockish = false;
+        // the defaulted parameters an op at `at` needs passed
+        let needs = |at: usize| -> Vec<usize> {
+            facts
+                .link
+                .arg_branches
+                .iter()
+                .filter(|b| b.scope == sig.scope && b.span.start <= at && at < b.span.end)
+                .filter_map(|b| sig.params.iter().position(|p| *p == b.param))
+                .collect()
+        };
         // a delete only in the branch of a force flag (`if ($override) {
         // delete }`) is a release by request, not one of the caller's
         let forced = |op: &Op| {
@@ -155,7 +174,9 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
                 file,
                 at: op.name_span.start,
             }];
-            ops.push(templ(op, var, &sig.params, chain));
+            let mut s = templ(op, var, &sig.params, chain);
+            s.needs = needs(op.name_span.start);
+            ops.push(s);
         }
         for i in linked_ops {
             if forced(&i.op) {
@@ -166,7 +187,9 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
                 file,
                 at: i.op.name_span.start,
             });
-            ops.push(templ(&i.op, i.value_var.as_deref(), &sig.params, chain));
+            let mut s = templ(&i.op, i.value_var.as_deref(), &sig.params, chain);
+            s.needs = needs(i.op.name_span.start);
+            ops.push(s);
         }
         if ops.is_empty() {
             continue;
@@ -262,6 +285,8 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             name: scope.name.clone(),
             owner: scope.owner.clone(),
             arity: sig.params.len(),
+            params: sig.params.clone(),
+            absent_defaults: sig.absent_defaults.clone(),
             min_arity: sig.params.len().saturating_sub(sig.optional),
             ops,
             lock_fn,
@@ -341,5 +366,6 @@ fn templ(op: &Op, value_var: Option<&str>, params: &[String], chain: Vec<Root>) 
         chain,
         order: op.order,
         own_object: !any_param,
+        needs: Vec::new(),
     }
 }

@@ -139,3 +139,113 @@ fn cached_facts_keep_their_calls_apart_and_give_them_back_unchanged() {
     };
     assert!(cache::decode(&bytes).expect("decodes").1.is_none());
 }
+
+/// The kinds of the ops instantiated in `view` at the call on `line`
+/// (1-based) of `src`.
+fn insts_on_line(view: &FileView, src: &str, line: usize) -> Vec<OpKind> {
+    let start: usize = src.lines().take(line - 1).map(|l| l.len() + 1).sum();
+    let end = start + src.lines().nth(line - 1).map_or(0, str::len);
+    view.insts
+        .iter()
+        .filter(|i| (start..end).contains(&i.op.name_span.start))
+        .map(|i| i.op.kind.clone())
+        .collect()
+}
+
+const TS_CACHE: &str = r#"import Redis from "ioredis";
+export class RedisCache {
+  constructor(private readonly redis: Redis) {}
+  async acquireKey<T = unknown>(key: string, value: T, opts: Options = {}): Promise<boolean> {
+    if (opts.ttl) {
+      return this.redis.set(key, JSON.stringify(value), "PX", opts.ttl, "NX");
+    }
+    return this.redis.set(key, JSON.stringify(value), "NX");
+  }
+}
+"#;
+
+const TS_JOBS: &str = r#"import { RedisCache } from "./redisCache";
+export class Jobs {
+  constructor(private readonly cache: RedisCache) {}
+  async run(id: string) {
+    await this.cache.acquireKey(`lock:${id}`, token);
+    await this.cache.acquireKey(`lock:${id}`, token, { ttl: 3000 });
+  }
+}
+"#;
+
+#[test]
+fn an_op_in_a_branch_on_a_defaulted_argument_is_not_performed_by_a_call_that_leaves_it_out() {
+    let (_, views) = link_all(&[("redisCache.ts", TS_CACHE), ("jobs.ts", TS_JOBS)]);
+    // `opts = {}` left out: `opts.ttl` is absent, only the plain SETNX runs
+    assert_eq!(
+        insts_on_line(&views[1], TS_JOBS, 5),
+        vec![OpKind::Acquire { expiry: false }]
+    );
+    // passed: both branches may run
+    assert_eq!(insts_on_line(&views[1], TS_JOBS, 6).len(), 2);
+}
+
+const PY_CACHE: &str = r#"import redis
+class RedisCache:
+    def acquire_key(self, key, value, ttl=None):
+        if ttl is not None:
+            return self.client.set(key, value, nx=True, px=ttl)
+        return self.client.set(key, value, nx=True)
+"#;
+
+const PY_JOBS: &str = r#"from redis_cache import RedisCache
+def run(cache, job_id):
+    cache.acquire_key("lock:" + job_id, token)
+    cache.acquire_key("lock:" + job_id, token, ttl=3000)
+    cache.acquire_key("lock:" + job_id, token, 3000)
+"#;
+
+#[test]
+fn a_defaulted_argument_passed_by_keyword_or_position_counts_as_passed() {
+    let (_, views) = link_all(&[("redis_cache.py", PY_CACHE), ("jobs.py", PY_JOBS)]);
+    assert_eq!(
+        insts_on_line(&views[1], PY_JOBS, 3),
+        vec![OpKind::Acquire { expiry: false }]
+    );
+    assert_eq!(insts_on_line(&views[1], PY_JOBS, 4).len(), 2);
+    assert_eq!(insts_on_line(&views[1], PY_JOBS, 5).len(), 2);
+}
+
+const KT_OPS: &str = r#"import org.springframework.data.redis.core.RedisTemplate
+class RedisOperation(private val redisTemplate: RedisTemplate<String, String>) {
+    fun addSetValue(key: String, item: String, isCluster: Boolean? = false): Boolean {
+        return redisTemplate.opsForSet().add(finalKey(key, isCluster), item) == 1L
+    }
+    fun removeSetValue(key: String, item: String, prefix: String = "p:"): Boolean {
+        return redisTemplate.opsForSet().remove(finalKey(prefix, key), item) == 1L
+    }
+}
+"#;
+
+const KT_SCOPE: &str = r#"
+class AgentScope(private val redisOperation: RedisOperation) {
+    fun lock(id: String) {
+        redisOperation.addSetValue(LOCK_KEY, id)
+        redisOperation.removeSetValue(LOCK_KEY, id)
+    }
+}
+"#;
+
+#[test]
+fn an_argument_left_at_its_default_is_a_stable_key_part() {
+    let (_, views) = link_all(&[("RedisOperation.kt", KT_OPS), ("AgentScope.kt", KT_SCOPE)]);
+    let key_on = |line: usize| {
+        let start: usize = KT_SCOPE.lines().take(line - 1).map(|l| l.len() + 1).sum();
+        let end = start + KT_SCOPE.lines().nth(line - 1).map_or(0, str::len);
+        views[1]
+            .insts
+            .iter()
+            .find(|i| (start..end).contains(&i.op.name_span.start))
+            .map(|i| i.op.key.display())
+    };
+    // a flag left at `false` adds nothing
+    assert_eq!(key_on(4).as_deref(), Some("{LOCK_KEY}"));
+    // a text default left out is the same part at every such call
+    assert_eq!(key_on(5).as_deref(), Some("{prefix=default}{LOCK_KEY}"));
+}

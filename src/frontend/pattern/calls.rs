@@ -398,7 +398,8 @@ fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
 
 /// JS/TS: a `{` inside the parameter list of a function declaration
 /// (`function f({ key, reason }: Args) {`) or of a class method
-/// (`async release({ key }) {`) is a destructuring pattern, not the body.
+/// (`async release({ key }) {`) is a destructuring pattern, not the body;
+/// after `=` it is a parameter's default (`opts: Options = {}`).
 fn destructured_param(
     toks: &[Tok],
     head: usize,
@@ -409,7 +410,7 @@ fn destructured_param(
 ) -> bool {
     if !matches!(lang, Language::JavaScript | Language::TypeScript)
         || i == 0
-        || !(toks[i - 1].is("(") || toks[i - 1].is(","))
+        || !(toks[i - 1].is("(") || toks[i - 1].is(",") || toks[i - 1].is("="))
         || head >= i
         || st.tok_paren[i] <= st.tok_paren[head]
     {
@@ -420,7 +421,9 @@ fn destructured_param(
     let Some(open) = (head..i).find(|&k| toks[k].is("(") && st.tok_paren[k] == level) else {
         return false;
     };
-    if open == head || !toks[open - 1].is_ident() {
+    // a generic method's type parameters stand between its name and the list
+    let name_end = type_params_start(toks, open).unwrap_or(open);
+    if name_end <= head || !toks[name_end - 1].is_ident() {
         return false;
     }
     let in_class = matches!(frames.last(), Some((_, Frame::Class(_))));

@@ -5,10 +5,10 @@
 
 use super::calls::Call;
 use super::lexer::Kind;
-use super::{failopen, values, Analyzer};
+use super::{failopen, paths, values, Analyzer};
 use crate::facts::{
-    CallArg, CallFailOpen, CallSite, FileFacts, FnSig, KeyExpr, KeyPart, Op, OpKind, OpValueSource,
-    Span, ValueExpr,
+    ArgBranch, CallArg, CallFailOpen, CallSite, FileFacts, FnSig, KeyExpr, KeyPart, Op, OpKind,
+    OpValueSource, Span, ValueExpr,
 };
 use std::collections::{HashMap, HashSet};
 
@@ -29,28 +29,51 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
     let st = an.st;
     // functions and their parameters
     let mut params_of: HashMap<u32, Vec<String>> = HashMap::new();
+    // per function, its defaulted parameters and their defaults
+    let mut defaults: HashMap<u32, Vec<(String, paths::Default)>> = HashMap::new();
     let mut decls: Vec<(usize, u32)> = st.decl_scope.iter().map(|(&n, &s)| (n, s)).collect();
     decls.sort_unstable();
     for (n, scope) in decls {
-        let list = an
+        let parens = an
             .vals
             .param_open(n)
             .and_then(|open| Some((open, *st.matching.get(&open)?)))
             .filter(|(open, close)| close > open);
-        let params = list
-            .map(|(open, close)| an.vals.param_names(open, close))
+        let list = parens
+            .map(|(open, close)| an.vals.param_list(open, close))
             .unwrap_or_default();
-        let optional = list
+        let params: Vec<String> = list.iter().map(|(p, _)| p.clone()).collect();
+        let optional = parens
             .map(|(open, close)| an.vals.defaulted_params(open, close))
             .unwrap_or(0)
             .min(params.len());
+        let with: Vec<(String, paths::Default)> = list
+            .iter()
+            .filter_map(|(p, d)| Some((p.clone(), (*d)?)))
+            .collect();
+        if !with.is_empty() {
+            defaults.entry(scope).or_insert(with);
+        }
+        let absent_defaults = list
+            .iter()
+            .filter(|(_, d)| matches!(d, Some(paths::Default::Null | paths::Default::False)))
+            .map(|(p, _)| p.clone())
+            .collect();
         params_of.entry(scope).or_insert_with(|| params.clone());
         facts.link.functions.push(crate::facts::FnSig {
             scope,
             params,
             optional,
+            absent_defaults,
             returns: Vec::new(),
         });
+    }
+    if !defaults.is_empty() {
+        let lines = paths::LineEnds::new(toks);
+        facts.link.arg_branches = paths::arg_branches(an, &lines, &defaults)
+            .into_iter()
+            .map(|(scope, span, param)| ArgBranch { scope, span, param })
+            .collect();
     }
     facts.link.functions.sort_by_key(|f: &FnSig| f.scope);
     facts.link.functions.dedup_by_key(|f| f.scope);
@@ -172,6 +195,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
                         ValueExpr::Unknown
                     },
                     name: bare_name(an, a.start, a.end),
+                    keyword: a.name.as_deref().map(values::norm_name),
                 }
             })
             .collect();

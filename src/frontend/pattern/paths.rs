@@ -4,7 +4,7 @@
 //! front-end reports the byte ranges; what they mean for a lock is the
 //! rules' business (SPEC §2 once-only marker, validity guard).
 
-use super::lexer::Tok;
+use super::lexer::{Kind, Tok};
 use super::Analyzer;
 use crate::facts::{Language, Op, OpKind, Span};
 use crate::words;
@@ -564,4 +564,191 @@ fn deliberate_flag(cond: &[Tok]) -> bool {
 /// release by request, not the function's ordinary release.
 pub fn deliberate_spans(an: &Analyzer, lines: &LineEnds) -> Vec<Span> {
     if_body_spans(an, lines, 12, deliberate_flag)
+}
+
+/// What a defaulted parameter holds when a call leaves it out, as far as
+/// an `if` on it can tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Default {
+    /// `null`, `undefined`, `None`, `nil` (also a TS `opts?:` left out).
+    Null,
+    False,
+    Zero,
+    EmptyStr,
+    /// `{}`: an object or dict with no fields.
+    EmptyObj,
+    /// `[]`, `()`, `array()`.
+    EmptyList,
+    Other,
+}
+
+/// Classifies a parameter's default value (its tokens after `=`).
+pub fn classify_default(d: &[Tok]) -> Default {
+    match d {
+        [t] if t.kind == Kind::Str => {
+            if t.text.is_empty() {
+                Default::EmptyStr
+            } else {
+                Default::Other
+            }
+        }
+        [t] if t.kind == Kind::Num => {
+            let digits = t.text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+            if !digits.is_empty() && digits.chars().all(|c| c == '0' || c == '.' || c == '_') {
+                Default::Zero
+            } else {
+                Default::Other
+            }
+        }
+        [t] => match t.text.as_ref() {
+            "null" | "undefined" | "None" | "nil" | "NULL" | "Null" => Default::Null,
+            "false" | "False" | "FALSE" => Default::False,
+            _ => Default::Other,
+        },
+        [a, b] if a.is("{") && b.is("}") => Default::EmptyObj,
+        [a, b] if (a.is("[") && b.is("]")) || (a.is("(") && b.is(")")) => Default::EmptyList,
+        [a, b, c] if a.is("array") && b.is("(") && c.is(")") => Default::EmptyList,
+        _ => Default::Other,
+    }
+}
+
+/// The parameter a test reads and whether it reads one of its members:
+/// `p`, `opts.ttl`, `opts?.ttl`, `$opts['ttl']`, `this`-less only.
+/// Returns (parameter, member read, through `?.`).
+fn tested_path<'a>(c: &'a [Tok]) -> Option<(&'a Tok<'a>, bool, bool)> {
+    let (first, rest) = c.split_first()?;
+    if !first.is_ident() || matches!(first.text.as_ref(), "not" | "is" | "and" | "or" | "this") {
+        return None;
+    }
+    let mut k = 0;
+    let mut optional = false;
+    while k < rest.len() {
+        let t = &rest[k];
+        if (t.is(".") || t.is("?.") || t.is("->")) && rest.get(k + 1).is_some_and(|n| n.is_ident())
+        {
+            optional |= t.is("?.");
+            k += 2;
+        } else if t.is("[")
+            && rest.get(k + 1).is_some_and(|n| n.kind == Kind::Str)
+            && rest.get(k + 2).is_some_and(|n| n.is("]"))
+        {
+            k += 3;
+        } else {
+            return None;
+        }
+    }
+    Some((first, !rest.is_empty(), optional))
+}
+
+/// How a conjunct of an `if`'s test reads a parameter: truthy (`p`,
+/// `opts.ttl`), not null (`p != null`, `p is not None`, `isset($p)`), or
+/// positive (`p > 0`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Test {
+    Truthy,
+    NotNull,
+    Positive,
+}
+
+fn conjunct_test<'a>(c: &'a [Tok<'a>]) -> Option<(&'a Tok<'a>, bool, bool, Test)> {
+    let nullish = |t: &Tok| {
+        matches!(
+            t.text.as_ref(),
+            "null" | "undefined" | "None" | "nil" | "NULL"
+        )
+    };
+    let (path, test) = match c {
+        [rest @ .., op, v] if (op.is("!=") || op.is("!==")) && nullish(v) => (rest, Test::NotNull),
+        [rest @ .., is, not, v] if is.is("is") && not.is("not") && v.is("None") => {
+            (rest, Test::NotNull)
+        }
+        [f, open, rest @ .., close] if f.is("isset") && open.is("(") && close.is(")") => {
+            (rest, Test::NotNull)
+        }
+        [rest @ .., op, v] if op.is(">") && v.is("0") => (rest, Test::Positive),
+        [rest @ .., op, v] if op.is(">=") && v.is("1") => (rest, Test::Positive),
+        _ => (c, Test::Truthy),
+    };
+    let (p, member, optional) = tested_path(path)?;
+    Some((p, member, optional, test))
+}
+
+/// Whether a test reads false for a parameter left at its default.
+fn false_at_default(lang: Language, d: Default, member: bool, optional: bool, test: Test) -> bool {
+    use Language::*;
+    let dynamic = matches!(lang, JavaScript | TypeScript | Python | Php);
+    if member {
+        // a member of an empty object or array is absent (`opts.ttl` of
+        // `opts = {}`, `$opts['ttl']` of `$opts = []`), as is one read
+        // through `?.` from an absent object
+        return match d {
+            Default::EmptyObj => matches!(lang, JavaScript | TypeScript),
+            Default::EmptyList => lang == Php,
+            Default::Null => optional,
+            _ => false,
+        };
+    }
+    match test {
+        Test::NotNull => d == Default::Null,
+        Test::Positive => {
+            d == Default::Zero
+                || (d == Default::Null && matches!(lang, JavaScript | TypeScript | Php | CSharp))
+        }
+        Test::Truthy => match d {
+            Default::False => true,
+            Default::Null => lang != Kotlin && lang != Java && lang != CSharp,
+            Default::Zero | Default::EmptyStr => dynamic,
+            Default::EmptyObj | Default::EmptyList => matches!(lang, Python | Php),
+            Default::Other => false,
+        },
+    }
+}
+
+/// Longest `if` test read for [`arg_branches`].
+const MAX_ARG_TEST: usize = 24;
+
+/// The bodies of the `if`s whose test is false when the caller leaves a
+/// defaulted parameter out (`if (opts.ttl)` of `opts = {}`, `if ttl:` of
+/// `ttl=None`): (scope, body, parameter). `defaults` gives, per function
+/// scope, its parameters' names and defaults.
+pub fn arg_branches(
+    an: &Analyzer,
+    lines: &LineEnds,
+    defaults: &std::collections::HashMap<u32, Vec<(String, Default)>>,
+) -> Vec<(u32, Span, String)> {
+    let toks = an.toks;
+    let mut out = Vec::new();
+    for i in 0..toks.len() {
+        if !toks[i].is("if") || (i > 0 && (toks[i - 1].is(".") || toks[i - 1].is("?."))) {
+            continue;
+        }
+        let scope = an.st.tok_scope.get(i).copied().unwrap_or(0);
+        let Some(params) = defaults.get(&scope) else {
+            continue;
+        };
+        let Some((cs, ce, bs, be)) = if_parts(an, lines, i).or_else(|| modifier_if(an, lines, i))
+        else {
+            continue;
+        };
+        if ce <= cs || ce - cs > MAX_ARG_TEST {
+            continue;
+        }
+        let cond = &toks[cs..ce];
+        if cond.iter().any(|t| t.is("||") || t.is("or") || t.is("!")) {
+            continue;
+        }
+        let found = cond
+            .split(|t| t.is("&&") || t.is("and"))
+            .filter_map(conjunct_test)
+            .find_map(|(p, member, optional, test)| {
+                let name = super::values::norm_name(&p.text);
+                params.iter().find(|(n, d)| {
+                    *n == name && false_at_default(an.lang, *d, member, optional, test)
+                })
+            });
+        if let (Some((name, _)), Some(sp)) = (found, span_of(toks, bs, be)) {
+            out.push((scope, sp, name.clone()));
+        }
+    }
+    out
 }

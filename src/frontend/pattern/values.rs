@@ -200,6 +200,22 @@ impl<'a> Values<'a> {
 
     /// The parameter names in a declaration's `(`…`)`.
     pub(crate) fn param_names(&self, open: usize, close: usize) -> Vec<String> {
+        self.param_list(open, close)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect()
+    }
+
+    /// The parameters of a declaration's list with what each holds when a
+    /// call leaves it out: `None` for a parameter a call must pass; the
+    /// class of its default (`ttl = 30`, `opts: Options = {}`, Ruby `ttl:
+    /// nil`), or null for a TS `opts?: Options` (`self`/`cls` left out).
+    /// Go has no defaults.
+    pub(crate) fn param_list(
+        &self,
+        open: usize,
+        close: usize,
+    ) -> Vec<(String, Option<super::paths::Default>)> {
         let toks = self.toks;
         super::calls::split_args(toks, self.st, open, close)
             .iter()
@@ -215,10 +231,37 @@ impl<'a> Values<'a> {
                         .filter(|t| t.is_ident())
                         .last()
                 };
-                name.map(|t| norm_name(&t.text))
+                let name = norm_name(&name?.text);
+                Some((name, self.param_default(r)))
             })
-            .filter(|p| p != "self" && p != "cls")
+            .filter(|(p, _)| p != "self" && p != "cls")
             .collect()
+    }
+
+    /// What a parameter (its tokens `r`) holds when a call leaves it out.
+    fn param_default(&self, r: &[Tok]) -> Option<super::paths::Default> {
+        use super::paths::{classify_default, Default};
+        if self.lang == Language::Go {
+            return None;
+        }
+        if let Some(eq) = r.iter().position(|t| t.is("=")) {
+            return Some(classify_default(&r[eq + 1..]));
+        }
+        match self.lang {
+            // a TS optional parameter `opts?: Options`
+            Language::JavaScript | Language::TypeScript => r
+                .windows(2)
+                .any(|w| w[0].is_ident() && w[1].is("?"))
+                .then_some(Default::Null),
+            // a Ruby keyword parameter with a default `ttl: nil`
+            Language::Ruby => match r {
+                [n, c, rest @ ..] if n.is_ident() && c.is(":") && !rest.is_empty() => {
+                    Some(classify_default(rest))
+                }
+                _ => None,
+            },
+            _ => None,
+        }
     }
 
     /// How many parameters at the end of a declaration's list have a

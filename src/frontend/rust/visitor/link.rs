@@ -26,6 +26,7 @@ impl Walker<'_, '_> {
             scope: id,
             params: params.clone(),
             optional: 0,
+            absent_defaults: Vec::new(),
             returns: Vec::new(),
         });
         std::mem::replace(&mut self.params, params)
@@ -120,6 +121,7 @@ impl Walker<'_, '_> {
                 key: self.key_of(a),
                 value: self.value_of(a),
                 name: self.bare(a),
+                keyword: None,
             })
             .collect();
         self.facts.link.calls.push(CallSite {
