@@ -61,6 +61,68 @@ struct Stored {
     dirs: BTreeMap<String, Dir>,
 }
 
+/// A listing as read back, its names borrowed from the listing's bytes (a
+/// warm run with no folder changed allocates nothing per file for it).
+#[derive(serde::Deserialize)]
+struct StoredRef<'a> {
+    key: &'a str,
+    written: u64,
+    #[serde(borrow)]
+    outside: Vec<(&'a str, FileStat)>,
+    #[serde(borrow)]
+    dirs: Listed<'a>,
+}
+
+/// A [`Dir`] read back.
+#[derive(serde::Deserialize)]
+struct DirRef<'a> {
+    mtime: u64,
+    #[serde(borrow)]
+    ignores: Vec<(&'a str, FileStat)>,
+    #[serde(borrow)]
+    files: Vec<&'a str>,
+}
+
+impl DirRef<'_> {
+    fn to_owned(&self) -> Dir {
+        Dir {
+            mtime: self.mtime,
+            ignores: self
+                .ignores
+                .iter()
+                .map(|(f, s)| (f.to_string(), *s))
+                .collect(),
+            files: self.files.iter().map(|f| f.to_string()).collect(),
+        }
+    }
+}
+
+/// The folders of a listing read back, in the stored (sorted) order.
+struct Listed<'a>(Vec<(&'a str, DirRef<'a>)>);
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for Listed<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = Listed<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a map of folders")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(
+                self,
+                mut m: M,
+            ) -> Result<Listed<'a>, M::Error> {
+                let mut out = Vec::with_capacity(m.size_hint().unwrap_or(0).min(1 << 16));
+                while let Some(pair) = m.next_entry::<&'de str, DirRef<'de>>()? {
+                    out.push(pair);
+                }
+                Ok(Listed(out))
+            }
+        }
+        d.deserialize_map(Visit(std::marker::PhantomData))
+    }
+}
+
 fn now_ns() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -212,6 +274,10 @@ fn walk_into(
             }
         }
     }
+    // each folder's names sorted (the walk's order is the threads')
+    for d in into.values_mut() {
+        d.files.sort_unstable();
+    }
 }
 
 /// What the walk met in a folder.
@@ -222,10 +288,11 @@ enum Found {
 
 /// The folders whose own state differs from the listing (time, ignore
 /// files, gone), or that were not settled when it was made.
-fn changed_dirs(root: &Path, stored: &Stored) -> Vec<String> {
+fn changed_dirs(root: &Path, stored: &StoredRef) -> Vec<String> {
     let settle = SETTLE.as_nanos() as u64;
     stored
         .dirs
+        .0
         .par_iter()
         .filter(|(rel, d)| {
             let path = join(root, rel);
@@ -240,7 +307,7 @@ fn changed_dirs(root: &Path, stored: &Stored) -> Vec<String> {
             };
             !(same && d.mtime.saturating_add(settle) < stored.written && ignores_same())
         })
-        .map(|(rel, _)| rel.clone())
+        .map(|(rel, _)| rel.to_string())
         .collect()
 }
 
@@ -249,6 +316,79 @@ fn under(rel: &str, top: &str) -> bool {
     top.is_empty()
         || rel == top
         || (rel.len() > top.len() && rel.starts_with(top) && rel.as_bytes()[top.len()] == b'/')
+}
+
+/// The entries of the files listed per folder (`rel` from the root), as a
+/// walk gives them: sorted by display path. Each path is built once, as a
+/// string, when the root's path is UTF-8 (`root.join(rel).join(name)`
+/// byte for byte, `display` equal to it); the folders come in the stored
+/// order, so the sort is skipped when they are already in display order.
+fn entries_of<S: AsRef<str> + Sync>(root: &Path, listed: &[(&str, &[S])]) -> Vec<Entry> {
+    let root_str = root.to_str();
+    let mut entries: Vec<Entry> = listed
+        .par_iter()
+        .flat_map_iter(|(rel, files)| {
+            // the folder as `join` makes it, when it is UTF-8
+            let dir_str = root_str.map(|r| {
+                let mut d = String::with_capacity(r.len() + 1 + rel.len());
+                d.push_str(r);
+                push_part(&mut d, rel);
+                d
+            });
+            let dir = root_str.is_none().then(|| join(root, rel));
+            files.iter().filter_map(move |name| {
+                let name = name.as_ref();
+                // the file's language is its name's
+                let language = crate::facts::Language::from_path(Path::new(name))?;
+                let (display, path) = match &dir_str {
+                    Some(d) => {
+                        let mut s = String::with_capacity(d.len() + 1 + name.len());
+                        s.push_str(d);
+                        push_part(&mut s, name);
+                        let path = PathBuf::from(s.clone());
+                        (s, path)
+                    }
+                    None => {
+                        let path = dir.as_ref()?.join(name);
+                        // what `Path::display` prints
+                        (path.to_string_lossy().into_owned(), path)
+                    }
+                };
+                Some(Entry {
+                    display,
+                    path,
+                    language,
+                    explicit: false,
+                })
+            })
+        })
+        .collect();
+    // the order of `Entry` (by display path first): no two entries are equal
+    let order = |a: &Entry, b: &Entry| a.display.cmp(&b.display).then_with(|| a.cmp(b));
+    if !entries
+        .windows(2)
+        .all(|w| order(&w[0], &w[1]) != std::cmp::Ordering::Greater)
+    {
+        // runs of sorted entries (a folder's files): the stable sort
+        // merges them
+        entries.sort_by(order);
+    }
+    // the paths are built alike (root, folder, name): equal paths are
+    // equal bytes
+    entries.dedup_by(|a, b| a.path.as_os_str() == b.path.as_os_str());
+    entries
+}
+
+/// `PathBuf::push` of a relative part on a string: a `/` between unless
+/// the string is empty or ends with one; an empty part adds nothing.
+fn push_part(s: &mut String, part: &str) {
+    if part.is_empty() {
+        return;
+    }
+    if !s.is_empty() && !s.ends_with('/') {
+        s.push('/');
+    }
+    s.push_str(part);
 }
 
 /// The files of the project root, as `walk::collect_excluding(&[root])`
@@ -261,13 +401,45 @@ pub fn collect(root: &Path, threads: usize, exclude: Option<&Exclude>, file: &Pa
         exclude.map(|e| e.signature()).unwrap_or_default()
     );
     let started = now_ns();
-    let stored = std::fs::read(file)
-        .ok()
-        .and_then(|b| rmp_serde::from_slice::<Stored>(&b).ok())
-        .filter(|s| s.key == key && s.outside == outside_stats(root));
-    let (dirs, dirty) = match stored {
-        Some(mut s) => {
-            let changed = changed_dirs(root, &s);
+    let bytes = std::fs::read(file).ok();
+    let mut stored = bytes
+        .as_deref()
+        .and_then(|b| rmp_serde::from_slice::<StoredRef>(b).ok())
+        .filter(|s| {
+            let now = outside_stats(root);
+            s.key == key
+                && s.outside.len() == now.len()
+                && s.outside
+                    .iter()
+                    .zip(&now)
+                    .all(|(a, b)| a.0 == b.0 && a.1 == b.1)
+        });
+    let changed = stored.as_ref().map(|s| changed_dirs(root, s));
+    if let (Some(s), Some(changed)) = (&mut stored, &changed) {
+        if changed.is_empty() {
+            // nothing changed: the files as listed, nothing to write (each
+            // folder's names sorted: then the entries come in display order
+            // where no folder holds both files and folders)
+            for (_, d) in &mut s.dirs.0 {
+                d.files.sort_unstable();
+            }
+            let listed: Vec<(&str, &[&str])> = s
+                .dirs
+                .0
+                .iter()
+                .map(|(rel, d)| (*rel, &d.files[..]))
+                .collect();
+            return entries_of(root, &listed);
+        }
+    }
+    let (dirs, dirty) = match stored.zip(changed) {
+        Some((s, changed)) => {
+            let mut dirs: BTreeMap<String, Dir> = s
+                .dirs
+                .0
+                .iter()
+                .map(|(rel, d)| (rel.to_string(), d.to_owned()))
+                .collect();
             // only the topmost of the changed folders are walked again
             let mut tops: Vec<&String> = Vec::new();
             for rel in &changed {
@@ -276,23 +448,22 @@ pub fn collect(root: &Path, threads: usize, exclude: Option<&Exclude>, file: &Pa
                     tops.push(rel);
                 }
             }
-            let before = (!tops.is_empty()).then(|| s.dirs.clone());
+            let before = (!tops.is_empty()).then(|| dirs.clone());
             for top in &tops {
-                s.dirs.retain(|rel, _| !under(rel, top));
-                walk_into(root, top, threads, exclude, &mut s.dirs);
+                dirs.retain(|rel, _| !under(rel, top));
+                walk_into(root, top, threads, exclude, &mut dirs);
             }
             // rewritten when it changed, or when a folder that was too
             // recent to trust is settled now (a warm run writes nothing)
             let settle = SETTLE.as_nanos() as u64;
             let dirty = before.is_some_and(|b| {
-                b != s.dirs
+                b != dirs
                     || changed.iter().any(|rel| {
-                        s.dirs
-                            .get(rel)
+                        dirs.get(rel)
                             .is_some_and(|d| d.mtime.saturating_add(settle) < started)
                     })
             });
-            (s.dirs, dirty)
+            (dirs, dirty)
         }
         None => {
             // the cache's folder first: made during the walk, it would
@@ -305,30 +476,11 @@ pub fn collect(root: &Path, threads: usize, exclude: Option<&Exclude>, file: &Pa
             (dirs, true)
         }
     };
-    let listed: Vec<(&String, &Dir)> = dirs.iter().collect();
-    let mut entries: Vec<Entry> = listed
-        .par_iter()
-        .flat_map_iter(|(rel, d)| {
-            let dir = join(root, rel);
-            d.files.iter().filter_map(move |name| {
-                // the file's language is its name's
-                let language = crate::facts::Language::from_path(Path::new(name))?;
-                let path = dir.join(name);
-                Some(Entry {
-                    // what `Path::display` prints
-                    display: path.to_string_lossy().into_owned(),
-                    path,
-                    language,
-                    explicit: false,
-                })
-            })
-        })
+    let listed: Vec<(&str, &[String])> = dirs
+        .iter()
+        .map(|(rel, d)| (rel.as_str(), &d.files[..]))
         .collect();
-    // the order of `Entry` (by display path first): no two entries are equal
-    entries.sort_unstable_by(|a, b| a.display.cmp(&b.display).then_with(|| a.cmp(b)));
-    // the paths are built alike (root, folder, name): equal paths are
-    // equal bytes
-    entries.dedup_by(|a, b| a.path.as_os_str() == b.path.as_os_str());
+    let entries = entries_of(root, &listed);
     if dirty {
         let stored = Stored {
             key,
@@ -373,6 +525,33 @@ mod tests {
             }
             let f = std::fs::File::open(&d).unwrap();
             f.set_modified(old).unwrap();
+        }
+    }
+
+    #[test]
+    fn entries_are_built_as_join_builds_them_and_sorted() {
+        let listed: Vec<(&str, &[&str])> = vec![
+            ("", &["z.py", "notes.txt"]),
+            ("a", &["b.rs", "a.go"]),
+            ("a-b", &["x.java"]),
+            ("a/c", &["d.py"]),
+        ];
+        for root in ["proj", "proj/", "/tmp/p", ""] {
+            let got = entries_of(Path::new(root), &listed);
+            let mut want: Vec<(String, PathBuf)> = listed
+                .iter()
+                .flat_map(|(rel, files)| {
+                    files
+                        .iter()
+                        .filter(|f| !f.ends_with(".txt"))
+                        .map(move |f| join(Path::new(root), rel).join(f))
+                })
+                .map(|p| (p.to_string_lossy().into_owned(), p))
+                .collect();
+            want.sort();
+            let got: Vec<(String, PathBuf)> =
+                got.into_iter().map(|e| (e.display, e.path)).collect();
+            assert_eq!(got, want, "{root}");
         }
     }
 
