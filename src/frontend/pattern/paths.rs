@@ -297,11 +297,14 @@ fn is_failure_disjunction(cond: &[Tok]) -> bool {
 
 /// `err != nil`, `(err)`, `(error)`, `err is not None`: the branch runs on
 /// failure; so does a failed-result branch: `not delivered`, `!ok`,
-/// `result == null`, `sent is None`, `ok == false`.
+/// `result == null`, `sent is None`, `ok == false`. A field of the object
+/// itself (`this.processing === false`, `not self.conn`) is its state, not
+/// the result of work just done: a branch on it is no failure path.
 fn is_error_test(cond: &[Tok]) -> bool {
     let path = |ts: &[&Tok]| {
         !ts.is_empty()
             && ts.len() % 2 == 1
+            && !(ts.len() > 1 && matches!(ts[0].text.as_ref(), "this" | "self" | "$this"))
             && ts.iter().enumerate().all(|(k, t)| {
                 if k % 2 == 0 {
                     t.is_ident() && !matches!(t.text.as_ref(), "not" | "is" | "and" | "or")

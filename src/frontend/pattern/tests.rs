@@ -606,3 +606,31 @@ fn generic_methods_get_their_own_scope_and_parameters() {
     let name = toks.iter().position(|t| t.text == "getJSON").unwrap();
     assert!(st.decl_names.contains(&name));
 }
+
+/// A test of the object's own field is its state, not a failed result: no
+/// failure span; the same test of a local result still is one.
+#[test]
+fn own_field_tests_are_no_failure_paths() {
+    let cases = [
+        (Language::TypeScript, "a.ts", "class S {\n  async end() {\n    if (this.processing === false) {\n      await redis.del(k);\n    }\n  }\n}\n", 0),
+        (Language::TypeScript, "a.ts", "class S {\n  async end() {\n    if (!this.connected) {\n      await redis.del(k);\n    }\n  }\n}\n", 0),
+        (Language::TypeScript, "a.ts", "class S {\n  async end() {\n    const ok = await work();\n    if (ok === false) {\n      await redis.del(k);\n    }\n  }\n}\n", 1),
+        (Language::Python, "a.py", "class S:\n    def end(self):\n        if self.processing is False:\n            redis.delete(k)\n", 0),
+        (Language::Python, "a.py", "class S:\n    def end(self):\n        if not self.conn:\n            redis.delete(k)\n", 0),
+        (Language::Python, "a.py", "class S:\n    def end(self):\n        sent = deliver()\n        if not sent:\n            redis.delete(k)\n", 1),
+        (Language::Php, "a.php", "<?php\nclass S {\n  function end() {\n    if ($this->processing === false) {\n      $redis->del($k);\n    }\n  }\n}\n", 0),
+        (Language::Java, "A.java", "class S {\n  void end() {\n    if (this.lease == null) {\n      jedis.del(k);\n    }\n  }\n}\n", 0),
+        (Language::Java, "A.java", "class S {\n  void end() {\n    String res = send();\n    if (res == null) {\n      jedis.del(k);\n    }\n  }\n}\n", 1),
+    ];
+    let mut wrong = Vec::new();
+    for (lang, file, src, want) in cases {
+        let f = extract(std::path::Path::new(file), src, lang);
+        if f.failure_spans.len() != want {
+            wrong.push(format!(
+                "{file}: {} failure spans in {src}",
+                f.failure_spans.len()
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
