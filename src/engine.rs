@@ -1107,6 +1107,22 @@ fn list_rest_of_project(
     })
 }
 
+/// `path.file_name()`, found by the bytes after the last `/` when they
+/// are a plain name (no parse of the path's parts per file of the
+/// project).
+fn file_name_by_bytes(path: &Path) -> Option<&std::ffi::OsStr> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = path.as_os_str().as_bytes();
+        let name = memchr::memrchr(b'/', bytes).map_or(bytes, |i| &bytes[i + 1..]);
+        if !matches!(name, b"" | b"." | b"..") {
+            return Some(std::ffi::OsStr::from_bytes(name));
+        }
+    }
+    path.file_name()
+}
+
 /// `path` is `root`, a `/` and more, by its bytes (so it is below `root`
 /// part by part too); `false` when that cannot be told so.
 fn below_by_bytes(path: &Path, root: &Path) -> bool {
@@ -1151,7 +1167,7 @@ fn read_rest_of_project(
         // below the root by its bytes (no part-by-part strip) and its name
         // is none of theirs
         if below_by_bytes(&e.path, root)
-            && e.path.file_name().is_some_and(|n| !given_names.contains(n))
+            && file_name_by_bytes(&e.path).is_some_and(|n| !given_names.contains(n))
         {
             return true;
         }
@@ -1323,6 +1339,22 @@ impl Phases {
                 rss_now()
             );
             self.last = Some(now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_by_bytes_are_the_paths_own() {
+        for p in [
+            "a/b.py", "b.py", "/b.py", "a//b.py", "a/b/", "a/b/.", "a/..", "..", ".", "", "/",
+            "./b.rs", "a/.b",
+        ] {
+            let p = Path::new(p);
+            assert_eq!(file_name_by_bytes(p), p.file_name(), "{p:?}");
         }
     }
 }

@@ -87,21 +87,27 @@ impl Language {
 
     /// The language of a file, by its extension; `None` for files locklint does not read.
     pub fn from_path(path: &Path) -> Option<Language> {
-        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-        Some(match ext.as_str() {
-            "rs" => Language::Rust,
-            "java" => Language::Java,
-            "kt" | "kts" => Language::Kotlin,
-            "py" => Language::Python,
-            "js" | "mjs" | "cjs" | "jsx" => Language::JavaScript,
-            "ts" | "tsx" | "mts" | "cts" => Language::TypeScript,
-            "go" => Language::Go,
-            "rb" => Language::Ruby,
-            "php" => Language::Php,
-            "cs" => Language::CSharp,
-            "lua" => Language::Lua,
-            "redis" => Language::Redis,
-            "sh" | "bash" => Language::Shell,
+        let ext = path.extension()?.to_str()?.as_bytes();
+        // lower-cased in place (no `String` per file): no extension below
+        // is longer than the buffer
+        let mut buf = [0u8; 5];
+        let lower = buf.get_mut(..ext.len())?;
+        lower.copy_from_slice(ext);
+        lower.make_ascii_lowercase();
+        Some(match &*lower {
+            b"rs" => Language::Rust,
+            b"java" => Language::Java,
+            b"kt" | b"kts" => Language::Kotlin,
+            b"py" => Language::Python,
+            b"js" | b"mjs" | b"cjs" | b"jsx" => Language::JavaScript,
+            b"ts" | b"tsx" | b"mts" | b"cts" => Language::TypeScript,
+            b"go" => Language::Go,
+            b"rb" => Language::Ruby,
+            b"php" => Language::Php,
+            b"cs" => Language::CSharp,
+            b"lua" => Language::Lua,
+            b"redis" => Language::Redis,
+            b"sh" | b"bash" => Language::Shell,
             _ => return None,
         })
     }
@@ -646,4 +652,24 @@ pub struct CallArg {
 pub struct OpValueSource {
     pub name_start: usize,
     pub var: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn languages_by_extension_in_any_ascii_case() {
+        let of = |p: &str| Language::from_path(Path::new(p));
+        assert_eq!(of("a/b.rs"), Some(Language::Rust));
+        assert_eq!(of("B.JAVA"), Some(Language::Java));
+        assert_eq!(of("x.Redis"), Some(Language::Redis));
+        assert_eq!(of("x.BASH"), Some(Language::Shell));
+        assert_eq!(of("x.tSx"), Some(Language::TypeScript));
+        assert_eq!(of("x.redis2"), None);
+        assert_eq!(of("x.rs~"), None);
+        assert_eq!(of("x.ŗs"), None);
+        assert_eq!(of("rs"), None);
+        assert_eq!(of("x."), None);
+    }
 }

@@ -407,9 +407,14 @@ fn is_test_path_below(path: &std::path::Path, base: Option<&std::path::Path>) ->
 /// package or crate (`kitsune-test/`, `foo_testing/`, `test-utils/`,
 /// `shop-test-support/`).
 fn is_test_folder(comp: std::path::Component) -> bool {
-    let std::path::Component::Normal(c) = comp else {
-        return false;
-    };
+    match comp {
+        std::path::Component::Normal(c) => is_test_folder_part(c),
+        _ => false,
+    }
+}
+
+/// [`is_test_folder`] of a normal part of a path.
+fn is_test_folder_part(c: &std::ffi::OsStr) -> bool {
     // every name below holds `test` or `spec` (word parts are ASCII
     // lower-cased, and no other char lower-cases to those letters): a
     // folder name without either is judged without its word parts
@@ -442,20 +447,33 @@ fn is_test_folder_name(c: &str) -> bool {
 
 /// Test code by its file name.
 fn is_test_file_name(name: &std::ffi::OsStr) -> bool {
-    let name = name.to_string_lossy();
-    let stem = name.split('.').next().unwrap_or("");
-    is_test_folder_name(&name)
-        || stem.ends_with("_test")
-        || stem.ends_with("Test")
-        || stem.ends_with("Tests")
-        || stem.ends_with("IT")
-        || stem.ends_with("_spec")
-        || stem.starts_with("test_")
-        || stem.ends_with("_tests")
-        // as the ASCII lower-cased name would hold them (no copy per file)
-        || contains_ascii_ci(name.as_bytes(), b".test.")
-        || contains_ascii_ci(name.as_bytes(), b".spec.")
-        || name.eq_ignore_ascii_case("conftest.py")
+    is_test_file_bytes(name.as_encoded_bytes())
+}
+
+/// [`is_test_file_name`] on the name's bytes: every test is of ASCII
+/// text, which reading the name as lossy UTF-8 leaves in place (an
+/// invalid sequence never holds an ASCII byte), so no copy or UTF-8 check
+/// per file.
+fn is_test_file_bytes(name: &[u8]) -> bool {
+    let stem = name.split(|&b| b == b'.').next().unwrap_or_default();
+    matches!(
+        name,
+        b"tests" | b"test" | b"spec" | b"specs" | b"__tests__" | b"testing" | b"testdata"
+    ) || stem.ends_with(b"_test")
+        || stem.ends_with(b"Test")
+        || stem.ends_with(b"Tests")
+        || stem.ends_with(b"IT")
+        || stem.ends_with(b"_spec")
+        || stem.starts_with(b"test_")
+        || stem.ends_with(b"_tests")
+        // as the ASCII lower-cased name would hold `.test.` or `.spec.`
+        || memchr::memchr_iter(b'.', name).any(|i| {
+            name.get(i + 1..i + 6).is_some_and(|w| {
+                (w[..4].eq_ignore_ascii_case(b"test") || w[..4].eq_ignore_ascii_case(b"spec"))
+                    && w[4] == b'.'
+            })
+        })
+        || name.eq_ignore_ascii_case(b"conftest.py")
 }
 
 /// `hay` holds `needle` (ASCII lower case) with ASCII letters of any case.
@@ -465,13 +483,14 @@ fn contains_ascii_ci(hay: &[u8], needle: &[u8]) -> bool {
 }
 
 /// [`is_test_path`] for the many files of a project, each folder judged
-/// once (by its parent's verdict and its own name).
+/// once (files come folder by folder, in order).
 #[derive(Default)]
 pub struct TestPaths {
-    /// By the folder's bytes (hashed as bytes, not component by component).
-    folders: rustc_hash::FxHashMap<std::ffi::OsString, bool>,
-    /// The last file's folder (files come folder by folder) and its verdict.
-    last: Option<(std::path::PathBuf, bool)>,
+    /// The last file's folder, as bytes.
+    last_dir: Vec<u8>,
+    /// For each part of `last_dir`: where it ends and whether it or a
+    /// part before it is a test folder.
+    parts: Vec<(usize, bool)>,
 }
 
 impl TestPaths {
@@ -485,28 +504,66 @@ impl TestPaths {
         base: Option<&std::path::Path>,
     ) -> bool {
         let path = below(path, base);
-        let folder = match path.parent() {
-            None => false,
-            Some(dir) => match &self.last {
-                Some((d, v)) if d.as_os_str() == dir.as_os_str() => *v,
-                _ => {
-                    let v = self.folder(dir);
-                    self.last = Some((dir.to_path_buf(), v));
-                    v
-                }
-            },
-        };
-        folder || path.file_name().is_some_and(is_test_file_name)
+        // the folder and the name split at the last `/` (no parse of the
+        // path's parts per file): when the name is a plain one, the
+        // folder's normal parts are the parent's, so their verdict is the
+        // same
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let bytes = path.as_os_str().as_bytes();
+            let (dir, name) = match memchr::memrchr(b'/', bytes) {
+                Some(i) => (&bytes[..i], &bytes[i + 1..]),
+                None => (&bytes[..0], bytes),
+            };
+            if !matches!(name, b"" | b"." | b"..") {
+                return self.folder(dir) || is_test_file_bytes(name);
+            }
+        }
+        is_test_path_below(path, None)
     }
 
-    fn folder(&mut self, dir: &std::path::Path) -> bool {
-        if let Some(&v) = self.folders.get(dir.as_os_str()) {
-            return v;
+    /// Whether a normal part of the folder `dir` (a path's bytes, `/`
+    /// between parts) is a test folder: the parts it shares with the last
+    /// folder keep their verdicts, the others are judged.
+    #[cfg(unix)]
+    fn folder(&mut self, dir: &[u8]) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        if dir == self.last_dir.as_slice() {
+            if let Some(&(_, test)) = self.parts.last() {
+                return test;
+            }
         }
-        let own = dir.components().next_back().is_some_and(is_test_folder);
-        let v = own || dir.parent().is_some_and(|up| self.folder(up));
-        self.folders.insert(dir.as_os_str().to_os_string(), v);
-        v
+        let same = dir
+            .iter()
+            .zip(&self.last_dir)
+            .take_while(|(a, b)| a == b)
+            .count();
+        // a kept part ends within the shared bytes, where a part of `dir`
+        // ends too
+        while let Some(&(end, _)) = self.parts.last() {
+            if end < same || (end == same && dir.get(end).is_none_or(|&b| b == b'/')) {
+                break;
+            }
+            self.parts.pop();
+        }
+        let mut at = self.parts.last().map_or(0, |&(end, _)| end);
+        let mut test = self.parts.last().is_some_and(|&(_, t)| t);
+        while at < dir.len() {
+            let start = if dir[at] == b'/' { at + 1 } else { at };
+            let end = memchr::memchr(b'/', &dir[start..]).map_or(dir.len(), |i| start + i);
+            let part = &dir[start..end];
+            // `Path::components` leaves out empty and `.` parts, and `..`
+            // is no normal part
+            if !matches!(part, b"" | b"." | b"..") {
+                test = test || is_test_folder_part(std::ffi::OsStr::from_bytes(part));
+            }
+            self.parts.push((end, test));
+            at = end;
+        }
+        self.last_dir.clear();
+        self.last_dir.extend_from_slice(dir);
+        test
     }
 }
 
@@ -818,6 +875,30 @@ mod tests {
             "/home/ci/shop-tests/app/tests/lock.py",
             "/elsewhere/shop-tests/app/lock.py",
             "/elsewhere/shop-tests/app/sub/lock.py",
+            "a//tests//x.py",
+            "a//b.py",
+            "src/tests/",
+            "src/x/",
+            "/x.py",
+            "./x.py",
+            "..",
+            "a/b/../lock_Test.java",
+            "web/App.TEST.tsx",
+            "web/app.spec.",
+            "web/app.spe.c",
+            "web/.test",
+            "lib/Conftest.PY",
+            "lib/testing",
+            "a/tes/x.py",
+            "a/test/x.py",
+            "a/testx/y.py",
+            "a/test/sub/z.py",
+            "a/test//sub/z.py",
+            "a/tests/x.py",
+            "a/tests-x/y.py",
+            "/a/tests/x.py",
+            "a/te/st/x.py",
+            "lib/x.py",
         ];
         let base = Some(Path::new("/home/ci/shop-tests"));
         let mut judge = TestPaths::default();

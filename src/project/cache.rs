@@ -26,6 +26,7 @@ use super::calls::PackedCalls;
 use crate::facts::FileFacts;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
+use std::borrow::Cow;
 use std::hash::Hasher;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -370,7 +371,7 @@ fn setting_dir(root: &Path, tests: bool, custom_keys: bool) -> PathBuf {
 /// under the root), found by its bytes instead of part by part; `None`
 /// for any other path.
 #[cfg(unix)]
-fn plain_rel(path: &Path, root: &Path) -> Option<String> {
+fn plain_rel<'p>(path: &'p Path, root: &Path) -> Option<Cow<'p, str>> {
     use std::os::unix::ffi::OsStrExt;
     let rest = path
         .as_os_str()
@@ -381,11 +382,11 @@ fn plain_rel(path: &Path, root: &Path) -> Option<String> {
         && rest
             .split(|&b| b == b'/')
             .all(|part| !part.is_empty() && part != b".");
-    plain.then(|| String::from_utf8_lossy(rest).into_owned())
+    plain.then(|| String::from_utf8_lossy(rest))
 }
 
 #[cfg(not(unix))]
-fn plain_rel(_path: &Path, _root: &Path) -> Option<String> {
+fn plain_rel<'p>(_path: &'p Path, _root: &Path) -> Option<Cow<'p, str>> {
     None
 }
 
@@ -431,7 +432,7 @@ impl Cache {
     }
 
     /// The key of a path: relative to the project root, `/`-separated.
-    pub fn key(&self, path: &Path) -> String {
+    pub fn key<'p>(&self, path: &'p Path) -> Cow<'p, str> {
         if let Some(rel) = plain_rel(path, &self.root) {
             return rel;
         }
@@ -439,9 +440,9 @@ impl Cache {
         let rel = rel.strip_prefix(".").unwrap_or(rel);
         let rel = rel.to_string_lossy();
         if rel.contains('\\') {
-            rel.replace('\\', "/")
+            Cow::Owned(rel.replace('\\', "/"))
         } else {
-            rel.into_owned()
+            rel
         }
     }
 
