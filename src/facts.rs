@@ -368,6 +368,15 @@ pub struct AbsenceGuard {
 pub enum LuaArg {
     /// `KEYS[i]` (1-based), or a local alias of it.
     Keys(u32),
+    /// `KEYS[i]` with string literals joined before and/or after it
+    /// (`"lock_" .. KEYS[1]`, `KEYS[1] .. ":lock"`): the script builds the
+    /// key it touches from the caller's key. At least one of `prefix` and
+    /// `suffix` is non-empty.
+    KeysAffixed {
+        index: u32,
+        prefix: String,
+        suffix: String,
+    },
     /// `ARGV[i]` (1-based), or a local alias of it.
     Argv(u32),
     /// A string or number literal.

@@ -7,16 +7,46 @@ pub mod pattern;
 pub mod redis_cmd;
 pub mod rust;
 
-use crate::facts::{FileFacts, Language};
+use crate::facts::{FileFacts, KeyExpr, KeyPart, Language, OpKind};
 use std::path::Path;
 
 /// Extracts the facts of one file. Never panics on any input; a file that a
 /// front-end cannot fully understand yields the facts it could find and a note.
 pub fn extract(path: &Path, src: &str, language: Language) -> FileFacts {
-    match language {
+    let mut facts = match language {
         Language::Rust => rust::extract(src),
         Language::Lua => lua::extract_file(path, src),
         Language::Redis | Language::Shell => redis_cmd::extract(src, language),
         _ => pattern::extract(path, src, language),
+    };
+    script_built_keys(&mut facts);
+    facts
+}
+
+/// A script run on a key that builds the key it touches from `KEYS[1]`
+/// (`redis.call("del", "lock_" .. KEYS[1])`): the op's key becomes the
+/// caller's key with the script's prefix and suffix, so the release meets
+/// the acquire of `"lock_" . $key` elsewhere.
+fn script_built_keys(facts: &mut FileFacts) {
+    let scripts = &facts.scripts;
+    for op in &mut facts.ops {
+        let OpKind::Eval { script: Some(id) } = op.kind else {
+            continue;
+        };
+        if op.key.is_unknown() {
+            continue;
+        }
+        let Some((prefix, suffix)) = scripts
+            .get(id as usize)
+            .and_then(|s| lua::first_key_affix(&s.lua))
+        else {
+            continue;
+        };
+        let mut key = KeyExpr::lit(prefix);
+        key.parts
+            .retain(|p| !matches!(p, KeyPart::Lit(s) if s.is_empty()));
+        key.append(std::mem::replace(&mut op.key, KeyExpr::unknown()));
+        key.push(KeyPart::Lit(suffix.to_string()));
+        op.key = key;
     }
 }

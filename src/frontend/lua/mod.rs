@@ -109,6 +109,31 @@ pub fn analyse(text: &str) -> LuaFacts {
     }
 }
 
+/// The literal prefix and suffix the script joins to `KEYS[1]` in every
+/// call that names it (`"lock_" .. KEYS[1]` in both the `get` and the `del`
+/// of a release): the key the script really touches is the caller's first
+/// key with them. `None` when no call joins any, or when the calls disagree
+/// (one uses the bare `KEYS[1]`, another `"lock_" .. KEYS[1]`).
+pub fn first_key_affix(lua: &LuaFacts) -> Option<(&str, &str)> {
+    let mut found: Option<(&str, &str)> = None;
+    for arg in lua.calls.iter().flat_map(|c| &c.args) {
+        let this = match arg {
+            LuaArg::Keys(1) => ("", ""),
+            LuaArg::KeysAffixed {
+                index: 1,
+                prefix,
+                suffix,
+            } => (prefix.as_str(), suffix.as_str()),
+            _ => continue,
+        };
+        match found {
+            Some(f) if f != this => return None,
+            _ => found = Some(this),
+        }
+    }
+    found.filter(|(p, s)| !p.is_empty() || !s.is_empty())
+}
+
 /// A whole `.lua` file: one script named after the file stem.
 pub fn extract_file(path: &Path, src: &str) -> FileFacts {
     let mut facts = FileFacts::new(Language::Lua);
@@ -428,7 +453,57 @@ impl<'a> Analyser<'a> {
         if let Some(a) = self.indexed(s, e, "ARGV") {
             return a.map_or(LuaArg::Other, LuaArg::Argv);
         }
-        LuaArg::Other
+        self.affixed_key(s, e).unwrap_or(LuaArg::Other)
+    }
+
+    /// `"lock_" .. KEYS[1]`, `KEYS[1] .. ":lock"`, `"a:" .. k .. ":b"` (`k`
+    /// an alias of a `KEYS` entry) at `s..e`: string literals joined to one
+    /// `KEYS` entry with `..` and nothing else.
+    fn affixed_key(&self, s: usize, e: usize) -> Option<LuaArg> {
+        let mut index = None;
+        let (mut prefix, mut suffix) = (String::new(), String::new());
+        let mut t = s;
+        while t < e {
+            if t > s {
+                if !self.is_sym(t, "..") || t + 1 >= e {
+                    return None;
+                }
+                t += 1;
+            }
+            if self.kind(t) == Some(Kind::Str) {
+                let lit = self.str_value(t)?;
+                if index.is_none() {
+                    &mut prefix
+                } else {
+                    &mut suffix
+                }
+                .push_str(lit);
+                t += 1;
+                continue;
+            }
+            if index.is_some() {
+                return None;
+            }
+            if let Some(k) = self.indexed(t, t + 4, "KEYS").filter(|_| t + 4 <= e) {
+                index = Some(k?);
+                t += 4;
+            } else if self.is_plain_name(t) && !self.is_sym(t + 1, "[") {
+                index = Some(*self.key_alias.get(self.text(t))?);
+                t += 1;
+            } else {
+                return None;
+            }
+        }
+        let index = index?;
+        Some(if prefix.is_empty() && suffix.is_empty() {
+            LuaArg::Keys(index)
+        } else {
+            LuaArg::KeysAffixed {
+                index,
+                prefix,
+                suffix,
+            }
+        })
     }
 
     // ---- the pass ------------------------------------------------------

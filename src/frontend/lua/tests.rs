@@ -176,9 +176,49 @@ fn aliases_and_pcall_and_case() {
 
 #[test]
 fn non_literal_command_and_index() {
-    let c = calls("redis.call(ARGV[4], KEYS[#KEYS], KEYS[i], KEYS[1.5], KEYS[1] .. 'x')");
+    let c = calls(
+        "redis.call(ARGV[4], KEYS[#KEYS], KEYS[i], KEYS[1.5], 'a' .. KEYS[i], KEYS[1] .. ARGV[1])",
+    );
     assert_eq!(c[0].command, "?");
     assert!(c[0].args.iter().all(|a| *a == LuaArg::Other));
+}
+
+#[test]
+fn literal_joined_to_a_key() {
+    let affixed = |index: u32, prefix: &str, suffix: &str| LuaArg::KeysAffixed {
+        index,
+        prefix: prefix.into(),
+        suffix: suffix.into(),
+    };
+    let src = "local k = KEYS[2]\nredis.call('del', 'lock_' .. KEYS[1], KEYS[1] .. ':lock', 'a:' .. k .. ':b' .. 'c', '' .. KEYS[3])";
+    let c = calls(src);
+    assert_eq!(
+        c[0].args,
+        vec![
+            affixed(1, "lock_", ""),
+            affixed(1, "", ":lock"),
+            affixed(2, "a:", ":bc"),
+            LuaArg::Keys(3)
+        ]
+    );
+    // the release's check and delete both name `lock_` .. KEYS[1]
+    let release = "if (redis.call(\"get\", \"lock_\" .. KEYS[1]) == ARGV[1]) then\n\treturn redis.call(\"del\", \"lock_\" .. KEYS[1])\nelse\n\treturn 0\nend";
+    let facts = analyse(release);
+    assert_eq!(shape(release), vec![s("get", false), s("del", true)]);
+    assert_eq!(first_key_affix(&facts), Some(("lock_", "")));
+    // a bare KEYS[1] next to a built one: no single key the script touches
+    let mixed = analyse("redis.call('get', 'lock_' .. KEYS[1]) redis.call('del', KEYS[1])");
+    assert_eq!(first_key_affix(&mixed), None);
+    assert_eq!(
+        first_key_affix(&analyse("redis.call('del', KEYS[1])")),
+        None
+    );
+    assert_eq!(
+        first_key_affix(&analyse(
+            "redis.call('del', KEYS[1] .. ':x', 'p:' .. KEYS[2])"
+        )),
+        Some(("", ":x"))
+    );
 }
 
 #[test]
