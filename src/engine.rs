@@ -437,6 +437,8 @@ struct FileOutcome {
     /// (`prefilter::may_match_signed`): the call-name scan reads it again
     /// only when it may call a summarised name.
     call_words: Option<Box<[u32]>>,
+    /// Its cached facts, left encoded (no ops of its own; see `Cached::Lazy`).
+    lazy: Option<crate::project::cache::Blob>,
 }
 
 type Cache<'a> = Option<&'a crate::project::cache::Cache>;
@@ -478,16 +480,28 @@ enum Cached {
     Rejected,
     /// The facts (their calls empty) and the calls, packed.
     Facts(Box<FileFacts>, Option<crate::project::calls::PackedCalls>),
+    /// Facts without ops of their own, left encoded until the link says
+    /// whether it can use them (`cache::Uses`; the rest of the project).
+    Lazy(crate::project::cache::Blob),
 }
 
 impl Cached {
     /// `None` when the facts cannot be decoded or are of another language.
-    fn of(out: &crate::project::cache::Outcome, language: Language) -> Option<Cached> {
+    /// `lazy`: facts without ops stay encoded (nothing when the file makes
+    /// no call either: the link cannot use it).
+    fn of(out: &crate::project::cache::Outcome, language: Language, lazy: bool) -> Option<Cached> {
         use crate::project::cache::{self, Outcome};
         Some(match out {
             Outcome::Binary | Outcome::Empty => Cached::Nothing,
             Outcome::Rejected => Cached::Rejected,
             Outcome::Facts(bytes) => {
+                let uses = cache::uses(bytes).filter(|u| u.language == language && !u.has_ops);
+                if let Some(u) = uses.filter(|_| lazy) {
+                    return Some(match u.pairs().next() {
+                        None => Cached::Nothing,
+                        Some(_) => Cached::Lazy(bytes.clone()),
+                    });
+                }
                 let (facts, packed) =
                     cache::decode(bytes).filter(|(f, _)| f.language == language)?;
                 Cached::Facts(Box::new(facts), packed)
@@ -511,16 +525,18 @@ fn read_entry(
     if !settings.tests && words::is_test_path(&entry.path) {
         return FileOutcome::default();
     }
-    read_code_entry(entry, settings, cache, need_src, sign_calls)
+    read_code_entry(entry, settings, cache, need_src, sign_calls, false)
 }
 
 /// [`read_entry`] for a file known not to be left out as test code.
+/// `lazy`: cached facts without ops stay encoded (`FileOutcome::lazy`).
 fn read_code_entry(
     entry: &Entry,
     settings: &Settings,
     cache: Cache,
     need_src: bool,
     sign_calls: bool,
+    lazy: bool,
 ) -> FileOutcome {
     use crate::project::cache::{self, Outcome, Stat};
     let mut outcome = FileOutcome::default();
@@ -529,6 +545,7 @@ fn read_code_entry(
     let from_cache = |got: Cached, src: Option<String>, outcome: &mut FileOutcome| match got {
         Cached::Nothing => {}
         Cached::Rejected => outcome.rejected = true,
+        Cached::Lazy(blob) => outcome.lazy = Some(blob),
         Cached::Facts(facts, packed) => {
             outcome.notes = facts
                 .notes
@@ -553,7 +570,11 @@ fn read_code_entry(
         if let Some(got) = std::fs::metadata(&entry.path)
             .ok()
             .filter(|m| m.is_file())
-            .and_then(|m| c.by_stat_with(key, Stat::of(&m), |out| Cached::of(out, entry.language)))
+            .and_then(|m| {
+                c.by_stat_with(key, Stat::of(&m), |out| {
+                    Cached::of(out, entry.language, lazy && !need_src)
+                })
+            })
         {
             let wanted = need_src && matches!(got, Cached::Facts(..));
             let src = if wanted {
@@ -593,7 +614,7 @@ fn read_code_entry(
         let h = cache::hash(bytes);
         if let Some(got) = c
             .by_hash(key, stat, h)
-            .and_then(|out| Cached::of(&out, entry.language))
+            .and_then(|out| Cached::of(&out, entry.language, false))
         {
             let src = matches!(got, Cached::Facts(..)).then(|| decode_text(bytes));
             let mut done = FileOutcome::default();
@@ -1141,18 +1162,29 @@ fn below_by_bytes(path: &Path, root: &Path) -> bool {
     }
 }
 
+/// A file of the rest of the project whose cached facts stay encoded
+/// until the link's closure of names says whether it can use them
+/// ([`decode_used`]).
+struct Pending<'a> {
+    /// How many files read of the rest of the project come before it.
+    at: usize,
+    entry: &'a Entry,
+    facts: crate::project::cache::Blob,
+}
+
 /// The files of the project root that the paths given do not cover
 /// (`all`, from [`list_rest_of_project`]): read for their summaries and
-/// key uses, never reported.
-fn read_rest_of_project(
-    all: &[Entry],
+/// key uses, never reported. Cached facts without ops of their own come
+/// back encoded, in order among the others ([`Pending`]).
+fn read_rest_of_project<'a>(
+    all: &'a [Entry],
     entries: &[Entry],
     settings: &Settings,
     threads: usize,
     cache: Cache,
-) -> Vec<Phase1> {
+) -> (Vec<Phase1>, Vec<Pending<'a>>) {
     let Some(root) = settings.project_root.as_deref() else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
     let given: std::collections::HashSet<PathBuf> =
@@ -1189,16 +1221,105 @@ fn read_rest_of_project(
                     .iter()
                     .filter(|e| not_given(e))
                     .filter(move |e| settings.tests || !judge.is_test_path(&e.path))
-                    .filter_map(|e| read_code_entry(e, settings, cache, false, false).phase1)
-                    .map(|mut p| {
+                    .filter_map(|e| {
+                        let o = read_code_entry(e, settings, cache, false, false, true);
+                        if let Some(facts) = o.lazy {
+                            return Some(Err((e, facts)));
+                        }
+                        let mut p = o.phase1?;
                         p.report = false;
                         let_text_go(&mut p);
-                        p
+                        Some(Ok(p))
                     })
             })
             .collect::<Vec<_>>()
     };
-    in_pool(threads, run)
+    let mut read = Vec::new();
+    let mut pending = Vec::new();
+    for r in in_pool(threads, run) {
+        match r {
+            Ok(p) => read.push(p),
+            Err((entry, facts)) => pending.push(Pending {
+                at: read.len(),
+                entry,
+                facts,
+            }),
+        }
+    }
+    (read, pending)
+}
+
+/// Decodes the [`Pending`] files the link can use and puts them in their
+/// places among the files of the rest of the project (`files[rest..]`,
+/// before the callers `read_callers` added at `callers`): those calling a
+/// name of the closure of `project::calls::relevant`, by name hashes
+/// (`project::calls::relevant_hashes`). The others have no ops and no call
+/// that the link, the key index or the failure-path analysis can use:
+/// leaving them out changes nothing they compute, and their facts are
+/// never decoded.
+fn decode_used(
+    files: Vec<Phase1>,
+    rest: usize,
+    callers: usize,
+    pending: Vec<Pending>,
+    settings: &Settings,
+    threads: usize,
+    cache: Cache,
+) -> Vec<Phase1> {
+    if pending.is_empty() {
+        return files;
+    }
+    let uses: Vec<crate::project::cache::Uses> = pending
+        .iter()
+        .filter_map(|p| crate::project::cache::uses(&p.facts))
+        .collect();
+    let used = crate::project::calls::relevant_hashes(
+        files.iter().map(|f| (&f.facts, f.call_names())),
+        &uses,
+    );
+    drop(uses);
+    let decode = |p: &Pending| -> Option<Phase1> {
+        let wanted = crate::project::cache::uses(&p.facts)
+            .is_none_or(|u| u.pairs().any(|(callee, _)| used.contains(&callee)));
+        if !wanted {
+            return None;
+        }
+        let e = p.entry;
+        let mut p = match crate::project::cache::decode(&p.facts) {
+            Some((facts, packed)) => {
+                let mut p = Phase1::new(
+                    e.display.clone(),
+                    e.path.clone(),
+                    String::new(),
+                    false,
+                    facts,
+                );
+                p.packed = packed;
+                p
+            }
+            // (cannot be: read it as a changed file would be)
+            None => read_code_entry(e, settings, cache, false, false, false).phase1?,
+        };
+        p.report = false;
+        let_text_go(&mut p);
+        Some(p)
+    };
+    let got: Vec<(usize, Option<Phase1>)> = in_pool(threads, || {
+        pending.par_iter().map(|p| (p.at, decode(p))).collect()
+    });
+    let mut out = Vec::with_capacity(files.len() + got.len());
+    let mut files = files.into_iter();
+    out.extend(files.by_ref().take(rest));
+    let mut got = got.into_iter().peekable();
+    for (i, f) in files.by_ref().take(callers - rest).enumerate() {
+        while let Some((_, p)) = got.next_if(|(at, _)| *at <= i) {
+            out.extend(p);
+        }
+        out.push(f);
+    }
+    out.extend(got.flat_map(|(_, p)| p));
+    out.extend(files);
+    out
 }
 
 /// Checks every file under `paths`.
@@ -1241,6 +1362,7 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         ..Report::default()
     };
     let mut files = Vec::new();
+    let mut pending = Vec::new();
     let mut rejected: Vec<(&Entry, Option<Box<[u32]>>)> = Vec::new();
     for (i, o) in outcomes.into_iter().enumerate() {
         report.errors.extend(o.error);
@@ -1250,18 +1372,14 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
             rejected.push((&entries[i], o.call_words));
         }
     }
-    if let Some(all) = rest {
-        files.extend(read_rest_of_project(
-            &all,
-            &entries,
-            settings,
-            threads,
-            cache.as_ref(),
-        ));
-        // let go on all workers (two allocations per file of the project)
-        in_pool(threads, || all.into_par_iter().for_each(drop));
+    let rest_at = files.len();
+    if let Some(all) = rest.as_deref() {
+        let (read, lazy) = read_rest_of_project(all, &entries, settings, threads, cache.as_ref());
+        files.extend(read);
+        pending = lazy;
     }
     phases.mark("rest of the project");
+    let callers_at = files.len();
     if !link_off() {
         let callers = read_callers(&rejected, &files, settings, threads, cache.as_ref());
         files.extend(callers.into_iter().map(|mut p| {
@@ -1270,10 +1388,25 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         }));
     }
     phases.mark("call-name scan");
+    let files = decode_used(
+        files,
+        rest_at,
+        callers_at,
+        pending,
+        settings,
+        threads,
+        cache.as_ref(),
+    );
+    if let Some(all) = rest {
+        // let go on all workers (two allocations per file of the project)
+        in_pool(threads, || all.into_par_iter().for_each(drop));
+    }
+    phases.mark("files the link uses decoded");
     if let (Some(c), Some(root)) = (cache, settings.project_root.as_deref()) {
         c.save(crate::project::root::covered_by(root, paths));
     }
     phases.mark("cache saved");
+    let mut files = files;
     unpack_calls(&mut files, threads);
     for (f, findings) in link_and_check(files, settings, threads) {
         if f.changed {

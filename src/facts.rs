@@ -67,6 +67,23 @@ pub enum Language {
 }
 
 impl Language {
+    /// Every language, in declaration order.
+    pub const ALL: [Language; 13] = [
+        Language::Rust,
+        Language::Java,
+        Language::Kotlin,
+        Language::Python,
+        Language::JavaScript,
+        Language::TypeScript,
+        Language::Go,
+        Language::Ruby,
+        Language::Php,
+        Language::CSharp,
+        Language::Lua,
+        Language::Redis,
+        Language::Shell,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Language::Rust => "rust",

@@ -498,3 +498,112 @@ fn a_warm_named_run_sees_a_wrapper_removed_added_or_edited_elsewhere() {
     std::fs::write(&moved, util).unwrap();
     assert!(ll001(), "the wrapper edited back is not linked again");
 }
+
+/// Sets every file and folder under `root` an hour back: settled, so a
+/// warm run trusts the cache entries and the listing by their times.
+fn age_all(root: &Path) {
+    use std::time::{Duration, SystemTime};
+    let old = SystemTime::now() - Duration::from_secs(3600);
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                dirs.push(e.path());
+            } else {
+                std::fs::File::options()
+                    .write(true)
+                    .open(e.path())
+                    .unwrap()
+                    .set_modified(old)
+                    .unwrap();
+            }
+        }
+        std::fs::File::open(&d).unwrap().set_modified(old).unwrap();
+    }
+}
+
+/// A warm named-file run links against the cached facts of the rest of the
+/// project, decoding only the files the link can use (`engine`'s lazy rest
+/// of the project): what it reports for each named file is exactly what a
+/// whole-project run reports there — findings, messages and labels. One
+/// project holds every project case in its own folder (wrappers, three-deep
+/// chains, acquire and release in different files, rollback helpers run
+/// only on failure paths, facades, ambiguous names) and files that call
+/// things without any Redis op, which the link never needs.
+#[test]
+fn a_warm_named_run_reports_what_the_whole_project_run_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("proj");
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::write(root.join(".gitignore"), "!*\n").unwrap();
+    let mut files = Vec::new();
+    for case in cases() {
+        let name = case.file_name().unwrap().to_owned();
+        let mut src = Vec::new();
+        files_in(&case, &mut src);
+        for f in src {
+            let rel = Path::new("cases")
+                .join(&name)
+                .join(f.strip_prefix(&case).unwrap());
+            std::fs::create_dir_all(root.join(&rel).parent().unwrap()).unwrap();
+            std::fs::copy(&f, root.join(&rel)).unwrap();
+            files.push(rel);
+        }
+    }
+    // calls, but nothing the link can use
+    std::fs::create_dir_all(root.join("plain")).unwrap();
+    for i in 0..40 {
+        std::fs::write(
+            root.join(format!("plain/util_{i}.py")),
+            format!(
+                "import redis\n\ndef compute_{i}(items):\n    total = sum_items(items)\n    return render(total, 'cache')\n"
+            ),
+        )
+        .unwrap();
+    }
+    files.push(PathBuf::from("plain/util_0.py"));
+    age_all(&root);
+    let settings = Settings {
+        threads: 2,
+        project_root: Some(root.clone()),
+        cache: true,
+        ..Settings::default()
+    };
+    let by_file = |report: &locklint::Report| {
+        let mut m: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+        for f in &report.findings {
+            m.entry(f.path.clone()).or_default().push(format!("{f:?}"));
+        }
+        m
+    };
+    let whole = check_paths(std::slice::from_ref(&root), &settings);
+    assert!(whole.errors.is_empty(), "{:?}", whole.errors);
+    let whole = by_file(&whole);
+    assert!(whole.len() > 20, "{}", whole.len());
+    // the cache folder changed the root's time: settled again, the cache warm
+    age_all(&root);
+    assert_eq!(
+        by_file(&check_paths(std::slice::from_ref(&root), &settings)),
+        whole
+    );
+    let mut failures = Vec::new();
+    for rel in &files {
+        let path = root.join(rel);
+        let named = check_paths(std::slice::from_ref(&path), &settings);
+        assert!(named.errors.is_empty(), "{:?}", named.errors);
+        let got = by_file(&named);
+        let key = path.display().to_string();
+        let want: Vec<String> = whole.get(&key).cloned().unwrap_or_default();
+        let have: Vec<String> = got.get(&key).cloned().unwrap_or_default();
+        if got.len() > usize::from(!have.is_empty()) {
+            failures.push(format!("{}: other files reported", rel.display()));
+        }
+        if want != have {
+            failures.push(format!(
+                "{}:\n  whole project {want:?}\n  named         {have:?}",
+                rel.display()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

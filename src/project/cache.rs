@@ -303,23 +303,125 @@ fn shard_of(key: &str) -> usize {
     (hash(key.as_bytes()) % SHARDS as u64) as usize
 }
 
-/// A file's facts as the cache keeps them: its calls apart, packed
-/// (`calls::PackedCalls`), so that a run taking the facts from the cache
-/// decodes only the calls the link can use.
+/// The first byte of an encoded file's facts (the layout of [`encode`]).
+const FACTS_MAGIC: u8 = b'L';
+
+/// Bytes before the pairs of a file's [`Uses`]: magic, language, own ops,
+/// pair count (u32, little-endian).
+const USES_HEAD: usize = 7;
+
+/// The hash of a function name as [`Uses`] keeps it (never 0: 0 stands
+/// for a call outside every named function).
+pub fn name_hash(name: &str) -> u64 {
+    #[allow(deprecated)]
+    let mut h = std::hash::SipHasher::new_with_keys(0x7573_6573, 0x6e61_6d65);
+    h.write(name.as_bytes());
+    h.finish().max(1)
+}
+
+/// What the link can use of a file, readable without decoding its facts
+/// (the head of [`encode`]'s bytes): its language, whether it has Redis
+/// ops of its own, and each distinct (callee, caller) pair of its calls
+/// as [`name_hash`]es (caller 0: a call outside every named function).
+/// A file without ops none of whose callees the link's closure of names
+/// reaches (`engine`'s lazy rest of the project) contributes nothing to
+/// the link: its facts are never decoded.
+pub struct Uses<'a> {
+    pub language: crate::facts::Language,
+    pub has_ops: bool,
+    pairs: &'a [u8],
+}
+
+impl Uses<'_> {
+    /// The (callee, caller) pairs.
+    pub fn pairs(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.pairs.chunks_exact(16).map(|c| {
+            let (a, b) = c.split_at(8);
+            (
+                u64::from_le_bytes(a.try_into().unwrap_or_default()),
+                u64::from_le_bytes(b.try_into().unwrap_or_default()),
+            )
+        })
+    }
+}
+
+/// The (callee, caller) name-hash pairs of a file's calls, sorted, once each.
+pub fn call_pairs(facts: &FileFacts) -> Vec<(u64, u64)> {
+    let mut pairs: Vec<(u64, u64)> = facts
+        .link
+        .calls
+        .iter()
+        .map(|c| {
+            let caller = facts
+                .scopes
+                .get(c.scope as usize)
+                .filter(|s| !s.name.is_empty())
+                .map_or(0, |s| name_hash(&s.name));
+            (name_hash(&c.callee), caller)
+        })
+        .collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    pairs
+}
+
+/// A file's facts as the cache keeps them: a [`Uses`] head, then the facts
+/// (MessagePack) with their calls apart, packed (`calls::PackedCalls`), so
+/// that a run taking the facts from the cache decodes only the calls the
+/// link can use, and a file the link cannot use not at all.
 pub fn encode(facts: &mut FileFacts) -> Option<Outcome> {
     let packed = PackedCalls::of(&facts.link.calls);
     if packed.is_none() && !facts.link.calls.is_empty() {
         return None;
     }
+    let pairs = call_pairs(facts);
+    let mut bytes = Vec::with_capacity(USES_HEAD + 16 * pairs.len());
+    bytes.push(FACTS_MAGIC);
+    bytes.push(facts.language as u8);
+    bytes.push(u8::from(!facts.ops.is_empty()));
+    bytes.extend_from_slice(&u32::try_from(pairs.len()).ok()?.to_le_bytes());
+    for (a, b) in pairs {
+        bytes.extend_from_slice(&a.to_le_bytes());
+        bytes.extend_from_slice(&b.to_le_bytes());
+    }
     let calls = std::mem::take(&mut facts.link.calls);
-    let bytes = rmp_serde::to_vec(&(&*facts, &packed)).ok();
+    let done = rmp_serde::encode::write(&mut bytes, &(&*facts, &packed)).ok();
     facts.link.calls = calls;
-    bytes.map(|b| Outcome::Facts(Blob::own(b)))
+    done.map(|()| Outcome::Facts(Blob::own(bytes)))
+}
+
+/// The [`Uses`] head of [`encode`]'s bytes and the rest; `None` for bytes
+/// of another layout.
+fn split_uses(bytes: &[u8]) -> Option<(Uses<'_>, &[u8])> {
+    let head = bytes.get(..USES_HEAD)?;
+    if head[0] != FACTS_MAGIC {
+        return None;
+    }
+    let language = crate::facts::Language::ALL
+        .iter()
+        .copied()
+        .find(|l| *l as u8 == head[1])?;
+    let n = u32::from_le_bytes(head[3..7].try_into().ok()?) as usize;
+    let end = n.checked_mul(16)?.checked_add(USES_HEAD)?;
+    let pairs = bytes.get(USES_HEAD..end)?;
+    Some((
+        Uses {
+            language,
+            has_ops: head[2] != 0,
+            pairs,
+        },
+        &bytes[end..],
+    ))
+}
+
+/// The [`Uses`] of [`encode`]'s bytes, their facts left encoded.
+pub fn uses(bytes: &[u8]) -> Option<Uses<'_>> {
+    split_uses(bytes).map(|(u, _)| u)
 }
 
 /// What [`encode`] kept: the facts (their calls empty) and the calls.
 pub fn decode(bytes: &[u8]) -> Option<(FileFacts, Option<PackedCalls>)> {
-    rmp_serde::from_slice(bytes).ok()
+    rmp_serde::from_slice(split_uses(bytes)?.1).ok()
 }
 
 /// A cache folder of another build than `build` (`v0.1.0-abc123`): named

@@ -217,6 +217,61 @@ pub fn relevant<'a>(
     None
 }
 
+/// [`relevant`] by name hashes (`cache::name_hash`), over the files read
+/// (their facts, and their calls' names when packed) and the
+/// `cache::Uses` of files whose facts stay encoded (none of which has ops
+/// of its own). A hash collision only adds names: a file left out by it
+/// (none of its callees in the set) calls no name of [`relevant`]'s
+/// closure, which holds every name a summary, a linked op or the
+/// failure-path analysis can follow.
+pub fn relevant_hashes<'a>(
+    read: impl Iterator<Item = (&'a FileFacts, Option<&'a CallNames>)>,
+    lazy: &[super::cache::Uses],
+) -> HashSet<u64> {
+    use super::cache::name_hash;
+    let mut out: HashSet<u64> = HashSet::default();
+    // (callee, caller) pairs with a named caller, the only ones that widen
+    // the closure
+    let mut pairs: Vec<(u64, u64)> = Vec::new();
+    for (f, names) in read {
+        let name = |s: ScopeId| {
+            f.scopes
+                .get(s as usize)
+                .filter(|x| !x.name.is_empty())
+                .map_or(0, |x| name_hash(&x.name))
+        };
+        out.extend(f.ops.iter().map(|o| name(o.scope)).filter(|&h| h != 0));
+        match names {
+            Some(n) => pairs.extend(n.iter().map(|(c, s)| (name_hash(c), name(s)))),
+            None => pairs.extend(
+                f.link
+                    .calls
+                    .iter()
+                    .map(|c| (name_hash(&c.callee), name(c.scope))),
+            ),
+        }
+    }
+    pairs.retain(|&(_, caller)| caller != 0);
+    pairs.extend(
+        lazy.iter()
+            .flat_map(|u| u.pairs())
+            .filter(|&(_, caller)| caller != 0),
+    );
+    pairs.sort_unstable();
+    pairs.dedup();
+    loop {
+        let before = out.len();
+        for &(callee, caller) in &pairs {
+            if out.contains(&callee) {
+                out.insert(caller);
+            }
+        }
+        if out.len() == before {
+            return out;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

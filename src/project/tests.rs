@@ -140,6 +140,52 @@ fn cached_facts_keep_their_calls_apart_and_give_them_back_unchanged() {
     assert!(cache::decode(&bytes).expect("decodes").1.is_none());
 }
 
+#[test]
+fn cached_facts_say_what_the_link_can_use_without_being_decoded() {
+    let src = "import redis\nr = redis.Redis()\n\ndef acquire(key, owner):\n    return r.set(key, owner, nx=True, ex=30)\n\ndef handler(user):\n    if acquire('lock:' + user, user):\n        audit(user)\n";
+    let mut f = facts("svc.py", src);
+    let Some(cache::Outcome::Facts(bytes)) = cache::encode(&mut f) else {
+        panic!("facts not encoded");
+    };
+    let uses = cache::uses(&bytes).expect("a head");
+    assert_eq!(uses.language, Language::Python);
+    assert!(uses.has_ops);
+    let pairs: Vec<(u64, u64)> = uses.pairs().collect();
+    let h = cache::name_hash;
+    assert!(pairs.contains(&(h("acquire"), h("handler"))), "{pairs:?}");
+    assert!(pairs.contains(&(h("audit"), h("handler"))), "{pairs:?}");
+    assert_eq!(pairs, cache::call_pairs(&f));
+    // a caller of `handler` in a file left encoded joins the closure, and so
+    // does its caller; `print` and its caller do not
+    let mut caller = facts(
+        "jobs.py",
+        "def run(u):\n    handler(u)\n\ndef main():\n    run(1)\n    print(2)\n\ndef other():\n    print(3)\n",
+    );
+    assert!(caller.ops.is_empty());
+    let Some(cache::Outcome::Facts(lazy)) = cache::encode(&mut caller) else {
+        panic!("facts not encoded");
+    };
+    let lazy_uses = cache::uses(&lazy).expect("a head");
+    assert!(!lazy_uses.has_ops);
+    let (read, _) = cache::decode(&bytes).expect("decodes");
+    let used = calls::relevant_hashes(
+        std::iter::once((&read, None)).chain(std::iter::once((&f, None))),
+        &[lazy_uses],
+    );
+    for name in ["acquire", "handler", "run", "main"] {
+        assert!(used.contains(&h(name)), "{name}");
+    }
+    for name in ["print", "other", "audit"] {
+        assert!(!used.contains(&h(name)), "{name}");
+    }
+    // bytes of another layout or cut short: no head, never a panic
+    assert!(cache::uses(&bytes[1..]).is_none());
+    for cut in 0..8 {
+        assert!(cache::uses(&bytes[..cut]).is_none(), "cut at {cut}");
+        assert!(cache::decode(&bytes[..cut]).is_none(), "cut at {cut}");
+    }
+}
+
 /// The kinds of the ops instantiated in `view` at the call on `line`
 /// (1-based) of `src`.
 fn insts_on_line(view: &FileView, src: &str, line: usize) -> Vec<OpKind> {
