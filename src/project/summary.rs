@@ -116,6 +116,23 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
         .map(|v| (v.name_start, v.var.as_str()))
         .collect();
     let file_is_lock = words::reads_like_lock(stem);
+    // keys with a fixed part that a function of this file takes with a value
+    // of its own (a constant, a token): such a key is that lock's, not a
+    // caller's, so a sibling that forwards it (`del(PREFIX + id)`) is the
+    // lock's own release, not a pass-through
+    let own_lock_keys: std::collections::HashSet<&[KeyPart]> = facts
+        .ops
+        .iter()
+        .filter(|o| {
+            matches!(o.kind, OpKind::Acquire { .. })
+                && o.key.has_constant_part()
+                && matches!(
+                    o.value,
+                    Some(ValueExpr::Constant(_) | ValueExpr::Weak(_) | ValueExpr::Unique)
+                )
+        })
+        .map(|o| o.key.parts.as_slice())
+        .collect();
     let mut out = Vec::new();
     for sig in &facts.link.functions {
         let Some(scope) = facts.scopes.get(sig.scope as usize) else {
@@ -244,7 +261,14 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
                         ))
                     )
             });
-        let facade = shape && (!named_lock || variant);
+        // a function with a name of its own (`DelRechargeStatus`, not a
+        // generic `delete`/`removeKey`) on a key a sibling takes as a lock
+        // is that lock's own step, not a pass-through
+        let lock_step = !generic_command_name(&scope.name)
+            && own_ops
+                .iter()
+                .any(|o| own_lock_keys.contains(o.key.parts.as_slice()));
+        let facade = shape && (!named_lock || variant) && !lock_step;
         // the key it hands back is the key one of its acquires took
         let acquired = |k: &crate::facts::KeyExpr| {
             own_ops
@@ -330,6 +354,19 @@ fn key_reads_like_lock(op: &Op) -> bool {
 
 /// The op in terms of the function's parameters (an op whose key and value
 /// come from no parameter is [`SumOp::own_object`]).
+/// A name made only of the words of a client command or a generic
+/// key-value API (`delete`, `del`, `removeKey`, `KeyDeleteAsync`,
+/// `setIfAbsent`): it says nothing about which key it is for.
+fn generic_command_name(name: &str) -> bool {
+    const GENERIC: &[&str] = &[
+        "del", "delete", "remove", "unlink", "expire", "pexpire", "evict", "clear", "drop", "set",
+        "get", "put", "if", "absent", "nx", "key", "keys", "value", "cache", "redis", "string",
+        "str", "async", "do", "by", "raw", "with", "ttl", "and", "it", "exists",
+    ];
+    let parts = words::word_parts(name);
+    parts.is_empty() || parts.iter().all(|p| GENERIC.contains(&p.as_str()))
+}
+
 fn templ(op: &Op, value_var: Option<&str>, params: &[String], chain: Vec<Root>) -> SumOp {
     let pos = |v: &str| params.iter().position(|p| p == v);
     let key: Vec<TPart> = op
