@@ -221,11 +221,12 @@ fn pattern_mode(language: Language) -> bool {
 fn balanced(src: &str, language: Language) -> bool {
     use crate::frontend::pattern::lexer::{self, Kind};
     let mut open: Vec<char> = Vec::new();
-    for t in lexer::lex(src, language) {
+    let mut lits = Vec::new();
+    for t in lexer::lex(src, language, &mut lits) {
         if t.kind != Kind::Punct {
             continue;
         }
-        let want = match t.text.as_ref() {
+        let want = match t.text {
             "(" | "[" | "{" => {
                 open.extend(t.text.chars());
                 continue;

@@ -91,7 +91,7 @@ const CONTROL: &[&str] = &[
 ];
 
 fn is_close(t: &Tok) -> bool {
-    t.kind == Kind::Punct && matches!(t.text.as_ref(), ")" | "]" | "}")
+    t.kind == Kind::Punct && matches!(t.text, ")" | "]" | "}")
 }
 
 fn line_indent(src: &str, pos: usize) -> usize {
@@ -149,10 +149,10 @@ pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
         if t.kind != Kind::Punct {
             continue;
         }
-        match t.text.as_ref() {
+        match t.text {
             "(" | "[" | "{" => stack.push(i),
             ")" | "]" | "}" => {
-                let want = match t.text.as_ref() {
+                let want = match t.text {
                     ")" => "(",
                     "]" => "[",
                     _ => "{",
@@ -175,11 +175,11 @@ pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
     }
     let mut paren = 0u32;
     for (i, t) in toks.iter().enumerate() {
-        if t.kind == Kind::Punct && matches!(t.text.as_ref(), ")" | "]") {
+        if t.kind == Kind::Punct && matches!(t.text, ")" | "]") {
             paren = paren.saturating_sub(1);
         }
         st.tok_paren[i] = paren;
-        if t.kind == Kind::Punct && matches!(t.text.as_ref(), "(" | "[") {
+        if t.kind == Kind::Punct && matches!(t.text, "(" | "[") {
             paren += 1;
         }
     }
@@ -219,11 +219,11 @@ fn ts_signatures(toks: &[Tok], st: &mut Structure) {
         // after a block, a statement, a modifier, or on a new line after the
         // previous member's type (never after `?`, `:`, `=` or an operator)
         let starts = prev.is_none_or(|p| {
-            (p.kind == Kind::Punct && matches!(p.text.as_ref(), "{" | ";" | "}"))
-                || (p.is_ident() && MODIFIERS.contains(&p.text.as_ref()))
+            (p.kind == Kind::Punct && matches!(p.text, "{" | ";" | "}"))
+                || (p.is_ident() && MODIFIERS.contains(&p.text))
                 || (t.nl
                     && (p.is_ident()
-                        || (p.kind == Kind::Punct && matches!(p.text.as_ref(), ">" | ")" | "]"))))
+                        || (p.kind == Kind::Punct && matches!(p.text, ">" | ")" | "]"))))
         });
         if !starts {
             continue;
@@ -355,7 +355,7 @@ fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
         if t.kind != Kind::Punct {
             continue;
         }
-        match t.text.as_ref() {
+        match t.text {
             ";" => {
                 if !matches!(frames.last(), Some((_, Frame::TypeLit))) {
                     head = i + 1;
@@ -367,10 +367,7 @@ fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
                 }
             }
             "{" => {
-                let prev = i
-                    .checked_sub(1)
-                    .map(|p| toks[p].text.as_ref())
-                    .unwrap_or("");
+                let prev = i.checked_sub(1).map(|p| toks[p].text).unwrap_or("");
                 let type_lit = match lang {
                     Language::Go => {
                         matches!(prev, "interface" | "struct")
@@ -440,7 +437,7 @@ fn in_object_literal(toks: &[Tok], frames: &Frames) -> bool {
     };
     open.checked_sub(1)
         .and_then(|p| toks.get(p))
-        .is_some_and(|t| matches!(t.text.as_ref(), "return" | "=" | "(" | "," | ":" | "["))
+        .is_some_and(|t| matches!(t.text, "return" | "=" | "(" | "," | ":" | "["))
 }
 
 /// Kotlin `fun name(..): T = expr` and C# `T Name(..) => expr;`: a scope
@@ -606,7 +603,7 @@ fn classify_header(
     for (k, t) in h[..before_params].iter().enumerate() {
         if t.is_ident()
             && matches!(
-                t.text.as_ref(),
+                t.text,
                 "class"
                     | "struct"
                     | "interface"
@@ -637,7 +634,7 @@ fn classify_header(
     let annotated_test = h.windows(2).any(|w| {
         (w[0].is("@") || w[0].is("["))
             && matches!(
-                w[1].text.as_ref(),
+                w[1].text,
                 "Test"
                     | "ParameterizedTest"
                     | "RepeatedTest"
@@ -708,7 +705,7 @@ fn classify_header(
             {
                 let params = &toks[base + k..open];
                 let test = n.text.starts_with("Test") && params.iter().any(|p| p.text == "testing");
-                let frame = mk(st, n.text.as_ref(), base + k, owner, test);
+                let frame = mk(st, n.text, base + k, owner, test);
                 if let (Frame::Func(id), Some(r)) = (&frame, recv_var) {
                     st.receivers.insert(*id, r);
                 }
@@ -719,7 +716,7 @@ fn classify_header(
     }
     // `function name(` / `fun name(` / `def`
     for (k, t) in h.iter().enumerate() {
-        if t.is_ident() && matches!(t.text.as_ref(), "function" | "fun") {
+        if t.is_ident() && matches!(t.text, "function" | "fun") {
             let mut j = k + 1;
             if h.get(j).is_some_and(|x| x.is("*")) {
                 j += 1;
@@ -742,7 +739,7 @@ fn classify_header(
                     let test = annotated_test
                         || (lang == Language::Php && n.text.starts_with("test"))
                         || (lang == Language::Kotlin && class_is_test);
-                    return mk(st, n.text.as_ref(), base + j, owner, test);
+                    return mk(st, n.text, base + j, owner, test);
                 }
             }
             if in_func {
@@ -763,14 +760,14 @@ fn classify_header(
             .rposition(|(k, t)| t.is("=") && st.tok_paren[base + k] == level)
         {
             if eq >= 1 && h[eq - 1].is_ident() && !in_func {
-                return mk(st, h[eq - 1].text.as_ref(), base + eq - 1, owner, false);
+                return mk(st, h[eq - 1].text, base + eq - 1, owner, false);
             }
             if eq >= 1
                 && h[eq - 1].is_ident()
                 && h.first()
-                    .is_some_and(|t| matches!(t.text.as_ref(), "const" | "let" | "var"))
+                    .is_some_and(|t| matches!(t.text, "const" | "let" | "var"))
             {
-                return mk(st, h[eq - 1].text.as_ref(), base + eq - 1, owner, false);
+                return mk(st, h[eq - 1].text, base + eq - 1, owner, false);
             }
         }
         return Frame::Block;
@@ -784,7 +781,7 @@ fn classify_header(
             .iter()
             .position(|t| {
                 !matches!(
-                    t.text.as_ref(),
+                    t.text,
                     "async"
                         | "static"
                         | "get"
@@ -804,7 +801,7 @@ fn classify_header(
             .get(&(base + p))
             .is_some_and(|&c| c + 1 == open || toks.get(c + 1).is_some_and(|x| x.is(":")));
         if h.get(k)
-            .is_some_and(|n| n.is_ident() && !CONTROL.contains(&n.text.as_ref()))
+            .is_some_and(|n| n.is_ident() && !CONTROL.contains(&n.text))
             && h.get(p).is_some_and(|p| p.is("("))
             && header_ends
         {
@@ -818,9 +815,7 @@ fn classify_header(
         if let Some(p) = h.iter().position(|t| t.is("(")) {
             // C# generic method: the name precedes its `<T>` (`Get<T>(`)
             let name_at = type_params_start(h, p).unwrap_or(p);
-            if name_at >= 1
-                && h[name_at - 1].is_ident()
-                && !CONTROL.contains(&h[name_at - 1].text.as_ref())
+            if name_at >= 1 && h[name_at - 1].is_ident() && !CONTROL.contains(&h[name_at - 1].text)
             {
                 let name = h[name_at - 1].text.to_string();
                 return mk(st, &name, base + name_at - 1, owner, annotated_test);
@@ -848,7 +843,7 @@ fn python_scopes(toks: &[Tok], src: &str, st: &mut Structure) {
     }
     let mut frames = Frames::default(); // (indent, frame)
     for (ls, le) in lines {
-        let ind = line_indent(src, toks[ls].start);
+        let ind = line_indent(src, toks[ls].start());
         while frames.last().is_some_and(|(fi, _)| *fi >= ind) {
             frames.pop();
         }
@@ -913,7 +908,7 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
         let stmt_start =
             i == 0 || t.nl || toks[i - 1].is(";") || toks[i - 1].is("=") || toks[i - 1].is("(");
         if t.kind == Kind::Punct {
-            match t.text.as_ref() {
+            match t.text {
                 "{" => {
                     frames.push((i, Frame::Block));
                     braces.push(true);
@@ -935,7 +930,7 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
         if prev_dot {
             continue;
         }
-        match t.text.as_ref() {
+        match t.text {
             "def" => {
                 let mut k = i + 1;
                 if toks.get(k + 1).is_some_and(|x| x.is(".")) {
@@ -975,7 +970,7 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
                 braces.push(false);
             }
             "if" | "unless" | "while" | "until" | "for" if stmt_start => {
-                if matches!(t.text.as_ref(), "while" | "until" | "for") {
+                if matches!(t.text, "while" | "until" | "for") {
                     skip_do_line = Some(line_no);
                 }
                 frames.push((i, Frame::Block));
@@ -1002,7 +997,7 @@ pub fn split_args(toks: &[Tok], st: &Structure, open: usize, close: usize) -> Ve
     let mut k = open + 1;
     while k < close {
         let t = &toks[k];
-        if t.kind == Kind::Punct && matches!(t.text.as_ref(), "(" | "[" | "{") {
+        if t.kind == Kind::Punct && matches!(t.text, "(" | "[" | "{") {
             if let Some(&m) = st.matching.get(&k) {
                 if m > k && m < close {
                     k = m + 1;
@@ -1181,10 +1176,10 @@ pub fn calls(toks: &[Tok], st: &Structure, lang: Language) -> Vec<Call> {
             }
             let starts_arg = match n.kind {
                 Kind::Str | Kind::Num | Kind::Ident => !matches!(
-                    n.text.as_ref(),
+                    n.text,
                     "if" | "unless" | "do" | "and" | "or" | "then" | "while" | "until" | "rescue"
                 ),
-                Kind::Punct => matches!(n.text.as_ref(), "[" | "@" | "-"),
+                Kind::Punct => matches!(n.text, "[" | "@" | "-"),
             };
             if !starts_arg || (n.kind == Kind::Punct && n.text == "-") {
                 continue;
@@ -1197,7 +1192,7 @@ pub fn calls(toks: &[Tok], st: &Structure, lang: Language) -> Vec<Call> {
                     break;
                 }
                 if x.is_ident()
-                    && matches!(x.text.as_ref(), "if" | "unless" | "do" | "rescue" | "then")
+                    && matches!(x.text, "if" | "unless" | "do" | "rescue" | "then")
                     && k > i + 1
                 {
                     break;
@@ -1205,7 +1200,7 @@ pub fn calls(toks: &[Tok], st: &Structure, lang: Language) -> Vec<Call> {
                 if x.is("{") && k > i + 1 {
                     break;
                 }
-                if x.kind == Kind::Punct && matches!(x.text.as_ref(), "(" | "[") {
+                if x.kind == Kind::Punct && matches!(x.text, "(" | "[") {
                     if let Some(&m) = st.matching.get(&k) {
                         if m > k {
                             k = m + 1;
@@ -1213,7 +1208,7 @@ pub fn calls(toks: &[Tok], st: &Structure, lang: Language) -> Vec<Call> {
                         }
                     }
                 }
-                if x.kind == Kind::Punct && matches!(x.text.as_ref(), ")" | "]" | "}" | ";") {
+                if x.kind == Kind::Punct && matches!(x.text, ")" | "]" | "}" | ";") {
                     break;
                 }
                 k += 1;
@@ -1224,7 +1219,7 @@ pub fn calls(toks: &[Tok], st: &Structure, lang: Language) -> Vec<Call> {
             let mut s = i + 1;
             let mut j = i + 1;
             while j < k {
-                if toks[j].kind == Kind::Punct && matches!(toks[j].text.as_ref(), "(" | "[" | "{") {
+                if toks[j].kind == Kind::Punct && matches!(toks[j].text, "(" | "[" | "{") {
                     if let Some(&m) = st.matching.get(&j) {
                         if m > j && m < k {
                             j = m + 1;

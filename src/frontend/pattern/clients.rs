@@ -85,10 +85,7 @@ fn list_first(an: &Analyzer, a: usize, e: usize) -> Option<(usize, usize)> {
         return None;
     }
     if toks[open].is("(") {
-        let ctor = open
-            .checked_sub(1)
-            .map(|k| toks[k].text.as_ref())
-            .unwrap_or("");
+        let ctor = open.checked_sub(1).map(|k| toks[k].text).unwrap_or("");
         if !matches!(
             ctor,
             "of" | "asList"
@@ -318,7 +315,7 @@ impl<'a> Analyzer<'a> {
             let t = &self.toks[k];
             if t.is_ident()
                 && matches!(
-                    t.text.as_ref(),
+                    t.text,
                     "boundValueOps" | "boundHashOps" | "boundSetOps" | "getBucket"
                 )
                 && self.toks.get(k + 1).is_some_and(|x| x.is("("))
@@ -342,7 +339,7 @@ impl<'a> Analyzer<'a> {
             let p = &toks[c.name_tok - 1];
             let decl_prev = (p.is_ident()
                 && !matches!(
-                    p.text.as_ref(),
+                    p.text,
                     "return"
                         | "await"
                         | "yield"
@@ -747,13 +744,9 @@ impl<'a> Analyzer<'a> {
                 crate::words::is_acquire_fn(&s.name) || crate::words::reads_like_lock(&s.name)
             });
         }
-        prev.kind == Kind::Punct
-            && matches!(prev.text.as_ref(), "(" | "=" | "!" | "&&" | "||" | ":=")
+        prev.kind == Kind::Punct && matches!(prev.text, "(" | "=" | "!" | "&&" | "||" | ":=")
             || prev.is_ident()
-                && matches!(
-                    prev.text.as_ref(),
-                    "if" | "elif" | "not" | "and" | "or" | "while"
-                )
+                && matches!(prev.text, "if" | "elif" | "not" | "and" | "or" | "while")
     }
 
     /// SPEC §2 constant value: a value that is one of the key's own
@@ -887,7 +880,7 @@ impl<'a> Analyzer<'a> {
                         let neg = followed_value
                             && !next.is_some_and(|n| n.is(","))
                             && toks.get(k + 2).is_some_and(|v| {
-                                matches!(v.text.as_ref(), "false" | "False" | "nil" | "null")
+                                matches!(v.text, "false" | "False" | "nil" | "null")
                             });
                         if !neg {
                             nx = true;
@@ -929,11 +922,11 @@ impl<'a> Analyzer<'a> {
             }
             // Spring RedisConnection: SetOption.SET_IF_ABSENT / ifAbsent(), Expiration.seconds(n)
             if t.is_ident() {
-                match t.text.as_ref() {
+                match t.text {
                     "SET_IF_ABSENT" | "ifAbsent" => nx = true,
                     "SET_IF_PRESENT" | "ifPresent" => xx = true,
                     "Expiration" if toks.get(k + 1).is_some_and(|n| n.is(".")) => {
-                        let how = toks.get(k + 2).map(|n| n.text.as_ref()).unwrap_or("");
+                        let how = toks.get(k + 2).map(|n| n.text).unwrap_or("");
                         let zero = toks.get(k + 4).is_some_and(|v| v.text == "0")
                             && toks.get(k + 5).is_some_and(|v| v.is(")"));
                         set_exp(
@@ -960,7 +953,7 @@ impl<'a> Analyzer<'a> {
                 let named_expiry = (a.start..a.end).any(|j| {
                     toks[j].is_ident()
                         && !(j + 1 < a.end && toks[j + 1].is("("))
-                        && crate::words::word_parts(&toks[j].text).iter().any(|w| {
+                        && crate::words::word_parts(toks[j].text).iter().any(|w| {
                             matches!(
                                 w.as_str(),
                                 "expiration" | "expiry" | "ttl" | "timeout" | "expire" | "lease"
@@ -981,7 +974,7 @@ impl<'a> Analyzer<'a> {
         if !t.is_ident() || self.toks.get(k + 1).is_some_and(|n| n.is("(")) {
             return None;
         }
-        let b = self.vals.lookup(scope, &t.text)?;
+        let b = self.vals.lookup(scope, t.text)?;
         if b.end != b.start + 1 {
             return None;
         }
@@ -1008,7 +1001,7 @@ impl<'a> Analyzer<'a> {
                 let mut name = t.text.to_string();
                 if k >= 2
                     && self.toks[k - 1].is(".")
-                    && matches!(self.toks[k - 2].text.as_ref(), "this" | "self")
+                    && matches!(self.toks[k - 2].text, "this" | "self")
                 {
                     name = format!("this.{name}");
                 }
@@ -1153,7 +1146,7 @@ impl<'a> Analyzer<'a> {
         if self.lang == Language::Go {
             if let Some(&(s, e)) = items.last() {
                 if e == s + 2 && toks[s].is_ident() && toks[s + 1].is("...") {
-                    if let Some(spread) = self.go_arg_list(&toks[s].text, s, scope) {
+                    if let Some(spread) = self.go_arg_list(toks[s].text, s, scope) {
                         items.pop();
                         items.extend(spread);
                     }

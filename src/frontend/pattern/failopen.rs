@@ -13,7 +13,7 @@ fn is_true(t: &Tok) -> bool {
     t.is("true") || t.is("True")
 }
 fn is_null(t: &Tok) -> bool {
-    matches!(t.text.as_ref(), "null" | "nil" | "None" | "undefined") && t.kind == Kind::Ident
+    matches!(t.text, "null" | "nil" | "None" | "undefined") && t.kind == Kind::Ident
 }
 
 pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
@@ -36,7 +36,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
         };
         let mut push = |s: usize, e: usize| {
             let last = toks.len().saturating_sub(1);
-            let span = Span::new(toks[s.min(last)].start, toks[e.max(s).min(last)].end);
+            let span = Span::new(toks[s.min(last)].start(), toks[e.max(s).min(last)].end());
             if starts.insert(span.start) {
                 out.push(FailOpen {
                     span,
@@ -57,7 +57,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
             let Some(&close) = an.st.matching.get(&(k + 2)) else {
                 break;
             };
-            let name = toks[k + 1].text.as_ref();
+            let name = toks[k + 1].text;
             if matches!(
                 name,
                 "catch"
@@ -263,7 +263,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
             let dj = an.st.tok_depth[j];
             let t = &toks[j];
             let handler = t.is_ident()
-                && matches!(t.text.as_ref(), "catch" | "except" | "rescue")
+                && matches!(t.text, "catch" | "except" | "rescue")
                 && !toks[j - 1].is(".");
             if handler {
                 let ok_depth = if an.lang == crate::facts::Language::Ruby {
@@ -431,7 +431,7 @@ pub(super) fn handler_body(an: &Analyzer, at: usize) -> (usize, usize) {
             while e < n
                 && !(an.st.tok_depth[e] <= d
                     && toks[e].is_ident()
-                    && matches!(toks[e].text.as_ref(), "end" | "ensure" | "else" | "rescue"))
+                    && matches!(toks[e].text, "end" | "ensure" | "else" | "rescue"))
             {
                 e += 1;
             }

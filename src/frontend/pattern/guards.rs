@@ -93,7 +93,7 @@ type WriteKey<'o> = (u32, &'o [KeyPart]);
 /// Every write of a plain `SET` guarded by an `EXISTS`/`GET` of its key.
 pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<AbsenceGuard> {
     let toks = an.toks;
-    let tok_at = |start: usize| toks.partition_point(|t| t.start < start);
+    let tok_at = |start: usize| toks.partition_point(|t| t.start() < start);
     let mut writes: HashMap<WriteKey, Vec<(&Op, usize)>> = HashMap::new();
     for o in ops {
         if matches!(o.kind, OpKind::Set { .. }) && !o.key.is_unknown() {
@@ -181,7 +181,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<AbsenceGuard> {
 /// [`FileFacts::exclusive_of_acquire`]: crate::facts::FileFacts::exclusive_of_acquire
 pub fn exclusive_of_acquire(an: &Analyzer, ops: &[Op]) -> Vec<crate::facts::Span> {
     let toks = an.toks;
-    let tok_at = |start: usize| toks.partition_point(|t| t.start < start);
+    let tok_at = |start: usize| toks.partition_point(|t| t.start() < start);
     // per scope and key: each acquire's token and the end of its returning
     // branch (None: it falls through)
     let mut acquires: HashMap<WriteKey, Vec<(usize, Option<usize>)>> = HashMap::new();
@@ -222,13 +222,13 @@ pub fn exclusive_of_acquire(an: &Analyzer, ops: &[Op]) -> Vec<crate::facts::Span
 }
 
 fn is_null(t: &Tok) -> bool {
-    t.kind == Kind::Ident && matches!(t.text.as_ref(), "null" | "nil" | "None" | "undefined")
+    t.kind == Kind::Ident && matches!(t.text, "null" | "nil" | "None" | "undefined")
 }
 fn is_false(t: &Tok) -> bool {
-    t.kind == Kind::Ident && matches!(t.text.as_ref(), "false" | "False")
+    t.kind == Kind::Ident && matches!(t.text, "false" | "False")
 }
 fn is_true(t: &Tok) -> bool {
-    t.kind == Kind::Ident && matches!(t.text.as_ref(), "true" | "True")
+    t.kind == Kind::Ident && matches!(t.text, "true" | "True")
 }
 fn is_num(t: &Tok, n: &str) -> bool {
     t.kind == Kind::Num && t.text == n
@@ -246,7 +246,7 @@ fn is_connective(t: &Tok) -> bool {
 fn is_exit(t: &Tok) -> bool {
     t.kind == Kind::Ident
         && matches!(
-            t.text.as_ref(),
+            t.text,
             "return" | "throw" | "raise" | "continue" | "break" | "exit" | "die" | "abort"
         )
 }
@@ -276,7 +276,7 @@ impl Analyzer<'_> {
         call_at: &HashMap<usize, &'c Call>,
     ) -> Vec<(&'c Call, &'o Op, bool)> {
         let toks = self.toks;
-        let tok_at = |start: usize| toks.partition_point(|t| t.start < start);
+        let tok_at = |start: usize| toks.partition_point(|t| t.start() < start);
         let mut per_scope: HashMap<u32, Vec<&Op>> = HashMap::new();
         for o in ops {
             per_scope.entry(o.scope).or_default().push(o);
@@ -315,7 +315,7 @@ impl Analyzer<'_> {
                 } else if !(t.is("await")
                     || t.is("(")
                     || t.is("!!")
-                    || matches!(t.text.as_ref(), "Boolean" | "bool" | "Bool"))
+                    || matches!(t.text, "Boolean" | "bool" | "Bool"))
                 {
                     break;
                 }
@@ -371,7 +371,7 @@ impl Analyzer<'_> {
             if self.tok_is(e, ".")
                 && self.tok(e + 1).is_some_and(|t| {
                     matches!(
-                        t.text.as_ref(),
+                        t.text,
                         "Result"
                             | "Val"
                             | "get"
@@ -403,7 +403,7 @@ impl Analyzer<'_> {
             && toks[s - 3].is(".")
             && toks[s - 4].is("redis")
         {
-            let conv = toks[s - 2].text.as_ref();
+            let conv = toks[s - 2].text;
             let conv_kind = match conv {
                 "Bool" | "Int" | "Int64" | "Uint64" => Some(Probe::Count),
                 "String" | "Bytes" => Some(Probe::Value),
@@ -475,7 +475,7 @@ impl Analyzer<'_> {
         let mut out = Vec::new();
         // Go `v, err := rdb.Get(ctx, k).Result()`
         if eq >= 3 && toks[eq - 2].is(",") && toks[eq - 3].is_ident() {
-            let value = &toks[eq - 3].text;
+            let value = toks[eq - 3].text;
             if value != "_" {
                 out.push((value.to_string(), kind, e));
             }
@@ -495,7 +495,7 @@ impl Analyzer<'_> {
         // member tests: `.nil?`, `.IsNull`, `.isEmpty()`, `.is_none()`, `.zero?`
         if op.is(".") || op.is("?.") {
             let m = toks.get(e + 1)?;
-            let absent = match (kind, m.text.as_ref()) {
+            let absent = match (kind, m.text) {
                 (
                     Probe::Value,
                     "nil?" | "IsNull" | "IsNullOrEmpty" | "isEmpty" | "is_none" | "blank?"
@@ -580,7 +580,7 @@ impl Analyzer<'_> {
                 };
                 // present: a TTL left (`> 0`, `>= 0`, `> -1`), or not -2;
                 // absent: -2, or no TTL left (`< 0`, `<= 0`, `== -2`)
-                let absent = match (op.text.as_ref(), n) {
+                let absent = match (op.text, n) {
                     (">", -2..=0) | (">=", -1..=0) => false,
                     ("!=" | "!==", -2) => false,
                     ("==" | "===", -2) => true,
@@ -666,7 +666,7 @@ impl Analyzer<'_> {
                 let wrapper = toks.get(w).filter(|t| {
                     t.is_ident()
                         && !matches!(
-                            t.text.as_ref(),
+                            t.text,
                             "if" | "while" | "elif" | "not" | "and" | "or" | "unless" | "return"
                         )
                 });
@@ -777,9 +777,9 @@ impl Analyzer<'_> {
         let chain: Vec<&str> = toks[ws..=w]
             .iter()
             .filter(|t| t.is_ident())
-            .map(|t| t.text.as_ref())
+            .map(|t| t.text)
             .collect();
-        let absent = match (kind, name.text.as_ref()) {
+        let absent = match (kind, name.text) {
             (
                 Probe::Value,
                 "isNull" | "is_null" | "isEmpty" | "isBlank" | "IsNullOrEmpty"
@@ -817,9 +817,8 @@ impl Analyzer<'_> {
             if t.kind != Kind::Ident {
                 continue;
             }
-            let kw = matches!(t.text.as_ref(), "if" | "while" | "elif" | "elseif")
-                || (self.lang == Language::Ruby
-                    && matches!(t.text.as_ref(), "unless" | "until" | "elsif"))
+            let kw = matches!(t.text, "if" | "while" | "elif" | "elseif")
+                || (self.lang == Language::Ruby && matches!(t.text, "unless" | "until" | "elsif"))
                 || (self.lang == Language::Go && t.text == "for");
             if !kw || (k > 0 && self.toks[k - 1].is(".")) {
                 continue;
@@ -839,7 +838,7 @@ impl Analyzer<'_> {
             return None;
         }
         let toks = self.toks;
-        let word = toks[k].text.as_ref();
+        let word = toks[k].text;
         let kind = if matches!(word, "while" | "until" | "for") {
             CondKind::While
         } else {
@@ -1133,7 +1132,7 @@ impl Analyzer<'_> {
             k -= 1;
             let t = &self.toks[k];
             if t.kind != Kind::Ident
-                || !matches!(t.text.as_ref(), "if" | "elif" | "elseif" | "elsif")
+                || !matches!(t.text, "if" | "elif" | "elseif" | "elsif")
                 || (k > 0 && self.toks[k - 1].is("."))
             {
                 continue;
@@ -1205,7 +1204,7 @@ impl Analyzer<'_> {
             if p.kind == Kind::Str {
                 continue;
             }
-            match p.text.as_ref() {
+            match p.text {
                 // the write inside the condition itself runs whenever the
                 // condition is evaluated (`break if redis.set(…)`), as does
                 // a Go init statement before it (`if err := rdb.Set(…).Err();
@@ -1226,7 +1225,7 @@ impl Analyzer<'_> {
         while j < limit.min(toks.len()) && !toks[j].nl {
             let t = &toks[j];
             if t.kind != Kind::Str
-                && matches!(t.text.as_ref(), "if" | "unless")
+                && matches!(t.text, "if" | "unless")
                 && self.st.tok_paren.get(j) == Some(&level)
             {
                 return false;

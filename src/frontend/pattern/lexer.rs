@@ -3,9 +3,10 @@
 //! literals with their source span, their decoded text, anchors from text
 //! offsets to source offsets, and their interpolations as parts.
 
-use std::borrow::Cow;
-
 use crate::facts::Language;
+
+// Token offsets are `u32`: no file the engine reads is larger.
+const _: () = assert!(crate::engine::MAX_FILE_BYTES <= u32::MAX as u64);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -43,6 +44,8 @@ impl StrLit {
         };
         let predicted = self.anchors.last().map(|&(t, s)| s + (self.text.len() - t));
         if predicted != Some(from) {
+            // Most literals have one anchor: room for one, not the default four.
+            self.anchors.reserve_exact(1);
             self.anchors.push((self.text.len(), from));
         }
         let at = self.text.len();
@@ -60,6 +63,7 @@ impl StrLit {
         if let Some(StrPart::Lit(_, prev)) = self.parts.last_mut() {
             *prev = end;
         } else {
+            self.parts.reserve_exact(1);
             self.parts.push(StrPart::Lit(at, end));
         }
     }
@@ -71,21 +75,48 @@ impl StrLit {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One token: 40 bytes, no allocation of its own (tokens can come every
+/// two or three bytes of dense code).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tok<'a> {
-    pub kind: Kind,
-    pub start: usize,
-    pub end: usize,
     /// Identifier, number or punctuation text; for strings the decoded text.
-    /// Borrowed from the source, except for a string literal whose decoded
-    /// text is not a piece of it (escapes, interpolations, heredocs).
-    pub text: Cow<'a, str>,
-    pub lit: Option<Box<StrLit>>,
+    /// A slice of the source, except for a string literal whose decoded
+    /// text is not a piece of it (escapes, interpolations, heredocs): then
+    /// the literal's own text, in the side table `lex` fills.
+    pub text: &'a str,
+    /// A string literal's pieces (every `Kind::Str` token has one).
+    pub lit: Option<&'a StrLit>,
+    start: u32,
+    end: u32,
+    pub kind: Kind,
     /// A line break stands between the previous token and this one.
     pub nl: bool,
 }
 
-impl Tok<'_> {
+/// A token while lexing: its literal is an index into the side table.
+#[derive(Clone, Copy)]
+struct Raw {
+    start: u32,
+    end: u32,
+    /// Index of the literal in the side table, or `NO_LIT`.
+    lit: u32,
+    kind: Kind,
+    nl: bool,
+}
+
+const NO_LIT: u32 = u32::MAX;
+/// `Raw::lit` of a JS regex literal, an opaque `/regex/` token.
+const REGEX: u32 = u32::MAX - 1;
+
+impl<'a> Tok<'a> {
+    /// The token's first source byte.
+    pub fn start(&self) -> usize {
+        self.start as usize
+    }
+    /// One past the token's last source byte.
+    pub fn end(&self) -> usize {
+        self.end as usize
+    }
     pub fn is(&self, s: &str) -> bool {
         self.kind != Kind::Str && self.text == s
     }
@@ -120,7 +151,8 @@ struct Lx<'a> {
     i: usize,
     lang: Language,
     fam: Family,
-    toks: Vec<Tok<'a>>,
+    toks: Vec<Raw>,
+    lits: Vec<StrLit>,
     nl: bool,
     /// Ruby heredocs whose bodies start at the next line: (terminator, squiggly/dash, interpolating, literal index).
     pending_heredocs: Vec<(String, bool, usize)>,
@@ -133,8 +165,16 @@ fn is_ident_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
 }
 
-/// Lexes `src` as `lang`. Never panics; unterminated constructs end at EOF.
-pub fn lex(src: &str, lang: Language) -> Vec<Tok<'_>> {
+/// Lexes `src` as `lang`; the string literals' pieces go to `lits`, which
+/// the tokens borrow. Never panics; unterminated constructs end at EOF.
+/// Only the first 4 GiB are read (token offsets are `u32`; the engine reads
+/// no file of more than `MAX_FILE_BYTES`).
+pub fn lex<'a>(src: &'a str, lang: Language, lits: &'a mut Vec<StrLit>) -> Vec<Tok<'a>> {
+    let mut cut = src.len().min(u32::MAX as usize);
+    while !src.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let src = &src[..cut];
     let mut lx = Lx {
         src,
         b: src.as_bytes(),
@@ -142,11 +182,39 @@ pub fn lex(src: &str, lang: Language) -> Vec<Tok<'_>> {
         lang,
         fam: family(lang),
         toks: Vec::new(),
+        lits: Vec::new(),
         nl: false,
         pending_heredocs: Vec::new(),
     };
     lx.run();
-    lx.toks
+    let raw = lx.toks;
+    *lits = lx.lits;
+    let lits: &'a [StrLit] = lits;
+    let mut toks = Vec::with_capacity(raw.len());
+    toks.extend(raw.iter().map(|r| {
+        let lit = lits.get(r.lit as usize);
+        let text = match lit {
+            Some(l) => str_text(src, l),
+            None if r.lit == REGEX => "/regex/",
+            None => src.get(r.start as usize..r.end as usize).unwrap_or(""),
+        };
+        Tok {
+            text,
+            lit,
+            start: r.start,
+            end: r.end,
+            kind: r.kind,
+            nl: r.nl,
+        }
+    }));
+    toks
+}
+
+/// Lexes `src` for a test or a short snippet: the literals' table is leaked.
+#[cfg(test)]
+pub fn lex_leak(src: &str, lang: Language) -> Vec<Tok<'_>> {
+    let lits: &'static mut Vec<StrLit> = Box::leak(Box::default());
+    lex(src, lang, lits)
 }
 
 impl<'a> Lx<'a> {
@@ -166,36 +234,31 @@ impl<'a> Lx<'a> {
             None => 1,
         }
     }
-    fn push(
-        &mut self,
-        kind: Kind,
-        start: usize,
-        end: usize,
-        text: Cow<'a, str>,
-        lit: Option<StrLit>,
-    ) {
-        self.toks.push(Tok {
+    fn push(&mut self, kind: Kind, start: usize, end: usize, lit: u32) {
+        self.toks.push(Raw {
             kind,
-            start,
-            end,
-            text,
-            lit: lit.map(Box::new),
+            start: start as u32,
+            end: end as u32,
+            lit,
             nl: std::mem::take(&mut self.nl),
         });
     }
     /// A source token: its text is the source's.
     fn push_src(&mut self, kind: Kind, start: usize, end: usize) {
-        let text = Cow::Borrowed(self.src.get(start..end).unwrap_or(""));
-        self.push(kind, start, end, text, None);
+        self.push(kind, start, end, NO_LIT);
     }
-    /// A string literal token: its text borrows the source when the decoded
-    /// text is one piece of it, as for most literals.
+    /// A string literal token, its pieces in the side table.
     fn push_str(&mut self, start: usize, end: usize, lit: StrLit) {
-        let text = str_text(self.src, &lit);
-        self.push(Kind::Str, start, end, text, Some(lit));
+        let idx = self.lits.len() as u32;
+        self.lits.push(lit);
+        self.push(Kind::Str, start, end, idx);
     }
-    fn prev(&self) -> Option<&Tok<'a>> {
+    fn prev(&self) -> Option<&Raw> {
         self.toks.last()
+    }
+    /// The source text of a token (the previous one, for context).
+    fn raw_text(&self, t: &Raw) -> &'a str {
+        self.src.get(t.start as usize..t.end as usize).unwrap_or("")
     }
 
     fn run(&mut self) {
@@ -525,7 +588,7 @@ impl<'a> Lx<'a> {
                     self.i += 1;
                 }
                 self.i = self.i.min(self.b.len());
-                self.push(Kind::Punct, start, self.i, Cow::Borrowed("/regex/"), None);
+                self.push(Kind::Punct, start, self.i, REGEX);
                 true
             }
             _ => false,
@@ -537,7 +600,7 @@ impl<'a> Lx<'a> {
             None => true,
             Some(t) => match t.kind {
                 Kind::Ident => matches!(
-                    &*t.text,
+                    self.raw_text(t),
                     "return"
                         | "typeof"
                         | "case"
@@ -549,7 +612,9 @@ impl<'a> Lx<'a> {
                         | "throw"
                 ),
                 Kind::Num | Kind::Str => false,
-                Kind::Punct => !matches!(&*t.text, ")" | "]" | "}" | "++" | "--"),
+                Kind::Punct => {
+                    t.lit == REGEX || !matches!(self.raw_text(t), ")" | "]" | "}" | "++" | "--")
+                }
             },
         }
     }
@@ -953,14 +1018,8 @@ impl<'a> Lx<'a> {
             }
             self.i = j.min(self.b.len());
             // placeholder token; the body is filled at the next line break
-            self.push(
-                Kind::Str,
-                start,
-                self.i,
-                Cow::Borrowed(""),
-                Some(StrLit::default()),
-            );
-            let idx = self.toks.len() - 1;
+            self.push_str(start, self.i, StrLit::default());
+            let idx = self.lits.len() - 1;
             self.pending_heredocs
                 .push((term, quote != Some(b'\''), idx));
             return true;
@@ -977,9 +1036,8 @@ impl<'a> Lx<'a> {
             while self.i < self.b.len() && self.b[self.i] != b'\n' {
                 self.i += 1;
             }
-            if let Some(t) = self.toks.get_mut(idx) {
-                t.text = str_text(self.src, &lit);
-                t.lit = Some(Box::new(lit));
+            if let Some(l) = self.lits.get_mut(idx) {
+                *l = lit;
             }
         }
     }
@@ -987,18 +1045,18 @@ impl<'a> Lx<'a> {
 
 /// A literal's decoded text as a token text: a slice of the source when the
 /// literal has at most one anchor and the source there reads the same.
-fn str_text<'a>(src: &'a str, lit: &StrLit) -> Cow<'a, str> {
+fn str_text<'a>(src: &'a str, lit: &'a StrLit) -> &'a str {
     if lit.text.is_empty() {
-        return Cow::Borrowed("");
+        return "";
     }
     if let [(0, from)] = lit.anchors[..] {
         if let Some(piece) = src.get(from..from + lit.text.len()) {
             if piece == lit.text {
-                return Cow::Borrowed(piece);
+                return piece;
             }
         }
     }
-    Cow::Owned(lit.text.clone())
+    &lit.text
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -84,7 +84,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
     let by_name: HashMap<usize, usize> = all
         .iter()
         .enumerate()
-        .map(|(i, c)| (toks[c.name_tok].start, i))
+        .map(|(i, c)| (toks[c.name_tok].start(), i))
         .collect();
     for op in &facts.ops {
         if !matches!(op.value, Some(crate::facts::ValueExpr::Unknown)) {
@@ -106,7 +106,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
         let key_arg = c.args.iter().position(|a| {
             toks[a.start..a.end.min(toks.len())]
                 .iter()
-                .any(|t| t.is_ident() && in_key(&values::norm_name(&t.text)))
+                .any(|t| t.is_ident() && in_key(&values::norm_name(t.text)))
         });
         let var = c
             .args
@@ -150,7 +150,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
             continue;
         }
         let name = &toks[c.name_tok];
-        if name.kind != Kind::Ident || is_keyword(&name.text) {
+        if name.kind != Kind::Ident || is_keyword(name.text) {
             continue;
         }
         let scope = st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
@@ -166,14 +166,14 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
         } else {
             (!c.recv.is_empty()).then(|| values::norm_name(&c.recv.join(".")))
         };
-        let (acquire_fn, redis_name) = *name_words.entry(name.text.as_ref()).or_insert_with(|| {
+        let (acquire_fn, redis_name) = *name_words.entry(name.text).or_insert_with(|| {
             (
-                crate::words::is_acquire_fn(&name.text),
-                crate::project::link::says_redis(&name.text),
+                crate::words::is_acquire_fn(name.text),
+                crate::project::link::says_redis(name.text),
             )
         });
         let may_resolve = redis_name
-            || own_fns.contains(name.text.as_ref())
+            || own_fns.contains(name.text)
             || recv
                 .as_deref()
                 .is_some_and(|r| crate::project::link::receiver_word(r).len() >= 3);
@@ -201,9 +201,9 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
             .collect();
         let end = toks
             .get(c.end.saturating_sub(1))
-            .map(|t| t.end)
-            .unwrap_or(name.end)
-            .max(name.end);
+            .map(|t| t.end())
+            .unwrap_or(name.end())
+            .max(name.end());
         // a call that reads like an acquire: are failures taken as success?
         if acquire_fn || redis_name {
             acquire_like.push(Op {
@@ -216,8 +216,8 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
                 depth,
                 atomic: false,
                 watched: false,
-                span: Span::new(name.start, end),
-                name_span: Span::new(name.start, name.end),
+                span: Span::new(name.start(), end),
+                name_span: Span::new(name.start(), name.end()),
                 client: crate::facts::Client::Unknown,
             });
         }
@@ -239,8 +239,8 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
             scope,
             order: an.exec_order(c.name_tok) as u32,
             depth,
-            span: Span::new(name.start, end),
-            name_span: Span::new(name.start, name.end),
+            span: Span::new(name.start(), end),
+            name_span: Span::new(name.start(), name.end()),
             result_key,
         });
     }
@@ -255,7 +255,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
         };
         if let Some(c) = all.get(ci) {
             facts.link.fail_open_calls.push(CallFailOpen {
-                name_start: toks[c.name_tok].start,
+                name_start: toks[c.name_tok].start(),
                 span: f.span,
             });
         }
@@ -306,7 +306,7 @@ fn returned_keys(an: &Analyzer, functions: &mut [FnSig]) {
                 }
             }
             let cut = matches!(
-                x.text.as_ref(),
+                x.text,
                 "?" | ":" | "??" | "?:" | "||" | "if" | "else" | "or" | "and" | "&&"
             ) && (x.kind == Kind::Punct || x.is_ident());
             if cut {
@@ -344,7 +344,7 @@ fn binding_ranges(an: &Analyzer) -> HashMap<(usize, usize), usize> {
 fn bare_name(an: &Analyzer, s: usize, e: usize) -> Option<String> {
     let toks = an.toks;
     match e.checked_sub(s)? {
-        1 if toks[s].is_ident() => Some(values::norm_name(&toks[s].text)),
+        1 if toks[s].is_ident() => Some(values::norm_name(toks[s].text)),
         2 if toks[s].is("@") && toks[s + 1].is_ident() => {
             Some(values::norm_name(&format!("@{}", toks[s + 1].text)))
         }
@@ -365,7 +365,7 @@ fn converted_name(an: &Analyzer, s: usize, e: usize, params: &[String]) -> Optio
     for k in s..e {
         let t = &toks[k];
         if t.is_ident() {
-            let n = values::norm_name(&t.text);
+            let n = values::norm_name(t.text);
             let member = k > s && toks[k - 1].is(".");
             let called = toks.get(k + 1).is_some_and(|x| x.is("("));
             if !member && !called && params.contains(&n) {

@@ -130,7 +130,8 @@ fn default_client(lang: Language, lower: &str) -> Client {
 /// Extracts the facts of one file in pattern mode.
 pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     let mut facts = FileFacts::new(language);
-    let toks = lexer::lex(src, language);
+    let mut lits = Vec::new();
+    let toks = lexer::lex(src, language, &mut lits);
     let st = calls::structure(&toks, src, language);
     let lower = src.to_ascii_lowercase();
     let has_redis = [
@@ -203,17 +204,17 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
         let name = &toks[d.name_tok];
         let end = toks
             .get(d.end_tok.saturating_sub(1))
-            .map(|t| t.end)
-            .unwrap_or(name.end)
-            .max(name.end);
+            .map(|t| t.end())
+            .unwrap_or(name.end())
+            .max(name.end());
         if let Some(c) = call {
             facts
                 .call_sites
-                .push(call_site(&toks, c, Span::new(name.start, end)));
+                .push(call_site(&toks, c, Span::new(name.start(), end)));
             if kind == (OpKind::Acquire { expiry: true }) {
                 facts.ttls.extend(
-                    ttl::of_call(&an, c, name.start)
-                        .or_else(|| ttl::of_cache_add(&an, c, name.start)),
+                    ttl::of_call(&an, c, name.start())
+                        .or_else(|| ttl::of_cache_add(&an, c, name.start())),
                 );
             }
         }
@@ -226,8 +227,8 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
             depth,
             atomic,
             watched,
-            span: Span::new(name.start, end),
-            name_span: Span::new(name.start, name.end),
+            span: Span::new(name.start(), end),
+            name_span: Span::new(name.start(), name.end()),
             client: d.client,
         });
     }
@@ -249,7 +250,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
 
 /// Where the receiver and the arguments of `c` stand (for fixes).
 fn call_site(toks: &[Tok], c: &Call, span: Span) -> OpCall {
-    let byte = |i: usize, end: bool| toks.get(i).map(|t| if end { t.end } else { t.start });
+    let byte = |i: usize, end: bool| toks.get(i).map(|t| if end { t.end() } else { t.start() });
     let receiver = if c.recv_start < c.name_tok {
         let start = byte(c.recv_start, false).unwrap_or(span.start);
         // The receiver ends at its last token before the joining `.`/`->`/`::`.
@@ -378,7 +379,7 @@ impl<'a> Analyzer<'a> {
                         _ => continue,
                     }
                 }
-                let name = self.toks[n].text.as_ref();
+                let name = self.toks[n].text;
                 if n >= 1 && self.toks[n - 1].is(".") && (name == "multi" || name == "watch") {
                     let atomic = name == "multi";
                     ranges.push((i, m, atomic, !atomic));
@@ -466,11 +467,7 @@ impl<'a> Analyzer<'a> {
             k += 1;
         }
         self.toks.get(k).is_some_and(|t| {
-            t.is_ident()
-                && matches!(
-                    t.text.as_ref(),
-                    "return" | "throw" | "raise" | "break" | "continue"
-                )
+            t.is_ident() && matches!(t.text, "return" | "throw" | "raise" | "break" | "continue")
         })
     }
 
@@ -529,7 +526,7 @@ impl<'a> Analyzer<'a> {
                         anchors.push((base + t, s));
                     }
                     if lit.anchors.is_empty() {
-                        anchors.push((base, toks[g].start));
+                        anchors.push((base, toks[g].start()));
                     }
                     text.push_str(&lit.text);
                 }
@@ -608,8 +605,7 @@ impl<'a> Analyzer<'a> {
                 continue;
             }
             let mut recv = toks[i - 2].text.to_string();
-            if i >= 4 && toks[i - 3].is(".") && matches!(toks[i - 4].text.as_ref(), "this" | "self")
-            {
+            if i >= 4 && toks[i - 3].is(".") && matches!(toks[i - 4].text, "this" | "self") {
                 recv = format!("this.{recv}");
             }
             let recv = values::norm_name(&recv);
@@ -632,7 +628,7 @@ impl<'a> Analyzer<'a> {
             if !t.is_ident() {
                 continue;
             }
-            let name = t.text.as_ref();
+            let name = t.text;
             if matches!(
                 name,
                 "RedisCallback" | "SessionCallback" | "ReactiveRedisCallback"
@@ -717,7 +713,7 @@ impl<'a> Analyzer<'a> {
                         let t = &self.toks[k];
                         if t.is_ident() {
                             if let Some(&Some(id)) =
-                                self.script_names.get(&values::norm_name(&t.text))
+                                self.script_names.get(&values::norm_name(t.text))
                             {
                                 sid = Some(id);
                                 break;
@@ -805,9 +801,8 @@ impl<'a> Analyzer<'a> {
                             break;
                         }
                         if self.toks[k].is_ident() {
-                            if let Some(&Some(id)) = self
-                                .script_names
-                                .get(&values::norm_name(&self.toks[k].text))
+                            if let Some(&Some(id)) =
+                                self.script_names.get(&values::norm_name(self.toks[k].text))
                             {
                                 if k > i + 2 {
                                     sid = Some(id);

@@ -23,13 +23,13 @@ fn span_of(toks: &[Tok], s: usize, e: usize) -> Option<Span> {
     if e <= s || e > toks.len() {
         return None;
     }
-    Some(Span::new(toks[s].start, toks[e - 1].end))
+    Some(Span::new(toks[s].start(), toks[e - 1].end()))
 }
 
 /// An error variable: `err`, `error`, `e`, `ex`, `writeErr`, `lock_err`.
 fn is_err_name(t: &Tok) -> bool {
     t.is_ident()
-        && (matches!(t.text.as_ref(), "err" | "error" | "e" | "ex" | "exc")
+        && (matches!(t.text, "err" | "error" | "e" | "ex" | "exc")
             || t.text.ends_with("Err")
             || t.text.ends_with("_err")
             || t.text.ends_with("Error"))
@@ -69,7 +69,7 @@ pub fn failure_spans(an: &Analyzer, lines: &LineEnds, ops: &[Op]) -> Vec<Span> {
         }
         let after_dot = i > 0 && (toks[i - 1].is(".") || toks[i - 1].is("?."));
         // promise / future chains: `.catch(err => …)`, `.onFailure { … }`
-        if after_dot && FAILURE_CALLBACKS.contains(&t.text.as_ref()) {
+        if after_dot && FAILURE_CALLBACKS.contains(&t.text) {
             if let Some(open) = toks.get(i + 1).filter(|n| n.is("(") || n.is("{")) {
                 let _ = open;
                 if let Some(&close) = an.st.matching.get(&(i + 1)) {
@@ -83,7 +83,7 @@ pub fn failure_spans(an: &Analyzer, lines: &LineEnds, ops: &[Op]) -> Vec<Span> {
         if after_dot {
             continue;
         }
-        match t.text.as_ref() {
+        match t.text {
             "catch" | "except" => {
                 let (s, e) = super::failopen::handler_body(an, i);
                 if let Some(sp) = span_of(toks, s, (e + 1).min(toks.len())) {
@@ -153,12 +153,12 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
     };
     if toks
         .get(after)
-        .is_some_and(|t| matches!(t.text.as_ref(), "else" | "elif" | "elsif"))
+        .is_some_and(|t| matches!(t.text, "else" | "elif" | "elsif"))
     {
         return None;
     }
     let subject = success_subject(cond)?;
-    if words::reads_like_lock(&subject.text) {
+    if words::reads_like_lock(subject.text) {
         return None;
     }
     // the binding: `subject = call(…)` (`:=`, `let`/`const`, a tuple `_, err :=`)
@@ -176,8 +176,8 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
     let rhs = &toks[eq + 1..rhs_end];
     let calls = rhs.windows(2).any(|w| w[0].is_ident() && w[1].is("("));
     let (from, to) = (
-        toks[eq].end,
-        toks.get(rhs_end).map_or(usize::MAX, |t| t.start),
+        toks[eq].end(),
+        toks.get(rhs_end).map_or(usize::MAX, |t| t.start()),
     );
     let redis_result = ops
         .iter()
@@ -185,7 +185,7 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
     let after_acquire = ops.iter().any(|o| {
         o.scope == scope
             && matches!(o.kind, OpKind::Acquire { .. })
-            && o.name_span.start < toks[k].start
+            && o.name_span.start < toks[k].start()
     });
     if !calls || redis_result || !after_acquire {
         return None;
@@ -203,7 +203,7 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
                 td < d
                     || (td == d
                         && matches!(
-                            t.text.as_ref(),
+                            t.text,
                             "end" | "rescue" | "ensure" | "else" | "elsif" | "when" | "}"
                         ))
             }
@@ -233,8 +233,7 @@ fn success_subject<'a, 'b>(cond: &'b [Tok<'a>]) -> Option<&'b Tok<'a>> {
         [first, ..] if first.is_ident() && !is_err_name(first) => {
             let path = inner.iter().enumerate().all(|(k, t)| {
                 if k % 2 == 0 {
-                    t.is_ident()
-                        && !matches!(t.text.as_ref(), "not" | "is" | "and" | "or" | "await")
+                    t.is_ident() && !matches!(t.text, "not" | "is" | "and" | "or" | "await")
                 } else {
                     t.is(".") || t.is("->") || t.is("?.")
                 }
@@ -304,10 +303,10 @@ fn is_error_test(cond: &[Tok]) -> bool {
     let path = |ts: &[&Tok]| {
         !ts.is_empty()
             && ts.len() % 2 == 1
-            && !(ts.len() > 1 && matches!(ts[0].text.as_ref(), "this" | "self" | "$this"))
+            && !(ts.len() > 1 && matches!(ts[0].text, "this" | "self" | "$this"))
             && ts.iter().enumerate().all(|(k, t)| {
                 if k % 2 == 0 {
-                    t.is_ident() && !matches!(t.text.as_ref(), "not" | "is" | "and" | "or")
+                    t.is_ident() && !matches!(t.text, "not" | "is" | "and" | "or")
                 } else {
                     t.is(".") || t.is("->") || t.is("?.")
                 }
@@ -322,7 +321,7 @@ fn is_error_test(cond: &[Tok]) -> bool {
     if flat.len() >= 3 {
         let (lhs, tail) = flat.split_at(flat.len() - 2);
         let (op, v) = (tail[0], tail[1]);
-        let empty = matches!(v.text.as_ref(), "None" | "null" | "nil" | "false" | "False");
+        let empty = matches!(v.text, "None" | "null" | "nil" | "false" | "False");
         if path(lhs) && empty && (op.is("==") || op.is("===") || op.is("is")) {
             return true;
         }
@@ -374,7 +373,7 @@ fn if_parts(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usize, 
                 // one deeper than the `if`; a nested block's are deeper still
                 if an.lang == Language::Ruby
                     && an.st.tok_depth[e] <= d + 1
-                    && matches!(t.text.as_ref(), "end" | "else" | "elsif")
+                    && matches!(t.text, "end" | "else" | "elsif")
                 {
                     break;
                 }
@@ -443,7 +442,7 @@ const LIMIT_WORDS: &[&str] = &[
 fn has_word(toks: &[Tok], set: &[&str]) -> bool {
     toks.iter().any(|t| {
         t.is_ident()
-            && words::word_parts(&t.text)
+            && words::word_parts(t.text)
                 .iter()
                 .any(|w| set.contains(&w.as_str()))
     })
@@ -548,14 +547,14 @@ fn deliberate_flag(cond: &[Tok]) -> bool {
         && cond.len() % 2 == 1
         && cond.iter().enumerate().all(|(k, t)| {
             if k % 2 == 0 {
-                t.is_ident() && !matches!(t.text.as_ref(), "not" | "is" | "and" | "or")
+                t.is_ident() && !matches!(t.text, "not" | "is" | "and" | "or")
             } else {
                 t.is(".") || t.is("->") || t.is("?.")
             }
         });
     path_ok
         && cond.last().is_some_and(|t| {
-            words::word_parts(&t.text)
+            words::word_parts(t.text)
                 .iter()
                 .any(|w| matches!(w.as_str(), "force" | "forced" | "override"))
         })
@@ -603,7 +602,7 @@ pub fn classify_default(d: &[Tok]) -> Default {
                 Default::Other
             }
         }
-        [t] => match t.text.as_ref() {
+        [t] => match t.text {
             "null" | "undefined" | "None" | "nil" | "NULL" | "Null" => Default::Null,
             "false" | "False" | "FALSE" => Default::False,
             _ => Default::Other,
@@ -620,7 +619,7 @@ pub fn classify_default(d: &[Tok]) -> Default {
 /// Returns (parameter, member read, through `?.`).
 fn tested_path<'a>(c: &'a [Tok]) -> Option<(&'a Tok<'a>, bool, bool)> {
     let (first, rest) = c.split_first()?;
-    if !first.is_ident() || matches!(first.text.as_ref(), "not" | "is" | "and" | "or" | "this") {
+    if !first.is_ident() || matches!(first.text, "not" | "is" | "and" | "or" | "this") {
         return None;
     }
     let mut k = 0;
@@ -654,12 +653,7 @@ enum Test {
 }
 
 fn conjunct_test<'a>(c: &'a [Tok<'a>]) -> Option<(&'a Tok<'a>, bool, bool, Test)> {
-    let nullish = |t: &Tok| {
-        matches!(
-            t.text.as_ref(),
-            "null" | "undefined" | "None" | "nil" | "NULL"
-        )
-    };
+    let nullish = |t: &Tok| matches!(t.text, "null" | "undefined" | "None" | "nil" | "NULL");
     let (path, test) = match c {
         [rest @ .., op, v] if (op.is("!=") || op.is("!==")) && nullish(v) => (rest, Test::NotNull),
         [rest @ .., is, not, v] if is.is("is") && not.is("not") && v.is("None") => {
@@ -744,7 +738,7 @@ pub fn arg_branches(
             .split(|t| t.is("&&") || t.is("and"))
             .filter_map(conjunct_test)
             .find_map(|(p, member, optional, test)| {
-                let name = super::values::norm_name(&p.text);
+                let name = super::values::norm_name(p.text);
                 params.iter().find(|(n, d)| {
                     *n == name && false_at_default(an.lang, *d, member, optional, test)
                 })

@@ -98,7 +98,7 @@ pub fn task_limits(an: &Analyzer) -> Vec<(u32, u64)> {
         }
         if !(j + 1 < toks.len()
             && toks[j].is_ident()
-            && matches!(&*toks[j].text, "task" | "shared_task")
+            && matches!(toks[j].text, "task" | "shared_task")
             && toks[j + 1].is("("))
         {
             continue;
@@ -180,7 +180,7 @@ fn names(an: &Analyzer, s: usize, e: usize, scope: u32) -> Vec<String> {
         .map(|t| t.text.to_string())
         .collect();
     if e == s + 1 && an.toks[s].is_ident() {
-        if let Some(b) = an.vals.lookup(scope, &an.toks[s].text) {
+        if let Some(b) = an.vals.lookup(scope, an.toks[s].text) {
             let (bs, be) = (b.start, b.end.min(an.toks.len()));
             out.extend(
                 an.toks[bs.min(be)..be]
@@ -244,9 +244,9 @@ pub fn const_int(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> O
     if e == s + 1 {
         let t = &toks[s];
         return match t.kind {
-            Kind::Num => number(&t.text),
+            Kind::Num => number(t.text),
             Kind::Ident => {
-                let b = an.vals.lookup(scope, &t.text)?;
+                let b = an.vals.lookup(scope, t.text)?;
                 const_int(an, b.start, b.end, scope, depth + 1)
             }
             _ => None,

@@ -122,7 +122,7 @@ fn semicolon_lang(lang: Language) -> bool {
 fn is_continuation_op(t: &Tok) -> bool {
     t.kind == Kind::Punct
         && matches!(
-            t.text.as_ref(),
+            t.text,
             "+" | "."
                 | ","
                 | "("
@@ -158,7 +158,7 @@ pub fn expr_end(toks: &[Tok], st: &Structure, lang: Language, s: usize) -> usize
             }
         }
         if t.kind == Kind::Punct {
-            match t.text.as_ref() {
+            match t.text {
                 "(" | "[" | "{" => {
                     if let Some(&m) = st.matching.get(&k) {
                         if m > k {
@@ -231,7 +231,7 @@ impl<'a> Values<'a> {
                         .filter(|t| t.is_ident())
                         .last()
                 };
-                let name = norm_name(&name?.text);
+                let name = norm_name(name?.text);
                 Some((name, self.param_default(r)))
             })
             .filter(|(p, _)| p != "self" && p != "cls")
@@ -345,7 +345,7 @@ impl<'a> Values<'a> {
                     if x.is("as") {
                         names.clear();
                     } else if x.is_ident() {
-                        names.push(norm_name(&x.text));
+                        names.push(norm_name(x.text));
                     }
                     k += 1;
                 }
@@ -364,7 +364,7 @@ impl<'a> Values<'a> {
                 while k >= 1 && (toks[k - 1].is_ident() || toks[k - 1].is(",")) {
                     k -= 1;
                     if toks[k].is_ident() {
-                        found.push((scope, norm_name(&toks[k].text)));
+                        found.push((scope, norm_name(toks[k].text)));
                     }
                     if toks[k].nl {
                         break;
@@ -372,7 +372,7 @@ impl<'a> Values<'a> {
                 }
             }
             if t.is("as") && toks.get(i + 1).is_some_and(|x| x.is_ident()) {
-                found.push((scope, norm_name(&toks[i + 1].text)));
+                found.push((scope, norm_name(toks[i + 1].text)));
             }
         }
         self.locals.extend(found);
@@ -420,8 +420,8 @@ impl<'a> Values<'a> {
             }
             let mut name = n.text.to_string();
             if i >= 3 && (toks[i - 2].is(".") || toks[i - 2].is("->") || toks[i - 2].is("::")) {
-                let owner = &toks[i - 3].text;
-                if matches!(owner.as_ref(), "this" | "self" | "$this" | "static") {
+                let owner = toks[i - 3].text;
+                if matches!(owner, "this" | "self" | "$this" | "static") {
                     name = format!("{owner}.{name}");
                 } else {
                     continue;
@@ -440,7 +440,7 @@ impl<'a> Values<'a> {
                     let end = expr_end(toks, self.st, self.lang, start);
                     if end > start {
                         self.result_values
-                            .entry((self.st.tok_scope[i], norm_name(&toks[i - 3].text)))
+                            .entry((self.st.tok_scope[i], norm_name(toks[i - 3].text)))
                             .or_default()
                             .push(Binding { start, end, eq: i });
                     }
@@ -511,7 +511,7 @@ impl<'a> Values<'a> {
                 continue;
             }
             // nothing else in the body
-            let after = toks.get(e).map(|t| t.text.as_ref()).unwrap_or("");
+            let after = toks.get(e).map(|t| t.text).unwrap_or("");
             let ok = match self.lang {
                 Language::Python => toks
                     .get(e)
@@ -598,9 +598,10 @@ impl<'a> Values<'a> {
 
     fn is_null(&self, b: &Binding) -> bool {
         b.end == b.start + 1
-            && self.toks.get(b.start).is_some_and(|t| {
-                t.kind == Kind::Ident && matches!(t.text.as_ref(), "null" | "None" | "nil")
-            })
+            && self
+                .toks
+                .get(b.start)
+                .is_some_and(|t| t.kind == Kind::Ident && matches!(t.text, "null" | "None" | "nil"))
     }
 
     pub fn text(&self, s: usize, e: usize) -> &'a str {
@@ -608,7 +609,7 @@ impl<'a> Values<'a> {
             return "";
         }
         self.src
-            .get(self.toks[s].start..self.toks[e - 1].end)
+            .get(self.toks[s].start()..self.toks[e - 1].end())
             .unwrap_or("")
     }
 
@@ -633,7 +634,7 @@ impl<'a> Values<'a> {
             // str(x), String.valueOf(x), strval(x), String(x)
             let wrapper = |k: usize| {
                 matches!(
-                    toks[k].text.as_ref(),
+                    toks[k].text,
                     "str"
                         | "valueOf"
                         | "strval"
@@ -660,7 +661,7 @@ impl<'a> Values<'a> {
                         && o >= s + 3
                         && toks[o - 2].is(".")
                         && matches!(
-                            toks[o - 1].text.as_ref(),
+                            toks[o - 1].text,
                             "toString"
                                 | "getBytes"
                                 | "encode"
@@ -676,10 +677,7 @@ impl<'a> Values<'a> {
                     }
                 }
             }
-            if e >= s + 3
-                && toks[e - 2].is(".")
-                && matches!(toks[e - 1].text.as_ref(), "to_s" | "to_str")
-            {
+            if e >= s + 3 && toks[e - 2].is(".") && matches!(toks[e - 1].text, "to_s" | "to_str") {
                 e -= 2;
                 continue;
             }
@@ -696,7 +694,7 @@ impl<'a> Values<'a> {
         let mut k = s;
         while k < e {
             let t = &toks[k];
-            if t.kind == Kind::Punct && matches!(t.text.as_ref(), "(" | "[" | "{") {
+            if t.kind == Kind::Punct && matches!(t.text, "(" | "[" | "{") {
                 if let Some(&m) = self.st.matching.get(&k) {
                     if m > k && m < e {
                         k = m + 1;
@@ -747,7 +745,7 @@ impl<'a> Values<'a> {
             && toks[s + 1].is("%")
         {
             let args = self.arg_ranges(s + 2, e, true);
-            return self.format_key(&toks[s].text, &args, scope, depth);
+            return self.format_key(toks[s].text, &args, scope, depth);
         }
         // Adjacent literals (Python implicit concatenation)
         if toks[s..e].iter().all(|t| t.kind == Kind::Str) {
@@ -761,20 +759,20 @@ impl<'a> Values<'a> {
         if toks[s].kind == Kind::Str
             && e > s + 3
             && toks[s + 1].is(".")
-            && matches!(toks[s + 2].text.as_ref(), "format" | "formatted")
+            && matches!(toks[s + 2].text, "format" | "formatted")
             && toks[s + 3].is("(")
         {
             if let Some(&c) = self.st.matching.get(&(s + 3)) {
                 let args = super::calls::split_args(toks, self.st, s + 3, c);
                 let ranges: Vec<(usize, usize)> = args.iter().map(|a| (a.start, a.end)).collect();
-                return self.format_key(&toks[s].text, &ranges, scope, depth);
+                return self.format_key(toks[s].text, &ranges, scope, depth);
             }
         }
         // String.format(fmt, …), fmt.Sprintf, sprintf, string.Format
         if toks[e - 1].is(")") {
             if let Some(&o) = self.st.matching.get(&(e - 1)) {
                 if o >= 1 && o > s {
-                    let fname = toks[o - 1].text.as_ref();
+                    let fname = toks[o - 1].text;
                     if matches!(
                         fname,
                         "format" | "Format" | "Sprintf" | "sprintf" | "formatted"
@@ -785,7 +783,7 @@ impl<'a> Values<'a> {
                                 let rest: Vec<(usize, usize)> =
                                     args[1..].iter().map(|a| (a.start, a.end)).collect();
                                 return self.format_key(
-                                    &toks[first.start].text,
+                                    toks[first.start].text,
                                     &rest,
                                     scope,
                                     depth,
@@ -808,13 +806,10 @@ impl<'a> Values<'a> {
                                 .st
                                 .receivers
                                 .get(&scope)
-                                .is_some_and(|r| toks[s].text.as_ref() == r.as_str());
+                                .is_some_and(|r| toks[s].text == r.as_str());
                         let own = o - 1 == s
                             || go_recv
-                            || matches!(
-                                toks[s].text.as_ref(),
-                                "this" | "self" | "$this" | "static"
-                            );
+                            || matches!(toks[s].text, "this" | "self" | "$this" | "static");
                         if own && depth < 4 {
                             let ranges: Vec<(usize, usize)> =
                                 super::calls::split_args(toks, self.st, o, e - 1)
@@ -822,7 +817,7 @@ impl<'a> Values<'a> {
                                     .map(|a| (a.start, a.end))
                                     .collect();
                             if let Some(k) =
-                                self.helper_key(&toks[o - 1].text, &ranges, scope, depth)
+                                self.helper_key(toks[o - 1].text, &ranges, scope, depth)
                             {
                                 return k;
                             }
@@ -835,7 +830,7 @@ impl<'a> Values<'a> {
                         // `rawKey(key)`, `key.getBytes()`) is transparent: it stands
                         // for its arguments (or, without any, its receiver) and
                         // carries no evidence of its own.
-                        if !words::reads_like_lock(&toks[o - 1].text) {
+                        if !words::reads_like_lock(toks[o - 1].text) {
                             // a string constant's own method: `KEY_FMT.format(id=x)`,
                             // `PREFIX.concat(id)` keep the constant's text
                             let recv = if o >= s + 3 && !own {
@@ -846,7 +841,7 @@ impl<'a> Values<'a> {
                             let lit_recv = recv.parts.iter().any(|p| matches!(p, KeyPart::Lit(_)));
                             if lit_recv && !args.is_empty() {
                                 if let ([KeyPart::Lit(fmt)], "format" | "formatted") =
-                                    (recv.parts.as_slice(), toks[o - 1].text.as_ref())
+                                    (recv.parts.as_slice(), toks[o - 1].text)
                                 {
                                     let ranges: Vec<(usize, usize)> =
                                         args.iter().map(|a| (a.start, a.end)).collect();
@@ -885,8 +880,8 @@ impl<'a> Values<'a> {
             let t = &toks[s];
             return match t.kind {
                 Kind::Str => self.lit_key(t, scope, depth),
-                Kind::Num => KeyExpr::lit(&t.text),
-                Kind::Ident => self.name_key(&t.text, scope, depth),
+                Kind::Num => KeyExpr::lit(t.text),
+                Kind::Ident => self.name_key(t.text, scope, depth),
                 Kind::Punct => KeyExpr::unknown(),
             };
         }
@@ -990,7 +985,7 @@ impl<'a> Values<'a> {
 
     fn lit_key(&self, t: &Tok, scope: u32, depth: u32) -> KeyExpr {
         let Some(lit) = &t.lit else {
-            return KeyExpr::lit(&t.text);
+            return KeyExpr::lit(t.text);
         };
         let mut k = KeyExpr::default();
         for p in &lit.parts {
@@ -1010,9 +1005,10 @@ impl<'a> Values<'a> {
             return KeyExpr::unknown();
         };
         let text = text.trim();
-        let sub = lexer::lex(text, self.lang);
+        let mut lits = Vec::new();
+        let sub = lexer::lex(text, self.lang, &mut lits);
         if sub.len() == 1 && sub[0].is_ident() {
-            return self.name_key(&sub[0].text, scope, depth + 1);
+            return self.name_key(sub[0].text, scope, depth + 1);
         }
         if sub.iter().enumerate().all(|(k, t)| {
             if k % 2 == 0 {
@@ -1122,14 +1118,14 @@ impl<'a> Values<'a> {
                     }
                     return words::constant(&format!("\"{}\"", t.text));
                 }
-                Kind::Num => return words::constant(&t.text),
+                Kind::Num => return words::constant(t.text),
                 Kind::Ident
                     if matches!(
-                        t.text.as_ref(),
+                        t.text,
                         "true" | "false" | "True" | "False" | "nil" | "null" | "None"
                     ) =>
                 {
-                    return words::constant(&t.text)
+                    return words::constant(t.text)
                 }
                 _ => {}
             }
@@ -1139,7 +1135,7 @@ impl<'a> Values<'a> {
             return words::constant(self.text(s, e));
         }
         // an empty array: `new byte[0]`, `new byte[]{}`, `[]byte{}`, `[]`, `b''`
-        let compact: String = toks[s..e].iter().map(|t| t.text.as_ref()).collect();
+        let compact: String = toks[s..e].iter().map(|t| t.text).collect();
         if (compact.ends_with("[0]")
             && toks[s].is("new")
             && toks[s..e].iter().all(|t| t.kind != Kind::Str))
