@@ -109,6 +109,7 @@ fn findings_for(
     src: &str,
     facts: &FileFacts,
     foreign: &[crate::facts::Op],
+    plain_writes: &[Vec<Option<String>>],
     settings: &Settings,
 ) -> Vec<Finding> {
     let file_name = Path::new(display_path)
@@ -123,7 +124,8 @@ fn findings_for(
         &settings.lock_key_patterns,
         settings.target,
     )
-    .with_project(foreign);
+    .with_project(foreign)
+    .with_plain_writes(plain_writes);
     let diags = rules::run_all(&cx, |code| settings.rule_enabled(code));
     let index = LineIndex::new(src);
     let fixer = rules::fixes::Fixer::new(&cx);
@@ -788,7 +790,14 @@ fn link_and_check_all(
                 }
                 let linked = view.rule_facts(&f.facts);
                 let facts = linked.as_ref().unwrap_or(&f.facts);
-                let found = findings_for(&f.display, &f.src, facts, &view.foreign, settings);
+                let found = findings_for(
+                    &f.display,
+                    &f.src,
+                    facts,
+                    &view.foreign,
+                    &view.plain_writes,
+                    settings,
+                );
                 if found.is_empty() && !root && f.src_hash.is_some() {
                     f.src = String::new();
                     f.loaded = false;

@@ -284,6 +284,13 @@ pub(crate) fn classify_value_words_lower(text: &str, lower: &str) -> Option<Valu
     {
         return Some(ValueExpr::Unique);
     }
+    // a full-width random number (`Math.random()` as it comes, not cut to
+    // a few digits) makes the whole value unique, whatever else it holds
+    // (`${pid}-${Date.now()}-${Math.random()}`); SPEC §2 weak token is a
+    // random number *formatted to a few digits*
+    if full_width_random(lower) {
+        return Some(ValueExpr::Unique);
+    }
     if has("thread") && (has("id") || has("current") || has("ident") || has("name"))
         || lower.contains("threadid")
         || lower.contains("get_ident")
@@ -336,6 +343,56 @@ pub(crate) fn classify_value_words_lower(text: &str, lower: &str) -> Option<Valu
         return Some(ValueExpr::Weak("a process-local counter".into()));
     }
     None
+}
+
+/// `lower` holds a call of `math.random()` whose result is used at full
+/// width: not scaled (`* 1000`), rounded (`Math.floor(…)`, `.toFixed(3)`)
+/// or cut (`.slice(2, 6)`, `.substring(2, 8)`; a cut with one argument,
+/// `.toString(36).substring(2)`, only drops the `0.`).
+fn full_width_random(lower: &str) -> bool {
+    const CALL: &str = "math.random()";
+    let mut from = 0;
+    while let Some(at) = lower[from..].find(CALL).map(|i| i + from) {
+        from = at + CALL.len();
+        let before = lower[..at].trim_end();
+        let before = before.strip_suffix('(').unwrap_or(before);
+        if [
+            "floor",
+            "round",
+            "ceil",
+            "trunc",
+            "parseint",
+            "parsefloat",
+            "~~",
+        ]
+        .iter()
+        .any(|w| before.ends_with(w))
+        {
+            continue;
+        }
+        let mut rest = lower[from..].trim_start();
+        if let Some(r) = rest.strip_prefix(".tostring(") {
+            let Some(close) = r.find(')') else { continue };
+            rest = r[close + 1..].trim_start();
+        }
+        let cut = [".slice(", ".substr(", ".substring("]
+            .iter()
+            .find_map(|m| rest.strip_prefix(m));
+        if let Some(args) = cut {
+            if args.split(')').next().is_some_and(|a| !a.contains(',')) {
+                return true;
+            }
+            continue;
+        }
+        if rest.starts_with('*')
+            || rest.starts_with(".tofixed(")
+            || rest.starts_with(".toprecision(")
+        {
+            continue;
+        }
+        return true;
+    }
+    false
 }
 
 /// A value that is serialised data (`json.dumps(result)`,
@@ -570,6 +627,25 @@ impl TestPaths {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_full_width_random_part_makes_a_value_unique_and_a_cut_one_weak() {
+        let weak = |t: &str| matches!(classify_value_words(t), Some(ValueExpr::Weak(_)));
+        let unique = |t: &str| classify_value_words(t) == Some(ValueExpr::Unique);
+        assert!(unique("`${process.pid}-${Date.now()}-${Math.random()}`"));
+        assert!(unique("os.hostname() + ':' + Math.random()"));
+        assert!(unique("Math.random().toString(36).substring(2)"));
+        assert!(unique("Math.random()"));
+        assert!(weak("Math.random().toString().slice(2, 6)"));
+        assert!(weak("Math.random().toString(36).substr(2, 5)"));
+        assert!(weak("Math.floor(Math.random() * 1000)"));
+        assert!(weak("`${process.pid}-${Math.random() * 100}`"));
+        assert!(weak("Math.random().toFixed(4)"));
+        assert!(weak("Math.random"));
+        // a cut random number beside a full one: the full one decides
+        assert!(unique("Math.random().toFixed(2) + Math.random()"));
+        assert!(weak("`${process.pid}-${Date.now()}`"));
+    }
 
     #[test]
     fn test_names_are_judged_as_by_their_word_parts_and_lower_case_copy() {

@@ -126,3 +126,67 @@ pub fn fill_foreign(files: &[ProjectFile], views: &mut [FileView]) {
         views[fi].foreign = foreign;
     }
 }
+
+/// Fills `views[i].plain_writes`: the shapes of file `i`'s lock-named keys
+/// (with a literal or constant part, so that they name the same thing in
+/// every file) that some file writes with a plain `SET` and no file takes
+/// (SPEC §2 Lock key: a lock-named key only ever written with a plain
+/// `SET`, deleted or expired is not a lock).
+pub fn fill_plain_writes(files: &[ProjectFile], views: &mut [FileView]) {
+    let shaped = |key: &KeyExpr| {
+        crate::rules::has_fixed_part(key)
+            && evidence(key)
+            && (key.parts.iter().any(|p| match p {
+                KeyPart::Lit(s) | KeyPart::Const(s) | KeyPart::Var(s) => words::reads_like_lock(s),
+                KeyPart::Unknown => false,
+            }) || key.idents.iter().any(|i| words::reads_like_lock(i)))
+    };
+    // shape → (written with a plain SET somewhere, taken somewhere)
+    let mut project: HashMap<Vec<Option<String>>, (bool, bool)> = HashMap::new();
+    for (fi, f) in files.iter().enumerate() {
+        let view = &views[fi];
+        let visible = f
+            .facts
+            .ops
+            .iter()
+            .filter(|o| !view.facades.contains(&o.scope))
+            .chain(view.visible_insts().map(|i| &i.op))
+            .filter(|o| shaped(&o.key));
+        for (shape, plain) in crate::rules::shape_writes(f.facts, visible) {
+            let e = project
+                .entry(shape.iter().map(|p| p.map(str::to_string)).collect())
+                .or_default();
+            if plain {
+                e.0 = true;
+            } else {
+                e.1 = true;
+            }
+        }
+    }
+    project.retain(|_, (plain, taken)| *plain && !*taken);
+    if project.is_empty() {
+        return;
+    }
+    for (fi, f) in files.iter().enumerate() {
+        let mut mine: Vec<Vec<Option<String>>> = Vec::new();
+        let mut seen: HashSet<Vec<Option<String>>> = HashSet::new();
+        for o in f
+            .facts
+            .ops
+            .iter()
+            .chain(views[fi].insts.iter().map(|i| &i.op))
+        {
+            if !shaped(&o.key) {
+                continue;
+            }
+            let shape: Vec<Option<String>> = crate::rules::write_shape(&o.key)
+                .iter()
+                .map(|p| p.map(str::to_string))
+                .collect();
+            if project.contains_key(&shape) && seen.insert(shape.clone()) {
+                mine.push(shape);
+            }
+        }
+        views[fi].plain_writes = mine;
+    }
+}

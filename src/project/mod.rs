@@ -83,6 +83,9 @@ pub struct FileView {
     pub failure_scopes: Vec<ScopeId>,
     /// Keys returned by the functions that locked them ([`link`]).
     pub key_rewrites: Vec<KeyRewrite>,
+    /// Shapes of this file's lock-named keys that the project writes only
+    /// with a plain `SET` and never takes (`rules::shape_writes`).
+    pub plain_writes: Vec<Vec<Option<String>>>,
 }
 
 impl FileView {
@@ -159,6 +162,7 @@ impl FileView {
 pub fn link_project(files: &[ProjectFile]) -> Vec<FileView> {
     let mut views = link::link(files);
     index::fill_foreign(files, &mut views);
+    index::fill_plain_writes(files, &mut views);
     let failing = failure::failure_only_scopes(files, &views);
     for (v, scopes) in views.iter_mut().zip(failing) {
         v.failure_scopes = scopes;

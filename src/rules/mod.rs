@@ -150,6 +150,12 @@ pub struct Context<'a> {
     /// `None` for the others ([`literal_shape`]): what
     /// [`Context::corroborated`] looks up.
     acquire_literals: HashSet<Vec<Option<&'a str>>>,
+    /// Shapes ([`shape_writes`]) of keys that the file (or, once
+    /// [`Context::with_plain_writes`] ran, the project) writes only with a
+    /// plain `SET` and never takes.
+    written_only: HashSet<Vec<Option<&'a str>>>,
+    /// Shapes of keys that the file takes or owns ([`shape_writes`]).
+    taken_shapes: HashSet<Vec<Option<&'a str>>>,
     /// [`Context::once_only_marker`] by key group and scope (none for a key
     /// that carries evidence), then by the key's identifiers: its answer
     /// depends on the op only through them.
@@ -177,6 +183,99 @@ fn literal_shape(key: &KeyExpr) -> Vec<Option<&str>> {
             _ => None,
         })
         .collect()
+}
+
+/// SPEC §2 Lock key: how each op of `ops` writes its key, by literal shape
+/// ([`literal_shape`]) — `true` for a plain `SET` that nothing checked
+/// first, `false` for a write or use that takes or owns the key (an
+/// acquire, a takeover `GETSET`, a script, a checked release or extend, a
+/// delete after a GET of the key in its function (compared in the client),
+/// the `SET` of a check-then-set: guarded by an absence check, or after a
+/// read of the same key in its function). Other ops are left out. A lock-named
+/// key whose shapes have only `true` writes (a hint or a flag under a lock's
+/// name) is written, never taken: no lock.
+pub fn shape_writes<'o>(
+    facts: &FileFacts,
+    ops: impl Iterator<Item = &'o Op>,
+) -> Vec<(Vec<Option<&'o str>>, bool)> {
+    let mut ops: Vec<&'o Op> = ops.filter(|o| !o.key.is_unknown()).collect();
+    ops.sort_by_key(|o| (o.scope, o.order));
+    let guarded: HashSet<(usize, usize)> = facts
+        .absence_guards
+        .iter()
+        .map(|g| (g.write.start, g.write.end))
+        .collect();
+    let mut read: HashSet<(ScopeId, &'o [KeyPart])> = HashSet::new();
+    let mut got: HashSet<(ScopeId, &'o [KeyPart])> = HashSet::new();
+    let mut out = Vec::new();
+    for o in ops {
+        let plain = match o.kind {
+            OpKind::Get | OpKind::Exists => {
+                read.insert((o.scope, o.key.parts.as_slice()));
+                if o.kind == OpKind::Get {
+                    got.insert((o.scope, o.key.parts.as_slice()));
+                }
+                continue;
+            }
+            // a delete after a GET of the key in its function: the holder
+            // compared in the client (LL005's shape), so the value is a token
+            OpKind::Release { checked: false } => {
+                if !got.contains(&(o.scope, o.key.parts.as_slice())) {
+                    continue;
+                }
+                false
+            }
+            OpKind::Set { .. } => {
+                !guarded.contains(&(o.name_span.start, o.name_span.end))
+                    && !read.contains(&(o.scope, o.key.parts.as_slice()))
+            }
+            OpKind::Acquire { .. }
+            | OpKind::GetSet
+            | OpKind::Eval { .. }
+            | OpKind::CheckedExtend
+            | OpKind::Release { checked: true } => false,
+            _ => continue,
+        };
+        out.push((write_shape(&o.key), plain));
+    }
+    out
+}
+
+/// The shape [`shape_writes`] files a key under: its literals, named
+/// constants (`LOCK_PREFIX`, `Keys.ORDER`) and key-builder calls
+/// (`group.genMutexKey()`) in order, `None` for each variable or field
+/// (`buildId`, `stage.buildId`: the same key family whatever the holder
+/// is called). A key of variables alone keeps their names: such keys are
+/// one key only when the names agree.
+pub fn write_shape(key: &KeyExpr) -> Vec<Option<&str>> {
+    let any_fixed = has_fixed_part(key);
+    key.parts
+        .iter()
+        .map(|p| match p {
+            KeyPart::Lit(s) | KeyPart::Const(s) if fixed_part(p) => Some(s.as_str()),
+            KeyPart::Var(s) | KeyPart::Const(s) if !any_fixed => Some(s.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The key has a part that [`write_shape`] keeps whatever the variables
+/// are called: a literal, a named constant or a key-builder call.
+pub fn has_fixed_part(key: &KeyExpr) -> bool {
+    key.parts.iter().any(fixed_part)
+}
+
+fn fixed_part(p: &KeyPart) -> bool {
+    match p {
+        KeyPart::Lit(_) => true,
+        KeyPart::Const(n) => {
+            let last = n.rsplit(['.', ':']).next().unwrap_or(n);
+            n.contains('(')
+                || (last.chars().any(|c| c.is_ascii_uppercase())
+                    && !last.chars().any(|c| c.is_ascii_lowercase()))
+        }
+        _ => false,
+    }
 }
 
 /// A key's literals with `{}` for each variable or field (`tus-lock-{}`):
@@ -585,7 +684,19 @@ impl<'a> Context<'a> {
                 }
             }
         }
+        let mut taken_shapes = HashSet::new();
+        let mut plain_shapes = HashSet::new();
+        for (shape, plain) in shape_writes(facts, own.iter().copied()) {
+            if plain {
+                plain_shapes.insert(shape);
+            } else {
+                taken_shapes.insert(shape);
+            }
+        }
+        plain_shapes.retain(|s| !taken_shapes.contains(s));
         Context {
+            written_only: plain_shapes,
+            taken_shapes,
             own,
             facts,
             file_stem,
@@ -619,6 +730,19 @@ impl<'a> Context<'a> {
                     .push(op);
             }
         }
+        self
+    }
+
+    /// Replaces the file's own answer with the project's: the shapes of
+    /// this file's keys that the whole project writes only with a plain
+    /// `SET` and never takes ([`shape_writes`]; `FileView::plain_writes`).
+    /// A key the file alone only sets may be acquired in another file.
+    pub fn with_plain_writes(mut self, shapes: &'a [Vec<Option<String>>]) -> Self {
+        self.written_only = shapes
+            .iter()
+            .map(|s| s.iter().map(|p| p.as_deref()).collect::<Vec<_>>())
+            .filter(|s| !self.taken_shapes.contains(s))
+            .collect();
         self
     }
 
@@ -968,8 +1092,23 @@ impl<'a> Context<'a> {
     /// the file acquires a key of the same shape (the same constant parts,
     /// whatever its variables are called: `"lock:" + id` and `"lock:" + orderId`).
     /// A lock-named key that is only ever set, expired or deleted (an
-    /// attempt-lockout flag, a hint under a `…Lock` prefix) is not a lock.
+    /// attempt-lockout flag, a hint under a `…Lock` prefix) is not a lock:
+    /// nor is one written with a plain `SET` (no check before it) and never
+    /// taken anywhere, even in a lock function or type (a message for
+    /// waiters beside a mutex).
     pub fn corroborated(&self, op: &Op) -> bool {
+        // Written with a plain SET and never taken, in the file or the
+        // project: a value stored under a lock's name, whatever the
+        // function or type that writes or deletes it.
+        // (A companion built around a key the file acquires, `lease:` + the
+        // lock's key, is judged by what it adds: see `key_reads_like_lock`.)
+        let written_only: &HashSet<Vec<Option<&str>>> = &self.written_only;
+        if !written_only.is_empty()
+            && written_only.contains(&write_shape(&op.key))
+            && self.around_acquired_key(&op.key).is_none()
+        {
+            return false;
+        }
         if self.lock_scope(op.scope) {
             return true;
         }
