@@ -96,13 +96,173 @@ fn build(words: &[&str]) -> AhoCorasick {
         .expect("static keyword list builds")
 }
 
-fn automaton() -> &'static AhoCorasick {
-    static AC: OnceLock<AhoCorasick> = OnceLock::new();
-    AC.get_or_init(|| build(KEYWORDS))
+/// A dense Aho-Corasick DFA over ASCII-case-folded bytes that reports every
+/// occurrence of every word (overlapping), as `find_overlapping_iter` of the
+/// `aho-corasick` crate does, with a tighter loop: one table load per byte
+/// and one compare, the match states numbered last.
+struct Dfa {
+    /// Byte → column of the transition table (0: a byte no word holds; an
+    /// upper-case letter shares its lower-case letter's column).
+    class: [u8; 256],
+    /// Columns per state.
+    stride: usize,
+    /// `state + class` → next state; states are premultiplied by `stride`.
+    next: Vec<u32>,
+    /// States from here on end at least one word.
+    first_match: usize,
+    /// For match state `first_match + k * stride`: its words are
+    /// `words[ends[k]..ends[k + 1]]`.
+    ends: Vec<u32>,
+    words: Vec<u16>,
+    /// Length of each word.
+    lens: Vec<usize>,
+}
+
+impl Dfa {
+    fn new(words: &[&str]) -> Dfa {
+        const NONE: u32 = u32::MAX;
+        let mut class = [0u8; 256];
+        let mut columns = 1usize;
+        for w in words {
+            for &b in w.as_bytes() {
+                let b = b.to_ascii_lowercase();
+                if class[b as usize] == 0 {
+                    class[b as usize] = u8::try_from(columns).expect("fewer than 256 columns");
+                    class[b.to_ascii_uppercase() as usize] = class[b as usize];
+                    columns += 1;
+                }
+            }
+        }
+        let stride = columns;
+        // The trie: `goto[node * stride + column]`, its words per node.
+        let mut goto = vec![NONE; stride];
+        let mut out: Vec<Vec<u16>> = vec![Vec::new()];
+        for (id, w) in words.iter().enumerate() {
+            let mut node = 0usize;
+            for &b in w.as_bytes() {
+                let c = class[b as usize] as usize;
+                if goto[node * stride + c] == NONE {
+                    goto[node * stride + c] = out.len() as u32;
+                    goto.extend(std::iter::repeat_n(NONE, stride));
+                    out.push(Vec::new());
+                }
+                node = goto[node * stride + c] as usize;
+            }
+            out[node].push(u16::try_from(id).expect("fewer than 65536 words"));
+        }
+        // Failure links breadth first, turning the trie into a full DFA.
+        let count = out.len();
+        let mut delta = vec![0u32; count * stride];
+        let mut fail = vec![0usize; count];
+        let mut queue = std::collections::VecDeque::new();
+        for c in 0..stride {
+            let v = goto[c];
+            if v != NONE {
+                delta[c] = v;
+                queue.push_back(v as usize);
+            }
+        }
+        while let Some(u) = queue.pop_front() {
+            let inherited = out[fail[u]].clone();
+            out[u].extend(inherited);
+            for c in 0..stride {
+                let v = goto[u * stride + c];
+                let via_fail = delta[fail[u] * stride + c];
+                if v == NONE {
+                    delta[u * stride + c] = via_fail;
+                } else {
+                    fail[v as usize] = via_fail as usize;
+                    delta[u * stride + c] = v;
+                    queue.push_back(v as usize);
+                }
+            }
+        }
+        // Renumber: states without words first (the root stays 0).
+        let mut order: Vec<usize> = (0..count).filter(|&u| out[u].is_empty()).collect();
+        let first = order.len();
+        order.extend((0..count).filter(|&u| !out[u].is_empty()));
+        let mut new_id = vec![0u32; count];
+        for (n, &u) in order.iter().enumerate() {
+            new_id[u] = (n * stride) as u32;
+        }
+        let mut next = Vec::with_capacity(count * stride);
+        let mut ends = vec![0u32];
+        let mut list = Vec::new();
+        for &u in &order {
+            next.extend(
+                delta[u * stride..(u + 1) * stride]
+                    .iter()
+                    .map(|&v| new_id[v as usize]),
+            );
+        }
+        for &u in &order[first..] {
+            list.extend_from_slice(&out[u]);
+            ends.push(list.len() as u32);
+        }
+        Dfa {
+            class,
+            stride,
+            next,
+            first_match: first * stride,
+            ends,
+            words: list,
+            lens: words.iter().map(|w| w.len()).collect(),
+        }
+    }
+
+    /// Calls `f(word, start, end)` for every occurrence of every word, by
+    /// end; stops and answers true as soon as `f` does.
+    #[inline]
+    fn each_match(&self, bytes: &[u8], mut f: impl FnMut(usize, usize, usize) -> bool) -> bool {
+        // The hot loop holds nothing but the walk: the matches (one in
+        // about 70 bytes of code) are handled out of line.
+        let next = self.next.as_slice();
+        let class = &self.class;
+        let first = self.first_match;
+        let mut state = 0usize;
+        for (i, &b) in bytes.iter().enumerate() {
+            state = next[state + class[b as usize] as usize] as usize;
+            if state >= first && self.report(state, i + 1, &mut f) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The words of match state `state` ending at `end`, to `f`.
+    #[inline(never)]
+    fn report(
+        &self,
+        state: usize,
+        end: usize,
+        f: &mut impl FnMut(usize, usize, usize) -> bool,
+    ) -> bool {
+        let k = (state - self.first_match) / self.stride;
+        let (from, to) = (self.ends[k] as usize, self.ends[k + 1] as usize);
+        self.words[from..to].iter().any(|&w| {
+            let w = w as usize;
+            f(w, end - self.lens[w], end)
+        })
+    }
+}
+
+fn dfa() -> &'static Dfa {
+    static D: OnceLock<Dfa> = OnceLock::new();
+    D.get_or_init(|| Dfa::new(KEYWORDS))
 }
 
 /// The keywords and then the call anchors, for a scan that also gathers
 /// the call-word signature.
+fn dfa_with_anchors() -> &'static Dfa {
+    static D: OnceLock<Dfa> = OnceLock::new();
+    D.get_or_init(|| {
+        let words: Vec<&str> = KEYWORDS.iter().chain(CALL_ANCHORS).copied().collect();
+        Dfa::new(&words)
+    })
+}
+
+/// The same words in the `aho-corasick` crate's automaton, for
+/// [`has_call_anchor`] on short names.
 fn automaton_with_anchors() -> &'static AhoCorasick {
     static AC: OnceLock<AhoCorasick> = OnceLock::new();
     AC.get_or_init(|| {
@@ -394,30 +554,29 @@ pub fn may_match_signed(bytes: &[u8], custom_lock_keys: bool, sig: &mut Vec<u32>
 fn scan(bytes: &[u8], custom_lock_keys: bool, mut sig: Option<&mut Vec<u32>>) -> bool {
     let mut release = false;
     let mut lock = custom_lock_keys;
-    let ac = if sig.is_some() {
-        automaton_with_anchors()
+    let dfa = if sig.is_some() {
+        dfa_with_anchors()
     } else {
-        automaton()
+        dfa()
     };
     // Overlapping: `lock` inside `LockTake` must not hide `locktake`.
     let anchors = anchors_calls();
-    for m in ac.find_overlapping_iter(bytes) {
-        let pattern = m.pattern().as_usize();
+    let found = dfa.each_match(bytes, |pattern, start, end| {
         let class = class_of(pattern);
         if let Some(sig) = sig.as_deref_mut() {
             if anchors[pattern] {
-                note_call_word(bytes, m.start(), m.end(), sig);
+                note_call_word(bytes, start, end, sig);
             }
             if class == Class::Anchor {
-                continue;
+                return false;
             }
         }
         // Already known: skip the boundary check.
         if (class == Class::Release && release) || (class == Class::Lock && lock) {
-            continue;
+            return false;
         }
-        if !accept(bytes, KEYWORDS[pattern], m.start(), m.end()) {
-            continue;
+        if !accept(bytes, KEYWORDS[pattern], start, end) {
+            return false;
         }
         match class {
             Class::Strong => return true,
@@ -425,9 +584,10 @@ fn scan(bytes: &[u8], custom_lock_keys: bool, mut sig: Option<&mut Vec<u32>>) ->
             Class::Lock => lock = true,
             Class::Anchor => {}
         }
-        if release && lock {
-            return true;
-        }
+        release && lock
+    });
+    if found {
+        return true;
     }
     // A lock word without a release word: a plain `SET … PX` of a lock key is LL007.
     lock && set_automaton()
@@ -552,6 +712,34 @@ mod tests {
         assert!(accept(b("nx"), "nx", 0, 2));
         assert!(accept(b("del"), "del", 0, 3));
         assert!(accept(b("expire"), "expire", 0, 6));
+    }
+
+    #[test]
+    fn dfa_reports_what_the_crate_reports() {
+        let words: Vec<&str> = KEYWORDS.iter().chain(CALL_ANCHORS).copied().collect();
+        let ours = Dfa::new(&words);
+        let theirs = build(&words);
+        for s in [
+            &b""[..],
+            b"LockTake lockRelease REDLOCK locklint: x.del(k) model nginx SETNX setIfAbsent",
+            b"cache()->add( Cache::add( cache.add( redis.pcall server.call getdel haskey \xff",
+            b"releases leases unlinked expireAt pexpire semaphores MUTEX_KEY if_absent",
+            b"lockextendlockreleaselocktakenxnxnx",
+        ] {
+            let mut got = Vec::new();
+            ours.each_match(s, |w, start, end| {
+                got.push((end, start, w));
+                false
+            });
+            let mut want: Vec<_> = theirs
+                .find_overlapping_iter(s)
+                .map(|m| (m.end(), m.start(), m.pattern().as_usize()))
+                .collect();
+            got.sort_unstable();
+            want.sort_unstable();
+            assert_eq!(got, want, "{}", String::from_utf8_lossy(s));
+            assert!(!want.is_empty() || s.is_empty());
+        }
     }
 
     #[test]
