@@ -4,30 +4,32 @@
 
 use super::lexer::{Kind, Tok};
 use crate::facts::{Language, Scope};
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 /// One argument: token range `[start, end)`, and its name for keyword /
 /// named arguments (`nx=True`, `px: ms`, `expiry: null`).
 #[derive(Clone, Debug)]
-pub struct Arg {
+pub struct Arg<'a> {
     pub start: usize,
     pub end: usize,
-    pub name: Option<String>,
+    pub name: Option<&'a str>,
 }
 
 #[derive(Clone, Debug)]
-pub struct Call {
-    pub name: String,
+pub struct Call<'a> {
+    pub name: &'a str,
     pub name_tok: usize,
     /// First token of the receiver chain (== name_tok when there is none).
     pub recv_start: usize,
-    /// Receiver segments, outermost first: `redisTemplate`, `opsForValue`.
-    pub recv: Vec<String>,
+    /// Receiver segments, outermost first: `redisTemplate`, `opsForValue`
+    /// (borrowed from the source but for `name()` segments).
+    pub recv: Vec<Cow<'a, str>>,
     /// Index of the `(` (or of the first argument for paren-less Ruby calls).
     pub open: usize,
     /// Index one past the last token of the call.
     pub end: usize,
-    pub args: Vec<Arg>,
+    pub args: Vec<Arg<'a>>,
 }
 
 /// Scopes, depth and brackets of one token stream.
@@ -991,7 +993,7 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
 }
 
 /// Splits `(`…`)` contents at top-level commas.
-pub fn split_args(toks: &[Tok], st: &Structure, open: usize, close: usize) -> Vec<Arg> {
+pub fn split_args<'a>(toks: &[Tok<'a>], st: &Structure, open: usize, close: usize) -> Vec<Arg<'a>> {
     let mut out = Vec::new();
     let mut s = open + 1;
     let mut k = open + 1;
@@ -1017,7 +1019,7 @@ pub fn split_args(toks: &[Tok], st: &Structure, open: usize, close: usize) -> Ve
     out
 }
 
-fn make_arg(toks: &[Tok], s: usize, e: usize) -> Arg {
+fn make_arg<'a>(toks: &[Tok<'a>], s: usize, e: usize) -> Arg<'a> {
     // `name=value`, `name: value`, `name => value` (named/keyword arguments)
     if e > s + 2 && toks[s].is_ident() {
         let sep = &toks[s + 1];
@@ -1025,7 +1027,7 @@ fn make_arg(toks: &[Tok], s: usize, e: usize) -> Arg {
             return Arg {
                 start: s + 2,
                 end: e,
-                name: Some(toks[s].text.to_string()),
+                name: Some(toks[s].text),
             };
         }
     }
@@ -1033,7 +1035,7 @@ fn make_arg(toks: &[Tok], s: usize, e: usize) -> Arg {
         return Arg {
             start: s + 2,
             end: e,
-            name: Some(toks[s].text.to_string()),
+            name: Some(toks[s].text),
         };
     }
     Arg {
@@ -1044,12 +1046,12 @@ fn make_arg(toks: &[Tok], s: usize, e: usize) -> Arg {
 }
 
 /// `( (T) x )` between `open` and `close` (C#/Java casts): `(T, x)`.
-fn cast_in_parens(
-    toks: &[Tok],
+fn cast_in_parens<'a>(
+    toks: &[Tok<'a>],
     st: &Structure,
     open: usize,
     close: usize,
-) -> Option<(String, String)> {
+) -> Option<(&'a str, &'a str)> {
     let inner = open + 1;
     if !toks.get(inner)?.is("(") {
         return None;
@@ -1063,16 +1065,11 @@ fn cast_in_parens(
         .iter()
         .enumerate()
         .all(|(i, t)| if i % 2 == 0 { t.is_ident() } else { t.is(".") });
-    (ok && ty.len() % 2 == 1).then(|| {
-        (
-            ty[ty.len() - 1].text.to_string(),
-            toks[m + 1].text.to_string(),
-        )
-    })
+    (ok && ty.len() % 2 == 1).then(|| (ty[ty.len() - 1].text, toks[m + 1].text))
 }
 
 /// Walks back over a receiver chain ending just before `name_tok`.
-fn receiver(toks: &[Tok], st: &Structure, name_tok: usize) -> (usize, Vec<String>) {
+fn receiver<'a>(toks: &[Tok<'a>], st: &Structure, name_tok: usize) -> (usize, Vec<Cow<'a, str>>) {
     let mut segs = Vec::new();
     let mut k = name_tok;
     let mut guard = 0;
@@ -1089,7 +1086,7 @@ fn receiver(toks: &[Tok], st: &Structure, name_tok: usize) -> (usize, Vec<String
         }
         let t = &toks[j];
         if t.is_ident() || t.kind == Kind::Str {
-            segs.push(t.text.to_string());
+            segs.push(Cow::Borrowed(t.text));
             k = j;
             continue;
         }
@@ -1099,23 +1096,23 @@ fn receiver(toks: &[Tok], st: &Structure, name_tok: usize) -> (usize, Vec<String
                 break;
             }
             if t.is(")") && o >= 1 && toks[o - 1].is_ident() {
-                segs.push(format!("{}()", toks[o - 1].text));
+                segs.push(Cow::Owned(format!("{}()", toks[o - 1].text)));
                 k = o - 1;
                 continue;
             }
             // a cast `((RedisNativeClient)r).Get(k)`: the variable and its type
             if let Some((ty, var)) = cast_in_parens(toks, st, o, j) {
-                segs.push(var);
-                segs.push(ty);
+                segs.push(Cow::Borrowed(var));
+                segs.push(Cow::Borrowed(ty));
                 k = o;
                 continue;
             }
-            segs.push("?".into());
+            segs.push(Cow::Borrowed("?"));
             k = o;
             // an index or a parenthesised expression: continue before it
             if o >= 1 && toks[o - 1].is_ident() && !t.is(")") {
                 k = o - 1;
-                segs.push(toks[o - 1].text.to_string());
+                segs.push(Cow::Borrowed(toks[o - 1].text));
             }
             continue;
         }
@@ -1126,7 +1123,7 @@ fn receiver(toks: &[Tok], st: &Structure, name_tok: usize) -> (usize, Vec<String
 }
 
 /// Every call `name(args)` in the stream (and paren-less Ruby method calls).
-pub fn calls(toks: &[Tok], st: &Structure, lang: Language) -> Vec<Call> {
+pub fn calls<'a>(toks: &[Tok<'a>], st: &Structure, lang: Language) -> Vec<Call<'a>> {
     let mut out = Vec::new();
     for i in 0..toks.len() {
         let t = &toks[i];
@@ -1158,7 +1155,7 @@ pub fn calls(toks: &[Tok], st: &Structure, lang: Language) -> Vec<Call> {
             let (recv_start, recv) = receiver(toks, st, i);
             let args = split_args(toks, st, open, close);
             out.push(Call {
-                name: t.text.to_string(),
+                name: t.text,
                 name_tok: i,
                 recv_start,
                 recv,
@@ -1237,7 +1234,7 @@ pub fn calls(toks: &[Tok], st: &Structure, lang: Language) -> Vec<Call> {
                 args.push(make_arg(toks, s, k));
             }
             out.push(Call {
-                name: t.text.to_string(),
+                name: t.text,
                 name_tok: i,
                 recv_start,
                 recv,

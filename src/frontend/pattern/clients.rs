@@ -123,7 +123,7 @@ impl<'a> Analyzer<'a> {
     /// `this`, and trailing Spring/Lettuce accessors (`opsForValue()`,
     /// `sync()`) dropped. `None` for a bare `this`/`self`.
     pub fn recv_root(&self, c: &Call) -> Option<String> {
-        let mut segs: Vec<String> = c.recv.clone();
+        let mut segs: Vec<&str> = c.recv.iter().map(|s| &**s).collect();
         while segs.len() > 1
             && segs.last().is_some_and(|s| {
                 let l = s.to_ascii_lowercase();
@@ -136,8 +136,8 @@ impl<'a> Analyzer<'a> {
         if self.lang == Language::Go {
             let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
             if let (Some(r), Some(first)) = (self.st.receivers.get(&scope), segs.first_mut()) {
-                if r == first {
-                    *first = "this".into();
+                if r.as_str() == *first {
+                    *first = "this";
                 }
             }
         }
@@ -149,7 +149,7 @@ impl<'a> Analyzer<'a> {
     }
 
     /// Positional arguments, without Go's leading context.
-    fn positional<'c>(&self, c: &'c Call) -> Vec<&'c Arg> {
+    fn positional<'c>(&self, c: &'c Call<'a>) -> Vec<&'c Arg<'a>> {
         let mut pos: Vec<&Arg> = c.args.iter().filter(|a| a.name.is_none()).collect();
         if self.lang == Language::Go && pos.first().is_some_and(|a| self.is_ctx(a)) {
             pos.remove(0);
@@ -398,7 +398,7 @@ impl<'a> Analyzer<'a> {
         let named = |names: &[&str]| {
             c.args
                 .iter()
-                .find(|a| a.name.as_deref().is_some_and(|n| names.contains(&n)))
+                .find(|a| a.name.is_some_and(|n| names.contains(&n)))
         };
         if pos.is_empty() {
             if let Some(k) = named(&["name", "key", "lock_key"]) {
@@ -447,7 +447,6 @@ impl<'a> Analyzer<'a> {
                 let expiry = expiry
                     || c.args.iter().any(|a| {
                         a.name
-                            .as_deref()
                             .is_some_and(|n| matches!(n, "expiry" | "timeout" | "ttl"))
                             && !self.vals.is_zero_ttl(a.start, a.end)
                     });
@@ -565,7 +564,7 @@ impl<'a> Analyzer<'a> {
             "add" | "remove" | "incrementscore" | "removerangebyscore" | "leftpush"
             | "rightpush" | "leftpushall" | "rightpushall"
                 if c.recv.last().is_some_and(|r| {
-                    matches!(r.as_str(), "opsForZSet()" | "opsForSet()" | "opsForList()")
+                    matches!(&**r, "opsForZSet()" | "opsForSet()" | "opsForList()")
                 }) =>
             {
                 key.map(|k| vec![mk(OpKind::Members, k, None)])
@@ -726,11 +725,9 @@ impl<'a> Analyzer<'a> {
         let pos = self.positional(c);
         let ttl = pos.len() == 3
             || (pos.len() == 2
-                && c.args.iter().any(|a| {
-                    a.name
-                        .as_deref()
-                        .is_some_and(|n| matches!(n, "timeout" | "ttl"))
-                }));
+                && c.args
+                    .iter()
+                    .any(|a| a.name.is_some_and(|n| matches!(n, "timeout" | "ttl"))));
         if !ttl {
             return false;
         }
@@ -820,7 +817,7 @@ impl<'a> Analyzer<'a> {
         };
         // named arguments
         for a in &c.args {
-            let Some(n) = a.name.as_deref() else { continue };
+            let Some(n) = a.name else { continue };
             let n = n.to_ascii_lowercase();
             let txt = self.vals.text(a.start, a.end);
             match n.as_str() {
@@ -1024,10 +1021,7 @@ impl<'a> Analyzer<'a> {
     fn eval_key(&self, c: &Call, rest: &[&Arg], scope: u32) -> KeyExpr {
         let toks = self.toks;
         for a in &c.args {
-            if a.name
-                .as_deref()
-                .is_some_and(|n| n.eq_ignore_ascii_case("keys"))
-            {
+            if a.name.is_some_and(|n| n.eq_ignore_ascii_case("keys")) {
                 if let Some((s, e)) = list_first(self, a.start, a.end) {
                     return self.vals.key(s, e, scope);
                 }
@@ -1074,10 +1068,10 @@ impl<'a> Analyzer<'a> {
     fn script_invocation(&self, c: &Call, lname: &str) -> Option<Draft> {
         let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
         let pos: Vec<&Arg> = c.args.iter().filter(|a| a.name.is_none()).collect();
-        let own = if c.recv.len() == 1 && matches!(c.recv[0].as_str(), "self" | "this" | "$this") {
+        let own = if c.recv.len() == 1 && matches!(&*c.recv[0], "self" | "this" | "$this") {
             format!("this.{}", c.name)
         } else {
-            c.name.clone()
+            c.name.to_string()
         };
         let sid_key = if c.recv.is_empty() || own.starts_with("this.") {
             let sid = *self.script_objs.get(&values::norm_name(&own))?;
@@ -1096,9 +1090,9 @@ impl<'a> Analyzer<'a> {
                 self.eval_key(c, &pos, scope)
             };
             (sid, key)
-        } else if self.script_objs.contains_key(&c.name) && self.lang != Language::Python {
+        } else if self.script_objs.contains_key(c.name) && self.lang != Language::Python {
             // ioredis custom command: redis.releaseLock(key, token)
-            let sid = *self.script_objs.get(&c.name)?;
+            let sid = *self.script_objs.get(c.name)?;
             let key = pos
                 .first()
                 .map(|a| self.vals.key(a.start, a.end, scope))
@@ -1135,10 +1129,7 @@ impl<'a> Analyzer<'a> {
             items.remove(0);
         }
         // radix `Cmd`/`FlatCmd`: the reply's receiver (`nil`, `&out`) comes first
-        if self.lang == Language::Go
-            && matches!(c.name.as_str(), "Cmd" | "FlatCmd")
-            && !items.is_empty()
-        {
+        if self.lang == Language::Go && matches!(c.name, "Cmd" | "FlatCmd") && !items.is_empty() {
             items.remove(0);
         }
         // Go: `Do("SET", args...)` with `args := []interface{}{key, v, "NX"}`

@@ -269,12 +269,12 @@ impl Analyzer<'_> {
     /// in a `return` (or an expression body), called with no arguments and
     /// no receiver other than `this`/`self`. With the check op and whether
     /// the helper negates it (`return !exists(k)`).
-    fn check_helper_calls<'c, 'o>(
+    fn check_helper_calls<'c, 'o, 't>(
         &self,
-        calls: &'c [Call],
+        calls: &'c [Call<'t>],
         ops: &'o [Op],
-        call_at: &HashMap<usize, &'c Call>,
-    ) -> Vec<(&'c Call, &'o Op, bool)> {
+        call_at: &HashMap<usize, &'c Call<'t>>,
+    ) -> Vec<(&'c Call<'t>, &'o Op, bool)> {
         let toks = self.toks;
         let tok_at = |start: usize| toks.partition_point(|t| t.start() < start);
         let mut per_scope: HashMap<u32, Vec<&Op>> = HashMap::new();
@@ -346,10 +346,10 @@ impl Analyzer<'_> {
                     && !self.st.decl_names.contains(&c.name_tok)
                     && c.recv
                         .iter()
-                        .all(|r| matches!(r.as_str(), "this" | "self" | "$this" | "static"))
+                        .all(|r| matches!(&**r, "this" | "self" | "$this" | "static"))
             })
             .filter_map(|c| {
-                let &(op, negated) = helpers.get(c.name.as_str())?;
+                let &(op, negated) = helpers.get(c.name)?;
                 let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
                 (scope != op.scope).then_some((c, op, negated))
             })

@@ -160,7 +160,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
         // `this.delete(key)` is
         let own_recv = an.lang == crate::facts::Language::Go
             && c.recv.len() == 1
-            && st.receivers.get(&scope) == c.recv.first();
+            && st.receivers.get(&scope).map(|r| r.as_str()) == c.recv.first().map(|r| &**r);
         let recv = if own_recv {
             Some("this".to_string())
         } else {
@@ -195,7 +195,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
                         ValueExpr::Unknown
                     },
                     name: bare_name(an, a.start, a.end),
-                    keyword: a.name.as_deref().map(values::norm_name),
+                    keyword: a.name.map(values::norm_name),
                 }
             })
             .collect();

@@ -177,7 +177,11 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     drafts.sort_by_key(|(d, _)| d.name_tok);
     facts.scopes = st.scopes.clone();
     let tx = an.tx_state(&all_calls);
-    for (d, ci) in &drafts {
+    // project link facts need the calls that became ops; the drafts are
+    // consumed below (their keys and values move into `facts.ops`)
+    let client_calls: HashSet<usize> = drafts.iter().filter_map(|(_, ci)| *ci).collect();
+    facts.ops.reserve_exact(drafts.len());
+    for (d, ci) in drafts {
         let scope = st.tok_scope.get(d.name_tok).copied().unwrap_or(0);
         let depth = st.tok_depth.get(d.name_tok).copied().unwrap_or(0);
         let (mut atomic, watched) = tx.at(d.name_tok, scope);
@@ -191,7 +195,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
                 atomic = true;
             }
         }
-        let mut kind = d.kind.clone();
+        let mut kind = d.kind;
         if let (OpKind::Release { checked: false }, Some(c)) = (&kind, call) {
             if c.recv
                 .first()
@@ -220,8 +224,8 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
         }
         facts.ops.push(Op {
             kind,
-            key: d.key.clone(),
-            value: d.value.clone(),
+            key: d.key,
+            value: d.value,
             scope,
             order: an.exec_order(d.name_tok) as u32,
             depth,
@@ -243,7 +247,6 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     facts.run_limit_secs = ttl::run_limit(&an);
     facts.task_limits = ttl::task_limits(&an);
     // project link facts (SPEC §2 "Project summaries")
-    let client_calls: HashSet<usize> = drafts.iter().filter_map(|(_, ci)| *ci).collect();
     link::record(&an, &all_calls, &client_calls, &mut facts);
     facts
 }

@@ -62,7 +62,7 @@ pub fn of_cache_add(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpTtl>
     let arg = c
         .args
         .iter()
-        .find(|a| a.name.as_deref() == Some("timeout"))
+        .find(|a| a.name == Some("timeout"))
         .or_else(|| c.args.iter().filter(|a| a.name.is_none()).nth(2))?;
     let (vs, ve) = (arg.start, arg.end.min(an.toks.len()));
     if ve <= vs {
