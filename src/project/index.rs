@@ -36,6 +36,16 @@ fn evidence(key: &KeyExpr) -> bool {
     }) || key.idents.iter().any(|i| words::reads_like_lock(i))
 }
 
+/// A file's ops outside facade scopes, then the ops instantiated at its
+/// call sites outside them.
+fn visible_ops<'a>(f: &'a ProjectFile, view: &'a FileView) -> impl Iterator<Item = &'a Op> {
+    f.facts
+        .ops
+        .iter()
+        .filter(|o| !view.facades.contains(&o.scope))
+        .chain(view.visible_insts().map(|i| &i.op))
+}
+
 /// Fills `views[i].foreign` with the ops of other files on file `i`'s keys.
 pub fn fill_foreign(files: &[ProjectFile], views: &mut [FileView]) {
     // key parts → (file, op) from every file, one per (file, kind)
@@ -43,14 +53,7 @@ pub fn fill_foreign(files: &[ProjectFile], views: &mut [FileView]) {
     let mut seen: HashSet<(Vec<KeyPart>, usize, std::mem::Discriminant<OpKind>, bool)> =
         HashSet::new();
     for (fi, f) in files.iter().enumerate() {
-        let view = &views[fi];
-        let visible = f
-            .facts
-            .ops
-            .iter()
-            .filter(|o| !view.facades.contains(&o.scope))
-            .chain(view.visible_insts().map(|i| &i.op))
-            .collect::<Vec<&Op>>();
+        let visible = visible_ops(f, &views[fi]).collect::<Vec<&Op>>();
         let scope_name = |s: u32| {
             f.facts
                 .scopes
@@ -144,14 +147,7 @@ pub fn fill_plain_writes(files: &[ProjectFile], views: &mut [FileView]) {
     // shape → (written with a plain SET somewhere, taken somewhere)
     let mut project: HashMap<Vec<Option<String>>, (bool, bool)> = HashMap::new();
     for (fi, f) in files.iter().enumerate() {
-        let view = &views[fi];
-        let visible = f
-            .facts
-            .ops
-            .iter()
-            .filter(|o| !view.facades.contains(&o.scope))
-            .chain(view.visible_insts().map(|i| &i.op))
-            .filter(|o| shaped(&o.key));
+        let visible = visible_ops(f, &views[fi]).filter(|o| shaped(&o.key));
         for (shape, plain) in crate::rules::shape_writes(f.facts, visible) {
             let e = project
                 .entry(shape.iter().map(|p| p.map(str::to_string)).collect())
