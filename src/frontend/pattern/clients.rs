@@ -422,10 +422,12 @@ impl<'a> Analyzer<'a> {
             client,
         };
         // (key, value arg, rest) for key-first commands, honouring boundValueOps(k)
-        let (key, vpos): (Option<KeyExpr>, usize) = match bound {
-            Some((a, b)) => (Some(self.vals.key(a, b, scope)), 0),
-            None => (pos.first().map(|a| key_of(a)), 1),
+        // (worked out only for a command that takes it: most calls are none)
+        let (key_at, vpos): (Option<(usize, usize)>, usize) = match bound {
+            Some(ab) => (Some(ab), 0),
+            None => (pos.first().map(|a| (a.start, a.end)), 1),
         };
+        let key = || key_at.map(|(a, b)| self.vals.key(a, b, scope));
         let value_at = |i: usize| pos.get(i).map(|a| self.vals.value(a.start, a.end, scope));
         let raw_first = pos
             .first()
@@ -438,7 +440,7 @@ impl<'a> Analyzer<'a> {
         match lname.as_str() {
             // ServiceStack.Redis `SetValueIfNotExists(k, v[, expireIn])`
             "setnx" | "setifabsent" | "locktake" | "msetnx" | "setvalueifnotexists" => {
-                let Some(key) = key else { return Vec::new() };
+                let Some(key) = key() else { return Vec::new() };
                 let ttl = pos.get(vpos + 1);
                 let expiry = match ttl {
                     Some(t) => !self.vals.is_zero_ttl(t.start, t.end),
@@ -455,7 +457,7 @@ impl<'a> Analyzer<'a> {
             }
             // Redisson RBucket: getBucket(k).trySet(v[, ttl, unit])
             "tryset" if bound.is_some() => {
-                let Some(key) = key else { return Vec::new() };
+                let Some(key) = key() else { return Vec::new() };
                 let expiry = pos
                     .get(1)
                     .is_some_and(|t| !self.vals.is_zero_ttl(t.start, t.end));
@@ -463,7 +465,7 @@ impl<'a> Analyzer<'a> {
             }
             // ServiceStack.Redis `SetValueIfExists(k, v, expireIn)`: SET … XX PX
             "setifpresent" | "setvalueifexists" => {
-                let Some(key) = key else { return Vec::new() };
+                let Some(key) = key() else { return Vec::new() };
                 if pos.len() > vpos + 1 {
                     vec![mk(OpKind::Expire, key, None)]
                 } else {
@@ -481,7 +483,7 @@ impl<'a> Analyzer<'a> {
                     // `call('set', k, v, …)` style handled as a raw command
                     return self.raw(c, client, scope);
                 }
-                let Some(key) = key else { return Vec::new() };
+                let Some(key) = key() else { return Vec::new() };
                 let (nx, xx, mut expiry) = self.set_options(c, &pos, vpos + 1);
                 // The positional form `set(k, v, nxxx, expx, time)` (Jedis 2/3,
                 // Predis, ioredis) with the unit held in a variable: three
@@ -498,18 +500,18 @@ impl<'a> Analyzer<'a> {
                     None => Vec::new(),
                 }
             }
-            "setex" | "psetex" => match key {
+            "setex" | "psetex" => match key() {
                 Some(key) => vec![mk(OpKind::Set { expiry: true }, key, None)],
                 None => Vec::new(),
             },
-            "getset" | "stringgetset" | "getandset" | "getandsetvalue" => key
+            "getset" | "stringgetset" | "getandset" | "getandsetvalue" => key()
                 .map(|k| vec![mk(OpKind::GetSet, k, None)])
                 .unwrap_or_default(),
             "get" | "stringget" | "getvalue" => {
                 if pos.len() != 1 && bound.is_none() {
                     return Vec::new();
                 }
-                key.map(|k| vec![mk(OpKind::Get, k, None)])
+                key().map(|k| vec![mk(OpKind::Get, k, None)])
                     .unwrap_or_default()
             }
             // EXISTS of one key (Spring `hasKey`, redis-rb `exists?`, StackExchange
@@ -520,10 +522,10 @@ impl<'a> Analyzer<'a> {
                 if pos.len() != 1 || bound.is_some() {
                     return Vec::new();
                 }
-                key.map(|k| vec![mk(OpKind::Exists, k, None)])
+                key().map(|k| vec![mk(OpKind::Exists, k, None)])
                     .unwrap_or_default()
             }
-            "getdel" | "stringgetdelete" => key
+            "getdel" | "stringgetdelete" => key()
                 .map(|k| vec![mk(OpKind::GetDel, k, None)])
                 .unwrap_or_default(),
             // counters: Spring `increment`/`decrement`, C# `StringIncrement`, `incr`, `hincrby`, …
@@ -534,7 +536,7 @@ impl<'a> Analyzer<'a> {
             | "incrementvalue"
             | "incrementvalueby"
             | "decrementvalue"
-            | "decrementvalueby" => key
+            | "decrementvalueby" => key()
                 .map(|k| vec![mk(OpKind::Incr, k, None)])
                 .unwrap_or_default(),
             // collections: ZADD/SADD/LPUSH…, StackExchange `SortedSetAdd`/`SetAdd`/`ListLeftPush`, …
@@ -557,7 +559,7 @@ impl<'a> Analyzer<'a> {
             | "setremove"
             | "listleftpush"
             | "listrightpush"
-            | "listremove" => key
+            | "listremove" => key()
                 .map(|k| vec![mk(OpKind::Members, k, None)])
                 .unwrap_or_default(),
             // Spring `opsForZSet().add(k, m, score)`, `opsForSet().add`, `opsForList().leftPush`, …
@@ -567,7 +569,7 @@ impl<'a> Analyzer<'a> {
                     matches!(&**r, "opsForZSet()" | "opsForSet()" | "opsForList()")
                 }) =>
             {
-                key.map(|k| vec![mk(OpKind::Members, k, None)])
+                key().map(|k| vec![mk(OpKind::Members, k, None)])
                     .unwrap_or_default()
             }
             // ServiceStack.Redis `Remove(k)`, `RemoveEntry(params keys)`
@@ -623,17 +625,17 @@ impl<'a> Analyzer<'a> {
                             .recv_root(c)
                             .is_some_and(|r| self.redis_recvs.contains(&r))) =>
             {
-                key.map(|k| vec![mk(OpKind::Release { checked: false }, k, None)])
+                key().map(|k| vec![mk(OpKind::Release { checked: false }, k, None)])
                     .unwrap_or_default()
             }
             "forget" if self.lang == Language::Php && self.cache_receiver(c) && pos.len() == 1 => {
-                key.map(|k| vec![mk(OpKind::Release { checked: false }, k, None)])
+                key().map(|k| vec![mk(OpKind::Release { checked: false }, k, None)])
                     .unwrap_or_default()
             }
-            "delex" | "delifeq" | "delexargs" | "lockrelease" => key
+            "delex" | "delifeq" | "delexargs" | "lockrelease" => key()
                 .map(|k| vec![mk(OpKind::Release { checked: true }, k, None)])
                 .unwrap_or_default(),
-            "lockextend" => key
+            "lockextend" => key()
                 .map(|k| vec![mk(OpKind::CheckedExtend, k, None)])
                 .unwrap_or_default(),
             // ServiceStack.Redis `ExpireEntryIn(k, ttl)`, `ExpireEntryAt(k, at)`
@@ -642,7 +644,7 @@ impl<'a> Analyzer<'a> {
                 if pos.len() < 2 && bound.is_none() {
                     return Vec::new();
                 }
-                key.map(|k| vec![mk(OpKind::Expire, k, None)])
+                key().map(|k| vec![mk(OpKind::Expire, k, None)])
                     .unwrap_or_default()
             }
             "eval" | "evalsha" | "evalro" | "evalsharo" | "scriptevaluate" | "fcall" => {
