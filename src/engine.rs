@@ -112,6 +112,13 @@ fn findings_for(
     plain_writes: &[Vec<Option<String>>],
     settings: &Settings,
 ) -> Vec<Finding> {
+    // Every rule reads the file's ops, scripts or fail-open sites
+    // (`rules::run_all`): a file with none of them (most files a full scan
+    // parses) has no finding but an unused suppression, without the
+    // per-file indexes of `Context` (each scope's name traits) and lines.
+    if facts.ops.is_empty() && facts.scripts.is_empty() && facts.fail_opens.is_empty() {
+        return filter::suppress::apply(display_path, src, facts.language, Vec::new(), settings);
+    }
     let file_name = Path::new(display_path)
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
