@@ -220,9 +220,21 @@ impl Dfa {
         let class = &self.class;
         let first = self.first_match;
         let mut state = 0usize;
-        for (i, &b) in bytes.iter().enumerate() {
+        // four bytes a round: the loop's own count and test once per four
+        let mut quads = bytes.chunks_exact(4);
+        let mut end = 0;
+        for q in quads.by_ref() {
+            for (k, &b) in q.iter().enumerate() {
+                state = next[state + class[b as usize] as usize] as usize;
+                if state >= first && self.report(state, end + k + 1, &mut f) {
+                    return true;
+                }
+            }
+            end += 4;
+        }
+        for (k, &b) in quads.remainder().iter().enumerate() {
             state = next[state + class[b as usize] as usize] as usize;
-            if state >= first && self.report(state, i + 1, &mut f) {
+            if state >= first && self.report(state, end + k + 1, &mut f) {
                 return true;
             }
         }
