@@ -76,22 +76,28 @@ pub struct Analyzer<'a> {
     pub redis_recvs: HashSet<String>,
 }
 
+/// `lower` holds `word` (a file's text searched for a handful of client
+/// names: `memmem` runs several bytes at a time).
+fn has(lower: &str, word: &str) -> bool {
+    memchr::memmem::find(lower.as_bytes(), word.as_bytes()).is_some()
+}
+
 fn default_client(lang: Language, lower: &str) -> Client {
     match lang {
         Language::Java | Language::Kotlin => {
             // imports first, then names
-            if lower.contains("redis.clients.jedis") {
+            if has(lower, "redis.clients.jedis") {
                 Client::Jedis
-            } else if lower.contains("io.lettuce") {
+            } else if has(lower, "io.lettuce") {
                 Client::Lettuce
-            } else if lower.contains("springframework.data.redis")
-                || lower.contains("redistemplate")
-                || lower.contains("opsforvalue")
+            } else if has(lower, "springframework.data.redis")
+                || has(lower, "redistemplate")
+                || has(lower, "opsforvalue")
             {
                 Client::SpringData
-            } else if lower.contains("jedis") {
+            } else if has(lower, "jedis") {
                 Client::Jedis
-            } else if lower.contains("lettuce") || lower.contains("rediscommands") {
+            } else if has(lower, "lettuce") || has(lower, "rediscommands") {
                 Client::Lettuce
             } else {
                 Client::SpringData
@@ -99,16 +105,16 @@ fn default_client(lang: Language, lower: &str) -> Client {
         }
         Language::Python => Client::RedisPy,
         Language::JavaScript | Language::TypeScript => {
-            if lower.contains("ioredis") {
+            if has(lower, "ioredis") {
                 Client::Ioredis
             } else {
                 Client::NodeRedis
             }
         }
         Language::Go => {
-            if lower.contains("rueidis") {
+            if has(lower, "rueidis") {
                 Client::Rueidis
-            } else if lower.contains("redigo") {
+            } else if has(lower, "redigo") {
                 Client::Redigo
             } else {
                 Client::GoRedis
@@ -116,7 +122,7 @@ fn default_client(lang: Language, lower: &str) -> Client {
         }
         Language::Ruby => Client::RedisRb,
         Language::Php => {
-            if lower.contains("predis") {
+            if has(lower, "predis") {
                 Client::Predis
             } else {
                 Client::Phpredis
@@ -143,7 +149,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
         "valkey",
     ]
     .iter()
-    .any(|w| lower.contains(w));
+    .any(|w| has(&lower, w));
     let vals = Values::new(src, &toks, &st, language);
     let mut an = Analyzer {
         src,
