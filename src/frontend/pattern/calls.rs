@@ -23,13 +23,35 @@ pub struct Call<'a> {
     /// First token of the receiver chain (== name_tok when there is none).
     pub recv_start: usize,
     /// Receiver segments, outermost first: `redisTemplate`, `opsForValue`
-    /// (borrowed from the source but for `name()` segments).
-    pub recv: Vec<Cow<'a, str>>,
+    /// (borrowed from the source but for `name()` segments); a slice of
+    /// the stream's [`CallTable`].
+    pub recv: &'a [Cow<'a, str>],
     /// Index of the `(` (or of the first argument for paren-less Ruby calls).
     pub open: usize,
     /// Index one past the last token of the call.
     pub end: usize,
-    pub args: Vec<Arg<'a>>,
+    /// The arguments: a slice of the stream's [`CallTable`].
+    pub args: &'a [Arg<'a>],
+}
+
+/// The arguments and receiver segments of all the calls of one stream, one
+/// flat table each: a call holds its slices of them, so that no call
+/// allocates (dense code has a call every ten or twenty bytes).
+#[derive(Default)]
+pub struct CallTable<'a> {
+    args: Vec<Arg<'a>>,
+    recv: Vec<Cow<'a, str>>,
+}
+
+/// A call while the tables grow: its slices as ranges.
+struct RawCall<'a> {
+    name: &'a str,
+    name_tok: usize,
+    recv_start: usize,
+    recv: (u32, u32),
+    open: usize,
+    end: usize,
+    args: (u32, u32),
 }
 
 /// Scopes, depth and brackets of one token stream.
@@ -111,26 +133,30 @@ fn line_indent(src: &str, pos: usize) -> usize {
 }
 
 /// Matching bracket of each token, indexed by token (a vector, not a hash
-/// map: it is read for nearly every token, and hashing showed in profiles).
+/// map: it is read for nearly every token, and hashing showed in profiles);
+/// `u32` per token (token indices fit: offsets are `u32`, see the lexer).
 #[derive(Debug, Default, Clone)]
-pub struct Matching(Vec<usize>);
+pub struct Matching(Vec<u32>);
 
 impl Matching {
-    const NONE: usize = usize::MAX;
+    const NONE: u32 = u32::MAX;
 
     pub fn new(tokens: usize) -> Matching {
         Matching(vec![Self::NONE; tokens])
     }
 
-    pub fn get(&self, tok: &usize) -> Option<&usize> {
-        self.0.get(*tok).filter(|&&m| m != Self::NONE)
+    pub fn get(&self, tok: &usize) -> Option<usize> {
+        self.0
+            .get(*tok)
+            .filter(|&&m| m != Self::NONE)
+            .map(|&m| m as usize)
     }
 
     pub fn insert(&mut self, tok: usize, other: usize) {
         if tok >= self.0.len() {
             self.0.resize(tok + 1, Self::NONE);
         }
-        self.0[tok] = other;
+        self.0[tok] = other as u32;
     }
 }
 
@@ -230,7 +256,7 @@ fn ts_signatures(toks: &[Tok], st: &mut Structure) {
         if !starts {
             continue;
         }
-        let Some(&close) = st.matching.get(&open) else {
+        let Some(close) = st.matching.get(&open) else {
             continue;
         };
         if toks.get(close + 1).is_some_and(|n| n.is(":")) {
@@ -470,7 +496,7 @@ fn expression_body(
     {
         return None;
     }
-    let close = *st.matching.get(&open)?;
+    let close = st.matching.get(&open)?;
     let mut j = close + 1;
     let limit = (j + 24).min(toks.len());
     while j < limit && !toks[j].is("=") && !toks[j].is("=>") && !toks[j].is("{") && !toks[j].is(";")
@@ -679,7 +705,7 @@ fn classify_header(
             let mut k = 1;
             let mut recv_var = None;
             if h.get(1).is_some_and(|t| t.is("(")) {
-                let close = st.matching.get(&(base + 1)).copied().unwrap_or(base + 1);
+                let close = st.matching.get(&(base + 1)).unwrap_or(base + 1);
                 if close <= base + 1 || close >= open {
                     return Frame::Block;
                 }
@@ -801,7 +827,7 @@ fn classify_header(
         let header_ends = st
             .matching
             .get(&(base + p))
-            .is_some_and(|&c| c + 1 == open || toks.get(c + 1).is_some_and(|x| x.is(":")));
+            .is_some_and(|c| c + 1 == open || toks.get(c + 1).is_some_and(|x| x.is(":")));
         if h.get(k)
             .is_some_and(|n| n.is_ident() && !CONTROL.contains(&n.text))
             && h.get(p).is_some_and(|p| p.is("("))
@@ -995,12 +1021,24 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
 /// Splits `(`…`)` contents at top-level commas.
 pub fn split_args<'a>(toks: &[Tok<'a>], st: &Structure, open: usize, close: usize) -> Vec<Arg<'a>> {
     let mut out = Vec::new();
+    split_args_into(toks, st, open, close, &mut out);
+    out
+}
+
+/// [`split_args`], the arguments pushed onto `out`.
+fn split_args_into<'a>(
+    toks: &[Tok<'a>],
+    st: &Structure,
+    open: usize,
+    close: usize,
+    out: &mut Vec<Arg<'a>>,
+) {
     let mut s = open + 1;
     let mut k = open + 1;
     while k < close {
         let t = &toks[k];
         if t.kind == Kind::Punct && matches!(t.text, "(" | "[" | "{") {
-            if let Some(&m) = st.matching.get(&k) {
+            if let Some(m) = st.matching.get(&k) {
                 if m > k && m < close {
                     k = m + 1;
                     continue;
@@ -1016,7 +1054,6 @@ pub fn split_args<'a>(toks: &[Tok<'a>], st: &Structure, open: usize, close: usiz
     if s < close {
         out.push(make_arg(toks, s, close));
     }
-    out
 }
 
 fn make_arg<'a>(toks: &[Tok<'a>], s: usize, e: usize) -> Arg<'a> {
@@ -1056,7 +1093,7 @@ fn cast_in_parens<'a>(
     if !toks.get(inner)?.is("(") {
         return None;
     }
-    let m = *st.matching.get(&inner)?;
+    let m = st.matching.get(&inner)?;
     if m + 2 != close || !toks[m + 1].is_ident() || m <= inner + 1 {
         return None;
     }
@@ -1068,9 +1105,16 @@ fn cast_in_parens<'a>(
     (ok && ty.len() % 2 == 1).then(|| (ty[ty.len() - 1].text, toks[m + 1].text))
 }
 
-/// Walks back over a receiver chain ending just before `name_tok`.
-fn receiver<'a>(toks: &[Tok<'a>], st: &Structure, name_tok: usize) -> (usize, Vec<Cow<'a, str>>) {
-    let mut segs = Vec::new();
+/// Walks back over a receiver chain ending just before `name_tok`; its
+/// segments are pushed onto `segs`, outermost first. Returns the chain's
+/// first token.
+fn receiver<'a>(
+    toks: &[Tok<'a>],
+    st: &Structure,
+    name_tok: usize,
+    segs: &mut Vec<Cow<'a, str>>,
+) -> usize {
+    let first = segs.len();
     let mut k = name_tok;
     let mut guard = 0;
     while k >= 2 && guard < 64 {
@@ -1091,7 +1135,7 @@ fn receiver<'a>(toks: &[Tok<'a>], st: &Structure, name_tok: usize) -> (usize, Ve
             continue;
         }
         if is_close(t) {
-            let Some(&o) = st.matching.get(&j) else { break };
+            let Some(o) = st.matching.get(&j) else { break };
             if o >= j {
                 break;
             }
@@ -1118,13 +1162,29 @@ fn receiver<'a>(toks: &[Tok<'a>], st: &Structure, name_tok: usize) -> (usize, Ve
         }
         break;
     }
-    segs.reverse();
-    (k, segs)
+    segs[first..].reverse();
+    k
 }
 
-/// Every call `name(args)` in the stream (and paren-less Ruby method calls).
-pub fn calls<'a>(toks: &[Tok<'a>], st: &Structure, lang: Language) -> Vec<Call<'a>> {
-    let mut out = Vec::new();
+/// The call whose name is token `name_tok`, in `calls` as [`calls`] returns
+/// them (sorted by name token, one call per token): a binary search, no
+/// index to build over every call of a file.
+pub fn call_at<'c, 'a>(calls: &'c [Call<'a>], name_tok: usize) -> Option<&'c Call<'a>> {
+    let i = calls.partition_point(|c| c.name_tok < name_tok);
+    calls.get(i).filter(|c| c.name_tok == name_tok)
+}
+
+/// Every call `name(args)` in the stream (and paren-less Ruby method calls);
+/// their arguments and receivers go to `table`.
+pub fn calls<'a, 'b>(
+    toks: &[Tok<'a>],
+    st: &Structure,
+    lang: Language,
+    table: &'b mut CallTable<'a>,
+) -> Vec<Call<'b>> {
+    let mut out: Vec<RawCall<'a>> = Vec::new();
+    let args = &mut table.args;
+    let recvs = &mut table.recv;
     for i in 0..toks.len() {
         let t = &toks[i];
         if t.kind != Kind::Ident {
@@ -1149,19 +1209,21 @@ pub fn calls<'a>(toks: &[Tok<'a>], st: &Structure, lang: Language) -> Vec<Call<'
             }
         }
         if toks.get(open).is_some_and(|n| n.is("(")) && !(lang == Language::Ruby && toks[open].nl) {
-            let Some(&close) = st.matching.get(&open) else {
+            let Some(close) = st.matching.get(&open) else {
                 continue;
             };
-            let (recv_start, recv) = receiver(toks, st, i);
-            let args = split_args(toks, st, open, close);
-            out.push(Call {
+            let r0 = recvs.len() as u32;
+            let recv_start = receiver(toks, st, i, recvs);
+            let a0 = args.len() as u32;
+            split_args_into(toks, st, open, close, args);
+            out.push(RawCall {
                 name: t.text,
                 name_tok: i,
                 recv_start,
-                recv,
+                recv: (r0, recvs.len() as u32),
                 open,
                 end: close + 1,
-                args,
+                args: (a0, args.len() as u32),
             });
             continue;
         }
@@ -1198,7 +1260,7 @@ pub fn calls<'a>(toks: &[Tok<'a>], st: &Structure, lang: Language) -> Vec<Call<'
                     break;
                 }
                 if x.kind == Kind::Punct && matches!(x.text, "(" | "[") {
-                    if let Some(&m) = st.matching.get(&k) {
+                    if let Some(m) = st.matching.get(&k) {
                         if m > k {
                             k = m + 1;
                             continue;
@@ -1210,14 +1272,15 @@ pub fn calls<'a>(toks: &[Tok<'a>], st: &Structure, lang: Language) -> Vec<Call<'
                 }
                 k += 1;
             }
-            let (recv_start, recv) = receiver(toks, st, i);
+            let r0 = recvs.len() as u32;
+            let recv_start = receiver(toks, st, i, recvs);
             // split at top-level commas of [i+1, k)
-            let mut args = Vec::new();
+            let a0 = args.len() as u32;
             let mut s = i + 1;
             let mut j = i + 1;
             while j < k {
                 if toks[j].kind == Kind::Punct && matches!(toks[j].text, "(" | "[" | "{") {
-                    if let Some(&m) = st.matching.get(&j) {
+                    if let Some(m) = st.matching.get(&j) {
                         if m > j && m < k {
                             j = m + 1;
                             continue;
@@ -1233,16 +1296,28 @@ pub fn calls<'a>(toks: &[Tok<'a>], st: &Structure, lang: Language) -> Vec<Call<'
             if s < k {
                 args.push(make_arg(toks, s, k));
             }
-            out.push(Call {
+            out.push(RawCall {
                 name: t.text,
                 name_tok: i,
                 recv_start,
-                recv,
+                recv: (r0, recvs.len() as u32),
                 open: i,
                 end: k,
-                args,
+                args: (a0, args.len() as u32),
             });
         }
     }
-    out
+    let table: &'b CallTable<'a> = table;
+    let slice = |(s, e): (u32, u32)| s as usize..e as usize;
+    out.into_iter()
+        .map(|c| Call {
+            name: c.name,
+            name_tok: c.name_tok,
+            recv_start: c.recv_start,
+            recv: &table.recv[slice(c.recv)],
+            open: c.open,
+            end: c.end,
+            args: &table.args[slice(c.args)],
+        })
+        .collect()
 }

@@ -80,7 +80,7 @@ fn list_first(an: &Analyzer, a: usize, e: usize) -> Option<(usize, usize)> {
     if !(toks[last].is(")") || toks[last].is("]") || toks[last].is("}")) {
         return None;
     }
-    let &open = an.st.matching.get(&last)?;
+    let open = an.st.matching.get(&last)?;
     if open < a {
         return None;
     }
@@ -320,7 +320,7 @@ impl<'a> Analyzer<'a> {
                 )
                 && self.toks.get(k + 1).is_some_and(|x| x.is("("))
             {
-                let &close = self.st.matching.get(&(k + 1))?;
+                let close = self.st.matching.get(&(k + 1))?;
                 let args = super::calls::split_args(self.toks, self.st, k + 1, close);
                 return args.first().map(|a| (a.start, a.end));
             }
@@ -818,7 +818,7 @@ impl<'a> Analyzer<'a> {
             )
         };
         // named arguments
-        for a in &c.args {
+        for a in c.args {
             let Some(n) = a.name else { continue };
             let n = n.to_ascii_lowercase();
             let txt = self.vals.text(a.start, a.end);
@@ -890,7 +890,7 @@ impl<'a> Analyzer<'a> {
                         // value: builder `(v)`, `: v`, `=> v`, or the next positional arg
                         let vs = k + 2;
                         let ve = if next.is_some_and(|n| n.is("(")) {
-                            self.st.matching.get(&(k + 1)).copied().unwrap_or(vs)
+                            self.st.matching.get(&(k + 1)).unwrap_or(vs)
                         } else {
                             let mut j = vs;
                             while j < end
@@ -1022,7 +1022,7 @@ impl<'a> Analyzer<'a> {
     /// The first key handed to a script call (after the script argument).
     fn eval_key(&self, c: &Call, rest: &[&Arg], scope: u32) -> KeyExpr {
         let toks = self.toks;
-        for a in &c.args {
+        for a in c.args {
             if a.name.is_some_and(|n| n.eq_ignore_ascii_case("keys")) {
                 if let Some((s, e)) = list_first(self, a.start, a.end) {
                     return self.vals.key(s, e, scope);
@@ -1038,7 +1038,7 @@ impl<'a> Analyzer<'a> {
                     if toks[k].text == "keys" && toks.get(k + 1).is_some_and(|x| x.is(":")) {
                         let vs = k + 2;
                         if toks.get(vs).is_some_and(|x| x.is("[")) {
-                            if let Some(&m) = self.st.matching.get(&vs) {
+                            if let Some(m) = self.st.matching.get(&vs) {
                                 if let Some((s, e)) = list_first(self, vs, m + 1) {
                                     return self.vals.key(s, e, scope);
                                 }
@@ -1148,7 +1148,7 @@ impl<'a> Analyzer<'a> {
         }
         // an array of the whole command
         if items.len() == 1 && toks[items[0].0].is("[") {
-            if let Some(&m) = self.st.matching.get(&items[0].0) {
+            if let Some(m) = self.st.matching.get(&items[0].0) {
                 items = super::calls::split_args(toks, self.st, items[0].0, m)
                     .into_iter()
                     .map(|a| (a.start, a.end))
@@ -1308,7 +1308,7 @@ impl<'a> Analyzer<'a> {
         let mut body = None;
         while open < stop {
             if toks[open].is("{") {
-                let &m = self.st.matching.get(&open)?;
+                let m = self.st.matching.get(&open)?;
                 if m == open + 1 && toks.get(m + 1).is_some_and(|t| t.is("{")) {
                     open = m + 1; // `interface{}` then the literal's `{`
                     continue;
@@ -1335,7 +1335,7 @@ impl<'a> Analyzer<'a> {
                 && toks[j + 3].is("(")
                 && toks.get(j + 4).is_some_and(|t| t.text == name)
             {
-                if let Some(&close) = self.st.matching.get(&(j + 3)) {
+                if let Some(close) = self.st.matching.get(&(j + 3)) {
                     let args = super::calls::split_args(toks, self.st, j + 3, close);
                     out.extend(args.iter().skip(1).map(|a| (a.start, a.end)));
                     j = close;
@@ -1366,7 +1366,7 @@ impl<'a> Analyzer<'a> {
             guard += 1;
             let name = toks[k + 1].text.to_ascii_lowercase();
             let open = k + 2;
-            let close = *self.st.matching.get(&open)?;
+            let close = self.st.matching.get(&open)?;
             let inner = (open + 1, close);
             match name.as_str() {
                 "key" if key.is_none() => key = Some(self.vals.key(inner.0, inner.1, scope)),

@@ -7,7 +7,7 @@ use super::calls::Call;
 use super::lexer::{Kind, Tok};
 use super::Analyzer;
 use crate::facts::{FailOpen, Op, OpKind, Span, ValueExpr};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 fn is_true(t: &Tok) -> bool {
     t.is("true") || t.is("True")
@@ -19,19 +19,15 @@ fn is_null(t: &Tok) -> bool {
 pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
     let toks = an.toks;
     let mut out: Vec<FailOpen> = Vec::new();
-    // The first call at each name token, and the starts already reported:
-    // lookups per acquire stay O(1) however many calls the file has.
-    let mut call_at: HashMap<usize, &Call> = HashMap::with_capacity(calls.len());
-    for c in calls {
-        call_at.entry(c.name_tok).or_insert(c);
-    }
+    // The starts already reported; the call at an acquire's name token is
+    // found by a binary search (`calls` are sorted by name token).
     let mut starts: HashSet<usize> = HashSet::new();
     for op in ops {
         if !matches!(op.kind, OpKind::Acquire { .. }) {
             continue;
         }
         let nt = op.order as usize;
-        let Some(&call) = call_at.get(&nt) else {
+        let Some(call) = super::calls::call_at(calls, nt) else {
             continue;
         };
         let mut push = |s: usize, e: usize| {
@@ -54,7 +50,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
             && toks.get(k + 2).is_some_and(|t| t.is("("))
         {
             guard += 1;
-            let Some(&close) = an.st.matching.get(&(k + 2)) else {
+            let Some(close) = an.st.matching.get(&(k + 2)) else {
                 break;
             };
             let name = toks[k + 1].text;
@@ -238,7 +234,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                     && toks.get(j + 3).is_some_and(|t| t.is("nil"))
                     && toks.get(j + 4).is_some_and(|t| t.is("{"))
                 {
-                    let Some(&close) = an.st.matching.get(&(j + 4)) else {
+                    let Some(close) = an.st.matching.get(&(j + 4)) else {
                         break;
                     };
                     for q in j + 5..close {
@@ -309,7 +305,7 @@ fn encloses(an: &Analyzer, at: usize, inner: usize) -> bool {
         if k == 0 || !toks[k - 1].is("}") {
             return false;
         }
-        let Some(&open) = an.st.matching.get(&(k - 1)) else {
+        let Some(open) = an.st.matching.get(&(k - 1)) else {
             return false;
         };
         // the block before us: an earlier `catch (…) {…}` or the try block
@@ -318,7 +314,7 @@ fn encloses(an: &Analyzer, at: usize, inner: usize) -> bool {
         for _ in 0..2 {
             if h >= 1 && toks[h - 1].is(")") {
                 match an.st.matching.get(&(h - 1)) {
-                    Some(&o) if o < h => h = o,
+                    Some(o) if o < h => h = o,
                     _ => return false,
                 }
             }
@@ -440,16 +436,16 @@ pub(super) fn handler_body(an: &Analyzer, at: usize) -> (usize, usize) {
         _ => {
             let mut k = at + 1;
             if toks.get(k).is_some_and(|t| t.is("(")) {
-                k = an.st.matching.get(&k).copied().unwrap_or(k) + 1;
+                k = an.st.matching.get(&k).unwrap_or(k) + 1;
             }
             // C# exception filter: `catch (E e) when (cond) {`
             if toks.get(k).is_some_and(|t| t.is("when"))
                 && toks.get(k + 1).is_some_and(|t| t.is("("))
             {
-                k = an.st.matching.get(&(k + 1)).copied().unwrap_or(k) + 1;
+                k = an.st.matching.get(&(k + 1)).unwrap_or(k) + 1;
             }
             if toks.get(k).is_some_and(|t| t.is("{")) {
-                let e = an.st.matching.get(&k).copied().unwrap_or(k);
+                let e = an.st.matching.get(&k).unwrap_or(k);
                 return (k, e.max(k));
             }
             (at, at)

@@ -261,7 +261,7 @@ impl Analyzer<'_> {
     }
 
     fn matching(&self, i: usize) -> Option<usize> {
-        self.st.matching.get(&i).copied()
+        self.st.matching.get(&i)
     }
 
     /// Calls of same-file helpers that return a check of a key with a

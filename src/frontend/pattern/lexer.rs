@@ -75,7 +75,7 @@ impl StrLit {
     }
 }
 
-/// One token: 40 bytes, no allocation of its own (tokens can come every
+/// One token: 32 bytes, no allocation of its own (tokens can come every
 /// two or three bytes of dense code).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tok<'a> {
@@ -84,14 +84,17 @@ pub struct Tok<'a> {
     /// text is not a piece of it (escapes, interpolations, heredocs): then
     /// the literal's own text, in the side table `lex` fills.
     pub text: &'a str,
-    /// A string literal's pieces (every `Kind::Str` token has one).
-    pub lit: Option<&'a StrLit>,
     start: u32,
     end: u32,
+    /// A string literal's pieces (every `Kind::Str` token has one): its
+    /// index in the side table (see [`Tok::lit`]), or `NO_LIT`/`REGEX`.
+    lit: u32,
     pub kind: Kind,
     /// A line break stands between the previous token and this one.
     pub nl: bool,
 }
+
+const _: () = assert!(std::mem::size_of::<Tok>() == 32);
 
 /// A token while lexing: its literal is an index into the side table.
 #[derive(Clone, Copy)]
@@ -122,6 +125,10 @@ impl<'a> Tok<'a> {
     }
     pub fn is_ident(&self) -> bool {
         self.kind == Kind::Ident
+    }
+    /// A string literal's pieces, from the side table `lex` filled.
+    pub fn lit<'l>(&self, lits: &'l [StrLit]) -> Option<&'l StrLit> {
+        lits.get(self.lit as usize)
     }
 }
 
@@ -170,6 +177,15 @@ fn is_ident_char(c: u8) -> bool {
 /// Only the first 4 GiB are read (token offsets are `u32`; the engine reads
 /// no file of more than `MAX_FILE_BYTES`).
 pub fn lex<'a>(src: &'a str, lang: Language, lits: &'a mut Vec<StrLit>) -> Vec<Tok<'a>> {
+    lex_with_lits(src, lang, lits).0
+}
+
+/// [`lex`], and the side table of the literals for [`Tok::lit`].
+pub fn lex_with_lits<'a>(
+    src: &'a str,
+    lang: Language,
+    lits: &'a mut Vec<StrLit>,
+) -> (Vec<Tok<'a>>, &'a [StrLit]) {
     let mut cut = src.len().min(u32::MAX as usize);
     while !src.is_char_boundary(cut) {
         cut -= 1;
@@ -187,8 +203,13 @@ pub fn lex<'a>(src: &'a str, lang: Language, lits: &'a mut Vec<StrLit>) -> Vec<T
         pending_heredocs: Vec::new(),
     };
     lx.run();
-    let raw = lx.toks;
+    // Both tables grew by doubling: their spare room is given back before
+    // the tokens are built beside the raw ones (a large shrink is a remap,
+    // not a copy).
+    let mut raw = lx.toks;
+    raw.shrink_to_fit();
     *lits = lx.lits;
+    lits.shrink_to_fit();
     let lits: &'a [StrLit] = lits;
     let mut toks = Vec::with_capacity(raw.len());
     toks.extend(raw.iter().map(|r| {
@@ -200,14 +221,14 @@ pub fn lex<'a>(src: &'a str, lang: Language, lits: &'a mut Vec<StrLit>) -> Vec<T
         };
         Tok {
             text,
-            lit,
+            lit: r.lit,
             start: r.start,
             end: r.end,
             kind: r.kind,
             nl: r.nl,
         }
     }));
-    toks
+    (toks, lits)
 }
 
 /// Lexes `src` for a test or a short snippet: the literals' table is leaked.

@@ -37,7 +37,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
         let parens = an
             .vals
             .param_open(n)
-            .and_then(|open| Some((open, *st.matching.get(&open)?)))
+            .and_then(|open| Some((open, st.matching.get(&open)?)))
             .filter(|(open, close)| close > open);
         let list = parens
             .map(|(open, close)| an.vals.param_list(open, close))
@@ -81,11 +81,6 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
 
     // the value variable of each op: a bare parameter argument of its call
     // that is not part of the key
-    let by_name: HashMap<usize, usize> = all
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (toks[c.name_tok].start(), i))
-        .collect();
     for op in &facts.ops {
         if !matches!(op.value, Some(crate::facts::ValueExpr::Unknown)) {
             continue;
@@ -93,7 +88,13 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
         let Some(params) = params_of.get(&op.scope) else {
             continue;
         };
-        let Some(c) = by_name.get(&op.name_span.start).and_then(|&i| all.get(i)) else {
+        // the call whose name starts where the op's does (calls are sorted
+        // by name token, so by start)
+        let i = all.partition_point(|c| toks[c.name_tok].start() < op.name_span.start);
+        let Some(c) = all
+            .get(i)
+            .filter(|c| toks[c.name_tok].start() == op.name_span.start)
+        else {
             continue;
         };
         let in_key = |n: &str| {
@@ -127,7 +128,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
 
     // call sites of everything that is not a client call nor a declaration
     let mut acquire_like: Vec<Op> = Vec::new();
-    let bound = binding_ranges(an);
+    let mut bound = BindingRanges::new(an);
     // What the link can use of a call is known in part here: it resolves a
     // call only to a function of this file (a named, non-test scope), to
     // one whose name says Redis, or through a receiver that may name the
@@ -177,10 +178,11 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
             || recv
                 .as_deref()
                 .is_some_and(|r| crate::project::link::receiver_word(r).len() >= 3);
-        let args = c
-            .args
+        // a slice of exactly the call's arguments (or none): collected at
+        // their exact count, not from a filter's growing room
+        let resolved_args = if may_resolve { c.args } else { &[] };
+        let args = resolved_args
             .iter()
-            .filter(|_| may_resolve)
             .map(|a| {
                 let short = a.end.saturating_sub(a.start) <= MAX_ARG_TOKENS;
                 CallArg {
@@ -226,11 +228,11 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
         // (normalised through the local's name, exactly as an op's key
         // argument naming it is; a local bound more than once stays a bare
         // variable and is left alone)
-        let result_key = bound
-            .get(&(c.recv_start, c.end))
+        let result_key = Some(())
             .filter(|_| may_resolve)
             .filter(|_| c.end - c.recv_start <= MAX_ARG_TOKENS)
-            .map(|&n| an.vals.key(n, n + 1, scope))
+            .and_then(|_| bound.name_of(c.recv_start, c.end))
+            .map(|n| an.vals.key(n, n + 1, scope))
             .filter(|k| !k.is_unknown() && !matches!(k.parts.as_slice(), [KeyPart::Var(_)]));
         facts.link.calls.push(CallSite {
             callee: name.text.to_string(),
@@ -300,7 +302,7 @@ fn returned_keys(an: &Analyzer, functions: &mut [FnSig]) {
         while k < e {
             let x = &toks[k];
             if x.is("(") || x.is("[") || x.is("{") {
-                if let Some(&m) = st.matching.get(&k).filter(|&&m| m > k) {
+                if let Some(m) = st.matching.get(&k).filter(|&m| m > k) {
                     k = m + 1;
                     continue;
                 }
@@ -328,16 +330,43 @@ fn returned_keys(an: &Analyzer, functions: &mut [FnSig]) {
     }
 }
 
-/// The right-hand side of every binding (`k = f(…)`: its start and end)
-/// → the token of the name it binds.
-fn binding_ranges(an: &Analyzer) -> HashMap<(usize, usize), usize> {
-    an.vals
-        .bindings
-        .values()
-        .flatten()
-        .filter(|b| b.eq >= 1)
-        .map(|b| ((b.start, b.end), b.eq - 1))
-        .collect()
+/// The right-hand sides of the bindings (`k = f(…)`) of at most
+/// `MAX_ARG_TOKENS` tokens, as `(start, end)` token ranges sorted by start
+/// (a binding's start is the token after its `=`: one binding per start;
+/// the name it binds is the token before that `=`). Built only when a call
+/// asks: a file whose calls the link cannot use never pays for it.
+struct BindingRanges<'a> {
+    an: &'a Analyzer<'a>,
+    ranges: Option<Vec<(u32, u32)>>,
+}
+
+impl<'a> BindingRanges<'a> {
+    fn new(an: &'a Analyzer<'a>) -> Self {
+        BindingRanges { an, ranges: None }
+    }
+
+    /// The name token of the binding whose right-hand side is `[start, end)`.
+    fn name_of(&mut self, start: usize, end: usize) -> Option<usize> {
+        let an = self.an;
+        let ranges = self.ranges.get_or_insert_with(|| {
+            let mut r: Vec<(u32, u32)> = an
+                .vals
+                .bindings
+                .values()
+                .flatten()
+                .filter(|b| b.eq() >= 1 && b.end - b.start <= MAX_ARG_TOKENS)
+                .map(|b| (b.start as u32, b.end as u32))
+                .collect();
+            r.sort_unstable();
+            r
+        });
+        let i = ranges.partition_point(|&(s, _)| (s as usize) < start);
+        ranges[i..]
+            .iter()
+            .take_while(|&&(s, _)| s as usize == start)
+            .any(|&(_, e)| e as usize == end)
+            .then(|| start - 2)
+    }
 }
 
 /// The argument is one identifier (`key`, `$key`, `@key`, `this.key`).

@@ -137,20 +137,24 @@ fn default_client(lang: Language, lower: &str) -> Client {
 pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     let mut facts = FileFacts::new(language);
     let mut lits = Vec::new();
-    let toks = lexer::lex(src, language, &mut lits);
+    let (toks, lits) = lexer::lex_with_lits(src, language, &mut lits);
     let st = calls::structure(&toks, src, language);
-    let lower = src.to_ascii_lowercase();
-    let has_redis = [
-        "redis",
-        "jedis",
-        "lettuce",
-        "rueidis",
-        "stackexchange",
-        "valkey",
-    ]
-    .iter()
-    .any(|w| has(&lower, w));
-    let vals = Values::new(src, &toks, &st, language);
+    // the lower-cased copy of the file is dropped as soon as these are known
+    let (has_redis, default_client) = {
+        let lower = src.to_ascii_lowercase();
+        let has_redis = [
+            "redis",
+            "jedis",
+            "lettuce",
+            "rueidis",
+            "stackexchange",
+            "valkey",
+        ]
+        .iter()
+        .any(|w| has(&lower, w));
+        (has_redis, default_client(language, &lower))
+    };
+    let vals = Values::new(src, &toks, lits, &st, language);
     let mut an = Analyzer {
         src,
         lang: language,
@@ -158,7 +162,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
         st: &st,
         vals,
         has_redis,
-        default_client: default_client(language, &lower),
+        default_client,
         script_at: HashMap::new(),
         script_names: HashMap::new(),
         script_objs: HashMap::new(),
@@ -172,7 +176,8 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     an.classify_bindings();
     an.spring_connection_params();
     an.link_script_setters();
-    let all_calls = calls::calls(&toks, &st, language);
+    let mut call_table = calls::CallTable::default();
+    let all_calls = calls::calls(&toks, &st, language, &mut call_table);
     an.collect_redis_receivers(&all_calls);
     let mut drafts: Vec<(Draft, Option<usize>)> = Vec::new();
     for (ci, c) in all_calls.iter().enumerate() {
@@ -181,12 +186,15 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
         }
     }
     drafts.sort_by_key(|(d, _)| d.name_tok);
+    // the drafts live beside the ops they become: no spare room
+    drafts.shrink_to_fit();
     facts.scopes = st.scopes.clone();
     let tx = an.tx_state(&all_calls);
     // project link facts need the calls that became ops; the drafts are
     // consumed below (their keys and values move into `facts.ops`)
     let client_calls: HashSet<usize> = drafts.iter().filter_map(|(_, ci)| *ci).collect();
     facts.ops.reserve_exact(drafts.len());
+    facts.call_sites.reserve_exact(drafts.len());
     for (d, ci) in drafts {
         let scope = st.tok_scope.get(d.name_tok).copied().unwrap_or(0);
         let depth = st.tok_depth.get(d.name_tok).copied().unwrap_or(0);
@@ -245,10 +253,13 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     facts.fail_opens = failopen::find(&an, &all_calls, &facts.ops);
     facts.absence_guards = guards::find(&an, &all_calls, &facts.ops);
     facts.exclusive_of_acquire = guards::exclusive_of_acquire(&an, &facts.ops);
-    let lines = paths::LineEnds::new(an.toks);
-    facts.failure_spans = paths::failure_spans(&an, &lines, &facts.ops);
-    facts.validity_spans = paths::validity_spans(&an, &lines);
-    facts.deliberate_spans = paths::deliberate_spans(&an, &lines);
+    {
+        // a `u32` per token: dropped before the link facts are worked out
+        let lines = paths::LineEnds::new(an.toks);
+        facts.failure_spans = paths::failure_spans(&an, &lines, &facts.ops);
+        facts.validity_spans = paths::validity_spans(&an, &lines);
+        facts.deliberate_spans = paths::deliberate_spans(&an, &lines);
+    }
     facts.scripts = std::mem::take(&mut an.scripts);
     facts.run_limit_secs = ttl::run_limit(&an);
     facts.task_limits = ttl::task_limits(&an);
@@ -268,12 +279,15 @@ fn call_site(toks: &[Tok], c: &Call, span: Span) -> OpCall {
     } else {
         Span::new(span.start, span.start)
     };
-    let args = c
-        .args
-        .iter()
-        .filter(|a| a.end > a.start)
-        .filter_map(|a| Some(Span::new(byte(a.start, false)?, byte(a.end - 1, true)?)))
-        .collect();
+    // room for every argument up front: a filtered iterator would start at
+    // four (one allocation per op site)
+    let mut args = Vec::with_capacity(c.args.len());
+    args.extend(
+        c.args
+            .iter()
+            .filter(|a| a.end > a.start)
+            .filter_map(|a| Some(Span::new(byte(a.start, false)?, byte(a.end - 1, true)?))),
+    );
     OpCall {
         span,
         receiver,
@@ -375,7 +389,7 @@ impl<'a> Analyzer<'a> {
                 if !(t.is("do") || t.is("{")) || i == 0 {
                     continue;
                 }
-                let Some(&m) = self.st.matching.get(&i) else {
+                let Some(m) = self.st.matching.get(&i) else {
                     continue;
                 };
                 if m <= i {
@@ -384,7 +398,7 @@ impl<'a> Analyzer<'a> {
                 let mut n = i - 1;
                 if self.toks[n].is(")") {
                     match self.st.matching.get(&n) {
-                        Some(&o) if o >= 1 => n = o - 1,
+                        Some(o) if o >= 1 => n = o - 1,
                         _ => continue,
                     }
                 }
@@ -444,11 +458,11 @@ impl<'a> Analyzer<'a> {
             let t = &self.toks[k];
             if t.is("}") {
                 match self.st.matching.get(&k) {
-                    Some(&o) if o < k => k = o,
+                    Some(o) if o < k => k = o,
                     _ => return None,
                 }
             } else if t.is("{") {
-                let close = *self.st.matching.get(&k)?;
+                let close = self.st.matching.get(&k)?;
                 // only a branch: the token before the block closes a condition or is `else`
                 let prev = k.checked_sub(1).map(|p| &self.toks[p]);
                 let branch = prev.is_some_and(|p| p.is(")") || p.is("else"));
@@ -468,7 +482,7 @@ impl<'a> Analyzer<'a> {
             && self.toks.get(k + 2).is_some_and(|t| t.is("("))
         {
             match self.st.matching.get(&(k + 2)) {
-                Some(&m) if m > k => k = m + 1,
+                Some(m) if m > k => k = m + 1,
                 _ => break,
             }
         }
@@ -491,7 +505,7 @@ impl<'a> Analyzer<'a> {
     fn block_after(&self, c: &Call) -> Option<usize> {
         let t = self.toks.get(c.end)?;
         if t.is("do") || t.is("{") {
-            let m = *self.st.matching.get(&c.end)?;
+            let m = self.st.matching.get(&c.end)?;
             return (m > c.end).then_some(m);
         }
         None
@@ -529,7 +543,7 @@ impl<'a> Analyzer<'a> {
             let mut text = String::new();
             let mut anchors = Vec::new();
             for &g in &group {
-                if let Some(lit) = &toks[g].lit {
+                if let Some(lit) = toks[g].lit(self.vals.lits) {
                     let base = text.len();
                     for &(t, s) in &lit.anchors {
                         anchors.push((base + t, s));
@@ -606,7 +620,7 @@ impl<'a> Analyzer<'a> {
             {
                 continue;
             }
-            let Some(&close) = self.st.matching.get(&(i + 1)) else {
+            let Some(close) = self.st.matching.get(&(i + 1)) else {
                 continue;
             };
             let sid = self.script_ref(i + 2, close);
@@ -783,7 +797,7 @@ impl<'a> Analyzer<'a> {
         if self.lang == Language::Python {
             for i in 0..self.toks.len() {
                 if self.toks[i].is("as") && i >= 2 && self.toks[i - 1].is(")") {
-                    if let (Some(&o), Some(n)) =
+                    if let (Some(o), Some(n)) =
                         (self.st.matching.get(&(i - 1)), self.toks.get(i + 1))
                     {
                         if o >= 1

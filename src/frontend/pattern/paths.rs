@@ -72,7 +72,7 @@ pub fn failure_spans(an: &Analyzer, lines: &LineEnds, ops: &[Op]) -> Vec<Span> {
         if after_dot && FAILURE_CALLBACKS.contains(&t.text) {
             if let Some(open) = toks.get(i + 1).filter(|n| n.is("(") || n.is("{")) {
                 let _ = open;
-                if let Some(&close) = an.st.matching.get(&(i + 1)) {
+                if let Some(close) = an.st.matching.get(&(i + 1)) {
                     if let Some(s) = span_of(toks, i + 1, close + 1) {
                         out.push(s);
                     }
@@ -146,7 +146,7 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
         if !toks.get(bs).is_some_and(|t| t.is("return")) {
             return None;
         }
-        let braced = bs > 0 && an.st.matching.get(&(bs - 1)) == Some(&be);
+        let braced = bs > 0 && an.st.matching.get(&(bs - 1)) == Some(be);
         let closed =
             braced || (an.lang == Language::Ruby && toks.get(be).is_some_and(|t| t.is("end")));
         (&toks[cs..ce], if closed { be + 1 } else { be }, i)
@@ -384,7 +384,7 @@ fn if_parts(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usize, 
         _ => {
             // C-like: `if (cond) {`, Go: `if cond {`
             let (cs, ce, mut k) = if toks.get(i + 1).is_some_and(|t| t.is("(")) {
-                let &c = an.st.matching.get(&(i + 1))?;
+                let c = an.st.matching.get(&(i + 1))?;
                 (i + 2, c, c + 1)
             } else {
                 let mut k = i + 1;
@@ -401,7 +401,7 @@ fn if_parts(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usize, 
                 let e = lines.from(k + 1).min(n);
                 return Some((cs, ce, k, e));
             }
-            let &m = an.st.matching.get(&k)?;
+            let m = an.st.matching.get(&k)?;
             if m <= k {
                 return None;
             }

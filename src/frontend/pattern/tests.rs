@@ -78,9 +78,10 @@ fn dump() {
 }
 
 fn parts(src: &str, lang: Language) -> Vec<Vec<StrPart>> {
-    lex(src, lang)
-        .into_iter()
-        .filter_map(|t| t.lit.map(|l| l.parts.clone()))
+    let mut lits = Vec::new();
+    let (toks, lits) = super::lexer::lex_with_lits(src, lang, &mut lits);
+    toks.iter()
+        .filter_map(|t| t.lit(lits).map(|l| l.parts.clone()))
         .collect()
 }
 
@@ -146,15 +147,17 @@ fn token_texts_borrow_the_source() {
         .iter()
         .filter(|t| t.kind != Kind::Str)
         .all(|t| in_src(t.text)));
-    // the token itself is small: no allocation, 32-bit offsets
-    assert_eq!(std::mem::size_of::<super::lexer::Tok>(), 40);
+    // the token itself is small: no allocation, 32-bit offsets, the
+    // literal an index into the side table
+    assert_eq!(std::mem::size_of::<super::lexer::Tok>(), 32);
 }
 
 #[test]
 fn anchors_map_escapes() {
     let src = "x = \"a\\nredis.call('del')\"";
-    let t = lex(src, Language::Java);
-    let lit = t.iter().find_map(|t| t.lit.cloned()).unwrap();
+    let mut lits = Vec::new();
+    let (t, lits) = super::lexer::lex_with_lits(src, Language::Java, &mut lits);
+    let lit = t.iter().find_map(|t| t.lit(lits).cloned()).unwrap();
     let off = lit.text.find("redis").unwrap();
     let f = crate::facts::ScriptFact {
         name: None,
@@ -171,7 +174,8 @@ fn calls_split_over_lines_and_chains() {
     let src = "class A { void f() {\n  redisTemplate\n    .opsForValue()\n    .setIfAbsent(\"lock:\" + id,\n      token, 10, TimeUnit.SECONDS);\n} }";
     let toks = lex(src, Language::Java);
     let st = calls::structure(&toks, src, Language::Java);
-    let cs = calls::calls(&toks, &st, Language::Java);
+    let mut table = calls::CallTable::default();
+    let cs = calls::calls(&toks, &st, Language::Java, &mut table);
     let c = cs.iter().find(|c| c.name == "setIfAbsent").unwrap();
     assert_eq!(c.recv, vec!["redisTemplate", "opsForValue()"]);
     assert_eq!(c.args.len(), 4);

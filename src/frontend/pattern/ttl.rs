@@ -30,7 +30,7 @@ pub fn of_call(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpTtl> {
         };
         let next = &toks[k + 1];
         let (vs, ve) = if next.is("(") {
-            let close = an.st.matching.get(&(k + 1)).copied().unwrap_or(k + 1);
+            let close = an.st.matching.get(&(k + 1)).unwrap_or(k + 1);
             (k + 2, close.min(end))
         } else if next.is(",") || next.is(":") || next.is("=") || next.is("=>") {
             (k + 2, value_end(an, k + 2, end))
@@ -103,7 +103,7 @@ pub fn task_limits(an: &Analyzer) -> Vec<(u32, u64)> {
         {
             continue;
         }
-        let Some(&close) = an.st.matching.get(&(j + 1)) else {
+        let Some(close) = an.st.matching.get(&(j + 1)) else {
             continue;
         };
         let mut limit = None;
@@ -131,7 +131,7 @@ pub fn task_limits(an: &Analyzer) -> Vec<(u32, u64)> {
                 e += 1;
             }
             d = match toks.get(e) {
-                Some(t) if t.is("(") => an.st.matching.get(&e).map_or(toks.len(), |&m| m + 1),
+                Some(t) if t.is("(") => an.st.matching.get(&e).map_or(toks.len(), |m| m + 1),
                 _ => e,
             };
         }
@@ -159,7 +159,7 @@ fn value_end(an: &Analyzer, s: usize, end: usize) -> usize {
         }
         if t.is("(") || t.is("[") || t.is("{") {
             match an.st.matching.get(&j) {
-                Some(&m) if m > j => {
+                Some(m) if m > j => {
                     j = m + 1;
                     continue;
                 }
@@ -212,7 +212,7 @@ pub fn const_int(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> O
     if e <= s {
         return None;
     }
-    if toks[s].is("(") && an.st.matching.get(&s) == Some(&(e - 1)) {
+    if toks[s].is("(") && an.st.matching.get(&s) == Some(e - 1) {
         return const_int(an, s + 1, e - 1, scope, depth);
     }
     // a product at this level
@@ -222,7 +222,7 @@ pub fn const_int(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> O
     while j < e {
         let t = &toks[j];
         if t.is("(") || t.is("[") || t.is("{") {
-            if let Some(&m) = an.st.matching.get(&j) {
+            if let Some(m) = an.st.matching.get(&j) {
                 if m > j {
                     j = m + 1;
                     continue;
@@ -303,7 +303,7 @@ pub fn run_limit(an: &Analyzer) -> Option<u64> {
             && toks[i + 4].is("{")
             && top(i)
         {
-            let close = an.st.matching.get(&(i + 4)).copied()?;
+            let close = an.st.matching.get(&(i + 4))?;
             let mut k = i + 5;
             while k + 2 < close {
                 if toks[k].text == "maxDuration" && toks[k + 1].is(":") {

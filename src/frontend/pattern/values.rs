@@ -3,7 +3,7 @@
 //! and the classification of written values (constant, unique, weak).
 
 use super::calls::Structure;
-use super::lexer::{self, Kind, StrPart, Tok};
+use super::lexer::{self, Kind, StrLit, StrPart, Tok};
 use crate::facts::{KeyExpr, KeyPart, Language, ValueExpr};
 use crate::words;
 use std::collections::{HashMap, HashSet};
@@ -14,13 +14,20 @@ use std::collections::{HashMap, HashSet};
 pub struct Binding {
     pub start: usize,
     pub end: usize,
-    /// Index of the `=` token.
-    pub eq: usize,
+}
+
+impl Binding {
+    /// Index of the `=` token (the right-hand side starts after it).
+    pub fn eq(&self) -> usize {
+        self.start - 1
+    }
 }
 
 pub struct Values<'a> {
     pub src: &'a str,
     pub toks: &'a [Tok<'a>],
+    /// The string literals' side table of `toks` ([`Tok::lit`]).
+    pub lits: &'a [StrLit],
     pub st: &'a Structure,
     pub lang: Language,
     /// (scope, normalised name) → every binding of it in that scope.
@@ -160,7 +167,7 @@ pub fn expr_end(toks: &[Tok], st: &Structure, lang: Language, s: usize) -> usize
         if t.kind == Kind::Punct {
             match t.text {
                 "(" | "[" | "{" => {
-                    if let Some(&m) = st.matching.get(&k) {
+                    if let Some(m) = st.matching.get(&k) {
                         if m > k {
                             k = m + 1;
                             continue;
@@ -180,10 +187,17 @@ pub fn expr_end(toks: &[Tok], st: &Structure, lang: Language, s: usize) -> usize
 }
 
 impl<'a> Values<'a> {
-    pub fn new(src: &'a str, toks: &'a [Tok<'a>], st: &'a Structure, lang: Language) -> Self {
+    pub fn new(
+        src: &'a str,
+        toks: &'a [Tok<'a>],
+        lits: &'a [StrLit],
+        st: &'a Structure,
+        lang: Language,
+    ) -> Self {
         let mut v = Values {
             src,
             toks,
+            lits,
             st,
             lang,
             bindings: HashMap::new(),
@@ -307,7 +321,7 @@ impl<'a> Values<'a> {
             let Some(open) = self.param_open(n) else {
                 continue;
             };
-            let Some(&close) = self.st.matching.get(&open) else {
+            let Some(close) = self.st.matching.get(&open) else {
                 continue;
             };
             if close <= open {
@@ -327,7 +341,7 @@ impl<'a> Values<'a> {
             if t.is("for") || t.is("foreach") {
                 let paren = toks.get(i + 1).is_some_and(|x| x.is("("));
                 let limit = match paren {
-                    true => self.st.matching.get(&(i + 1)).copied().unwrap_or(i + 1),
+                    true => self.st.matching.get(&(i + 1)).unwrap_or(i + 1),
                     false => (i + 16).min(toks.len()),
                 };
                 let mut k = i + 1 + usize::from(paren);
@@ -381,11 +395,13 @@ impl<'a> Values<'a> {
     fn collect_bindings(&mut self) {
         let toks = self.toks;
         // Go `const ( a = … )` / `var ( … )` groups: their parens do not count
-        let mut group_depth = vec![0u32; toks.len()];
+        // (a table per token for Go only: other files read 0)
+        let mut group_depth = Vec::new();
         if self.lang == Language::Go {
+            group_depth = vec![0u32; toks.len()];
             for (i, t) in toks.iter().enumerate() {
                 if t.is("(") && i > 0 && (toks[i - 1].is("const") || toks[i - 1].is("var")) {
-                    if let Some(&c) = self.st.matching.get(&i) {
+                    if let Some(c) = self.st.matching.get(&i) {
                         for g in group_depth.iter_mut().take(c).skip(i + 1) {
                             *g += 1;
                         }
@@ -396,22 +412,23 @@ impl<'a> Values<'a> {
         // The paren depth at the innermost `{` block around each token: a
         // binding in the block of a closure passed as an argument
         // (`Retry(() => { var v = …; })`, `g.Go(func() error { v := … })`)
-        // is a statement of that block, not a keyword argument.
-        let mut block_paren = vec![0u32; toks.len()];
+        // is a statement of that block, not a keyword argument. Kept as a
+        // stack of blocks while the tokens are walked.
         let mut blocks: Vec<u32> = Vec::new();
-        for (i, t) in toks.iter().enumerate() {
+        for i in 0..toks.len() {
+            let t = &toks[i];
             if t.kind == Kind::Punct && t.is("}") {
                 blocks.pop();
             }
-            block_paren[i] = blocks.last().copied().unwrap_or(0);
+            let block_paren = blocks.last().copied().unwrap_or(0);
             if t.kind == Kind::Punct && t.is("{") {
                 blocks.push(self.st.tok_paren[i]);
             }
-        }
-        for i in 1..toks.len() {
-            let t = &toks[i];
-            if !(t.is("=") || t.is(":=")) || self.st.tok_paren[i] != group_depth[i] + block_paren[i]
-            {
+            if i == 0 {
+                continue;
+            }
+            let group = group_depth.get(i).copied().unwrap_or(0);
+            if !(t.is("=") || t.is(":=")) || self.st.tok_paren[i] != group + block_paren {
                 continue;
             }
             let n = &toks[i - 1];
@@ -442,7 +459,7 @@ impl<'a> Values<'a> {
                         self.result_values
                             .entry((self.st.tok_scope[i], norm_name(toks[i - 3].text)))
                             .or_default()
-                            .push(Binding { start, end, eq: i });
+                            .push(Binding { start, end });
                     }
                 }
                 continue;
@@ -461,7 +478,7 @@ impl<'a> Values<'a> {
             self.bindings
                 .entry((scope, name))
                 .or_default()
-                .push(Binding { start, end, eq: i });
+                .push(Binding { start, end });
         }
         // Go `var x = …` / `const x = …` inside `const ( … )` groups are covered
         // above; Python/others `for x in` are not bindings.
@@ -481,7 +498,7 @@ impl<'a> Values<'a> {
             if !toks.get(open).is_some_and(|t| t.is("(")) {
                 continue;
             }
-            let Some(&close) = self.st.matching.get(&open) else {
+            let Some(close) = self.st.matching.get(&open) else {
                 continue;
             };
             let params = self.param_names(open, close);
@@ -621,7 +638,7 @@ impl<'a> Values<'a> {
                 break;
             }
             // (expr)
-            if toks[s].is("(") && self.st.matching.get(&s) == Some(&(e - 1)) {
+            if toks[s].is("(") && self.st.matching.get(&s) == Some(e - 1) {
                 // C# cast `(RedisKey)x`
                 s += 1;
                 e -= 1;
@@ -646,7 +663,7 @@ impl<'a> Values<'a> {
                 )
             };
             if toks[e - 1].is(")") {
-                if let Some(&o) = self.st.matching.get(&(e - 1)) {
+                if let Some(o) = self.st.matching.get(&(e - 1)) {
                     if o >= 1
                         && o > s
                         && wrapper(o - 1)
@@ -695,7 +712,7 @@ impl<'a> Values<'a> {
         while k < e {
             let t = &toks[k];
             if t.kind == Kind::Punct && matches!(t.text, "(" | "[" | "{") {
-                if let Some(&m) = self.st.matching.get(&k) {
+                if let Some(m) = self.st.matching.get(&k) {
                     if m > k && m < e {
                         k = m + 1;
                         continue;
@@ -762,7 +779,7 @@ impl<'a> Values<'a> {
             && matches!(toks[s + 2].text, "format" | "formatted")
             && toks[s + 3].is("(")
         {
-            if let Some(&c) = self.st.matching.get(&(s + 3)) {
+            if let Some(c) = self.st.matching.get(&(s + 3)) {
                 let args = super::calls::split_args(toks, self.st, s + 3, c);
                 let ranges: Vec<(usize, usize)> = args.iter().map(|a| (a.start, a.end)).collect();
                 return self.format_key(toks[s].text, &ranges, scope, depth);
@@ -770,7 +787,7 @@ impl<'a> Values<'a> {
         }
         // String.format(fmt, …), fmt.Sprintf, sprintf, string.Format
         if toks[e - 1].is(")") {
-            if let Some(&o) = self.st.matching.get(&(e - 1)) {
+            if let Some(o) = self.st.matching.get(&(e - 1)) {
                 if o >= 1 && o > s {
                     let fname = toks[o - 1].text;
                     if matches!(
@@ -902,7 +919,7 @@ impl<'a> Values<'a> {
 
     fn arg_ranges(&self, s: usize, e: usize, tuple: bool) -> Vec<(usize, usize)> {
         let toks = self.toks;
-        if tuple && toks[s].is("(") && self.st.matching.get(&s) == Some(&(e - 1)) {
+        if tuple && toks[s].is("(") && self.st.matching.get(&s) == Some(e - 1) {
             return super::calls::split_args(toks, self.st, s, e - 1)
                 .into_iter()
                 .map(|a| (a.start, a.end))
@@ -941,7 +958,7 @@ impl<'a> Values<'a> {
         let blocked = self.resolving.borrow().contains(&name);
         if let Some(b) = self.lookup(scope, &name).filter(|_| !blocked) {
             self.resolving.borrow_mut().push(name.clone());
-            let mut k = self.key_d(b.start, b.end, self.st.tok_scope[b.eq], depth + 1);
+            let mut k = self.key_d(b.start, b.end, self.st.tok_scope[b.eq()], depth + 1);
             self.resolving.borrow_mut().pop();
             // a field is only resolved when it is a constant; else it stays `this.x`
             let field_var = name.starts_with("this.")
@@ -984,7 +1001,7 @@ impl<'a> Values<'a> {
     }
 
     fn lit_key(&self, t: &Tok, scope: u32, depth: u32) -> KeyExpr {
-        let Some(lit) = &t.lit else {
+        let Some(lit) = t.lit(self.lits) else {
             return KeyExpr::lit(t.text);
         };
         let mut k = KeyExpr::default();
@@ -1113,7 +1130,7 @@ impl<'a> Values<'a> {
             let t = &toks[s];
             match t.kind {
                 Kind::Str => {
-                    if t.lit.as_ref().is_some_and(|l| l.has_interp()) {
+                    if t.lit(self.lits).is_some_and(|l| l.has_interp()) {
                         return classify(self.text(s, e)).unwrap_or(ValueExpr::Unknown);
                     }
                     return words::constant(&format!("\"{}\"", t.text));
@@ -1155,7 +1172,7 @@ impl<'a> Values<'a> {
         }) && (e - s) % 2 == 1;
         if is_path {
             if let Some(b) = self.lookup(scope, text) {
-                let v = self.value_d(b.start, b.end, self.st.tok_scope[b.eq], depth + 1);
+                let v = self.value_d(b.start, b.end, self.st.tok_scope[b.eq()], depth + 1);
                 if v != ValueExpr::Unknown {
                     return v;
                 }
