@@ -110,6 +110,7 @@ fn findings_for(
     facts: &FileFacts,
     foreign: &[crate::facts::Op],
     plain_writes: &[Vec<Option<String>>],
+    held_scopes: &[crate::facts::ScopeId],
     settings: &Settings,
 ) -> Vec<Finding> {
     // Every rule reads the file's ops, scripts or fail-open sites
@@ -132,7 +133,8 @@ fn findings_for(
         settings.target,
     )
     .with_project(foreign)
-    .with_plain_writes(plain_writes);
+    .with_plain_writes(plain_writes)
+    .with_held_scopes(held_scopes);
     let diags = rules::run_all(&cx, |code| settings.rule_enabled(code));
     let index = LineIndex::new(src);
     let fixer = rules::fixes::Fixer::new(&cx);
@@ -803,6 +805,7 @@ fn link_and_check_all(
                     facts,
                     &view.foreign,
                     &view.plain_writes,
+                    &view.held_scopes,
                     settings,
                 );
                 if found.is_empty() && !root && f.src_hash.is_some() {

@@ -21,6 +21,7 @@
 pub mod cache;
 pub mod calls;
 pub mod failure;
+pub mod holders;
 pub mod index;
 pub mod link;
 pub mod listing;
@@ -86,6 +87,9 @@ pub struct FileView {
     /// Shapes of this file's lock-named keys that the project writes only
     /// with a plain `SET` and never takes (`rules::shape_writes`).
     pub plain_writes: Vec<Vec<Option<String>>>,
+    /// Scopes whose function some caller in the project runs after a take
+    /// ([`holders`]): a delete there may be a holder's release.
+    pub held_scopes: Vec<ScopeId>,
 }
 
 impl FileView {
@@ -166,6 +170,10 @@ pub fn link_project(files: &[ProjectFile]) -> Vec<FileView> {
     let failing = failure::failure_only_scopes(files, &views);
     for (v, scopes) in views.iter_mut().zip(failing) {
         v.failure_scopes = scopes;
+    }
+    let held = holders::held_scopes(files, &views);
+    for (v, scopes) in views.iter_mut().zip(held) {
+        v.held_scopes = scopes;
     }
     views
 }

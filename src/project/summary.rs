@@ -357,7 +357,7 @@ fn key_reads_like_lock(op: &Op) -> bool {
 /// A name made only of the words of a client command or a generic
 /// key-value API (`delete`, `del`, `removeKey`, `KeyDeleteAsync`,
 /// `setIfAbsent`): it says nothing about which key it is for.
-fn generic_command_name(name: &str) -> bool {
+pub(super) fn generic_command_name(name: &str) -> bool {
     const GENERIC: &[&str] = &[
         "del", "delete", "remove", "unlink", "expire", "pexpire", "evict", "clear", "drop", "set",
         "get", "put", "if", "absent", "nx", "key", "keys", "value", "cache", "redis", "string",

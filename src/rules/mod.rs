@@ -163,6 +163,12 @@ pub struct Context<'a> {
     once_only: RefCell<HashMap<(usize, Option<ScopeId>), Vec<(Vec<String>, bool)>>>,
     /// The TTL arguments the front-end read, by the start of the op's name.
     ttls: HashMap<usize, &'a OpTtl>,
+    /// Scopes whose function the project runs after a take somewhere
+    /// ([`Context::with_held_scopes`]).
+    held: HashSet<ScopeId>,
+    /// Where the file's calls of project functions name their callee: an
+    /// op there was instantiated at that call by the link.
+    call_starts: HashSet<usize>,
 }
 
 const MAX_ACQUIRED_SHAPES: usize = 32;
@@ -679,6 +685,8 @@ impl<'a> Context<'a> {
         }
         plain_shapes.retain(|s| !taken_shapes.contains(s));
         Context {
+            held: HashSet::new(),
+            call_starts: facts.link.calls.iter().map(|c| c.name_span.start).collect(),
             written_only: plain_shapes,
             taken_shapes,
             own,
@@ -726,6 +734,20 @@ impl<'a> Context<'a> {
             .filter(|s| !self.taken_shapes.contains(s))
             .collect();
         self
+    }
+
+    /// The scopes of the file whose function some caller in the project
+    /// runs after a take (`project::holders`): a delete there may be a
+    /// holder's release, never a reset of a window or flag.
+    pub fn with_held_scopes(mut self, scopes: &[ScopeId]) -> Self {
+        self.held = scopes.iter().copied().collect();
+        self
+    }
+
+    /// The op was instantiated by the link at a call of a project function
+    /// (its name span is that call's), not written as a client call here.
+    fn linked_call(&self, op: &Op) -> bool {
+        op.name_span != Span::default() && self.call_starts.contains(&op.name_span.start)
     }
 
     fn traits(&self, scope: ScopeId) -> ScopeTraits {
@@ -1224,6 +1246,18 @@ impl<'a> Context<'a> {
     /// `unlock`, a lock type). No process does its work between taking the
     /// key and deleting it, so the key excludes nobody: two consumers at
     /// once are a duplicate enqueue, not two holders of a lock.
+    ///
+    /// So is a window or flag that its holder never deletes (SPEC §1 "a
+    /// deduplication window that nobody ever deletes"): a throttle marker, a
+    /// first-init marker, a "job running" flag, whose only deletes are
+    /// resets elsewhere (a session clean-up, an admin re-init, a job-start
+    /// hook). A delete is the holder's release when it runs after a take in
+    /// its own function (a function that takes the key with a client call
+    /// of its own counts wherever the delete stands: a Go `defer` comes
+    /// before the take), in a function that some caller in the project
+    /// runs after a take (`project::holders`, by name, a take of any key),
+    /// or in a lock function or type; when no delete is, the key is no lock
+    /// — provided the file shows it taken and no other file deletes it.
     pub fn once_only_marker(&self, op: &Op) -> bool {
         let Some(list) = self.by_key.get(op.key.parts.as_slice()) else {
             return false;
@@ -1281,6 +1315,17 @@ impl<'a> Context<'a> {
             .map(|a| a.span)
             .collect();
         let acquired = acquire_positions(list, &same);
+        // per function: where it first takes the key, and whether it takes
+        // it with a client call of its own (not only through a call of a
+        // function that takes it)
+        let mut takes_at: HashMap<ScopeId, (usize, bool)> = HashMap::new();
+        for a in list.iter().copied() {
+            if matches!(a.kind, OpKind::Acquire { .. }) && same(a) {
+                let e = takes_at.entry(a.scope).or_insert((a.span.start, false));
+                e.0 = e.0.min(a.span.start);
+                e.1 |= !self.linked_call(a);
+            }
+        }
         let mut rollback = false;
         let mut cleared_elsewhere = false;
         for o in list.iter().copied() {
@@ -1294,8 +1339,17 @@ impl<'a> Context<'a> {
                 rollback |= takes(o.scope);
                 continue;
             }
+            // The holder's release: after a take in its own function, in a
+            // function some caller runs after a take (`project::holders`),
+            // or in a lock function or type. Any other delete (a reset
+            // before the take, a clean-up, a job-start hook) is not.
             let t = self.traits(o.scope);
-            let consumer = !takes(o.scope)
+            let at = o.span.start.min(o.name_span.start);
+            let holder_here = takes_at
+                .get(&o.scope)
+                .is_some_and(|&(first, own)| own || first < at);
+            let consumer = !holder_here
+                && !self.held.contains(&o.scope)
                 && !t.lock_type
                 && !t.release_fn
                 && !words::is_lock_fn(&self.facts.scope(o.scope).name);
@@ -1304,7 +1358,17 @@ impl<'a> Context<'a> {
             }
             cleared_elsewhere = true;
         }
-        rollback || (!cleared_elsewhere && self.any_failure_release(op, list))
+        if rollback {
+            return true;
+        }
+        if cleared_elsewhere {
+            // Every delete is another function's: a reset of a window or
+            // flag, not its holder's release — when the file shows the key
+            // taken and no other file deletes it (whose delete that is, this
+            // file cannot tell).
+            return !acquired.is_empty() && self.project_same_key(op, Want::Released).is_none();
+        }
+        self.any_failure_release(op, list)
     }
 
     /// Some release of `op`'s key in `list` runs on a failure path.
