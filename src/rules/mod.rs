@@ -163,6 +163,12 @@ pub struct Context<'a> {
     once_only: RefCell<HashMap<(usize, Option<ScopeId>), Vec<(Vec<String>, bool)>>>,
     /// The TTL arguments the front-end read, by the start of the op's name.
     ttls: HashMap<usize, &'a OpTtl>,
+    /// The file's ops by the [`key_shape`] of their key, for keys whose
+    /// shape holds a letter or digit: what [`Context::expirable`] falls back
+    /// to when no op of the exact key shows how it is taken.
+    by_shape: HashMap<String, Vec<&'a Op>>,
+    /// [`Context::shape_expirable`] by shape, built on first use.
+    shape_expiry: RefCell<HashMap<String, Option<bool>>>,
 }
 
 const MAX_ACQUIRED_SHAPES: usize = 32;
@@ -545,6 +551,11 @@ enum Want {
     Kind(KindOnly),
     /// What makes a lock expirable in [`Context::expirable`].
     Expires,
+    /// A write that can take a lock: a set-if-absent, or a plain `SET` (a
+    /// check-then-set acquire, LL011).
+    Taken,
+    /// A script run on the key (it may set a TTL).
+    Scripted,
 }
 
 /// The kinds asked about by kind alone ([`Want::Kind`]).
@@ -650,7 +661,12 @@ impl<'a> Context<'a> {
         }
         let mut acquired_shapes: Vec<String> = Vec::new();
         let mut acquire_literals = HashSet::new();
+        let mut by_shape: HashMap<String, Vec<&'a Op>> = HashMap::new();
         for op in &own {
+            let shape = key_shape(&op.key);
+            if shape.chars().any(|c| c.is_alphanumeric()) {
+                by_shape.entry(shape).or_default().push(op);
+            }
             if matches!(op.kind, OpKind::Acquire { .. }) {
                 acquire_literals.insert(literal_shape(&op.key));
             }
@@ -697,6 +713,8 @@ impl<'a> Context<'a> {
             acquire_literals,
             once_only: RefCell::new(HashMap::new()),
             ttls,
+            by_shape,
+            shape_expiry: RefCell::new(HashMap::new()),
         }
     }
 
@@ -909,6 +927,8 @@ impl<'a> Context<'a> {
     fn answers(&self, want: Want, o: &Op) -> bool {
         match want {
             Want::Acquire => matches!(o.kind, OpKind::Acquire { .. }),
+            Want::Taken => matches!(o.kind, OpKind::Acquire { .. } | OpKind::Set { .. }),
+            Want::Scripted => matches!(o.kind, OpKind::Eval { .. }),
             Want::ReleasedOrExtended => {
                 !self.deliberate_release(o)
                     && match o.kind {
@@ -1342,24 +1362,79 @@ impl<'a> Context<'a> {
     }
 
     /// SPEC §2 "Expirable lock": a lock that can change hands while held.
-    /// False only when the file shows every acquire of the key, none of them
-    /// sets a TTL that can run out while its holder runs (none, or a
-    /// constant at least the file's hard runtime limit:
-    /// [`Context::outlives_run`]), no legacy takeover (GETSET) rewrites it, and every EXPIRE
-    /// of it is queued right before a release of it (nothing between them:
-    /// the pipeline `EXPIRE k; DEL k` after the work). Without an acquire in
-    /// the file nothing is known, and the lock counts as expirable.
+    /// The ops that show how the key is taken answer it: the file's writes
+    /// of the key (a set-if-absent, or a plain `SET` of a check-then-set,
+    /// which is how that function takes it), else those of other files of
+    /// the project (the key carries evidence), else the file's ops on keys
+    /// of the same shape (`query_hash_job:{}:{}` whatever its variables are
+    /// called). It is expirable when one of those ops sets a TTL that can
+    /// run out while its holder runs (not a constant at least the file's
+    /// hard runtime limit: [`Context::outlives_run`]), an EXPIRE of it is not
+    /// queued right before a release of it (the pipeline `EXPIRE k; DEL k`
+    /// after the work), or a legacy takeover (GETSET) rewrites it. A script
+    /// run on the key may do any of that: expirable. When nothing in the
+    /// project takes the key (a release helper whose lock is taken by
+    /// callers this project does not show), nothing is known, and the lock
+    /// counts as expirable.
     pub fn expirable(&self, op: &Op) -> bool {
-        let Some(group) = self.by_key.get(op.key.parts.as_slice()) else {
-            return true;
-        };
+        let group = self.by_key.get(op.key.parts.as_slice());
         // "some op of the key (`op` included) answers `want`", through the
         // group's index instead of a walk over the group per op.
         let any = |want: Want| {
-            self.first_in_group(op, group, want).is_some()
+            group.is_some_and(|group| self.first_in_group(op, group, want).is_some())
                 || (self.answers(want, op) && self.in_group(op))
         };
-        !any(Want::Acquire) || any(Want::Expires)
+        if any(Want::Taken) {
+            return any(Want::Expires);
+        }
+        if any(Want::Scripted) || any(Want::Expires) {
+            return true;
+        }
+        if let Some(list) = self.project_list(op) {
+            if list
+                .iter()
+                .any(|o| self.answers(Want::Scripted, o) || self.answers(Want::Expires, o))
+            {
+                return true;
+            }
+            if list.iter().any(|o| self.answers(Want::Taken, o)) {
+                return false;
+            }
+        }
+        self.shape_expirable(&op.key).unwrap_or(true)
+    }
+
+    /// The ops of other files on `op`'s key, when the key carries evidence.
+    fn project_list(&self, op: &Op) -> Option<&[&'a Op]> {
+        if !(op.key.has_constant_part() || self.key_reads_like_lock(&op.key)) {
+            return None;
+        }
+        self.project_by_key
+            .get(op.key.parts.as_slice())
+            .map(Vec::as_slice)
+    }
+
+    /// [`Context::expirable`] from the file's ops on keys of `key`'s shape:
+    /// one of them runs a script or makes its key expire (true), or takes
+    /// it without that (false); none of them writes it (`None`).
+    fn shape_expirable(&self, key: &KeyExpr) -> Option<bool> {
+        let shape = key_shape(key);
+        let list = self.by_shape.get(&shape)?;
+        if let Some(&known) = self.shape_expiry.borrow().get(&shape) {
+            return known;
+        }
+        let known = if list
+            .iter()
+            .any(|o| self.answers(Want::Scripted, o) || self.answers(Want::Expires, o))
+        {
+            Some(true)
+        } else if list.iter().any(|o| self.answers(Want::Taken, o)) {
+            Some(false)
+        } else {
+            None
+        };
+        self.shape_expiry.borrow_mut().insert(shape, known);
+        known
     }
 
     /// The acquire's TTL is a constant at least as long as the hard runtime
