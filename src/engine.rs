@@ -104,6 +104,10 @@ fn drop_test_code(facts: &mut FileFacts) {
     facts.fail_opens.retain(|f| !is_test(f.scope));
 }
 
+/// What the rules of one file found of the expiry of its ops, by the
+/// start of the op's call (`rules::Context::expiry_verdicts`).
+type Verdicts = Vec<(usize, bool)>;
+
 fn findings_for(
     display_path: &str,
     src: &str,
@@ -112,13 +116,16 @@ fn findings_for(
     plain_writes: &[Vec<Option<String>>],
     held_scopes: &[crate::facts::ScopeId],
     settings: &Settings,
-) -> Vec<Finding> {
+) -> (Vec<Finding>, Verdicts) {
     // Every rule reads the file's ops, scripts or fail-open sites
     // (`rules::run_all`): a file with none of them (most files a full scan
     // parses) has no finding but an unused suppression, without the
     // per-file indexes of `Context` (each scope's name traits) and lines.
     if facts.ops.is_empty() && facts.scripts.is_empty() && facts.fail_opens.is_empty() {
-        return filter::suppress::apply(display_path, src, facts.language, Vec::new(), settings);
+        return (
+            filter::suppress::apply(display_path, src, facts.language, Vec::new(), settings),
+            Verdicts::new(),
+        );
     }
     let file_name = Path::new(display_path)
         .file_stem()
@@ -136,6 +143,7 @@ fn findings_for(
     .with_plain_writes(plain_writes)
     .with_held_scopes(held_scopes);
     let diags = rules::run_all(&cx, |code| settings.rule_enabled(code));
+    let verdicts = cx.expiry_verdicts();
     let index = LineIndex::new(src);
     let fixer = rules::fixes::Fixer::new(&cx);
     let mut out: Vec<Finding> = Vec::with_capacity(diags.len());
@@ -209,7 +217,10 @@ fn findings_for(
     }
     out.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
     out.dedup_by(|a, b| a.code == b.code && a.line == b.line && a.column == b.column);
-    filter::suppress::apply(display_path, src, facts.language, out, settings)
+    (
+        filter::suppress::apply(display_path, src, facts.language, out, settings),
+        verdicts,
+    )
 }
 
 /// Outcome of reading one file.
@@ -795,11 +806,11 @@ fn link_and_check_all(
             .zip(roots.par_iter())
             .map(|(((f, view), n), root)| {
                 if !n || !load(f) {
-                    return Vec::new();
+                    return (Vec::new(), Vec::new());
                 }
                 let linked = view.rule_facts(&f.facts);
                 let facts = linked.as_ref().unwrap_or(&f.facts);
-                let found = findings_for(
+                let (found, verdicts) = findings_for(
                     &f.display,
                     &f.src,
                     facts,
@@ -812,11 +823,25 @@ fn link_and_check_all(
                     f.src = String::new();
                     f.loaded = false;
                 }
-                found
+                (found, verdicts)
             })
             .collect::<Vec<_>>()
     };
-    let mut found = in_pool(threads, run);
+    let (mut found, verdicts): (Vec<Vec<Finding>>, Vec<Verdicts>) =
+        in_pool(threads, run).into_iter().unzip();
+    // (file, byte offset) of the ops whose lock the rules of their file
+    // found cannot expire (SPEC §2 Expirable lock), and of those counted
+    // expirable only because nothing there showed how the key is taken
+    let never: std::collections::HashSet<(usize, usize)> = verdicts
+        .iter()
+        .enumerate()
+        .flat_map(|(i, v)| v.iter().filter(|(_, u)| !u).map(move |&(at, _)| (i, at)))
+        .collect();
+    let unknown: std::collections::HashSet<(usize, usize)> = verdicts
+        .iter()
+        .enumerate()
+        .flat_map(|(i, v)| v.iter().filter(|(_, u)| *u).map(move |&(at, _)| (i, at)))
+        .collect();
     // (file, byte offset, code) of every finding, for the once-only rule
     let at: std::collections::HashSet<(usize, usize, &str)> = found
         .iter()
@@ -838,12 +863,22 @@ fn link_and_check_all(
         // A call that instantiates several of a wrapper's ops (its SETNX
         // and its EXPIRE) repeats the wrapper's finding when any of them
         // already carries it there.
+        // A finding that needs an expirable lock (LL001, LL002, LL005) at a
+        // call site that shows nothing of how the key is taken stands or
+        // falls with the wrapper: where the rules of a file along the
+        // chain found that the lock behind the op cannot expire (its lock
+        // type takes its locks without a TTL), the call site has nothing
+        // to add.
+        let needs_expiry = |code: &str| matches!(code, "LL001" | "LL002" | "LL005");
         fs.retain(|f| {
             by_call.get(&f.span.start).is_none_or(|insts| {
                 !insts.iter().any(|inst| {
-                    inst.chain
-                        .iter()
-                        .any(|r| at.contains(&(r.file, r.at, f.code)))
+                    inst.chain.iter().any(|r| {
+                        at.contains(&(r.file, r.at, f.code))
+                            || (needs_expiry(f.code)
+                                && unknown.contains(&(i, f.span.start))
+                                && never.contains(&(r.file, r.at)))
+                    })
                 })
             })
         });

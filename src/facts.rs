@@ -331,6 +331,13 @@ pub enum OpKind {
     /// Neither an acquire, a release, an extend nor a read. Hashes are not
     /// collections here: a hash lock's owner field is a real lock.
     Members,
+    /// `HSETNX`: a hash field written only if it is absent (`hsetnx`,
+    /// `hSetNx`, Spring `opsForHash().putIfAbsent`, StackExchange
+    /// `HashSet(k, f, v, When.NotExists)`), how a hash lock is taken. A hash
+    /// field has no TTL of its own: the key expires only through an
+    /// EXPIRE. Not an acquire of SPEC §2 (no set-if-absent of the key): it
+    /// only tells how the key is taken (SPEC §2 Expirable lock).
+    FieldAcquire,
 }
 
 /// One Redis operation on one key.

@@ -722,6 +722,9 @@ impl<'a> Extractor<'a> {
             "EXISTS" if args.len() == 1 => {
                 self.push(OpKind::Exists, args[0], None, span, name_span, sess);
             }
+            "HSETNX" if !args.is_empty() => {
+                self.push(OpKind::FieldAcquire, args[0], None, span, name_span, sess);
+            }
             "INCR" | "INCRBY" | "INCRBYFLOAT" | "DECR" | "DECRBY" | "HINCRBY" | "HINCRBYFLOAT"
                 if !args.is_empty() =>
             {

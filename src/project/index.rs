@@ -50,8 +50,14 @@ fn visible_ops<'a>(f: &'a ProjectFile, view: &'a FileView) -> impl Iterator<Item
 pub fn fill_foreign(files: &[ProjectFile], views: &mut [FileView]) {
     // key parts → (file, op) from every file, one per (file, kind)
     let mut by_key: HashMap<Vec<KeyPart>, Vec<(usize, Op)>> = HashMap::new();
-    let mut seen: HashSet<(Vec<KeyPart>, usize, std::mem::Discriminant<OpKind>, bool)> =
-        HashSet::new();
+    #[allow(clippy::type_complexity)]
+    let mut seen: HashSet<(
+        Vec<KeyPart>,
+        usize,
+        std::mem::Discriminant<OpKind>,
+        bool,
+        bool,
+    )> = HashSet::new();
     for (fi, f) in files.iter().enumerate() {
         let visible = visible_ops(f, &views[fi]).collect::<Vec<&Op>>();
         let scope_name = |s: u32| {
@@ -75,11 +81,17 @@ pub fn fill_foreign(files: &[ProjectFile], views: &mut [FileView]) {
                 continue;
             }
             let checked = matches!(op.kind, OpKind::Release { checked: true });
+            // a timed and an untimed write of one key both say how it is taken
+            let timed = matches!(
+                op.kind,
+                OpKind::Acquire { expiry: true } | OpKind::Set { expiry: true }
+            );
             let k = (
                 op.key.parts.clone(),
                 fi,
                 std::mem::discriminant(&op.kind),
                 checked,
+                timed,
             );
             if !seen.insert(k) {
                 continue;

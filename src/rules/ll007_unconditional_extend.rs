@@ -56,10 +56,13 @@ impl Rule for UnconditionalExtend {
             // holder is read back (`GET`, compared in the client) before the
             // EXPIRE — a leader lease re-armed by whoever finds its own name
             // there, in two round trips.
+            // A once-only marker's delete is a rollback, not a release (SPEC
+            // §2): a dedupe key set if absent, deleted only when the work
+            // failed and rewritten with a TTL when it succeeded, is no lock.
             let lock = cx.is_lock_key(op)
                 && !cx.counter_or_collection(op)
                 && (cx.key_reads_like_lock(&op.key)
-                    || cx.released(op).is_some()
+                    || (cx.released(op).is_some() && !cx.once_only_marker(op))
                     || renewed_after_read(cx, op));
             // The other path of a write that sets-if-absent on one branch
             // (`if nx { return setnx(k…) }; return set(k…)`): no acquire ran.
@@ -74,13 +77,15 @@ impl Rule for UnconditionalExtend {
                 continue;
             }
             // Part of the acquire sequence: LL003 (or the acquire itself) speaks for it.
-            // So is the TTL of a plain SET just written in the same function.
+            // So is the TTL of a plain SET just written in the same function,
+            // and that of a hash lock just taken with HSETNX.
             let in_acquire = cx
                 .nearest_before(op, &OpKind::Acquire { expiry: false })
                 .is_some()
                 || cx
                     .nearest_before(op, &OpKind::Set { expiry: false })
-                    .is_some();
+                    .is_some()
+                || cx.nearest_before(op, &OpKind::FieldAcquire).is_some();
             // A takeover inside the acquire loop: the SET follows a GET of the
             // key, which follows a failed set-if-absent of it in the same
             // function (`SET NX PX` failed; `old = GET k`; if `old` passed,

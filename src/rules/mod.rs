@@ -169,6 +169,23 @@ pub struct Context<'a> {
     /// Where the file's calls of project functions name their callee: an
     /// op there was instantiated at that call by the link.
     call_starts: HashSet<usize>,
+
+    /// The file's ops by the [`key_shape`] of their key, for keys whose
+    /// shape holds a letter or digit: what [`Context::expirable`] falls back
+    /// to when no op of the exact key shows how it is taken.
+    by_shape: HashMap<String, Vec<&'a Op>>,
+    /// [`Context::shape_expirable`] by shape, built on first use.
+    shape_expiry: RefCell<HashMap<String, Option<bool>>>,
+    /// Per owner type: whether one of its ops makes a key expire, and
+    /// whether one takes a lock ([`Context::owner_expirable`]),
+    /// built on first use.
+    #[allow(clippy::type_complexity)]
+    type_expiry: RefCell<Option<HashMap<Option<String>, (bool, bool)>>>,
+    /// What [`Context::expirable`] answered, by the start of the op's call
+    /// ([`Context::call_span`]): `false` for a lock that cannot expire,
+    /// `true` for one counted expirable only because nothing shows how its
+    /// key is taken. See [`Context::expiry_verdicts`].
+    verdicts: RefCell<Vec<(usize, bool)>>,
 }
 
 const MAX_ACQUIRED_SHAPES: usize = 32;
@@ -188,7 +205,7 @@ fn literal_shape(key: &KeyExpr) -> Vec<Option<&str>> {
 /// SPEC §2 Lock key: how each op of `ops` writes its key, by literal shape
 /// ([`literal_shape`]) — `true` for a plain `SET` that nothing checked
 /// first, `false` for a write or use that takes or owns the key (an
-/// acquire, a takeover `GETSET`, a script, a checked release or extend, a
+/// acquire, an `HSETNX`, a takeover `GETSET`, a script, a checked release or extend, a
 /// delete after a GET of the key in its function (compared in the client),
 /// the `SET` of a check-then-set: guarded by an absence check, or after a
 /// read of the same key in its function). Other ops are left out. A lock-named
@@ -230,6 +247,7 @@ pub fn shape_writes<'o>(
                     && !read.contains(&(o.scope, o.key.parts.as_slice()))
             }
             OpKind::Acquire { .. }
+            | OpKind::FieldAcquire
             | OpKind::GetSet
             | OpKind::Eval { .. }
             | OpKind::CheckedExtend
@@ -551,6 +569,12 @@ enum Want {
     Kind(KindOnly),
     /// What makes a lock expirable in [`Context::expirable`].
     Expires,
+    /// A write that takes a lock: a set-if-absent (of the key, or of a
+    /// field of a hash key: `HSETNX`), or the plain `SET` of a
+    /// check-then-set acquire ([`Context::checked_set`]).
+    Taken,
+    /// A script run on the key (it may set a TTL).
+    Scripted,
 }
 
 /// The kinds asked about by kind alone ([`Want::Kind`]).
@@ -594,6 +618,8 @@ fn kind_tag(kind: &OpKind) -> Option<u8> {
         OpKind::Set { expiry: false } => Some(4),
         OpKind::Set { expiry: true } => Some(5),
         OpKind::GetSet => Some(6),
+        OpKind::Exists => Some(7),
+        OpKind::FieldAcquire => Some(8),
         _ => None,
     }
 }
@@ -656,7 +682,12 @@ impl<'a> Context<'a> {
         }
         let mut acquired_shapes: Vec<String> = Vec::new();
         let mut acquire_literals = HashSet::new();
+        let mut by_shape: HashMap<String, Vec<&'a Op>> = HashMap::new();
         for op in &own {
+            let shape = key_shape(&op.key);
+            if shape.chars().any(|c| c.is_alphanumeric()) {
+                by_shape.entry(shape).or_default().push(op);
+            }
             if matches!(op.kind, OpKind::Acquire { .. }) {
                 acquire_literals.insert(literal_shape(&op.key));
             }
@@ -705,6 +736,10 @@ impl<'a> Context<'a> {
             acquire_literals,
             once_only: RefCell::new(HashMap::new()),
             ttls,
+            by_shape,
+            shape_expiry: RefCell::new(HashMap::new()),
+            type_expiry: RefCell::new(None),
+            verdicts: RefCell::new(Vec::new()),
         }
     }
 
@@ -931,6 +966,12 @@ impl<'a> Context<'a> {
     fn answers(&self, want: Want, o: &Op) -> bool {
         match want {
             Want::Acquire => matches!(o.kind, OpKind::Acquire { .. }),
+            Want::Taken => match o.kind {
+                OpKind::Acquire { .. } | OpKind::FieldAcquire => true,
+                OpKind::Set { .. } => self.checked_set(o),
+                _ => false,
+            },
+            Want::Scripted => matches!(o.kind, OpKind::Eval { .. }),
             Want::ReleasedOrExtended => {
                 !self.deliberate_release(o)
                     && match o.kind {
@@ -1130,12 +1171,14 @@ impl<'a> Context<'a> {
     }
 
     /// An EXPIRE that gives a set-if-absent of the same function its TTL
-    /// (the second half of the LL003 sequence): not an extension.
+    /// (the second half of the LL003 sequence), or a hash lock just taken
+    /// with `HSETNX` there its TTL: not an extension.
     pub fn is_acquire_ttl(&self, expire: &Op) -> bool {
         expire.kind == OpKind::Expire
-            && self
+            && (self
                 .nearest_before(expire, &OpKind::Acquire { expiry: false })
                 .is_some()
+                || self.nearest_before(expire, &OpKind::FieldAcquire).is_some())
     }
 
     /// The key is released, extended or handed to a script somewhere in the
@@ -1406,24 +1449,173 @@ impl<'a> Context<'a> {
     }
 
     /// SPEC §2 "Expirable lock": a lock that can change hands while held.
-    /// False only when the file shows every acquire of the key, none of them
-    /// sets a TTL that can run out while its holder runs (none, or a
-    /// constant at least the file's hard runtime limit:
-    /// [`Context::outlives_run`]), no legacy takeover (GETSET) rewrites it, and every EXPIRE
-    /// of it is queued right before a release of it (nothing between them:
-    /// the pipeline `EXPIRE k; DEL k` after the work). Without an acquire in
-    /// the file nothing is known, and the lock counts as expirable.
+    /// The ops that show how the key is taken answer it: the file's writes
+    /// that take the key (a set-if-absent, an `HSETNX` of a hash lock, or
+    /// the plain `SET` of a check-then-set, which is how that function
+    /// takes it — not a `SET` that checks nothing first), else the ops of
+    /// other files of the project (the key carries evidence), else the
+    /// file's ops on keys of the same shape (`query_hash_job:{}:{}` whatever
+    /// its variables are called), else, for a release in a lock function or
+    /// type, how the other methods of its type take their locks
+    /// ([`Context::owner_expirable`]). It is expirable when one of those ops sets a TTL that can
+    /// run out while its holder runs (not a constant at least the file's
+    /// hard runtime limit: [`Context::outlives_run`]), an EXPIRE of it is not
+    /// queued right before a release of it (the pipeline `EXPIRE k; DEL k`
+    /// after the work), or a legacy takeover (GETSET) rewrites it. A script
+    /// run on the key may do any of that: expirable. When nothing in the
+    /// project takes the key (a release helper whose lock is taken by
+    /// callers this project does not show), nothing is known, and the lock
+    /// counts as expirable.
     pub fn expirable(&self, op: &Op) -> bool {
-        let Some(group) = self.by_key.get(op.key.parts.as_slice()) else {
-            return true;
-        };
+        let known = self.expirable_known(op);
+        if known != Some(true) {
+            self.verdicts
+                .borrow_mut()
+                .push((Self::call_span(op).start, known.is_none()));
+        }
+        known.unwrap_or(true)
+    }
+
+    /// The ops [`Context::expirable`] judged so far, by the start of their
+    /// call: `(at, false)` where the lock cannot expire, `(at, true)` where
+    /// it counted as expirable only because nothing showed how its key is
+    /// taken. The engine weighs a finding at a call site by them: when the
+    /// call site knows nothing and the wrapper's own file found that the
+    /// lock behind its op cannot expire, the wrapper's answer stands.
+    pub fn expiry_verdicts(&self) -> Vec<(usize, bool)> {
+        let mut v = self.verdicts.borrow().clone();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// [`Context::expirable`], `None` when nothing shows how the key is taken.
+    fn expirable_known(&self, op: &Op) -> Option<bool> {
+        let group = self.by_key.get(op.key.parts.as_slice());
         // "some op of the key (`op` included) answers `want`", through the
         // group's index instead of a walk over the group per op.
         let any = |want: Want| {
-            self.first_in_group(op, group, want).is_some()
+            group.is_some_and(|group| self.first_in_group(op, group, want).is_some())
                 || (self.answers(want, op) && self.in_group(op))
         };
-        !any(Want::Acquire) || any(Want::Expires)
+        if any(Want::Taken) {
+            return Some(any(Want::Expires));
+        }
+        if any(Want::Scripted) || any(Want::Expires) {
+            return Some(true);
+        }
+        if let Some(list) = self.project_list(op) {
+            if list
+                .iter()
+                .any(|o| self.answers(Want::Scripted, o) || self.answers(Want::Expires, o))
+            {
+                return Some(true);
+            }
+            if list.iter().any(|o| self.answers(Want::Taken, o)) {
+                return Some(false);
+            }
+        }
+        self.shape_expirable(&op.key)
+            .or_else(|| self.owner_expirable(op.scope))
+    }
+
+    /// A plain `SET` that takes the key as a check-then-set does (LL011's
+    /// write, whatever else the rule asks of it): it runs only where an
+    /// `EXISTS`/`GET` of the key found it absent, or after a read of the
+    /// key in its function. An unchecked `SET` overwrites the key, it does
+    /// not show how the lock is taken. Another file's write (no scope
+    /// here) is never one.
+    fn checked_set(&self, o: &Op) -> bool {
+        if !matches!(o.kind, OpKind::Set { .. })
+            || o.scope == crate::facts::FOREIGN_SCOPE
+            || o.key.is_unknown()
+        {
+            return false;
+        }
+        let guards = &self.facts.absence_guards;
+        let from = guards.partition_point(|g| g.write.start < o.name_span.start);
+        guards[from..]
+            .iter()
+            .take_while(|g| g.write.start == o.name_span.start)
+            .any(|g| g.write == o.name_span)
+            || self.nearest_before(o, &OpKind::Get).is_some()
+            || self.nearest_before(o, &OpKind::Exists).is_some()
+    }
+
+    /// [`Context::expirable`] for a release in a lock function or lock type
+    /// whose key nothing else shows how it is taken, from the other
+    /// methods of its type (or the free functions of its file): where they
+    /// take a lock (a set-if-absent, an `HSETNX` or a check-then-set, in a
+    /// lock function or lock type, or on a key named like a lock) and
+    /// nothing of the type makes any key expire (no TTL, EXPIRE, GETSET
+    /// takeover or script), the type's locks never expire (false). The type
+    /// gives a TTL somewhere (true), or takes no lock (`None`: a release
+    /// helper whose callers take the lock). One walk over the file's ops.
+    fn owner_expirable(&self, scope: ScopeId) -> Option<bool> {
+        if scope == crate::facts::FOREIGN_SCOPE || !self.lock_scope(scope) {
+            return None;
+        }
+        if self.type_expiry.borrow().is_none() {
+            // (makes a key expire, takes a lock) per owner type, in one walk
+            let mut by_owner: HashMap<Option<String>, (bool, bool)> = HashMap::new();
+            for o in self.own.iter().copied() {
+                if o.scope == crate::facts::FOREIGN_SCOPE {
+                    continue;
+                }
+                let expires = self.answers(Want::Scripted, o) || self.answers(Want::Expires, o);
+                let taken = self.answers(Want::Taken, o)
+                    && (self.lock_scope(o.scope) || self.key_reads_like_lock(&o.key));
+                let e = by_owner
+                    .entry(self.facts.scope(o.scope).owner.clone())
+                    .or_default();
+                e.0 |= expires;
+                e.1 |= taken;
+            }
+            *self.type_expiry.borrow_mut() = Some(by_owner);
+        }
+        let memo = self.type_expiry.borrow();
+        let owner = self.facts.scope(scope).owner.clone();
+        let &(expires, taken) = memo.as_ref()?.get(&owner)?;
+        if expires {
+            Some(true)
+        } else if taken {
+            Some(false)
+        } else {
+            None
+        }
+    }
+
+    /// The ops of other files on `op`'s key, when the key carries evidence.
+    fn project_list(&self, op: &Op) -> Option<&[&'a Op]> {
+        if !(op.key.has_constant_part() || self.key_reads_like_lock(&op.key)) {
+            return None;
+        }
+        self.project_by_key
+            .get(op.key.parts.as_slice())
+            .map(Vec::as_slice)
+    }
+
+    /// [`Context::expirable`] from the file's ops on keys of `key`'s shape:
+    /// one of them runs a script or makes its key expire (true), or takes
+    /// it without that (false); none of them writes it (`None`).
+    fn shape_expirable(&self, key: &KeyExpr) -> Option<bool> {
+        let shape = key_shape(key);
+        let list = self.by_shape.get(&shape)?;
+        if let Some(&known) = self.shape_expiry.borrow().get(&shape) {
+            return known;
+        }
+        let known = if list
+            .iter()
+            .any(|o| self.answers(Want::Scripted, o) || self.answers(Want::Expires, o))
+        {
+            Some(true)
+        } else if list.iter().any(|o| self.answers(Want::Taken, o)) {
+            Some(false)
+        } else {
+            None
+        };
+        self.shape_expiry.borrow_mut().insert(shape, known);
+        known
     }
 
     /// The acquire's TTL is a constant at least as long as the hard runtime

@@ -328,6 +328,12 @@ impl<'a> Analyzer<'a> {
         None
     }
 
+    /// The call's receiver chain binds a hash key (`boundHashOps(k)`).
+    fn bound_hash(&self, c: &Call) -> bool {
+        (c.recv_start..c.name_tok)
+            .any(|k| self.toks[k].is_ident() && self.toks[k].text == "boundHashOps")
+    }
+
     pub fn classify(&self, c: &Call, all: &[Call]) -> Vec<Draft> {
         let _ = all;
         if self.st.decl_names.contains(&c.name_tok) {
@@ -493,6 +499,9 @@ impl<'a> Analyzer<'a> {
                     let last = pos[vpos + 3];
                     expiry = Some(!self.vals.is_zero_ttl(last.start, last.end));
                 }
+                if !nx && !xx && expiry.is_none() {
+                    expiry = self.spring_set_timeout(&pos, vpos + 1);
+                }
                 let value = self.own_key_value(&key, pos.get(vpos).copied(), value_at(vpos));
                 match set_kind(nx, xx, expiry) {
                     Some(kind @ OpKind::Expire) => vec![mk(kind, key, None)],
@@ -562,6 +571,30 @@ impl<'a> Analyzer<'a> {
             | "listremove" => key()
                 .map(|k| vec![mk(OpKind::Members, k, None)])
                 .unwrap_or_default(),
+            // HSETNX (Jedis, Lettuce, redis-py, ioredis `hsetnx`, phpredis
+            // `hSetNx`, node-redis `hSetNX`, go-redis `HSetNX`), Spring
+            // `opsForHash().putIfAbsent(k, f, v)` / `boundHashOps(k).putIfAbsent(f, v)`
+            "hsetnx" if pos.len() == vpos + 2 => key()
+                .map(|k| vec![mk(OpKind::FieldAcquire, k, None)])
+                .unwrap_or_default(),
+            "putifabsent"
+                if pos.len() == vpos + 2
+                    && (bound.is_some_and(|_| self.bound_hash(c))
+                        || c.recv.last().is_some_and(|r| &**r == "opsForHash()")) =>
+            {
+                key().map(|k| vec![mk(OpKind::FieldAcquire, k, None)])
+                    .unwrap_or_default()
+            }
+            // StackExchange.Redis `HashSet(k, f, v, When.NotExists)` (also `…Async`)
+            "hashset"
+                if pos.len() >= 3
+                    && c.args
+                        .iter()
+                        .any(|a| self.arg_text(a).contains("When.NotExists")) =>
+            {
+                key().map(|k| vec![mk(OpKind::FieldAcquire, k, None)])
+                    .unwrap_or_default()
+            }
             // Spring `opsForZSet().add(k, m, score)`, `opsForSet().add`, `opsForList().leftPush`, …
             "add" | "remove" | "incrementscore" | "removerangebyscore" | "leftpush"
             | "rightpush" | "leftpushall" | "rightpushall"
@@ -967,6 +1000,73 @@ impl<'a> Analyzer<'a> {
         (nx, xx, expiry)
     }
 
+    /// Spring Data Redis `opsForValue().set(k, v, timeout, unit)` (a
+    /// `TimeUnit`, a `ChronoUnit`, or a variable named like a unit) and
+    /// `set(k, v, duration)` (`Duration.ofSeconds(n)`, a `…Duration`
+    /// variable, Kotlin `toJavaDuration()`): a SET with a TTL (`SETEX`), from
+    /// the arguments after the value (`from`). `Some(false)` for a zero
+    /// timeout, `None` when the arguments are not one of those shapes — a
+    /// bare number third is `set(k, v, offset)`, a SETRANGE, not a TTL.
+    fn spring_set_timeout(&self, pos: &[&Arg], from: usize) -> Option<bool> {
+        if !matches!(self.lang, Language::Java | Language::Kotlin) {
+            return None;
+        }
+        let toks = self.toks;
+        let has_str = |a: &Arg| (a.start..a.end).any(|j| toks[j].kind == Kind::Str);
+        let idents = |a: &Arg| {
+            (a.start..a.end)
+                .filter(|&j| toks[j].is_ident())
+                .map(|j| toks[j].text)
+                .collect::<Vec<&str>>()
+        };
+        let words_of = |a: &Arg| {
+            idents(a)
+                .iter()
+                .flat_map(|i| crate::words::word_parts(i))
+                .collect::<Vec<String>>()
+        };
+        match pos.len().checked_sub(from)? {
+            2 => {
+                let (timeout, unit) = (pos[from], pos[from + 1]);
+                if has_str(timeout) || has_str(unit) {
+                    return None;
+                }
+                let unit_ids = idents(unit);
+                let is_unit = unit_ids.iter().any(|i| {
+                    matches!(
+                        *i,
+                        "TimeUnit"
+                            | "ChronoUnit"
+                            | "NANOSECONDS"
+                            | "MICROSECONDS"
+                            | "MILLISECONDS"
+                            | "SECONDS"
+                            | "MINUTES"
+                            | "HOURS"
+                            | "DAYS"
+                            | "MILLIS"
+                            | "NANOS"
+                            | "MICROS"
+                    )
+                }) || (unit_ids.len() == 1
+                    && words_of(unit).iter().any(|w| w == "unit"));
+                is_unit.then(|| !self.vals.is_zero_ttl(timeout.start, timeout.end))
+            }
+            1 => {
+                let d = pos[from];
+                if has_str(d) || self.vals.is_zero_ttl(d.start, d.end) {
+                    return None;
+                }
+                let duration = idents(d)
+                    .iter()
+                    .any(|i| *i == "Duration" || *i == "toJavaDuration")
+                    || words_of(d).iter().any(|w| w == "duration");
+                duration.then_some(true)
+            }
+            _ => None,
+        }
+    }
+
     /// An identifier bound once to a short string literal (`"NX"`, `"PX"`): its lower-cased text.
     fn flag_const(&self, k: usize, scope: u32) -> Option<String> {
         let t = self.toks.get(k)?;
@@ -1244,6 +1344,9 @@ impl<'a> Analyzer<'a> {
                 .unwrap_or_default(),
             "getset" => key()
                 .map(|k| vec![mk(OpKind::GetSet, k, None)])
+                .unwrap_or_default(),
+            "hsetnx" => key()
+                .map(|k| vec![mk(OpKind::FieldAcquire, k, None)])
                 .unwrap_or_default(),
             "exists" if args.len() == 1 => key()
                 .map(|k| vec![mk(OpKind::Exists, k, None)])

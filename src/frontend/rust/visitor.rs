@@ -1225,6 +1225,14 @@ impl<'f> Walker<'f, '_> {
                 }
                 vec![Found::new(OpKind::Members, k)]
             }
+            // redis-rs `hset_nx(k, field, v)`
+            ("hset_nx" | "hsetnx", 3) => {
+                let k = key(self);
+                if !ambiguous(self, &k) {
+                    return vec![];
+                }
+                vec![Found::new(OpKind::FieldAcquire, k)]
+            }
             ("getset" | "get_set", 2) => {
                 let k = key(self);
                 if !ambiguous(self, &k) {
@@ -1344,6 +1352,7 @@ impl<'f> Walker<'f, '_> {
             "GET" => vec![Found::new(OpKind::Get, key(self))],
             "GETDEL" => vec![Found::new(OpKind::GetDel, key(self))],
             "GETSET" => vec![Found::new(OpKind::GetSet, key(self))],
+            "HSETNX" => vec![Found::new(OpKind::FieldAcquire, key(self))],
             "EXISTS" if args.len() == 1 => vec![Found::new(OpKind::Exists, key(self))],
             "INCR" | "INCRBY" | "INCRBYFLOAT" | "DECR" | "DECRBY" | "HINCRBY" => {
                 vec![Found::new(OpKind::Incr, key(self))]
