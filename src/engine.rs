@@ -114,7 +114,7 @@ fn findings_for(
     facts: &FileFacts,
     foreign: &[crate::facts::Op],
     plain_writes: &[Vec<Option<String>>],
-    held_scopes: &[crate::facts::ScopeId],
+    held_scopes: &[(crate::facts::ScopeId, bool)],
     settings: &Settings,
 ) -> (Vec<Finding>, Verdicts) {
     // Every rule reads the file's ops, scripts or fail-open sites

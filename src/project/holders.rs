@@ -21,8 +21,9 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 /// Rounds of propagation (a helper called by a held function).
 const ROUNDS: usize = 4;
 
-/// Per file, the scopes whose name is held somewhere in the project.
-pub fn held_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec<ScopeId>> {
+/// Per file, the scopes whose name is held somewhere in the project
+/// (`true`), or called nowhere in it (`false`: no evidence either way).
+pub fn held_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec<(ScopeId, bool)>> {
     // the names of functions that acquire (own or linked ops), and per
     // (file, scope) the first position of an acquire
     let mut takers: HashSet<&str> = HashSet::default();
@@ -85,9 +86,16 @@ pub fn held_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec<ScopeId
             .get(sc as usize)
             .is_some_and(|s| s.is_test)
     };
+    // names the project calls at all (outside tests): a function nobody
+    // calls here (a library's API, a handler a framework runs, a lone file)
+    // gives no evidence that its delete is not the holder's
+    let mut called: HashSet<&str> = HashSet::default();
     let mut held: HashSet<&str> = HashSet::default();
     for (fi, f) in files.iter().enumerate() {
         for cs in &f.facts.link.calls {
+            if !is_test(fi, cs.scope) {
+                called.insert(cs.callee.as_str());
+            }
             let at = cs.name_span.start.max(cs.span.start);
             if first_take.get(&(fi, cs.scope)).is_some_and(|&t| t < at)
                 && cs.callee != name_of(fi, cs.scope)
@@ -122,8 +130,11 @@ pub fn held_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec<ScopeId
                 .scopes
                 .iter()
                 .enumerate()
-                .filter(|(_, s)| !s.name.is_empty() && held.contains(s.name.as_str()))
-                .map(|(i, _)| i as ScopeId)
+                .filter(|(_, s)| {
+                    !s.name.is_empty()
+                        && (held.contains(s.name.as_str()) || !called.contains(s.name.as_str()))
+                })
+                .map(|(i, s)| (i as ScopeId, held.contains(s.name.as_str())))
                 .collect()
         })
         .collect()

@@ -88,8 +88,9 @@ pub struct FileView {
     /// with a plain `SET` and never takes (`rules::shape_writes`).
     pub plain_writes: Vec<Vec<Option<String>>>,
     /// Scopes whose function some caller in the project runs after a take
-    /// ([`holders`]): a delete there may be a holder's release.
-    pub held_scopes: Vec<ScopeId>,
+    /// ([`holders`]): a delete there may be a holder's release (`true`);
+    /// or that the project never calls (`false`).
+    pub held_scopes: Vec<(ScopeId, bool)>,
 }
 
 impl FileView {

@@ -165,7 +165,7 @@ pub struct Context<'a> {
     ttls: HashMap<usize, &'a OpTtl>,
     /// Scopes whose function the project runs after a take somewhere
     /// ([`Context::with_held_scopes`]).
-    held: HashSet<ScopeId>,
+    held: HashMap<ScopeId, bool>,
     /// Where the file's calls of project functions name their callee: an
     /// op there was instantiated at that call by the link.
     call_starts: HashSet<usize>,
@@ -716,7 +716,7 @@ impl<'a> Context<'a> {
         }
         plain_shapes.retain(|s| !taken_shapes.contains(s));
         Context {
-            held: HashSet::new(),
+            held: HashMap::new(),
             call_starts: facts.link.calls.iter().map(|c| c.name_span.start).collect(),
             written_only: plain_shapes,
             taken_shapes,
@@ -774,7 +774,9 @@ impl<'a> Context<'a> {
     /// The scopes of the file whose function some caller in the project
     /// runs after a take (`project::holders`): a delete there may be a
     /// holder's release, never a reset of a window or flag.
-    pub fn with_held_scopes(mut self, scopes: &[ScopeId]) -> Self {
+    /// A scope the project never calls comes with `false`: a delete there
+    /// is no evidence of a reset either (a lone file, a library's API).
+    pub fn with_held_scopes(mut self, scopes: &[(ScopeId, bool)]) -> Self {
         self.held = scopes.iter().copied().collect();
         self
     }
@@ -1371,6 +1373,7 @@ impl<'a> Context<'a> {
         }
         let mut rollback = false;
         let mut cleared_elsewhere = false;
+        let mut uncalled = false;
         for o in list.iter().copied() {
             if !matches!(o.kind, OpKind::Release { .. }) || !same(o) {
                 continue;
@@ -1391,27 +1394,32 @@ impl<'a> Context<'a> {
             let holder_here = takes_at
                 .get(&o.scope)
                 .is_some_and(|&(first, own)| own || first < at);
+            let held = self.held.get(&o.scope).copied();
             let consumer = !holder_here
-                && !self.held.contains(&o.scope)
+                && held != Some(true)
                 && !t.lock_type
                 && !t.release_fn
                 && !words::is_lock_fn(&self.facts.scope(o.scope).name);
             if !consumer {
                 return false;
             }
+            // (a delete the link brought to a call is judged in its callee)
+            uncalled |= held == Some(false) && !self.linked_call(o);
             cleared_elsewhere = true;
         }
         if rollback {
             return true;
         }
-        if cleared_elsewhere {
+        // a delete in a function nobody in the project calls: whose it is
+        // cannot be told, so it stays a release
+        if cleared_elsewhere && !uncalled {
             // Every delete is another function's: a reset of a window or
             // flag, not its holder's release — when the file shows the key
             // taken and no other file deletes it (whose delete that is, this
             // file cannot tell).
             return !acquired.is_empty() && self.project_same_key(op, Want::Released).is_none();
         }
-        self.any_failure_release(op, list)
+        !cleared_elsewhere && self.any_failure_release(op, list)
     }
 
     /// Some release of `op`'s key in `list` runs on a failure path.
