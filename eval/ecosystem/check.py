@@ -37,7 +37,9 @@ def clean(text, limit=None):
 
 
 def run_repo(binary, repo_dir):
-    cmd = [binary, "check", "--format", "json", "--no-config", "--exit-zero", "."]
+    # --no-cache: a build from uncommitted changes has the version (and so the
+    # cache folder) of its commit, and would read facts cached by another build
+    cmd = [binary, "check", "--format", "json", "--no-config", "--no-cache", "--exit-zero", "."]
     proc = subprocess.run(cmd, cwd=repo_dir, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if proc.returncode not in (0, 1):
         return None, proc.stderr.decode("utf-8", "replace").strip()[:300]
