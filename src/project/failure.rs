@@ -23,11 +23,7 @@ pub fn failure_only_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec
     // reach the delete through a call the link could not resolve)
     let mut relevant: HashSet<&str> = HashSet::default();
     for (fi, f) in files.iter().enumerate() {
-        let insts = views
-            .get(fi)
-            .into_iter()
-            .flat_map(|v| v.insts.iter().map(|i| &i.op));
-        for o in f.facts.ops.iter().chain(insts) {
+        for o in super::own_and_linked_ops(f, views.get(fi)) {
             if matches!(o.kind, OpKind::Release { .. }) {
                 if let Some(s) = f.facts.scopes.get(o.scope as usize) {
                     relevant.insert(s.name.as_str());

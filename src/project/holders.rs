@@ -29,11 +29,7 @@ pub fn held_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec<(ScopeI
     let mut takers: HashSet<&str> = HashSet::default();
     let mut first_take: HashMap<(usize, ScopeId), usize> = HashMap::default();
     for (fi, f) in files.iter().enumerate() {
-        let insts = views
-            .get(fi)
-            .into_iter()
-            .flat_map(|v| v.insts.iter().map(|i| &i.op));
-        for o in f.facts.ops.iter().chain(insts) {
+        for o in super::own_and_linked_ops(f, views.get(fi)) {
             if !matches!(o.kind, OpKind::Acquire { .. }) {
                 continue;
             }

@@ -40,6 +40,16 @@ pub struct ProjectFile<'a> {
     pub facts: &'a FileFacts,
 }
 
+/// A file's own ops followed by the ops the link instantiated at its calls
+/// (`view` is the file's view, absent before the link ran).
+pub fn own_and_linked_ops<'a>(
+    f: &'a ProjectFile,
+    view: Option<&'a FileView>,
+) -> impl Iterator<Item = &'a Op> {
+    let insts = view.into_iter().flat_map(|v| v.insts.iter().map(|i| &i.op));
+    f.facts.ops.iter().chain(insts)
+}
+
 /// An op instantiated at a call site.
 #[derive(Clone, Debug)]
 pub struct Inst {
