@@ -35,25 +35,33 @@ fn is_err_name(t: &Tok) -> bool {
             || t.text().ends_with("Error"))
 }
 
-/// For each token index, the first token at or after it that starts a new
-/// line (`toks.len()` when none does): built once per file, so finding where
-/// an `if`'s line ends costs O(1) instead of a scan of the rest of the line
-/// (quadratic on a minified line with many `if`s).
-pub struct LineEnds(Vec<u32>);
+/// The tokens that start a new line, in order, and the token count: built
+/// once per file, so finding where an `if`'s line ends costs a binary search
+/// instead of a scan of the rest of the line (quadratic on a minified line
+/// with many `if`s). One entry per line, not per token (a 4 MB minified
+/// line holds a million tokens and one line).
+pub struct LineEnds {
+    starts: Vec<u32>,
+    len: u32,
+}
 
 impl LineEnds {
     pub fn new(toks: &[Tok]) -> LineEnds {
-        let n = toks.len();
-        let mut next = vec![n as u32; n + 1];
-        for k in (0..n).rev() {
-            next[k] = if toks[k].nl() { k as u32 } else { next[k + 1] };
+        let mut starts = Vec::with_capacity(toks.iter().filter(|t| t.nl()).count());
+        starts.extend((0..toks.len()).filter(|&k| toks[k].nl()).map(|k| k as u32));
+        LineEnds {
+            starts,
+            len: toks.len() as u32,
         }
-        LineEnds(next)
     }
 
-    /// The first token at or after `k` with a line break before it.
+    /// The first token at or after `k` with a line break before it (the
+    /// token count when none has one).
     fn from(&self, k: usize) -> usize {
-        self.0.get(k).map_or(self.0.len() - 1, |&j| j as usize)
+        let i = self.starts.partition_point(|&j| (j as usize) < k);
+        self.starts
+            .get(i)
+            .map_or(self.len as usize, |&j| j as usize)
     }
 }
 
