@@ -215,7 +215,7 @@ fn findings_for(
             fix,
         });
     }
-    out.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    crate::finding::sort_findings(&mut out);
     out.dedup_by(|a, b| a.code == b.code && a.line == b.line && a.column == b.column);
     (
         filter::suppress::apply(display_path, src, facts.language, out, settings),
