@@ -215,7 +215,7 @@ fn findings_for(
             fix,
         });
     }
-    out.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    crate::finding::sort_findings(&mut out);
     out.dedup_by(|a, b| a.code == b.code && a.line == b.line && a.column == b.column);
     (
         filter::suppress::apply(display_path, src, facts.language, out, settings),
@@ -296,8 +296,11 @@ fn decode_text(bytes: &[u8]) -> String {
     }
 }
 
-/// Largest read buffer a worker thread keeps between files.
-const KEEP_BUFFER_BYTES: usize = 4 << 20;
+/// Largest read buffer a worker thread keeps between files: no larger than
+/// a file analysed alone ([`BIG_FILE_BYTES`]), whose buffer would otherwise
+/// stay beside its text and facts through its analysis (one byte per
+/// source byte more at the peak of a 4 MB file).
+const KEEP_BUFFER_BYTES: usize = BIG_FILE_BYTES;
 
 thread_local! {
     static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };

@@ -135,10 +135,37 @@ impl Report {
     }
 
     pub fn sort(&mut self) {
-        self.findings
-            .sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+        sort_findings(&mut self.findings);
         self.errors.sort();
         self.notes.sort();
+    }
+}
+
+/// Sorts findings by [`Finding::sort_key`], stably (findings with equal
+/// keys keep their order), through a sorted list of their indices: a stable
+/// sort of the findings themselves borrows scratch room for up to all of
+/// them (about 300 bytes each; 3 MB beside 10,000 findings of one file),
+/// the indices take 4 bytes each.
+pub fn sort_findings(v: &mut [Finding]) {
+    if v.windows(2).all(|w| w[0].sort_key() <= w[1].sort_key()) {
+        return;
+    }
+    let mut order: Vec<u32> = (0..v.len() as u32).collect();
+    order.sort_by(|&a, &b| v[a as usize].sort_key().cmp(&v[b as usize].sort_key()));
+    // Position `i` takes the finding at `order[i]`: each cycle of the
+    // permutation is walked once by swaps, its entries marked done
+    // (`order[k] == k`) on the way.
+    for start in 0..v.len() {
+        let mut cur = start;
+        loop {
+            let next = order[cur] as usize;
+            order[cur] = cur as u32;
+            if next == start || next == cur {
+                break;
+            }
+            v.swap(cur, next);
+            cur = next;
+        }
     }
 }
 
@@ -224,7 +251,46 @@ impl<'a> LineIndex<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::LineIndex;
+    use super::{sort_findings, Finding, LineIndex, Severity};
+    use crate::facts::{Language, Span};
+
+    /// The sort through indices gives the stable sort's order: findings
+    /// with equal keys (told apart by their message) keep theirs.
+    #[test]
+    fn findings_sort_stably_through_indices() {
+        let f = |path: &str, line: usize, code: &'static str, n: usize| Finding {
+            code,
+            name: "",
+            severity: Severity::Warning,
+            path: path.to_string(),
+            line,
+            column: 1,
+            end_line: line,
+            end_column: 1,
+            message: n.to_string(),
+            label: String::new(),
+            help: String::new(),
+            note: None,
+            language: Language::Python,
+            fingerprint: String::new(),
+            span: Span::default(),
+            labels: Vec::new(),
+            fix: None,
+        };
+        let mut v = Vec::new();
+        for n in 0..200 {
+            let path = ["b.py", "a.py", "c.py"][n * 7 % 3];
+            v.push(f(path, n * 13 % 17, ["LL002", "LL001"][n % 2], n));
+        }
+        let mut want = v.clone();
+        want.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+        sort_findings(&mut v);
+        let msgs = |v: &[Finding]| v.iter().map(|f| f.message.clone()).collect::<Vec<_>>();
+        assert_eq!(msgs(&v), msgs(&want));
+        // already sorted: unchanged
+        sort_findings(&mut v);
+        assert_eq!(msgs(&v), msgs(&want));
+    }
 
     #[test]
     fn columns_count_characters_on_long_lines() {

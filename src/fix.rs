@@ -223,12 +223,12 @@ fn balanced(src: &str, language: Language) -> bool {
     let mut open: Vec<char> = Vec::new();
     let mut lits = Vec::new();
     for t in lexer::lex(src, language, &mut lits) {
-        if t.kind != Kind::Punct {
+        if t.kind() != Kind::Punct {
             continue;
         }
-        let want = match t.text {
+        let want = match t.text() {
             "(" | "[" | "{" => {
-                open.extend(t.text.chars());
+                open.extend(t.text().chars());
                 continue;
             }
             ")" => '(',

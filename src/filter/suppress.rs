@@ -293,7 +293,7 @@ pub fn apply(
             keep.push(f);
         }
     }
-    keep.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
+    crate::finding::sort_findings(&mut keep);
     keep
 }
 

@@ -126,15 +126,15 @@ pub struct Context<'a> {
     pub target: Target,
     /// Ops grouped by their normalised key parts: only ops with equal parts
     /// can be the same key, so correlation never scans the whole file.
-    by_key: HashMap<&'a [KeyPart], Vec<&'a Op>>,
+    by_key: Groups<'a, &'a [KeyPart]>,
     /// Ops of each scope in source order.
-    by_scope: HashMap<ScopeId, Vec<&'a Op>>,
+    by_scope: Groups<'a, ScopeId>,
     /// Ops of each scope with each known key, in source order: inside one
     /// scope `same_key` holds exactly for equal known keys, so "the nearest
     /// earlier GET of this key" is a lookup, not a walk over the scope.
-    by_scope_key: HashMap<(ScopeId, &'a [KeyPart]), Vec<&'a Op>>,
+    by_scope_key: Groups<'a, (ScopeId, &'a [KeyPart])>,
     /// The same, for each kind the rules look for ([`kind_tag`]).
-    by_scope_key_kind: HashMap<(ScopeId, &'a [KeyPart], u8), Vec<&'a Op>>,
+    by_scope_key_kind: Groups<'a, (ScopeId, &'a [KeyPart], u8)>,
     /// What the names say about each scope (indexed by scope id).
     traits: Vec<ScopeTraits>,
     /// Per key group and question: the ops that answer it, indexed by the
@@ -600,11 +600,92 @@ struct Matches<'a> {
 
 const NONE: usize = usize::MAX;
 
+/// Key groups of at most this many ops are not cached by
+/// [`Context::matches_of`].
+const UNCACHED_GROUP: usize = 2;
+
 fn note_first(slot: &mut [usize; 2], i: usize) {
     if slot[0] == NONE {
         slot[0] = i;
     } else if slot[1] == NONE {
         slot[1] = i;
+    }
+}
+
+/// Ops grouped by a key: each group a slice of one list, in the order its
+/// ops were given (no vector per group: a file of 20,000 keys has 20,000
+/// groups of one op in each index).
+struct Groups<'a, K> {
+    /// Each key's group: the range of `ops` it holds.
+    at: HashMap<K, (u32, u32)>,
+    ops: Vec<&'a Op>,
+}
+
+impl<'a, K: std::hash::Hash + Eq> Groups<'a, K> {
+    fn new(items: impl Iterator<Item = (K, &'a Op)>) -> Self {
+        // Group numbers in the order keys first come, then a counting sort.
+        let mut at: HashMap<K, (u32, u32)> = HashMap::new();
+        let mut group_of: Vec<(u32, &'a Op)> = Vec::with_capacity(items.size_hint().0);
+        for (k, op) in items {
+            let next = at.len() as u32;
+            let slot = at.entry(k).or_insert((next, 0));
+            slot.1 += 1;
+            group_of.push((slot.0, op));
+        }
+        let Some(&(_, fill)) = group_of.first() else {
+            return Groups {
+                at,
+                ops: Vec::new(),
+            };
+        };
+        let mut sizes: Vec<u32> = vec![0; at.len()];
+        for &(g, n) in at.values() {
+            sizes[g as usize] = n;
+        }
+        // `starts[g]`: where group `g` begins, then its next free slot.
+        let mut starts: Vec<u32> = Vec::with_capacity(sizes.len());
+        let mut next = 0;
+        for n in sizes {
+            starts.push(next);
+            next += n;
+        }
+        for (g, _) in at.values_mut() {
+            *g = starts[*g as usize];
+        }
+        let mut ops: Vec<&'a Op> = vec![fill; group_of.len()];
+        for (g, op) in group_of {
+            let slot = &mut starts[g as usize];
+            ops[*slot as usize] = op;
+            *slot += 1;
+        }
+        Groups { at, ops }
+    }
+
+    fn get<Q>(&self, k: &Q) -> Option<&[&'a Op]>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: std::hash::Hash + Eq + ?Sized,
+    {
+        self.at
+            .get(k)
+            .map(|&(s, n)| &self.ops[s as usize..(s + n) as usize])
+    }
+
+    fn get_key_value<Q>(&self, k: &Q) -> Option<(&K, &[&'a Op])>
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: std::hash::Hash + Eq + ?Sized,
+    {
+        self.at
+            .get_key_value(k)
+            .map(|(k, &(s, n))| (k, &self.ops[s as usize..(s + n) as usize]))
+    }
+
+    /// Sorts each group by `f` (stably).
+    fn sort_each_by_key<T: Ord>(&mut self, f: impl Fn(&&'a Op) -> T) {
+        for &(s, n) in self.at.values() {
+            self.ops[s as usize..(s + n) as usize].sort_by_key(&f);
+        }
     }
 }
 
@@ -637,8 +718,6 @@ impl<'a> Context<'a> {
             .iter()
             .map(|sc| ScopeTraits::of(sc, file_lock))
             .collect();
-        let mut by_key: HashMap<&'a [KeyPart], Vec<&'a Op>> = HashMap::new();
-        let mut by_scope: HashMap<ScopeId, Vec<&'a Op>> = HashMap::new();
         let ttls: HashMap<usize, &'a OpTtl> =
             facts.ttls.iter().map(|t| (t.name_start, t)).collect();
         let candidates: Vec<&'a Op> = facts
@@ -653,33 +732,25 @@ impl<'a> Context<'a> {
                 continue;
             }
             own.push(op);
-            if !op.key.is_unknown() {
-                by_key.entry(op.key.parts.as_slice()).or_default().push(op);
-            }
-            by_scope.entry(op.scope).or_default().push(op);
         }
-        for list in by_scope.values_mut() {
-            list.sort_by_key(|o| o.order);
-        }
-
-        let mut by_scope_key: HashMap<(ScopeId, &'a [KeyPart]), Vec<&'a Op>> = HashMap::new();
-        let mut by_scope_key_kind: HashMap<(ScopeId, &'a [KeyPart], u8), Vec<&'a Op>> =
-            HashMap::new();
-        for list in by_scope.values() {
-            for &op in list {
-                if op.key.is_unknown() {
-                    continue;
-                }
-                let parts = op.key.parts.as_slice();
-                by_scope_key.entry((op.scope, parts)).or_default().push(op);
-                if let Some(tag) = kind_tag(&op.kind) {
-                    by_scope_key_kind
-                        .entry((op.scope, parts, tag))
-                        .or_default()
-                        .push(op);
-                }
-            }
-        }
+        let known = || own.iter().copied().filter(|op| !op.key.is_unknown());
+        let by_key = Groups::new(known().map(|op| (op.key.parts.as_slice(), op)));
+        let mut by_scope = Groups::new(own.iter().map(|&op| (op.scope, op)));
+        by_scope.sort_each_by_key(|o| o.order);
+        // Each (scope, key) group in the order of its scope's ops.
+        let in_scope_order = || {
+            by_scope
+                .ops
+                .iter()
+                .copied()
+                .filter(|op| !op.key.is_unknown())
+        };
+        let by_scope_key =
+            Groups::new(in_scope_order().map(|op| ((op.scope, op.key.parts.as_slice()), op)));
+        let by_scope_key_kind =
+            Groups::new(in_scope_order().filter_map(|op| {
+                Some(((op.scope, op.key.parts.as_slice(), kind_tag(&op.kind)?), op))
+            }));
         let mut acquired_shapes: Vec<String> = Vec::new();
         let mut acquire_literals = HashSet::new();
         let mut by_shape: HashMap<String, Vec<&'a Op>> = HashMap::new();
@@ -912,7 +983,7 @@ impl<'a> Context<'a> {
 
     /// The first op of `group` (`op`'s key group), other than `op`, on the
     /// same key as `op` that answers `want`.
-    fn first_in_group(&self, op: &Op, group: &Vec<&'a Op>, want: Want) -> Option<&'a Op> {
+    fn first_in_group(&self, op: &Op, group: &[&'a Op], want: Want) -> Option<&'a Op> {
         let m = self.matches_of(group, want);
         let pick = |slot: &[usize; 2]| {
             slot.iter()
@@ -1011,11 +1082,19 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// The [`Matches`] of one key group for one question (built once).
-    fn matches_of(&self, group: &Vec<&'a Op>, want: Want) -> Rc<Matches<'a>> {
-        let id = (want, group as *const Vec<&'a Op> as usize);
-        if let Some(m) = self.matches.borrow().get(&id) {
-            return Rc::clone(m);
+    /// The [`Matches`] of one key group for one question (built once for a
+    /// group of more than [`UNCACHED_GROUP`] ops; a smaller one is asked
+    /// again each time, which costs no more than the cache's lookup and
+    /// keeps one entry per key group and question out of memory: most
+    /// groups of a file with many keys hold one or two ops).
+    fn matches_of(&self, group: &[&'a Op], want: Want) -> Rc<Matches<'a>> {
+        // a group is a slice of its index's list: its start names it
+        let id = (want, group.as_ptr() as usize);
+        let cached = group.len() > UNCACHED_GROUP;
+        if cached {
+            if let Some(m) = self.matches.borrow().get(&id) {
+                return Rc::clone(m);
+            }
         }
         let ops: Vec<&'a Op> = group
             .iter()
@@ -1045,7 +1124,9 @@ impl<'a> Context<'a> {
             }
         }
         let m = Rc::new(m);
-        self.matches.borrow_mut().insert(id, Rc::clone(&m));
+        if cached {
+            self.matches.borrow_mut().insert(id, Rc::clone(&m));
+        }
         m
     }
 
@@ -1329,7 +1410,7 @@ impl<'a> Context<'a> {
         // the group is filtered out by `same` anyway.
         let t = self.traits(op.scope);
         let list = if evidence || t.acquire_fn || t.release_fn || t.lock_type {
-            list.as_slice()
+            list
         } else {
             self.scope_key_ops(op, None)
         };
@@ -1778,20 +1859,17 @@ impl<'a> Context<'a> {
                 }
             },
         };
-        list.map(Vec::as_slice).unwrap_or(&[])
+        list.unwrap_or(&[])
     }
 
     /// The file's own ops (of [`Context::ops`], in its order) whose key has
     /// `op`'s key parts: every op `same_key` can match `op` with.
     pub fn key_group(&self, op: &Op) -> &[&'a Op] {
-        self.by_key
-            .get(op.key.parts.as_slice())
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+        self.by_key.get(op.key.parts.as_slice()).unwrap_or(&[])
     }
 
     fn scope_ops(&self, scope: ScopeId) -> &[&'a Op] {
-        self.by_scope.get(&scope).map(Vec::as_slice).unwrap_or(&[])
+        self.by_scope.get(&scope).unwrap_or(&[])
     }
 
     /// The span a finding on `op` points at: from the method name to the end of the call.

@@ -115,7 +115,7 @@ const CONTROL: &[&str] = &[
 ];
 
 fn is_close(t: &Tok) -> bool {
-    t.kind == Kind::Punct && matches!(t.text, ")" | "]" | "}")
+    t.kind() == Kind::Punct && matches!(t.text(), ")" | "]" | "}")
 }
 
 fn line_indent(src: &str, pos: usize) -> usize {
@@ -174,13 +174,13 @@ pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
     // brackets
     let mut stack: Vec<usize> = Vec::new();
     for (i, t) in toks.iter().enumerate() {
-        if t.kind != Kind::Punct {
+        if t.kind() != Kind::Punct {
             continue;
         }
-        match t.text {
+        match t.text() {
             "(" | "[" | "{" => stack.push(i),
             ")" | "]" | "}" => {
-                let want = match t.text {
+                let want = match t.text() {
                     ")" => "(",
                     "]" => "[",
                     _ => "{",
@@ -189,7 +189,7 @@ pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
                 let floor = stack.len().saturating_sub(64);
                 if let Some(pos) = stack[floor..]
                     .iter()
-                    .rposition(|&o| toks[o].text == want)
+                    .rposition(|&o| toks[o].text() == want)
                     .map(|p| p + floor)
                 {
                     let o = stack[pos];
@@ -203,11 +203,11 @@ pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
     }
     let mut paren = 0u32;
     for (i, t) in toks.iter().enumerate() {
-        if t.kind == Kind::Punct && matches!(t.text, ")" | "]") {
+        if t.kind() == Kind::Punct && matches!(t.text(), ")" | "]") {
             paren = paren.saturating_sub(1);
         }
         st.tok_paren[i] = paren;
-        if t.kind == Kind::Punct && matches!(t.text, "(" | "[") {
+        if t.kind() == Kind::Punct && matches!(t.text(), "(" | "[") {
             paren += 1;
         }
     }
@@ -247,11 +247,11 @@ fn ts_signatures(toks: &[Tok], st: &mut Structure) {
         // after a block, a statement, a modifier, or on a new line after the
         // previous member's type (never after `?`, `:`, `=` or an operator)
         let starts = prev.is_none_or(|p| {
-            (p.kind == Kind::Punct && matches!(p.text, "{" | ";" | "}"))
-                || (p.is_ident() && MODIFIERS.contains(&p.text))
-                || (t.nl
+            (p.kind() == Kind::Punct && matches!(p.text(), "{" | ";" | "}"))
+                || (p.is_ident() && MODIFIERS.contains(&p.text()))
+                || (t.nl()
                     && (p.is_ident()
-                        || (p.kind == Kind::Punct && matches!(p.text, ">" | ")" | "]"))))
+                        || (p.kind() == Kind::Punct && matches!(p.text(), ">" | ")" | "]"))))
         });
         if !starts {
             continue;
@@ -380,10 +380,10 @@ fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
                 expr_scope = Some((end, sc));
             }
         }
-        if t.kind != Kind::Punct {
+        if t.kind() != Kind::Punct {
             continue;
         }
-        match t.text {
+        match t.text() {
             ";" => {
                 if !matches!(frames.last(), Some((_, Frame::TypeLit))) {
                     head = i + 1;
@@ -395,7 +395,7 @@ fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
                 }
             }
             "{" => {
-                let prev = i.checked_sub(1).map(|p| toks[p].text).unwrap_or("");
+                let prev = i.checked_sub(1).map(|p| toks[p].text()).unwrap_or("");
                 let type_lit = match lang {
                     Language::Go => {
                         matches!(prev, "interface" | "struct")
@@ -404,7 +404,7 @@ fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
                     Language::TypeScript => {
                         matches!(prev, ":" | "<" | "|" | "&")
                             && i > 0
-                            && toks[i - 1].kind == Kind::Punct
+                            && toks[i - 1].kind() == Kind::Punct
                     }
                     _ => false,
                 } || destructured_param(toks, head, i, lang, &frames, st);
@@ -465,7 +465,7 @@ fn in_object_literal(toks: &[Tok], frames: &Frames) -> bool {
     };
     open.checked_sub(1)
         .and_then(|p| toks.get(p))
-        .is_some_and(|t| matches!(t.text, "return" | "=" | "(" | "," | ":" | "["))
+        .is_some_and(|t| matches!(t.text(), "return" | "=" | "(" | "," | ":" | "["))
 }
 
 /// Kotlin `fun name(..): T = expr` and C# `T Name(..) => expr;`: a scope
@@ -512,7 +512,7 @@ fn expression_body(
     let owner = owner_of(frames);
     let is_test = test_class(&owner);
     st.scopes.push(Scope {
-        name: toks[name_tok].text.to_string(),
+        name: toks[name_tok].text().to_string(),
         owner,
         is_test,
     });
@@ -631,7 +631,7 @@ fn classify_header(
     for (k, t) in h[..before_params].iter().enumerate() {
         if t.is_ident()
             && matches!(
-                t.text,
+                t.text(),
                 "class"
                     | "struct"
                     | "interface"
@@ -643,26 +643,26 @@ fn classify_header(
             )
         {
             // `public object Eval(…)`: a method returning `object`
-            let method = t.text == "object" && h.get(k + 2).is_some_and(|p| p.is("("));
+            let method = t.text() == "object" && h.get(k + 2).is_some_and(|p| p.is("("));
             if let Some(n) = h.get(k + 1).filter(|n| n.is_ident() && !method) {
                 // Go: `type Name struct {`
                 if lang == Language::Go {
                     if k >= 1 && h[k - 1].is_ident() {
-                        return Frame::Class(h[k - 1].text.to_string());
+                        return Frame::Class(h[k - 1].text().to_string());
                     }
                     return Frame::Block;
                 }
-                return Frame::Class(n.text.to_string());
+                return Frame::Class(n.text().to_string());
             }
-            if lang == Language::Go && t.text == "struct" && k >= 1 && h[k - 1].is_ident() {
-                return Frame::Class(h[k - 1].text.to_string());
+            if lang == Language::Go && t.text() == "struct" && k >= 1 && h[k - 1].is_ident() {
+                return Frame::Class(h[k - 1].text().to_string());
             }
         }
     }
     let annotated_test = h.windows(2).any(|w| {
         (w[0].is("@") || w[0].is("["))
             && matches!(
-                w[1].text,
+                w[1].text(),
                 "Test"
                     | "ParameterizedTest"
                     | "RepeatedTest"
@@ -714,14 +714,14 @@ fn classify_header(
                 let recv = &toks[base + 1..close];
                 let recv = &recv[..recv.iter().position(|t| t.is("[")).unwrap_or(recv.len())];
                 if let Some(ty) = recv.iter().rev().find(|t| t.is_ident()) {
-                    owner = Some(ty.text.to_string());
+                    owner = Some(ty.text().to_string());
                 }
                 let idents: Vec<&Tok> = toks[base + 1..close]
                     .iter()
                     .filter(|t| t.is_ident())
                     .collect();
                 if idents.len() >= 2 {
-                    recv_var = Some(idents[0].text.to_string());
+                    recv_var = Some(idents[0].text().to_string());
                 }
                 k = close - base + 1;
             }
@@ -732,8 +732,9 @@ fn classify_header(
                 .filter(|n| n.is_ident() && h.get(p).is_some_and(|p| p.is("(")))
             {
                 let params = &toks[base + k..open];
-                let test = n.text.starts_with("Test") && params.iter().any(|p| p.text == "testing");
-                let frame = mk(st, n.text, base + k, owner, test);
+                let test =
+                    n.text().starts_with("Test") && params.iter().any(|p| p.text() == "testing");
+                let frame = mk(st, n.text(), base + k, owner, test);
                 if let (Frame::Func(id), Some(r)) = (&frame, recv_var) {
                     st.receivers.insert(*id, r);
                 }
@@ -744,7 +745,7 @@ fn classify_header(
     }
     // `function name(` / `fun name(` / `def`
     for (k, t) in h.iter().enumerate() {
-        if t.is_ident() && matches!(t.text, "function" | "fun") {
+        if t.is_ident() && matches!(t.text(), "function" | "fun") {
             let mut j = k + 1;
             if h.get(j).is_some_and(|x| x.is("*")) {
                 j += 1;
@@ -765,9 +766,9 @@ fn classify_header(
                     .is_some_and(|x| x.is("("))
                 {
                     let test = annotated_test
-                        || (lang == Language::Php && n.text.starts_with("test"))
+                        || (lang == Language::Php && n.text().starts_with("test"))
                         || (lang == Language::Kotlin && class_is_test);
-                    return mk(st, n.text, base + j, owner, test);
+                    return mk(st, n.text(), base + j, owner, test);
                 }
             }
             if in_func {
@@ -788,14 +789,14 @@ fn classify_header(
             .rposition(|(k, t)| t.is("=") && st.tok_paren[base + k] == level)
         {
             if eq >= 1 && h[eq - 1].is_ident() && !in_func {
-                return mk(st, h[eq - 1].text, base + eq - 1, owner, false);
+                return mk(st, h[eq - 1].text(), base + eq - 1, owner, false);
             }
             if eq >= 1
                 && h[eq - 1].is_ident()
                 && h.first()
-                    .is_some_and(|t| matches!(t.text, "const" | "let" | "var"))
+                    .is_some_and(|t| matches!(t.text(), "const" | "let" | "var"))
             {
-                return mk(st, h[eq - 1].text, base + eq - 1, owner, false);
+                return mk(st, h[eq - 1].text(), base + eq - 1, owner, false);
             }
         }
         return Frame::Block;
@@ -809,7 +810,7 @@ fn classify_header(
             .iter()
             .position(|t| {
                 !matches!(
-                    t.text,
+                    t.text(),
                     "async"
                         | "static"
                         | "get"
@@ -829,11 +830,11 @@ fn classify_header(
             .get(&(base + p))
             .is_some_and(|c| c + 1 == open || toks.get(c + 1).is_some_and(|x| x.is(":")));
         if h.get(k)
-            .is_some_and(|n| n.is_ident() && !CONTROL.contains(&n.text))
+            .is_some_and(|n| n.is_ident() && !CONTROL.contains(&n.text()))
             && h.get(p).is_some_and(|p| p.is("("))
             && header_ends
         {
-            let name = h[k].text.to_string();
+            let name = h[k].text().to_string();
             return mk(st, &name, base + k, owner, false);
         }
     }
@@ -843,9 +844,11 @@ fn classify_header(
         if let Some(p) = h.iter().position(|t| t.is("(")) {
             // C# generic method: the name precedes its `<T>` (`Get<T>(`)
             let name_at = type_params_start(h, p).unwrap_or(p);
-            if name_at >= 1 && h[name_at - 1].is_ident() && !CONTROL.contains(&h[name_at - 1].text)
+            if name_at >= 1
+                && h[name_at - 1].is_ident()
+                && !CONTROL.contains(&h[name_at - 1].text())
             {
-                let name = h[name_at - 1].text.to_string();
+                let name = h[name_at - 1].text().to_string();
                 return mk(st, &name, base + name_at - 1, owner, annotated_test);
             }
         }
@@ -861,7 +864,10 @@ fn python_scopes(toks: &[Tok], src: &str, st: &mut Structure) {
         // a closing bracket at the start of a line continues the statement
         // (black's `) -> bool:` after a multi-line parameter list)
         if i == toks.len()
-            || (toks[i].nl && st.tok_paren[i] == 0 && !toks[i - 1].is("\\") && !is_close(&toks[i]))
+            || (toks[i].nl()
+                && st.tok_paren[i] == 0
+                && !toks[i - 1].is("\\")
+                && !is_close(&toks[i]))
         {
             if s < i {
                 lines.push((s, i));
@@ -895,10 +901,10 @@ fn python_scopes(toks: &[Tok], src: &str, st: &mut Structure) {
         if k < le && toks[k].is("def") {
             if let Some(n) = toks.get(k + 1).filter(|n| n.is_ident()) {
                 let owner = owner_of(&frames);
-                let test = n.text.starts_with("test") || test_class(&owner);
+                let test = n.text().starts_with("test") || test_class(&owner);
                 st.decl_names.insert(k + 1);
                 st.scopes.push(Scope {
-                    name: n.text.to_string(),
+                    name: n.text().to_string(),
                     owner,
                     is_test: test,
                 });
@@ -909,7 +915,7 @@ fn python_scopes(toks: &[Tok], src: &str, st: &mut Structure) {
         }
         if k < le && toks[k].is("class") {
             if let Some(n) = toks.get(k + 1).filter(|n| n.is_ident()) {
-                frames.push((ind, Frame::Class(n.text.to_string())));
+                frames.push((ind, Frame::Class(n.text().to_string())));
                 continue;
             }
         }
@@ -927,16 +933,16 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
     let mut line_no = 0usize;
     for i in 0..toks.len() {
         let t = &toks[i];
-        if t.nl {
+        if t.nl() {
             line_no += 1;
         }
         let (s, d) = current(&frames);
         st.tok_scope[i] = s;
         st.tok_depth[i] = d;
         let stmt_start =
-            i == 0 || t.nl || toks[i - 1].is(";") || toks[i - 1].is("=") || toks[i - 1].is("(");
-        if t.kind == Kind::Punct {
-            match t.text {
+            i == 0 || t.nl() || toks[i - 1].is(";") || toks[i - 1].is("=") || toks[i - 1].is("(");
+        if t.kind() == Kind::Punct {
+            match t.text() {
                 "{" => {
                     frames.push((i, Frame::Block));
                     braces.push(true);
@@ -951,20 +957,23 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
             }
             continue;
         }
-        if t.kind != Kind::Ident {
+        if t.kind() != Kind::Ident {
             continue;
         }
         let prev_dot = i > 0 && (toks[i - 1].is(".") || toks[i - 1].is("&."));
         if prev_dot {
             continue;
         }
-        match t.text {
+        match t.text() {
             "def" => {
                 let mut k = i + 1;
                 if toks.get(k + 1).is_some_and(|x| x.is(".")) {
                     k += 2;
                 }
-                let name = toks.get(k).map(|n| n.text.to_string()).unwrap_or_default();
+                let name = toks
+                    .get(k)
+                    .map(|n| n.text().to_string())
+                    .unwrap_or_default();
                 let owner = owner_of(&frames);
                 let test = name.starts_with("test_") || test_class(&owner);
                 st.decl_names.insert(k);
@@ -979,7 +988,7 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
             }
             "class" | "module" => {
                 let f = match toks.get(i + 1) {
-                    Some(n) if n.is_ident() => Frame::Class(n.text.to_string()),
+                    Some(n) if n.is_ident() => Frame::Class(n.text().to_string()),
                     _ => Frame::Block,
                 };
                 frames.push((i, f));
@@ -998,7 +1007,7 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
                 braces.push(false);
             }
             "if" | "unless" | "while" | "until" | "for" if stmt_start => {
-                if matches!(t.text, "while" | "until" | "for") {
+                if matches!(t.text(), "while" | "until" | "for") {
                     skip_do_line = Some(line_no);
                 }
                 frames.push((i, Frame::Block));
@@ -1037,7 +1046,7 @@ fn split_args_into<'a>(
     let mut k = open + 1;
     while k < close {
         let t = &toks[k];
-        if t.kind == Kind::Punct && matches!(t.text, "(" | "[" | "{") {
+        if t.kind() == Kind::Punct && matches!(t.text(), "(" | "[" | "{") {
             if let Some(m) = st.matching.get(&k) {
                 if m > k && m < close {
                     k = m + 1;
@@ -1064,15 +1073,15 @@ fn make_arg<'a>(toks: &[Tok<'a>], s: usize, e: usize) -> Arg<'a> {
             return Arg {
                 start: s + 2,
                 end: e,
-                name: Some(toks[s].text),
+                name: Some(toks[s].text()),
             };
         }
     }
-    if e > s + 2 && toks[s].kind == Kind::Str && toks[s + 1].is("=>") {
+    if e > s + 2 && toks[s].kind() == Kind::Str && toks[s + 1].is("=>") {
         return Arg {
             start: s + 2,
             end: e,
-            name: Some(toks[s].text),
+            name: Some(toks[s].text()),
         };
     }
     Arg {
@@ -1102,7 +1111,7 @@ fn cast_in_parens<'a>(
         .iter()
         .enumerate()
         .all(|(i, t)| if i % 2 == 0 { t.is_ident() } else { t.is(".") });
-    (ok && ty.len() % 2 == 1).then(|| (ty[ty.len() - 1].text, toks[m + 1].text))
+    (ok && ty.len() % 2 == 1).then(|| (ty[ty.len() - 1].text(), toks[m + 1].text()))
 }
 
 /// Walks back over a receiver chain ending just before `name_tok`; its
@@ -1129,8 +1138,8 @@ fn receiver<'a>(
             j -= 1;
         }
         let t = &toks[j];
-        if t.is_ident() || t.kind == Kind::Str {
-            segs.push(Cow::Borrowed(t.text));
+        if t.is_ident() || t.kind() == Kind::Str {
+            segs.push(Cow::Borrowed(t.text()));
             k = j;
             continue;
         }
@@ -1140,7 +1149,7 @@ fn receiver<'a>(
                 break;
             }
             if t.is(")") && o >= 1 && toks[o - 1].is_ident() {
-                segs.push(Cow::Owned(format!("{}()", toks[o - 1].text)));
+                segs.push(Cow::Owned(format!("{}()", toks[o - 1].text())));
                 k = o - 1;
                 continue;
             }
@@ -1156,7 +1165,7 @@ fn receiver<'a>(
             // an index or a parenthesised expression: continue before it
             if o >= 1 && toks[o - 1].is_ident() && !t.is(")") {
                 k = o - 1;
-                segs.push(Cow::Borrowed(toks[o - 1].text));
+                segs.push(Cow::Borrowed(toks[o - 1].text()));
             }
             continue;
         }
@@ -1187,7 +1196,7 @@ pub fn calls<'a, 'b>(
     let recvs = &mut table.recv;
     for i in 0..toks.len() {
         let t = &toks[i];
-        if t.kind != Kind::Ident {
+        if t.kind() != Kind::Ident {
             continue;
         }
         let next = toks.get(i + 1);
@@ -1203,12 +1212,13 @@ pub fn calls<'a, 'b>(
             }
             if toks.get(j).is_some_and(|x| x.is(">"))
                 && toks.get(j + 1).is_some_and(|x| x.is("("))
-                && !toks[j + 1].nl
+                && !toks[j + 1].nl()
             {
                 open = j + 1;
             }
         }
-        if toks.get(open).is_some_and(|n| n.is("(")) && !(lang == Language::Ruby && toks[open].nl) {
+        if toks.get(open).is_some_and(|n| n.is("(")) && !(lang == Language::Ruby && toks[open].nl())
+        {
             let Some(close) = st.matching.get(&open) else {
                 continue;
             };
@@ -1217,7 +1227,7 @@ pub fn calls<'a, 'b>(
             let a0 = args.len() as u32;
             split_args_into(toks, st, open, close, args);
             out.push(RawCall {
-                name: t.text,
+                name: t.text(),
                 name_tok: i,
                 recv_start,
                 recv: (r0, recvs.len() as u32),
@@ -1230,28 +1240,28 @@ pub fn calls<'a, 'b>(
         // Ruby `recv.name arg, arg` (paren-less, same line)
         if lang == Language::Ruby && i >= 1 && toks[i - 1].is(".") {
             let Some(n) = next else { continue };
-            if n.nl {
+            if n.nl() {
                 continue;
             }
-            let starts_arg = match n.kind {
+            let starts_arg = match n.kind() {
                 Kind::Str | Kind::Num | Kind::Ident => !matches!(
-                    n.text,
+                    n.text(),
                     "if" | "unless" | "do" | "and" | "or" | "then" | "while" | "until" | "rescue"
                 ),
-                Kind::Punct => matches!(n.text, "[" | "@" | "-"),
+                Kind::Punct => matches!(n.text(), "[" | "@" | "-"),
             };
-            if !starts_arg || (n.kind == Kind::Punct && n.text == "-") {
+            if !starts_arg || (n.kind() == Kind::Punct && n.text() == "-") {
                 continue;
             }
             // the args run to the end of the line (continuing after a trailing comma)
             let mut k = i + 1;
             while k < toks.len() {
                 let x = &toks[k];
-                if k > i + 1 && x.nl && !toks[k - 1].is(",") {
+                if k > i + 1 && x.nl() && !toks[k - 1].is(",") {
                     break;
                 }
                 if x.is_ident()
-                    && matches!(x.text, "if" | "unless" | "do" | "rescue" | "then")
+                    && matches!(x.text(), "if" | "unless" | "do" | "rescue" | "then")
                     && k > i + 1
                 {
                     break;
@@ -1259,7 +1269,7 @@ pub fn calls<'a, 'b>(
                 if x.is("{") && k > i + 1 {
                     break;
                 }
-                if x.kind == Kind::Punct && matches!(x.text, "(" | "[") {
+                if x.kind() == Kind::Punct && matches!(x.text(), "(" | "[") {
                     if let Some(m) = st.matching.get(&k) {
                         if m > k {
                             k = m + 1;
@@ -1267,7 +1277,7 @@ pub fn calls<'a, 'b>(
                         }
                     }
                 }
-                if x.kind == Kind::Punct && matches!(x.text, ")" | "]" | "}" | ";") {
+                if x.kind() == Kind::Punct && matches!(x.text(), ")" | "]" | "}" | ";") {
                     break;
                 }
                 k += 1;
@@ -1279,7 +1289,7 @@ pub fn calls<'a, 'b>(
             let mut s = i + 1;
             let mut j = i + 1;
             while j < k {
-                if toks[j].kind == Kind::Punct && matches!(toks[j].text, "(" | "[" | "{") {
+                if toks[j].kind() == Kind::Punct && matches!(toks[j].text(), "(" | "[" | "{") {
                     if let Some(m) = st.matching.get(&j) {
                         if m > j && m < k {
                             j = m + 1;
@@ -1297,7 +1307,7 @@ pub fn calls<'a, 'b>(
                 args.push(make_arg(toks, s, k));
             }
             out.push(RawCall {
-                name: t.text,
+                name: t.text(),
                 name_tok: i,
                 recv_start,
                 recv: (r0, recvs.len() as u32),

@@ -85,7 +85,7 @@ fn list_first(an: &Analyzer, a: usize, e: usize) -> Option<(usize, usize)> {
         return None;
     }
     if toks[open].is("(") {
-        let ctor = open.checked_sub(1).map(|k| toks[k].text).unwrap_or("");
+        let ctor = open.checked_sub(1).map(|k| toks[k].text()).unwrap_or("");
         if !matches!(
             ctor,
             "of" | "asList"
@@ -315,7 +315,7 @@ impl<'a> Analyzer<'a> {
             let t = &self.toks[k];
             if t.is_ident()
                 && matches!(
-                    t.text,
+                    t.text(),
                     "boundValueOps" | "boundHashOps" | "boundSetOps" | "getBucket"
                 )
                 && self.toks.get(k + 1).is_some_and(|x| x.is("("))
@@ -331,7 +331,7 @@ impl<'a> Analyzer<'a> {
     /// The call's receiver chain binds a hash key (`boundHashOps(k)`).
     fn bound_hash(&self, c: &Call) -> bool {
         (c.recv_start..c.name_tok)
-            .any(|k| self.toks[k].is_ident() && self.toks[k].text == "boundHashOps")
+            .any(|k| self.toks[k].is_ident() && self.toks[k].text() == "boundHashOps")
     }
 
     pub fn classify(&self, c: &Call, all: &[Call]) -> Vec<Draft> {
@@ -345,7 +345,7 @@ impl<'a> Analyzer<'a> {
             let p = &toks[c.name_tok - 1];
             let decl_prev = (p.is_ident()
                 && !matches!(
-                    p.text,
+                    p.text(),
                     "return"
                         | "await"
                         | "yield"
@@ -437,7 +437,7 @@ impl<'a> Analyzer<'a> {
         let value_at = |i: usize| pos.get(i).map(|a| self.vals.value(a.start, a.end, scope));
         let raw_first = pos
             .first()
-            .filter(|a| a.end == a.start + 1 && toks[a.start].kind == Kind::Str);
+            .filter(|a| a.end == a.start + 1 && toks[a.start].kind() == Kind::Str);
         let lname = if self.cache_add(c, &lname) {
             "setnx".to_string()
         } else {
@@ -482,7 +482,7 @@ impl<'a> Analyzer<'a> {
             "set" | "stringset" | "setargs" | "setvalue" => {
                 if raw_first.is_some()
                     && self.toks[raw_first.map(|a| a.start).unwrap_or(0)]
-                        .text
+                        .text()
                         .eq_ignore_ascii_case("set")
                     && c.args.len() > 3
                 {
@@ -776,9 +776,9 @@ impl<'a> Analyzer<'a> {
                 crate::words::is_acquire_fn(&s.name) || crate::words::reads_like_lock(&s.name)
             });
         }
-        prev.kind == Kind::Punct && matches!(prev.text, "(" | "=" | "!" | "&&" | "||" | ":=")
+        prev.kind() == Kind::Punct && matches!(prev.text(), "(" | "=" | "!" | "&&" | "||" | ":=")
             || prev.is_ident()
-                && matches!(prev.text, "if" | "elif" | "not" | "and" | "or" | "while")
+                && matches!(prev.text(), "if" | "elif" | "not" | "and" | "or" | "while")
     }
 
     /// SPEC §2 constant value: a value that is one of the key's own
@@ -880,7 +880,7 @@ impl<'a> Analyzer<'a> {
                 let t = self.arg_text(a);
                 if !t.contains("When.")
                     && !t.contains('{')
-                    && !(a.start..a.end).any(|k| toks[k].kind == Kind::Str)
+                    && !(a.start..a.end).any(|k| toks[k].kind() == Kind::Str)
                 {
                     set_exp(!self.vals.is_zero_ttl(a.start, a.end), &mut expiry);
                 }
@@ -896,11 +896,11 @@ impl<'a> Analyzer<'a> {
             let resolved = self.flag_const(k, scope_of(k));
             let low = resolved
                 .clone()
-                .unwrap_or_else(|| t.text.to_ascii_lowercase());
+                .unwrap_or_else(|| t.text().to_ascii_lowercase());
             let next = toks.get(k + 1);
             let followed_value =
                 next.is_some_and(|n| n.is(":") || n.is("=") || n.is("=>") || n.is(","));
-            let is_flag_tok = t.kind == Kind::Str
+            let is_flag_tok = t.kind() == Kind::Str
                 || resolved.is_some()
                 || (t.is_ident()
                     && (next.is_some_and(|n| n.is("(") || n.is(":") || n.is("="))
@@ -912,7 +912,7 @@ impl<'a> Analyzer<'a> {
                         let neg = followed_value
                             && !next.is_some_and(|n| n.is(","))
                             && toks.get(k + 2).is_some_and(|v| {
-                                matches!(v.text, "false" | "False" | "nil" | "null")
+                                matches!(v.text(), "false" | "False" | "nil" | "null")
                             });
                         if !neg {
                             nx = true;
@@ -947,19 +947,19 @@ impl<'a> Analyzer<'a> {
                 }
             }
             if t.is_ident()
-                && t.text == "When"
-                && toks.get(k + 2).is_some_and(|n| n.text == "NotExists")
+                && t.text() == "When"
+                && toks.get(k + 2).is_some_and(|n| n.text() == "NotExists")
             {
                 nx = true;
             }
             // Spring RedisConnection: SetOption.SET_IF_ABSENT / ifAbsent(), Expiration.seconds(n)
             if t.is_ident() {
-                match t.text {
+                match t.text() {
                     "SET_IF_ABSENT" | "ifAbsent" => nx = true,
                     "SET_IF_PRESENT" | "ifPresent" => xx = true,
                     "Expiration" if toks.get(k + 1).is_some_and(|n| n.is(".")) => {
-                        let how = toks.get(k + 2).map(|n| n.text).unwrap_or("");
-                        let zero = toks.get(k + 4).is_some_and(|v| v.text == "0")
+                        let how = toks.get(k + 2).map(|n| n.text()).unwrap_or("");
+                        let zero = toks.get(k + 4).is_some_and(|v| v.text() == "0")
                             && toks.get(k + 5).is_some_and(|v| v.is(")"));
                         set_exp(
                             !matches!(how, "persistent" | "keepTtl") && !zero,
@@ -977,7 +977,7 @@ impl<'a> Analyzer<'a> {
         // expression (SPEC §2).
         if expiry.is_none() {
             for a in pos.iter().skip(from) {
-                if (a.start..a.end).any(|j| toks[j].kind == Kind::Str)
+                if (a.start..a.end).any(|j| toks[j].kind() == Kind::Str)
                     || self.vals.is_zero_ttl(a.start, a.end)
                 {
                     continue;
@@ -985,7 +985,7 @@ impl<'a> Analyzer<'a> {
                 let named_expiry = (a.start..a.end).any(|j| {
                     toks[j].is_ident()
                         && !(j + 1 < a.end && toks[j + 1].is("("))
-                        && crate::words::word_parts(toks[j].text).iter().any(|w| {
+                        && crate::words::word_parts(toks[j].text()).iter().any(|w| {
                             matches!(
                                 w.as_str(),
                                 "expiration" | "expiry" | "ttl" | "timeout" | "expire" | "lease"
@@ -1012,11 +1012,11 @@ impl<'a> Analyzer<'a> {
             return None;
         }
         let toks = self.toks;
-        let has_str = |a: &Arg| (a.start..a.end).any(|j| toks[j].kind == Kind::Str);
+        let has_str = |a: &Arg| (a.start..a.end).any(|j| toks[j].kind() == Kind::Str);
         let idents = |a: &Arg| {
             (a.start..a.end)
                 .filter(|&j| toks[j].is_ident())
-                .map(|j| toks[j].text)
+                .map(|j| toks[j].text())
                 .collect::<Vec<&str>>()
         };
         let words_of = |a: &Arg| {
@@ -1073,12 +1073,12 @@ impl<'a> Analyzer<'a> {
         if !t.is_ident() || self.toks.get(k + 1).is_some_and(|n| n.is("(")) {
             return None;
         }
-        let b = self.vals.lookup(scope, t.text)?;
+        let b = self.vals.lookup(scope, t.text())?;
         if b.end != b.start + 1 {
             return None;
         }
-        let v = self.toks.get(b.start).filter(|v| v.kind == Kind::Str)?;
-        let low = v.text.to_ascii_lowercase();
+        let v = self.toks.get(b.start).filter(|v| v.kind() == Kind::Str)?;
+        let low = v.text().to_ascii_lowercase();
         matches!(
             low.as_str(),
             "nx" | "xx" | "px" | "ex" | "pxat" | "exat" | "keepttl"
@@ -1097,10 +1097,10 @@ impl<'a> Analyzer<'a> {
         for k in s..e {
             let t = &self.toks[k];
             if t.is_ident() {
-                let mut name = t.text.to_string();
+                let mut name = t.text().to_string();
                 if k >= 2
                     && self.toks[k - 1].is(".")
-                    && matches!(self.toks[k - 2].text, "this" | "self")
+                    && matches!(self.toks[k - 2].text(), "this" | "self")
                 {
                     name = format!("this.{name}");
                 }
@@ -1135,7 +1135,7 @@ impl<'a> Analyzer<'a> {
             // node-redis `{ keys: [k], arguments: [..] }`
             if toks[a.start].is("{") {
                 for k in a.start..a.end {
-                    if toks[k].text == "keys" && toks.get(k + 1).is_some_and(|x| x.is(":")) {
+                    if toks[k].text() == "keys" && toks.get(k + 1).is_some_and(|x| x.is(":")) {
                         let vs = k + 2;
                         if toks.get(vs).is_some_and(|x| x.is("[")) {
                             if let Some(m) = self.st.matching.get(&vs) {
@@ -1152,8 +1152,8 @@ impl<'a> Analyzer<'a> {
             if let Some((s, e)) = list_first(self, a.start, a.end) {
                 return self.vals.key(s, e, scope);
             }
-            if a.end == a.start + 1 && toks[a.start].kind == Kind::Num {
-                if toks[a.start].text == "0" {
+            if a.end == a.start + 1 && toks[a.start].kind() == Kind::Num {
+                if toks[a.start].text() == "0" {
                     return KeyExpr::unknown();
                 }
                 if let Some(n) = rest.get(i + 1) {
@@ -1239,7 +1239,7 @@ impl<'a> Analyzer<'a> {
         if self.lang == Language::Go {
             if let Some(&(s, e)) = items.last() {
                 if e == s + 2 && toks[s].is_ident() && toks[s + 1].is("...") {
-                    if let Some(spread) = self.go_arg_list(toks[s].text, s, scope) {
+                    if let Some(spread) = self.go_arg_list(toks[s].text(), s, scope) {
                         items.pop();
                         items.extend(spread);
                     }
@@ -1258,10 +1258,10 @@ impl<'a> Analyzer<'a> {
         let Some(&(cs, ce)) = items.first() else {
             return Vec::new();
         };
-        if ce != cs + 1 || toks[cs].kind != Kind::Str {
+        if ce != cs + 1 || toks[cs].kind() != Kind::Str {
             return Vec::new();
         }
-        let cmd = toks[cs].text.to_ascii_lowercase();
+        let cmd = toks[cs].text().to_ascii_lowercase();
         let args = &items[1..];
         let mk = |kind: OpKind, key: KeyExpr, value| Draft {
             kind,
@@ -1276,8 +1276,8 @@ impl<'a> Analyzer<'a> {
             args.get(i)
                 .filter(|&&(s, e)| e == s + 1)
                 .and_then(|&(s, _)| {
-                    if toks[s].kind == Kind::Str {
-                        Some(toks[s].text.to_ascii_lowercase())
+                    if toks[s].kind() == Kind::Str {
+                        Some(toks[s].text().to_ascii_lowercase())
                     } else {
                         self.flag_const(s, scope)
                     }
@@ -1367,7 +1367,9 @@ impl<'a> Analyzer<'a> {
                 let sid = self.script_ref(s, e);
                 let key = match args.get(1) {
                     Some(&(ns, ne))
-                        if ne == ns + 1 && toks[ns].kind == Kind::Num && toks[ns].text != "0" =>
+                        if ne == ns + 1
+                            && toks[ns].kind() == Kind::Num
+                            && toks[ns].text() != "0" =>
                     {
                         args.get(2)
                             .map(|&(a, b)| self.vals.key(a, b, scope))
@@ -1394,7 +1396,7 @@ impl<'a> Analyzer<'a> {
             if !in_scope(k) {
                 break;
             }
-            if toks[k].text == name
+            if toks[k].text() == name
                 && toks[k].is_ident()
                 && toks.get(k + 1).is_some_and(|t| t.is(":=") || t.is("="))
                 && toks.get(k + 2).is_some_and(|t| t.is("["))
@@ -1432,11 +1434,11 @@ impl<'a> Analyzer<'a> {
         // appends between the literal and the call
         let mut j = m;
         while j + 4 < at {
-            if toks[j].text == name
+            if toks[j].text() == name
                 && toks[j + 1].is("=")
                 && toks[j + 2].is("append")
                 && toks[j + 3].is("(")
-                && toks.get(j + 4).is_some_and(|t| t.text == name)
+                && toks.get(j + 4).is_some_and(|t| t.text() == name)
             {
                 if let Some(close) = self.st.matching.get(&(j + 3)) {
                     let args = super::calls::split_args(toks, self.st, j + 3, close);
@@ -1467,7 +1469,7 @@ impl<'a> Analyzer<'a> {
             && toks.get(k + 2).is_some_and(|t| t.is("("))
         {
             guard += 1;
-            let name = toks[k + 1].text.to_ascii_lowercase();
+            let name = toks[k + 1].text().to_ascii_lowercase();
             let open = k + 2;
             let close = self.st.matching.get(&open)?;
             let inner = (open + 1, close);

@@ -13,7 +13,7 @@ fn is_true(t: &Tok) -> bool {
     t.is("true") || t.is("True")
 }
 fn is_null(t: &Tok) -> bool {
-    matches!(t.text, "null" | "nil" | "None" | "undefined") && t.kind == Kind::Ident
+    matches!(t.text(), "null" | "nil" | "None" | "undefined") && t.kind() == Kind::Ident
 }
 
 pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
@@ -53,7 +53,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
             let Some(close) = an.st.matching.get(&(k + 2)) else {
                 break;
             };
-            let name = toks[k + 1].text;
+            let name = toks[k + 1].text();
             if matches!(
                 name,
                 "catch"
@@ -63,9 +63,9 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                     | "getOrDefault"
                     | "onErrorReturnItem"
                     | "rescue"
-            ) && (k + 3..close)
-                .any(|j| is_true(&toks[j]) || (toks[j].kind == Kind::Str && toks[j].text == "OK"))
-            {
+            ) && (k + 3..close).any(|j| {
+                is_true(&toks[j]) || (toks[j].kind() == Kind::Str && toks[j].text() == "OK")
+            }) {
                 push(k + 1, close);
             }
             k = close + 1;
@@ -111,11 +111,11 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                         q -= 1;
                         let x = &toks[q];
                         if x.is_ident() {
-                            names.push(x.text.to_string());
+                            names.push(x.text().to_string());
                         } else if !x.is(",") && !x.is(":") {
                             break;
                         }
-                        if x.nl {
+                        if x.nl() {
                             break;
                         }
                     }
@@ -133,7 +133,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                 if t.is(";")
                     || t.is("{")
                     || t.is("}")
-                    || (t.nl
+                    || (t.nl()
                         && !matches!(
                             an.lang,
                             crate::facts::Language::Java
@@ -152,7 +152,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                 if !in_scope(j) {
                     break;
                 }
-                if toks[j].text != v || toks[j].kind != Kind::Ident {
+                if toks[j].text() != v || toks[j].kind() != Kind::Ident {
                     continue;
                 }
                 let a = toks.get(j + 1);
@@ -163,7 +163,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                 // test fail-closed (`if (v == null || !v) return false`).
                 let negated = |k: usize| {
                     toks.get(k).is_some_and(|t| t.is("!") || t.is("not"))
-                        || (toks.get(k).is_some_and(|t| t.text == v)
+                        || (toks.get(k).is_some_and(|t| t.text() == v)
                             && toks
                                 .get(k + 1)
                                 .is_some_and(|t| t.is("==") || t.is("===") || t.is("is"))
@@ -229,7 +229,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                     break;
                 }
                 if toks[j].is("if")
-                    && toks.get(j + 1).is_some_and(|t| t.text == ev)
+                    && toks.get(j + 1).is_some_and(|t| t.text() == ev)
                     && toks.get(j + 2).is_some_and(|t| t.is("!="))
                     && toks.get(j + 3).is_some_and(|t| t.is("nil"))
                     && toks.get(j + 4).is_some_and(|t| t.is("{"))
@@ -259,7 +259,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
             let dj = an.st.tok_depth[j];
             let t = &toks[j];
             let handler = t.is_ident()
-                && matches!(t.text, "catch" | "except" | "rescue")
+                && matches!(t.text(), "catch" | "except" | "rescue")
                 && !toks[j - 1].is(".");
             if handler {
                 let ok_depth = if an.lang == crate::facts::Language::Ruby {
@@ -341,7 +341,7 @@ fn py_encloses(an: &Analyzer, from: usize, at: usize) -> bool {
     let d = an.st.tok_depth[at];
     let mut head = from;
     for k in from..at {
-        if toks[k].nl {
+        if toks[k].nl() {
             head = k;
         }
         if an.st.tok_depth[k] <= d && !toks[head].is("except") {
@@ -360,7 +360,7 @@ fn fail_open_in_handler(an: &Analyzer, bs: usize, be: usize, scope: u32) -> Opti
     // value is the handler's last expression
     if an.lang == crate::facts::Language::Kotlin && be > bs + 1 && toks[be].is("}") {
         let last = be - 1;
-        if is_true(&toks[last]) && (toks[last].nl || toks[last - 1].is("{")) {
+        if is_true(&toks[last]) && (toks[last].nl() || toks[last - 1].is("{")) {
             return Some((last, last));
         }
     }
@@ -374,7 +374,7 @@ fn fail_open_in_handler(an: &Analyzer, bs: usize, be: usize, scope: u32) -> Opti
                 return Some((q, e - 1));
             }
         }
-        if an.lang == crate::facts::Language::Ruby && is_true(&toks[q]) && toks[q].nl {
+        if an.lang == crate::facts::Language::Ruby && is_true(&toks[q]) && toks[q].nl() {
             return Some((q, q));
         }
         if toks[q].is("=>") && toks.get(q + 1).is_some_and(is_true) {
@@ -388,12 +388,12 @@ fn fail_open_in_handler(an: &Analyzer, bs: usize, be: usize, scope: u32) -> Opti
             && !toks[q - 1].is(".")
             && !toks[q - 1].is("->")
         {
-            let v = &toks[q].text;
+            let v = &toks[q].text();
             let mut r = be;
             while r + 1 < toks.len() && an.st.tok_scope.get(r) == Some(&scope) {
-                if toks[r].is("return") && toks[r + 1].text == *v {
+                if toks[r].is("return") && toks[r + 1].text() == *v {
                     let after = toks.get(r + 2);
-                    if after.is_none_or(|a| a.is(";") || a.is("}") || a.nl) {
+                    if after.is_none_or(|a| a.is(";") || a.is("}") || a.nl()) {
                         return Some((q, q + 2));
                     }
                 }
@@ -427,7 +427,7 @@ pub(super) fn handler_body(an: &Analyzer, at: usize) -> (usize, usize) {
             while e < n
                 && !(an.st.tok_depth[e] <= d
                     && toks[e].is_ident()
-                    && matches!(toks[e].text, "end" | "ensure" | "else" | "rescue"))
+                    && matches!(toks[e].text(), "end" | "ensure" | "else" | "rescue"))
             {
                 e += 1;
             }

@@ -222,16 +222,16 @@ pub fn exclusive_of_acquire(an: &Analyzer, ops: &[Op]) -> Vec<crate::facts::Span
 }
 
 fn is_null(t: &Tok) -> bool {
-    t.kind == Kind::Ident && matches!(t.text, "null" | "nil" | "None" | "undefined")
+    t.kind() == Kind::Ident && matches!(t.text(), "null" | "nil" | "None" | "undefined")
 }
 fn is_false(t: &Tok) -> bool {
-    t.kind == Kind::Ident && matches!(t.text, "false" | "False")
+    t.kind() == Kind::Ident && matches!(t.text(), "false" | "False")
 }
 fn is_true(t: &Tok) -> bool {
-    t.kind == Kind::Ident && matches!(t.text, "true" | "True")
+    t.kind() == Kind::Ident && matches!(t.text(), "true" | "True")
 }
 fn is_num(t: &Tok, n: &str) -> bool {
-    t.kind == Kind::Num && t.text == n
+    t.kind() == Kind::Num && t.text() == n
 }
 /// The check is a `TTL`/`PTTL` (Spring `getExpire`): its reply is a time
 /// to live, -2 when the key is absent.
@@ -244,9 +244,9 @@ fn is_connective(t: &Tok) -> bool {
     t.is("&&") || t.is("||") || t.is("and") || t.is("or")
 }
 fn is_exit(t: &Tok) -> bool {
-    t.kind == Kind::Ident
+    t.kind() == Kind::Ident
         && matches!(
-            t.text,
+            t.text(),
             "return" | "throw" | "raise" | "continue" | "break" | "exit" | "die" | "abort"
         )
 }
@@ -315,7 +315,7 @@ impl Analyzer<'_> {
                 } else if !(t.is("await")
                     || t.is("(")
                     || t.is("!!")
-                    || matches!(t.text, "Boolean" | "bool" | "Bool"))
+                    || matches!(t.text(), "Boolean" | "bool" | "Bool"))
                 {
                     break;
                 }
@@ -371,7 +371,7 @@ impl Analyzer<'_> {
             if self.tok_is(e, ".")
                 && self.tok(e + 1).is_some_and(|t| {
                     matches!(
-                        t.text,
+                        t.text(),
                         "Result"
                             | "Val"
                             | "get"
@@ -403,7 +403,7 @@ impl Analyzer<'_> {
             && toks[s - 3].is(".")
             && toks[s - 4].is("redis")
         {
-            let conv = toks[s - 2].text;
+            let conv = toks[s - 2].text();
             let conv_kind = match conv {
                 "Bool" | "Int" | "Int64" | "Uint64" => Some(Probe::Count),
                 "String" | "Bytes" => Some(Probe::Value),
@@ -429,7 +429,7 @@ impl Analyzer<'_> {
                     break;
                 }
                 let t = &toks[j];
-                if t.kind == Kind::Ident && t.text == name {
+                if t.kind() == Kind::Ident && t.text() == name {
                     let member = j > 0 && (toks[j - 1].is(".") || toks[j - 1].is("->"));
                     // reassigned: later tests say nothing about this check
                     if !member && self.tok_is(j + 1, "=") {
@@ -462,7 +462,7 @@ impl Analyzer<'_> {
         }
         let ends = match toks.get(e) {
             None => true,
-            Some(t) => t.nl || t.is(";") || t.is("}") || t.is(")"),
+            Some(t) => t.nl() || t.is(";") || t.is("}") || t.is(")"),
         };
         if !ends {
             return Vec::new();
@@ -475,16 +475,16 @@ impl Analyzer<'_> {
         let mut out = Vec::new();
         // Go `v, err := rdb.Get(ctx, k).Result()`
         if eq >= 3 && toks[eq - 2].is(",") && toks[eq - 3].is_ident() {
-            let value = toks[eq - 3].text;
+            let value = toks[eq - 3].text();
             if value != "_" {
                 out.push((value.to_string(), kind, e));
             }
-            if kind == Probe::Value && name.text != "_" {
-                out.push((name.text.to_string(), Probe::ErrNil, e));
+            if kind == Probe::Value && name.text() != "_" {
+                out.push((name.text().to_string(), Probe::ErrNil, e));
             }
             return out;
         }
-        out.push((name.text.to_string(), kind, e));
+        out.push((name.text().to_string(), kind, e));
         out
     }
 
@@ -495,7 +495,7 @@ impl Analyzer<'_> {
         // member tests: `.nil?`, `.IsNull`, `.isEmpty()`, `.is_none()`, `.zero?`
         if op.is(".") || op.is("?.") {
             let m = toks.get(e + 1)?;
-            let absent = match (kind, m.text) {
+            let absent = match (kind, m.text()) {
                 (
                     Probe::Value,
                     "nil?" | "IsNull" | "IsNullOrEmpty" | "isEmpty" | "is_none" | "blank?"
@@ -544,7 +544,7 @@ impl Analyzer<'_> {
         }
         let absent = match kind {
             Probe::Value if eqop || neop => {
-                let empty = rhs.kind == Kind::Str && rhs.text.is_empty();
+                let empty = rhs.kind() == Kind::Str && rhs.text().is_empty();
                 if is_null(rhs) || is_false(rhs) || empty {
                     eqop
                 } else {
@@ -571,16 +571,16 @@ impl Analyzer<'_> {
             Probe::Ttl => {
                 // the number compared with: `0`, or `-1`/`-2` (two tokens)
                 let (n, end) = if rhs.is("-") {
-                    let d = toks.get(e + 2).filter(|t| t.kind == Kind::Num)?;
-                    (-d.text.parse::<i64>().ok()?, e + 3)
-                } else if rhs.kind == Kind::Num {
-                    (rhs.text.parse::<i64>().ok()?, e + 2)
+                    let d = toks.get(e + 2).filter(|t| t.kind() == Kind::Num)?;
+                    (-d.text().parse::<i64>().ok()?, e + 3)
+                } else if rhs.kind() == Kind::Num {
+                    (rhs.text().parse::<i64>().ok()?, e + 2)
                 } else {
                     return None;
                 };
                 // present: a TTL left (`> 0`, `>= 0`, `> -1`), or not -2;
                 // absent: -2, or no TTL left (`< 0`, `<= 0`, `== -2`)
-                let absent = match (op.text, n) {
+                let absent = match (op.text(), n) {
                     (">", -2..=0) | (">=", -1..=0) => false,
                     ("!=" | "!==", -2) => false,
                     ("==" | "===", -2) => true,
@@ -641,7 +641,7 @@ impl Analyzer<'_> {
                 let op = &toks[s - 1];
                 let lhs = &toks[s - 2];
                 if (op.is("==") || op.is("===") || op.is("!=") || op.is("!=="))
-                    && (is_null(lhs) || is_false(lhs) || lhs.kind == Kind::Num)
+                    && (is_null(lhs) || is_false(lhs) || lhs.kind() == Kind::Num)
                 {
                     let eqop = op.is("==") || op.is("===");
                     let absent = match kind {
@@ -666,7 +666,7 @@ impl Analyzer<'_> {
                 let wrapper = toks.get(w).filter(|t| {
                     t.is_ident()
                         && !matches!(
-                            t.text,
+                            t.text(),
                             "if" | "while" | "elif" | "not" | "and" | "or" | "unless" | "return"
                         )
                 });
@@ -721,7 +721,7 @@ impl Analyzer<'_> {
         let level = self.st.tok_paren.get(cond.cs).copied().unwrap_or(0);
         let (mut has_and, mut has_or) = (false, false);
         for (k, t) in toks.iter().enumerate().take(cond.ce).skip(cond.cs) {
-            if self.st.tok_paren.get(k) != Some(&level) || t.kind == Kind::Str {
+            if self.st.tok_paren.get(k) != Some(&level) || t.kind() == Kind::Str {
                 continue;
             }
             has_and |= t.is("&&") || t.is("and");
@@ -777,9 +777,9 @@ impl Analyzer<'_> {
         let chain: Vec<&str> = toks[ws..=w]
             .iter()
             .filter(|t| t.is_ident())
-            .map(|t| t.text)
+            .map(|t| t.text())
             .collect();
-        let absent = match (kind, name.text) {
+        let absent = match (kind, name.text()) {
             (
                 Probe::Value,
                 "isNull" | "is_null" | "isEmpty" | "isBlank" | "IsNullOrEmpty"
@@ -814,12 +814,13 @@ impl Analyzer<'_> {
         while k > low {
             k -= 1;
             let t = &self.toks[k];
-            if t.kind != Kind::Ident {
+            if t.kind() != Kind::Ident {
                 continue;
             }
-            let kw = matches!(t.text, "if" | "while" | "elif" | "elseif")
-                || (self.lang == Language::Ruby && matches!(t.text, "unless" | "until" | "elsif"))
-                || (self.lang == Language::Go && t.text == "for");
+            let kw = matches!(t.text(), "if" | "while" | "elif" | "elseif")
+                || (self.lang == Language::Ruby
+                    && matches!(t.text(), "unless" | "until" | "elsif"))
+                || (self.lang == Language::Go && t.text() == "for");
             if !kw || (k > 0 && self.toks[k - 1].is(".")) {
                 continue;
             }
@@ -838,7 +839,7 @@ impl Analyzer<'_> {
             return None;
         }
         let toks = self.toks;
-        let word = toks[k].text;
+        let word = toks[k].text();
         let kind = if matches!(word, "while" | "until" | "for") {
             CondKind::While
         } else {
@@ -847,14 +848,14 @@ impl Analyzer<'_> {
         let negated = matches!(word, "unless" | "until");
         match self.lang {
             Language::Python => {
-                let line_start = k == 0 || toks[k].nl;
+                let line_start = k == 0 || toks[k].nl();
                 if !line_start {
                     return None;
                 }
                 let level = self.st.tok_paren[k];
                 let mut c = k + 1;
                 while c < toks.len() && !(toks[c].is(":") && self.st.tok_paren[c] == level) {
-                    if toks[c].nl && self.st.tok_paren[c] == level {
+                    if toks[c].nl() && self.st.tok_paren[c] == level {
                         return None;
                     }
                     c += 1;
@@ -894,13 +895,13 @@ impl Analyzer<'_> {
             }
             Language::Ruby => {
                 let stmt_start = k == 0
-                    || toks[k].nl
+                    || toks[k].nl()
                     || toks[k - 1].is(";")
                     || toks[k - 1].is("=")
                     || toks[k - 1].is("(");
                 let mut ce = k + 1;
                 while ce < toks.len()
-                    && !toks[ce].nl
+                    && !toks[ce].nl()
                     && !toks[ce].is("then")
                     && !toks[ce].is(";")
                     && (word == "if" || word == "unless" || !toks[ce].is("do"))
@@ -913,7 +914,7 @@ impl Analyzer<'_> {
                 if !stmt_start {
                     // modifier: the statement before the keyword, on its line
                     let mut ls = k;
-                    while ls > 0 && !toks[ls].nl {
+                    while ls > 0 && !toks[ls].nl() {
                         ls -= 1;
                     }
                     return Some(Cond {
@@ -1022,7 +1023,7 @@ impl Analyzer<'_> {
         let mut j = b;
         while j < toks.len() && j < b + MAX_COND_BACK {
             let x = &toks[j];
-            if j > b && no_semicolons && x.nl {
+            if j > b && no_semicolons && x.nl() {
                 return Some(((b, j), j));
             }
             if x.is(";") {
@@ -1072,9 +1073,9 @@ impl Analyzer<'_> {
     fn py_body(&self, k: usize, c: usize) -> ((usize, usize), usize) {
         let toks = self.toks;
         let start = c + 1;
-        if toks.get(start).is_some_and(|t| !t.nl) {
+        if toks.get(start).is_some_and(|t| !t.nl()) {
             let mut j = start;
-            while j < toks.len() && !(j > start && toks[j].nl) {
+            while j < toks.len() && !(j > start && toks[j].nl()) {
                 j += 1;
             }
             return ((start, j), j);
@@ -1107,10 +1108,10 @@ impl Analyzer<'_> {
             }
             // not itself conditional: `if (x) return;`, `return if x`, `if x: return`
             let prev = j.checked_sub(1).map(|p| &toks[p]);
-            let guarded_before = j > a && prev.is_some_and(|p| p.is(")") || p.is(":")) && !t.nl;
+            let guarded_before = j > a && prev.is_some_and(|p| p.is(")") || p.is(":")) && !t.nl();
             let mut q = j + 1;
             let mut guarded_after = false;
-            while q < b && !toks[q].nl {
+            while q < b && !toks[q].nl() {
                 if toks[q].is("if") || toks[q].is("unless") {
                     guarded_after = true;
                 }
@@ -1131,8 +1132,8 @@ impl Analyzer<'_> {
         while k > low {
             k -= 1;
             let t = &self.toks[k];
-            if t.kind != Kind::Ident
-                || !matches!(t.text, "if" | "elif" | "elseif" | "elsif")
+            if t.kind() != Kind::Ident
+                || !matches!(t.text(), "if" | "elif" | "elseif" | "elsif")
                 || (k > 0 && self.toks[k - 1].is("."))
             {
                 continue;
@@ -1196,15 +1197,15 @@ impl Analyzer<'_> {
             return false;
         }
         let mut ls = w;
-        while ls > from && !toks[ls].nl {
+        while ls > from && !toks[ls].nl() {
             ls -= 1;
         }
         let start = ls.max(from);
         for (j, p) in toks.iter().enumerate().take(w).skip(start) {
-            if p.kind == Kind::Str {
+            if p.kind() == Kind::Str {
                 continue;
             }
-            match p.text {
+            match p.text() {
                 // the write inside the condition itself runs whenever the
                 // condition is evaluated (`break if redis.set(…)`), as does
                 // a Go init statement before it (`if err := rdb.Set(…).Err();
@@ -1222,10 +1223,10 @@ impl Analyzer<'_> {
         // a Ruby/Python-style modifier after it on its line: `set(…) if x`
         let level = self.st.tok_paren.get(w).copied().unwrap_or(0);
         let mut j = w + 1;
-        while j < limit.min(toks.len()) && !toks[j].nl {
+        while j < limit.min(toks.len()) && !toks[j].nl() {
             let t = &toks[j];
-            if t.kind != Kind::Str
-                && matches!(t.text, "if" | "unless")
+            if t.kind() != Kind::Str
+                && matches!(t.text(), "if" | "unless")
                 && self.st.tok_paren.get(j) == Some(&level)
             {
                 return false;

@@ -4,9 +4,8 @@
 //! offsets to source offsets, and their interpolations as parts.
 
 use crate::facts::Language;
-
-// Token offsets are `u32`: no file the engine reads is larger.
-const _: () = assert!(crate::engine::MAX_FILE_BYTES <= u32::MAX as u64);
+use std::marker::PhantomData;
+use std::ptr::NonNull;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -75,29 +74,51 @@ impl StrLit {
     }
 }
 
-/// One token: 32 bytes, no allocation of its own (tokens can come every
-/// two or three bytes of dense code).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One token: 16 bytes, no allocation of its own (tokens can come every
+/// two or three bytes of dense code). A pointer to its text (a source
+/// token: its first source byte; a string literal: its entry in the side
+/// table `lex` fills) and one word of packed fields: the source span
+/// (start and length, [`OFF_BITS`] bits each), the kind, the line-break
+/// flag and the class (source, literal or regex).
+#[derive(Clone, Copy)]
 pub struct Tok<'a> {
-    /// Identifier, number or punctuation text; for strings the decoded text.
-    /// A slice of the source, except for a string literal whose decoded
-    /// text is not a piece of it (escapes, interpolations, heredocs): then
-    /// the literal's own text, in the side table `lex` fills.
-    pub text: &'a str,
-    start: u32,
-    end: u32,
-    /// A string literal's pieces (every `Kind::Str` token has one): its
-    /// index in the side table (see [`Tok::lit`]), or `NO_LIT`/`REGEX`.
-    lit: u32,
-    pub kind: Kind,
-    /// A line break stands between the previous token and this one.
-    pub nl: bool,
+    ptr: NonNull<u8>,
+    bits: u64,
+    /// The token reads the source and the literal table for `'a`.
+    life: PhantomData<(&'a str, &'a StrLit)>,
 }
 
-const _: () = assert!(std::mem::size_of::<Tok>() == 32);
+const _: () = assert!(std::mem::size_of::<Tok>() == 16);
 
-/// A token while lexing: its literal is an index into the side table.
+// SAFETY: a `Tok` is a shared borrow of the source (`&'a str`) or of an
+// entry of the literal table (`&'a StrLit`) plus plain integers; both are
+// `Send` and `Sync`.
+unsafe impl Send for Tok<'_> {}
+unsafe impl Sync for Tok<'_> {}
+
+/// Bits of a packed source offset or span length: every offset of a file
+/// the engine reads fits (the lexer reads no more than `OFF_MAX` bytes).
+const OFF_BITS: u32 = 29;
+const OFF_MAX: usize = (1 << OFF_BITS) - 1;
+const _: () = assert!(crate::engine::MAX_FILE_BYTES <= OFF_MAX as u64);
+const LEN_SHIFT: u32 = OFF_BITS;
+const KIND_SHIFT: u32 = 2 * OFF_BITS;
+const NL_BIT: u64 = 1 << (2 * OFF_BITS + 2);
+const CLASS_SHIFT: u32 = 2 * OFF_BITS + 3;
+/// Classes of a token: its text is the source's span, a literal's decoded
+/// text, or `/regex/`.
+const CLASS_SRC: u64 = 0;
+const CLASS_LIT: u64 = 1;
+const CLASS_REGEX: u64 = 2;
+/// A span that is not a char-boundary slice of the source: no text.
+const CLASS_EMPTY: u64 = 3;
+const REGEX_TEXT: &str = "/regex/";
+
+/// A token while lexing: its literal is an index into the side table. As
+/// large and aligned as a [`Tok`], so that the raw tokens' buffer becomes
+/// the tokens' (collected in place).
 #[derive(Clone, Copy)]
+#[repr(align(8))]
 struct Raw {
     start: u32,
     end: u32,
@@ -112,23 +133,115 @@ const NO_LIT: u32 = u32::MAX;
 const REGEX: u32 = u32::MAX - 1;
 
 impl<'a> Tok<'a> {
+    fn class(&self) -> u64 {
+        self.bits >> CLASS_SHIFT
+    }
+    /// Identifier, number or punctuation text; for strings the decoded text
+    /// (the literal's own, from the side table); `/regex/` for a JS regex.
+    pub fn text(&self) -> &'a str {
+        match self.class() {
+            CLASS_SRC => {
+                let len = ((self.bits >> LEN_SHIFT) as usize) & OFF_MAX;
+                // SAFETY: `ptr` and the span length were taken from a
+                // `&'a str` slice of the source at char boundaries.
+                unsafe {
+                    std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+                        self.ptr.as_ptr(),
+                        len,
+                    ))
+                }
+            }
+            CLASS_LIT => &self.str_lit().text,
+            CLASS_REGEX => REGEX_TEXT,
+            _ => "",
+        }
+    }
+    /// SAFETY of the caller: the class is `CLASS_LIT`.
+    fn str_lit(&self) -> &'a StrLit {
+        debug_assert_eq!(self.class(), CLASS_LIT);
+        // SAFETY: a literal token's pointer is an entry of the side table,
+        // borrowed (unmoved, unchanged) for `'a`.
+        unsafe { &*(self.ptr.as_ptr() as *const StrLit) }
+    }
+    pub fn kind(&self) -> Kind {
+        match (self.bits >> KIND_SHIFT) & 3 {
+            0 => Kind::Ident,
+            1 => Kind::Str,
+            2 => Kind::Num,
+            _ => Kind::Punct,
+        }
+    }
+    /// A line break stands between the previous token and this one.
+    pub fn nl(&self) -> bool {
+        self.bits & NL_BIT != 0
+    }
     /// The token's first source byte.
     pub fn start(&self) -> usize {
-        self.start as usize
+        (self.bits as usize) & OFF_MAX
     }
     /// One past the token's last source byte.
     pub fn end(&self) -> usize {
-        self.end as usize
+        self.start() + (((self.bits >> LEN_SHIFT) as usize) & OFF_MAX)
     }
     pub fn is(&self, s: &str) -> bool {
-        self.kind != Kind::Str && self.text == s
+        self.kind() != Kind::Str && self.text() == s
     }
     pub fn is_ident(&self) -> bool {
-        self.kind == Kind::Ident
+        self.kind() == Kind::Ident
     }
-    /// A string literal's pieces, from the side table `lex` filled.
-    pub fn lit<'l>(&self, lits: &'l [StrLit]) -> Option<&'l StrLit> {
-        lits.get(self.lit as usize)
+    /// A string literal's pieces (every `Kind::Str` token has them).
+    pub fn lit(&self) -> Option<&'a StrLit> {
+        (self.class() == CLASS_LIT).then(|| self.str_lit())
+    }
+    /// The token of a raw one; `lits` is the finished side table.
+    fn new(src: &'a str, lits: &'a [StrLit], r: &Raw) -> Tok<'a> {
+        let (ptr, class) = match lits.get(r.lit as usize) {
+            Some(l) => (NonNull::from(l).cast::<u8>(), CLASS_LIT),
+            None if r.lit == REGEX => (
+                NonNull::from(REGEX_TEXT.as_bytes()).cast::<u8>(),
+                CLASS_REGEX,
+            ),
+            None => match src.get(r.start as usize..r.end as usize) {
+                Some(span) => (NonNull::from(span.as_bytes()).cast::<u8>(), CLASS_SRC),
+                None => (NonNull::dangling(), CLASS_EMPTY),
+            },
+        };
+        let kind = match r.kind {
+            Kind::Ident => 0,
+            Kind::Str => 1,
+            Kind::Num => 2,
+            Kind::Punct => 3,
+        };
+        let start = r.start as u64;
+        let len = r.end.saturating_sub(r.start) as u64;
+        Tok {
+            ptr,
+            bits: start
+                | len << LEN_SHIFT
+                | kind << KIND_SHIFT
+                | if r.nl { NL_BIT } else { 0 }
+                | class << CLASS_SHIFT,
+            life: PhantomData,
+        }
+    }
+}
+
+impl PartialEq for Tok<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.bits == other.bits && self.text() == other.text()
+    }
+}
+impl Eq for Tok<'_> {}
+
+impl std::fmt::Debug for Tok<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tok")
+            .field("text", &self.text())
+            .field("start", &self.start())
+            .field("end", &self.end())
+            .field("kind", &self.kind())
+            .field("nl", &self.nl())
+            .finish()
     }
 }
 
@@ -174,8 +287,9 @@ fn is_ident_char(c: u8) -> bool {
 
 /// Lexes `src` as `lang`; the string literals' pieces go to `lits`, which
 /// the tokens borrow. Never panics; unterminated constructs end at EOF.
-/// Only the first 4 GiB are read (token offsets are `u32`; the engine reads
-/// no file of more than `MAX_FILE_BYTES`).
+/// Only the first `OFF_MAX` bytes (512 MiB) are read (token offsets are
+/// packed in 29 bits; the engine reads no file of more than
+/// `MAX_FILE_BYTES`).
 pub fn lex<'a>(src: &'a str, lang: Language, lits: &'a mut Vec<StrLit>) -> Vec<Tok<'a>> {
     lex_with_lits(src, lang, lits).0
 }
@@ -186,7 +300,7 @@ pub fn lex_with_lits<'a>(
     lang: Language,
     lits: &'a mut Vec<StrLit>,
 ) -> (Vec<Tok<'a>>, &'a [StrLit]) {
-    let mut cut = src.len().min(u32::MAX as usize);
+    let mut cut = src.len().min(OFF_MAX);
     while !src.is_char_boundary(cut) {
         cut -= 1;
     }
@@ -203,31 +317,15 @@ pub fn lex_with_lits<'a>(
         pending_heredocs: Vec::new(),
     };
     lx.run();
-    // Both tables grew by doubling: their spare room is given back before
-    // the tokens are built beside the raw ones (a large shrink is a remap,
-    // not a copy).
+    // Both tables grew by doubling: their spare room is given back (a
+    // large shrink is a remap, not a copy), then the raw tokens become the
+    // tokens in their own buffer.
     let mut raw = lx.toks;
     raw.shrink_to_fit();
     *lits = lx.lits;
     lits.shrink_to_fit();
     let lits: &'a [StrLit] = lits;
-    let mut toks = Vec::with_capacity(raw.len());
-    toks.extend(raw.iter().map(|r| {
-        let lit = lits.get(r.lit as usize);
-        let text = match lit {
-            Some(l) => str_text(src, l),
-            None if r.lit == REGEX => "/regex/",
-            None => src.get(r.start as usize..r.end as usize).unwrap_or(""),
-        };
-        Tok {
-            text,
-            lit: r.lit,
-            start: r.start,
-            end: r.end,
-            kind: r.kind,
-            nl: r.nl,
-        }
-    }));
+    let toks: Vec<Tok<'a>> = raw.into_iter().map(|r| Tok::new(src, lits, &r)).collect();
     (toks, lits)
 }
 
@@ -1062,22 +1160,6 @@ impl<'a> Lx<'a> {
             }
         }
     }
-}
-
-/// A literal's decoded text as a token text: a slice of the source when the
-/// literal has at most one anchor and the source there reads the same.
-fn str_text<'a>(src: &'a str, lit: &'a StrLit) -> &'a str {
-    if lit.text.is_empty() {
-        return "";
-    }
-    if let [(0, from)] = lit.anchors[..] {
-        if let Some(piece) = src.get(from..from + lit.text.len()) {
-            if piece == lit.text {
-                return piece;
-            }
-        }
-    }
-    &lit.text
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

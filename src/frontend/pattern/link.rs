@@ -107,7 +107,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
         let key_arg = c.args.iter().position(|a| {
             toks[a.start..a.end.min(toks.len())]
                 .iter()
-                .any(|t| t.is_ident() && in_key(&values::norm_name(t.text)))
+                .any(|t| t.is_ident() && in_key(&values::norm_name(t.text())))
         });
         let var = c
             .args
@@ -151,7 +151,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
             continue;
         }
         let name = &toks[c.name_tok];
-        if name.kind != Kind::Ident || is_keyword(name.text) {
+        if name.kind() != Kind::Ident || is_keyword(name.text()) {
             continue;
         }
         let scope = st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
@@ -167,14 +167,14 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
         } else {
             (!c.recv.is_empty()).then(|| values::norm_name(&c.recv.join(".")))
         };
-        let (acquire_fn, redis_name) = *name_words.entry(name.text).or_insert_with(|| {
+        let (acquire_fn, redis_name) = *name_words.entry(name.text()).or_insert_with(|| {
             (
-                crate::words::is_acquire_fn(name.text),
-                crate::project::link::says_redis(name.text),
+                crate::words::is_acquire_fn(name.text()),
+                crate::project::link::says_redis(name.text()),
             )
         });
         let may_resolve = redis_name
-            || own_fns.contains(name.text)
+            || own_fns.contains(name.text())
             || recv
                 .as_deref()
                 .is_some_and(|r| crate::project::link::receiver_word(r).len() >= 3);
@@ -235,7 +235,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
             .map(|n| an.vals.key(n, n + 1, scope))
             .filter(|k| !k.is_unknown() && !matches!(k.parts.as_slice(), [KeyPart::Var(_)]));
         facts.link.calls.push(CallSite {
-            callee: name.text.to_string(),
+            callee: name.text().to_string(),
             recv,
             args,
             scope,
@@ -308,9 +308,9 @@ fn returned_keys(an: &Analyzer, functions: &mut [FnSig]) {
                 }
             }
             let cut = matches!(
-                x.text,
+                x.text(),
                 "?" | ":" | "??" | "?:" | "||" | "if" | "else" | "or" | "and" | "&&"
-            ) && (x.kind == Kind::Punct || x.is_ident());
+            ) && (x.kind() == Kind::Punct || x.is_ident());
             if cut {
                 pieces.push((from, k));
                 from = k + 1;
@@ -373,9 +373,9 @@ impl<'a> BindingRanges<'a> {
 fn bare_name(an: &Analyzer, s: usize, e: usize) -> Option<String> {
     let toks = an.toks;
     match e.checked_sub(s)? {
-        1 if toks[s].is_ident() => Some(values::norm_name(toks[s].text)),
+        1 if toks[s].is_ident() => Some(values::norm_name(toks[s].text())),
         2 if toks[s].is("@") && toks[s + 1].is_ident() => {
-            Some(values::norm_name(&format!("@{}", toks[s + 1].text)))
+            Some(values::norm_name(&format!("@{}", toks[s + 1].text())))
         }
         _ => None,
     }
@@ -394,7 +394,7 @@ fn converted_name(an: &Analyzer, s: usize, e: usize, params: &[String]) -> Optio
     for k in s..e {
         let t = &toks[k];
         if t.is_ident() {
-            let n = values::norm_name(t.text);
+            let n = values::norm_name(t.text());
             let member = k > s && toks[k - 1].is(".");
             let called = toks.get(k + 1).is_some_and(|x| x.is("("));
             if !member && !called && params.contains(&n) {
@@ -408,7 +408,7 @@ fn converted_name(an: &Analyzer, s: usize, e: usize, params: &[String]) -> Optio
             || t.is(".")
             || t.is(",")
             || t.is("::")
-            || t.kind == super::lexer::Kind::Str)
+            || t.kind() == super::lexer::Kind::Str)
         {
             return None;
         }

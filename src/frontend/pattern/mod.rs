@@ -402,7 +402,7 @@ impl<'a> Analyzer<'a> {
                         _ => continue,
                     }
                 }
-                let name = self.toks[n].text;
+                let name = self.toks[n].text();
                 if n >= 1 && self.toks[n - 1].is(".") && (name == "multi" || name == "watch") {
                     let atomic = name == "multi";
                     ranges.push((i, m, atomic, !atomic));
@@ -423,16 +423,16 @@ impl<'a> Analyzer<'a> {
             return tok;
         }
         let mut k = tok;
-        while k > 0 && !self.toks[k].nl {
+        while k > 0 && !self.toks[k].nl() {
             k -= 1;
             let t = &self.toks[k];
             if (t.is("if") || t.is("unless"))
-                && !t.nl
+                && !t.nl()
                 && self.st.tok_paren[k] == self.st.tok_paren[tok]
             {
                 // the line's first token
                 let mut s = k;
-                while s > 0 && !self.toks[s].nl {
+                while s > 0 && !self.toks[s].nl() {
                     s -= 1;
                 }
                 return s;
@@ -490,7 +490,11 @@ impl<'a> Analyzer<'a> {
             k += 1;
         }
         self.toks.get(k).is_some_and(|t| {
-            t.is_ident() && matches!(t.text, "return" | "throw" | "raise" | "break" | "continue")
+            t.is_ident()
+                && matches!(
+                    t.text(),
+                    "return" | "throw" | "raise" | "break" | "continue"
+                )
         })
     }
 
@@ -517,7 +521,7 @@ impl<'a> Analyzer<'a> {
         let toks = self.toks;
         let mut i = 0;
         while i < toks.len() {
-            if toks[i].kind != Kind::Str {
+            if toks[i].kind() != Kind::Str {
                 i += 1;
                 continue;
             }
@@ -529,10 +533,10 @@ impl<'a> Analyzer<'a> {
                 let joins = t.is("+")
                     || (self.lang == Language::Php && t.is("."))
                     || (self.lang == Language::Lua && t.is(".."));
-                if joins && toks.get(k + 1).is_some_and(|x| x.kind == Kind::Str) {
+                if joins && toks.get(k + 1).is_some_and(|x| x.kind() == Kind::Str) {
                     group.push(k + 1);
                     k += 2;
-                } else if t.kind == Kind::Str && matches!(self.lang, Language::Python) {
+                } else if t.kind() == Kind::Str && matches!(self.lang, Language::Python) {
                     group.push(k);
                     k += 1;
                 } else {
@@ -543,7 +547,7 @@ impl<'a> Analyzer<'a> {
             let mut text = String::new();
             let mut anchors = Vec::new();
             for &g in &group {
-                if let Some(lit) = toks[g].lit(self.vals.lits) {
+                if let Some(lit) = toks[g].lit() {
                     let base = text.len();
                     for &(t, s) in &lit.anchors {
                         anchors.push((base + t, s));
@@ -603,8 +607,8 @@ impl<'a> Analyzer<'a> {
                 return self
                     .toks
                     .get(k + 2)
-                    .filter(|t| t.kind == Kind::Str)
-                    .map(|t| t.text.to_string());
+                    .filter(|t| t.kind() == Kind::Str)
+                    .map(|t| t.text().to_string());
             }
         }
         None
@@ -627,8 +631,8 @@ impl<'a> Analyzer<'a> {
             if sid.is_none() {
                 continue;
             }
-            let mut recv = toks[i - 2].text.to_string();
-            if i >= 4 && toks[i - 3].is(".") && matches!(toks[i - 4].text, "this" | "self") {
+            let mut recv = toks[i - 2].text().to_string();
+            if i >= 4 && toks[i - 3].is(".") && matches!(toks[i - 4].text(), "this" | "self") {
                 recv = format!("this.{recv}");
             }
             let recv = values::norm_name(&recv);
@@ -651,7 +655,7 @@ impl<'a> Analyzer<'a> {
             if !t.is_ident() {
                 continue;
             }
-            let name = t.text;
+            let name = t.text();
             if matches!(
                 name,
                 "RedisCallback" | "SessionCallback" | "ReactiveRedisCallback"
@@ -672,7 +676,7 @@ impl<'a> Analyzer<'a> {
                     k -= 1;
                     let p = &toks[k];
                     if p.is_ident() && !toks[k - 1].is(".") && !toks[k - 1].is("<") {
-                        self.redis_vars.insert(p.text.to_string());
+                        self.redis_vars.insert(p.text().to_string());
                         break;
                     }
                     if !p.is(")") && !p.is(",") {
@@ -685,12 +689,12 @@ impl<'a> Analyzer<'a> {
                 let after = toks.get(i + 2);
                 if let (Some(n), Some(a)) = (next, after) {
                     if n.is_ident() && (a.is(")") || a.is(",")) {
-                        self.redis_vars.insert(n.text.to_string());
+                        self.redis_vars.insert(n.text().to_string());
                         continue;
                     }
                 }
                 if i >= 2 && toks[i - 1].is(":") && toks[i - 2].is_ident() {
-                    self.redis_vars.insert(toks[i - 2].text.to_string());
+                    self.redis_vars.insert(toks[i - 2].text().to_string());
                 }
             }
         }
@@ -736,7 +740,7 @@ impl<'a> Analyzer<'a> {
                         let t = &self.toks[k];
                         if t.is_ident() {
                             if let Some(&Some(id)) =
-                                self.script_names.get(&values::norm_name(t.text))
+                                self.script_names.get(&values::norm_name(t.text()))
                             {
                                 sid = Some(id);
                                 break;
@@ -805,8 +809,8 @@ impl<'a> Analyzer<'a> {
                             && !self.vals.text(o, i).contains("transaction=False")
                         {
                             let scope = self.st.tok_scope.get(i).copied().unwrap_or(0);
-                            self.atomic_vars.insert((scope, n.text.to_string()));
-                            self.redis_vars.insert(n.text.to_string());
+                            self.atomic_vars.insert((scope, n.text().to_string()));
+                            self.redis_vars.insert(n.text().to_string());
                         }
                     }
                 }
@@ -815,7 +819,7 @@ impl<'a> Analyzer<'a> {
         // ioredis defineCommand("name", …)
         for i in 0..self.toks.len() {
             if self.toks[i].is("defineCommand") {
-                if let Some(t) = self.toks.get(i + 2).filter(|t| t.kind == Kind::Str) {
+                if let Some(t) = self.toks.get(i + 2).filter(|t| t.kind() == Kind::Str) {
                     let mut sid = None;
                     let end = (i + 40).min(self.toks.len());
                     for k in i..end {
@@ -824,8 +828,9 @@ impl<'a> Analyzer<'a> {
                             break;
                         }
                         if self.toks[k].is_ident() {
-                            if let Some(&Some(id)) =
-                                self.script_names.get(&values::norm_name(self.toks[k].text))
+                            if let Some(&Some(id)) = self
+                                .script_names
+                                .get(&values::norm_name(self.toks[k].text()))
                             {
                                 if k > i + 2 {
                                     sid = Some(id);
@@ -834,7 +839,7 @@ impl<'a> Analyzer<'a> {
                             }
                         }
                     }
-                    self.script_objs.insert(t.text.to_string(), sid);
+                    self.script_objs.insert(t.text().to_string(), sid);
                 }
             }
         }

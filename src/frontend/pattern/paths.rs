@@ -29,31 +29,39 @@ fn span_of(toks: &[Tok], s: usize, e: usize) -> Option<Span> {
 /// An error variable: `err`, `error`, `e`, `ex`, `writeErr`, `lock_err`.
 fn is_err_name(t: &Tok) -> bool {
     t.is_ident()
-        && (matches!(t.text, "err" | "error" | "e" | "ex" | "exc")
-            || t.text.ends_with("Err")
-            || t.text.ends_with("_err")
-            || t.text.ends_with("Error"))
+        && (matches!(t.text(), "err" | "error" | "e" | "ex" | "exc")
+            || t.text().ends_with("Err")
+            || t.text().ends_with("_err")
+            || t.text().ends_with("Error"))
 }
 
-/// For each token index, the first token at or after it that starts a new
-/// line (`toks.len()` when none does): built once per file, so finding where
-/// an `if`'s line ends costs O(1) instead of a scan of the rest of the line
-/// (quadratic on a minified line with many `if`s).
-pub struct LineEnds(Vec<u32>);
+/// The tokens that start a new line, in order, and the token count: built
+/// once per file, so finding where an `if`'s line ends costs a binary search
+/// instead of a scan of the rest of the line (quadratic on a minified line
+/// with many `if`s). One entry per line, not per token (a 4 MB minified
+/// line holds a million tokens and one line).
+pub struct LineEnds {
+    starts: Vec<u32>,
+    len: u32,
+}
 
 impl LineEnds {
     pub fn new(toks: &[Tok]) -> LineEnds {
-        let n = toks.len();
-        let mut next = vec![n as u32; n + 1];
-        for k in (0..n).rev() {
-            next[k] = if toks[k].nl { k as u32 } else { next[k + 1] };
+        let mut starts = Vec::with_capacity(toks.iter().filter(|t| t.nl()).count());
+        starts.extend((0..toks.len()).filter(|&k| toks[k].nl()).map(|k| k as u32));
+        LineEnds {
+            starts,
+            len: toks.len() as u32,
         }
-        LineEnds(next)
     }
 
-    /// The first token at or after `k` with a line break before it.
+    /// The first token at or after `k` with a line break before it (the
+    /// token count when none has one).
     fn from(&self, k: usize) -> usize {
-        self.0.get(k).map_or(self.0.len() - 1, |&j| j as usize)
+        let i = self.starts.partition_point(|&j| (j as usize) < k);
+        self.starts
+            .get(i)
+            .map_or(self.len as usize, |&j| j as usize)
     }
 }
 
@@ -69,7 +77,7 @@ pub fn failure_spans(an: &Analyzer, lines: &LineEnds, ops: &[Op]) -> Vec<Span> {
         }
         let after_dot = i > 0 && (toks[i - 1].is(".") || toks[i - 1].is("?."));
         // promise / future chains: `.catch(err => …)`, `.onFailure { … }`
-        if after_dot && FAILURE_CALLBACKS.contains(&t.text) {
+        if after_dot && FAILURE_CALLBACKS.contains(&t.text()) {
             if let Some(open) = toks.get(i + 1).filter(|n| n.is("(") || n.is("{")) {
                 let _ = open;
                 if let Some(close) = an.st.matching.get(&(i + 1)) {
@@ -83,7 +91,7 @@ pub fn failure_spans(an: &Analyzer, lines: &LineEnds, ops: &[Op]) -> Vec<Span> {
         if after_dot {
             continue;
         }
-        match t.text {
+        match t.text() {
             "catch" | "except" => {
                 let (s, e) = super::failopen::handler_body(an, i);
                 if let Some(sp) = span_of(toks, s, (e + 1).min(toks.len())) {
@@ -91,7 +99,7 @@ pub fn failure_spans(an: &Analyzer, lines: &LineEnds, ops: &[Op]) -> Vec<Span> {
                 }
             }
             // a `rescue` modifier (`x rescue nil`) guards one expression only
-            "rescue" if an.lang == Language::Ruby && t.nl => {
+            "rescue" if an.lang == Language::Ruby && t.nl() => {
                 let (s, e) = super::failopen::handler_body(an, i);
                 if let Some(sp) = span_of(toks, s, e) {
                     out.push(sp);
@@ -133,9 +141,9 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
     let toks = an.toks;
     let n = toks.len();
     // (condition, first token of the rest, first token of the statement)
-    let (cond, after, stmt) = if an.lang == Language::Ruby && i > 0 && !toks[i].nl {
+    let (cond, after, stmt) = if an.lang == Language::Ruby && i > 0 && !toks[i].nl() {
         // `return [value] if cond`
-        let ls = (i.saturating_sub(16)..i).rfind(|&k| toks[k].nl || k == 0)?;
+        let ls = (i.saturating_sub(16)..i).rfind(|&k| toks[k].nl() || k == 0)?;
         if !toks[ls].is("return") {
             return None;
         }
@@ -153,12 +161,12 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
     };
     if toks
         .get(after)
-        .is_some_and(|t| matches!(t.text, "else" | "elif" | "elsif"))
+        .is_some_and(|t| matches!(t.text(), "else" | "elif" | "elsif"))
     {
         return None;
     }
     let subject = success_subject(cond)?;
-    if words::reads_like_lock(subject.text) {
+    if words::reads_like_lock(subject.text()) {
         return None;
     }
     // the binding: `subject = call(…)` (`:=`, `let`/`const`, a tuple `_, err :=`)
@@ -167,7 +175,7 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
     let k = (lo..stmt).rev().find(|&k| {
         an.st.tok_scope[k] == scope
             && toks[k].is_ident()
-            && toks[k].text == subject.text
+            && toks[k].text() == subject.text()
             && !(k > 0 && (toks[k - 1].is(".") || toks[k - 1].is("?.")))
             && assigned_at(toks, k).is_some()
     })?;
@@ -198,12 +206,12 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
         let t = &toks[e];
         let td = an.st.tok_depth[e];
         let ends = match an.lang {
-            Language::Python => t.nl && td < d,
+            Language::Python => t.nl() && td < d,
             Language::Ruby => {
                 td < d
                     || (td == d
                         && matches!(
-                            t.text,
+                            t.text(),
                             "end" | "rescue" | "ensure" | "else" | "elsif" | "when" | "}"
                         ))
             }
@@ -233,7 +241,7 @@ fn success_subject<'a, 'b>(cond: &'b [Tok<'a>]) -> Option<&'b Tok<'a>> {
         [first, ..] if first.is_ident() && !is_err_name(first) => {
             let path = inner.iter().enumerate().all(|(k, t)| {
                 if k % 2 == 0 {
-                    t.is_ident() && !matches!(t.text, "not" | "is" | "and" | "or" | "await")
+                    t.is_ident() && !matches!(t.text(), "not" | "is" | "and" | "or" | "await")
                 } else {
                     t.is(".") || t.is("->") || t.is("?.")
                 }
@@ -281,7 +289,7 @@ fn is_failure_disjunction(cond: &[Tok]) -> bool {
         p.iter()
             .find(|t| !(t.is("!") || t.is("not") || t.is("(")))
             .filter(|t| t.is_ident())
-            .map(|t| t.text.to_string())
+            .map(|t| t.text().to_string())
     };
     let failing: Vec<String> = parts
         .iter()
@@ -303,10 +311,10 @@ fn is_error_test(cond: &[Tok]) -> bool {
     let path = |ts: &[&Tok]| {
         !ts.is_empty()
             && ts.len() % 2 == 1
-            && !(ts.len() > 1 && matches!(ts[0].text, "this" | "self" | "$this"))
+            && !(ts.len() > 1 && matches!(ts[0].text(), "this" | "self" | "$this"))
             && ts.iter().enumerate().all(|(k, t)| {
                 if k % 2 == 0 {
-                    t.is_ident() && !matches!(t.text, "not" | "is" | "and" | "or")
+                    t.is_ident() && !matches!(t.text(), "not" | "is" | "and" | "or")
                 } else {
                     t.is(".") || t.is("->") || t.is("?.")
                 }
@@ -321,7 +329,7 @@ fn is_error_test(cond: &[Tok]) -> bool {
     if flat.len() >= 3 {
         let (lhs, tail) = flat.split_at(flat.len() - 2);
         let (op, v) = (tail[0], tail[1]);
-        let empty = matches!(v.text, "None" | "null" | "nil" | "false" | "False");
+        let empty = matches!(v.text(), "None" | "null" | "nil" | "false" | "False");
         if path(lhs) && empty && (op.is("==") || op.is("===") || op.is("is")) {
             return true;
         }
@@ -333,7 +341,7 @@ fn is_error_test(cond: &[Tok]) -> bool {
         None => inner.clone(),
     };
     match tail.as_slice() {
-        [e] => is_err_name(e) && e.text != "e",
+        [e] => is_err_name(e) && e.text() != "e",
         [e, op, nil] => is_err_name(e) && op.is("!=") && (nil.is("nil") || nil.is("null")),
         [e, is, not, none] => is_err_name(e) && is.is("is") && not.is("not") && none.is("None"),
         _ => false,
@@ -351,7 +359,7 @@ fn if_parts(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usize, 
             let colon = if an.lang == Language::Python {
                 (i + 1..line_end).rfind(|&k| toks[k].is(":"))?
             } else {
-                if i > 0 && !toks[i].nl {
+                if i > 0 && !toks[i].nl() {
                     return None; // a modifier `x if cond`
                 }
                 line_end
@@ -365,7 +373,7 @@ fn if_parts(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usize, 
             let mut e = bs;
             while e < n {
                 let t = &toks[e];
-                let at_or_above = an.st.tok_depth[e] <= d && t.nl;
+                let at_or_above = an.st.tok_depth[e] <= d && t.nl();
                 if an.lang == Language::Python && at_or_above {
                     break;
                 }
@@ -373,7 +381,7 @@ fn if_parts(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usize, 
                 // one deeper than the `if`; a nested block's are deeper still
                 if an.lang == Language::Ruby
                     && an.st.tok_depth[e] <= d + 1
-                    && matches!(t.text, "end" | "else" | "elsif")
+                    && matches!(t.text(), "end" | "else" | "elsif")
                 {
                     break;
                 }
@@ -388,7 +396,7 @@ fn if_parts(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usize, 
                 (i + 2, c, c + 1)
             } else {
                 let mut k = i + 1;
-                while k < n && !toks[k].is("{") && !(toks[k].nl && k > i + 1) {
+                while k < n && !toks[k].is("{") && !(toks[k].nl() && k > i + 1) {
                     k += 1;
                 }
                 (i + 1, k, k)
@@ -442,7 +450,7 @@ const LIMIT_WORDS: &[&str] = &[
 fn has_word(toks: &[Tok], set: &[&str]) -> bool {
     toks.iter().any(|t| {
         t.is_ident()
-            && words::word_parts(t.text)
+            && words::word_parts(t.text())
                 .iter()
                 .any(|w| set.contains(&w.as_str()))
     })
@@ -491,10 +499,10 @@ const MODIFIER_WINDOW: usize = 64;
 /// body (condition start, condition end, body start, body end).
 fn modifier_if(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usize, usize, usize)> {
     let toks = an.toks;
-    if an.lang != Language::Ruby || i == 0 || toks[i].nl {
+    if an.lang != Language::Ruby || i == 0 || toks[i].nl() {
         return None;
     }
-    let bs = (i.saturating_sub(MODIFIER_WINDOW)..i).rfind(|&k| toks[k].nl || k == 0)?;
+    let bs = (i.saturating_sub(MODIFIER_WINDOW)..i).rfind(|&k| toks[k].nl() || k == 0)?;
     // the statement must start the line and stand in the `if`'s block
     if an.st.tok_depth[bs] != an.st.tok_depth[i] {
         return None;
@@ -547,14 +555,14 @@ fn deliberate_flag(cond: &[Tok]) -> bool {
         && cond.len() % 2 == 1
         && cond.iter().enumerate().all(|(k, t)| {
             if k % 2 == 0 {
-                t.is_ident() && !matches!(t.text, "not" | "is" | "and" | "or")
+                t.is_ident() && !matches!(t.text(), "not" | "is" | "and" | "or")
             } else {
                 t.is(".") || t.is("->") || t.is("?.")
             }
         });
     path_ok
         && cond.last().is_some_and(|t| {
-            words::word_parts(t.text)
+            words::word_parts(t.text())
                 .iter()
                 .any(|w| matches!(w.as_str(), "force" | "forced" | "override"))
         })
@@ -587,22 +595,22 @@ pub enum Default {
 /// Classifies a parameter's default value (its tokens after `=`).
 pub fn classify_default(d: &[Tok]) -> Default {
     match d {
-        [t] if t.kind == Kind::Str => {
-            if t.text.is_empty() {
+        [t] if t.kind() == Kind::Str => {
+            if t.text().is_empty() {
                 Default::EmptyStr
             } else {
                 Default::Other
             }
         }
-        [t] if t.kind == Kind::Num => {
-            let digits = t.text.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        [t] if t.kind() == Kind::Num => {
+            let digits = t.text().trim_end_matches(|c: char| c.is_ascii_alphabetic());
             if !digits.is_empty() && digits.chars().all(|c| c == '0' || c == '.' || c == '_') {
                 Default::Zero
             } else {
                 Default::Other
             }
         }
-        [t] => match t.text {
+        [t] => match t.text() {
             "null" | "undefined" | "None" | "nil" | "NULL" | "Null" => Default::Null,
             "false" | "False" | "FALSE" => Default::False,
             _ => Default::Other,
@@ -619,7 +627,7 @@ pub fn classify_default(d: &[Tok]) -> Default {
 /// Returns (parameter, member read, through `?.`).
 fn tested_path<'a>(c: &'a [Tok]) -> Option<(&'a Tok<'a>, bool, bool)> {
     let (first, rest) = c.split_first()?;
-    if !first.is_ident() || matches!(first.text, "not" | "is" | "and" | "or" | "this") {
+    if !first.is_ident() || matches!(first.text(), "not" | "is" | "and" | "or" | "this") {
         return None;
     }
     let mut k = 0;
@@ -631,7 +639,7 @@ fn tested_path<'a>(c: &'a [Tok]) -> Option<(&'a Tok<'a>, bool, bool)> {
             optional |= t.is("?.");
             k += 2;
         } else if t.is("[")
-            && rest.get(k + 1).is_some_and(|n| n.kind == Kind::Str)
+            && rest.get(k + 1).is_some_and(|n| n.kind() == Kind::Str)
             && rest.get(k + 2).is_some_and(|n| n.is("]"))
         {
             k += 3;
@@ -653,7 +661,7 @@ enum Test {
 }
 
 fn conjunct_test<'a>(c: &'a [Tok<'a>]) -> Option<(&'a Tok<'a>, bool, bool, Test)> {
-    let nullish = |t: &Tok| matches!(t.text, "null" | "undefined" | "None" | "nil" | "NULL");
+    let nullish = |t: &Tok| matches!(t.text(), "null" | "undefined" | "None" | "nil" | "NULL");
     let (path, test) = match c {
         [rest @ .., op, v] if (op.is("!=") || op.is("!==")) && nullish(v) => (rest, Test::NotNull),
         [rest @ .., is, not, v] if is.is("is") && not.is("not") && v.is("None") => {
@@ -738,7 +746,7 @@ pub fn arg_branches(
             .split(|t| t.is("&&") || t.is("and"))
             .filter_map(conjunct_test)
             .find_map(|(p, member, optional, test)| {
-                let name = super::values::norm_name(p.text);
+                let name = super::values::norm_name(p.text());
                 params.iter().find(|(n, d)| {
                     *n == name && false_at_default(an.lang, *d, member, optional, test)
                 })

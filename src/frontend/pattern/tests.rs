@@ -5,18 +5,21 @@ use crate::facts::{KeyPart, Language};
 fn strs(src: &str, lang: Language) -> Vec<String> {
     lex(src, lang)
         .into_iter()
-        .filter(|t| t.kind == Kind::Str)
-        .map(|t| t.text.to_string())
+        .filter(|t| t.kind() == Kind::Str)
+        .map(|t| t.text().to_string())
         .collect()
 }
 
 #[test]
 fn comments_are_dropped() {
     let t = lex("a // DEL x\n/* del */ b # c", Language::Java);
-    let ids: Vec<_> = t.iter().map(|t| t.text).collect();
+    let ids: Vec<_> = t.iter().map(|t| t.text()).collect();
     assert_eq!(ids, vec!["a", "b", "#", "c"]);
     let t = lex("a # del\nb // x", Language::Php);
-    assert_eq!(t.iter().map(|t| t.text).collect::<Vec<_>>(), vec!["a", "b"]);
+    assert_eq!(
+        t.iter().map(|t| t.text()).collect::<Vec<_>>(),
+        vec!["a", "b"]
+    );
     let t = lex("a # del\nb", Language::Python);
     assert_eq!(t.len(), 2);
 }
@@ -79,9 +82,9 @@ fn dump() {
 
 fn parts(src: &str, lang: Language) -> Vec<Vec<StrPart>> {
     let mut lits = Vec::new();
-    let (toks, lits) = super::lexer::lex_with_lits(src, lang, &mut lits);
+    let toks = super::lexer::lex(src, lang, &mut lits);
     toks.iter()
-        .filter_map(|t| t.lit(lits).map(|l| l.parts.clone()))
+        .filter_map(|t| t.lit().map(|l| l.parts.clone()))
         .collect()
 }
 
@@ -128,36 +131,48 @@ fn string_forms() {
     assert_eq!(p[0][0], StrPart::Lit(0, 5));
 }
 
-/// Token texts are slices of the source; only a string literal whose
-/// decoded text is not one piece of the source owns its text.
+/// Token texts are slices of the source; a string literal's text is its
+/// decoded text in the literal table, the same with or without escapes.
 #[test]
 fn token_texts_borrow_the_source() {
     let src = "r.set('lock:a', \"a\\tb\", `k${id}`, '', \"x\\n\")";
-    let toks = lex(src, Language::JavaScript);
+    let mut lits = Vec::new();
+    let (toks, lits) = super::lexer::lex_with_lits(src, Language::JavaScript, &mut lits);
     let in_src = |s: &str| src.as_bytes().as_ptr_range().contains(&s.as_ptr());
-    let owned: Vec<&str> = toks
+    let strs: Vec<&str> = toks
         .iter()
-        .filter(|t| !t.text.is_empty() && !in_src(t.text))
-        .map(|t| t.text)
+        .filter(|t| t.kind() == Kind::Str)
+        .map(|t| t.text())
         .collect();
-    assert_eq!(owned, vec!["a\tb", "x\n"]);
-    assert_eq!(toks[4].text, "lock:a");
-    assert!(in_src(toks[4].text));
+    assert_eq!(strs, vec!["lock:a", "a\tb", "k", "", "x\n"]);
+    assert_eq!(toks[4].text(), "lock:a");
+    assert_eq!((toks[4].start(), toks[4].end()), (6, 14));
+    // a literal's text is the side table's (not a copy), every other
+    // token's a slice of the source
+    let in_lits = |s: &str| {
+        lits.iter()
+            .any(|l| std::ptr::eq(l.text.as_ptr(), s.as_ptr()))
+    };
     assert!(toks
         .iter()
-        .filter(|t| t.kind != Kind::Str)
-        .all(|t| in_src(t.text)));
-    // the token itself is small: no allocation, 32-bit offsets, the
-    // literal an index into the side table
-    assert_eq!(std::mem::size_of::<super::lexer::Tok>(), 32);
+        .filter(|t| t.kind() == Kind::Str && !t.text().is_empty())
+        .all(|t| in_lits(t.text())));
+    assert!(toks
+        .iter()
+        .filter(|t| t.kind() != Kind::Str)
+        .all(|t| in_src(t.text()) && t.text() == &src[t.start()..t.end()]));
+    assert!(toks[0].is_ident() && !toks[0].nl());
+    // the token itself is small: no allocation, a pointer to its text and
+    // one word of packed offsets, kind and flags
+    assert_eq!(std::mem::size_of::<super::lexer::Tok>(), 16);
 }
 
 #[test]
 fn anchors_map_escapes() {
     let src = "x = \"a\\nredis.call('del')\"";
     let mut lits = Vec::new();
-    let (t, lits) = super::lexer::lex_with_lits(src, Language::Java, &mut lits);
-    let lit = t.iter().find_map(|t| t.lit(lits).cloned()).unwrap();
+    let t = super::lexer::lex(src, Language::Java, &mut lits);
+    let lit = t.iter().find_map(|t| t.lit().cloned()).unwrap();
     let off = lit.text.find("redis").unwrap();
     let f = crate::facts::ScriptFact {
         name: None,
@@ -606,7 +621,7 @@ fn generic_methods_get_their_own_scope_and_parameters() {
     let ts = "interface Cache {\n  getJSON<T>(key: string): Promise<T | null>;\n}\n";
     let toks = lex(ts, Language::TypeScript);
     let st = calls::structure(&toks, ts, Language::TypeScript);
-    let name = toks.iter().position(|t| t.text == "getJSON").unwrap();
+    let name = toks.iter().position(|t| t.text() == "getJSON").unwrap();
     assert!(st.decl_names.contains(&name));
 }
 

@@ -20,9 +20,9 @@ pub fn of_call(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpTtl> {
     let mut k = c.open;
     while k + 1 < end {
         let t = &toks[k];
-        let unit: u64 = match t.text.to_ascii_lowercase().as_str() {
-            "ex" if t.kind == Kind::Str || t.is_ident() => 1000,
-            "px" if t.kind == Kind::Str || t.is_ident() => 1,
+        let unit: u64 = match t.text().to_ascii_lowercase().as_str() {
+            "ex" if t.kind() == Kind::Str || t.is_ident() => 1000,
+            "px" if t.kind() == Kind::Str || t.is_ident() => 1,
             _ => {
                 k += 1;
                 continue;
@@ -98,7 +98,7 @@ pub fn task_limits(an: &Analyzer) -> Vec<(u32, u64)> {
         }
         if !(j + 1 < toks.len()
             && toks[j].is_ident()
-            && matches!(toks[j].text, "task" | "shared_task")
+            && matches!(toks[j].text(), "task" | "shared_task")
             && toks[j + 1].is("("))
         {
             continue;
@@ -109,7 +109,7 @@ pub fn task_limits(an: &Analyzer) -> Vec<(u32, u64)> {
         let mut limit = None;
         let mut k = j + 2;
         while k + 2 < close {
-            if toks[k].text == "time_limit"
+            if toks[k].text() == "time_limit"
                 && toks[k + 1].is("=")
                 && (toks[k - 1].is("(") || toks[k - 1].is(","))
             {
@@ -127,7 +127,7 @@ pub fn task_limits(an: &Analyzer) -> Vec<(u32, u64)> {
         while d < toks.len() && toks[d].is("@") {
             let mut e = d + 1;
             // the decorator's name ends at its line's end (`def` is a word too)
-            while e < toks.len() && !toks[e].nl && (toks[e].is_ident() || toks[e].is(".")) {
+            while e < toks.len() && !toks[e].nl() && (toks[e].is_ident() || toks[e].is(".")) {
                 e += 1;
             }
             d = match toks.get(e) {
@@ -177,16 +177,16 @@ fn names(an: &Analyzer, s: usize, e: usize, scope: u32) -> Vec<String> {
     let mut out: Vec<String> = an.toks[s..e]
         .iter()
         .filter(|t| t.is_ident())
-        .map(|t| t.text.to_string())
+        .map(|t| t.text().to_string())
         .collect();
     if e == s + 1 && an.toks[s].is_ident() {
-        if let Some(b) = an.vals.lookup(scope, an.toks[s].text) {
+        if let Some(b) = an.vals.lookup(scope, an.toks[s].text()) {
             let (bs, be) = (b.start, b.end.min(an.toks.len()));
             out.extend(
                 an.toks[bs.min(be)..be]
                     .iter()
                     .filter(|t| t.is_ident())
-                    .map(|t| t.text.to_string()),
+                    .map(|t| t.text().to_string()),
             );
         }
     }
@@ -243,10 +243,10 @@ pub fn const_int(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> O
     }
     if e == s + 1 {
         let t = &toks[s];
-        return match t.kind {
-            Kind::Num => number(t.text),
+        return match t.kind() {
+            Kind::Num => number(t.text()),
             Kind::Ident => {
-                let b = an.vals.lookup(scope, t.text)?;
+                let b = an.vals.lookup(scope, t.text())?;
                 const_int(an, b.start, b.end, scope, depth + 1)
             }
             _ => None,
@@ -285,7 +285,7 @@ pub fn run_limit(an: &Analyzer) -> Option<u64> {
     let toks: &[Tok] = an.toks;
     let top = |i: usize| an.st.tok_scope.get(i).copied() == Some(0);
     for i in 2..toks.len().saturating_sub(1) {
-        if !(toks[i].is_ident() && toks[i].text == "maxDuration" && top(i)) {
+        if !(toks[i].is_ident() && toks[i].text() == "maxDuration" && top(i)) {
             continue;
         }
         // export const maxDuration = 600;
@@ -298,7 +298,7 @@ pub fn run_limit(an: &Analyzer) -> Option<u64> {
     for i in 0..toks.len().saturating_sub(4) {
         if toks[i].is("export")
             && toks[i + 1].is("const")
-            && toks[i + 2].text == "config"
+            && toks[i + 2].text() == "config"
             && toks[i + 3].is("=")
             && toks[i + 4].is("{")
             && top(i)
@@ -306,7 +306,7 @@ pub fn run_limit(an: &Analyzer) -> Option<u64> {
             let close = an.st.matching.get(&(i + 4))?;
             let mut k = i + 5;
             while k + 2 < close {
-                if toks[k].text == "maxDuration" && toks[k + 1].is(":") {
+                if toks[k].text() == "maxDuration" && toks[k + 1].is(":") {
                     let end = value_end(an, k + 2, close);
                     return const_int(an, k + 2, end, 0, 0);
                 }
@@ -322,7 +322,7 @@ pub fn run_limit(an: &Analyzer) -> Option<u64> {
 fn statement_end(toks: &[Tok], s: usize) -> usize {
     let mut j = s;
     while j < toks.len() {
-        if toks[j].is(";") || (j > s && toks[j].nl) {
+        if toks[j].is(";") || (j > s && toks[j].nl()) {
             break;
         }
         j += 1;

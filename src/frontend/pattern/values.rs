@@ -127,9 +127,9 @@ fn semicolon_lang(lang: Language) -> bool {
 }
 
 fn is_continuation_op(t: &Tok) -> bool {
-    t.kind == Kind::Punct
+    t.kind() == Kind::Punct
         && matches!(
-            t.text,
+            t.text(),
             "+" | "."
                 | ","
                 | "("
@@ -155,7 +155,7 @@ pub fn expr_end(toks: &[Tok], st: &Structure, lang: Language, s: usize) -> usize
     while k < toks.len() {
         let t = &toks[k];
         if k > s
-            && t.nl
+            && t.nl()
             && !semicolon_lang(lang)
             && !is_continuation_op(&toks[k - 1])
             && !(t.is(".") || t.is("+") || t.is("?."))
@@ -164,8 +164,8 @@ pub fn expr_end(toks: &[Tok], st: &Structure, lang: Language, s: usize) -> usize
                 return k;
             }
         }
-        if t.kind == Kind::Punct {
-            match t.text {
+        if t.kind() == Kind::Punct {
+            match t.text() {
                 "(" | "[" | "{" => {
                     if let Some(m) = st.matching.get(&k) {
                         if m > k {
@@ -245,7 +245,7 @@ impl<'a> Values<'a> {
                         .filter(|t| t.is_ident())
                         .last()
                 };
-                let name = norm_name(name?.text);
+                let name = norm_name(name?.text());
                 Some((name, self.param_default(r)))
             })
             .filter(|(p, _)| p != "self" && p != "cls")
@@ -353,13 +353,13 @@ impl<'a> Values<'a> {
                         done = true;
                         break;
                     }
-                    if x.is("{") || (x.nl && !paren) {
+                    if x.is("{") || (x.nl() && !paren) {
                         break;
                     }
                     if x.is("as") {
                         names.clear();
                     } else if x.is_ident() {
-                        names.push(norm_name(x.text));
+                        names.push(norm_name(x.text()));
                     }
                     k += 1;
                 }
@@ -378,15 +378,15 @@ impl<'a> Values<'a> {
                 while k >= 1 && (toks[k - 1].is_ident() || toks[k - 1].is(",")) {
                     k -= 1;
                     if toks[k].is_ident() {
-                        found.push((scope, norm_name(toks[k].text)));
+                        found.push((scope, norm_name(toks[k].text())));
                     }
-                    if toks[k].nl {
+                    if toks[k].nl() {
                         break;
                     }
                 }
             }
             if t.is("as") && toks.get(i + 1).is_some_and(|x| x.is_ident()) {
-                found.push((scope, norm_name(toks[i + 1].text)));
+                found.push((scope, norm_name(toks[i + 1].text())));
             }
         }
         self.locals.extend(found);
@@ -417,11 +417,11 @@ impl<'a> Values<'a> {
         let mut blocks: Vec<u32> = Vec::new();
         for i in 0..toks.len() {
             let t = &toks[i];
-            if t.kind == Kind::Punct && t.is("}") {
+            if t.kind() == Kind::Punct && t.is("}") {
                 blocks.pop();
             }
             let block_paren = blocks.last().copied().unwrap_or(0);
-            if t.kind == Kind::Punct && t.is("{") {
+            if t.kind() == Kind::Punct && t.is("{") {
                 blocks.push(self.st.tok_paren[i]);
             }
             if i == 0 {
@@ -435,9 +435,9 @@ impl<'a> Values<'a> {
             if !n.is_ident() {
                 continue;
             }
-            let mut name = n.text.to_string();
+            let mut name = n.text().to_string();
             if i >= 3 && (toks[i - 2].is(".") || toks[i - 2].is("->") || toks[i - 2].is("::")) {
-                let owner = toks[i - 3].text;
+                let owner = toks[i - 3].text();
                 if matches!(owner, "this" | "self" | "$this" | "static") {
                     name = format!("{owner}.{name}");
                 } else {
@@ -451,13 +451,13 @@ impl<'a> Values<'a> {
                     && i >= 4
                     && toks[i - 3].is_ident()
                     && !toks[i - 4].is(",")
-                    && (toks[i - 1].text == "err" || toks[i - 1].text.ends_with("Err"))
+                    && (toks[i - 1].text() == "err" || toks[i - 1].text().ends_with("Err"))
                 {
                     let start = i + 1;
                     let end = expr_end(toks, self.st, self.lang, start);
                     if end > start {
                         self.result_values
-                            .entry((self.st.tok_scope[i], norm_name(toks[i - 3].text)))
+                            .entry((self.st.tok_scope[i], norm_name(toks[i - 3].text())))
                             .or_default()
                             .push(Binding { start, end });
                     }
@@ -493,7 +493,7 @@ impl<'a> Values<'a> {
         decls.sort_unstable();
         for n in decls {
             let Some(nt) = toks.get(n) else { continue };
-            *seen.entry(nt.text.to_string()).or_insert(0) += 1;
+            *seen.entry(nt.text().to_string()).or_insert(0) += 1;
             let open = n + 1;
             if !toks.get(open).is_some_and(|t| t.is("(")) {
                 continue;
@@ -506,7 +506,7 @@ impl<'a> Values<'a> {
             let mut k = close + 1;
             let limit = (k + 16).min(toks.len());
             let opens_body = |t: &Tok| {
-                t.is("{") || t.is(":") || t.is("=") || (t.nl && self.lang == Language::Ruby)
+                t.is("{") || t.is(":") || t.is("=") || (t.nl() && self.lang == Language::Ruby)
             };
             while k < limit && !opens_body(&toks[k]) {
                 k += 1;
@@ -514,7 +514,7 @@ impl<'a> Values<'a> {
             if k >= limit {
                 continue;
             }
-            let body_start = if toks[k].nl && self.lang == Language::Ruby {
+            let body_start = if toks[k].nl() && self.lang == Language::Ruby {
                 k
             } else {
                 k + 1
@@ -528,11 +528,11 @@ impl<'a> Values<'a> {
                 continue;
             }
             // nothing else in the body
-            let after = toks.get(e).map(|t| t.text).unwrap_or("");
+            let after = toks.get(e).map(|t| t.text()).unwrap_or("");
             let ok = match self.lang {
                 Language::Python => toks
                     .get(e)
-                    .is_none_or(|t| t.nl && self.st.tok_scope.get(e) != self.st.tok_scope.get(b)),
+                    .is_none_or(|t| t.nl() && self.st.tok_scope.get(e) != self.st.tok_scope.get(b)),
                 Language::Ruby => after == "end",
                 _ if toks[k].is("{") => {
                     after == "}" || (after == ";" && toks.get(e + 1).is_some_and(|t| t.is("}")))
@@ -542,7 +542,7 @@ impl<'a> Values<'a> {
             if ok {
                 let scope = self.st.tok_scope.get(b).copied().unwrap_or(0);
                 found.push((
-                    toks[n].text.to_string(),
+                    toks[n].text().to_string(),
                     Helper {
                         params,
                         start: b,
@@ -615,10 +615,9 @@ impl<'a> Values<'a> {
 
     fn is_null(&self, b: &Binding) -> bool {
         b.end == b.start + 1
-            && self
-                .toks
-                .get(b.start)
-                .is_some_and(|t| t.kind == Kind::Ident && matches!(t.text, "null" | "None" | "nil"))
+            && self.toks.get(b.start).is_some_and(|t| {
+                t.kind() == Kind::Ident && matches!(t.text(), "null" | "None" | "nil")
+            })
     }
 
     pub fn text(&self, s: usize, e: usize) -> &'a str {
@@ -651,7 +650,7 @@ impl<'a> Values<'a> {
             // str(x), String.valueOf(x), strval(x), String(x)
             let wrapper = |k: usize| {
                 matches!(
-                    toks[k].text,
+                    toks[k].text(),
                     "str"
                         | "valueOf"
                         | "strval"
@@ -678,7 +677,7 @@ impl<'a> Values<'a> {
                         && o >= s + 3
                         && toks[o - 2].is(".")
                         && matches!(
-                            toks[o - 1].text,
+                            toks[o - 1].text(),
                             "toString"
                                 | "getBytes"
                                 | "encode"
@@ -694,7 +693,8 @@ impl<'a> Values<'a> {
                     }
                 }
             }
-            if e >= s + 3 && toks[e - 2].is(".") && matches!(toks[e - 1].text, "to_s" | "to_str") {
+            if e >= s + 3 && toks[e - 2].is(".") && matches!(toks[e - 1].text(), "to_s" | "to_str")
+            {
                 e -= 2;
                 continue;
             }
@@ -711,7 +711,7 @@ impl<'a> Values<'a> {
         let mut k = s;
         while k < e {
             let t = &toks[k];
-            if t.kind == Kind::Punct && matches!(t.text, "(" | "[" | "{") {
+            if t.kind() == Kind::Punct && matches!(t.text(), "(" | "[" | "{") {
                 if let Some(m) = self.st.matching.get(&k) {
                     if m > k && m < e {
                         k = m + 1;
@@ -758,14 +758,14 @@ impl<'a> Values<'a> {
         // Python `"lock:%s" % id`
         if self.lang == Language::Python
             && e >= s + 3
-            && toks[s].kind == Kind::Str
+            && toks[s].kind() == Kind::Str
             && toks[s + 1].is("%")
         {
             let args = self.arg_ranges(s + 2, e, true);
-            return self.format_key(toks[s].text, &args, scope, depth);
+            return self.format_key(toks[s].text(), &args, scope, depth);
         }
         // Adjacent literals (Python implicit concatenation)
-        if toks[s..e].iter().all(|t| t.kind == Kind::Str) {
+        if toks[s..e].iter().all(|t| t.kind() == Kind::Str) {
             let mut k = KeyExpr::default();
             for t in &toks[s..e] {
                 k.append(self.lit_key(t, scope, depth));
@@ -773,34 +773,35 @@ impl<'a> Values<'a> {
             return k;
         }
         // `"lock:{}".format(id)`, `"lock:%s".formatted(id)`, `"…" % (…)`
-        if toks[s].kind == Kind::Str
+        if toks[s].kind() == Kind::Str
             && e > s + 3
             && toks[s + 1].is(".")
-            && matches!(toks[s + 2].text, "format" | "formatted")
+            && matches!(toks[s + 2].text(), "format" | "formatted")
             && toks[s + 3].is("(")
         {
             if let Some(c) = self.st.matching.get(&(s + 3)) {
                 let args = super::calls::split_args(toks, self.st, s + 3, c);
                 let ranges: Vec<(usize, usize)> = args.iter().map(|a| (a.start, a.end)).collect();
-                return self.format_key(toks[s].text, &ranges, scope, depth);
+                return self.format_key(toks[s].text(), &ranges, scope, depth);
             }
         }
         // String.format(fmt, …), fmt.Sprintf, sprintf, string.Format
         if toks[e - 1].is(")") {
             if let Some(o) = self.st.matching.get(&(e - 1)) {
                 if o >= 1 && o > s {
-                    let fname = toks[o - 1].text;
+                    let fname = toks[o - 1].text();
                     if matches!(
                         fname,
                         "format" | "Format" | "Sprintf" | "sprintf" | "formatted"
                     ) {
                         let args = super::calls::split_args(toks, self.st, o, e - 1);
                         if let Some(first) = args.first() {
-                            if first.end == first.start + 1 && toks[first.start].kind == Kind::Str {
+                            if first.end == first.start + 1 && toks[first.start].kind() == Kind::Str
+                            {
                                 let rest: Vec<(usize, usize)> =
                                     args[1..].iter().map(|a| (a.start, a.end)).collect();
                                 return self.format_key(
-                                    toks[first.start].text,
+                                    toks[first.start].text(),
                                     &rest,
                                     scope,
                                     depth,
@@ -823,10 +824,10 @@ impl<'a> Values<'a> {
                                 .st
                                 .receivers
                                 .get(&scope)
-                                .is_some_and(|r| toks[s].text == r.as_str());
+                                .is_some_and(|r| toks[s].text() == r.as_str());
                         let own = o - 1 == s
                             || go_recv
-                            || matches!(toks[s].text, "this" | "self" | "$this" | "static");
+                            || matches!(toks[s].text(), "this" | "self" | "$this" | "static");
                         if own && depth < 4 {
                             let ranges: Vec<(usize, usize)> =
                                 super::calls::split_args(toks, self.st, o, e - 1)
@@ -834,7 +835,7 @@ impl<'a> Values<'a> {
                                     .map(|a| (a.start, a.end))
                                     .collect();
                             if let Some(k) =
-                                self.helper_key(toks[o - 1].text, &ranges, scope, depth)
+                                self.helper_key(toks[o - 1].text(), &ranges, scope, depth)
                             {
                                 return k;
                             }
@@ -847,7 +848,7 @@ impl<'a> Values<'a> {
                         // `rawKey(key)`, `key.getBytes()`) is transparent: it stands
                         // for its arguments (or, without any, its receiver) and
                         // carries no evidence of its own.
-                        if !words::reads_like_lock(toks[o - 1].text) {
+                        if !words::reads_like_lock(toks[o - 1].text()) {
                             // a string constant's own method: `KEY_FMT.format(id=x)`,
                             // `PREFIX.concat(id)` keep the constant's text
                             let recv = if o >= s + 3 && !own {
@@ -858,7 +859,7 @@ impl<'a> Values<'a> {
                             let lit_recv = recv.parts.iter().any(|p| matches!(p, KeyPart::Lit(_)));
                             if lit_recv && !args.is_empty() {
                                 if let ([KeyPart::Lit(fmt)], "format" | "formatted") =
-                                    (recv.parts.as_slice(), toks[o - 1].text)
+                                    (recv.parts.as_slice(), toks[o - 1].text())
                                 {
                                     let ranges: Vec<(usize, usize)> =
                                         args.iter().map(|a| (a.start, a.end)).collect();
@@ -879,11 +880,11 @@ impl<'a> Values<'a> {
                             }
                             // `getKey()`: the same call matches within one function only
                             k.push(KeyPart::Var(format!("{short}()")));
-                            k.idents.push(toks[o - 1].text.to_string());
+                            k.idents.push(toks[o - 1].text().to_string());
                             return k;
                         }
                         k.push(KeyPart::Const(format!("{short}()")));
-                        k.idents.push(toks[o - 1].text.to_string());
+                        k.idents.push(toks[o - 1].text().to_string());
                         for a in args {
                             k.append(self.key_d(a.start, a.end, scope, depth + 1));
                         }
@@ -895,10 +896,10 @@ impl<'a> Values<'a> {
         }
         if e == s + 1 {
             let t = &toks[s];
-            return match t.kind {
+            return match t.kind() {
                 Kind::Str => self.lit_key(t, scope, depth),
-                Kind::Num => KeyExpr::lit(t.text),
-                Kind::Ident => self.name_key(t.text, scope, depth),
+                Kind::Num => KeyExpr::lit(t.text()),
+                Kind::Ident => self.name_key(t.text(), scope, depth),
                 Kind::Punct => KeyExpr::unknown(),
             };
         }
@@ -1001,8 +1002,8 @@ impl<'a> Values<'a> {
     }
 
     fn lit_key(&self, t: &Tok, scope: u32, depth: u32) -> KeyExpr {
-        let Some(lit) = t.lit(self.lits) else {
-            return KeyExpr::lit(t.text);
+        let Some(lit) = t.lit() else {
+            return KeyExpr::lit(t.text());
         };
         let mut k = KeyExpr::default();
         for p in &lit.parts {
@@ -1025,7 +1026,7 @@ impl<'a> Values<'a> {
         let mut lits = Vec::new();
         let sub = lexer::lex(text, self.lang, &mut lits);
         if sub.len() == 1 && sub[0].is_ident() {
-            return self.name_key(sub[0].text, scope, depth + 1);
+            return self.name_key(sub[0].text(), scope, depth + 1);
         }
         if sub.iter().enumerate().all(|(k, t)| {
             if k % 2 == 0 {
@@ -1128,34 +1129,34 @@ impl<'a> Values<'a> {
         let toks = self.toks;
         if e == s + 1 {
             let t = &toks[s];
-            match t.kind {
+            match t.kind() {
                 Kind::Str => {
-                    if t.lit(self.lits).is_some_and(|l| l.has_interp()) {
+                    if t.lit().is_some_and(|l| l.has_interp()) {
                         return classify(self.text(s, e)).unwrap_or(ValueExpr::Unknown);
                     }
-                    return words::constant(&format!("\"{}\"", t.text));
+                    return words::constant(&format!("\"{}\"", t.text()));
                 }
-                Kind::Num => return words::constant(t.text),
+                Kind::Num => return words::constant(t.text()),
                 Kind::Ident
                     if matches!(
-                        t.text,
+                        t.text(),
                         "true" | "false" | "True" | "False" | "nil" | "null" | "None"
                     ) =>
                 {
-                    return words::constant(t.text)
+                    return words::constant(t.text())
                 }
                 _ => {}
             }
         }
         // b"x" style / negative numbers
-        if e == s + 2 && toks[s].is("-") && toks[s + 1].kind == Kind::Num {
+        if e == s + 2 && toks[s].is("-") && toks[s + 1].kind() == Kind::Num {
             return words::constant(self.text(s, e));
         }
         // an empty array: `new byte[0]`, `new byte[]{}`, `[]byte{}`, `[]`, `b''`
-        let compact: String = toks[s..e].iter().map(|t| t.text).collect();
+        let compact: String = toks[s..e].iter().map(|t| t.text()).collect();
         if (compact.ends_with("[0]")
             && toks[s].is("new")
-            && toks[s..e].iter().all(|t| t.kind != Kind::Str))
+            && toks[s..e].iter().all(|t| t.kind() != Kind::Str))
             || (compact.ends_with("[]{}") && e - s <= 6)
             || compact == "[]"
         {
