@@ -21,6 +21,7 @@ pub mod link;
 pub mod paths;
 pub mod ttl;
 pub mod values;
+pub mod waits;
 
 #[cfg(test)]
 mod tests;
@@ -232,7 +233,8 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
             if kind == (OpKind::Acquire { expiry: true }) {
                 facts.ttls.extend(
                     ttl::of_call(&an, c, name.start())
-                        .or_else(|| ttl::of_cache_add(&an, c, name.start())),
+                        .or_else(|| ttl::of_cache_add(&an, c, name.start()))
+                        .or_else(|| ttl::of_duration_arg(&an, c, name.start())),
                 );
             }
         }
@@ -263,6 +265,9 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     facts.scripts = std::mem::take(&mut an.scripts);
     facts.run_limit_secs = ttl::run_limit(&an);
     facts.task_limits = ttl::task_limits(&an);
+    let (waits, deferred) = waits::find(&an, &all_calls, &client_calls);
+    facts.waits = Some(waits);
+    facts.deferred = deferred;
     // project link facts (SPEC §2 "Project summaries")
     link::record(&an, &all_calls, &client_calls, &mut facts);
     facts
