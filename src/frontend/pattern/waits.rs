@@ -241,7 +241,9 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
     // a function of this file by name (all of them when a name repeats)
     let mut by_name: HashMap<&str, Vec<u32>> = HashMap::new();
     for (&tok, &scope) in &an.st.decl_scope {
-        by_name.entry(toks[tok].text).or_default().push(scope);
+        if let Some(t) = toks.get(tok) {
+            by_name.entry(t.text).or_default().push(scope);
+        }
     }
     // receivers of the calls that build a Redis command's key: a key namespace
     let mut key_builders: HashSet<String> = HashSet::new();
