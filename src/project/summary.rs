@@ -151,7 +151,10 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
                 });
                 crate::rules::section_start(facts, acquires)
             });
-        start.is_some_and(|s| crate::rules::quiet_between(facts, s, end))
+        start.is_some_and(|s| {
+            crate::rules::quiet_between(facts, s, end)
+                && crate::rules::redis_work_between(facts, op, s, end)
+        })
     };
     let mut out = Vec::new();
     for sig in &facts.link.functions {

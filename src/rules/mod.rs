@@ -1318,7 +1318,9 @@ impl<'a> Context<'a> {
                 v
             }
         };
-        start.is_some_and(|s| quiet_between(self.facts, s, end))
+        start.is_some_and(|s| {
+            quiet_between(self.facts, s, end) && redis_work_between(self.facts, release, s, end)
+        })
     }
 
     /// SPEC §2 "Once-only marker": the key is deleted somewhere, but every
@@ -1903,6 +1905,18 @@ pub fn quiet_between(facts: &FileFacts, start: usize, end: usize) -> bool {
     }
     let i = waits.partition_point(|&w| w < start);
     waits.get(i).is_none_or(|&w| w >= end)
+}
+
+/// The section does some work, and that work is Redis commands: some op of
+/// the file other than `release` stands between `start` and `end`. A
+/// section with nothing in it is no short Redis-only section but a lock
+/// around work the code does not show (a stub, or work left out of the
+/// example): it stays reported.
+pub fn redis_work_between(facts: &FileFacts, release: &Op, start: usize, end: usize) -> bool {
+    facts.ops.iter().any(|o| {
+        let at = o.name_span.start;
+        start <= at && at < end && !std::ptr::eq(o, release) && o.name_span != release.name_span
+    })
 }
 
 fn op_in_spans(op: &Op, spans: &[crate::facts::Span]) -> bool {

@@ -265,11 +265,13 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     facts.scripts = std::mem::take(&mut an.scripts);
     facts.run_limit_secs = ttl::run_limit(&an);
     facts.task_limits = ttl::task_limits(&an);
-    let (waits, deferred) = waits::find(&an, &all_calls, &client_calls);
-    facts.waits = Some(waits);
-    facts.deferred = deferred;
     // project link facts (SPEC §2 "Project summaries")
     link::record(&an, &all_calls, &client_calls, &mut facts);
+    let (waits, deferred) = waits::find(&an, &all_calls, &client_calls);
+    // Ruby: a call without parentheses (`build`) reads as a name, so a
+    // wait there cannot be told from a variable: waits unknown, never exempt
+    facts.waits = (language != Language::Ruby).then_some(waits);
+    facts.deferred = deferred;
     facts
 }
 

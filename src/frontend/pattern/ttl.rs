@@ -363,15 +363,7 @@ pub fn of_duration_arg(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpT
     let d = duration(an, vs, ve, scope, 0);
     let unit_ns = pos.get(3).and_then(|u| {
         let t = an.vals.text(u.start, u.end);
-        let unit = t.rsplit('.').next().unwrap_or(t);
-        Some(match unit {
-            "MILLISECONDS" => MS,
-            "SECONDS" => 1000 * MS,
-            "MINUTES" => 60_000 * MS,
-            "HOURS" => 3_600_000 * MS,
-            "DAYS" => 86_400_000 * MS,
-            _ => return None,
-        })
+        time_unit_ns(t.rsplit('.').next().unwrap_or(t))
     });
     let ms = match (d, unit_ns) {
         (Some((n, false)), Some(u)) => n.checked_mul(u).map(|ns| ns / MS),
@@ -390,6 +382,23 @@ pub fn of_duration_arg(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpT
 /// Nanoseconds in a millisecond.
 const MS: u64 = 1_000_000;
 
+/// A Java `TimeUnit` or `ChronoUnit` constant (the unit argument of Spring's
+/// `set(k, v, timeout, unit)` / `setIfAbsent(k, v, timeout, unit)`): its
+/// length in nanoseconds. The one reading of those names for the pattern
+/// front-end (`clients` asks it whether an argument is a unit).
+pub fn time_unit_ns(name: &str) -> Option<u64> {
+    Some(match name {
+        "NANOSECONDS" | "NANOS" => 1,
+        "MICROSECONDS" | "MICROS" => 1000,
+        "MILLISECONDS" | "MILLIS" => MS,
+        "SECONDS" => 1000 * MS,
+        "MINUTES" => 60_000 * MS,
+        "HOURS" => 3_600_000 * MS,
+        "DAYS" => 86_400_000 * MS,
+        _ => return None,
+    })
+}
+
 /// A duration constant of `s..e`: (its value, whether a unit stood in it,
 /// in which case the value is in nanoseconds): `10 * time.Second`,
 /// `Duration.ofSeconds(30)`, `TimeSpan.FromMinutes(5)`, a name bound once to
@@ -406,7 +415,7 @@ fn duration(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> Option
     if e <= s {
         return None;
     }
-    if toks[s].is("(") && an.st.matching.get(&s) == Some(&(e - 1)) {
+    if toks[s].is("(") && an.st.matching.get(&s) == Some(e - 1) {
         return duration(an, s + 1, e - 1, scope, depth + 1);
     }
     // a product at this level
@@ -415,7 +424,7 @@ fn duration(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> Option
     while j < e {
         let t = &toks[j];
         if t.is("(") || t.is("[") || t.is("{") {
-            if let Some(&m) = an.st.matching.get(&j) {
+            if let Some(m) = an.st.matching.get(&j) {
                 if m > j {
                     j = m + 1;
                     continue;
@@ -461,7 +470,7 @@ fn duration(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> Option
     }
     // `Duration.ofSeconds(30)`, `TimeSpan.FromSeconds(30)`, Go `time.Duration(n)`
     if toks[e - 1].is(")") {
-        let open = *an.st.matching.get(&(e - 1))?;
+        let open = an.st.matching.get(&(e - 1))?;
         if open < s + 1 || !toks[open - 1].is_ident() {
             return None;
         }

@@ -296,7 +296,7 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
                     j += 1;
                 }
                 if j < end && toks[j].is("{") {
-                    if let Some(&m) = an.st.matching.get(&j) {
+                    if let Some(m) = an.st.matching.get(&j) {
                         if m > j {
                             k = m + 1;
                             continue;
@@ -352,6 +352,21 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
         }
         None
     };
+    // the functions of this file that send a Redis command themselves: only
+    // those are followed through an `await` (a helper that awaits nothing
+    // we can see but sends no command is some other work, e.g. a stub)
+    let with_redis: HashSet<u32> = range
+        .iter()
+        .filter(|&(&s, &(a, b))| {
+            s != 0
+                && all.iter().enumerate().any(|(ci, c)| {
+                    a <= c.name_tok
+                        && c.name_tok <= b
+                        && (client.contains(&ci) || an.redis_receiver(c))
+                })
+        })
+        .map(|(&s, _)| s)
+        .collect();
     let own_fn = |c: &Call| -> Option<&Vec<u32>> {
         let first = c.recv.first().map(|s| &**s).unwrap_or("");
         if !(c.recv.is_empty() || (c.recv.len() == 1 && matches!(first, "this" | "self"))) {
@@ -404,7 +419,10 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
             let wait = if !js {
                 true
             } else if awaited.contains(&ci) {
-                !own_fn(c).is_some_and(|ss| ss.iter().all(|s| !waiting.contains(s)))
+                !own_fn(c).is_some_and(|ss| {
+                    ss.iter()
+                        .all(|s| with_redis.contains(s) && !waiting.contains(s))
+                })
             } else {
                 name.ends_with("Sync") || name.eq_ignore_ascii_case("sleep")
             };
@@ -465,14 +483,14 @@ fn loop_body(an: &Analyzer, k: usize) -> Option<(usize, usize)> {
     }
     // `do { … } while (…)`: the block after `do`, read from the `while`
     if k >= 1 && toks[k - 1].is("}") && toks[k].text == "while" {
-        let o = *an.st.matching.get(&(k - 1))?;
+        let o = an.st.matching.get(&(k - 1))?;
         return Some((o, k - 1));
     }
     let mut j = k + 1;
     while j < toks.len() && j < k + MAX_HEADER {
         let t = &toks[j];
         if t.is("{") && an.st.tok_paren[j] == an.st.tok_paren[k] {
-            let m = *an.st.matching.get(&j)?;
+            let m = an.st.matching.get(&j)?;
             return (m > j).then_some((j, m));
         }
         if t.is(";") && an.st.tok_paren[j] == an.st.tok_paren[k] {
@@ -480,7 +498,7 @@ fn loop_body(an: &Analyzer, k: usize) -> Option<(usize, usize)> {
             return None;
         }
         if t.is("(") || t.is("[") {
-            if let Some(&m) = an.st.matching.get(&j) {
+            if let Some(m) = an.st.matching.get(&j) {
                 if m > j {
                     j = m + 1;
                     continue;
@@ -532,7 +550,7 @@ fn deferred(an: &Analyzer, range: &HashMap<u32, (usize, usize)>) -> Vec<Deferred
                 break;
             }
             if t.is("{") || t.is("(") || t.is("[") {
-                if let Some(&m) = an.st.matching.get(&e) {
+                if let Some(m) = an.st.matching.get(&e) {
                     if m > e {
                         e = m + 1;
                         continue;
