@@ -161,6 +161,10 @@ pub struct Context<'a> {
     /// depends on the op only through them.
     #[allow(clippy::type_complexity)]
     once_only: RefCell<HashMap<(usize, Option<ScopeId>), Vec<(Vec<String>, bool)>>>,
+    /// [`Context::short_critical_section`]: per scope and key group, where
+    /// the first acquire of the key in the scope ends, when every acquire
+    /// of it there has a known TTL of at least [`SHORT_MIN_TTL_MS`].
+    short_from: RefCell<HashMap<(ScopeId, usize), Option<usize>>>,
     /// The TTL arguments the front-end read, by the start of the op's name.
     ttls: HashMap<usize, &'a OpTtl>,
     /// Scopes whose function the project runs after a take somewhere
@@ -735,6 +739,7 @@ impl<'a> Context<'a> {
             acquired_shapes,
             acquire_literals,
             once_only: RefCell::new(HashMap::new()),
+            short_from: RefCell::new(HashMap::new()),
             ttls,
             by_shape,
             shape_expiry: RefCell::new(HashMap::new()),
@@ -1280,6 +1285,46 @@ impl<'a> Context<'a> {
         op_in_spans(op, &self.facts.validity_spans)
     }
 
+    /// SPEC §2 "Short critical section": the release runs in the function
+    /// that took the key (or when that function returns: a deferred
+    /// release), every acquire of the key there has a known TTL of at least
+    /// [`SHORT_MIN_TTL_MS`], and from the end of the first of them to the
+    /// release (to the end of the function for a deferred one) the code
+    /// waits on nothing but Redis (`FileFacts::waits`): the holder cannot
+    /// outlive its lease except by a pause, the window every lease has.
+    pub fn short_critical_section(&self, release: &Op) -> bool {
+        if self.facts.waits.is_none() || release.key.is_unknown() {
+            return false;
+        }
+        let Some((scope, end)) = section_end(self.facts, release) else {
+            return false;
+        };
+        let Some((&parts, _)) = self.by_key.get_key_value(release.key.parts.as_slice()) else {
+            return false;
+        };
+        let Some(list) = self.by_scope_key_kind.get(&(scope, parts, 3)) else {
+            return false;
+        };
+        let memo = (scope, list.as_ptr() as usize);
+        let known = self.short_from.borrow().get(&memo).copied();
+        let start = match known {
+            Some(v) => v,
+            None => {
+                let untimed = self
+                    .by_scope_key_kind
+                    .get(&(scope, parts, 2))
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]);
+                let v = section_start(self.facts, list.iter().chain(untimed).copied());
+                self.short_from.borrow_mut().insert(memo, v);
+                v
+            }
+        };
+        start.is_some_and(|s| {
+            quiet_between(self.facts, s, end) && redis_work_between(self.facts, release, s, end)
+        })
+    }
+
     /// SPEC §2 "Once-only marker": the key is deleted somewhere, but every
     /// delete runs on a failure path: a rollback so the work can be retried,
     /// not a release. A key deleted on the success path (or in `finally`) is a lock.
@@ -1808,6 +1853,80 @@ impl<'a> Context<'a> {
 /// The op (its name, or the call's start when the name comes first) lies
 /// inside one of the spans (failure handlers, force-flag or validity-guard
 /// bodies) a front-end recorded.
+/// The shortest TTL for which a critical section made only of Redis
+/// commands counts as short ([`Context::short_critical_section`]).
+pub const SHORT_MIN_TTL_MS: u64 = 1000;
+
+/// SPEC §2 "Short critical section": the function whose acquires a release
+/// closes, and where the section ends — the release itself, or the end of
+/// that function for a deferred release (Go `defer`). `None` for an op of
+/// another file.
+pub fn section_end(facts: &FileFacts, release: &Op) -> Option<(ScopeId, usize)> {
+    if release.scope == crate::facts::FOREIGN_SCOPE {
+        return None;
+    }
+    let at = release.name_span.start;
+    Some(
+        match facts
+            .deferred
+            .iter()
+            .find(|d| d.span.start <= at && at < d.span.end)
+        {
+            Some(d) => (d.scope, d.runs_at),
+            None => (release.scope, release.span.start),
+        },
+    )
+}
+
+/// Where the section opened by `acquires` (every acquire of one key in one
+/// function) starts: the end of the first of them, when each has a TTL the
+/// front-end read as a constant of at least [`SHORT_MIN_TTL_MS`].
+pub fn section_start<'o>(
+    facts: &FileFacts,
+    acquires: impl Iterator<Item = &'o Op>,
+) -> Option<usize> {
+    let mut first: Option<&Op> = None;
+    for a in acquires {
+        let ms = facts
+            .ttls
+            .binary_search_by_key(&a.name_span.start, |t| t.name_start)
+            .ok()
+            .and_then(|i| facts.ttls[i].ms);
+        if ms.is_none_or(|ms| ms < SHORT_MIN_TTL_MS) {
+            return None;
+        }
+        if first.is_none_or(|f| a.span.start < f.span.start) {
+            first = Some(a);
+        }
+    }
+    first.map(|f| f.span.end)
+}
+
+/// Nothing between `start` and `end` may wait on anything but Redis
+/// (`FileFacts::waits`; unknown waits: false).
+pub fn quiet_between(facts: &FileFacts, start: usize, end: usize) -> bool {
+    let Some(waits) = facts.waits.as_deref() else {
+        return false;
+    };
+    if start > end {
+        return false;
+    }
+    let i = waits.partition_point(|&w| w < start);
+    waits.get(i).is_none_or(|&w| w >= end)
+}
+
+/// The section does some work, and that work is Redis commands: some op of
+/// the file other than `release` stands between `start` and `end`. A
+/// section with nothing in it is no short Redis-only section but a lock
+/// around work the code does not show (a stub, or work left out of the
+/// example): it stays reported.
+pub fn redis_work_between(facts: &FileFacts, release: &Op, start: usize, end: usize) -> bool {
+    facts.ops.iter().any(|o| {
+        let at = o.name_span.start;
+        start <= at && at < end && !std::ptr::eq(o, release) && o.name_span != release.name_span
+    })
+}
+
 fn op_in_spans(op: &Op, spans: &[crate::facts::Span]) -> bool {
     let at = op.name_span.start.max(op.span.start);
     spans.iter().any(|s| s.start <= at && at < s.end)
