@@ -136,6 +136,7 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
     // SPEC §2 "Short critical section": per function and key, where the
     // section its acquires open starts (see `rules::section_start`)
     let mut section: HashMap<(ScopeId, Vec<KeyPart>), Option<usize>> = HashMap::new();
+    let op_starts = crate::rules::op_starts(facts);
     let mut short = |op: &Op| -> bool {
         if op.kind != (OpKind::Release { checked: false }) || op.key.is_unknown() {
             return false;
@@ -153,7 +154,7 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             });
         start.is_some_and(|s| {
             crate::rules::quiet_between(facts, s, end)
-                && crate::rules::redis_work_between(facts, op, s, end)
+                && crate::rules::redis_work_between(&op_starts, op, s, end)
         })
     };
     let mut out = Vec::new();

@@ -165,6 +165,8 @@ pub struct Context<'a> {
     /// the first acquire of the key in the scope ends, when every acquire
     /// of it there has a known TTL of at least [`SHORT_MIN_TTL_MS`].
     short_from: RefCell<HashMap<(ScopeId, usize), Option<usize>>>,
+    /// [`op_starts`] of the file, for [`redis_work_between`].
+    op_starts: Vec<usize>,
     /// The TTL arguments the front-end read, by the start of the op's name.
     ttls: HashMap<usize, &'a OpTtl>,
     /// Scopes whose function the project runs after a take somewhere
@@ -740,6 +742,7 @@ impl<'a> Context<'a> {
             acquire_literals,
             once_only: RefCell::new(HashMap::new()),
             short_from: RefCell::new(HashMap::new()),
+            op_starts: op_starts(facts),
             ttls,
             by_shape,
             shape_expiry: RefCell::new(HashMap::new()),
@@ -1321,7 +1324,8 @@ impl<'a> Context<'a> {
             }
         };
         start.is_some_and(|s| {
-            quiet_between(self.facts, s, end) && redis_work_between(self.facts, release, s, end)
+            quiet_between(self.facts, s, end)
+                && redis_work_between(&self.op_starts, release, s, end)
         })
     }
 
@@ -1850,9 +1854,6 @@ impl<'a> Context<'a> {
     }
 }
 
-/// The op (its name, or the call's start when the name comes first) lies
-/// inside one of the spans (failure handlers, force-flag or validity-guard
-/// bodies) a front-end recorded.
 /// The shortest TTL for which a critical section made only of Redis
 /// commands counts as short ([`Context::short_critical_section`]).
 pub const SHORT_MIN_TTL_MS: u64 = 1000;
@@ -1915,18 +1916,34 @@ pub fn quiet_between(facts: &FileFacts, start: usize, end: usize) -> bool {
     waits.get(i).is_none_or(|&w| w >= end)
 }
 
-/// The section does some work, and that work is Redis commands: some op of
-/// the file other than `release` stands between `start` and `end`. A
-/// section with nothing in it is no short Redis-only section but a lock
-/// around work the code does not show (a stub, or work left out of the
-/// example): it stays reported.
-pub fn redis_work_between(facts: &FileFacts, release: &Op, start: usize, end: usize) -> bool {
-    facts.ops.iter().any(|o| {
-        let at = o.name_span.start;
-        start <= at && at < end && !std::ptr::eq(o, release) && o.name_span != release.name_span
-    })
+/// Where the name of each op of the file starts, sorted: the index
+/// [`redis_work_between`] searches.
+pub fn op_starts(facts: &FileFacts) -> Vec<usize> {
+    let mut v: Vec<usize> = facts.ops.iter().map(|o| o.name_span.start).collect();
+    v.sort_unstable();
+    v
 }
 
+/// The section does some work, and that work is Redis commands: some op of
+/// the file (`op_starts`, from [`op_starts`]) other than `release` stands
+/// between `start` and `end`. A section with nothing in it is no short
+/// Redis-only section but a lock around work the code does not show (a
+/// stub, or work left out of the example): it stays reported.
+pub fn redis_work_between(op_starts: &[usize], release: &Op, start: usize, end: usize) -> bool {
+    let from = op_starts.partition_point(|&a| a < start);
+    let to = op_starts.partition_point(|&a| a < end);
+    let at = release.name_span.start;
+    let own = if start <= at && at < end {
+        op_starts.partition_point(|&a| a <= at) - op_starts.partition_point(|&a| a < at)
+    } else {
+        0
+    };
+    to.saturating_sub(from) > own
+}
+
+/// The op (its name, or the call's start when the name comes first) lies
+/// inside one of the spans (failure handlers, force-flag or validity-guard
+/// bodies) a front-end recorded.
 fn op_in_spans(op: &Op, spans: &[crate::facts::Span]) -> bool {
     let at = op.name_span.start.max(op.span.start);
     spans.iter().any(|s| s.start <= at && at < s.end)

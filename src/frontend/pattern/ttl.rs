@@ -334,14 +334,18 @@ fn statement_end(toks: &[Tok], s: usize) -> usize {
 /// the key and the value: go-redis `SetNX(ctx, k, v, 10*time.Second)`,
 /// Spring `setIfAbsent(k, v, 30, TimeUnit.SECONDS)` or `setIfAbsent(k, v,
 /// Duration.ofSeconds(30))`, StackExchange `LockTake(k, v,
-/// TimeSpan.FromSeconds(30))`. `ms` only when the duration and its unit
+/// TimeSpan.FromSeconds(30))` or `StringSet(k, v, TimeSpan.FromSeconds(30),
+/// When.NotExists)`. `ms` only when the duration and its unit
 /// are constants.
 pub fn of_duration_arg(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpTtl> {
     let mut lname = c.name.to_ascii_lowercase();
     if an.lang == Language::CSharp && lname.ends_with("async") {
         lname.truncate(lname.len() - 5);
     }
-    if !matches!(lname.as_str(), "setnx" | "setifabsent" | "locktake") {
+    // StackExchange `StringSet(k, v, expiry, When.NotExists)` (this is only
+    // asked of a set-if-absent)
+    let string_set = an.lang == Language::CSharp && lname == "stringset";
+    if !string_set && !matches!(lname.as_str(), "setnx" | "setifabsent" | "locktake") {
         return None;
     }
     let toks = an.toks;

@@ -64,8 +64,6 @@ const NOT_CALLS: &[&str] = &[
     "try",
     "finally",
     "case",
-    "fn",
-    "local",
     "var",
     "let",
     "const",
@@ -192,7 +190,17 @@ fn pure_call(lang: Language, first: &str, name: &str) -> bool {
                     | "Collections"
                     | "StringUtils"
             ) || (first == "System" && matches!(name, "currentTimeMillis" | "nanoTime"))
-                || matches!(name, "toString" | "valueOf" | "equals" | "format")
+                || matches!(
+                    name,
+                    "toString"
+                        | "valueOf"
+                        | "equals"
+                        | "format"
+                        | "toInt"
+                        | "toLong"
+                        | "toIntOrNull"
+                        | "toLongOrNull"
+                )
         }
         Language::JavaScript | Language::TypeScript => {
             matches!(
@@ -247,7 +255,7 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
     }
     // receivers of the calls that build a Redis command's key: a key namespace
     let mut key_builders: HashSet<String> = HashSet::new();
-    let spans: Vec<(usize, usize)> = client
+    let mut spans: Vec<(usize, usize)> = client
         .iter()
         .filter_map(|&ci| all.get(ci))
         .filter_map(|c| {
@@ -259,11 +267,21 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
             Some((a.start, a.end))
         })
         .collect();
+    // sorted by start, each with the furthest end of it and those before it:
+    // a token lies in some span when the last span starting at or before it
+    // reaches past it (one binary search per call)
+    spans.sort_unstable();
+    let mut reach = 0;
+    let spans: Vec<(usize, usize)> = spans
+        .into_iter()
+        .map(|(s, e)| {
+            reach = reach.max(e);
+            (s, reach)
+        })
+        .collect();
     for c in all {
-        if spans
-            .iter()
-            .any(|&(s, e)| s <= c.name_tok && c.name_tok < e)
-        {
+        let i = spans.partition_point(|&(s, _)| s <= c.name_tok);
+        if i > 0 && c.name_tok < spans[i - 1].1 {
             if let Some(r) = an.recv_root(c) {
                 key_builders.insert(r);
             }
@@ -326,7 +344,12 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
     }
     let is_redis = |ci: usize, c: &Call| client.contains(&ci) || an.redis_receiver(c);
     let quiet_base = |ci: usize, c: &Call| -> Option<bool> {
-        if NOT_CALLS.contains(&c.name) || an.st.decl_names.contains(&c.name_tok) {
+        // PHP `fn($x) => …` is an arrow function; elsewhere `fn` is a name
+        // (a Go or JS callback parameter: `fn()` runs unknown code)
+        if NOT_CALLS.contains(&c.name)
+            || (lang == Language::Php && c.name == "fn")
+            || an.st.decl_names.contains(&c.name_tok)
+        {
             return Some(true);
         }
         if is_redis(ci, c) {
@@ -355,16 +378,16 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
     // the functions of this file that send a Redis command themselves: only
     // those are followed through an `await` (a helper that awaits nothing
     // we can see but sends no command is some other work, e.g. a stub)
+    let mut redis_toks: Vec<usize> = all
+        .iter()
+        .enumerate()
+        .filter(|&(ci, c)| client.contains(&ci) || an.redis_receiver(c))
+        .map(|(_, c)| c.name_tok)
+        .collect();
+    redis_toks.sort_unstable();
     let with_redis: HashSet<u32> = range
         .iter()
-        .filter(|&(&s, &(a, b))| {
-            s != 0
-                && all.iter().enumerate().any(|(ci, c)| {
-                    a <= c.name_tok
-                        && c.name_tok <= b
-                        && (client.contains(&ci) || an.redis_receiver(c))
-                })
-        })
+        .filter(|&(&s, &(a, b))| s != 0 && any_in(&redis_toks, a, b))
         .map(|(&s, _)| s)
         .collect();
     let own_fn = |c: &Call| -> Option<&Vec<u32>> {
@@ -376,6 +399,18 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
     };
     // loops whose body holds a Redis round trip (a command not queued on a
     // pipeline or transaction)
+    let mut trips: Vec<usize> = client
+        .iter()
+        .filter_map(|&ci| all.get(ci))
+        .filter(|c| {
+            let root = c.recv.join(".").to_ascii_lowercase();
+            !["pipe", "multi", "tx", "batch", "transaction"]
+                .iter()
+                .any(|w| root.contains(w))
+        })
+        .map(|c| c.name_tok)
+        .collect();
+    trips.sort_unstable();
     let mut loop_waits: Vec<usize> = Vec::new();
     for (k, t) in toks.iter().enumerate() {
         if !t.is_ident() || !matches!(t.text, "for" | "while" | "foreach" | "until" | "loop") {
@@ -388,16 +423,7 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
             loop_waits.push(k);
             continue;
         };
-        let round_trip = client.iter().filter_map(|&ci| all.get(ci)).any(|c| {
-            if c.name_tok <= bs || c.name_tok >= be {
-                return false;
-            }
-            let root = c.recv.join(".").to_ascii_lowercase();
-            !["pipe", "multi", "tx", "batch", "transaction"]
-                .iter()
-                .any(|w| root.contains(w))
-        });
-        if round_trip {
+        if be > bs + 1 && any_in(&trips, bs + 1, be - 1) {
             loop_waits.push(k);
         }
     }
@@ -430,9 +456,10 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
                 sites.push(c.name_tok);
             }
         }
+        sites.sort_unstable();
         let mut now: HashSet<u32> = HashSet::new();
         for (&s, &(a, b)) in &range {
-            if s != 0 && sites.iter().any(|&t| a <= t && t <= b) {
+            if s != 0 && any_in(&sites, a, b) {
                 now.insert(s);
             }
         }
@@ -450,6 +477,12 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
     out.sort_unstable();
     out.dedup();
     (out, deferred(an, &range))
+}
+
+/// Some token of `sorted` lies in `a..=b`.
+fn any_in(sorted: &[usize], a: usize, b: usize) -> bool {
+    let i = sorted.partition_point(|&t| t < a);
+    sorted.get(i).is_some_and(|&t| t <= b)
 }
 
 /// The tokens of a loop's body: `(first, last)` exclusive of its brackets;
