@@ -524,6 +524,27 @@ pub struct FileFacts {
     /// function's scope, the limit).
     #[serde(default)]
     pub task_limits: Vec<(ScopeId, u64)>,
+    /// Where the code may wait on something other than Redis (byte offsets,
+    /// sorted): a call the front-end cannot show to be a Redis command, a
+    /// log line or a pure computation (JS/TS: an awaited one, or a
+    /// function of the file that awaits one); a loop whose every turn makes
+    /// a Redis round trip; an `await` of no call. `None` when the front-end
+    /// does not record them (nothing is then known to be quick).
+    #[serde(default)]
+    pub waits: Option<Vec<usize>>,
+    /// Ops that run only when their function returns (Go `defer`), sorted
+    /// by `span`.
+    #[serde(default)]
+    pub deferred: Vec<Deferred>,
+}
+
+/// The ops whose `name_span` lies in `span` run when function `scope`
+/// returns: at the end of its body, `runs_at` (a byte offset).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Deferred {
+    pub span: Span,
+    pub scope: ScopeId,
+    pub runs_at: usize,
 }
 
 /// The TTL argument of the op whose method name starts at `name_start`.
@@ -556,6 +577,8 @@ impl FileFacts {
             ttls: Vec::new(),
             run_limit_secs: None,
             task_limits: Vec::new(),
+            waits: None,
+            deferred: Vec::new(),
         }
     }
 

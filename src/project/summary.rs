@@ -133,6 +133,30 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
         })
         .map(|o| o.key.parts.as_slice())
         .collect();
+    // SPEC §2 "Short critical section": per function and key, where the
+    // section its acquires open starts (see `rules::section_start`)
+    let mut section: HashMap<(ScopeId, Vec<KeyPart>), Option<usize>> = HashMap::new();
+    let op_starts = crate::rules::op_starts(facts);
+    let mut short = |op: &Op| -> bool {
+        if op.kind != (OpKind::Release { checked: false }) || op.key.is_unknown() {
+            return false;
+        }
+        let Some((scope, end)) = crate::rules::section_end(facts, op) else {
+            return false;
+        };
+        let start = *section
+            .entry((scope, op.key.parts.clone()))
+            .or_insert_with(|| {
+                let acquires = own.get(&scope).into_iter().flatten().copied().filter(|a| {
+                    matches!(a.kind, OpKind::Acquire { .. }) && a.key.parts == op.key.parts
+                });
+                crate::rules::section_start(facts, acquires)
+            });
+        start.is_some_and(|s| {
+            crate::rules::quiet_between(facts, s, end)
+                && crate::rules::redis_work_between(&op_starts, op, s, end)
+        })
+    };
     let mut out = Vec::new();
     for sig in &facts.link.functions {
         let Some(scope) = facts.scopes.get(sig.scope as usize) else {
@@ -183,7 +207,12 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             // a release that runs only while the holder's clock says the
             // lease is valid (SPEC §2 validity guard) stays the wrapper's own
             // business: its callers see no unconditional release
-            if op.kind == (OpKind::Release { checked: false }) && behind_validity_guard(facts, op) {
+            // so is one that ends a critical section made only of Redis
+            // commands under a TTL of a second or more (SPEC §2 "Short
+            // critical section")
+            if op.kind == (OpKind::Release { checked: false })
+                && (behind_validity_guard(facts, op) || short(op))
+            {
                 continue;
             }
             let var = value_var.get(&op.name_span.start).copied();

@@ -29,10 +29,13 @@ impl Rule for ConstantLockValue {
             let Some(user) = cx.released_or_extended(op) else {
                 continue;
             };
-            // Every release runs only while the lease is still valid (SPEC §3 LL001).
+            // Every release runs only while the lease is still valid (SPEC §3
+            // LL001), or ends a short critical section (SPEC §2).
             let all_guarded = cx
                 .any_same_key(op, |o| {
-                    matches!(o.kind, OpKind::Release { .. }) && !cx.behind_validity_guard(o)
+                    matches!(o.kind, OpKind::Release { .. })
+                        && !cx.behind_validity_guard(o)
+                        && !cx.short_critical_section(o)
                 })
                 .is_none()
                 && cx

@@ -76,7 +76,14 @@ impl Rule for UnconditionalRelease {
             // the lease is still valid (SPEC §2): not an unconditional release.
             // A lock that can never expire cannot change hands while held:
             // LL004/LL003 speak for it (SPEC §2 expirable lock).
-            if cx.once_only_marker(op) || cx.behind_validity_guard(op) || !cx.expirable(op) {
+            // A release at the end of a critical section made only of Redis
+            // commands, under a TTL of a second or more, is one too (SPEC §2
+            // "Short critical section").
+            if cx.once_only_marker(op)
+                || cx.behind_validity_guard(op)
+                || cx.short_critical_section(op)
+                || !cx.expirable(op)
+            {
                 continue;
             }
             if get_before(cx, op) || is_rollback(cx, op) {

@@ -161,6 +161,12 @@ pub struct Context<'a> {
     /// depends on the op only through them.
     #[allow(clippy::type_complexity)]
     once_only: RefCell<HashMap<(usize, Option<ScopeId>), Vec<(Vec<String>, bool)>>>,
+    /// [`Context::short_critical_section`]: per scope and key group, where
+    /// the first acquire of the key in the scope ends, when every acquire
+    /// of it there has a known TTL of at least [`SHORT_MIN_TTL_MS`].
+    short_from: RefCell<HashMap<(ScopeId, usize), Option<usize>>>,
+    /// [`op_starts`] of the file, for [`redis_work_between`].
+    op_starts: Vec<usize>,
     /// The TTL arguments the front-end read, by the start of the op's name.
     ttls: HashMap<usize, &'a OpTtl>,
     /// Scopes whose function the project runs after a take somewhere
@@ -806,6 +812,8 @@ impl<'a> Context<'a> {
             acquired_shapes,
             acquire_literals,
             once_only: RefCell::new(HashMap::new()),
+            short_from: RefCell::new(HashMap::new()),
+            op_starts: op_starts(facts),
             ttls,
             by_shape,
             shape_expiry: RefCell::new(HashMap::new()),
@@ -1361,6 +1369,47 @@ impl<'a> Context<'a> {
         op_in_spans(op, &self.facts.validity_spans)
     }
 
+    /// SPEC §2 "Short critical section": the release runs in the function
+    /// that took the key (or when that function returns: a deferred
+    /// release), every acquire of the key there has a known TTL of at least
+    /// [`SHORT_MIN_TTL_MS`], and from the end of the first of them to the
+    /// release (to the end of the function for a deferred one) the code
+    /// waits on nothing but Redis (`FileFacts::waits`): the holder cannot
+    /// outlive its lease except by a pause, the window every lease has.
+    pub fn short_critical_section(&self, release: &Op) -> bool {
+        if self.facts.waits.is_none() || release.key.is_unknown() {
+            return false;
+        }
+        let Some((scope, end)) = section_end(self.facts, release) else {
+            return false;
+        };
+        let Some((&parts, _)) = self.by_key.get_key_value(release.key.parts.as_slice()) else {
+            return false;
+        };
+        let Some(list) = self.by_scope_key_kind.get(&(scope, parts, 3)) else {
+            return false;
+        };
+        let memo = (scope, list.as_ptr() as usize);
+        let known = self.short_from.borrow().get(&memo).copied();
+        let start = match known {
+            Some(v) => v,
+            None => {
+                let untimed = self
+                    .by_scope_key_kind
+                    .get(&(scope, parts, 2))
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[]);
+                let v = section_start(self.facts, list.iter().chain(untimed).copied());
+                self.short_from.borrow_mut().insert(memo, v);
+                v
+            }
+        };
+        start.is_some_and(|s| {
+            quiet_between(self.facts, s, end)
+                && redis_work_between(&self.op_starts, release, s, end)
+        })
+    }
+
     /// SPEC §2 "Once-only marker": the key is deleted somewhere, but every
     /// delete runs on a failure path: a rollback so the work can be retried,
     /// not a release. A key deleted on the success path (or in `finally`) is a lock.
@@ -1881,6 +1930,93 @@ impl<'a> Context<'a> {
         };
         Span::new(start, op.span.end.max(start))
     }
+}
+
+/// The shortest TTL for which a critical section made only of Redis
+/// commands counts as short ([`Context::short_critical_section`]).
+pub const SHORT_MIN_TTL_MS: u64 = 1000;
+
+/// SPEC §2 "Short critical section": the function whose acquires a release
+/// closes, and where the section ends — the release itself, or the end of
+/// that function for a deferred release (Go `defer`). `None` for an op of
+/// another file.
+pub fn section_end(facts: &FileFacts, release: &Op) -> Option<(ScopeId, usize)> {
+    if release.scope == crate::facts::FOREIGN_SCOPE {
+        return None;
+    }
+    let at = release.name_span.start;
+    Some(
+        match facts
+            .deferred
+            .iter()
+            .find(|d| d.span.start <= at && at < d.span.end)
+        {
+            Some(d) => (d.scope, d.runs_at),
+            None => (release.scope, release.span.start),
+        },
+    )
+}
+
+/// Where the section opened by `acquires` (every acquire of one key in one
+/// function) starts: the end of the first of them, when each has a TTL the
+/// front-end read as a constant of at least [`SHORT_MIN_TTL_MS`].
+pub fn section_start<'o>(
+    facts: &FileFacts,
+    acquires: impl Iterator<Item = &'o Op>,
+) -> Option<usize> {
+    let mut first: Option<&Op> = None;
+    for a in acquires {
+        let ms = facts
+            .ttls
+            .binary_search_by_key(&a.name_span.start, |t| t.name_start)
+            .ok()
+            .and_then(|i| facts.ttls[i].ms);
+        if ms.is_none_or(|ms| ms < SHORT_MIN_TTL_MS) {
+            return None;
+        }
+        if first.is_none_or(|f| a.span.start < f.span.start) {
+            first = Some(a);
+        }
+    }
+    first.map(|f| f.span.end)
+}
+
+/// Nothing between `start` and `end` may wait on anything but Redis
+/// (`FileFacts::waits`; unknown waits: false).
+pub fn quiet_between(facts: &FileFacts, start: usize, end: usize) -> bool {
+    let Some(waits) = facts.waits.as_deref() else {
+        return false;
+    };
+    if start > end {
+        return false;
+    }
+    let i = waits.partition_point(|&w| w < start);
+    waits.get(i).is_none_or(|&w| w >= end)
+}
+
+/// Where the name of each op of the file starts, sorted: the index
+/// [`redis_work_between`] searches.
+pub fn op_starts(facts: &FileFacts) -> Vec<usize> {
+    let mut v: Vec<usize> = facts.ops.iter().map(|o| o.name_span.start).collect();
+    v.sort_unstable();
+    v
+}
+
+/// The section does some work, and that work is Redis commands: some op of
+/// the file (`op_starts`, from [`op_starts`]) other than `release` stands
+/// between `start` and `end`. A section with nothing in it is no short
+/// Redis-only section but a lock around work the code does not show (a
+/// stub, or work left out of the example): it stays reported.
+pub fn redis_work_between(op_starts: &[usize], release: &Op, start: usize, end: usize) -> bool {
+    let from = op_starts.partition_point(|&a| a < start);
+    let to = op_starts.partition_point(|&a| a < end);
+    let at = release.name_span.start;
+    let own = if start <= at && at < end {
+        op_starts.partition_point(|&a| a <= at) - op_starts.partition_point(|&a| a < at)
+    } else {
+        0
+    };
+    to.saturating_sub(from) > own
 }
 
 /// The op (its name, or the call's start when the name comes first) lies

@@ -1033,21 +1033,7 @@ impl<'a> Analyzer<'a> {
                 }
                 let unit_ids = idents(unit);
                 let is_unit = unit_ids.iter().any(|i| {
-                    matches!(
-                        *i,
-                        "TimeUnit"
-                            | "ChronoUnit"
-                            | "NANOSECONDS"
-                            | "MICROSECONDS"
-                            | "MILLISECONDS"
-                            | "SECONDS"
-                            | "MINUTES"
-                            | "HOURS"
-                            | "DAYS"
-                            | "MILLIS"
-                            | "NANOS"
-                            | "MICROS"
-                    )
+                    matches!(*i, "TimeUnit" | "ChronoUnit") || super::ttl::time_unit_ns(i).is_some()
                 }) || (unit_ids.len() == 1
                     && words_of(unit).iter().any(|w| w == "unit"));
                 is_unit.then(|| !self.vals.is_zero_ttl(timeout.start, timeout.end))

@@ -21,6 +21,7 @@ pub mod link;
 pub mod paths;
 pub mod ttl;
 pub mod values;
+pub mod waits;
 
 #[cfg(test)]
 mod tests;
@@ -232,7 +233,8 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
             if kind == (OpKind::Acquire { expiry: true }) {
                 facts.ttls.extend(
                     ttl::of_call(&an, c, name.start())
-                        .or_else(|| ttl::of_cache_add(&an, c, name.start())),
+                        .or_else(|| ttl::of_cache_add(&an, c, name.start()))
+                        .or_else(|| ttl::of_duration_arg(&an, c, name.start())),
                 );
             }
         }
@@ -265,6 +267,11 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     facts.task_limits = ttl::task_limits(&an);
     // project link facts (SPEC §2 "Project summaries")
     link::record(&an, &all_calls, &client_calls, &mut facts);
+    let (waits, deferred) = waits::find(&an, &all_calls, &client_calls);
+    // Ruby: a call without parentheses (`build`) reads as a name, so a
+    // wait there cannot be told from a variable: waits unknown, never exempt
+    facts.waits = (language != Language::Ruby).then_some(waits);
+    facts.deferred = deferred;
     facts
 }
 

@@ -329,3 +329,179 @@ fn statement_end(toks: &[Tok], s: usize) -> usize {
     }
     j
 }
+
+/// The TTL of a set-if-absent that takes it as a positional duration after
+/// the key and the value: go-redis `SetNX(ctx, k, v, 10*time.Second)`,
+/// Spring `setIfAbsent(k, v, 30, TimeUnit.SECONDS)` or `setIfAbsent(k, v,
+/// Duration.ofSeconds(30))`, StackExchange `LockTake(k, v,
+/// TimeSpan.FromSeconds(30))` or `StringSet(k, v, TimeSpan.FromSeconds(30),
+/// When.NotExists)`. `ms` only when the duration and its unit
+/// are constants.
+pub fn of_duration_arg(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpTtl> {
+    let mut lname = c.name.to_ascii_lowercase();
+    if an.lang == Language::CSharp && lname.ends_with("async") {
+        lname.truncate(lname.len() - 5);
+    }
+    // StackExchange `StringSet(k, v, expiry, When.NotExists)` (this is only
+    // asked of a set-if-absent)
+    let string_set = an.lang == Language::CSharp && lname == "stringset";
+    if !string_set && !matches!(lname.as_str(), "setnx" | "setifabsent" | "locktake") {
+        return None;
+    }
+    let toks = an.toks;
+    let mut pos: Vec<_> = c.args.iter().filter(|a| a.name.is_none()).collect();
+    if an.lang == Language::Go
+        && pos.first().is_some_and(|a| {
+            let t = an.vals.text(a.start, a.end).to_ascii_lowercase();
+            t.contains("ctx") || t.contains("context")
+        })
+    {
+        pos.remove(0);
+    }
+    let arg = pos.get(2)?;
+    let (vs, ve) = (arg.start, arg.end.min(toks.len()));
+    if ve <= vs {
+        return None;
+    }
+    let scope = an.st.tok_scope.get(vs).copied().unwrap_or(0);
+    let d = duration(an, vs, ve, scope, 0);
+    let unit_ns = pos.get(3).and_then(|u| {
+        let t = an.vals.text(u.start, u.end);
+        time_unit_ns(t.rsplit('.').next().unwrap_or(t))
+    });
+    let ms = match (d, unit_ns) {
+        (Some((n, false)), Some(u)) => n.checked_mul(u).map(|ns| ns / MS),
+        (Some((n, true)), None) => Some(n / MS),
+        // a bare number is a Go `time.Duration` in nanoseconds
+        (Some((n, false)), None) if an.lang == Language::Go => Some(n / MS),
+        _ => None,
+    };
+    Some(OpTtl {
+        name_start,
+        ms,
+        names: names(an, vs, ve, scope),
+    })
+}
+
+/// Nanoseconds in a millisecond.
+const MS: u64 = 1_000_000;
+
+/// A Java `TimeUnit` or `ChronoUnit` constant (the unit argument of Spring's
+/// `set(k, v, timeout, unit)` / `setIfAbsent(k, v, timeout, unit)`): its
+/// length in nanoseconds. The one reading of those names for the pattern
+/// front-end (`clients` asks it whether an argument is a unit).
+pub fn time_unit_ns(name: &str) -> Option<u64> {
+    Some(match name {
+        "NANOSECONDS" | "NANOS" => 1,
+        "MICROSECONDS" | "MICROS" => 1000,
+        "MILLISECONDS" | "MILLIS" => MS,
+        "SECONDS" => 1000 * MS,
+        "MINUTES" => 60_000 * MS,
+        "HOURS" => 3_600_000 * MS,
+        "DAYS" => 86_400_000 * MS,
+        _ => return None,
+    })
+}
+
+/// A duration constant of `s..e`: (its value, whether a unit stood in it,
+/// in which case the value is in nanoseconds): `10 * time.Second`,
+/// `Duration.ofSeconds(30)`, `TimeSpan.FromMinutes(5)`, a name bound once to
+/// one of those, a product of those and integer constants.
+fn duration(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> Option<(u64, bool)> {
+    let toks = an.toks;
+    if depth > MAX_DEPTH || e <= s || e > toks.len() {
+        return None;
+    }
+    let mut e = e;
+    while e > s && toks[e - 1].is(";") {
+        e -= 1;
+    }
+    if e <= s {
+        return None;
+    }
+    if toks[s].is("(") && an.st.matching.get(&s) == Some(e - 1) {
+        return duration(an, s + 1, e - 1, scope, depth + 1);
+    }
+    // a product at this level
+    let mut cuts = Vec::new();
+    let mut j = s;
+    while j < e {
+        let t = &toks[j];
+        if t.is("(") || t.is("[") || t.is("{") {
+            if let Some(m) = an.st.matching.get(&j) {
+                if m > j {
+                    j = m + 1;
+                    continue;
+                }
+            }
+        }
+        if t.is("*") {
+            cuts.push(j);
+        }
+        if t.is("+") || t.is("-") || t.is("/") || t.is("?") {
+            return None;
+        }
+        j += 1;
+    }
+    if !cuts.is_empty() {
+        let mut from = s;
+        let mut acc: (u64, bool) = (1, false);
+        for cut in cuts.into_iter().chain(std::iter::once(e)) {
+            let (v, u) = duration(an, from, cut, scope, depth + 1)?;
+            if u && acc.1 {
+                return None;
+            }
+            acc = (acc.0.checked_mul(v)?, acc.1 || u);
+            from = cut + 1;
+        }
+        return Some(acc);
+    }
+    let unit = |name: &str| -> Option<u64> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "nanosecond" | "nanoseconds" => 1,
+            "microsecond" | "microseconds" => 1_000,
+            "millisecond" | "ofmillis" | "frommilliseconds" => MS,
+            "second" | "ofseconds" | "fromseconds" => 1000 * MS,
+            "minute" | "ofminutes" | "fromminutes" => 60_000 * MS,
+            "hour" | "ofhours" | "fromhours" => 3_600_000 * MS,
+            "ofdays" | "fromdays" => 86_400_000 * MS,
+            _ => return None,
+        })
+    };
+    // Go `time.Second`
+    if e == s + 3 && toks[s].text == "time" && toks[s + 1].is(".") && an.lang == Language::Go {
+        return unit(toks[s + 2].text).map(|u| (u, true));
+    }
+    // `Duration.ofSeconds(30)`, `TimeSpan.FromSeconds(30)`, Go `time.Duration(n)`
+    if toks[e - 1].is(")") {
+        let open = an.st.matching.get(&(e - 1))?;
+        if open < s + 1 || !toks[open - 1].is_ident() {
+            return None;
+        }
+        let name = toks[open - 1].text;
+        let inner = const_int(an, open + 1, e - 1, scope, depth + 1)
+            .map(|n| (n, false))
+            .or_else(|| duration(an, open + 1, e - 1, scope, depth + 1))?;
+        if name == "Duration" && an.lang == Language::Go {
+            return Some(inner);
+        }
+        let u = unit(name)?;
+        if inner.1 {
+            return None;
+        }
+        return Some((inner.0.checked_mul(u)?, true));
+    }
+    if let Some(n) = const_int(an, s, e, scope, depth + 1) {
+        return Some((n, false));
+    }
+    // a name bound once to a duration
+    let text = an.vals.text(s, e);
+    if toks[s..e]
+        .iter()
+        .all(|t| t.is_ident() || t.is(".") || t.is("::") || t.is("->"))
+    {
+        let b = an.vals.lookup(scope, text)?;
+        return duration(an, b.start, b.end, scope, depth + 1);
+    }
+    None
+}
