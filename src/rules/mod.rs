@@ -1397,7 +1397,6 @@ impl<'a> Context<'a> {
                 let untimed = self
                     .by_scope_key_kind
                     .get(&(scope, parts, 2))
-                    .map(Vec::as_slice)
                     .unwrap_or(&[]);
                 let v = section_start(self.facts, list.iter().chain(untimed).copied());
                 self.short_from.borrow_mut().insert(memo, v);

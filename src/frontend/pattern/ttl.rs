@@ -469,8 +469,8 @@ fn duration(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> Option
         })
     };
     // Go `time.Second`
-    if e == s + 3 && toks[s].text == "time" && toks[s + 1].is(".") && an.lang == Language::Go {
-        return unit(toks[s + 2].text).map(|u| (u, true));
+    if e == s + 3 && toks[s].text() == "time" && toks[s + 1].is(".") && an.lang == Language::Go {
+        return unit(toks[s + 2].text()).map(|u| (u, true));
     }
     // `Duration.ofSeconds(30)`, `TimeSpan.FromSeconds(30)`, Go `time.Duration(n)`
     if toks[e - 1].is(")") {
@@ -478,7 +478,7 @@ fn duration(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> Option
         if open < s + 1 || !toks[open - 1].is_ident() {
             return None;
         }
-        let name = toks[open - 1].text;
+        let name = toks[open - 1].text();
         let inner = const_int(an, open + 1, e - 1, scope, depth + 1)
             .map(|n| (n, false))
             .or_else(|| duration(an, open + 1, e - 1, scope, depth + 1))?;

@@ -250,7 +250,7 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
     let mut by_name: HashMap<&str, Vec<u32>> = HashMap::new();
     for (&tok, &scope) in &an.st.decl_scope {
         if let Some(t) = toks.get(tok) {
-            by_name.entry(t.text).or_default().push(scope);
+            by_name.entry(t.text()).or_default().push(scope);
         }
     }
     // receivers of the calls that build a Redis command's key: a key namespace
@@ -323,7 +323,7 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
                 }
             }
             if let Some(&ci) = call_at.get(&k) {
-                if !NOT_CALLS.contains(&toks[k].text) {
+                if !NOT_CALLS.contains(&toks[k].text()) {
                     awaited.insert(ci);
                     any = true;
                 }
@@ -334,9 +334,9 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
         // take for a call, on a Redis client
         let on_redis = toks.get(a + 1).is_some_and(|t| {
             t.is_ident()
-                && (t.text.to_ascii_lowercase().contains("redis")
-                    || an.redis_vars.contains(&values::norm_name(t.text))
-                    || an.redis_recvs.contains(&values::norm_name(t.text)))
+                && (t.text().to_ascii_lowercase().contains("redis")
+                    || an.redis_vars.contains(&values::norm_name(t.text()))
+                    || an.redis_recvs.contains(&values::norm_name(t.text())))
         });
         if !any && !on_redis {
             bare_awaits.push(a);
@@ -413,10 +413,10 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
     trips.sort_unstable();
     let mut loop_waits: Vec<usize> = Vec::new();
     for (k, t) in toks.iter().enumerate() {
-        if !t.is_ident() || !matches!(t.text, "for" | "while" | "foreach" | "until" | "loop") {
+        if !t.is_ident() || !matches!(t.text(), "for" | "while" | "foreach" | "until" | "loop") {
             continue;
         }
-        if t.text == "loop" && lang != Language::Ruby {
+        if t.text() == "loop" && lang != Language::Ruby {
             continue;
         }
         let Some((bs, be)) = loop_body(an, k) else {
@@ -504,7 +504,7 @@ fn loop_body(an: &Analyzer, k: usize) -> Option<(usize, usize)> {
         let base = indent(an.src, toks[k].start());
         let mut e = j + 1;
         while e < toks.len() {
-            if toks[e].nl && e > j + 1 && indent(an.src, toks[e].start()) <= base {
+            if toks[e].nl() && e > j + 1 && indent(an.src, toks[e].start()) <= base {
                 break;
             }
             e += 1;
@@ -515,7 +515,7 @@ fn loop_body(an: &Analyzer, k: usize) -> Option<(usize, usize)> {
         return None;
     }
     // `do { … } while (…)`: the block after `do`, read from the `while`
-    if k >= 1 && toks[k - 1].is("}") && toks[k].text == "while" {
+    if k >= 1 && toks[k - 1].is("}") && toks[k].text() == "while" {
         let o = an.st.matching.get(&(k - 1))?;
         return Some((o, k - 1));
     }
@@ -579,7 +579,7 @@ fn deferred(an: &Analyzer, range: &HashMap<u32, (usize, usize)>) -> Vec<Deferred
         let mut e = k + 1;
         while e < toks.len() {
             let t = &toks[e];
-            if e > k + 1 && t.nl && an.st.tok_paren[e] == an.st.tok_paren[k] {
+            if e > k + 1 && t.nl() && an.st.tok_paren[e] == an.st.tok_paren[k] {
                 break;
             }
             if t.is("{") || t.is("(") || t.is("[") {
