@@ -30,7 +30,7 @@ impl Rule for ConstantLockValue {
                 continue;
             };
             // Every release runs only while the lease is still valid (SPEC §3
-            // LL001), or ends a short critical section (SPEC §2).
+            // LL001), or ends a short critical section (see `Context::short_critical_section`).
             let all_guarded = cx
                 .any_same_key(op, |o| {
                     matches!(o.kind, OpKind::Release { .. })

@@ -1369,7 +1369,7 @@ impl<'a> Context<'a> {
         op_in_spans(op, &self.facts.validity_spans)
     }
 
-    /// SPEC §2 "Short critical section": the release runs in the function
+    /// Short critical section (not in SPEC yet; JUDGING.md: a few Redis round trips cannot outlive a TTL of seconds): the release runs in the function
     /// that took the key (or when that function returns: a deferred
     /// release), every acquire of the key there has a known TTL of at least
     /// [`SHORT_MIN_TTL_MS`], and from the end of the first of them to the
@@ -1935,7 +1935,7 @@ impl<'a> Context<'a> {
 /// commands counts as short ([`Context::short_critical_section`]).
 pub const SHORT_MIN_TTL_MS: u64 = 1000;
 
-/// SPEC §2 "Short critical section": the function whose acquires a release
+/// Short critical section (not in SPEC yet; JUDGING.md: a few Redis round trips cannot outlive a TTL of seconds): the function whose acquires a release
 /// closes, and where the section ends — the release itself, or the end of
 /// that function for a deferred release (Go `defer`). `None` for an op of
 /// another file.
