@@ -665,6 +665,90 @@ pub struct FnSig {
     /// summaries").
     #[serde(default)]
     pub returns: Vec<KeyExpr>,
+    /// Each parameter's declared type where the language writes one
+    /// (Java, Kotlin, C#, Go, TypeScript, Rust), as [`type_word`] spells
+    /// it; `None` where nothing is declared or the type is not one name
+    /// (a union, a function type). Empty: no types at all.
+    #[serde(default)]
+    pub param_types: Vec<Option<String>>,
+}
+
+/// A declared or known type as the link compares it: its last path
+/// segment without generic arguments, references, pointers or nullability
+/// (`java.util.List<String>` → `List`, `&str` → `str`, `*Locker` →
+/// `Locker`, `String?` → `String`); the spellings of a text, a number and
+/// a truth value are one word each (`string`, `number`, `bool`) whatever
+/// the language; an array is its element's word with `[]`.
+pub fn type_word(head: &str) -> String {
+    let t = head
+        .trim_start_matches(['&', '*'])
+        .trim_end_matches(['?', '!']);
+    let t = t.strip_prefix("mut ").unwrap_or(t).trim();
+    let t = t.rsplit(['.', ':']).next().unwrap_or(t);
+    match t {
+        "String" | "string" | "str" | "CharSequence" | "StringBuilder" => "string".into(),
+        "int" | "long" | "short" | "byte" | "Integer" | "Long" | "Short" | "Byte" | "Int"
+        | "double" | "float" | "Double" | "Float" | "number" | "i8" | "i16" | "i32" | "i64"
+        | "i128" | "isize" | "u8" | "u16" | "u32" | "u64" | "u128" | "usize" | "f32" | "f64"
+        | "int8" | "int16" | "int32" | "int64" | "uint" | "uint8" | "uint16" | "uint32"
+        | "uint64" | "float32" | "float64" | "decimal" | "uint32_t" | "ulong" | "ushort"
+        | "sbyte" | "Int32" | "Int64" | "UInt" | "ULong" | "bigint" => "number".into(),
+        "boolean" | "bool" | "Boolean" => "bool".into(),
+        _ => t.to_string(),
+    }
+}
+
+/// Whether an argument of known type `arg` cannot be passed to a parameter
+/// declared `param` (both as [`type_word`] spells them) in `lang`. Only
+/// what is sure without the project's type hierarchy: a text, number or
+/// truth value is not another of the three; an object of a named type is
+/// none of them (a named type that is a top type — `Object`, `any` — or
+/// a type parameter — `T` — aside); and in Java and Kotlin, where a
+/// `String` converts to nothing, a text is no parameter of a named type
+/// other than its own supertypes. Two different named types may be
+/// subtypes of one another: no mismatch.
+pub fn type_mismatch(arg: &str, param: &str, lang: Language) -> bool {
+    const BUILTIN: &[&str] = &["string", "number", "bool"];
+    const TOP: &[&str] = &[
+        "Object",
+        "object",
+        "Any",
+        "any",
+        "unknown",
+        "dynamic",
+        "interface{}",
+        "Comparable",
+        "Serializable",
+        "Constable",
+        "ConstantDesc",
+        "Number",
+        "Value",
+        "T",
+    ];
+    let generic = |t: &str| {
+        let mut c = t.chars();
+        c.next().is_some_and(|f| f.is_ascii_uppercase())
+            && t.len() <= 2
+            && c.all(|x| x.is_ascii_digit() || x.is_ascii_uppercase())
+    };
+    let named = |t: &str| {
+        !BUILTIN.contains(&t)
+            && !TOP.contains(&t)
+            && !generic(t)
+            && !t.ends_with("[]")
+            && t.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+    };
+    if arg == param {
+        return false;
+    }
+    let (ab, pb) = (BUILTIN.contains(&arg), BUILTIN.contains(&param));
+    if ab && pb {
+        return true;
+    }
+    if pb {
+        return named(arg);
+    }
+    arg == "string" && matches!(lang, Language::Java | Language::Kotlin) && named(param)
 }
 
 /// A call of something that is not a Redis client method: a candidate call
@@ -700,6 +784,11 @@ pub struct CallArg {
     /// `ttl = 30` in Kotlin): it binds that parameter, not its position.
     #[serde(default)]
     pub keyword: Option<String>,
+    /// Its type where it is known cheaply ([`type_word`]): a string
+    /// literal, a `new T(…)` (a Go `T{…}`, a Rust `T { … }` or
+    /// `T::new(…)`), a parameter or local declared with a type.
+    #[serde(default)]
+    pub ty: Option<String>,
 }
 
 /// The value of the op whose method name starts at `name_start` is the

@@ -363,6 +363,7 @@ mod tests {
                 value: crate::facts::ValueExpr::Unknown,
                 name: None,
                 keyword: None,
+                ty: None,
             }];
             c
         };

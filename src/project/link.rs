@@ -253,6 +253,23 @@ fn own_object_call(file: usize, s: &Summary, cs: &CallSite) -> bool {
             .is_none_or(|r| matches!(receiver_word(r).as_str(), "this" | "self" | "static"))
 }
 
+/// An argument of the call whose known type cannot be passed to the
+/// parameter it binds, as declared ([`crate::facts::type_mismatch`]): the
+/// call means another function of that name (an overload, a method of
+/// another type). Unknown on either side: no mismatch, name and arity decide.
+fn args_mismatch(s: &Summary, cs: &CallSite, lang: crate::facts::Language) -> bool {
+    if s.param_types.is_empty() {
+        return false;
+    }
+    (0..s.params.len()).any(|i| {
+        let (Some(a), Some(Some(p))) = (arg_of(cs, &s.params, i), s.param_types.get(i)) else {
+            return false;
+        };
+        a.ty.as_deref()
+            .is_some_and(|t| crate::facts::type_mismatch(t, p, lang))
+    })
+}
+
 /// The one summary a call site means, or `None` when none or several fit.
 fn resolve(
     files: &[ProjectFile],
@@ -268,6 +285,7 @@ fn resolve(
         .filter(|&si| {
             let s = &sums[si];
             (s.min_arity..=s.arity).contains(&arity)
+                && !args_mismatch(s, cs, files[file].facts.language)
                 && !(s.file == file && s.scope == cs.scope)
                 && (!s.own_object_only || own_object_call(file, s, cs))
         })

@@ -64,6 +64,9 @@ pub struct Summary {
     pub arity: usize,
     /// Its parameters' names (a key part for an argument a call leaves out).
     pub params: Vec<String>,
+    /// Their declared types, where the language writes them
+    /// ([`crate::facts::FnSig::param_types`]; empty: none known).
+    pub param_types: Vec<Option<String>>,
     /// Those whose default is an absence (`null`, `false`): left out, they
     /// add nothing to a key.
     pub absent_defaults: Vec<String>,
@@ -339,6 +342,7 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             owner: scope.owner.clone(),
             arity: sig.params.len(),
             params: sig.params.clone(),
+            param_types: sig.param_types.clone(),
             absent_defaults: sig.absent_defaults.clone(),
             min_arity: sig.params.len().saturating_sub(sig.optional),
             ops,

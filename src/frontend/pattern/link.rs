@@ -33,6 +33,8 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
     let mut defaults: HashMap<u32, Vec<(String, paths::Default)>> = HashMap::new();
     let mut decls: Vec<(usize, u32)> = st.decl_scope.iter().map(|(&n, &s)| (n, s)).collect();
     decls.sort_unstable();
+    // each typed function's parameters with their declared types
+    let mut typed_fns: Vec<(u32, Vec<String>, Vec<Option<String>>)> = Vec::new();
     for (n, scope) in decls {
         let parens = an
             .vals
@@ -60,12 +62,28 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
             .map(|(p, _)| p.clone())
             .collect();
         params_of.entry(scope).or_insert_with(|| params.clone());
+        let param_types = match parens {
+            Some((open, close)) if typed(an.lang) => {
+                let t = param_types(an, open, close);
+                // aligned with the names, or not used at all
+                if t.len() == params.len() {
+                    t
+                } else {
+                    Vec::new()
+                }
+            }
+            _ => Vec::new(),
+        };
+        if !param_types.is_empty() {
+            typed_fns.push((scope, params.clone(), param_types.clone()));
+        }
         facts.link.functions.push(crate::facts::FnSig {
             scope,
             params,
             optional,
             absent_defaults,
             returns: Vec::new(),
+            param_types,
         });
     }
     if !defaults.is_empty() {
@@ -143,6 +161,8 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
         .collect();
     // per name: (reads like an acquire, says Redis)
     let mut name_words: HashMap<&str, (bool, bool)> = HashMap::new();
+    // the declared types of locals, read once when an argument needs them
+    let mut locals: Option<LocalTypes> = None;
     for (ci, c) in all.iter().enumerate() {
         if facts.link.calls.len() >= MAX_CALL_SITES {
             break;
@@ -198,6 +218,12 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
                     },
                     name: bare_name(an, a.start, a.end),
                     keyword: a.name.map(values::norm_name),
+                    ty: if typed(an.lang) && short {
+                        let l = locals.get_or_insert_with(|| LocalTypes::new(an, &typed_fns));
+                        arg_type(an, l, scope, a.start, a.end)
+                    } else {
+                        None
+                    },
                 }
             })
             .collect();
@@ -444,4 +470,320 @@ fn is_keyword(s: &str) -> bool {
             | "and"
             | "or"
     )
+}
+
+/// The languages whose parameter types the link compares with arguments.
+fn typed(lang: crate::facts::Language) -> bool {
+    use crate::facts::Language as L;
+    matches!(
+        lang,
+        L::Java | L::Kotlin | L::CSharp | L::Go | L::TypeScript
+    )
+}
+
+/// Modifiers and keywords that stand before a Java/C# parameter's type.
+const TYPE_MODIFIERS: &[&str] = &[
+    "final",
+    "ref",
+    "out",
+    "in",
+    "params",
+    "this",
+    "scoped",
+    "readonly",
+    "const",
+    "var",
+    "val",
+    "let",
+    "vararg",
+    "noinline",
+    "crossinline",
+    "public",
+    "private",
+    "protected",
+];
+
+/// The type word ([`crate::facts::type_word`]) of a type written as the
+/// tokens `r`: its dotted head name before generic arguments, an array
+/// when `[]` follows or leads (Go), `None` for anything that is not one
+/// named type (a union, a function type, a tuple, an unbalanced generic
+/// list cut at a comma).
+fn type_of_tokens(r: &[super::lexer::Tok]) -> Option<String> {
+    let mut i = 0;
+    // annotations `@Nonnull`, `@Ann(x)`, and modifiers
+    while i < r.len() {
+        let t = &r[i];
+        if t.is("@") {
+            i += 1;
+            while i < r.len() && (r[i].is_ident() || r[i].is(".")) {
+                i += 1;
+            }
+            if i < r.len() && r[i].is("(") {
+                let mut d = 0;
+                while i < r.len() {
+                    if r[i].is("(") {
+                        d += 1;
+                    } else if r[i].is(")") {
+                        d -= 1;
+                        if d == 0 {
+                            i += 1;
+                            break;
+                        }
+                    }
+                    i += 1;
+                }
+            }
+        } else if t.is_ident() && TYPE_MODIFIERS.contains(&t.text) {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    let r = &r[i..];
+    let (lt, gt) = r.iter().fold((0, 0), |(l, g), t| {
+        (
+            l + t.text.matches('<').count(),
+            g + t.text.matches('>').count(),
+        )
+    });
+    if lt != gt
+        || r.iter().any(|t| {
+            matches!(
+                t.text,
+                "|" | "&" | "=>" | "->" | "(" | "{" | "," | "func" | "fn" | "typeof" | "keyof"
+            ) || t.kind == Kind::Str
+        })
+    {
+        return None;
+    }
+    let mut j = 0;
+    let mut array = false;
+    // Go `[]T`, `*T`, `...T`
+    while j < r.len() && matches!(r[j].text, "*" | "[" | "]" | "..." | "." | "&") {
+        if r[j].is("[") {
+            array = true;
+        }
+        j += 1;
+    }
+    let mut head = String::new();
+    while j < r.len() && (r[j].is_ident() || (r[j].is(".") && !head.is_empty())) {
+        head.push_str(r[j].text);
+        j += 1;
+    }
+    if head.is_empty() || head.ends_with('.') {
+        return None;
+    }
+    if head == "interface" {
+        return Some("interface{}".into());
+    }
+    // what follows the head: generic arguments, `?`, `[]`, `...`
+    let rest = &r[j..];
+    if rest.iter().any(|t| t.is("[") || t.is("...")) {
+        array = true;
+    }
+    let mut w = crate::facts::type_word(&head);
+    if array {
+        w.push_str("[]");
+    }
+    Some(w)
+}
+
+/// The declared type of each parameter of the list `(open … close)`, in
+/// the order [`values::Values::param_list`] gives the names.
+fn param_types(an: &Analyzer, open: usize, close: usize) -> Vec<Option<String>> {
+    use crate::facts::Language as L;
+    let toks = an.toks;
+    super::calls::split_args(toks, an.st, open, close)
+        .iter()
+        .filter_map(|a| {
+            let r = &toks[a.start.saturating_sub(if a.name.is_some() { 2 } else { 0 })..a.end];
+            // the parameter's name, as `param_list` finds it
+            let (name_at, ty) = if let Some(c) = r.iter().position(|t| t.is(":")) {
+                let n = r[..c].iter().rposition(|t| t.is_ident());
+                let end = r.iter().position(|t| t.is("=")).unwrap_or(r.len());
+                (n, (c + 1 < end).then(|| &r[c + 1..end]))
+            } else if an.lang == L::Go {
+                let n = r.iter().position(|t| t.is_ident());
+                (n, n.filter(|&n| n + 1 < r.len()).map(|n| &r[n + 1..]))
+            } else {
+                let end = r.iter().position(|t| t.is("=")).unwrap_or(r.len());
+                let n = r[..end].iter().rposition(|t| t.is_ident());
+                (n, n.filter(|&n| n > 0).map(|n| &r[..n]))
+            };
+            let name = values::norm_name(r.get(name_at?)?.text);
+            if name == "self" || name == "cls" {
+                return None;
+            }
+            Some(ty.and_then(type_of_tokens))
+        })
+        .collect()
+}
+
+/// The declared types of the locals and parameters of a file's functions,
+/// by (scope, name): a parameter's from its list, a local's from its
+/// declaration (`String k = …`, `val k: String`, `var k string`, `let k:
+/// string`) or its initialiser when that says the type (`var l = new
+/// Lock(…)`, `k := "…"`, `l := &Lock{…}`). In TypeScript a named type may
+/// be an alias of a text (`type Key = string`): only `new T(…)` and the
+/// three built-in words count there.
+pub(super) struct LocalTypes {
+    map: HashMap<(u32, String), Option<String>>,
+}
+
+impl LocalTypes {
+    pub(super) fn new(an: &Analyzer, fns: &[(u32, Vec<String>, Vec<Option<String>>)]) -> Self {
+        use crate::facts::Language as L;
+        let toks = an.toks;
+        let st = an.st;
+        let mut map: HashMap<(u32, String), Option<String>> = HashMap::new();
+        let ts = an.lang == L::TypeScript;
+        let keep = |w: Option<String>, from_new: bool| {
+            w.filter(|w| from_new || !ts || matches!(w.as_str(), "string" | "number" | "bool"))
+        };
+        let put = |map: &mut HashMap<(u32, String), Option<String>>, k: (u32, String), v| {
+            // a name declared twice with different types in one scope: unknown
+            match map.get(&k) {
+                Some(old) if *old != v => {
+                    map.insert(k, None);
+                }
+                Some(_) => {}
+                None => {
+                    map.insert(k, v);
+                }
+            }
+        };
+        for (scope, names, types) in fns {
+            for (n, t) in names.iter().zip(types) {
+                put(&mut map, (*scope, n.clone()), keep(t.clone(), false));
+            }
+        }
+        for i in 1..toks.len() {
+            let t = &toks[i];
+            if !t.is_ident() {
+                continue;
+            }
+            let scope = st.tok_scope.get(i).copied().unwrap_or(0);
+            if scope == 0 {
+                continue;
+            }
+            let next = toks.get(i + 1);
+            let prev = &toks[i - 1];
+            let name = values::norm_name(t.text);
+            match an.lang {
+                L::Java | L::CSharp => {
+                    // `Type name =` / `Type name;` (a statement's start before the type)
+                    if !next.is_some_and(|n| n.is("=") || n.is(";")) || !prev.is_ident() {
+                        continue;
+                    }
+                    let before = i.checked_sub(2).map(|b| &toks[b]);
+                    let starts = before.is_none_or(|b| {
+                        matches!(b.text, ";" | "{" | "}" | "(" | ")" | "final")
+                            || (b.is_ident() && TYPE_MODIFIERS.contains(&b.text))
+                    });
+                    if !starts || is_keyword(prev.text) || prev.text == "return" {
+                        continue;
+                    }
+                    let ty = if matches!(prev.text, "var" | "let" | "val") {
+                        new_type(an, i + 2).map(|w| (w, true))
+                    } else {
+                        type_of_tokens(&toks[i - 1..i]).map(|w| (w, false))
+                    };
+                    put(&mut map, (scope, name), ty.map(|(w, _)| w));
+                }
+                L::Kotlin | L::TypeScript => {
+                    if !matches!(prev.text, "val" | "var" | "let" | "const") {
+                        continue;
+                    }
+                    let ty = match next {
+                        Some(c) if c.is(":") => {
+                            let end = (i + 2..toks.len().min(i + 12))
+                                .find(|&k| {
+                                    toks[k].is("=") || toks[k].is(";") || (k > i + 2 && toks[k].nl)
+                                })
+                                .unwrap_or(i + 2);
+                            keep(type_of_tokens(&toks[i + 2..end]), false)
+                        }
+                        Some(e) if e.is("=") => keep(new_type(an, i + 2), true),
+                        _ => continue,
+                    };
+                    put(&mut map, (scope, name), ty);
+                }
+                L::Go => {
+                    let ty = if prev.is("var") {
+                        let end = (i + 1..toks.len().min(i + 10))
+                            .find(|&k| toks[k].is("=") || toks[k].nl || toks[k].is(";"))
+                            .unwrap_or(i + 1);
+                        if end == i + 1 {
+                            new_type(an, i + 2)
+                        } else {
+                            type_of_tokens(&toks[i + 1..end])
+                        }
+                    } else if next.is_some_and(|n| n.is(":=")) && !prev.is(",") {
+                        new_type(an, i + 2)
+                    } else {
+                        continue;
+                    };
+                    put(&mut map, (scope, name), ty);
+                }
+                _ => {}
+            }
+        }
+        LocalTypes { map }
+    }
+
+    fn get(&self, scope: u32, name: &str) -> Option<String> {
+        self.map.get(&(scope, name.to_string())).cloned().flatten()
+    }
+}
+
+/// The type an expression starting at token `s` plainly has when it is a
+/// whole initialiser or argument: a string literal, `new T(…)`, a Go
+/// `T{…}` or `&T{…}`. Only the first tokens are read; the caller checks
+/// that the expression ends where the construct does when that matters.
+fn new_type(an: &Analyzer, s: usize) -> Option<String> {
+    use crate::facts::Language as L;
+    let toks = an.toks;
+    let t = toks.get(s)?;
+    if t.kind == Kind::Str {
+        return Some("string".into());
+    }
+    let (mut j, go) = match an.lang {
+        L::Go => (if t.is("&") { s + 1 } else { s }, true),
+        L::Java | L::CSharp | L::TypeScript | L::JavaScript if t.is("new") => (s + 1, false),
+        _ => return None,
+    };
+    let mut head = String::new();
+    while j < toks.len() && (toks[j].is_ident() || (toks[j].is(".") && !head.is_empty())) {
+        head.push_str(toks[j].text);
+        j += 1;
+    }
+    if head.is_empty() || head == "new" {
+        return None;
+    }
+    let opener = toks.get(super::calls::skip_type_params(toks, j, an.lang))?;
+    let ok = if go { opener.is("{") } else { opener.is("(") };
+    ok.then(|| crate::facts::type_word(&head))
+}
+
+/// The known type of the argument `a..b` in `scope` (see [`CallArg::ty`]).
+fn arg_type(an: &Analyzer, locals: &LocalTypes, scope: u32, a: usize, b: usize) -> Option<String> {
+    let toks = an.toks;
+    if b <= a {
+        return None;
+    }
+    if b == a + 1 {
+        let t = &toks[a];
+        if t.kind == Kind::Str {
+            return Some("string".into());
+        }
+        if t.is_ident() {
+            return locals.get(scope, &values::norm_name(t.text));
+        }
+        return None;
+    }
+    let w = new_type(an, a)?;
+    // the construct must be the whole argument: its closing bracket is last
+    let last = b - 1;
+    let close_first = (a..b).find(|&k| toks[k].is("(") || toks[k].is("{"))?;
+    (an.st.matching.get(&close_first) == Some(last)).then_some(w)
 }

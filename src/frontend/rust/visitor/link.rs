@@ -14,20 +14,21 @@ const MAX_CALL_SITES: usize = 50_000;
 impl Walker<'_, '_> {
     /// Records a fn's parameters (not `self`) and makes them current.
     pub(super) fn link_fn(&mut self, id: ScopeId, sig: &syn::Signature) -> Vec<String> {
-        let params: Vec<String> = sig
+        let (params, param_types): (Vec<String>, Vec<Option<String>>) = sig
             .inputs
             .iter()
             .filter_map(|i| match i {
-                syn::FnArg::Typed(t) => pat_name(&t.pat),
+                syn::FnArg::Typed(t) => Some((pat_name(&t.pat)?, type_word_of(&t.ty))),
                 syn::FnArg::Receiver(_) => None,
             })
-            .collect();
+            .unzip();
         self.facts.link.functions.push(FnSig {
             scope: id,
             params: params.clone(),
             optional: 0,
             absent_defaults: Vec::new(),
             returns: Vec::new(),
+            param_types,
         });
         std::mem::replace(&mut self.params, params)
     }
@@ -104,6 +105,47 @@ impl Walker<'_, '_> {
         self.link_call(&name.clone(), &args, recv, span, name_span);
     }
 
+    /// The type of an argument where it is plain ([`CallArg::ty`]): a string
+    /// literal, a struct literal `T { … }`, `T::new(…)`, or a parameter of
+    /// the current fn declared with a text, number or truth type (a named
+    /// type may be an alias: `type Key = String`).
+    fn arg_type(&self, e: &Expr) -> Option<String> {
+        match strip(e) {
+            Expr::Lit(l) if matches!(l.lit, syn::Lit::Str(_)) => Some("string".into()),
+            Expr::Struct(s) => s
+                .path
+                .segments
+                .last()
+                .map(|g| crate::facts::type_word(&g.ident.to_string())),
+            Expr::Call(c) => match &*c.func {
+                Expr::Path(p) if p.path.segments.len() >= 2 => {
+                    let n = p.path.segments.len();
+                    (p.path.segments[n - 1].ident == "new")
+                        .then(|| crate::facts::type_word(&p.path.segments[n - 2].ident.to_string()))
+                        .filter(|w| w != "Self")
+                }
+                _ => None,
+            },
+            Expr::Path(_) => {
+                let n = self.bare(e)?;
+                let f = self
+                    .facts
+                    .link
+                    .functions
+                    .iter()
+                    .rev()
+                    .find(|f| f.scope == self.scope)?;
+                let i = f.params.iter().position(|p| *p == n)?;
+                f.param_types
+                    .get(i)
+                    .cloned()
+                    .flatten()
+                    .filter(|w| matches!(w.as_str(), "string" | "number" | "bool"))
+            }
+            _ => None,
+        }
+    }
+
     fn link_call(
         &mut self,
         callee: &str,
@@ -122,6 +164,7 @@ impl Walker<'_, '_> {
                 value: self.value_of(a),
                 name: self.bare(a),
                 keyword: None,
+                ty: self.arg_type(a),
             })
             .collect();
         self.facts.link.calls.push(CallSite {
@@ -145,5 +188,22 @@ pub(super) fn order_calls(facts: &mut crate::facts::FileFacts) {
     let starts: Vec<usize> = facts.ops.iter().map(|o| o.name_span.start).collect();
     for c in &mut facts.link.calls {
         c.order = starts.partition_point(|&s| s < c.name_span.start) as u32;
+    }
+}
+
+/// A Rust parameter type as the link compares it ([`crate::facts::type_word`]):
+/// the last path segment behind references (`&str` → `string`, `&mut Lock`
+/// → `Lock`); `impl Trait`, `dyn Trait`, tuples, slices, function types: none.
+fn type_word_of(t: &syn::Type) -> Option<String> {
+    match t {
+        syn::Type::Reference(r) => type_word_of(&r.elem),
+        syn::Type::Paren(p) => type_word_of(&p.elem),
+        syn::Type::Group(g) => type_word_of(&g.elem),
+        syn::Type::Path(p) if p.qself.is_none() => p
+            .path
+            .segments
+            .last()
+            .map(|s| crate::facts::type_word(&s.ident.to_string())),
+        _ => None,
     }
 }
