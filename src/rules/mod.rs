@@ -190,7 +190,8 @@ pub struct Context<'a> {
     /// What [`Context::expirable`] answered, by the start of the op's call
     /// ([`Context::call_span`]): `false` for a lock that cannot expire,
     /// `true` for one counted expirable only because nothing shows how its
-    /// key is taken. See [`Context::expiry_verdicts`].
+    /// key is taken (or only by its owner type's other locks). See
+    /// [`Context::expiry_verdicts`].
     verdicts: RefCell<Vec<(usize, bool)>>,
 }
 
@@ -1604,11 +1605,15 @@ impl<'a> Context<'a> {
     /// callers this project does not show), nothing is known, and the lock
     /// counts as expirable.
     pub fn expirable(&self, op: &Op) -> bool {
-        let known = self.expirable_known(op);
-        if known != Some(true) {
+        let (known, of_key) = self.expirable_known(op);
+        // Expirable because other locks of the owner type expire says
+        // nothing of how this key is taken: for the engine, as unknown (the
+        // file of a wrapper along the op's chain may know its lock never
+        // expires).
+        if known != Some(true) || !of_key {
             self.verdicts
                 .borrow_mut()
-                .push((Self::call_span(op).start, known.is_none()));
+                .push((Self::call_span(op).start, known != Some(false)));
         }
         known.unwrap_or(true)
     }
@@ -1616,9 +1621,10 @@ impl<'a> Context<'a> {
     /// The ops [`Context::expirable`] judged so far, by the start of their
     /// call: `(at, false)` where the lock cannot expire, `(at, true)` where
     /// it counted as expirable only because nothing showed how its key is
-    /// taken. The engine weighs a finding at a call site by them: when the
-    /// call site knows nothing and the wrapper's own file found that the
-    /// lock behind its op cannot expire, the wrapper's answer stands.
+    /// taken (nothing at all, or only the other locks of its owner type).
+    /// The engine weighs a finding at a call site by them: when the call
+    /// site knows nothing and the wrapper's own file found that the lock
+    /// behind its op cannot expire, the wrapper's answer stands.
     pub fn expiry_verdicts(&self) -> Vec<(usize, bool)> {
         let mut v = self.verdicts.borrow().clone();
         v.sort_unstable();
@@ -1626,8 +1632,11 @@ impl<'a> Context<'a> {
         v
     }
 
-    /// [`Context::expirable`], `None` when nothing shows how the key is taken.
-    fn expirable_known(&self, op: &Op) -> Option<bool> {
+    /// [`Context::expirable`], `None` when nothing shows how the key is
+    /// taken; beside it, whether the answer comes from ops on the key (or
+    /// its shape) rather than from the other methods of its owner type
+    /// ([`Context::owner_expirable`]).
+    fn expirable_known(&self, op: &Op) -> (Option<bool>, bool) {
         let group = self.by_key.get(op.key.parts.as_slice());
         // "some op of the key (`op` included) answers `want`", through the
         // group's index instead of a walk over the group per op.
@@ -1636,24 +1645,26 @@ impl<'a> Context<'a> {
                 || (self.answers(want, op) && self.in_group(op))
         };
         if any(Want::Taken) {
-            return Some(any(Want::Expires));
+            return (Some(any(Want::Expires)), true);
         }
         if any(Want::Scripted) || any(Want::Expires) {
-            return Some(true);
+            return (Some(true), true);
         }
         if let Some(list) = self.project_list(op) {
             if list
                 .iter()
                 .any(|o| self.answers(Want::Scripted, o) || self.answers(Want::Expires, o))
             {
-                return Some(true);
+                return (Some(true), true);
             }
             if list.iter().any(|o| self.answers(Want::Taken, o)) {
-                return Some(false);
+                return (Some(false), true);
             }
         }
-        self.shape_expirable(&op.key)
-            .or_else(|| self.owner_expirable(op.scope))
+        match self.shape_expirable(&op.key) {
+            Some(known) => (Some(known), true),
+            None => (self.owner_expirable(op.scope), false),
+        }
     }
 
     /// A plain `SET` that takes the key as a check-then-set does (LL011's
