@@ -34,7 +34,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
     let mut decls: Vec<(usize, u32)> = st.decl_scope.iter().map(|(&n, &s)| (n, s)).collect();
     decls.sort_unstable();
     // each typed function's parameters with their declared types
-    let mut typed_fns: Vec<(u32, Vec<String>, Vec<Option<String>>)> = Vec::new();
+    let mut typed_fns: Vec<TypedFn> = Vec::new();
     for (n, scope) in decls {
         let parens = an
             .vals
@@ -533,7 +533,7 @@ fn type_of_tokens(r: &[super::lexer::Tok]) -> Option<String> {
                     i += 1;
                 }
             }
-        } else if t.is_ident() && TYPE_MODIFIERS.contains(&t.text) {
+        } else if t.is_ident() && TYPE_MODIFIERS.contains(&t.text()) {
             i += 1;
         } else {
             break;
@@ -542,16 +542,16 @@ fn type_of_tokens(r: &[super::lexer::Tok]) -> Option<String> {
     let r = &r[i..];
     let (lt, gt) = r.iter().fold((0, 0), |(l, g), t| {
         (
-            l + t.text.matches('<').count(),
-            g + t.text.matches('>').count(),
+            l + t.text().matches('<').count(),
+            g + t.text().matches('>').count(),
         )
     });
     if lt != gt
         || r.iter().any(|t| {
             matches!(
-                t.text,
+                t.text(),
                 "|" | "&" | "=>" | "->" | "(" | "{" | "," | "func" | "fn" | "typeof" | "keyof"
-            ) || t.kind == Kind::Str
+            ) || t.kind() == Kind::Str
         })
     {
         return None;
@@ -559,7 +559,7 @@ fn type_of_tokens(r: &[super::lexer::Tok]) -> Option<String> {
     let mut j = 0;
     let mut array = false;
     // Go `[]T`, `*T`, `...T`
-    while j < r.len() && matches!(r[j].text, "*" | "[" | "]" | "..." | "." | "&") {
+    while j < r.len() && matches!(r[j].text(), "*" | "[" | "]" | "..." | "." | "&") {
         if r[j].is("[") {
             array = true;
         }
@@ -567,7 +567,7 @@ fn type_of_tokens(r: &[super::lexer::Tok]) -> Option<String> {
     }
     let mut head = String::new();
     while j < r.len() && (r[j].is_ident() || (r[j].is(".") && !head.is_empty())) {
-        head.push_str(r[j].text);
+        head.push_str(r[j].text());
         j += 1;
     }
     if head.is_empty() || head.ends_with('.') {
@@ -610,7 +610,7 @@ fn param_types(an: &Analyzer, open: usize, close: usize) -> Vec<Option<String>> 
                 let n = r[..end].iter().rposition(|t| t.is_ident());
                 (n, n.filter(|&n| n > 0).map(|n| &r[..n]))
             };
-            let name = values::norm_name(r.get(name_at?)?.text);
+            let name = values::norm_name(r.get(name_at?)?.text());
             if name == "self" || name == "cls" {
                 return None;
             }
@@ -626,12 +626,15 @@ fn param_types(an: &Analyzer, open: usize, close: usize) -> Vec<Option<String>> 
 /// Lock(…)`, `k := "…"`, `l := &Lock{…}`). In TypeScript a named type may
 /// be an alias of a text (`type Key = string`): only `new T(…)` and the
 /// three built-in words count there.
+/// A function's scope, its parameter names and their declared types.
+pub(super) type TypedFn = (u32, Vec<String>, Vec<Option<String>>);
+
 pub(super) struct LocalTypes {
     map: HashMap<(u32, String), Option<String>>,
 }
 
 impl LocalTypes {
-    pub(super) fn new(an: &Analyzer, fns: &[(u32, Vec<String>, Vec<Option<String>>)]) -> Self {
+    pub(super) fn new(an: &Analyzer, fns: &[TypedFn]) -> Self {
         use crate::facts::Language as L;
         let toks = an.toks;
         let st = an.st;
@@ -668,7 +671,7 @@ impl LocalTypes {
             }
             let next = toks.get(i + 1);
             let prev = &toks[i - 1];
-            let name = values::norm_name(t.text);
+            let name = values::norm_name(t.text());
             match an.lang {
                 L::Java | L::CSharp => {
                     // `Type name =` / `Type name;` (a statement's start before the type)
@@ -677,13 +680,13 @@ impl LocalTypes {
                     }
                     let before = i.checked_sub(2).map(|b| &toks[b]);
                     let starts = before.is_none_or(|b| {
-                        matches!(b.text, ";" | "{" | "}" | "(" | ")" | "final")
-                            || (b.is_ident() && TYPE_MODIFIERS.contains(&b.text))
+                        matches!(b.text(), ";" | "{" | "}" | "(" | ")" | "final")
+                            || (b.is_ident() && TYPE_MODIFIERS.contains(&b.text()))
                     });
-                    if !starts || is_keyword(prev.text) || prev.text == "return" {
+                    if !starts || is_keyword(prev.text()) || prev.text() == "return" {
                         continue;
                     }
-                    let ty = if matches!(prev.text, "var" | "let" | "val") {
+                    let ty = if matches!(prev.text(), "var" | "let" | "val") {
                         new_type(an, i + 2).map(|w| (w, true))
                     } else {
                         type_of_tokens(&toks[i - 1..i]).map(|w| (w, false))
@@ -691,14 +694,16 @@ impl LocalTypes {
                     put(&mut map, (scope, name), ty.map(|(w, _)| w));
                 }
                 L::Kotlin | L::TypeScript => {
-                    if !matches!(prev.text, "val" | "var" | "let" | "const") {
+                    if !matches!(prev.text(), "val" | "var" | "let" | "const") {
                         continue;
                     }
                     let ty = match next {
                         Some(c) if c.is(":") => {
                             let end = (i + 2..toks.len().min(i + 12))
                                 .find(|&k| {
-                                    toks[k].is("=") || toks[k].is(";") || (k > i + 2 && toks[k].nl)
+                                    toks[k].is("=")
+                                        || toks[k].is(";")
+                                        || (k > i + 2 && toks[k].nl())
                                 })
                                 .unwrap_or(i + 2);
                             keep(type_of_tokens(&toks[i + 2..end]), false)
@@ -711,7 +716,7 @@ impl LocalTypes {
                 L::Go => {
                     let ty = if prev.is("var") {
                         let end = (i + 1..toks.len().min(i + 10))
-                            .find(|&k| toks[k].is("=") || toks[k].nl || toks[k].is(";"))
+                            .find(|&k| toks[k].is("=") || toks[k].nl() || toks[k].is(";"))
                             .unwrap_or(i + 1);
                         if end == i + 1 {
                             new_type(an, i + 2)
@@ -744,7 +749,7 @@ fn new_type(an: &Analyzer, s: usize) -> Option<String> {
     use crate::facts::Language as L;
     let toks = an.toks;
     let t = toks.get(s)?;
-    if t.kind == Kind::Str {
+    if t.kind() == Kind::Str {
         return Some("string".into());
     }
     let (mut j, go) = match an.lang {
@@ -754,7 +759,7 @@ fn new_type(an: &Analyzer, s: usize) -> Option<String> {
     };
     let mut head = String::new();
     while j < toks.len() && (toks[j].is_ident() || (toks[j].is(".") && !head.is_empty())) {
-        head.push_str(toks[j].text);
+        head.push_str(toks[j].text());
         j += 1;
     }
     if head.is_empty() || head == "new" {
@@ -773,11 +778,11 @@ fn arg_type(an: &Analyzer, locals: &LocalTypes, scope: u32, a: usize, b: usize) 
     }
     if b == a + 1 {
         let t = &toks[a];
-        if t.kind == Kind::Str {
+        if t.kind() == Kind::Str {
             return Some("string".into());
         }
         if t.is_ident() {
-            return locals.get(scope, &values::norm_name(t.text));
+            return locals.get(scope, &values::norm_name(t.text()));
         }
         return None;
     }
