@@ -671,7 +671,8 @@ impl LocalTypes {
             }
             let next = toks.get(i + 1);
             let prev = &toks[i - 1];
-            let name = values::norm_name(t.text());
+            // worked out only for a declaration (one allocation)
+            let name = || values::norm_name(t.text());
             match an.lang {
                 L::Java | L::CSharp => {
                     // `Type name =` / `Type name;` (a statement's start before the type)
@@ -691,7 +692,7 @@ impl LocalTypes {
                     } else {
                         type_of_tokens(&toks[i - 1..i]).map(|w| (w, false))
                     };
-                    put(&mut map, (scope, name), ty.map(|(w, _)| w));
+                    put(&mut map, (scope, name()), ty.map(|(w, _)| w));
                 }
                 L::Kotlin | L::TypeScript => {
                     if !matches!(prev.text(), "val" | "var" | "let" | "const") {
@@ -711,7 +712,7 @@ impl LocalTypes {
                         Some(e) if e.is("=") => keep(new_type(an, i + 2), true),
                         _ => continue,
                     };
-                    put(&mut map, (scope, name), ty);
+                    put(&mut map, (scope, name()), ty);
                 }
                 L::Go => {
                     let ty = if prev.is("var") {
@@ -728,7 +729,7 @@ impl LocalTypes {
                     } else {
                         continue;
                     };
-                    put(&mut map, (scope, name), ty);
+                    put(&mut map, (scope, name()), ty);
                 }
                 _ => {}
             }

@@ -8,7 +8,7 @@
 use super::calls::Call;
 use super::{values, Analyzer};
 use crate::facts::{Deferred, Language, Span};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// How many rounds the "this file's function waits" answer may take to settle.
 const MAX_ROUNDS: usize = 16;
@@ -236,25 +236,29 @@ fn pure_call(lang: Language, first: &str, name: &str) -> bool {
 
 /// The waits (byte offsets, sorted) and deferred ops of one file. `client`
 /// holds the indices of the calls that are Redis commands.
-pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>, Vec<Deferred>) {
+pub fn find(
+    an: &Analyzer,
+    all: &[Call],
+    client: &std::collections::HashSet<usize>,
+) -> (Vec<usize>, Vec<Deferred>) {
     let toks = an.toks;
     let lang = an.lang;
     let js = matches!(lang, Language::JavaScript | Language::TypeScript);
     // each scope's token range: a nested function lies inside its parent's
-    let mut range: HashMap<u32, (usize, usize)> = HashMap::new();
+    let mut range: HashMap<u32, (usize, usize)> = HashMap::default();
     for (i, &s) in an.st.tok_scope.iter().enumerate() {
         let e = range.entry(s).or_insert((i, i));
         e.1 = i;
     }
     // a function of this file by name (all of them when a name repeats)
-    let mut by_name: HashMap<&str, Vec<u32>> = HashMap::new();
+    let mut by_name: HashMap<&str, Vec<u32>> = HashMap::default();
     for (&tok, &scope) in &an.st.decl_scope {
         if let Some(t) = toks.get(tok) {
             by_name.entry(t.text()).or_default().push(scope);
         }
     }
     // receivers of the calls that build a Redis command's key: a key namespace
-    let mut key_builders: HashSet<String> = HashSet::new();
+    let mut key_builders: HashSet<String> = HashSet::default();
     let mut spans: Vec<(usize, usize)> = client
         .iter()
         .filter_map(|&ci| all.get(ci))
@@ -289,7 +293,7 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
     }
     // the calls an `await` waits for (JS/TS, Python, C#, Kotlin): those of
     // its operand outside the bodies of async functions written in it
-    let mut awaited: HashSet<usize> = HashSet::new();
+    let mut awaited: HashSet<usize> = HashSet::default();
     let mut bare_awaits: Vec<usize> = Vec::new();
     let call_at: HashMap<usize, usize> = all
         .iter()
@@ -342,7 +346,13 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
             bare_awaits.push(a);
         }
     }
-    let is_redis = |ci: usize, c: &Call| client.contains(&ci) || an.redis_receiver(c);
+    // per call, once: whether it sends a Redis command
+    let redis_call: Vec<bool> = all
+        .iter()
+        .enumerate()
+        .map(|(ci, c)| client.contains(&ci) || an.redis_receiver(c))
+        .collect();
+    let is_redis = |ci: usize, _: &Call| redis_call[ci];
     let quiet_base = |ci: usize, c: &Call| -> Option<bool> {
         // PHP `fn($x) => …` is an arrow function; elsewhere `fn` is a name
         // (a Go or JS callback parameter: `fn()` runs unknown code)
@@ -381,7 +391,7 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
     let mut redis_toks: Vec<usize> = all
         .iter()
         .enumerate()
-        .filter(|&(ci, c)| client.contains(&ci) || an.redis_receiver(c))
+        .filter(|&(ci, _)| redis_call[ci])
         .map(|(_, c)| c.name_tok)
         .collect();
     redis_toks.sort_unstable();
@@ -427,15 +437,21 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
             loop_waits.push(k);
         }
     }
+    // per call, once: a call that can never wait (the same in every round)
+    let quiet: Vec<bool> = all
+        .iter()
+        .enumerate()
+        .map(|(ci, c)| quiet_base(ci, c) == Some(true))
+        .collect();
     // settle which functions of the file wait (optimistic start)
-    let mut waiting: HashSet<u32> = HashSet::new();
+    let mut waiting: HashSet<u32> = HashSet::default();
     let mut sites: Vec<usize> = Vec::new();
     for round in 0..=MAX_ROUNDS {
         sites.clear();
         sites.extend(loop_waits.iter().copied());
         sites.extend(bare_awaits.iter().copied());
         for (ci, c) in all.iter().enumerate() {
-            if quiet_base(ci, c) == Some(true) {
+            if quiet[ci] {
                 continue;
             }
             let name = c.name;
@@ -457,7 +473,7 @@ pub fn find(an: &Analyzer, all: &[Call], client: &HashSet<usize>) -> (Vec<usize>
             }
         }
         sites.sort_unstable();
-        let mut now: HashSet<u32> = HashSet::new();
+        let mut now: HashSet<u32> = HashSet::default();
         for (&s, &(a, b)) in &range {
             if s != 0 && any_in(&sites, a, b) {
                 now.insert(s);
