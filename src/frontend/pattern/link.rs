@@ -12,6 +12,9 @@ use crate::facts::{
 };
 use std::collections::{HashMap, HashSet};
 
+/// A function's scope, its parameter names and their declared types.
+type TypedFn = (u32, Vec<String>, Vec<Option<String>>);
+
 /// Most call sites recorded per file (a generated file is cut here).
 const MAX_CALL_SITES: usize = 50_000;
 
@@ -34,7 +37,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
     let mut decls: Vec<(usize, u32)> = st.decl_scope.iter().map(|(&n, &s)| (n, s)).collect();
     decls.sort_unstable();
     // each typed function's parameters with their declared types
-    let mut typed_fns: Vec<(u32, Vec<String>, Vec<Option<String>>)> = Vec::new();
+    let mut typed_fns: Vec<TypedFn> = Vec::new();
     for (n, scope) in decls {
         let parens = an
             .vals
@@ -631,7 +634,7 @@ pub(super) struct LocalTypes {
 }
 
 impl LocalTypes {
-    pub(super) fn new(an: &Analyzer, fns: &[(u32, Vec<String>, Vec<Option<String>>)]) -> Self {
+    pub(super) fn new(an: &Analyzer, fns: &[TypedFn]) -> Self {
         use crate::facts::Language as L;
         let toks = an.toks;
         let st = an.st;
