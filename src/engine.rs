@@ -733,6 +733,12 @@ fn link_and_check_all(
         files.iter_mut().map(|f| (f.path.as_path(), &mut f.facts)),
         settings.project_root.as_deref(),
     );
+    // the TTLs and hard limits only the project knows (other files'
+    // constants, the callers' limits)
+    if !link_off() {
+        let mut all: Vec<&mut FileFacts> = files.iter_mut().map(|f| &mut f.facts).collect();
+        crate::project::limits::apply(&mut all);
+    }
     let stems: Vec<String> = files
         .iter()
         .map(|f| {
@@ -1061,6 +1067,13 @@ fn read_callers(
         read.iter().map(|f| (&f.facts, f.call_names())),
         &known,
     );
+    // and the callers of the functions whose callers' hard limits the
+    // project weighs (`project::limits`)
+    let mut chain = crate::project::limits::caller_names(
+        read.iter().map(|f| (&f.facts, f.call_names())),
+        &std::collections::BTreeSet::new(),
+    );
+    names.extend(chain.iter().filter(|n| !known.contains(*n)).cloned());
     let mut left: Vec<(&Entry, Option<&[u32]>)> =
         rejected.iter().map(|(e, w)| (*e, w.as_deref())).collect();
     let mut out: Vec<Phase1> = Vec::new();
@@ -1098,10 +1111,92 @@ fn read_callers(
             found.iter().map(|f| (&f.facts, f.call_names())),
             &known,
         );
+        chain = crate::project::limits::caller_names(
+            found.iter().map(|f| (&f.facts, f.call_names())),
+            &chain,
+        );
+        names.extend(chain.iter().filter(|n| !known.contains(*n)).cloned());
         out.extend(found);
         left = still;
     }
     out
+}
+
+/// A TTL or task limit written as another module's constant
+/// (`settings.LOCK_TTL`) is resolved by the project's module constants
+/// (`project::limits`); the module that defines it usually has no Redis
+/// word, so the prefilter rejected it. The rejected files not read yet
+/// whose language has such constants (`FileFacts::int_consts`) and that
+/// assign one of the names wanted at the start of a line are read too.
+fn read_const_files(
+    rejected: &[(&Entry, Option<Box<[u32]>>)],
+    read: &[Phase1],
+    settings: &Settings,
+    threads: usize,
+) -> Vec<Phase1> {
+    let mut names: Vec<&str> = read
+        .iter()
+        .filter(|f| f.facts.language == Language::Python)
+        .flat_map(|f| {
+            f.facts
+                .ttls
+                .iter()
+                .filter(|t| t.ms.is_none())
+                .filter_map(|t| t.sym.as_ref().map(|(n, _)| n.as_str()))
+                .chain(f.facts.task_limit_names.iter().map(|(_, n)| n.as_str()))
+        })
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    if names.is_empty() {
+        return Vec::new();
+    }
+    let Ok(ac) = aho_corasick::AhoCorasick::new(&names) else {
+        return Vec::new();
+    };
+    let seen: rustc_hash::FxHashSet<&Path> = read.iter().map(|f| f.path.as_path()).collect();
+    let left: Vec<&Entry> = rejected
+        .iter()
+        .map(|(e, _)| *e)
+        .filter(|e| e.language == Language::Python && !seen.contains(e.path.as_path()))
+        .collect();
+    let ident = crate::prefilter::is_ident_byte;
+    // `NAME =` at the start of a line (not `==`)
+    let defines = |bytes: &[u8]| {
+        ac.find_iter(bytes).any(|m| {
+            let line_start = m.start() == 0 || bytes[m.start() - 1] == b'\n';
+            let rest = &bytes[m.end()..];
+            let rest = &rest[rest
+                .iter()
+                .take_while(|&&b| b == b' ' || b == b'\t')
+                .count()..];
+            line_start
+                && !rest.first().copied().is_some_and(ident)
+                && rest.first() == Some(&b'=')
+                && rest.get(1) != Some(&b'=')
+        })
+    };
+    let run = || {
+        left.par_iter()
+            .filter_map(|e| {
+                let src = with_file_bytes(&e.path, |bytes, _| {
+                    (memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_none()
+                        && defines(bytes))
+                    .then(|| decode_text(bytes))
+                })
+                .ok()??;
+                let facts = parse(e, &src, settings, None);
+                Some(Phase1::new(
+                    e.display.clone(),
+                    e.path.clone(),
+                    src,
+                    true,
+                    facts,
+                ))
+            })
+            .collect::<Vec<_>>()
+    };
+    in_pool(threads, run)
 }
 
 /// Reads a file the Redis prefilter rejected when it calls one of the names
@@ -1440,6 +1535,11 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
     if !link_off() {
         let callers = read_callers(&rejected, &files, settings, threads, cache.as_ref());
         files.extend(callers.into_iter().map(|mut p| {
+            let_text_go(&mut p);
+            p
+        }));
+        let consts = read_const_files(&rejected, &files, settings, threads);
+        files.extend(consts.into_iter().map(|mut p| {
             let_text_go(&mut p);
             p
         }));

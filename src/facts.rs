@@ -536,6 +536,17 @@ pub struct FileFacts {
     /// by `span`.
     #[serde(default)]
     pub deferred: Vec<Deferred>,
+    /// The task limits written as a constant of another module
+    /// (`time_limit=settings.TASK_TIME_LIMIT`), as (scope, the constant's
+    /// last name): the project resolves them (`project::limits`).
+    #[serde(default)]
+    pub task_limit_names: Vec<(ScopeId, String)>,
+    /// The module-level integer constants with a time word in their name
+    /// (`LOCK_TTL = 60 * 5`, `TASK_TIME_LIMIT = int(os.environ.get('X',
+    /// 4260))`: the default), with their value: what a TTL or a task limit
+    /// written as a name in another file is (`project::limits`).
+    #[serde(default)]
+    pub int_consts: Vec<(String, u64)>,
 }
 
 /// The ops whose `name_span` lies in `span` run when function `scope`
@@ -556,6 +567,11 @@ pub struct OpTtl {
     pub ms: Option<u64>,
     /// The identifiers it is written with (`interval`, `LOCK_TTL_SECONDS`).
     pub names: Vec<String>,
+    /// When it is no constant of its file but one name (`settings.LOCK_TTL`,
+    /// an imported `LOCK_TTL`): that name's last part and the milliseconds
+    /// of one unit of it, for the project to resolve (`project::limits`).
+    #[serde(default)]
+    pub sym: Option<(String, u64)>,
 }
 
 impl FileFacts {
@@ -579,6 +595,8 @@ impl FileFacts {
             task_limits: Vec::new(),
             waits: None,
             deferred: Vec::new(),
+            task_limit_names: Vec::new(),
+            int_consts: Vec::new(),
         }
     }
 

@@ -378,7 +378,11 @@ pub fn encode(facts: &mut FileFacts) -> Option<Outcome> {
     let mut bytes = Vec::with_capacity(USES_HEAD + 16 * pairs.len());
     bytes.push(FACTS_MAGIC);
     bytes.push(facts.language as u8);
-    bytes.push(u8::from(!facts.ops.is_empty()));
+    // (a file of time constants is read like one with ops: another file's
+    // TTL or task limit may name one, `project::limits`)
+    bytes.push(u8::from(
+        !facts.ops.is_empty() || !facts.int_consts.is_empty(),
+    ));
     bytes.extend_from_slice(&u32::try_from(pairs.len()).ok()?.to_le_bytes());
     for (a, b) in pairs {
         bytes.extend_from_slice(&a.to_le_bytes());

@@ -23,6 +23,7 @@ pub mod calls;
 pub mod failure;
 pub mod holders;
 pub mod index;
+pub mod limits;
 pub mod link;
 pub mod listing;
 pub mod root;

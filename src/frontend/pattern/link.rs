@@ -12,6 +12,9 @@ use crate::facts::{
 };
 use std::collections::{HashMap, HashSet};
 
+/// A function's scope, its parameter names and their declared types.
+type TypedFn = (u32, Vec<String>, Vec<Option<String>>);
+
 /// Most call sites recorded per file (a generated file is cut here).
 const MAX_CALL_SITES: usize = 50_000;
 
@@ -626,9 +629,6 @@ fn param_types(an: &Analyzer, open: usize, close: usize) -> Vec<Option<String>> 
 /// Lock(…)`, `k := "…"`, `l := &Lock{…}`). In TypeScript a named type may
 /// be an alias of a text (`type Key = string`): only `new T(…)` and the
 /// three built-in words count there.
-/// A function's scope, its parameter names and their declared types.
-pub(super) type TypedFn = (u32, Vec<String>, Vec<Option<String>>);
-
 pub(super) struct LocalTypes {
     map: HashMap<(u32, String), Option<String>>,
 }

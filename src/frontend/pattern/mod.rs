@@ -264,7 +264,8 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     }
     facts.scripts = std::mem::take(&mut an.scripts);
     facts.run_limit_secs = ttl::run_limit(&an);
-    facts.task_limits = ttl::task_limits(&an);
+    (facts.task_limits, facts.task_limit_names) = ttl::task_limits(&an);
+    facts.int_consts = ttl::module_consts(&an);
     // project link facts (SPEC §2 "Project summaries")
     link::record(&an, &all_calls, &client_calls, &mut facts);
     let (waits, deferred) = waits::find(&an, &all_calls, &client_calls);

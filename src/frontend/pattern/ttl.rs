@@ -47,6 +47,11 @@ pub fn of_call(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpTtl> {
             name_start,
             ms,
             names: names(an, vs, ve, scope),
+            sym: ms
+                .is_none()
+                .then(|| sym_name(an, vs, ve, scope))
+                .flatten()
+                .map(|n| (n, unit)),
         });
     }
     None
@@ -69,22 +74,34 @@ pub fn of_cache_add(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpTtl>
         return None;
     }
     let scope = an.st.tok_scope.get(vs).copied().unwrap_or(0);
+    let ms = const_int(an, vs, ve, scope, 0).and_then(|n| n.checked_mul(1000));
     Some(OpTtl {
         name_start,
-        ms: const_int(an, vs, ve, scope, 0).and_then(|n| n.checked_mul(1000)),
+        ms,
         names: names(an, vs, ve, scope),
+        sym: ms
+            .is_none()
+            .then(|| sym_name(an, vs, ve, scope))
+            .flatten()
+            .map(|n| (n, 1000)),
     })
 }
+
+/// The tasks' limits known in the file, and those named by a constant.
+type TaskLimits = (Vec<(u32, u64)>, Vec<(u32, String)>);
 
 /// The hard time limits, in seconds, of a Python file's Celery tasks: a
 /// function decorated `@app.task(time_limit=N)` or `@shared_task(time_limit=N)`
 /// with a constant `N`, as (the scope of its body, N). The worker kills the
 /// task when it is reached. (`soft_time_limit` only raises an exception in
-/// the task, which the task may catch and go on: not a hard limit.)
-pub fn task_limits(an: &Analyzer) -> Vec<(u32, u64)> {
+/// the task, which the task may catch and go on: not a hard limit.) Beside
+/// them, the tasks whose limit is one name of another module
+/// (`time_limit=settings.TASK_TIME_LIMIT`): (scope, that name's last part).
+pub fn task_limits(an: &Analyzer) -> TaskLimits {
     let mut out = Vec::new();
+    let mut named = Vec::new();
     if an.lang != Language::Python {
-        return out;
+        return (out, named);
     }
     let toks: &[Tok] = an.toks;
     for i in 0..toks.len().saturating_sub(2) {
@@ -114,7 +131,9 @@ pub fn task_limits(an: &Analyzer) -> Vec<(u32, u64)> {
                 && (toks[k - 1].is("(") || toks[k - 1].is(","))
             {
                 let end = value_end(an, k + 2, close);
-                limit = const_int(an, k + 2, end, 0, 0);
+                limit = const_int(an, k + 2, end, 0, 0)
+                    .map(Ok)
+                    .or_else(|| sym_name(an, k + 2, end, 0).map(Err));
                 break;
             }
             k += 1;
@@ -140,8 +159,97 @@ pub fn task_limits(an: &Analyzer) -> Vec<(u32, u64)> {
         }
         if d + 1 < toks.len() && toks[d].is("def") {
             if let Some(&scope) = an.st.decl_scope.get(&(d + 1)) {
-                out.push((scope, limit));
+                match limit {
+                    Ok(l) => out.push((scope, l)),
+                    Err(n) => named.push((scope, n)),
+                }
             }
+        }
+    }
+    (out, named)
+}
+
+/// The one name `s..e` is when it is no constant of the file
+/// (`settings.LOCK_TTL`, an imported `LOCK_TTL`, a local bound to one of
+/// those): its last part, for the project's constants to resolve.
+fn sym_name(an: &Analyzer, s: usize, e: usize, scope: u32) -> Option<String> {
+    let toks = an.toks;
+    let dotted =
+        |a: usize, b: usize| {
+            b > a
+                && b <= toks.len()
+                && (b - a) % 2 == 1
+                && toks[a..b].iter().enumerate().all(|(k, t)| {
+                    if k % 2 == 0 {
+                        t.is_ident()
+                    } else {
+                        t.is(".")
+                    }
+                })
+        };
+    if !dotted(s, e) {
+        return None;
+    }
+    if e == s + 1 {
+        if let Some(b) = an.vals.lookup(scope, toks[s].text()) {
+            let (bs, be) = (b.start, b.end.min(toks.len()));
+            return dotted(bs, be).then(|| toks[be - 1].text().to_string());
+        }
+    }
+    Some(toks[e - 1].text().to_string())
+}
+
+/// Words that make a module constant a time (a TTL, a timeout, a limit).
+const TIME_WORDS: &[&str] = &[
+    "TTL", "TIME", "LIMIT", "EXPIR", "DURATION", "SECONDS", "LEASE", "TIMEOUT",
+];
+
+/// A Python module's integer constants named like a time
+/// (`TASK_TIME_LIMIT = int(os.environ.get('TASK_TIME_LIMIT', 4260))`,
+/// `LOCK_TTL = TASK_TIME_LIMIT + 60 * 5`), with their values: an
+/// upper-case name at the start of a top-level line, `=`, a value
+/// [`const_int`] reads (an environment variable's default counts).
+pub fn module_consts(an: &Analyzer) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    if an.lang != Language::Python {
+        return out;
+    }
+    let toks: &[Tok] = an.toks;
+    for i in 0..toks.len().saturating_sub(2) {
+        let t = &toks[i];
+        if !(t.is_ident()
+            && (i == 0 || t.nl())
+            && toks[i + 1].is("=")
+            && an.st.tok_scope.get(i).copied() == Some(0)
+            && an.st.tok_depth.get(i).copied() == Some(0))
+        {
+            continue;
+        }
+        let name = t.text();
+        if !name
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+            || !TIME_WORDS.iter().any(|w| name.contains(w))
+        {
+            continue;
+        }
+        // the value: to the end of its line, brackets spanning lines
+        let s = i + 2;
+        let mut j = s;
+        while j < toks.len() {
+            if j > s && toks[j].nl() {
+                break;
+            }
+            if toks[j].is("(") || toks[j].is("[") || toks[j].is("{") {
+                if let Some(m) = an.st.matching.get(&j).filter(|&m| m > j) {
+                    j = m + 1;
+                    continue;
+                }
+            }
+            j += 1;
+        }
+        if let Some(v) = const_int(an, s, j, 0, 0) {
+            out.push((name.to_string(), v));
         }
     }
     out
@@ -214,6 +322,56 @@ pub fn const_int(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> O
     }
     if toks[s].is("(") && an.st.matching.get(&s) == Some(e - 1) {
         return const_int(an, s + 1, e - 1, scope, depth);
+    }
+    if an.lang == Language::Python && toks[e - 1].is(")") {
+        if let Some(open) = an.st.matching.get(&(e - 1)).filter(|&o| o > s) {
+            let callee = &toks[s..open];
+            // `int(x)`: x
+            if open == s + 1 && toks[s].is("int") {
+                return const_int(an, s + 2, e - 1, scope, depth + 1);
+            }
+            // an environment variable's default: `os.environ.get('X', 4260)`,
+            // `os.getenv('X', 60)`
+            let env = toks[open - 1].is("getenv")
+                || (toks[open - 1].is("get") && callee.iter().any(|t| t.is("environ")));
+            if env && callee.iter().all(|t| t.is_ident() || t.is(".")) {
+                let args = super::calls::split_args(toks, an.st, open, e - 1);
+                if let [_, d] = args.as_slice() {
+                    if d.name.is_none() {
+                        return const_int(an, d.start, d.end, scope, depth + 1);
+                    }
+                }
+            }
+        }
+    }
+    // a sum at this level (`LIMIT + 60 * 5`, `TTL - 10`)
+    let mut terms: Vec<(bool, usize, usize)> = Vec::new();
+    let (mut from, mut neg, mut j) = (s, false, s);
+    while j < e {
+        let t = &toks[j];
+        if t.is("(") || t.is("[") || t.is("{") {
+            if let Some(m) = an.st.matching.get(&j).filter(|&m| m > j) {
+                j = m + 1;
+                continue;
+            }
+        }
+        if (t.is("+") || t.is("-")) && j > from {
+            terms.push((neg, from, j));
+            neg = t.is("-");
+            from = j + 1;
+        }
+        j += 1;
+    }
+    if !terms.is_empty() {
+        terms.push((neg, from, e));
+        return terms.into_iter().try_fold(0u64, |acc, (neg, a, b)| {
+            let v = const_int(an, a, b, scope, depth + 1)?;
+            if neg {
+                acc.checked_sub(v)
+            } else {
+                acc.checked_add(v)
+            }
+        });
     }
     // a product at this level
     let mut parts = Vec::new();
@@ -380,6 +538,9 @@ pub fn of_duration_arg(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpT
         name_start,
         ms,
         names: names(an, vs, ve, scope),
+        // a positional TTL with its unit (Spring, Go, .NET): no module
+        // constant of another file is looked up for it
+        sym: None,
     })
 }
 

@@ -1,0 +1,257 @@
+//! Hard run limits through the project (SPEC §2 "Expirable"): a lock whose
+//! constant TTL is at least the hard time limit of every run that can hold
+//! it never expires while held. Phase one knows the limit of the function
+//! that takes the lock (a Celery task's `time_limit`) and of the file (a
+//! route's `maxDuration`); this pass adds, before the link, what only the
+//! project shows:
+//! - constants of other files: a TTL or a `time_limit` written as a name
+//!   (`settings.LOCK_TTL`) takes the value the project's module constants
+//!   give that name (`FileFacts::int_consts`), when they give it one value;
+//! - the limits of the callers: a function without a limit of its own whose
+//!   every call in the project (by name, test code aside, up to
+//!   [`super::link::ROUNDS`] callers deep) is made by a function with a
+//!   known limit runs at most as long as the longest of those limits
+//!   (a `FileFacts::task_limits` entry of its own). A call outside any
+//!   function, a caller without a limit or no caller at all: nothing.
+
+use super::calls::CallNames;
+use crate::facts::{FileFacts, ScopeId};
+use std::collections::{BTreeSet, HashMap};
+
+/// Most calls of one name weighed for a function's callers' limits.
+const MAX_CALLERS: usize = 64;
+
+/// The names of the functions whose callers' limits this pass weighs, for
+/// the files the Redis prefilter rejected that call them to be read too
+/// (`engine::read_callers`; a task that only calls a lock function has no
+/// Redis word): the functions of `files` with a timed acquire (a constant
+/// or a name) and no limit of their own, and those without a limit of their
+/// own that call one of `chain` (the names of the round before).
+pub fn caller_names<'a>(
+    files: impl IntoIterator<Item = (&'a FileFacts, Option<&'a CallNames>)>,
+    chain: &BTreeSet<String>,
+) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (f, packed) in files {
+        let has_limit = |s: ScopeId| {
+            own_limit(f, s).is_some() || f.task_limit_names.iter().any(|(t, _)| *t == s)
+        };
+        let mut scopes: Vec<ScopeId> = f
+            .ttls
+            .iter()
+            .filter(|t| t.ms.is_some() || t.sym.is_some())
+            .filter_map(|t| f.ops.iter().find(|o| o.name_span.start == t.name_start))
+            .map(|o| o.scope)
+            .collect();
+        if !chain.is_empty() {
+            let calls: Box<dyn Iterator<Item = (&str, u32)>> = match packed {
+                Some(names) => Box::new(names.iter()),
+                None => Box::new(f.link.calls.iter().map(|c| (c.callee.as_str(), c.scope))),
+            };
+            scopes.extend(calls.filter(|(c, _)| chain.contains(*c)).map(|(_, s)| s));
+        }
+        for s in scopes {
+            if s == 0 || has_limit(s) {
+                continue;
+            }
+            let Some(scope) = f.scopes.get(s as usize) else {
+                continue;
+            };
+            let common = super::link::COMMON
+                .iter()
+                .any(|c| c.eq_ignore_ascii_case(&scope.name));
+            if scope.name.len() >= 3 && !common && !scope.is_test {
+                out.insert(scope.name.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Fills in the TTLs and task limits of `files` that only the project knows.
+pub fn apply(files: &mut [&mut FileFacts]) {
+    resolve_names(files);
+    inherit(files);
+}
+
+/// Constant names of TTLs and task limits, resolved by the project's
+/// module constants (one value per name, or none).
+fn resolve_names(files: &mut [&mut FileFacts]) {
+    let wanted = files
+        .iter()
+        .any(|f| !f.task_limit_names.is_empty() || f.ttls.iter().any(|t| t.sym.is_some()));
+    if !wanted {
+        return;
+    }
+    let mut consts: HashMap<&str, Option<u64>> = HashMap::new();
+    for f in files.iter() {
+        for (n, v) in &f.int_consts {
+            consts
+                .entry(n.as_str())
+                .and_modify(|old| {
+                    if *old != Some(*v) {
+                        *old = None;
+                    }
+                })
+                .or_insert(Some(*v));
+        }
+    }
+    let consts: HashMap<String, u64> = consts
+        .into_iter()
+        .filter_map(|(n, v)| Some((n.to_string(), v?)))
+        .collect();
+    if consts.is_empty() {
+        return;
+    }
+    for f in files.iter_mut() {
+        for t in f.ttls.iter_mut() {
+            if t.ms.is_none() {
+                if let Some((n, unit)) = &t.sym {
+                    t.ms = consts.get(n).and_then(|v| v.checked_mul(*unit));
+                }
+            }
+        }
+        let named: Vec<(ScopeId, u64)> = f
+            .task_limit_names
+            .iter()
+            .filter(|(s, _)| !f.task_limits.iter().any(|(t, _)| t == s))
+            .filter_map(|(s, n)| Some((*s, *consts.get(n)?)))
+            .collect();
+        f.task_limits.extend(named);
+    }
+}
+
+/// A function's own hard limit: its task's, else its file's.
+fn own_limit(f: &FileFacts, scope: ScopeId) -> Option<u64> {
+    f.task_limits
+        .iter()
+        .find(|(s, _)| *s == scope)
+        .map(|(_, l)| *l)
+        .or(f.run_limit_secs)
+}
+
+/// Every call in the project by callee name: (file, calling scope, start
+/// of the call's name), test code aside.
+type Calls<'a> = HashMap<&'a str, Vec<(usize, ScopeId, usize)>>;
+
+/// The callers' limits of the functions that take a lock with a constant
+/// TTL and have no limit of their own. Where every caller has one, the
+/// function gets the longest as its own, and so does each caller without a
+/// limit of its own along the way; each call of it gets the shortest TTL
+/// of its acquires (the acquire the link instantiates there is the same
+/// lease, held by the same limited run).
+fn inherit(files: &mut [&mut FileFacts]) {
+    // the functions that need one: a timed acquire, no limit of their own,
+    // with their shortest TTL
+    let mut need: Vec<(usize, ScopeId, u64)> = Vec::new();
+    for (fi, f) in files.iter().enumerate() {
+        for t in &f.ttls {
+            let Some(ms) = t.ms else {
+                continue;
+            };
+            let Some(op) = f.ops.iter().find(|o| o.name_span.start == t.name_start) else {
+                continue;
+            };
+            if op.scope == 0 || own_limit(f, op.scope).is_some() {
+                continue;
+            }
+            match need.iter_mut().find(|(a, b, _)| *a == fi && *b == op.scope) {
+                Some(n) => n.2 = n.2.min(ms),
+                None => need.push((fi, op.scope, ms)),
+            }
+        }
+    }
+    if need.is_empty() {
+        return;
+    }
+    let mut calls: Calls = HashMap::new();
+    for (fi, f) in files.iter().enumerate() {
+        for c in &f.link.calls {
+            let test = f.scopes.get(c.scope as usize).is_some_and(|s| s.is_test);
+            if !test {
+                calls
+                    .entry(c.callee.as_str())
+                    .or_default()
+                    .push((fi, c.scope, c.name_span.start));
+            }
+        }
+    }
+    // (file, scope, limit) and (file, call name start, TTL ms) to add
+    let mut limits: Vec<(usize, ScopeId, u64)> = Vec::new();
+    let mut ttls: Vec<(usize, usize, u64)> = Vec::new();
+    for &(fi, scope, ms) in &need {
+        if callers_limit(files, &calls, fi, scope, super::link::ROUNDS).is_none() {
+            continue;
+        }
+        // the function, and its callers without a limit of their own
+        let mut todo = vec![(fi, scope, super::link::ROUNDS)];
+        while let Some((f, s, depth)) = todo.pop() {
+            if own_limit(files[f], s).is_none() && !limits.iter().any(|l| l.0 == f && l.1 == s) {
+                if let Some(l) = callers_limit(files, &calls, f, s, depth) {
+                    limits.push((f, s, l));
+                }
+            }
+            let Some(name) = files[f].scopes.get(s as usize).map(|x| x.name.as_str()) else {
+                continue;
+            };
+            for &(cf, cs, at) in calls.get(name).into_iter().flatten() {
+                ttls.push((cf, at, ms));
+                if depth > 1 && cs != 0 && !(cf == f && cs == s) {
+                    todo.push((cf, cs, depth - 1));
+                }
+            }
+        }
+    }
+    for (fi, scope, l) in limits {
+        files[fi].task_limits.push((scope, l));
+    }
+    for (fi, at, ms) in ttls {
+        let f = &mut files[fi];
+        if !f.ttls.iter().any(|t| t.name_start == at) {
+            f.ttls.push(crate::facts::OpTtl {
+                name_start: at,
+                ms: Some(ms),
+                names: Vec::new(),
+                sym: None,
+            });
+        }
+    }
+}
+
+/// The longest hard limit of the runs that call function `scope` of file
+/// `fi`, when every call of its name is made by a function with a known
+/// limit (its own, or its callers', `depth` levels up).
+fn callers_limit(
+    files: &[&mut FileFacts],
+    calls: &Calls,
+    fi: usize,
+    scope: ScopeId,
+    depth: usize,
+) -> Option<u64> {
+    if depth == 0 {
+        return None;
+    }
+    let name = files[fi].scopes.get(scope as usize)?.name.as_str();
+    if name.is_empty() {
+        return None;
+    }
+    let sites = calls.get(name)?;
+    // a name called from everywhere says nothing of one function's runs
+    if sites.len() > MAX_CALLERS {
+        return None;
+    }
+    let mut max = 0u64;
+    for &(cf, cs, _) in sites {
+        // a run at import time has no limit; a recursive call adds none
+        if cs == 0 {
+            return None;
+        }
+        if cf == fi && cs == scope {
+            continue;
+        }
+        let l =
+            own_limit(files[cf], cs).or_else(|| callers_limit(files, calls, cf, cs, depth - 1))?;
+        max = max.max(l);
+    }
+    (max > 0).then_some(max)
+}
