@@ -694,10 +694,19 @@ fn classify_header(
         // a declaration starts with its `func`; a later one is a func-typed
         // parameter or result (`fn func() error`), not the declaration's
         let decl = h.first().is_some_and(|t| t.is("func"));
+        // Go has no `;` between declarations, so a header can still hold
+        // the `import (…)`/`const …` lines before it: the declaration's
+        // `func` is then the last one that starts a line outside the
+        // parentheses — one inside them types a parameter, and one later
+        // on the line types a result (`func F() func() error {`)
+        let level = st.tok_paren[open];
         let last = if decl {
             Some(0)
         } else {
-            h.iter().rposition(|t| t.is("func"))
+            h.iter()
+                .enumerate()
+                .rposition(|(k, t)| t.is("func") && t.nl() && st.tok_paren[base + k] == level)
+                .or_else(|| h.iter().rposition(|t| t.is("func")))
         };
         if let Some(f) = last {
             let base = base + f;
