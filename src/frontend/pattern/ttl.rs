@@ -346,21 +346,14 @@ pub fn const_int(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> O
     }
     // a sum at this level (`LIMIT + 60 * 5`, `TTL - 10`)
     let mut terms: Vec<(bool, usize, usize)> = Vec::new();
-    let (mut from, mut neg, mut j) = (s, false, s);
-    while j < e {
+    let (mut from, mut neg) = (s, false);
+    for j in this_level(an, s, e) {
         let t = &toks[j];
-        if t.is("(") || t.is("[") || t.is("{") {
-            if let Some(m) = an.st.matching.get(&j).filter(|&m| m > j) {
-                j = m + 1;
-                continue;
-            }
-        }
         if (t.is("+") || t.is("-")) && j > from {
             terms.push((neg, from, j));
             neg = t.is("-");
             from = j + 1;
         }
-        j += 1;
     }
     if !terms.is_empty() {
         terms.push((neg, from, e));
@@ -376,22 +369,9 @@ pub fn const_int(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> O
     // a product at this level
     let mut parts = Vec::new();
     let mut from = s;
-    let mut j = s;
-    while j < e {
-        let t = &toks[j];
-        if t.is("(") || t.is("[") || t.is("{") {
-            if let Some(m) = an.st.matching.get(&j) {
-                if m > j {
-                    j = m + 1;
-                    continue;
-                }
-            }
-        }
-        if t.is("*") {
-            parts.push((from, j));
-            from = j + 1;
-        }
-        j += 1;
+    for j in this_level(an, s, e).filter(|&j| toks[j].is("*")) {
+        parts.push((from, j));
+        from = j + 1;
     }
     if !parts.is_empty() {
         parts.push((from, e));
@@ -420,6 +400,25 @@ pub fn const_int(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> O
         return const_int(an, b.start, b.end, scope, depth + 1);
     }
     None
+}
+
+/// The tokens of `s..e` outside any bracket pair that opens in it: an
+/// opening bracket is yielded, then its contents are skipped.
+fn this_level<'a>(an: &'a Analyzer, s: usize, e: usize) -> impl Iterator<Item = usize> + 'a {
+    let toks = an.toks;
+    let mut j = s;
+    std::iter::from_fn(move || {
+        if j >= e {
+            return None;
+        }
+        let at = j;
+        let t = &toks[at];
+        j = match an.st.matching.get(&at) {
+            Some(m) if m > at && (t.is("(") || t.is("[") || t.is("{")) => m + 1,
+            _ => at + 1,
+        };
+        Some(at)
+    })
 }
 
 /// A decimal integer literal (`600`, `10_000`, `30L`).
@@ -585,24 +584,14 @@ fn duration(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> Option
     }
     // a product at this level
     let mut cuts = Vec::new();
-    let mut j = s;
-    while j < e {
+    for j in this_level(an, s, e) {
         let t = &toks[j];
-        if t.is("(") || t.is("[") || t.is("{") {
-            if let Some(m) = an.st.matching.get(&j) {
-                if m > j {
-                    j = m + 1;
-                    continue;
-                }
-            }
-        }
         if t.is("*") {
             cuts.push(j);
         }
         if t.is("+") || t.is("-") || t.is("/") || t.is("?") {
             return None;
         }
-        j += 1;
     }
     if !cuts.is_empty() {
         let mut from = s;
