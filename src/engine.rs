@@ -384,12 +384,24 @@ impl Phase1 {
     }
 }
 
+/// The hash that tells a text read again from the one phase one read
+/// (within one run, never stored): a fast one, as every file of the
+/// project that is not reported is hashed once (the cache's SipHash took
+/// about 3 instructions a byte).
+fn text_hash(bytes: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(bytes);
+    h.write_usize(bytes.len());
+    h.finish()
+}
+
 /// Memory of a whole-project run: until the rules run, a file's text is
 /// not needed (it is read again then, checked against this hash) and its
 /// call sites wait packed.
 fn let_text_go(p: &mut Phase1) {
     if p.loaded && p.src_hash.is_none() {
-        p.src_hash = Some(crate::project::cache::hash(p.src.as_bytes()));
+        p.src_hash = Some(text_hash(p.src.as_bytes()));
         p.src = String::new();
         p.loaded = false;
     }
@@ -797,9 +809,7 @@ fn link_and_check_all(
         let Ok(src) = with_file_bytes(&f.path, |b, _| decode_text(b)) else {
             return false;
         };
-        if f.src_hash
-            .is_some_and(|h| h != crate::project::cache::hash(src.as_bytes()))
-        {
+        if f.src_hash.is_some_and(|h| h != text_hash(src.as_bytes())) {
             f.changed = true;
             return false;
         }

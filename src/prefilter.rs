@@ -76,6 +76,37 @@ enum Class {
     Anchor,
 }
 
+/// The word-part rule a raw match of a word must pass ([`accept`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Rule {
+    Nx,
+    Del,
+    Expire,
+    /// A whole word part (`unlink`, `forget`).
+    Whole,
+    /// `.ifAbsent` (a member).
+    IfAbsent,
+    /// `SET_IF_ABSENT`.
+    SetIfAbsent,
+    /// A lock word, its plurals and `…key`, not an in-process lock.
+    LockWord,
+    /// Distinctive enough as it is.
+    Any,
+}
+
+fn rule_of(word: &str) -> Rule {
+    match word {
+        "nx" => Rule::Nx,
+        "del" => Rule::Del,
+        "expire" => Rule::Expire,
+        "unlink" | "forget" => Rule::Whole,
+        "ifabsent" => Rule::IfAbsent,
+        "if_absent" => Rule::SetIfAbsent,
+        "lock" | "mutex" | "lease" | "semaphore" | "redlock" => Rule::LockWord,
+        _ => Rule::Any,
+    }
+}
+
 fn class_of(pattern: usize) -> Class {
     if pattern >= KEYWORDS.len() {
         return Class::Anchor;
@@ -87,6 +118,39 @@ fn class_of(pattern: usize) -> Class {
     }
 }
 
+/// What a match of one word (of [`KEYWORDS`] and then [`CALL_ANCHORS`])
+/// means, worked out once: a match is then handled without comparing
+/// strings.
+#[derive(Clone, Copy)]
+struct WordInfo {
+    class: Class,
+    rule: Rule,
+    /// It anchors call words ([`anchors_calls`]) and is made of identifier
+    /// bytes only (an anchor with another byte inside can never stand in a
+    /// call word: [`note_call_word`] would remember nothing).
+    signs: bool,
+}
+
+fn word_infos() -> &'static [WordInfo] {
+    static T: OnceLock<Vec<WordInfo>> = OnceLock::new();
+    T.get_or_init(|| {
+        KEYWORDS
+            .iter()
+            .chain(CALL_ANCHORS)
+            .enumerate()
+            .map(|(i, w)| WordInfo {
+                class: class_of(i),
+                rule: if i < KEYWORDS.len() {
+                    rule_of(w)
+                } else {
+                    Rule::Any
+                },
+                signs: anchors_calls()[i] && w.bytes().all(is_ident_byte),
+            })
+            .collect()
+    })
+}
+
 fn build(words: &[&str]) -> AhoCorasick {
     AhoCorasickBuilder::new()
         .ascii_case_insensitive(true)
@@ -96,21 +160,29 @@ fn build(words: &[&str]) -> AhoCorasick {
         .expect("static keyword list builds")
 }
 
+/// Columns per state of [`Dfa`]: a power of two, so that a state
+/// (premultiplied by it) or'ed with a column is an index of the table.
+const STRIDE: usize = 32;
+
+/// Entries of [`Dfa`]'s table: every `u16` is an index of it, so the walk
+/// needs no bounds check. Only the states' rows are ever touched (about
+/// 16 KB); the rest stays untouched zero pages.
+const TABLE: usize = 1 << 16;
+
 /// A dense Aho-Corasick DFA over ASCII-case-folded bytes that reports every
 /// occurrence of every word (overlapping), as `find_overlapping_iter` of the
-/// `aho-corasick` crate does, with a tighter loop: one table load per byte
-/// and one compare, the match states numbered last.
+/// `aho-corasick` crate does, with a tighter loop: per byte a class load, an
+/// `or` and a table load (no bounds check: the index is a `u16`) and one
+/// compare, the match states numbered last.
 struct Dfa {
     /// Byte → column of the transition table (0: a byte no word holds; an
     /// upper-case letter shares its lower-case letter's column).
     class: [u8; 256],
-    /// Columns per state.
-    stride: usize,
-    /// `state + class` → next state; states are premultiplied by `stride`.
-    next: Vec<u32>,
+    /// `state | class` → next state; states are premultiplied by [`STRIDE`].
+    next: Box<[u16; TABLE]>,
     /// States from here on end at least one word.
-    first_match: usize,
-    /// For match state `first_match + k * stride`: its words are
+    first_match: u16,
+    /// For match state `first_match + k * STRIDE`: its words are
     /// `words[ends[k]..ends[k + 1]]`.
     ends: Vec<u32>,
     words: Vec<u16>,
@@ -133,7 +205,11 @@ impl Dfa {
                 }
             }
         }
-        let stride = columns;
+        assert!(
+            columns <= STRIDE,
+            "the words hold at most {STRIDE} distinct bytes"
+        );
+        let stride = STRIDE;
         // The trie: `goto[node * stride + column]`, its words per node.
         let mut goto = vec![NONE; stride];
         let mut out: Vec<Vec<u16>> = vec![Vec::new()];
@@ -152,6 +228,7 @@ impl Dfa {
         }
         // Failure links breadth first, turning the trie into a full DFA.
         let count = out.len();
+        assert!(count * stride <= TABLE, "at most {} states", TABLE / stride);
         let mut delta = vec![0u32; count * stride];
         let mut fail = vec![0usize; count];
         let mut queue = std::collections::VecDeque::new();
@@ -181,29 +258,29 @@ impl Dfa {
         let mut order: Vec<usize> = (0..count).filter(|&u| out[u].is_empty()).collect();
         let first = order.len();
         order.extend((0..count).filter(|&u| !out[u].is_empty()));
-        let mut new_id = vec![0u32; count];
+        let mut new_id = vec![0u16; count];
         for (n, &u) in order.iter().enumerate() {
-            new_id[u] = (n * stride) as u32;
+            new_id[u] = u16::try_from(n * stride).expect("checked above");
         }
-        let mut next = Vec::with_capacity(count * stride);
+        let mut next: Box<[u16; TABLE]> = vec![0u16; TABLE]
+            .into_boxed_slice()
+            .try_into()
+            .expect("TABLE entries");
+        for (n, &u) in order.iter().enumerate() {
+            for (c, &v) in delta[u * stride..(u + 1) * stride].iter().enumerate() {
+                next[n * stride + c] = new_id[v as usize];
+            }
+        }
         let mut ends = vec![0u32];
         let mut list = Vec::new();
-        for &u in &order {
-            next.extend(
-                delta[u * stride..(u + 1) * stride]
-                    .iter()
-                    .map(|&v| new_id[v as usize]),
-            );
-        }
         for &u in &order[first..] {
             list.extend_from_slice(&out[u]);
             ends.push(list.len() as u32);
         }
         Dfa {
             class,
-            stride,
             next,
-            first_match: first * stride,
+            first_match: u16::try_from(first * stride).expect("checked above"),
             ends,
             words: list,
             lens: words.iter().map(|w| w.len()).collect(),
@@ -216,24 +293,26 @@ impl Dfa {
     fn each_match(&self, bytes: &[u8], mut f: impl FnMut(usize, usize, usize) -> bool) -> bool {
         // The hot loop holds nothing but the walk: the matches (one in
         // about 70 bytes of code) are handled out of line.
-        let next = self.next.as_slice();
+        let next: &[u16; TABLE] = &self.next;
         let class = &self.class;
         let first = self.first_match;
-        let mut state = 0usize;
-        // four bytes a round: the loop's own count and test once per four
-        let mut quads = bytes.chunks_exact(4);
+        let mut state = 0u16;
+        // eight bytes a round: the loop's own count and test once per eight
+        let mut rounds = bytes.chunks_exact(8);
         let mut end = 0;
-        for q in quads.by_ref() {
+        for q in rounds.by_ref() {
             for (k, &b) in q.iter().enumerate() {
-                state = next[state + class[b as usize] as usize] as usize;
+                // `state` is a multiple of STRIDE and a class is below it:
+                // `|` adds them; a `u16` index is always in the table
+                state = next[usize::from(state | u16::from(class[usize::from(b)]))];
                 if state >= first && self.report(state, end + k + 1, &mut f) {
                     return true;
                 }
             }
-            end += 4;
+            end += 8;
         }
-        for (k, &b) in quads.remainder().iter().enumerate() {
-            state = next[state + class[b as usize] as usize] as usize;
+        for (k, &b) in rounds.remainder().iter().enumerate() {
+            state = next[usize::from(state | u16::from(class[usize::from(b)]))];
             if state >= first && self.report(state, end + k + 1, &mut f) {
                 return true;
             }
@@ -245,11 +324,11 @@ impl Dfa {
     #[inline(never)]
     fn report(
         &self,
-        state: usize,
+        state: u16,
         end: usize,
         f: &mut impl FnMut(usize, usize, usize) -> bool,
     ) -> bool {
-        let k = (state - self.first_match) / self.stride;
+        let k = usize::from(state - self.first_match) / STRIDE;
         let (from, to) = (self.ends[k] as usize, self.ends[k + 1] as usize);
         self.words[from..to].iter().any(|&w| {
             let w = w as usize;
@@ -337,8 +416,20 @@ const ANCHOR_KEYWORDS: &[&str] = &[
 /// A byte of an identifier, as the call-name scan sees it.
 #[inline]
 pub fn is_ident_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_' || b == b'$'
+    IDENT[usize::from(b)]
 }
+
+/// [`is_ident_byte`] as a table: one load per byte on the hot paths.
+static IDENT: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric() || c == b'_' || c == b'$';
+        b += 1;
+    }
+    t
+};
 
 /// The hash of an identifier in a call-word signature.
 pub fn call_word_hash(word: &[u8]) -> u32 {
@@ -368,25 +459,28 @@ fn anchors_calls() -> &'static [bool] {
 pub const MAX_CALL_WORD: usize = 128;
 
 /// Remembers the identifier around an anchor match `start..end` when it
-/// stands right before `(`, `<` or a space.
+/// stands right before `(`, `<` or a space. The anchor is made of
+/// identifier bytes ([`WordInfo::signs`]).
+#[inline]
 fn note_call_word(bytes: &[u8], start: usize, end: usize, sig: &mut Vec<u32>) {
-    let floor = end.saturating_sub(MAX_CALL_WORD + 1);
-    let mut s = start;
-    while s > floor && is_ident_byte(bytes[s - 1]) {
-        s -= 1;
-    }
+    // the end first: most words do not stand before a call's byte
     let ceiling = (start + MAX_CALL_WORD + 1).min(bytes.len());
     let mut e = end;
     while e < ceiling && is_ident_byte(bytes[e]) {
         e += 1;
     }
-    // an anchor with a non-identifier byte inside (none today), a word
-    // not followed by a call's byte, or one longer than the bound
-    if bytes[start..end].iter().all(|&b| is_ident_byte(b))
-        && matches!(bytes.get(e), Some(b'(' | b' ' | b'<'))
-        && (s == 0 || !is_ident_byte(bytes[s - 1]))
-        && e - s <= MAX_CALL_WORD
-    {
+    // a word not followed by a call's byte (an identifier cut at the
+    // ceiling is followed by an identifier byte)
+    if !matches!(bytes.get(e), Some(b'(' | b' ' | b'<')) {
+        return;
+    }
+    let floor = end.saturating_sub(MAX_CALL_WORD + 1);
+    let mut s = start;
+    while s > floor && is_ident_byte(bytes[s - 1]) {
+        s -= 1;
+    }
+    // one longer than the bound
+    if (s == 0 || !is_ident_byte(bytes[s - 1])) && e - s <= MAX_CALL_WORD {
         sig.push(call_word_hash(&bytes[s..e]));
     }
 }
@@ -444,16 +538,22 @@ fn continues_with(bytes: &[u8], i: usize, word: &str) -> bool {
 }
 
 /// Checks one raw automaton match against the word-part rules of its keyword.
+#[cfg(test)]
 fn accept(bytes: &[u8], word: &str, start: usize, end: usize) -> bool {
-    match word {
+    check(bytes, rule_of(word), start, end)
+}
+
+/// Checks one raw automaton match against a word-part rule.
+fn check(bytes: &[u8], rule: Rule, start: usize, end: usize) -> bool {
+    match rule {
         // `NX`, `SetNX`, `set_nx`, `.Nx()`, `setnx`, `MSETNX`, `HSETNX`.
-        "nx" => {
+        Rule::Nx => {
             let set_before = start >= 3 && bytes[start - 3..start].eq_ignore_ascii_case(b"set");
             (set_before || starts_part(bytes, start)) && !at(bytes, end).is_ascii_lowercase()
         }
         // `DEL`, `del(`, `Del`, `delete`, `KeyDelete`, `deleteAsync`, `DELEX`,
         // `DELIFEQ` — not `deleted`, `deleter`, `delegate`.
-        "del" => {
+        Rule::Del => {
             starts_part(bytes, start)
                 && (ends_part(bytes, end)
                     || ["ete", "ex", "ifeq"]
@@ -462,24 +562,24 @@ fn accept(bytes: &[u8], word: &str, start: usize, end: usize) -> bool {
         }
         // `expire`, `PEXPIRE`, `pexpire`, `KeyExpire`, `expireat`, `pExpireAt`
         // — not `expired`, `expires`, `expiration`.
-        "expire" => {
+        Rule::Expire => {
             (starts_part(bytes, start)
                 || (matches!(before(bytes, start), b'p' | b'P') && starts_part(bytes, start - 1)))
                 && (ends_part(bytes, end)
                     || (continues_with(bytes, end, "at") && ends_part(bytes, end + 2)))
         }
-        "unlink" | "forget" => starts_part(bytes, start) && ends_part(bytes, end),
+        Rule::Whole => starts_part(bytes, start) && ends_part(bytes, end),
         // Spring's `SetOption.ifAbsent()`/`SetCondition.ifAbsent()` (a
         // member, not `putIfAbsent`) and `SetOption.SET_IF_ABSENT`.
-        "ifabsent" => before(bytes, start) == b'.' && ends_part(bytes, end),
-        "if_absent" => {
+        Rule::IfAbsent => before(bytes, start) == b'.' && ends_part(bytes, end),
+        Rule::SetIfAbsent => {
             start >= 4
                 && bytes[start - 4..start].eq_ignore_ascii_case(b"set_")
                 && starts_part(bytes, start - 4)
                 && !at(bytes, end).is_ascii_alphanumeric()
         }
         // Lock words as whole word parts, plurals and the `lockkey`/`mutexkey` spellings.
-        "lock" | "mutex" | "lease" | "semaphore" | "redlock" => {
+        Rule::LockWord => {
             if !starts_part(bytes, start) {
                 return false;
             }
@@ -503,7 +603,7 @@ fn accept(bytes: &[u8], word: &str, start: usize, end: usize) -> bool {
             !at(bytes, rest).is_ascii_lowercase()
         }
         // Distinctive enough as they are.
-        _ => true,
+        Rule::Any => true,
     }
 }
 
@@ -572,25 +672,25 @@ fn scan(bytes: &[u8], custom_lock_keys: bool, mut sig: Option<&mut Vec<u32>>) ->
         dfa()
     };
     // Overlapping: `lock` inside `LockTake` must not hide `locktake`.
-    let anchors = anchors_calls();
+    let infos = word_infos();
     let found = dfa.each_match(bytes, |pattern, start, end| {
-        let class = class_of(pattern);
+        let info = infos[pattern];
         if let Some(sig) = sig.as_deref_mut() {
-            if anchors[pattern] {
+            if info.signs {
                 note_call_word(bytes, start, end, sig);
             }
-            if class == Class::Anchor {
+            if info.class == Class::Anchor {
                 return false;
             }
         }
         // Already known: skip the boundary check.
-        if (class == Class::Release && release) || (class == Class::Lock && lock) {
+        if (info.class == Class::Release && release) || (info.class == Class::Lock && lock) {
             return false;
         }
-        if !accept(bytes, KEYWORDS[pattern], start, end) {
+        if !check(bytes, info.rule, start, end) {
             return false;
         }
-        match class {
+        match info.class {
             Class::Strong => return true,
             Class::Release => release = true,
             Class::Lock => lock = true,
@@ -751,6 +851,120 @@ mod tests {
             want.sort_unstable();
             assert_eq!(got, want, "{}", String::from_utf8_lossy(s));
             assert!(!want.is_empty() || s.is_empty());
+        }
+    }
+
+    /// The DFA against the crate's automaton on every prefix and suffix
+    /// of texts with words at the very start and end, in upper and mixed
+    /// case, around multi-byte UTF-8 and across the walk's eight-byte
+    /// rounds (a word split by a round's end, the rest after the rounds).
+    #[test]
+    fn dfa_agrees_at_every_boundary() {
+        let words: Vec<&str> = KEYWORDS.iter().chain(CALL_ANCHORS).copied().collect();
+        let ours = Dfa::new(&words);
+        let theirs = build(&words);
+        let texts: [&[u8]; 5] = [
+            b"lockdel NX expire",
+            "é lock·DEL—Mutex ü SETNX ñ \u{feff}Semaphore 日本 release".as_bytes(),
+            b"LOCKTAKE,LockExtend;lOcKrElEaSe:REDIS.CALL(server.PCALL)",
+            b"Cache::Add(cache()->ADD(CACHE.add(x)forgetFORGET",
+            b"xxxxxxxlockxxxxxxxdelxxxxxxnxxxxxxx",
+        ];
+        for text in texts {
+            for cut in 0..=text.len() {
+                for s in [&text[..cut], &text[cut..]] {
+                    let mut got = Vec::new();
+                    ours.each_match(s, |w, start, end| {
+                        got.push((end, start, w));
+                        false
+                    });
+                    let mut want: Vec<_> = theirs
+                        .find_overlapping_iter(s)
+                        .map(|m| (m.end(), m.start(), m.pattern().as_usize()))
+                        .collect();
+                    got.sort_unstable();
+                    want.sort_unstable();
+                    assert_eq!(got, want, "{}", String::from_utf8_lossy(s));
+                }
+            }
+        }
+    }
+
+    /// The call-word signature as first written (`note_call_word` of
+    /// every anchor match, through the crate's automaton): the one the
+    /// prefilter gathers must be the same set.
+    fn reference_signature(bytes: &[u8]) -> Vec<u32> {
+        let mut sig = Vec::new();
+        for m in automaton_with_anchors().find_overlapping_iter(bytes) {
+            if !anchors_calls()[m.pattern().as_usize()] {
+                continue;
+            }
+            let (start, end) = (m.start(), m.end());
+            let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
+            let floor = end.saturating_sub(MAX_CALL_WORD + 1);
+            let mut s = start;
+            while s > floor && ident(bytes[s - 1]) {
+                s -= 1;
+            }
+            let ceiling = (start + MAX_CALL_WORD + 1).min(bytes.len());
+            let mut e = end;
+            while e < ceiling && ident(bytes[e]) {
+                e += 1;
+            }
+            if bytes[start..end].iter().all(|&b| ident(b))
+                && matches!(bytes.get(e), Some(b'(' | b' ' | b'<'))
+                && (s == 0 || !ident(bytes[s - 1]))
+                && e - s <= MAX_CALL_WORD
+            {
+                sig.push(call_word_hash(&bytes[s..e]));
+            }
+        }
+        sig.sort_unstable();
+        sig.dedup();
+        sig
+    }
+
+    #[test]
+    fn signature_is_the_reference_one() {
+        let long = format!("x{}Acquire(", "a".repeat(MAX_CALL_WORD - 8));
+        let longer = format!("x{}Acquire(", "a".repeat(MAX_CALL_WORD - 7));
+        let texts = [
+            "acquire(x)".to_string(),
+            "svc.acquireSlot(id) then releaseAll <T> grab ".to_string(),
+            "unlocked clockwise blocking nginx anxiety expired\n".to_string(),
+            "é claimÜ(x) ñ freeze( 日本obtain( $dropIt( _exit<".to_string(),
+            "RELEASE(k) Leave (x) relinquishAll(y) haskey ( getset(z)".to_string(),
+            "lockreleaseX( mutexes( semaphore< leases ".to_string(),
+            "acquire".to_string(),
+            long,
+            longer,
+        ];
+        for t in &texts {
+            let bytes = t.as_bytes();
+            for cut in 0..=bytes.len() {
+                for s in [&bytes[..cut], &bytes[cut..]] {
+                    let mut sig = Vec::new();
+                    if !may_match_signed(s, false, &mut sig) {
+                        assert_eq!(
+                            sig,
+                            reference_signature(s),
+                            "{}",
+                            String::from_utf8_lossy(s)
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ident_table_is_the_predicate() {
+        for b in 0..=255u8 {
+            assert_eq!(
+                is_ident_byte(b),
+                b.is_ascii_alphanumeric() || b == b'_' || b == b'$',
+                "{b}"
+            );
         }
     }
 
