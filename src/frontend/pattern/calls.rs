@@ -4,8 +4,8 @@
 
 use super::lexer::{Kind, Tok};
 use crate::facts::{Language, Scope};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
 
 /// One argument: token range `[start, end)`, and its name for keyword /
 /// named arguments (`nx=True`, `px: ms`, `expiry: null`).
@@ -58,9 +58,10 @@ struct RawCall<'a> {
 pub struct Structure {
     pub scopes: Vec<Scope>,
     pub tok_scope: Vec<u32>,
-    pub tok_depth: Vec<u32>,
+    /// Block depth inside the function at each token.
+    pub tok_depth: TokColumn,
     /// Paren/bracket nesting (not braces) at each token.
-    pub tok_paren: Vec<u32>,
+    pub tok_paren: TokColumn,
     /// Matching bracket (both directions) for `( ) [ ] { }` and Ruby `do … end`.
     pub matching: Matching,
     /// Tokens that are the name of a function declaration.
@@ -133,30 +134,154 @@ fn line_indent(src: &str, pos: usize) -> usize {
 }
 
 /// Matching bracket of each token, indexed by token (a vector, not a hash
-/// map: it is read for nearly every token, and hashing showed in profiles);
-/// `u32` per token (token indices fit: offsets are `u32`, see the lexer).
+/// map: it is read for nearly every token, and hashing showed in profiles).
+/// Two bytes per token: the distance to the match and its direction
+/// (`distance << 1 | forward`), `0` for none; a match farther than
+/// [`Matching::NEAR`] tokens (a long function or class body) is kept in a
+/// side map.
 #[derive(Debug, Default, Clone)]
-pub struct Matching(Vec<u32>);
+pub struct Matching {
+    rel: Vec<u16>,
+    far: HashMap<u32, u32>,
+}
 
 impl Matching {
-    const NONE: u32 = u32::MAX;
+    const NONE: u16 = 0;
+    /// The match is in `far`.
+    const FAR: u16 = u16::MAX;
+    /// The farthest distance kept inline (`NEAR << 1 | 1` < `FAR`).
+    const NEAR: usize = (u16::MAX as usize - 1) >> 1;
 
     pub fn new(tokens: usize) -> Matching {
-        Matching(vec![Self::NONE; tokens])
-    }
-
-    pub fn get(&self, tok: &usize) -> Option<usize> {
-        self.0
-            .get(*tok)
-            .filter(|&&m| m != Self::NONE)
-            .map(|&m| m as usize)
-    }
-
-    pub fn insert(&mut self, tok: usize, other: usize) {
-        if tok >= self.0.len() {
-            self.0.resize(tok + 1, Self::NONE);
+        Matching {
+            rel: vec![Self::NONE; tokens],
+            far: HashMap::default(),
         }
-        self.0[tok] = other as u32;
+    }
+
+    #[inline]
+    pub fn get(&self, tok: &usize) -> Option<usize> {
+        let tok = *tok;
+        match *self.rel.get(tok)? {
+            Self::NONE => None,
+            Self::FAR => self.far.get(&(tok as u32)).map(|&m| m as usize),
+            v if v & 1 == 1 => Some(tok + (v >> 1) as usize),
+            v => Some(tok - (v >> 1) as usize),
+        }
+    }
+
+    #[inline]
+    pub fn insert(&mut self, tok: usize, other: usize) {
+        let d = tok.abs_diff(other);
+        match self.rel.get_mut(tok) {
+            Some(v) if *v != Self::FAR && d != 0 && d <= Self::NEAR => {
+                *v = (d << 1) as u16 | u16::from(other > tok);
+            }
+            _ => self.insert_slow(tok, other),
+        }
+    }
+
+    /// [`Matching::insert`] past the end, of a far match, or over one.
+    #[cold]
+    fn insert_slow(&mut self, tok: usize, other: usize) {
+        if tok >= self.rel.len() {
+            self.rel.resize(tok + 1, Self::NONE);
+        }
+        if self.rel[tok] == Self::FAR {
+            self.far.remove(&(tok as u32));
+        }
+        let d = tok.abs_diff(other);
+        if d == 0 || d > Self::NEAR {
+            self.rel[tok] = Self::FAR;
+            self.far.insert(tok as u32, other as u32);
+        } else {
+            self.rel[tok] = (d << 1) as u16 | u16::from(other > tok);
+        }
+    }
+}
+
+/// A `u32` per token that is nearly always small (block depth, bracket
+/// nesting): one byte per token, the rare value of [`TokColumn::BIG`] or
+/// more in a side map. Read like a `Vec<u32>` (`[i]`, `get(i)`); written
+/// with [`TokColumn::set`].
+#[derive(Debug, Default, Clone)]
+pub struct TokColumn {
+    small: Vec<u8>,
+    big: HashMap<u32, u32>,
+}
+
+/// `SMALL[v] == v`: what [`TokColumn`] lends for a value held in a byte
+/// (its readers borrow a `&u32`, as they would from a vector).
+static SMALL: [u32; 256] = {
+    let mut t = [0u32; 256];
+    let mut k = 0;
+    while k < 256 {
+        t[k] = k as u32;
+        k += 1;
+    }
+    t
+};
+
+impl TokColumn {
+    /// The byte that says "in `big`"; every smaller value is held inline.
+    const BIG: u8 = u8::MAX;
+
+    pub fn new(tokens: usize) -> TokColumn {
+        TokColumn {
+            small: vec![0; tokens],
+            big: HashMap::default(),
+        }
+    }
+
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<&u32> {
+        let b = *self.small.get(i)?;
+        Some(self.value(i, b))
+    }
+
+    #[inline]
+    fn value(&self, i: usize, b: u8) -> &u32 {
+        if b != Self::BIG {
+            &SMALL[b as usize]
+        } else {
+            // every `BIG` byte has its entry (`set`)
+            self.big
+                .get(&(i as u32))
+                .unwrap_or(&SMALL[Self::BIG as usize])
+        }
+    }
+
+    /// Sets token `i`'s value (`i` within the column, as `[i]` wants).
+    #[inline]
+    pub fn set(&mut self, i: usize, v: u32) {
+        let b = &mut self.small[i];
+        if *b != Self::BIG && v < u32::from(Self::BIG) {
+            *b = v as u8;
+        } else {
+            self.set_slow(i, v);
+        }
+    }
+
+    /// [`TokColumn::set`] of a value in `big`, or over one.
+    #[cold]
+    fn set_slow(&mut self, i: usize, v: u32) {
+        if self.small[i] == Self::BIG {
+            self.big.remove(&(i as u32));
+        }
+        if v < u32::from(Self::BIG) {
+            self.small[i] = v as u8;
+        } else {
+            self.small[i] = Self::BIG;
+            self.big.insert(i as u32, v);
+        }
+    }
+}
+
+impl std::ops::Index<usize> for TokColumn {
+    type Output = u32;
+    #[inline]
+    fn index(&self, i: usize) -> &u32 {
+        self.value(i, self.small[i])
     }
 }
 
@@ -164,12 +289,12 @@ pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
     let mut st = Structure {
         scopes: vec![Scope::default()],
         tok_scope: vec![0; toks.len()],
-        tok_depth: vec![0; toks.len()],
-        tok_paren: vec![0; toks.len()],
+        tok_depth: TokColumn::new(toks.len()),
+        tok_paren: TokColumn::new(toks.len()),
         matching: Matching::new(toks.len()),
-        decl_names: HashSet::new(),
-        decl_scope: HashMap::new(),
-        receivers: HashMap::new(),
+        decl_names: HashSet::default(),
+        decl_scope: HashMap::default(),
+        receivers: HashMap::default(),
     };
     // brackets
     let mut stack: Vec<usize> = Vec::new();
@@ -206,7 +331,7 @@ pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
         if t.kind() == Kind::Punct && matches!(t.text(), ")" | "]") {
             paren = paren.saturating_sub(1);
         }
-        st.tok_paren[i] = paren;
+        st.tok_paren.set(i, paren);
         if t.kind() == Kind::Punct && matches!(t.text(), "(" | "[") {
             paren += 1;
         }
@@ -363,11 +488,11 @@ fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
         let t = &toks[i];
         let (s, d) = current(&frames);
         st.tok_scope[i] = s;
-        st.tok_depth[i] = d;
+        st.tok_depth.set(i, d);
         if let Some((end, sc)) = expr_scope {
             if i < end {
                 st.tok_scope[i] = sc;
-                st.tok_depth[i] = 0;
+                st.tok_depth.set(i, 0);
             } else {
                 // the next declaration's header starts after the expression
                 // (`fun a(x) = f(x)` then `fun b(y) {` names `b`, not `a`)
@@ -893,7 +1018,7 @@ fn python_scopes(toks: &[Tok], src: &str, st: &mut Structure) {
         let (sc, d) = current(&frames);
         for k in ls..le {
             st.tok_scope[k] = sc;
-            st.tok_depth[k] = d;
+            st.tok_depth.set(k, d);
         }
         let mut k = ls;
         while k < le && toks[k].is("@") {
@@ -947,7 +1072,7 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
         }
         let (s, d) = current(&frames);
         st.tok_scope[i] = s;
-        st.tok_depth[i] = d;
+        st.tok_depth.set(i, d);
         let stmt_start =
             i == 0 || t.nl() || toks[i - 1].is(";") || toks[i - 1].is("=") || toks[i - 1].is("(");
         if t.kind() == Kind::Punct {

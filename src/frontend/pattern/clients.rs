@@ -5,7 +5,7 @@ use super::calls::{Arg, Call};
 use super::lexer::Kind;
 use super::{values, Analyzer, Draft};
 use crate::facts::{Client, KeyExpr, Language, OpKind, ScriptId};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 /// Names that also belong to maps, ORMs, files and HTTP clients: they need
 /// Redis evidence (SPEC §2 "client methods by name").
@@ -168,7 +168,7 @@ impl<'a> Analyzer<'a> {
     /// Receivers that run a command only Redis has: their ambiguous calls
     /// (`cache.del(k)` next to `cache.setnx(k, v)`) are Redis calls too.
     pub fn collect_redis_receivers(&mut self, all: &[Call]) {
-        let mut found = HashSet::new();
+        let mut found = HashSet::default();
         for c in all {
             if c.recv.is_empty() {
                 continue;

@@ -7,7 +7,7 @@ use super::calls::Call;
 use super::lexer::{Kind, Tok};
 use super::Analyzer;
 use crate::facts::{FailOpen, Op, OpKind, Span, ValueExpr};
-use std::collections::HashSet;
+use rustc_hash::FxHashSet as HashSet;
 
 fn is_true(t: &Tok) -> bool {
     t.is("true") || t.is("True")
@@ -21,7 +21,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
     let mut out: Vec<FailOpen> = Vec::new();
     // The starts already reported; the call at an acquire's name token is
     // found by a binary search (`calls` are sorted by name token).
-    let mut starts: HashSet<usize> = HashSet::new();
+    let mut starts: HashSet<usize> = HashSet::default();
     for op in ops {
         if !matches!(op.kind, OpKind::Acquire { .. }) {
             continue;

@@ -14,7 +14,7 @@ use super::calls::Call;
 use super::lexer::{Kind, Tok};
 use super::Analyzer;
 use crate::facts::{AbsenceGuard, KeyPart, Language, Op, OpKind};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// What an expression that holds the check's result says about the key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,7 +94,7 @@ type WriteKey<'o> = (u32, &'o [KeyPart]);
 pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<AbsenceGuard> {
     let toks = an.toks;
     let tok_at = |start: usize| toks.partition_point(|t| t.start() < start);
-    let mut writes: HashMap<WriteKey, Vec<(&Op, usize)>> = HashMap::new();
+    let mut writes: HashMap<WriteKey, Vec<(&Op, usize)>> = HashMap::default();
     for o in ops {
         if matches!(o.kind, OpKind::Set { .. }) && !o.key.is_unknown() {
             writes
@@ -184,7 +184,7 @@ pub fn exclusive_of_acquire(an: &Analyzer, ops: &[Op]) -> Vec<crate::facts::Span
     let tok_at = |start: usize| toks.partition_point(|t| t.start() < start);
     // per scope and key: each acquire's token and the end of its returning
     // branch (None: it falls through)
-    let mut acquires: HashMap<WriteKey, Vec<(usize, Option<usize>)>> = HashMap::new();
+    let mut acquires: HashMap<WriteKey, Vec<(usize, Option<usize>)>> = HashMap::default();
     for a in ops {
         if !matches!(a.kind, OpKind::Acquire { .. }) || a.key.is_unknown() {
             continue;
@@ -277,11 +277,11 @@ impl Analyzer<'_> {
     ) -> Vec<(&'c Call<'t>, &'o Op, bool)> {
         let toks = self.toks;
         let tok_at = |start: usize| toks.partition_point(|t| t.start() < start);
-        let mut per_scope: HashMap<u32, Vec<&Op>> = HashMap::new();
+        let mut per_scope: HashMap<u32, Vec<&Op>> = HashMap::default();
         for o in ops {
             per_scope.entry(o.scope).or_default().push(o);
         }
-        let mut helpers: HashMap<&str, (&Op, bool)> = HashMap::new();
+        let mut helpers: HashMap<&str, (&Op, bool)> = HashMap::default();
         for (scope, list) in &per_scope {
             let [op] = list.as_slice() else { continue };
             if *scope == 0

@@ -7,12 +7,14 @@ use crate::facts::Language;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
+/// The discriminants are the token's packed kind bits (`Tok::meta`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Kind {
-    Ident,
-    Str,
-    Num,
-    Punct,
+    Ident = 0,
+    Str = 1,
+    Num = 2,
+    Punct = 3,
 }
 
 /// One piece of a string literal: literal text or an interpolated expression.
@@ -75,44 +77,51 @@ impl StrLit {
 }
 
 /// One token: 16 bytes, no allocation of its own (tokens can come every
-/// two or three bytes of dense code). A pointer to its text (a source
-/// token: its first source byte; a string literal: its entry in the side
-/// table `lex` fills) and one word of packed fields: the source span
-/// (start and length, [`OFF_BITS`] bits each), the kind, the line-break
-/// flag and the class (source, literal or regex).
+/// two or three bytes of dense code). A pointer to its text and two plain
+/// `u32` words, laid out so that the hot readers (`kind`, `is`, `text`,
+/// `start`) cost a mask or a shift, never a branch on a class:
+/// - `at`: the first source byte (low [`OFF_BITS`] bits) and the
+///   line-break flag ([`NL_BIT`]);
+/// - `meta`: the span length (low [`OFF_BITS`] bits), the [`NOT_SRC`] flag
+///   and the kind (top two bits, [`Kind`]'s discriminant).
+///
+/// A token without [`NOT_SRC`] is a source token: `ptr` is its first
+/// source byte and its text is the span. With it, the text is elsewhere: a
+/// string literal's `ptr` is its entry of the side table `lex` fills (the
+/// decoded text), any other token's `ptr` is a `&'static str` (`/regex/`
+/// for a JS regex literal; empty for a span that is not a char-boundary
+/// slice of the source).
 #[derive(Clone, Copy)]
 pub struct Tok<'a> {
     ptr: NonNull<u8>,
-    bits: u64,
+    at: u32,
+    meta: u32,
     /// The token reads the source and the literal table for `'a`.
     life: PhantomData<(&'a str, &'a StrLit)>,
 }
 
 const _: () = assert!(std::mem::size_of::<Tok>() == 16);
 
-// SAFETY: a `Tok` is a shared borrow of the source (`&'a str`) or of an
-// entry of the literal table (`&'a StrLit`) plus plain integers; both are
-// `Send` and `Sync`.
+// SAFETY: a `Tok` is a shared borrow of the source (`&'a str`), of an
+// entry of the literal table (`&'a StrLit`) or of a `&'static str`, plus
+// plain integers; all are `Send` and `Sync`.
 unsafe impl Send for Tok<'_> {}
 unsafe impl Sync for Tok<'_> {}
 
-/// Bits of a packed source offset or span length: every offset of a file
-/// the engine reads fits (the lexer reads no more than `OFF_MAX` bytes).
+/// Bits of a source offset or span length: every offset of a file the
+/// engine reads fits (the lexer reads no more than `OFF_MAX` bytes).
 const OFF_BITS: u32 = 29;
 const OFF_MAX: usize = (1 << OFF_BITS) - 1;
+const OFF_MASK: u32 = OFF_MAX as u32;
 const _: () = assert!(crate::engine::MAX_FILE_BYTES <= OFF_MAX as u64);
-const LEN_SHIFT: u32 = OFF_BITS;
-const KIND_SHIFT: u32 = 2 * OFF_BITS;
-const NL_BIT: u64 = 1 << (2 * OFF_BITS + 2);
-const CLASS_SHIFT: u32 = 2 * OFF_BITS + 3;
-/// Classes of a token: its text is the source's span, a literal's decoded
-/// text, or `/regex/`.
-const CLASS_SRC: u64 = 0;
-const CLASS_LIT: u64 = 1;
-const CLASS_REGEX: u64 = 2;
-/// A span that is not a char-boundary slice of the source: no text.
-const CLASS_EMPTY: u64 = 3;
-const REGEX_TEXT: &str = "/regex/";
+/// `Tok::at`: a line break stands before the token.
+const NL_BIT: u32 = 1 << 31;
+/// `Tok::meta`: the text is not the source span (see [`Tok`]).
+const NOT_SRC: u32 = 1 << OFF_BITS;
+const KIND_SHIFT: u32 = 30;
+/// The text of a JS regex literal token, and of a token without one.
+static REGEX_TEXT: &str = "/regex/";
+static NO_TEXT: &str = "";
 
 /// A token while lexing: its literal is an index into the side table. As
 /// large and aligned as a [`Tok`], so that the raw tokens' buffer becomes
@@ -133,38 +142,37 @@ const NO_LIT: u32 = u32::MAX;
 const REGEX: u32 = u32::MAX - 1;
 
 impl<'a> Tok<'a> {
-    fn class(&self) -> u64 {
-        self.bits >> CLASS_SHIFT
-    }
     /// Identifier, number or punctuation text; for strings the decoded text
     /// (the literal's own, from the side table); `/regex/` for a JS regex.
+    #[inline]
     pub fn text(&self) -> &'a str {
-        match self.class() {
-            CLASS_SRC => {
-                let len = ((self.bits >> LEN_SHIFT) as usize) & OFF_MAX;
-                // SAFETY: `ptr` and the span length were taken from a
-                // `&'a str` slice of the source at char boundaries.
-                unsafe {
-                    std::str::from_utf8_unchecked(std::slice::from_raw_parts(
-                        self.ptr.as_ptr(),
-                        len,
-                    ))
-                }
+        if self.meta & NOT_SRC == 0 {
+            // SAFETY: `ptr` and the span length were taken from a
+            // `&'a str` slice of the source at char boundaries.
+            unsafe {
+                std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+                    self.ptr.as_ptr(),
+                    (self.meta & OFF_MASK) as usize,
+                ))
             }
-            CLASS_LIT => &self.str_lit().text,
-            CLASS_REGEX => REGEX_TEXT,
-            _ => "",
+        } else {
+            self.other_text()
         }
     }
-    /// SAFETY of the caller: the class is `CLASS_LIT`.
-    fn str_lit(&self) -> &'a StrLit {
-        debug_assert_eq!(self.class(), CLASS_LIT);
-        // SAFETY: a literal token's pointer is an entry of the side table,
-        // borrowed (unmoved, unchanged) for `'a`.
-        unsafe { &*(self.ptr.as_ptr() as *const StrLit) }
+    /// The text of a token that is not a source span.
+    #[cold]
+    #[inline(never)]
+    fn other_text(&self) -> &'a str {
+        match self.lit() {
+            Some(l) => &l.text,
+            // SAFETY: a token with `NOT_SRC` that is no string literal
+            // points at `REGEX_TEXT` or `NO_TEXT` (see `Tok::new`).
+            None => unsafe { *(self.ptr.as_ptr() as *const &'static str) },
+        }
     }
+    #[inline]
     pub fn kind(&self) -> Kind {
-        match (self.bits >> KIND_SHIFT) & 3 {
+        match self.meta >> KIND_SHIFT {
             0 => Kind::Ident,
             1 => Kind::Str,
             2 => Kind::Num,
@@ -172,55 +180,64 @@ impl<'a> Tok<'a> {
         }
     }
     /// A line break stands between the previous token and this one.
+    #[inline]
     pub fn nl(&self) -> bool {
-        self.bits & NL_BIT != 0
+        self.at & NL_BIT != 0
     }
     /// The token's first source byte.
+    #[inline]
     pub fn start(&self) -> usize {
-        (self.bits as usize) & OFF_MAX
+        (self.at & OFF_MASK) as usize
     }
     /// One past the token's last source byte.
+    #[inline]
     pub fn end(&self) -> usize {
-        self.start() + (((self.bits >> LEN_SHIFT) as usize) & OFF_MAX)
+        self.start() + (self.meta & OFF_MASK) as usize
     }
+    /// Not a string literal, and its text is `s`.
+    #[inline]
     pub fn is(&self, s: &str) -> bool {
-        self.kind() != Kind::Str && self.text() == s
+        // a source token (never a string) of `s`'s length: one compare
+        if self.meta & (NOT_SRC | OFF_MASK) == s.len() as u32 {
+            return self.text().as_bytes() == s.as_bytes();
+        }
+        self.meta & NOT_SRC != 0 && self.kind() != Kind::Str && self.other_text() == s
     }
+    #[inline]
     pub fn is_ident(&self) -> bool {
-        self.kind() == Kind::Ident
+        self.meta >> KIND_SHIFT == Kind::Ident as u32
     }
     /// A string literal's pieces (every `Kind::Str` token has them).
+    #[inline]
     pub fn lit(&self) -> Option<&'a StrLit> {
-        (self.class() == CLASS_LIT).then(|| self.str_lit())
+        // SAFETY: a string literal token's pointer is an entry of the side
+        // table, borrowed (unmoved, unchanged) for `'a`.
+        (self.kind() == Kind::Str).then(|| unsafe { &*(self.ptr.as_ptr() as *const StrLit) })
     }
     /// The token of a raw one; `lits` is the finished side table.
     fn new(src: &'a str, lits: &'a [StrLit], r: &Raw) -> Tok<'a> {
-        let (ptr, class) = match lits.get(r.lit as usize) {
-            Some(l) => (NonNull::from(l).cast::<u8>(), CLASS_LIT),
-            None if r.lit == REGEX => (
-                NonNull::from(REGEX_TEXT.as_bytes()).cast::<u8>(),
-                CLASS_REGEX,
-            ),
+        let lit = lits.get(r.lit as usize).filter(|_| r.kind == Kind::Str);
+        let (ptr, src_text) = match lit {
+            Some(l) => (NonNull::from(l).cast::<u8>(), false),
+            None if r.lit == REGEX => (NonNull::from(&REGEX_TEXT).cast::<u8>(), false),
             None => match src.get(r.start as usize..r.end as usize) {
-                Some(span) => (NonNull::from(span.as_bytes()).cast::<u8>(), CLASS_SRC),
-                None => (NonNull::dangling(), CLASS_EMPTY),
+                Some(span) => (NonNull::from(span.as_bytes()).cast::<u8>(), true),
+                None => (NonNull::from(&NO_TEXT).cast::<u8>(), false),
             },
         };
-        let kind = match r.kind {
-            Kind::Ident => 0,
-            Kind::Str => 1,
-            Kind::Num => 2,
-            Kind::Punct => 3,
+        // A `Kind::Str` token's pointer is its literal (`lit()` reads it):
+        // `push_str` is the only maker of string tokens, so every one has
+        // its literal; a string without one (none is made) would be read
+        // as punctuation rather than through a pointer of another type.
+        let kind = match (r.kind, lit) {
+            (Kind::Str, None) => Kind::Punct,
+            (k, _) => k,
         };
-        let start = r.start as u64;
-        let len = r.end.saturating_sub(r.start) as u64;
+        let len = r.end.saturating_sub(r.start);
         Tok {
             ptr,
-            bits: start
-                | len << LEN_SHIFT
-                | kind << KIND_SHIFT
-                | if r.nl { NL_BIT } else { 0 }
-                | class << CLASS_SHIFT,
+            at: r.start | if r.nl { NL_BIT } else { 0 },
+            meta: len | if src_text { 0 } else { NOT_SRC } | (kind as u32) << KIND_SHIFT,
             life: PhantomData,
         }
     }
@@ -228,7 +245,7 @@ impl<'a> Tok<'a> {
 
 impl PartialEq for Tok<'_> {
     fn eq(&self, other: &Self) -> bool {
-        self.bits == other.bits && self.text() == other.text()
+        self.at == other.at && self.meta == other.meta && self.text() == other.text()
     }
 }
 impl Eq for Tok<'_> {}
@@ -264,6 +281,58 @@ const PUNCTS: &[&str] = &[
     "===", "!==", "...", "<=>", "?.", "??", "?:", "->", "=>", "::", "==", "!=", "<=", ">=", "&&",
     "||", ":=", "+=", "-=", "*=", "/=", "..", "++", "--", "**", "<<",
 ];
+
+/// The first bytes of [`PUNCTS`]: any other byte is a punctuation token
+/// of its own (brackets, commas, semicolons: most of them).
+const PUNCT_HEADS: [bool; 128] = {
+    let mut t = [false; 128];
+    let mut k = 0;
+    while k < PUNCTS.len() {
+        t[PUNCTS[k].as_bytes()[0] as usize] = true;
+        k += 1;
+    }
+    t
+};
+
+/// The bytes that can start a comment or a string literal in some family
+/// ([`Lx::comment`], [`Lx::string`]): at any other byte neither reads
+/// anything. Quotes, `/` `#` `=` (`=begin`), C# `@"`/`$"`, PHP `<<<`, Ruby
+/// `:sym` `%q{}` `<<~EOS`, and Python's prefixes `r` `b` `u` `f`.
+const OPENS: [bool; 256] = {
+    let mut t = [false; 256];
+    let bytes = b"/#=\"'`@$<:%rbufRBUF";
+    let mut k = 0;
+    while k < bytes.len() {
+        t[bytes[k] as usize] = true;
+        k += 1;
+    }
+    t
+};
+
+/// ASCII bytes of an identifier after its first ([`is_ident_char`]).
+const IDENT_CHAR: [bool; 128] = {
+    let mut t = [false; 128];
+    let mut c = 0;
+    while c < 128 {
+        t[c] = (c as u8).is_ascii_alphanumeric() || c as u8 == b'_';
+        c += 1;
+    }
+    t
+};
+
+/// The bytes a string body stops at besides its delimiter: a line break,
+/// an escape, and every byte that can open an interpolation or a `{{`/`}}`
+/// escape ([`Lx::interp_at`]).
+const BODY_SPECIAL: [bool; 128] = {
+    let mut t = [false; 128];
+    t[b'\n' as usize] = true;
+    t[b'\\' as usize] = true;
+    t[b'$' as usize] = true;
+    t[b'{' as usize] = true;
+    t[b'}' as usize] = true;
+    t[b'#' as usize] = true;
+    t
+};
 
 struct Lx<'a> {
     src: &'a str,
@@ -396,11 +465,13 @@ impl<'a> Lx<'a> {
                 self.i += 1;
                 continue;
             }
-            if self.comment() {
-                continue;
-            }
-            if self.string() {
-                continue;
+            if OPENS[c as usize] {
+                if self.comment() {
+                    continue;
+                }
+                if self.string() {
+                    continue;
+                }
             }
             if is_ident_start(c)
                 || (c == b'$'
@@ -415,14 +486,17 @@ impl<'a> Lx<'a> {
             {
                 let start = self.i;
                 self.i += 1;
-                while self.i < n
-                    && (is_ident_char(self.b[self.i])
-                        || self.b[self.i] == b'$'
-                            && self.fam == Family::CLike
-                            && self.lang != Language::Php
-                        || self.b[self.i] == b'@')
-                {
-                    self.i += self.char_len(self.i);
+                let dollar = self.fam == Family::CLike && self.lang != Language::Php;
+                while self.i < n {
+                    let ch = self.b[self.i];
+                    if ch < 0x80 {
+                        if !(IDENT_CHAR[ch as usize] || ch == b'$' && dollar || ch == b'@') {
+                            break;
+                        }
+                        self.i += 1;
+                    } else {
+                        self.i += self.char_len(self.i);
+                    }
                 }
                 // Ruby predicate/bang methods.
                 if self.fam == Family::Ruby
@@ -453,7 +527,11 @@ impl<'a> Lx<'a> {
                 continue;
             }
             let start = self.i;
-            let p = PUNCTS.iter().find(|p| self.starts(p)).copied();
+            let p = if PUNCT_HEADS[c as usize] {
+                PUNCTS.iter().find(|p| self.starts(p)).copied()
+            } else {
+                None
+            };
             let len = p.map(|p| p.len()).unwrap_or(1);
             self.i += len;
             self.push_src(Kind::Punct, start, self.i);
@@ -768,8 +846,16 @@ impl<'a> Lx<'a> {
         let mut lit = StrLit::default();
         let mut from = self.i;
         let n = self.b.len();
+        // every caller's delimiter is a quote (one to three bytes)
+        debug_assert!(!delim.is_empty());
+        let head = delim.as_bytes().first().copied().unwrap_or(0);
         while self.i < n {
             let ch = self.b[self.i];
+            // a plain byte: none of the checks below can hold
+            if ch < 0x80 && ch != head && !BODY_SPECIAL[ch as usize] {
+                self.i += 1;
+                continue;
+            }
             if self.starts(delim) {
                 lit.push_src(self.src, from, self.i);
                 self.i += delim.len();

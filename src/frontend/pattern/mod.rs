@@ -31,7 +31,7 @@ use crate::facts::{
 };
 use calls::{Call, Structure};
 use lexer::{Kind, Tok};
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::path::Path;
 use values::Values;
 
@@ -164,14 +164,14 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
         vals,
         has_redis,
         default_client,
-        script_at: HashMap::new(),
-        script_names: HashMap::new(),
-        script_objs: HashMap::new(),
+        script_at: HashMap::default(),
+        script_names: HashMap::default(),
+        script_objs: HashMap::default(),
         scripts: Vec::new(),
-        redis_vars: HashSet::new(),
-        atomic_vars: HashSet::new(),
-        tx_vars: HashSet::new(),
-        redis_recvs: HashSet::new(),
+        redis_vars: HashSet::default(),
+        atomic_vars: HashSet::default(),
+        tx_vars: HashSet::default(),
+        redis_recvs: HashSet::default(),
     };
     an.find_scripts();
     an.classify_bindings();
@@ -193,7 +193,8 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     let tx = an.tx_state(&all_calls);
     // project link facts need the calls that became ops; the drafts are
     // consumed below (their keys and values move into `facts.ops`)
-    let client_calls: HashSet<usize> = drafts.iter().filter_map(|(_, ci)| *ci).collect();
+    let client_calls: std::collections::HashSet<usize> =
+        drafts.iter().filter_map(|(_, ci)| *ci).collect();
     facts.ops.reserve_exact(drafts.len());
     facts.call_sites.reserve_exact(drafts.len());
     for (d, ci) in drafts {
@@ -337,8 +338,8 @@ impl<'a> Analyzer<'a> {
     fn tx_state(&self, all: &[Call]) -> TxState {
         let mut marks = Vec::new();
         let mut ranges = Vec::new();
-        let mut conditioned = HashSet::new();
-        let mut state: HashMap<u32, (bool, bool)> = HashMap::new();
+        let mut conditioned = HashSet::default();
+        let mut state: HashMap<u32, (bool, bool)> = HashMap::default();
         for c in all {
             let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
             let lname = c.name.to_ascii_lowercase();

@@ -6,7 +6,7 @@ use super::calls::Structure;
 use super::lexer::{self, Kind, StrLit, StrPart, Tok};
 use crate::facts::{KeyExpr, KeyPart, Language, ValueExpr};
 use crate::words;
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// A binding `name = expr`: the token range of `expr` in the token stream
 /// it was found in (`sub` for bindings found in a re-lexed snippet: none).
@@ -108,6 +108,17 @@ fn classify_lower(text: &str, lower: &str) -> Option<ValueExpr> {
 
 /// `this.x`, `self.x`, `$this->x`, `@x` all become `this.x`; PHP `$x` becomes `x`.
 pub fn norm_name(raw: &str) -> String {
+    // most names start with a letter other than the prefixes' `t`/`s` and
+    // end in a printable ASCII byte: nothing to trim or rewrite
+    if let (Some(&f), Some(&l)) = (raw.as_bytes().first(), raw.as_bytes().last()) {
+        if (f.is_ascii_alphanumeric() || f == b'_')
+            && f != b't'
+            && f != b's'
+            && l.is_ascii_graphic()
+        {
+            return raw.to_string();
+        }
+    }
     let s = raw.trim();
     for p in [
         "$this->", "this.", "self.", "this->", "self::", "static::", "@",
@@ -200,10 +211,10 @@ impl<'a> Values<'a> {
             lits,
             st,
             lang,
-            bindings: HashMap::new(),
-            result_values: HashMap::new(),
-            helpers: HashMap::new(),
-            locals: HashSet::new(),
+            bindings: HashMap::default(),
+            result_values: HashMap::default(),
+            helpers: HashMap::default(),
+            locals: HashSet::default(),
             resolving: std::cell::RefCell::new(Vec::new()),
         };
         v.collect_bindings();
@@ -337,6 +348,10 @@ impl<'a> Values<'a> {
                 continue;
             }
             let t = &toks[i];
+            // every test below wants an identifier or `=`/`:=`
+            if !matches!(t.kind(), Kind::Ident | Kind::Punct) {
+                continue;
+            }
             // `for x in` / `for (const x of …)` / `foreach ($xs as $x)`: the targets
             if t.is("for") || t.is("foreach") {
                 let paren = toks.get(i + 1).is_some_and(|x| x.is("("));
@@ -417,18 +432,28 @@ impl<'a> Values<'a> {
         let mut blocks: Vec<u32> = Vec::new();
         for i in 0..toks.len() {
             let t = &toks[i];
-            if t.kind() == Kind::Punct && t.is("}") {
-                blocks.pop();
+            // only punctuation opens or closes a block or binds
+            if t.kind() != Kind::Punct {
+                continue;
+            }
+            match t.text() {
+                "}" => {
+                    blocks.pop();
+                    continue;
+                }
+                "{" => {
+                    blocks.push(self.st.tok_paren[i]);
+                    continue;
+                }
+                "=" | ":=" => {}
+                _ => continue,
             }
             let block_paren = blocks.last().copied().unwrap_or(0);
-            if t.kind() == Kind::Punct && t.is("{") {
-                blocks.push(self.st.tok_paren[i]);
-            }
             if i == 0 {
                 continue;
             }
             let group = group_depth.get(i).copied().unwrap_or(0);
-            if !(t.is("=") || t.is(":=")) || self.st.tok_paren[i] != group + block_paren {
+            if self.st.tok_paren[i] != group + block_paren {
                 continue;
             }
             let n = &toks[i - 1];
@@ -487,7 +512,7 @@ impl<'a> Values<'a> {
     /// Functions whose body is one `return EXPR` (or a Ruby/Kotlin expression body).
     fn collect_helpers(&mut self) {
         let toks = self.toks;
-        let mut seen: HashMap<String, usize> = HashMap::new();
+        let mut seen: HashMap<String, usize> = HashMap::default();
         let mut found = Vec::new();
         let mut decls: Vec<usize> = self.st.decl_names.iter().copied().collect();
         decls.sort_unstable();
