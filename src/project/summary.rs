@@ -138,7 +138,24 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
         .collect();
     // Short critical section (not in SPEC yet; JUDGING.md: a few Redis round trips cannot outlive a TTL of seconds): per function and key, where the
     // section its acquires open starts (see `rules::section_start`)
-    let mut section: HashMap<(ScopeId, Vec<KeyPart>), Option<usize>> = HashMap::new();
+    // each function's acquires grouped by key once (a function with many
+    // keys must not rescan all its ops for each release: quadratic), and
+    // per group, where its section starts once asked
+    let mut group_of: HashMap<ScopeId, HashMap<&[KeyPart], usize>> = HashMap::new();
+    let mut groups: Vec<(Vec<&Op>, Option<Option<usize>>)> = Vec::new();
+    for op in &facts.ops {
+        if matches!(op.kind, OpKind::Acquire { .. }) {
+            let g = *group_of
+                .entry(op.scope)
+                .or_default()
+                .entry(op.key.parts.as_slice())
+                .or_insert_with(|| {
+                    groups.push((Vec::new(), None));
+                    groups.len() - 1
+                });
+            groups[g].0.push(op);
+        }
+    }
     let op_starts = crate::rules::op_starts(facts);
     let mut short = |op: &Op| -> bool {
         if op.kind != (OpKind::Release { checked: false }) || op.key.is_unknown() {
@@ -147,14 +164,16 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
         let Some((scope, end)) = crate::rules::section_end(facts, op) else {
             return false;
         };
-        let start = *section
-            .entry((scope, op.key.parts.clone()))
-            .or_insert_with(|| {
-                let acquires = own.get(&scope).into_iter().flatten().copied().filter(|a| {
-                    matches!(a.kind, OpKind::Acquire { .. }) && a.key.parts == op.key.parts
-                });
-                crate::rules::section_start(facts, acquires)
-            });
+        // no acquire of the key in the function: no section to start
+        let Some(&g) = group_of
+            .get(&scope)
+            .and_then(|m| m.get(op.key.parts.as_slice()))
+        else {
+            return false;
+        };
+        let (acquires, known) = &mut groups[g];
+        let start = *known
+            .get_or_insert_with(|| crate::rules::section_start(facts, acquires.iter().copied()));
         start.is_some_and(|s| {
             crate::rules::quiet_between(facts, s, end)
                 && crate::rules::redis_work_between(&op_starts, op, s, end)
