@@ -528,8 +528,12 @@ pub struct FileFacts {
     /// sorted): a call the front-end cannot show to be a Redis command, a
     /// log line or a pure computation (JS/TS: an awaited one, or a
     /// function of the file that awaits one); a loop whose every turn makes
-    /// a Redis round trip; an `await` of no call. `None` when the front-end
-    /// does not record them (nothing is then known to be quick).
+    /// a Redis round trip; an `await` of no call. Only those a rule may
+    /// read are kept: the pattern front-end records, in each function that
+    /// can hold a short critical section, the first wait after the end of
+    /// each acquire (own, or at a call the link may resolve) before the
+    /// furthest release there. `None` when the front-end does not record
+    /// them (nothing is then known to be quick).
     #[serde(default)]
     pub waits: Option<Vec<usize>>,
     /// Ops that run only when their function returns (Go `defer`), sorted

@@ -26,8 +26,15 @@ const MAX_CALL_SITES: usize = 50_000;
 const MAX_ARG_TOKENS: usize = 64;
 
 /// Fills `facts.link` from the calls of the file. `client_calls` are the
-/// indices of the calls the client tables turned into ops.
-pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts: &mut FileFacts) {
+/// indices of the calls the client tables turned into ops. Returns the
+/// scope and span of each recorded call the link may resolve (the only
+/// calls where it can instantiate ops).
+pub fn record(
+    an: &Analyzer,
+    all: &[Call],
+    client_calls: &HashSet<usize>,
+    facts: &mut FileFacts,
+) -> Vec<(u32, Span)> {
     let toks = an.toks;
     let st = an.st;
     // functions and their parameters
@@ -166,6 +173,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
     let mut name_words: HashMap<&str, (bool, bool)> = HashMap::new();
     // the declared types of locals, read once when an argument needs them
     let mut locals: Option<LocalTypes> = None;
+    let mut resolvable: Vec<(u32, Span)> = Vec::new();
     for (ci, c) in all.iter().enumerate() {
         if facts.link.calls.len() >= MAX_CALL_SITES {
             break;
@@ -263,6 +271,9 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
             .and_then(|_| bound.name_of(c.recv_start, c.end))
             .map(|n| an.vals.key(n, n + 1, scope))
             .filter(|k| !k.is_unknown() && !matches!(k.parts.as_slice(), [KeyPart::Var(_)]));
+        if may_resolve {
+            resolvable.push((scope, Span::new(name.start(), end)));
+        }
         facts.link.calls.push(CallSite {
             callee: name.text().to_string(),
             recv,
@@ -291,6 +302,7 @@ pub fn record(an: &Analyzer, all: &[Call], client_calls: &HashSet<usize>, facts:
             });
         }
     }
+    resolvable
 }
 
 /// Most keys recorded as returned by one function.

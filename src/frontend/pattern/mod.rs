@@ -268,12 +268,15 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     (facts.task_limits, facts.task_limit_names) = ttl::task_limits(&an);
     facts.int_consts = ttl::module_consts(&an);
     // project link facts (SPEC §2 "Project summaries")
-    link::record(&an, &all_calls, &client_calls, &mut facts);
-    let (waits, deferred) = waits::find(&an, &all_calls, &client_calls);
+    let resolvable = link::record(&an, &all_calls, &client_calls, &mut facts);
+    facts.deferred = waits::deferred(&an);
     // Ruby: a call without parentheses (`build`) reads as a name, so a
     // wait there cannot be told from a variable: waits unknown, never exempt
-    facts.waits = (language != Language::Ruby).then_some(waits);
-    facts.deferred = deferred;
+    facts.waits = (language != Language::Ruby).then(|| {
+        // only where a short critical section can be, acquire to release
+        let need = waits::sections(&facts.ops, &resolvable, &facts.deferred);
+        waits::find(&an, &all_calls, &client_calls, &need)
+    });
     facts
 }
 

@@ -7,7 +7,7 @@
 
 use super::calls::Call;
 use super::{values, Analyzer};
-use crate::facts::{Deferred, Language, Span};
+use crate::facts::{Deferred, Language, Op, OpKind, Span};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// How many rounds the "this file's function waits" answer may take to settle.
@@ -74,29 +74,48 @@ const NOT_CALLS: &[&str] = &[
     "delete",
 ];
 
-/// Receivers whose calls write a log line (or format text).
+/// Receivers whose calls write a log line (or format text): the last
+/// segment of `root` (case aside, leading `_` dropped).
 fn is_logger(root: &str) -> bool {
-    let r = root.trim_start_matches("this.").to_ascii_lowercase();
-    let last = r.rsplit('.').next().unwrap_or(&r).trim_start_matches('_');
-    matches!(
-        last,
-        "log"
-            | "logger"
-            | "logging"
-            | "blog"
-            | "glog"
-            | "klog"
-            | "slog"
-            | "zap"
-            | "zlog"
-            | "logrus"
-            | "console"
-            | "fmt"
-            | "logs"
-            | "log4j"
-            | "sentry"
-    ) || last.ends_with("logger")
-        || last.ends_with("_log")
+    let last = root
+        .rsplit('.')
+        .next()
+        .unwrap_or(root)
+        .trim_start_matches('_');
+    let is = |w: &str| last.eq_ignore_ascii_case(w);
+    let ends = |w: &str| {
+        last.len() >= w.len()
+            && last.as_bytes()[last.len() - w.len()..].eq_ignore_ascii_case(w.as_bytes())
+    };
+    [
+        "log", "logger", "logging", "blog", "glog", "klog", "slog", "zap", "zlog", "logrus",
+        "console", "fmt", "logs", "log4j", "sentry",
+    ]
+    .iter()
+    .any(|w| is(w))
+        || ends("logger")
+        || ends("_log")
+}
+
+/// Some segment of the receiver holds a word every logger name holds
+/// ([`is_logger`]), case aside: without one, no root built from those
+/// segments is a logger.
+fn may_be_logger(recv: &[std::borrow::Cow<str>]) -> bool {
+    recv.iter().any(|seg| {
+        let b = seg.as_bytes();
+        (0..b.len()).any(|i| {
+            let rest = &b[i..];
+            let at = |w: &[u8]| rest.len() >= w.len() && rest[..w.len()].eq_ignore_ascii_case(w);
+            match b[i] | 0x20 {
+                b'l' => at(b"log"),
+                b'z' => at(b"zap"),
+                b'c' => at(b"console"),
+                b'f' => at(b"fmt"),
+                b's' => at(b"sentry"),
+                _ => false,
+            }
+        })
+    })
 }
 
 /// A call of the standard library that computes without waiting, by the
@@ -234,29 +253,143 @@ fn pure_call(lang: Language, first: &str, name: &str) -> bool {
     }
 }
 
-/// The waits (byte offsets, sorted) and deferred ops of one file. `client`
-/// holds the indices of the calls that are Redis commands.
+/// Each scope's token range `(first, last)`, by scope id (`None`: a scope
+/// without tokens); a nested function lies inside its parent's.
+fn scope_ranges(an: &Analyzer) -> Vec<Option<(usize, usize)>> {
+    let mut out: Vec<Option<(usize, usize)>> = vec![None; an.st.scopes.len()];
+    for (i, &s) in an.st.tok_scope.iter().enumerate() {
+        let s = s as usize;
+        if s >= out.len() {
+            out.resize(s + 1, None);
+        }
+        match &mut out[s] {
+            Some(r) => r.1 = i,
+            slot => *slot = Some((i, i)),
+        }
+    }
+    out
+}
+
+/// Where a short critical section may start and end in one function.
+#[derive(Debug, Default)]
+pub struct Section {
+    /// Where the acquires of the function end (byte offsets, sorted): a
+    /// section starts at one of them.
+    pub starts: Vec<usize>,
+    /// The furthest a section of the function may end (a byte offset).
+    pub end: usize,
+}
+
+/// The sections whose waits a rule may read. A short critical section
+/// (`rules::short_critical_section`, `project::summary`) runs in one
+/// function, from the end of an acquire of that function to a release
+/// that closes it there (or, deferred, to the end of that function:
+/// `Deferred::runs_at`), and asks only whether some wait stands between
+/// the two: the first wait after each acquire's end says it. An acquire or
+/// a release is one of the function's own ops, or one the link
+/// instantiates at a call it may resolve (`resolvable`: the scope and span
+/// of each such call; its ops take the call's scope and span).
+pub fn sections(ops: &[Op], resolvable: &[(u32, Span)], deferred: &[Deferred]) -> Vec<Section> {
+    // where a release of `scope` at `at` closes its section (`rules::section_end`)
+    let section_end = |scope: u32, at: usize, start: usize| -> (u32, usize) {
+        match deferred
+            .iter()
+            .find(|d| d.span.start <= at && at < d.span.end)
+        {
+            Some(d) => (d.scope, d.runs_at),
+            None => (scope, start),
+        }
+    };
+    let mut by_scope: HashMap<u32, Section> = HashMap::default();
+    for o in ops {
+        match o.kind {
+            OpKind::Acquire { .. } => by_scope.entry(o.scope).or_default().starts.push(o.span.end),
+            OpKind::Release { .. } => {
+                let (s, end) = section_end(o.scope, o.name_span.start, o.span.start);
+                let e = by_scope.entry(s).or_default();
+                e.end = e.end.max(end);
+            }
+            _ => {}
+        }
+    }
+    for &(scope, span) in resolvable {
+        by_scope.entry(scope).or_default().starts.push(span.end);
+        let (s, end) = section_end(scope, span.start, span.start);
+        let e = by_scope.entry(s).or_default();
+        e.end = e.end.max(end);
+    }
+    let mut out: Vec<Section> = by_scope
+        .into_values()
+        .filter_map(|mut e| {
+            e.starts.sort_unstable();
+            e.starts.dedup();
+            // a section starts before it ends
+            e.starts.retain(|&s| s < e.end);
+            (!e.starts.is_empty()).then_some(e)
+        })
+        .collect();
+    out.sort_unstable_by_key(|e| (e.starts[0], e.end));
+    out
+}
+
+/// The token intervals `spans` and those of the scopes marked in
+/// `needed`, sorted and merged.
+fn intervals(
+    spans: &[(usize, usize)],
+    ranges: &[Option<(usize, usize)>],
+    needed: &[bool],
+) -> Vec<(usize, usize)> {
+    let mut v: Vec<(usize, usize)> = needed
+        .iter()
+        .enumerate()
+        .filter(|&(_, &n)| n)
+        .filter_map(|(s, _)| ranges.get(s).copied().flatten())
+        .chain(spans.iter().copied())
+        .collect();
+    v.sort_unstable();
+    let mut out: Vec<(usize, usize)> = Vec::with_capacity(v.len());
+    for (a, b) in v {
+        match out.last_mut() {
+            Some(last) if a <= last.1 + 1 => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+/// Token `t` lies in one of the sorted, disjoint `intervals`.
+fn inside(intervals: &[(usize, usize)], t: usize) -> bool {
+    let i = intervals.partition_point(|&(a, _)| a <= t);
+    i > 0 && t <= intervals[i - 1].1
+}
+
+/// The waits of one file (byte offsets, sorted) a rule may read: for each
+/// start of each of `sections`, the first wait at or after it before the
+/// section's furthest end ([`sections`]). Where code may wait is:
+/// - a call that is not quiet ([`quiet_call`]); in JS/TS only an awaited one
+///   (or a `…Sync`/`sleep` call), and an awaited function of this file only
+///   when it sends no Redis command itself or waits: whether it waits is
+///   settled over the functions of the file awaited in those sections (and
+///   in them, in turn), every one of their waits counted;
+/// - a loop whose body makes a Redis round trip (a command not queued on a
+///   pipeline or transaction), or whose body cannot be found;
+/// - an `await` of no call (and of no Redis client).
+///
+/// `client` holds the indices of the calls that are Redis commands.
 pub fn find(
     an: &Analyzer,
     all: &[Call],
     client: &std::collections::HashSet<usize>,
-) -> (Vec<usize>, Vec<Deferred>) {
+    sections: &[Section],
+) -> Vec<usize> {
     let toks = an.toks;
     let lang = an.lang;
     let js = matches!(lang, Language::JavaScript | Language::TypeScript);
-    // each scope's token range: a nested function lies inside its parent's
-    let mut range: HashMap<u32, (usize, usize)> = HashMap::default();
-    for (i, &s) in an.st.tok_scope.iter().enumerate() {
-        let e = range.entry(s).or_insert((i, i));
-        e.1 = i;
+    if sections.is_empty() || toks.is_empty() {
+        return Vec::new();
     }
-    // a function of this file by name (all of them when a name repeats)
-    let mut by_name: HashMap<&str, Vec<u32>> = HashMap::default();
-    for (&tok, &scope) in &an.st.decl_scope {
-        if let Some(t) = toks.get(tok) {
-            by_name.entry(t.text()).or_default().push(scope);
-        }
-    }
+    // the first token at or after a byte offset
+    let tok_at = |b: usize| toks.partition_point(|t| t.start() < b);
     // receivers of the calls that build a Redis command's key: a key namespace
     let mut key_builders: HashSet<String> = HashSet::default();
     let mut spans: Vec<(usize, usize)> = client
@@ -283,27 +416,46 @@ pub fn find(
             (s, reach)
         })
         .collect();
-    for c in all {
-        let i = spans.partition_point(|&(s, _)| s <= c.name_tok);
-        if i > 0 && c.name_tok < spans[i - 1].1 {
-            if let Some(r) = an.recv_root(c) {
-                key_builders.insert(r);
+    if let (Some(&(first, _)), Some(&(_, last))) = (spans.first(), spans.last()) {
+        let lo = all.partition_point(|c| c.name_tok < first);
+        let hi = all.partition_point(|c| c.name_tok < last);
+        for c in &all[lo..hi] {
+            let i = spans.partition_point(|&(s, _)| s <= c.name_tok);
+            if i > 0 && c.name_tok < spans[i - 1].1 {
+                if let Some(r) = an.recv_root(c) {
+                    key_builders.insert(r);
+                }
             }
         }
     }
-    // the calls an `await` waits for (JS/TS, Python, C#, Kotlin): those of
-    // its operand outside the bodies of async functions written in it
-    let mut awaited: HashSet<usize> = HashSet::default();
-    let mut bare_awaits: Vec<usize> = Vec::new();
-    let call_at: HashMap<usize, usize> = all
-        .iter()
-        .enumerate()
-        .map(|(ci, c)| (c.name_tok, ci))
-        .collect();
-    for a in 0..toks.len() {
-        if !toks[a].is("await") {
-            continue;
+    // per call, once, when asked: whether it sends a Redis command, and
+    // whether it can never wait (the same in every round)
+    let mut redis_memo: Vec<u8> = vec![0; all.len()];
+    let mut is_redis = |ci: usize| -> bool {
+        if redis_memo[ci] == 0 {
+            redis_memo[ci] = if client.contains(&ci) || an.redis_receiver(&all[ci]) {
+                2
+            } else {
+                1
+            };
         }
+        redis_memo[ci] == 2
+    };
+    let mut quiet_memo: Vec<u8> = vec![0; all.len()];
+    let mut quiet = |ci: usize, is_redis: &mut dyn FnMut(usize) -> bool| -> bool {
+        if quiet_memo[ci] == 0 {
+            quiet_memo[ci] = if quiet_call(an, &all[ci], &key_builders, || is_redis(ci)) {
+                2
+            } else {
+                1
+            };
+        }
+        quiet_memo[ci] == 2
+    };
+    // the calls an `await` waits for (JS/TS, Python, C#, Kotlin): those of
+    // its operand outside the bodies of async functions written in it; an
+    // `await` of no call waits by itself
+    let scan_await = |a: usize, awaited: &mut Vec<usize>| -> bool {
         let end = values::expr_end(toks, an.st, lang, a + 1).min(toks.len());
         let mut any = false;
         let mut k = a + 1;
@@ -326,9 +478,9 @@ pub fn find(
                     }
                 }
             }
-            if let Some(&ci) = call_at.get(&k) {
+            if let Some(ci) = call_index(all, k) {
                 if !NOT_CALLS.contains(&toks[k].text()) {
-                    awaited.insert(ci);
+                    awaited.push(ci);
                     any = true;
                 }
             }
@@ -342,73 +494,9 @@ pub fn find(
                     || an.redis_vars.contains(&values::norm_name(t.text()))
                     || an.redis_recvs.contains(&values::norm_name(t.text())))
         });
-        if !any && !on_redis {
-            bare_awaits.push(a);
-        }
-    }
-    // per call, once: whether it sends a Redis command
-    let redis_call: Vec<bool> = all
-        .iter()
-        .enumerate()
-        .map(|(ci, c)| client.contains(&ci) || an.redis_receiver(c))
-        .collect();
-    let is_redis = |ci: usize, _: &Call| redis_call[ci];
-    let quiet_base = |ci: usize, c: &Call| -> Option<bool> {
-        // PHP `fn($x) => …` is an arrow function; elsewhere `fn` is a name
-        // (a Go or JS callback parameter: `fn()` runs unknown code)
-        if NOT_CALLS.contains(&c.name)
-            || (lang == Language::Php && c.name == "fn")
-            || an.st.decl_names.contains(&c.name_tok)
-        {
-            return Some(true);
-        }
-        if is_redis(ci, c) {
-            return Some(true);
-        }
-        let first = c.recv.first().map(|s| &**s).unwrap_or("");
-        let root = an.recv_root(c);
-        // `log.Info(…)`, `blog.V(4).Infof(…)`, a bare `console`-less `print`
-        if root.as_deref().is_some_and(is_logger)
-            || (!first.is_empty() && is_logger(first))
-            || (first.is_empty() && is_logger(c.name))
-        {
-            return Some(true);
-        }
-        if pure_call(lang, first, c.name) {
-            return Some(true);
-        }
-        if root.as_ref().is_some_and(|r| key_builders.contains(r)) {
-            return Some(true);
-        }
-        if c.name_tok > 0 && toks[c.name_tok - 1].is("new") && js {
-            return Some(true);
-        }
-        None
+        !any && !on_redis
     };
-    // the functions of this file that send a Redis command themselves: only
-    // those are followed through an `await` (a helper that awaits nothing
-    // we can see but sends no command is some other work, e.g. a stub)
-    let mut redis_toks: Vec<usize> = all
-        .iter()
-        .enumerate()
-        .filter(|&(ci, _)| redis_call[ci])
-        .map(|(_, c)| c.name_tok)
-        .collect();
-    redis_toks.sort_unstable();
-    let with_redis: HashSet<u32> = range
-        .iter()
-        .filter(|&(&s, &(a, b))| s != 0 && any_in(&redis_toks, a, b))
-        .map(|(&s, _)| s)
-        .collect();
-    let own_fn = |c: &Call| -> Option<&Vec<u32>> {
-        let first = c.recv.first().map(|s| &**s).unwrap_or("");
-        if !(c.recv.is_empty() || (c.recv.len() == 1 && matches!(first, "this" | "self"))) {
-            return None;
-        }
-        by_name.get(c.name)
-    };
-    // loops whose body holds a Redis round trip (a command not queued on a
-    // pipeline or transaction)
+    // loops whose body holds a Redis round trip
     let mut trips: Vec<usize> = client
         .iter()
         .filter_map(|&ci| all.get(ci))
@@ -421,78 +509,259 @@ pub fn find(
         .map(|c| c.name_tok)
         .collect();
     trips.sort_unstable();
-    let mut loop_waits: Vec<usize> = Vec::new();
-    for (k, t) in toks.iter().enumerate() {
+    let loop_waits = |k: usize| -> bool {
+        let t = &toks[k];
         if !t.is_ident() || !matches!(t.text(), "for" | "while" | "foreach" | "until" | "loop") {
-            continue;
+            return false;
         }
         if t.text() == "loop" && lang != Language::Ruby {
-            continue;
+            return false;
         }
-        let Some((bs, be)) = loop_body(an, k) else {
-            loop_waits.push(k);
-            continue;
-        };
-        if be > bs + 1 && any_in(&trips, bs + 1, be - 1) {
-            loop_waits.push(k);
+        match loop_body(an, k) {
+            None => true,
+            Some((bs, be)) => be > bs + 1 && any_in(&trips, bs + 1, be - 1),
+        }
+    };
+    // JS/TS: every `await` (what each waits for; those of no call), and the
+    // functions of this file by name
+    let mut awaited: Vec<usize> = Vec::new();
+    let mut bare_awaits: Vec<usize> = Vec::new();
+    let mut by_name: HashMap<&str, Vec<u32>> = HashMap::default();
+    if js {
+        for (a, t) in toks.iter().enumerate() {
+            if t.is("await") && scan_await(a, &mut awaited) {
+                bare_awaits.push(a);
+            }
+        }
+        awaited.sort_unstable();
+        awaited.dedup();
+        for (&tok, &scope) in &an.st.decl_scope {
+            if let Some(t) = toks.get(tok) {
+                by_name.entry(t.text()).or_default().push(scope);
+            }
         }
     }
-    // per call, once: a call that can never wait (the same in every round)
-    let quiet: Vec<bool> = all
-        .iter()
-        .enumerate()
-        .map(|(ci, c)| quiet_base(ci, c) == Some(true))
-        .collect();
-    // settle which functions of the file wait (optimistic start)
+    let own_fn = |c: &Call| -> Option<&Vec<u32>> {
+        let first = c.recv.first().map(|s| &**s).unwrap_or("");
+        if !(c.recv.is_empty() || (c.recv.len() == 1 && matches!(first, "this" | "self"))) {
+            return None;
+        }
+        by_name.get(c.name)
+    };
+    // JS/TS: settle which awaited functions of this file wait (optimistic
+    // start): those awaited in the sections, those awaited in them, …
     let mut waiting: HashSet<u32> = HashSet::default();
-    let mut sites: Vec<usize> = Vec::new();
-    for round in 0..=MAX_ROUNDS {
-        sites.clear();
-        sites.extend(loop_waits.iter().copied());
-        sites.extend(bare_awaits.iter().copied());
-        for (ci, c) in all.iter().enumerate() {
-            if quiet[ci] {
-                continue;
+    let mut with_redis: HashSet<u32> = HashSet::default();
+    if js && !awaited.is_empty() {
+        let ranges = &scope_ranges(an);
+        let section_toks: Vec<(usize, usize)> = sections
+            .iter()
+            .filter_map(|sec| {
+                let lo = tok_at(sec.starts[0]);
+                let hi = toks.partition_point(|t| t.start() < sec.end);
+                (lo < hi).then(|| (lo, hi - 1))
+            })
+            .collect();
+        let mut needed = vec![false; ranges.len()];
+        let mut spans = intervals(&section_toks, ranges, &needed);
+        loop {
+            let mut grew = false;
+            for &ci in &awaited {
+                if !inside(&spans, all[ci].name_tok) || quiet(ci, &mut is_redis) {
+                    continue;
+                }
+                for &s in own_fn(&all[ci]).into_iter().flatten() {
+                    if let Some(n) = needed.get_mut(s as usize) {
+                        if !*n && s != 0 && ranges[s as usize].is_some() {
+                            *n = true;
+                            grew = true;
+                        }
+                    }
+                }
             }
-            let name = c.name;
-            // JS/TS: a synchronous call cannot wait for I/O; an awaited
-            // one waits unless it is a function of this file that waits
-            // for nothing but Redis. Elsewhere any other call may block.
-            let wait = if !js {
-                true
-            } else if awaited.contains(&ci) {
-                !own_fn(c).is_some_and(|ss| {
-                    ss.iter()
-                        .all(|s| with_redis.contains(s) && !waiting.contains(s))
-                })
-            } else {
-                name.ends_with("Sync") || name.eq_ignore_ascii_case("sleep")
-            };
-            if wait {
-                sites.push(c.name_tok);
+            if !grew {
+                break;
             }
+            spans = intervals(&section_toks, ranges, &needed);
         }
-        sites.sort_unstable();
-        let mut now: HashSet<u32> = HashSet::default();
-        for (&s, &(a, b)) in &range {
-            if s != 0 && any_in(&sites, a, b) {
-                now.insert(s);
+        // those functions, whole: their calls, loops and bare awaits
+        let scopes: Vec<(u32, usize, usize)> = needed
+            .iter()
+            .enumerate()
+            .filter(|&(_, &n)| n)
+            .filter_map(|(s, _)| ranges[s].map(|(a, b)| (s as u32, a, b)))
+            .collect();
+        let whole = intervals(&[], ranges, &needed);
+        let mut calls: Vec<usize> = Vec::new();
+        let mut fixed: Vec<usize> = Vec::new();
+        for &(a, b) in &whole {
+            let lo = all.partition_point(|c| c.name_tok < a);
+            let hi = all.partition_point(|c| c.name_tok <= b);
+            calls.extend((lo..hi).filter(|&ci| !quiet(ci, &mut is_redis)));
+            fixed.extend((a..=b).filter(|&k| loop_waits(k)));
+        }
+        fixed.extend(bare_awaits.iter().copied().filter(|&a| inside(&whole, a)));
+        let redis_toks: Vec<usize> = whole
+            .iter()
+            .flat_map(|&(a, b)| {
+                let lo = all.partition_point(|c| c.name_tok < a);
+                let hi = all.partition_point(|c| c.name_tok <= b);
+                lo..hi
+            })
+            .filter(|&ci| is_redis(ci))
+            .map(|ci| all[ci].name_tok)
+            .collect();
+        with_redis = scopes
+            .iter()
+            .filter(|&&(_, a, b)| any_in(&redis_toks, a, b))
+            .map(|&(s, _, _)| s)
+            .collect();
+        let mut sites: Vec<usize> = Vec::new();
+        for round in 0..=MAX_ROUNDS {
+            sites.clear();
+            sites.extend(fixed.iter().copied());
+            for &ci in &calls {
+                if js_call_waits(&all[ci], &awaited, ci, &own_fn, &with_redis, &waiting) {
+                    sites.push(all[ci].name_tok);
+                }
             }
-        }
-        if now == waiting {
-            break;
-        }
-        if round == MAX_ROUNDS {
-            // not settled: every function of the file waits
-            waiting = range.keys().copied().collect();
-        } else {
+            sites.sort_unstable();
+            let now: HashSet<u32> = scopes
+                .iter()
+                .filter(|&&(_, a, b)| any_in(&sites, a, b))
+                .map(|&(s, _, _)| s)
+                .collect();
+            // settled, or not after the last round: the sites of that
+            // round stand, with the waiting functions it started from
+            if now == waiting || round == MAX_ROUNDS {
+                break;
+            }
             waiting = now;
         }
     }
-    let mut out: Vec<usize> = sites.iter().map(|&t| toks[t].start()).collect();
+    // the first wait at or after each start of each section
+    let mut out: Vec<usize> = Vec::new();
+    for sec in sections {
+        let bound = toks.partition_point(|t| t.start() < sec.end);
+        let mut found: Option<usize> = None;
+        for (i, &s) in sec.starts.iter().enumerate() {
+            if found.is_some_and(|f| toks[f].start() >= s) {
+                continue;
+            }
+            // none after an earlier start: none after this one
+            if i > 0 && found.is_none() {
+                break;
+            }
+            found = None;
+            let from = tok_at(s);
+            let mut ci = all.partition_point(|c| c.name_tok < from);
+            for (k, tok) in toks.iter().enumerate().take(bound).skip(from) {
+                let call = (all.get(ci).is_some_and(|c| c.name_tok == k)).then(|| {
+                    ci += 1;
+                    ci - 1
+                });
+                let site = loop_waits(k)
+                    || if js {
+                        bare_awaits.binary_search(&k).is_ok()
+                    } else {
+                        tok.is("await") && scan_await(k, &mut Vec::new())
+                    }
+                    || call.is_some_and(|ci| {
+                        !quiet(ci, &mut is_redis)
+                            && (!js
+                                || js_call_waits(
+                                    &all[ci],
+                                    &awaited,
+                                    ci,
+                                    &own_fn,
+                                    &with_redis,
+                                    &waiting,
+                                ))
+                    });
+                if site {
+                    found = Some(k);
+                    out.push(tok.start());
+                    break;
+                }
+            }
+        }
+    }
     out.sort_unstable();
     out.dedup();
-    (out, deferred(an, &range))
+    out
+}
+
+/// JS/TS: a call that is not quiet waits when it is awaited, unless it is
+/// a function of this file that waits for nothing but Redis (it sends a
+/// Redis command itself and is not `waiting`), or when it is a `…Sync` or
+/// `sleep` call (a synchronous call cannot wait for I/O otherwise).
+fn js_call_waits<'f>(
+    c: &Call,
+    awaited: &[usize],
+    ci: usize,
+    own_fn: &impl Fn(&Call) -> Option<&'f Vec<u32>>,
+    with_redis: &HashSet<u32>,
+    waiting: &HashSet<u32>,
+) -> bool {
+    if awaited.binary_search(&ci).is_ok() {
+        !own_fn(c).is_some_and(|ss| {
+            ss.iter()
+                .all(|s| with_redis.contains(s) && !waiting.contains(s))
+        })
+    } else {
+        c.name.ends_with("Sync") || c.name.eq_ignore_ascii_case("sleep")
+    }
+}
+
+/// The call whose name is token `k`, by index into `all` (sorted by name token).
+fn call_index(all: &[Call], k: usize) -> Option<usize> {
+    let i = all.partition_point(|c| c.name_tok < k);
+    all.get(i).filter(|c| c.name_tok == k).map(|_| i)
+}
+
+/// A call that can never wait: a declaration or keyword, a Redis command
+/// (`is_redis`, asked last: the dearest), a log line, a standard pure
+/// computation, a method of an object the file builds Redis keys with, a
+/// JS/TS constructor.
+fn quiet_call(
+    an: &Analyzer,
+    c: &Call,
+    key_builders: &HashSet<String>,
+    is_redis: impl FnOnce() -> bool,
+) -> bool {
+    let lang = an.lang;
+    // PHP `fn($x) => …` is an arrow function; elsewhere `fn` is a name
+    // (a Go or JS callback parameter: `fn()` runs unknown code)
+    if NOT_CALLS.contains(&c.name)
+        || (lang == Language::Php && c.name == "fn")
+        || an.st.decl_names.contains(&c.name_tok)
+    {
+        return true;
+    }
+    let first = c.recv.first().map(|s| &**s).unwrap_or("");
+    // `log.Info(…)`, `blog.V(4).Infof(…)`, a bare `console`-less `print`
+    if (!first.is_empty() && is_logger(first)) || (first.is_empty() && is_logger(c.name)) {
+        return true;
+    }
+    if pure_call(lang, first, c.name) {
+        return true;
+    }
+    let js = matches!(lang, Language::JavaScript | Language::TypeScript);
+    if c.name_tok > 0 && an.toks[c.name_tok - 1].is("new") && js {
+        return true;
+    }
+    // the receiver's root (`this.logger`, a key builder) only when it may
+    // be one of those: building it costs a few allocations
+    if !c.recv.is_empty() && (!key_builders.is_empty() || may_be_logger(c.recv)) {
+        let root = an.recv_root(c);
+        if root
+            .as_deref()
+            .is_some_and(|r| is_logger(r) || key_builders.contains(r))
+        {
+            return true;
+        }
+    }
+    is_redis()
 }
 
 /// Some token of `sorted` lies in `a..=b`.
@@ -574,18 +843,21 @@ fn indent(src: &str, pos: usize) -> usize {
 
 /// Go `defer` statements: what they defer runs when their function returns,
 /// at the end of its body.
-fn deferred(an: &Analyzer, range: &HashMap<u32, (usize, usize)>) -> Vec<Deferred> {
+pub fn deferred(an: &Analyzer) -> Vec<Deferred> {
     let toks = an.toks;
     let mut out = Vec::new();
     if an.lang != Language::Go {
         return out;
     }
+    // each scope's range, worked out at the first `defer`
+    let mut ranges: Option<Vec<Option<(usize, usize)>>> = None;
     for k in 0..toks.len() {
         if !toks[k].is("defer") {
             continue;
         }
+        let ranges = ranges.get_or_insert_with(|| scope_ranges(an));
         let scope = an.st.tok_scope.get(k).copied().unwrap_or(0);
-        let Some(&(_, last)) = range.get(&scope) else {
+        let Some((_, last)) = ranges.get(scope as usize).copied().flatten() else {
             continue;
         };
         if scope == 0 {
