@@ -1083,6 +1083,9 @@ fn read_callers(
         read.iter().map(|f| (&f.facts, f.call_names())),
         &std::collections::BTreeSet::new(),
     );
+    if chain.len() > crate::project::limits::MAX_CHAIN {
+        chain.clear();
+    }
     names.extend(chain.iter().filter(|n| !known.contains(*n)).cloned());
     let mut left: Vec<(&Entry, Option<&[u32]>)> =
         rejected.iter().map(|(e, w)| (*e, w.as_deref())).collect();
@@ -1125,6 +1128,9 @@ fn read_callers(
             found.iter().map(|f| (&f.facts, f.call_names())),
             &chain,
         );
+        if chain.len() > crate::project::limits::MAX_CHAIN {
+            chain.clear();
+        }
         names.extend(chain.iter().filter(|n| !known.contains(*n)).cloned());
         out.extend(found);
         left = still;

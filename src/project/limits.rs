@@ -21,6 +21,14 @@ use std::collections::{BTreeSet, HashMap};
 /// Most calls of one name weighed for a function's callers' limits.
 const MAX_CALLERS: usize = 64;
 
+/// Most names the chase for callers' limits follows at once
+/// (`engine::read_callers`): past it the callers fan out (`setup`,
+/// `install`, `handle` in a large project or vendored code) and the chase
+/// stops, since reading every file that calls such a name costs seconds and
+/// hundreds of megabytes for a limit that every one of those callers would
+/// have to share.
+pub const MAX_CHAIN: usize = MAX_CALLERS;
+
 /// The names of the functions whose callers' limits this pass weighs, for
 /// the files the Redis prefilter rejected that call them to be read too
 /// (`engine::read_callers`; a task that only calls a lock function has no
@@ -33,6 +41,14 @@ pub fn caller_names<'a>(
 ) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for (f, packed) in files {
+        // only Python (a Celery task's `time_limit`) and JavaScript or
+        // TypeScript (a route's `maxDuration`) give a run a limit, and the
+        // link joins calls within one language family: elsewhere no caller
+        // can have one, and chasing callers there made a large project read
+        // thousands of files for nothing
+        if !has_limits(f.language) {
+            continue;
+        }
         let has_limit = |s: ScopeId| {
             own_limit(f, s).is_some() || f.task_limit_names.iter().any(|(t, _)| *t == s)
         };
@@ -66,6 +82,16 @@ pub fn caller_names<'a>(
         }
     }
     out
+}
+
+/// The languages whose front-end reads a run limit (`FileFacts::task_limits`,
+/// `FileFacts::run_limit_secs`).
+fn has_limits(language: crate::facts::Language) -> bool {
+    use crate::facts::Language;
+    matches!(
+        language,
+        Language::Python | Language::JavaScript | Language::TypeScript
+    )
 }
 
 /// Fills in the TTLs and task limits of `files` that only the project knows.
