@@ -1195,20 +1195,9 @@ fn read_const_files(
     let run = || {
         left.par_iter()
             .filter_map(|e| {
-                let src = with_file_bytes(&e.path, |bytes, _| {
-                    (memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_none()
-                        && defines(bytes))
-                    .then(|| decode_text(bytes))
+                read_rejected(e, settings, |bytes, _, text| {
+                    (text && defines(bytes)).then_some(None)
                 })
-                .ok()??;
-                let facts = parse(e, &src, settings, None);
-                Some(Phase1::new(
-                    e.display.clone(),
-                    e.path.clone(),
-                    src,
-                    true,
-                    facts,
-                ))
             })
             .collect::<Vec<_>>()
     };
@@ -1245,19 +1234,34 @@ fn read_if_calls(
             return None;
         }
     }
-    let (src, store) = with_file_bytes(&entry.path, |bytes, meta| {
-        let calls = memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_none()
-            && scan.calls_any(bytes);
-        let stat = Stat::of(meta);
+    read_rejected(entry, settings, |bytes, meta, text| {
+        let calls = text && scan.calls_any(bytes);
         if let (Some(c), Some(key)) = (cache, key.as_deref()) {
             c.put_scan(key, scan.names_hash, calls);
         }
-        calls.then(|| (decode_text(bytes), (stat, cache::hash(bytes))))
+        calls.then(|| {
+            cache
+                .zip(key.as_deref())
+                .map(|(c, k)| (c, k, Stat::of(meta), cache::hash(bytes)))
+        })
+    })
+}
+
+/// Reads a file the Redis prefilter rejected, in full, and runs phase one
+/// on it when `wanted` — given its bytes, their metadata and whether they
+/// are text (no NUL in the first bytes) — says so; `wanted` also gives the
+/// cache entry the facts are stored under, if any.
+fn read_rejected<'c>(
+    entry: &Entry,
+    settings: &Settings,
+    wanted: impl FnOnce(&[u8], &std::fs::Metadata, bool) -> Option<Store<'c>>,
+) -> Option<Phase1> {
+    let (src, store) = with_file_bytes(&entry.path, |bytes, meta| {
+        let text = memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_none();
+        let store = wanted(bytes, meta, text)?;
+        Some((decode_text(bytes), store))
     })
     .ok()??;
-    let store = cache
-        .zip(key.as_deref())
-        .map(|(c, k)| (c, k, store.0, store.1));
     let facts = parse(entry, &src, settings, store);
     Some(Phase1::new(
         entry.display.clone(),
