@@ -77,8 +77,8 @@ impl Rule for UnconditionalRelease {
             // A lock that can never expire cannot change hands while held:
             // LL004/LL003 speak for it (SPEC §2 expirable lock).
             // A release at the end of a critical section made only of Redis
-            // commands, under a TTL of a second or more, is one too (SPEC §2
-            // "Short critical section").
+            // commands, under a TTL of a second or more, is one too (not in
+            // SPEC yet: JUDGING.md, the work cannot outlive the TTL).
             if cx.once_only_marker(op)
                 || cx.behind_validity_guard(op)
                 || cx.short_critical_section(op)

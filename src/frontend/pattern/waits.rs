@@ -243,7 +243,16 @@ fn pure_call(lang: Language, first: &str, name: &str) -> bool {
                     | "String"
                     | "Number"
                     | "Boolean"
-            )
+                    | "startsWith"
+                    | "endsWith"
+                    | "indexOf"
+                    | "lastIndexOf"
+                    | "toLowerCase"
+                    | "toUpperCase"
+                    | "padStart"
+                    | "padEnd"
+                    | "trim"
+            ) || js_date_field(name)
         }
         Language::CSharp => matches!(
             first,
@@ -251,6 +260,21 @@ fn pure_call(lang: Language, first: &str, name: &str) -> bool {
         ),
         _ => false,
     }
+}
+
+/// A JS `Date` getter or setter (`getUTCDate`, `setHours`, …).
+fn js_date_field(name: &str) -> bool {
+    let Some(rest) = name
+        .strip_prefix("get")
+        .or_else(|| name.strip_prefix("set"))
+    else {
+        return false;
+    };
+    let rest = rest.strip_prefix("UTC").unwrap_or(rest);
+    matches!(
+        rest,
+        "FullYear" | "Month" | "Date" | "Day" | "Hours" | "Minutes" | "Seconds" | "Milliseconds"
+    )
 }
 
 /// Each scope's token range `(first, last)`, by scope id (`None`: a scope
@@ -367,8 +391,11 @@ fn inside(intervals: &[(usize, usize)], t: usize) -> bool {
 /// start of each of `sections`, the first wait at or after it before the
 /// section's furthest end ([`sections`]). Where code may wait is:
 /// - a call that is not quiet ([`quiet_call`]); in JS/TS only an awaited one
-///   (or a `…Sync`/`sleep` call), and an awaited function of this file only
-///   when it sends no Redis command itself or waits: whether it waits is
+///   (or a `…Sync`/`sleep` call); an awaited function of this file waits
+///   unless it is *quiet*: it waits for nothing itself and either sends a
+///   Redis command or makes no call that is not quiet — every call in it
+///   a quiet one or a call of another quiet function of this file (a pure
+///   helper that formats or parses a value). Which functions are quiet is
 ///   settled over the functions of the file awaited in those sections (and
 ///   in them, in turn), every one of their waits counted;
 /// - a loop whose body makes a Redis round trip (a command not queued on a
@@ -454,8 +481,9 @@ pub fn find(
     };
     // the calls an `await` waits for (JS/TS, Python, C#, Kotlin): those of
     // its operand outside the bodies of async functions written in it; an
-    // `await` of no call waits by itself
-    let scan_await = |a: usize, awaited: &mut Vec<usize>| -> bool {
+    // `await` of no call waits by itself, unless it is of a Redis client
+    // (then it is put in `on_client`)
+    let scan_await = |a: usize, awaited: &mut Vec<usize>, on_client: &mut Vec<usize>| -> bool {
         let end = values::expr_end(toks, an.st, lang, a + 1).min(toks.len());
         let mut any = false;
         let mut k = a + 1;
@@ -494,6 +522,9 @@ pub fn find(
                     || an.redis_vars.contains(&values::norm_name(t.text()))
                     || an.redis_recvs.contains(&values::norm_name(t.text())))
         });
+        if !any && on_redis {
+            on_client.push(a);
+        }
         !any && !on_redis
     };
     // loops whose body holds a Redis round trip
@@ -526,10 +557,12 @@ pub fn find(
     // functions of this file by name
     let mut awaited: Vec<usize> = Vec::new();
     let mut bare_awaits: Vec<usize> = Vec::new();
+    // awaits of a Redis command the call reader did not take for a call
+    let mut client_awaits: Vec<usize> = Vec::new();
     let mut by_name: HashMap<&str, Vec<u32>> = HashMap::default();
     if js {
         for (a, t) in toks.iter().enumerate() {
-            if t.is("await") && scan_await(a, &mut awaited) {
+            if t.is("await") && scan_await(a, &mut awaited, &mut client_awaits) {
                 bare_awaits.push(a);
             }
         }
@@ -550,8 +583,7 @@ pub fn find(
     };
     // JS/TS: settle which awaited functions of this file wait (optimistic
     // start): those awaited in the sections, those awaited in them, …
-    let mut waiting: HashSet<u32> = HashSet::default();
-    let mut with_redis: HashSet<u32> = HashSet::default();
+    let mut ok: HashSet<u32> = HashSet::default();
     if js && !awaited.is_empty() {
         let ranges = &scope_ranges(an);
         let section_toks: Vec<(usize, usize)> = sections
@@ -562,27 +594,42 @@ pub fn find(
                 (lo < hi).then(|| (lo, hi - 1))
             })
             .collect();
+        // the functions of this file awaited in the sections, and every
+        // function of this file those call in turn (awaited or not: a
+        // helper is quiet only while all it calls is), each once
         let mut needed = vec![false; ranges.len()];
-        let mut spans = intervals(&section_toks, ranges, &needed);
-        loop {
-            let mut grew = false;
-            for &ci in &awaited {
-                if !inside(&spans, all[ci].name_tok) || quiet(ci, &mut is_redis) {
-                    continue;
-                }
-                for &s in own_fn(&all[ci]).into_iter().flatten() {
-                    if let Some(n) = needed.get_mut(s as usize) {
-                        if !*n && s != 0 && ranges[s as usize].is_some() {
-                            *n = true;
-                            grew = true;
-                        }
+        let spans = intervals(&section_toks, ranges, &needed);
+        let mut work: Vec<u32> = Vec::new();
+        let mark = |ss: &[u32], needed: &mut Vec<bool>, work: &mut Vec<u32>| {
+            for &s in ss {
+                if let Some(n) = needed.get_mut(s as usize) {
+                    if !*n && s != 0 && ranges[s as usize].is_some() {
+                        *n = true;
+                        work.push(s);
                     }
                 }
             }
-            if !grew {
-                break;
+        };
+        for &ci in &awaited {
+            if inside(&spans, all[ci].name_tok) && !quiet(ci, &mut is_redis) {
+                if let Some(ss) = own_fn(&all[ci]) {
+                    mark(ss, &mut needed, &mut work);
+                }
             }
-            spans = intervals(&section_toks, ranges, &needed);
+        }
+        while let Some(s) = work.pop() {
+            let Some((a, b)) = ranges[s as usize] else {
+                continue;
+            };
+            let lo = all.partition_point(|c| c.name_tok < a);
+            let hi = all.partition_point(|c| c.name_tok <= b);
+            for ci in lo..hi {
+                if let Some(ss) = own_fn(&all[ci]) {
+                    if !quiet(ci, &mut is_redis) {
+                        mark(ss, &mut needed, &mut work);
+                    }
+                }
+            }
         }
         // those functions, whole: their calls, loops and bare awaits
         let scopes: Vec<(u32, usize, usize)> = needed
@@ -601,7 +648,7 @@ pub fn find(
             fixed.extend((a..=b).filter(|&k| loop_waits(k)));
         }
         fixed.extend(bare_awaits.iter().copied().filter(|&a| inside(&whole, a)));
-        let redis_toks: Vec<usize> = whole
+        let mut redis_toks: Vec<usize> = whole
             .iter()
             .flat_map(|&(a, b)| {
                 let lo = all.partition_point(|c| c.name_tok < a);
@@ -610,10 +657,32 @@ pub fn find(
             })
             .filter(|&ci| is_redis(ci))
             .map(|ci| all[ci].name_tok)
+            .chain(client_awaits.iter().copied())
             .collect();
-        with_redis = scopes
+        redis_toks.sort_unstable();
+        let with_redis: HashSet<u32> = scopes
             .iter()
             .filter(|&&(_, a, b)| any_in(&redis_toks, a, b))
+            .map(|&(s, _, _)| s)
+            .collect();
+        // the calls in those functions that are not quiet: of another
+        // object or module (foreign: the function is no pure helper), or
+        // of a function of this file (pure only while that one is quiet)
+        let mut foreign: Vec<usize> = Vec::new();
+        let mut own_calls: Vec<(usize, &Vec<u32>)> = Vec::new();
+        for &ci in &calls {
+            match own_fn(&all[ci]) {
+                Some(ss) => own_calls.push((all[ci].name_tok, ss)),
+                None => foreign.push(all[ci].name_tok),
+            }
+        }
+        foreign.sort_unstable();
+        own_calls.sort_unstable_by_key(|&(t, _)| t);
+        let in_scopes: HashSet<u32> = scopes.iter().map(|&(s, _, _)| s).collect();
+        // quiet unless shown otherwise (optimistic start)
+        ok = scopes
+            .iter()
+            .filter(|&&(s, a, b)| with_redis.contains(&s) || !any_in(&foreign, a, b))
             .map(|&(s, _, _)| s)
             .collect();
         let mut sites: Vec<usize> = Vec::new();
@@ -621,22 +690,37 @@ pub fn find(
             sites.clear();
             sites.extend(fixed.iter().copied());
             for &ci in &calls {
-                if js_call_waits(&all[ci], &awaited, ci, &own_fn, &with_redis, &waiting) {
+                if js_call_waits(&all[ci], &awaited, ci, &own_fn, &ok) {
                     sites.push(all[ci].name_tok);
                 }
             }
             sites.sort_unstable();
             let now: HashSet<u32> = scopes
                 .iter()
-                .filter(|&&(_, a, b)| any_in(&sites, a, b))
+                .filter(|&&(s, a, b)| {
+                    if any_in(&sites, a, b) {
+                        return false;
+                    }
+                    if with_redis.contains(&s) {
+                        return true;
+                    }
+                    let lo = own_calls.partition_point(|&(t, _)| t < a);
+                    !any_in(&foreign, a, b)
+                        && own_calls[lo..]
+                            .iter()
+                            .take_while(|&&(t, _)| t <= b)
+                            .all(|(_, ss)| {
+                                ss.iter().all(|c| in_scopes.contains(c) && ok.contains(c))
+                            })
+                })
                 .map(|&(s, _, _)| s)
                 .collect();
             // settled, or not after the last round: the sites of that
-            // round stand, with the waiting functions it started from
-            if now == waiting || round == MAX_ROUNDS {
+            // round stand, with the quiet functions it started from
+            if now == ok || round == MAX_ROUNDS {
                 break;
             }
-            waiting = now;
+            ok = now;
         }
     }
     // the first wait at or after each start of each section
@@ -664,19 +748,11 @@ pub fn find(
                     || if js {
                         bare_awaits.binary_search(&k).is_ok()
                     } else {
-                        tok.is("await") && scan_await(k, &mut Vec::new())
+                        tok.is("await") && scan_await(k, &mut Vec::new(), &mut Vec::new())
                     }
                     || call.is_some_and(|ci| {
                         !quiet(ci, &mut is_redis)
-                            && (!js
-                                || js_call_waits(
-                                    &all[ci],
-                                    &awaited,
-                                    ci,
-                                    &own_fn,
-                                    &with_redis,
-                                    &waiting,
-                                ))
+                            && (!js || js_call_waits(&all[ci], &awaited, ci, &own_fn, &ok))
                     });
                 if site {
                     found = Some(k);
@@ -692,22 +768,18 @@ pub fn find(
 }
 
 /// JS/TS: a call that is not quiet waits when it is awaited, unless it is
-/// a function of this file that waits for nothing but Redis (it sends a
-/// Redis command itself and is not `waiting`), or when it is a `…Sync` or
-/// `sleep` call (a synchronous call cannot wait for I/O otherwise).
+/// a function of this file that is quiet (`ok`: it waits for nothing but
+/// Redis, or for nothing at all), or when it is a `…Sync` or `sleep` call
+/// (a synchronous call cannot wait for I/O otherwise).
 fn js_call_waits<'f>(
     c: &Call,
     awaited: &[usize],
     ci: usize,
     own_fn: &impl Fn(&Call) -> Option<&'f Vec<u32>>,
-    with_redis: &HashSet<u32>,
-    waiting: &HashSet<u32>,
+    ok: &HashSet<u32>,
 ) -> bool {
     if awaited.binary_search(&ci).is_ok() {
-        !own_fn(c).is_some_and(|ss| {
-            ss.iter()
-                .all(|s| with_redis.contains(s) && !waiting.contains(s))
-        })
+        !own_fn(c).is_some_and(|ss| ss.iter().all(|s| ok.contains(s)))
     } else {
         c.name.ends_with("Sync") || c.name.eq_ignore_ascii_case("sleep")
     }
