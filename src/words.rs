@@ -247,40 +247,189 @@ pub(crate) fn with_ascii_lower<R>(text: &str, f: impl FnOnce(&str) -> R) -> R {
     f(&text.to_ascii_lowercase())
 }
 
+/// Every word the value tables ([`classify_value_words`],
+/// [`is_serialised_data`] and the pattern front-end's `values::classify`)
+/// look for anywhere in a lower-cased text. [`Needles::of`] finds which of
+/// them a text holds in one pass, instead of one substring search per word
+/// (an argument can be a whole callback of a minified bundle).
+const VALUE_NEEDLES: &[&str] = &[
+    // unique values
+    "uuid",
+    "guid",
+    "nanoid",
+    "ulid",
+    "cuid",
+    "ksuid",
+    "xid",
+    "snowflake",
+    "random_uuid",
+    "randomuuid",
+    "token_hex",
+    "token_urlsafe",
+    "token_bytes",
+    "urandom",
+    "randombytes",
+    "random_bytes",
+    "securerandom",
+    "fill_bytes",
+    "thread_rng().gen",
+    "rand::random",
+    "getrandomvalues",
+    "newguid",
+    "str::random",
+    "bin2hex",
+    "randomnumbergenerator",
+    "crypto/rand",
+    // weak values
+    "threadid",
+    "get_ident",
+    "gettid",
+    "process::id",
+    "process.pid",
+    "host_name",
+    "hostaddress",
+    "localip",
+    "local_ip",
+    "remote_addr",
+    "currenttimemillis",
+    "nanotime",
+    "unixnano",
+    "unix_epoch",
+    "microtime",
+    "math.random",
+    "incrementandget",
+    "fetch_add",
+    "machinename",
+    "getlocalhost",
+    "os.hostname",
+    "gethostname",
+    "processid",
+    "getpid",
+    "mypid",
+    "$$",
+    "managedthreadid",
+    "goid",
+    "ticks",
+    "datetime",
+    "date.now",
+    "new date(",
+    "time.time",
+    // serialised data
+    "json.dumps(",
+    "json.stringify(",
+    "json_encode(",
+    "serialize(",
+    "pickle.dumps(",
+    "marshal(",
+    "writevalueasstring(",
+    "tojson(",
+    "tojsonstring(",
+    "msgpack.",
+    "to_json",
+];
+
+/// The index of `word` in [`VALUE_NEEDLES`] (at compile time: a word not
+/// in the table does not build).
+pub(crate) const fn needle(word: &str) -> usize {
+    let w = word.as_bytes();
+    let mut i = 0;
+    while i < VALUE_NEEDLES.len() {
+        let n = VALUE_NEEDLES[i].as_bytes();
+        if n.len() == w.len() {
+            let mut k = 0;
+            while k < n.len() && n[k] == w[k] {
+                k += 1;
+            }
+            if k == n.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("not a word of VALUE_NEEDLES")
+}
+
+/// `lower.contains(word)` for a word of [`VALUE_NEEDLES`], from the
+/// [`Needles`] of `lower`.
+macro_rules! holds {
+    ($needles:expr, $word:literal) => {
+        $needles.has(const { $crate::words::needle($word) })
+    };
+}
+pub(crate) use holds;
+
+/// Which words of [`VALUE_NEEDLES`] a lower-cased text holds, one bit each.
+#[derive(Clone, Copy)]
+pub(crate) struct Needles(u128);
+
+impl Needles {
+    pub(crate) fn of(lower: &str) -> Needles {
+        use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+        static AC: std::sync::OnceLock<AhoCorasick> = std::sync::OnceLock::new();
+        let ac = AC.get_or_init(|| {
+            AhoCorasick::builder()
+                .match_kind(MatchKind::Standard)
+                .kind(Some(AhoCorasickKind::DFA))
+                .build(VALUE_NEEDLES)
+                .expect("static word list builds")
+        });
+        const _: () = assert!(VALUE_NEEDLES.len() <= 128);
+        let mut bits = 0u128;
+        for m in ac.find_overlapping_iter(lower) {
+            bits |= 1 << m.pattern().as_usize();
+        }
+        Needles(bits)
+    }
+
+    #[inline]
+    pub(crate) fn has(self, index: usize) -> bool {
+        self.0 >> index & 1 != 0
+    }
+}
+
 /// [`classify_value_words`] with `lower` = `text` ASCII lower-cased.
 pub(crate) fn classify_value_words_lower(text: &str, lower: &str) -> Option<ValueExpr> {
+    classify_value_words_found(text, lower, Needles::of(lower))
+}
+
+/// [`classify_value_words_lower`] with the [`Needles`] of `lower` known.
+pub(crate) fn classify_value_words_found(
+    text: &str,
+    lower: &str,
+    found: Needles,
+) -> Option<ValueExpr> {
     // which of the words are word parts (one bit each), without a
     // `String` per part
     let mut seen = 0u32;
     split_parts(text, |part| seen |= value_part_bit(part));
     let has = |w: &str| seen & value_part_bit(w) != 0;
-    const UNIQUE: &[&str] = &[
-        "uuid",
-        "guid",
-        "nanoid",
-        "ulid",
-        "cuid",
-        "ksuid",
-        "xid",
-        "snowflake",
+    const UNIQUE_FOUND: [usize; 8] = [
+        needle("uuid"),
+        needle("guid"),
+        needle("nanoid"),
+        needle("ulid"),
+        needle("cuid"),
+        needle("ksuid"),
+        needle("xid"),
+        needle("snowflake"),
     ];
-    if UNIQUE.iter().any(|w| lower.contains(w))
-        || lower.contains("random_uuid")
-        || lower.contains("randomuuid")
-        || lower.contains("token_hex")
-        || lower.contains("token_urlsafe")
-        || lower.contains("token_bytes")
-        || lower.contains("urandom")
-        || lower.contains("randombytes")
-        || lower.contains("random_bytes")
-        || lower.contains("securerandom")
-        || lower.contains("fill_bytes")
-        || lower.contains("thread_rng().gen")
-        || lower.contains("rand::random")
-        || lower.contains("getrandomvalues")
-        || lower.contains("newguid")
-        || lower.contains("str::random")
-        || lower.contains("bin2hex")
+    if UNIQUE_FOUND.iter().any(|&i| found.has(i))
+        || holds!(found, "random_uuid")
+        || holds!(found, "randomuuid")
+        || holds!(found, "token_hex")
+        || holds!(found, "token_urlsafe")
+        || holds!(found, "token_bytes")
+        || holds!(found, "urandom")
+        || holds!(found, "randombytes")
+        || holds!(found, "random_bytes")
+        || holds!(found, "securerandom")
+        || holds!(found, "fill_bytes")
+        || holds!(found, "thread_rng().gen")
+        || holds!(found, "rand::random")
+        || holds!(found, "getrandomvalues")
+        || holds!(found, "newguid")
+        || holds!(found, "str::random")
+        || holds!(found, "bin2hex")
     {
         return Some(ValueExpr::Unique);
     }
@@ -288,29 +437,28 @@ pub(crate) fn classify_value_words_lower(text: &str, lower: &str) -> Option<Valu
     // a few digits) makes the whole value unique, whatever else it holds
     // (`${pid}-${Date.now()}-${Math.random()}`); SPEC §2 weak token is a
     // random number *formatted to a few digits*
-    if full_width_random(lower) {
+    if holds!(found, "math.random") && full_width_random(lower) {
         return Some(ValueExpr::Unique);
     }
     if has("thread") && (has("id") || has("current") || has("ident") || has("name"))
-        || lower.contains("threadid")
-        || lower.contains("get_ident")
-        || lower.contains("gettid")
+        || holds!(found, "threadid")
+        || holds!(found, "get_ident")
+        || holds!(found, "gettid")
     {
         return Some(ValueExpr::Weak("a thread id".into()));
     }
-    if has("pid") || has("getpid") || lower.contains("process::id") || lower.contains("process.pid")
-    {
+    if has("pid") || has("getpid") || holds!(found, "process::id") || holds!(found, "process.pid") {
         return Some(ValueExpr::Weak("a process id".into()));
     }
-    if has("hostname") || has("gethostname") || lower.contains("host_name") {
+    if has("hostname") || has("gethostname") || holds!(found, "host_name") {
         return Some(ValueExpr::Weak("a host name".into()));
     }
     if has("ip")
         || has("ipv4")
-        || lower.contains("hostaddress")
-        || lower.contains("localip")
-        || lower.contains("local_ip")
-        || lower.contains("remote_addr")
+        || holds!(found, "hostaddress")
+        || holds!(found, "localip")
+        || holds!(found, "local_ip")
+        || holds!(found, "remote_addr")
     {
         return Some(ValueExpr::Weak("a node IP address".into()));
     }
@@ -319,11 +467,11 @@ pub(crate) fn classify_value_words_lower(text: &str, lower: &str) -> Option<Valu
         || has("millis")
         || has("nanos")
         || has("timestamp")
-        || lower.contains("currenttimemillis")
-        || lower.contains("nanotime")
-        || lower.contains("unixnano")
-        || lower.contains("unix_epoch")
-        || lower.contains("microtime")
+        || holds!(found, "currenttimemillis")
+        || holds!(found, "nanotime")
+        || holds!(found, "unixnano")
+        || holds!(found, "unix_epoch")
+        || holds!(found, "microtime")
     {
         return Some(ValueExpr::Weak("the current time".into()));
     }
@@ -332,13 +480,13 @@ pub(crate) fn classify_value_words_lower(text: &str, lower: &str) -> Option<Valu
     if has("expire") || has("expires") || has("expiry") || has("expiration") || has("deadline") {
         return Some(ValueExpr::Weak("the expiry time".into()));
     }
-    if lower.contains("math.random") || has("rand") || has("mt_rand") || has("randint") {
+    if holds!(found, "math.random") || has("rand") || has("mt_rand") || has("randint") {
         return Some(ValueExpr::Weak("a small random number".into()));
     }
     if has("counter")
         || has("increment_and_get")
-        || lower.contains("incrementandget")
-        || lower.contains("fetch_add")
+        || holds!(found, "incrementandget")
+        || holds!(found, "fetch_add")
     {
         return Some(ValueExpr::Weak("a process-local counter".into()));
     }
@@ -404,21 +552,22 @@ pub fn is_serialised_data(text: &str) -> bool {
 
 /// [`is_serialised_data`] of a text already ASCII lower-cased.
 pub(crate) fn is_serialised_data_lower(lower: &str) -> bool {
-    [
-        "json.dumps(",
-        "json.stringify(",
-        "json_encode(",
-        "serialize(",
-        "pickle.dumps(",
-        "marshal(",
-        "writevalueasstring(",
-        "tojson(",
-        "tojsonstring(",
-        "msgpack.",
-        "to_json",
-    ]
-    .iter()
-    .any(|w| lower.contains(w))
+    is_serialised_data_found(Needles::of(lower))
+}
+
+/// [`is_serialised_data_lower`] from the [`Needles`] of the text.
+pub(crate) fn is_serialised_data_found(found: Needles) -> bool {
+    holds!(found, "json.dumps(")
+        || holds!(found, "json.stringify(")
+        || holds!(found, "json_encode(")
+        || holds!(found, "serialize(")
+        || holds!(found, "pickle.dumps(")
+        || holds!(found, "marshal(")
+        || holds!(found, "writevalueasstring(")
+        || holds!(found, "tojson(")
+        || holds!(found, "tojsonstring(")
+        || holds!(found, "msgpack.")
+        || holds!(found, "to_json")
 }
 
 /// A literal that is a constant lock value: any literal at all. Kept as a
@@ -627,6 +776,31 @@ impl TestPaths {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_needles_of_a_text_are_the_words_it_contains() {
+        // every needle alone, inside other text, overlapping its
+        // neighbours, and texts of pieces of several needles
+        let mut texts: Vec<String> = vec![String::new(), "x".into(), "$".into(), "$$$".into()];
+        for (i, w) in VALUE_NEEDLES.iter().enumerate() {
+            let next = VALUE_NEEDLES[(i + 1) % VALUE_NEEDLES.len()];
+            texts.push(w.to_string());
+            texts.push(format!("a{w}b"));
+            texts.push(format!("{w}{next}"));
+            texts.push(w[..w.len() - 1].to_string());
+            texts.push(format!("{}{}", &w[1..], &next[..next.len() / 2]));
+            texts.push(format!("é{w}ü"));
+        }
+        texts.push(VALUE_NEEDLES.concat());
+        texts.push("JSON.stringify(randomUUID())".to_ascii_lowercase());
+        for t in &texts {
+            let found = Needles::of(t);
+            for (i, w) in VALUE_NEEDLES.iter().enumerate() {
+                assert_eq!(found.has(i), t.contains(w), "{w:?} in {t:?}");
+            }
+        }
+        assert_eq!(needle("to_json"), VALUE_NEEDLES.len() - 1);
+    }
 
     #[test]
     fn a_full_width_random_part_makes_a_value_unique_and_a_cut_one_weak() {

@@ -5,7 +5,7 @@
 use super::calls::Structure;
 use super::lexer::{self, Kind, StrLit, StrPart, Tok};
 use crate::facts::{KeyExpr, KeyPart, Language, ValueExpr};
-use crate::words;
+use crate::words::{self, holds};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// A binding `name = expr`: the token range of `expr` in the token stream
@@ -64,46 +64,62 @@ fn classify(text: &str) -> Option<ValueExpr> {
 /// [`classify`] with `lower` = `text` ASCII lower-cased (once for all the
 /// word tables).
 fn classify_lower(text: &str, lower: &str) -> Option<ValueExpr> {
-    if lower.contains("newguid")
-        || lower.contains("securerandom")
-        || lower.contains("randomnumbergenerator")
-        || lower.contains("crypto/rand")
-        || lower.contains("randomuuid")
+    // which words of the tables the text holds, found in one pass
+    let found = words::Needles::of(lower);
+    if holds!(found, "newguid")
+        || holds!(found, "securerandom")
+        || holds!(found, "randomnumbergenerator")
+        || holds!(found, "crypto/rand")
+        || holds!(found, "randomuuid")
     {
         return Some(ValueExpr::Unique);
     }
-    if let Some(v) = words::classify_value_words_lower(text, lower) {
+    if let Some(v) = words::classify_value_words_found(text, lower, found) {
         return Some(v);
     }
-    if words::is_serialised_data_lower(lower) {
+    if words::is_serialised_data_found(found) {
         return Some(ValueExpr::Data(text.trim().to_string()));
     }
-    if lower.contains("machinename")
-        || lower.contains("getlocalhost")
-        || lower.contains("os.hostname")
-        || lower.contains("gethostname")
+    if holds!(found, "machinename")
+        || holds!(found, "getlocalhost")
+        || holds!(found, "os.hostname")
+        || holds!(found, "gethostname")
     {
         return Some(ValueExpr::Weak("a host name".into()));
     }
-    if lower.contains("processid")
-        || lower.contains("getpid")
-        || lower.contains("mypid")
-        || lower.contains("$$")
+    if holds!(found, "processid")
+        || holds!(found, "getpid")
+        || holds!(found, "mypid")
+        || holds!(found, "$$")
     {
         return Some(ValueExpr::Weak("a process id".into()));
     }
-    if lower.contains("managedthreadid") || lower.contains("goid") {
+    if holds!(found, "managedthreadid") || holds!(found, "goid") {
         return Some(ValueExpr::Weak("a thread id".into()));
     }
-    if lower.contains("ticks")
-        || lower.contains("datetime")
-        || lower.contains("date.now")
-        || lower.contains("new date(")
-        || lower.contains("time.time")
+    if holds!(found, "ticks")
+        || holds!(found, "datetime")
+        || holds!(found, "date.now")
+        || holds!(found, "new date(")
+        || holds!(found, "time.time")
     {
         return Some(ValueExpr::Weak("the current time".into()));
     }
     None
+}
+
+/// The texts of the last tokens of `toks` joined, at least four bytes of
+/// them (or all: then `true`): what `ends_with` of a word of up to four
+/// bytes reads of the whole joined text, without joining a whole callback.
+fn compact_tail(toks: &[Tok]) -> (String, bool) {
+    let mut len = 0;
+    let mut from = toks.len();
+    while from > 0 && len < 4 {
+        from -= 1;
+        len += toks[from].text().len();
+    }
+    let tail: String = toks[from..].iter().map(|t| t.text()).collect();
+    (tail, from == 0)
 }
 
 /// `this.x`, `self.x`, `$this->x`, `@x` all become `this.x`; PHP `$x` becomes `x`.
@@ -1178,12 +1194,12 @@ impl<'a> Values<'a> {
             return words::constant(self.text(s, e));
         }
         // an empty array: `new byte[0]`, `new byte[]{}`, `[]byte{}`, `[]`, `b''`
-        let compact: String = toks[s..e].iter().map(|t| t.text()).collect();
-        if (compact.ends_with("[0]")
+        let (tail, whole) = compact_tail(&toks[s..e]);
+        if (tail.ends_with("[0]")
             && toks[s].is("new")
             && toks[s..e].iter().all(|t| t.kind() != Kind::Str))
-            || (compact.ends_with("[]{}") && e - s <= 6)
-            || compact == "[]"
+            || (tail.ends_with("[]{}") && e - s <= 6)
+            || (whole && tail == "[]")
         {
             return words::constant(self.text(s, e));
         }
