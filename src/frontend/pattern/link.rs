@@ -10,10 +10,8 @@ use crate::facts::{
     ArgBranch, CallArg, CallFailOpen, CallSite, FileFacts, FnSig, KeyExpr, KeyPart, Op, OpKind,
     OpValueSource, Span, ValueExpr,
 };
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{HashMap, HashSet};
-
-/// A function's scope, its parameter names and their declared types.
-type TypedFn = (u32, Vec<String>, Vec<Option<String>>);
 
 /// Most call sites recorded per file (a generated file is cut here).
 const MAX_CALL_SITES: usize = 50_000;
@@ -37,14 +35,10 @@ pub fn record(
 ) -> Vec<(u32, Span)> {
     let toks = an.toks;
     let st = an.st;
-    // functions and their parameters
-    let mut params_of: HashMap<u32, Vec<String>> = HashMap::new();
     // per function, its defaulted parameters and their defaults
     let mut defaults: HashMap<u32, Vec<(String, paths::Default)>> = HashMap::new();
     let mut decls: Vec<(usize, u32)> = st.decl_scope.iter().map(|(&n, &s)| (n, s)).collect();
     decls.sort_unstable();
-    // each typed function's parameters with their declared types
-    let mut typed_fns: Vec<TypedFn> = Vec::new();
     for (n, scope) in decls {
         let parens = an
             .vals
@@ -54,11 +48,10 @@ pub fn record(
         let list = parens
             .map(|(open, close)| an.vals.param_list(open, close))
             .unwrap_or_default();
-        let params: Vec<String> = list.iter().map(|(p, _)| p.clone()).collect();
         let optional = parens
             .map(|(open, close)| an.vals.defaulted_params(open, close))
             .unwrap_or(0)
-            .min(params.len());
+            .min(list.len());
         let with: Vec<(String, paths::Default)> = list
             .iter()
             .filter_map(|(p, d)| Some((p.clone(), (*d)?)))
@@ -71,7 +64,7 @@ pub fn record(
             .filter(|(_, d)| matches!(d, Some(paths::Default::Null | paths::Default::False)))
             .map(|(p, _)| p.clone())
             .collect();
-        params_of.entry(scope).or_insert_with(|| params.clone());
+        let params: Vec<String> = list.into_iter().map(|(p, _)| p).collect();
         let param_types = match parens {
             Some((open, close)) if typed(an.lang) => {
                 let t = param_types(an, open, close);
@@ -84,9 +77,6 @@ pub fn record(
             }
             _ => Vec::new(),
         };
-        if !param_types.is_empty() {
-            typed_fns.push((scope, params.clone(), param_types.clone()));
-        }
         facts.link.functions.push(crate::facts::FnSig {
             scope,
             params,
@@ -103,9 +93,12 @@ pub fn record(
             .map(|(scope, span, param)| ArgBranch { scope, span, param })
             .collect();
     }
-    facts.link.functions.sort_by_key(|f: &FnSig| f.scope);
-    facts.link.functions.dedup_by_key(|f| f.scope);
-    returned_keys(an, &mut facts.link.functions);
+    // (sorted by scope and deduplicated at the end; until then each
+    // function's first declaration gives its parameters)
+    let mut params_of: FxHashMap<u32, usize> = FxHashMap::default();
+    for (i, f) in facts.link.functions.iter().enumerate() {
+        params_of.entry(f.scope).or_insert(i);
+    }
 
     // the value variable of each op: a bare parameter argument of its call
     // that is not part of the key
@@ -113,7 +106,10 @@ pub fn record(
         if !matches!(op.value, Some(crate::facts::ValueExpr::Unknown)) {
             continue;
         }
-        let Some(params) = params_of.get(&op.scope) else {
+        let Some(params) = params_of
+            .get(&op.scope)
+            .map(|&i| &facts.link.functions[i].params)
+        else {
             continue;
         };
         // the call whose name starts where the op's does (calls are sorted
@@ -163,17 +159,34 @@ pub fn record(
     // function's owner (`project::link::resolve`, `project::calls::Reach`).
     // A call that fits none of these is only a name and a place to the
     // project pass (`failure`), so its arguments are not worked out.
-    let own_fns: HashSet<&str> = st
+    let own_fns: FxHashSet<&str> = st
         .scopes
         .iter()
         .filter(|s| !s.is_test && !s.name.is_empty())
         .map(|s| s.name.as_str())
         .collect();
     // per name: (reads like an acquire, says Redis)
-    let mut name_words: HashMap<&str, (bool, bool)> = HashMap::new();
-    // the declared types of locals, read once when an argument needs them
+    let mut name_words: FxHashMap<&str, (bool, bool)> = FxHashMap::default();
+    // per one-segment receiver text: its normalised name, and whether it
+    // may name an owner
+    let mut recv_words: FxHashMap<&str, (String, bool)> = FxHashMap::default();
+    // the declared types of locals, read once when an argument needs them,
+    // and only for the names a one-identifier argument has
     let mut locals: Option<LocalTypes> = None;
+    let asked = || -> FxHashSet<String> {
+        let texts: FxHashSet<&str> = all
+            .iter()
+            .flat_map(|c| c.args)
+            .filter(|a| a.end == a.start + 1 && toks[a.start].kind() == Kind::Ident)
+            .map(|a| toks[a.start].text())
+            .collect();
+        texts.into_iter().map(values::norm_name).collect()
+    };
     let mut resolvable: Vec<(u32, Span)> = Vec::new();
+    // per (scope, identifier): a one-identifier expression's key, and as an
+    // argument its value and type (the same local passed to many calls)
+    let mut ident_keys: IdentKeys = FxHashMap::default();
+    let mut ident_args: FxHashMap<(u32, &str), (ValueExpr, Option<String>)> = FxHashMap::default();
     for (ci, c) in all.iter().enumerate() {
         if facts.link.calls.len() >= MAX_CALL_SITES {
             break;
@@ -193,10 +206,28 @@ pub fn record(
         let own_recv = an.lang == crate::facts::Language::Go
             && c.recv.len() == 1
             && st.receivers.get(&scope).map(|r| r.as_str()) == c.recv.first().map(|r| &**r);
-        let recv = if own_recv {
-            Some("this".to_string())
+        // the receiver, and whether it may name the callee's owner
+        let owner_word = |r: &str| crate::project::link::receiver_word_len(r) >= 3;
+        let (recv, owner_recv) = if own_recv {
+            (Some("this".to_string()), owner_word("this"))
         } else {
-            (!c.recv.is_empty()).then(|| values::norm_name(&c.recv.join(".")))
+            match c.recv {
+                [] => (None, false),
+                // (once per receiver text, and no joined copy)
+                [one] => {
+                    let (r, w) = recv_words.entry(&**one).or_insert_with(|| {
+                        let r = values::norm_name(one);
+                        let w = owner_word(&r);
+                        (r, w)
+                    });
+                    (Some(r.clone()), *w)
+                }
+                _ => {
+                    let r = values::norm_name(&c.recv.join("."));
+                    let w = owner_word(&r);
+                    (Some(r), w)
+                }
+            }
         };
         let (acquire_fn, redis_name) = *name_words.entry(name.text()).or_insert_with(|| {
             (
@@ -204,17 +235,39 @@ pub fn record(
                 crate::project::link::says_redis(name.text()),
             )
         });
-        let may_resolve = redis_name
-            || own_fns.contains(name.text())
-            || recv
-                .as_deref()
-                .is_some_and(|r| crate::project::link::receiver_word(r).len() >= 3);
+        let may_resolve = redis_name || own_fns.contains(name.text()) || owner_recv;
         // a slice of exactly the call's arguments (or none): collected at
         // their exact count, not from a filter's growing room
         let resolved_args = if may_resolve { c.args } else { &[] };
         let args = resolved_args
             .iter()
             .map(|a| {
+                // one identifier: its key, value and type depend only on its
+                // text and the scope (the same local passed to many calls)
+                if a.end == a.start + 1 && toks[a.start].kind() == Kind::Ident {
+                    let text = toks[a.start].text();
+                    let (value, ty) = ident_args
+                        .entry((scope, text))
+                        .or_insert_with(|| {
+                            let ty = if typed(an.lang) {
+                                let l = locals.get_or_insert_with(|| {
+                                    LocalTypes::new(an, &facts.link.functions, &asked())
+                                });
+                                arg_type(an, l, scope, a.start, a.end)
+                            } else {
+                                None
+                            };
+                            (an.vals.value(a.start, a.end, scope), ty)
+                        })
+                        .clone();
+                    return CallArg {
+                        key: ident_key(an, &mut ident_keys, a.start, scope),
+                        value,
+                        name: bare_name(an, a.start, a.end),
+                        keyword: a.name.map(values::norm_name),
+                        ty,
+                    };
+                }
                 let short = a.end.saturating_sub(a.start) <= MAX_ARG_TOKENS;
                 CallArg {
                     key: if short {
@@ -230,7 +283,9 @@ pub fn record(
                     name: bare_name(an, a.start, a.end),
                     keyword: a.name.map(values::norm_name),
                     ty: if typed(an.lang) && short {
-                        let l = locals.get_or_insert_with(|| LocalTypes::new(an, &typed_fns));
+                        let l = locals.get_or_insert_with(|| {
+                            LocalTypes::new(an, &facts.link.functions, &asked())
+                        });
                         arg_type(an, l, scope, a.start, a.end)
                     } else {
                         None
@@ -286,6 +341,21 @@ pub fn record(
             result_key,
         });
     }
+    // the keys functions return, for the functions whose summary can be
+    // asked for them: those with an acquire of their own or a call the link
+    // may resolve (`project::summary::summarise` reads `returns` only
+    // against such an acquire's key)
+    let mut needed: FxHashSet<u32> = resolvable.iter().map(|&(s, _)| s).collect();
+    needed.extend(
+        facts
+            .ops
+            .iter()
+            .filter(|o| matches!(o.kind, OpKind::Acquire { .. }))
+            .map(|o| o.scope),
+    );
+    facts.link.functions.sort_by_key(|f: &FnSig| f.scope);
+    facts.link.functions.dedup_by_key(|f| f.scope);
+    returned_keys(an, &mut facts.link.functions, &needed, &mut ident_keys);
     // the LL008 shapes around those calls, by the same finder as for client
     // acquires (the link decides whether the callee returns an acquire's result)
     for f in failopen::find(an, all, &acquire_like) {
@@ -313,14 +383,23 @@ const MAX_RETURNS: usize = 8;
 /// : null`, `lock_key if ok else None`, `$key ?? null`), normalised as keys.
 /// Whether one of them is the key the function locked is the link's
 /// question; a piece that is no key (`null`, a flag) normalises to nothing.
-fn returned_keys(an: &Analyzer, functions: &mut [FnSig]) {
+fn returned_keys<'a>(
+    an: &Analyzer<'a>,
+    functions: &mut [FnSig],
+    needed: &FxHashSet<u32>,
+    ident_keys: &mut IdentKeys<'a>,
+) {
     let toks = an.toks;
     let st = an.st;
-    let slot: HashMap<u32, usize> = functions
+    let slot: FxHashMap<u32, usize> = functions
         .iter()
         .enumerate()
+        .filter(|(_, f)| needed.contains(&f.scope))
         .map(|(i, f)| (f.scope, i))
         .collect();
+    if slot.is_empty() {
+        return;
+    }
     for (i, t) in toks.iter().enumerate() {
         if !(t.is_ident() && t.is("return")) {
             continue;
@@ -363,12 +442,28 @@ fn returned_keys(an: &Analyzer, functions: &mut [FnSig]) {
             if e <= s || functions[fi].returns.len() >= MAX_RETURNS {
                 continue;
             }
-            let key = an.vals.key(s, e, scope);
+            let key = if e == s + 1 && toks[s].kind() == Kind::Ident {
+                ident_key(an, ident_keys, s, scope)
+            } else {
+                an.vals.key(s, e, scope)
+            };
             if !key.is_unknown() && !functions[fi].returns.contains(&key) {
                 functions[fi].returns.push(key);
             }
         }
     }
+}
+
+/// Keys of one-identifier expressions by (scope, identifier text).
+type IdentKeys<'a> = FxHashMap<(u32, &'a str), KeyExpr>;
+
+/// The key of the one-identifier expression at token `at` in `scope`
+/// ([`values::Values::key`] of it, which depends only on its text and the
+/// scope), worked out once per file.
+fn ident_key<'a>(an: &Analyzer<'a>, keys: &mut IdentKeys<'a>, at: usize, scope: u32) -> KeyExpr {
+    keys.entry((scope, an.toks[at].text()))
+        .or_insert_with(|| an.vals.key(at, at + 1, scope))
+        .clone()
 }
 
 /// The right-hand sides of the bindings (`k = f(…)`) of at most
@@ -642,20 +737,23 @@ fn param_types(an: &Analyzer, open: usize, close: usize) -> Vec<Option<String>> 
 /// be an alias of a text (`type Key = string`): only `new T(…)` and the
 /// three built-in words count there.
 pub(super) struct LocalTypes {
-    map: HashMap<(u32, String), Option<String>>,
+    map: FxHashMap<(u32, String), Option<String>>,
 }
 
 impl LocalTypes {
-    pub(super) fn new(an: &Analyzer, fns: &[TypedFn]) -> Self {
+    /// The types of the names in `asked` (normalised names; no other name
+    /// is looked up), from the parameters of the typed functions among
+    /// `fns` and the declarations of the file.
+    pub(super) fn new(an: &Analyzer, fns: &[FnSig], asked: &FxHashSet<String>) -> Self {
         use crate::facts::Language as L;
         let toks = an.toks;
         let st = an.st;
-        let mut map: HashMap<(u32, String), Option<String>> = HashMap::new();
+        let mut map: FxHashMap<(u32, String), Option<String>> = FxHashMap::default();
         let ts = an.lang == L::TypeScript;
         let keep = |w: Option<String>, from_new: bool| {
             w.filter(|w| from_new || !ts || matches!(w.as_str(), "string" | "number" | "bool"))
         };
-        let put = |map: &mut HashMap<(u32, String), Option<String>>, k: (u32, String), v| {
+        let put = |map: &mut FxHashMap<(u32, String), Option<String>>, k: (u32, String), v| {
             // a name declared twice with different types in one scope: unknown
             match map.get(&k) {
                 Some(old) if *old != v => {
@@ -667,9 +765,11 @@ impl LocalTypes {
                 }
             }
         };
-        for (scope, names, types) in fns {
-            for (n, t) in names.iter().zip(types) {
-                put(&mut map, (*scope, n.clone()), keep(t.clone(), false));
+        for f in fns.iter().filter(|f| !f.param_types.is_empty()) {
+            for (n, t) in f.params.iter().zip(&f.param_types) {
+                if asked.contains(n) {
+                    put(&mut map, (f.scope, n.clone()), keep(t.clone(), false));
+                }
             }
         }
         for i in 1..toks.len() {
@@ -683,8 +783,9 @@ impl LocalTypes {
             }
             let next = toks.get(i + 1);
             let prev = &toks[i - 1];
-            // worked out only for a declaration (one allocation)
-            let name = || values::norm_name(t.text());
+            // worked out only for a declaration (one allocation); `None` for
+            // a name no argument has
+            let name = || Some(values::norm_name(t.text())).filter(|n| asked.contains(n));
             match an.lang {
                 L::Java | L::CSharp => {
                     // `Type name =` / `Type name;` (a statement's start before the type)
@@ -704,7 +805,9 @@ impl LocalTypes {
                     } else {
                         type_of_tokens(&toks[i - 1..i]).map(|w| (w, false))
                     };
-                    put(&mut map, (scope, name()), ty.map(|(w, _)| w));
+                    if let Some(n) = name() {
+                        put(&mut map, (scope, n), ty.map(|(w, _)| w));
+                    }
                 }
                 L::Kotlin | L::TypeScript => {
                     if !matches!(prev.text(), "val" | "var" | "let" | "const") {
@@ -724,7 +827,9 @@ impl LocalTypes {
                         Some(e) if e.is("=") => keep(new_type(an, i + 2), true),
                         _ => continue,
                     };
-                    put(&mut map, (scope, name()), ty);
+                    if let Some(n) = name() {
+                        put(&mut map, (scope, n), ty);
+                    }
                 }
                 L::Go => {
                     let ty = if prev.is("var") {
@@ -741,7 +846,9 @@ impl LocalTypes {
                     } else {
                         continue;
                     };
-                    put(&mut map, (scope, name()), ty);
+                    if let Some(n) = name() {
+                        put(&mut map, (scope, n), ty);
+                    }
                 }
                 _ => {}
             }
