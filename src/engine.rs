@@ -116,7 +116,7 @@ fn findings_for(
     plain_writes: &[Vec<Option<String>>],
     held_scopes: &[(crate::facts::ScopeId, bool)],
     settings: &Settings,
-) -> (Vec<Finding>, Verdicts) {
+) -> (Vec<Finding>, Verdicts, Vec<(usize, &'static str)>) {
     // Every rule reads the file's ops, scripts or fail-open sites
     // (`rules::run_all`): a file with none of them (most files a full scan
     // parses) has no finding but an unused suppression, without the
@@ -125,6 +125,7 @@ fn findings_for(
         return (
             filter::suppress::apply(display_path, src, facts.language, Vec::new(), settings),
             Verdicts::new(),
+            Vec::new(),
         );
     }
     let file_name = Path::new(display_path)
@@ -156,6 +157,12 @@ fn findings_for(
     let mut norm_texts: Vec<String> = Vec::new();
     let mut prefixes: HashMap<(&str, usize), sha2::Sha256> = HashMap::new();
     let mut seen_fp: HashMap<(&str, usize), usize> = HashMap::new();
+    // where the findings of a function's own flow start (`Diagnostic::own_flow`)
+    let own_flow: Vec<(usize, &'static str)> = diags
+        .iter()
+        .filter(|(_, d)| d.own_flow)
+        .map(|(meta, d)| (d.span.start, meta.code))
+        .collect();
     for (meta, d) in diags {
         let fix = fixer
             .fix_for(meta.code, &cx, &d, src)
@@ -220,6 +227,7 @@ fn findings_for(
     (
         filter::suppress::apply(display_path, src, facts.language, out, settings),
         verdicts,
+        own_flow,
     )
 }
 
@@ -825,11 +833,11 @@ fn link_and_check_all(
             .zip(roots.par_iter())
             .map(|(((f, view), n), root)| {
                 if !n || !load(f) {
-                    return (Vec::new(), Vec::new());
+                    return (Vec::new(), Vec::new(), Vec::new());
                 }
                 let linked = view.rule_facts(&f.facts);
                 let facts = linked.as_ref().unwrap_or(&f.facts);
-                let (found, verdicts) = findings_for(
+                let (found, verdicts, own_flow) = findings_for(
                     &f.display,
                     &f.src,
                     facts,
@@ -842,12 +850,18 @@ fn link_and_check_all(
                     f.src = String::new();
                     f.loaded = false;
                 }
-                (found, verdicts)
+                (found, verdicts, own_flow)
             })
             .collect::<Vec<_>>()
     };
-    let (mut found, verdicts): (Vec<Vec<Finding>>, Vec<Verdicts>) =
-        in_pool(threads, run).into_iter().unzip();
+    let mut found: Vec<Vec<Finding>> = Vec::new();
+    let mut verdicts: Vec<Verdicts> = Vec::new();
+    let mut own_flow: Vec<Vec<(usize, &str)>> = Vec::new();
+    for (f, v, o) in in_pool(threads, run) {
+        found.push(f);
+        verdicts.push(v);
+        own_flow.push(o);
+    }
     // (file, byte offset) of the ops whose lock the rules of their file
     // found cannot expire (SPEC §2 Expirable lock), and of those counted
     // expirable only because nothing there showed how the key is taken
@@ -889,17 +903,22 @@ fn link_and_check_all(
         // type takes its locks without a TTL), the call site has nothing
         // to add.
         let needs_expiry = |code: &str| matches!(code, "LL001" | "LL002" | "LL005");
+        // A finding of the call site's own flow (a release deferred before
+        // the acquire's result is tested) is another defect than the
+        // wrapper's, with its fix at the call site: it stays.
+        let own = &own_flow[i];
         fs.retain(|f| {
-            by_call.get(&f.span.start).is_none_or(|insts| {
-                !insts.iter().any(|inst| {
-                    inst.chain.iter().any(|r| {
-                        at.contains(&(r.file, r.at, f.code))
-                            || (needs_expiry(f.code)
-                                && unknown.contains(&(i, f.span.start))
-                                && never.contains(&(r.file, r.at)))
+            own.contains(&(f.span.start, f.code))
+                || by_call.get(&f.span.start).is_none_or(|insts| {
+                    !insts.iter().any(|inst| {
+                        inst.chain.iter().any(|r| {
+                            at.contains(&(r.file, r.at, f.code))
+                                || (needs_expiry(f.code)
+                                    && unknown.contains(&(i, f.span.start))
+                                    && never.contains(&(r.file, r.at)))
+                        })
                     })
                 })
-            })
         });
         for f in fs.iter_mut() {
             let Some((inst, r)) = by_call

@@ -540,6 +540,13 @@ pub struct FileFacts {
     /// by `span`.
     #[serde(default)]
     pub deferred: Vec<Deferred>,
+    /// Calls whose result is tested for failure only after a `defer` that
+    /// follows them (`ok, err := Lock(k)` … `defer Unlock(k)` … `if !ok {
+    /// return }`): the deferred code runs also where the call failed. As
+    /// (the `Deferred::span` start, the call's method-name start); the
+    /// call may be a client command or a project function.
+    #[serde(default)]
+    pub late_result_tests: Vec<(usize, usize)>,
     /// The task limits written as a constant of another module
     /// (`time_limit=settings.TASK_TIME_LIMIT`), as (scope, the constant's
     /// last name): the project resolves them (`project::limits`).
@@ -599,6 +606,7 @@ impl FileFacts {
             task_limits: Vec::new(),
             waits: None,
             deferred: Vec::new(),
+            late_result_tests: Vec::new(),
             task_limit_names: Vec::new(),
             int_consts: Vec::new(),
         }

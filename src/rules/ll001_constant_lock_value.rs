@@ -49,6 +49,7 @@ impl Rule for ConstantLockValue {
                 _ => "extended",
             };
             out.push(Diagnostic {
+                own_flow: false,
                 span: Context::call_span(op),
                 message: format!(
                     "lock `{}` is acquired with the constant value {v}: every holder writes the same value, so the release cannot check who owns the lock",

@@ -79,9 +79,14 @@ impl Rule for UnconditionalRelease {
             // A release at the end of a critical section made only of Redis
             // commands, under a TTL of a second or more, is one too (not in
             // SPEC yet: JUDGING.md, the work cannot outlive the TTL).
+            // A release deferred before the acquire's result is tested runs
+            // also where the acquire failed: it deletes the lock of the
+            // process that got it however short the section is (the short
+            // critical section speaks of a holder outliving its lease).
+            let early = cx.released_before_take_test(op);
             if cx.once_only_marker(op)
                 || cx.behind_validity_guard(op)
-                || cx.short_critical_section(op)
+                || (early.is_none() && cx.short_critical_section(op))
                 || !cx.expirable(op)
             {
                 continue;
@@ -89,8 +94,30 @@ impl Rule for UnconditionalRelease {
             if get_before(cx, op) || is_rollback(cx, op) {
                 continue;
             }
+            if let Some(acquire) = early {
+                out.push(Diagnostic {
+                    own_flow: true,
+                    span: Context::call_span(op),
+                    message: format!(
+                        "lock `{}` is released by code deferred before the acquire's result is tested: it runs also when this process did not get the lock, and then deletes the lock of the process that did",
+                        op.key.display()
+                    ),
+                    label: "runs even when the lock was not taken".into(),
+                    help: format!(
+                        "register the release only after the acquire succeeded (after the `if` that returns when it failed), and release only while the key still holds your token:\n{}",
+                        advice::release(op.client, cx.target)
+                    ),
+                    note: Some(advice::LEASE_NOTE.into()),
+                    labels: vec![(
+                        Context::call_span(acquire),
+                        "the lock is taken here; its result is tested only after the release was deferred".to_string(),
+                    )],
+                });
+                continue;
+            }
             let acquire = cx.acquire_of(op);
             out.push(Diagnostic {
+                own_flow: false,
                 span: Context::call_span(op),
                 message: format!(
                     "lock `{}` is released without checking that this process still owns it: if the TTL ran out and another process took the lock, this deletes theirs",

@@ -83,6 +83,7 @@ impl Rule for SetnxThenExpire {
                 )
             };
             out.push(Diagnostic {
+                own_flow: false,
                 span: Context::call_span(op),
                 message,
                 label,

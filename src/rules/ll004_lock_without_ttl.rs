@@ -41,6 +41,7 @@ impl Rule for LockWithoutTtl {
                 continue;
             }
             out.push(Diagnostic {
+                own_flow: false,
                 span: Context::call_span(op),
                 message: format!(
                     "lock `{}` is acquired without a TTL: if the holder crashes before releasing it, no one can ever take it again",

@@ -35,6 +35,7 @@ impl Rule for CheckThenDelete {
             }
             let get = cx.nearest_before(op, &OpKind::Get);
             out.push(Diagnostic {
+                own_flow: false,
                 span: Context::call_span(op),
                 message: format!(
                     "lock `{}` is released by reading it, comparing in the client and deleting it in a second command: the lock can expire and be taken by another process between the GET and the DEL",

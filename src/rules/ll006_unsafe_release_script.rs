@@ -108,6 +108,7 @@ impl Rule for UnsafeReleaseScript {
                 let end = script.to_source(call.span.end.max(call.span.start));
                 let extend = call.command != "del" && call.command != "unlink";
                 out.push(Diagnostic {
+                own_flow: false,
                     span: Span::new(start, end.max(start)),
                     message: if extend {
                         format!("this script extends the lock with `{}` without first comparing the stored value with the caller's token (an ARGV): it extends whoever holds the lock now", call.command)

@@ -104,6 +104,7 @@ impl Rule for UnconditionalExtend {
                 continue;
             }
             out.push(Diagnostic {
+                own_flow: false,
                 span: Context::call_span(op),
                 message: if overwrite {
                     format!("lock `{}` is overwritten with a plain SET and a TTL, without NX or an ownership check: it replaces whoever holds the lock now", op.key.display())

@@ -40,6 +40,7 @@ impl Rule for FailOpenAcquire {
                 continue;
             }
             out.push(Diagnostic {
+                own_flow: false,
                 span: f.span,
                 message: format!(
                     "a failed or empty reply from acquiring lock `{}` is treated as \"acquired\": when Redis is down or times out, every process enters the critical section",

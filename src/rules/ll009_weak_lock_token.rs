@@ -41,6 +41,7 @@ impl Rule for WeakLockToken {
                 continue;
             };
             out.push(Diagnostic {
+                own_flow: false,
                 span: Context::call_span(op),
                 message: format!(
                     "lock `{}` uses {what} as its token: it is not unique across processes and hosts, so two holders can carry the same token and release each other's lock",

@@ -85,6 +85,7 @@ impl Rule for LegacyTakeoverLock {
                 }
             };
             out.push(Diagnostic {
+                own_flow: false,
                 span: Context::call_span(op),
                 message: format!(
                     "lock `{}` uses {how}, and a holder whose lock was taken over cannot tell",

@@ -145,6 +145,7 @@ impl Rule for NonAtomicAcquire {
                 )
             };
             out.push(Diagnostic {
+                own_flow: false,
                 span: Context::call_span(op),
                 message: format!(
                     "lock `{}` is taken by {seen}, both write it, and both believe they hold the lock",

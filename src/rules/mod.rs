@@ -57,6 +57,11 @@ impl RuleMeta {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
     pub span: Span,
+    /// The defect lies in the flow of the function the finding stands in
+    /// (a release registered before the acquire's result is tested), not in
+    /// a wrapper its op came through: the engine keeps it at a call site
+    /// even where the wrapper's op carries the same rule's finding.
+    pub own_flow: bool,
     pub message: String,
     pub label: String,
     pub help: String,
@@ -1368,6 +1373,35 @@ impl<'a> Context<'a> {
     /// The op runs only while the holder's own clock says its lease is valid.
     pub fn behind_validity_guard(&self, op: &Op) -> bool {
         op_in_spans(op, &self.facts.validity_spans)
+    }
+
+    /// A release that runs when its function returns (Go `defer`),
+    /// registered after an acquire of the same key whose result the
+    /// function tests for failure only later (`FileFacts::late_result_tests`):
+    /// it runs also where that acquire failed, and then deletes the lock
+    /// of the process that got it. The acquire (own, or one a call of a
+    /// project function instantiates at that call).
+    pub fn released_before_take_test(&self, release: &Op) -> Option<&'a Op> {
+        if self.facts.late_result_tests.is_empty() || release.scope == crate::facts::FOREIGN_SCOPE {
+            return None;
+        }
+        let at = release.name_span.start;
+        let d = self
+            .facts
+            .deferred
+            .iter()
+            .find(|d| d.span.start <= at && at < d.span.end)?;
+        self.facts
+            .late_result_tests
+            .iter()
+            .filter(|&&(defer, _)| defer == d.span.start)
+            .find_map(|&(_, call)| {
+                self.earlier_same_key(release).find(|o| {
+                    matches!(o.kind, OpKind::Acquire { .. })
+                        && o.name_span.start == call
+                        && call < d.span.start
+                })
+            })
     }
 
     /// Short critical section (not in SPEC yet; JUDGING.md: a few Redis round trips cannot outlive a TTL of seconds): the release runs in the function

@@ -262,6 +262,8 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
         facts.failure_spans = paths::failure_spans(&an, &lines, &facts.ops);
         facts.validity_spans = paths::validity_spans(&an, &lines);
         facts.deliberate_spans = paths::deliberate_spans(&an, &lines);
+        facts.deferred = waits::deferred(&an);
+        facts.late_result_tests = paths::late_result_tests(&an, &lines, &facts.deferred);
     }
     facts.scripts = std::mem::take(&mut an.scripts);
     facts.run_limit_secs = ttl::run_limit(&an);
@@ -269,7 +271,6 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     facts.int_consts = ttl::module_consts(&an);
     // project link facts (SPEC §2 "Project summaries")
     let resolvable = link::record(&an, &all_calls, &client_calls, &mut facts);
-    facts.deferred = waits::deferred(&an);
     // Ruby: a call without parentheses (`build`) reads as a name, so a
     // wait there cannot be told from a variable: waits unknown, never exempt
     facts.waits = (language != Language::Ruby).then(|| {

@@ -6,7 +6,7 @@
 
 use super::lexer::{Kind, Tok};
 use super::Analyzer;
-use crate::facts::{Language, Op, OpKind, Span};
+use crate::facts::{Deferred, Language, Op, OpKind, Span};
 use crate::words;
 
 /// Methods whose callback runs only when the chain failed.
@@ -223,6 +223,80 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
         e += 1;
     }
     span_of(toks, after, e)
+}
+
+/// Calls whose result a `defer` of the same function follows before any
+/// test of it, and that a later `if` tests for failure (`!ok`, `ok ==
+/// false`): `ok, err := s.Lock(k, ttl)` … `defer s.Unlock(k)` … `if !ok {
+/// return }`. The deferred code was registered while the call's failure
+/// was still possible, so it runs on that failure too. As (the defer's
+/// start, the call's method-name start). Only the first `if` after each
+/// defer that tests a variable bound to a call counts, within
+/// `REST_WINDOW` tokens; the binding must be the variable's last mention
+/// before the defer (a variable tested before the defer was handled
+/// there).
+pub fn late_result_tests(
+    an: &Analyzer,
+    lines: &LineEnds,
+    deferred: &[Deferred],
+) -> Vec<(usize, usize)> {
+    let toks = an.toks;
+    let n = toks.len();
+    let mut out = Vec::new();
+    for d in deferred {
+        let kd = toks.partition_point(|t| t.start() < d.span.start);
+        let after = toks.partition_point(|t| t.start() < d.span.end);
+        let limit = after.saturating_add(REST_WINDOW).min(n);
+        let mut i = after;
+        while i < limit && toks[i].start() < d.runs_at {
+            if !(toks[i].is("if") && an.st.tok_scope[i] == d.scope) {
+                i += 1;
+                continue;
+            }
+            let Some((cs, ce, _, _)) = if_parts(an, lines, i) else {
+                i += 1;
+                continue;
+            };
+            let Some(subject) = failed_subject(&toks[cs..ce]) else {
+                i += 1;
+                continue;
+            };
+            // the subject's last mention before the defer: its binding
+            let lo = kd.saturating_sub(BIND_WINDOW);
+            let bound = (lo..kd)
+                .rev()
+                .find(|&k| {
+                    toks[k].is_ident()
+                        && toks[k].text() == subject
+                        && !(k > 0 && (toks[k - 1].is(".") || toks[k - 1].is("?.")))
+                })
+                .filter(|&k| an.st.tok_scope[k] == d.scope)
+                .and_then(|k| assigned_at(toks, k));
+            if let Some(eq) = bound {
+                let rhs_end = lines.from(eq + 1).min(kd);
+                if let Some(name) = (eq + 1..rhs_end.saturating_sub(1))
+                    .find(|&k| toks[k].is_ident() && toks[k + 1].is("("))
+                {
+                    out.push((d.span.start, toks[name].start()));
+                }
+            }
+            break;
+        }
+    }
+    out
+}
+
+/// The variable a condition tests for failure: `!ok`, `not ok`, `ok ==
+/// false`, `(!ok)`; never an error variable (`!err` says nothing of a
+/// result).
+fn failed_subject<'a>(cond: &[Tok<'a>]) -> Option<&'a str> {
+    let inner: Vec<&Tok> = cond.iter().filter(|t| !(t.is("(") || t.is(")"))).collect();
+    let x = match inner.as_slice() {
+        [neg, x] if neg.is("!") || neg.is("not") => x,
+        [x, op, f] if (op.is("==") || op.is("===")) && (f.is("false") || f.is("False")) => x,
+        _ => return None,
+    };
+    (x.is_ident() && !is_err_name(x) && !matches!(x.text(), "this" | "self")).then(|| x.text())
 }
 
 /// The tested result of a success condition: `sent`, `res.ok`, `(captured)`,
