@@ -623,8 +623,8 @@ pub fn find(
             };
             let lo = all.partition_point(|c| c.name_tok < a);
             let hi = all.partition_point(|c| c.name_tok <= b);
-            for ci in lo..hi {
-                if let Some(ss) = own_fn(&all[ci]) {
+            for (ci, c) in all.iter().enumerate().take(hi).skip(lo) {
+                if let Some(ss) = own_fn(c) {
                     if !quiet(ci, &mut is_redis) {
                         mark(ss, &mut needed, &mut work);
                     }
