@@ -11,7 +11,9 @@
 #   python3 bench/scaling.py     # the scaling benchmark of input shapes (N and 2N)
 #
 # Two environment variables of the binary, for measuring only:
-#   LOCKLINT_PHASES=1   prints the wall time of each stage of a run on stderr
+#   LOCKLINT_PHASES=1   prints the wall time of each stage of a run on stderr,
+#                       with the RSS at its end, the peak RSS so far and the
+#                       bytes the allocator holds for the program (glibc)
 #   LOCKLINT_NO_LINK=1  skips the project pass (call-name scan and link): what
 #                       each file alone gives, to measure what the pass costs
 #                       (findings that need the project are then missing)

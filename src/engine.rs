@@ -1631,17 +1631,61 @@ fn link_off() -> bool {
     *OFF.get_or_init(|| std::env::var_os("LOCKLINT_NO_LINK").is_some_and(|v| v == "1"))
 }
 
-/// The resident set size now (`VmRSS` of /proc/self/status; empty where
-/// there is none), for `LOCKLINT_PHASES=1`.
+/// The resident set size now and its peak so far (`VmRSS`, `VmHWM` of
+/// /proc/self/status; empty where there is none), and the bytes the
+/// allocator has handed out and not taken back (glibc's `mallinfo2`), for
+/// `LOCKLINT_PHASES=1`: RSS far above the heap is memory freed but kept.
 fn rss_now() -> String {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .map(|v| format!("RSS {}", v.trim()))
-        })
-        .unwrap_or_default()
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_string())
+    };
+    let mut out = String::new();
+    if let (Some(rss), Some(hwm)) = (field("VmRSS:"), field("VmHWM:")) {
+        out = format!("RSS {rss} (peak {hwm})");
+    }
+    if let Some(heap) = heap_in_use() {
+        out.push_str(&format!(", heap {} kB", heap / 1024));
+    }
+    out
+}
+
+/// The bytes in use on the allocator's heaps and in its own mappings
+/// (glibc only; `mallinfo`, whose counters are `int`s, as `mallinfo2`
+/// needs glibc 2.33: right below 2 GiB).
+fn heap_in_use() -> Option<usize> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        use std::ffi::c_int;
+        /// glibc's `struct mallinfo` (all `int`).
+        #[repr(C)]
+        struct MallInfo {
+            arena: c_int,
+            ordblks: c_int,
+            smblks: c_int,
+            hblks: c_int,
+            hblkhd: c_int,
+            usmblks: c_int,
+            fsmblks: c_int,
+            uordblks: c_int,
+            fordblks: c_int,
+            keepcost: c_int,
+        }
+        extern "C" {
+            fn mallinfo() -> MallInfo;
+        }
+        // SAFETY: mallinfo takes nothing and returns a plain struct of
+        // counters.
+        let m = unsafe { mallinfo() };
+        Some(m.uordblks as u32 as usize + m.hblkhd as u32 as usize)
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        None
+    }
 }
 
 /// `LOCKLINT_PHASES=1` (benchmarks, see bench/run.sh): the wall time of each

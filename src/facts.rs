@@ -799,8 +799,10 @@ pub struct CallSite {
     /// The key form a local bound once to this call's result takes in the
     /// caller's ops (`k = tryLock(id); …; del(k)`), when the call is the
     /// whole right-hand side of such a binding.
+    /// (Boxed: few calls have one, and a whole-project run holds
+    /// hundreds of thousands of calls at once; the encoding is the same.)
     #[serde(default)]
-    pub result_key: Option<KeyExpr>,
+    pub result_key: Option<Box<KeyExpr>>,
 }
 
 /// One argument of a [`CallSite`], normalised as a key and as a value.

@@ -79,7 +79,10 @@ impl PackedCalls {
         if calls.is_empty() {
             return None;
         }
-        let bytes = rmp_serde::to_vec(calls).ok()?;
+        let mut bytes = rmp_serde::to_vec(calls).ok()?;
+        // (the encoder grows its buffer by doubling: up to half of it
+        // would wait unused until the link)
+        bytes.shrink_to_fit();
         let names = CallNames::of(calls);
         Some(PackedCalls { names, bytes })
     }

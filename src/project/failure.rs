@@ -63,8 +63,10 @@ pub fn failure_only_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec
                 .push((fi, si as ScopeId));
         }
     }
-    // every call site of a candidate name: (file, caller scope, position)
-    let mut calls: HashMap<&str, Vec<(usize, ScopeId, usize)>> = HashMap::default();
+    // every call site of a candidate name: (file, caller scope, position),
+    // as `u32`s (a whole project's calls of common names are held at once;
+    // positions are below the engine's 256 MiB file limit)
+    let mut calls: HashMap<&str, Vec<(u32, ScopeId, u32)>> = HashMap::default();
     for (fi, f) in files.iter().enumerate() {
         for cs in &f.facts.link.calls {
             if !cand.contains_key(cs.callee.as_str()) {
@@ -82,7 +84,7 @@ pub fn failure_only_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec
             calls
                 .entry(cs.callee.as_str())
                 .or_default()
-                .push((fi, cs.scope, at));
+                .push((fi as u32, cs.scope, at as u32));
         }
     }
     let in_spans = |spans: &[Span], at: usize| spans.iter().any(|s| s.start <= at && at < s.end);
@@ -100,13 +102,15 @@ pub fn failure_only_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec
                 // a recursive call says nothing about the callers
                 let mut outside = sites
                     .iter()
-                    .filter(|&&(fi, sc, _)| (fi, sc) != def)
+                    .filter(|&&(fi, sc, _)| (fi as usize, sc) != def)
                     .peekable();
                 if outside.peek().is_none() {
                     continue;
                 }
                 let all_failing = outside.all(|&(fi, sc, at)| {
-                    only.contains(&(fi, sc)) || in_spans(&files[fi].facts.failure_spans, at)
+                    let fi = fi as usize;
+                    only.contains(&(fi, sc))
+                        || in_spans(&files[fi].facts.failure_spans, at as usize)
                 });
                 if all_failing {
                     only.insert(def);

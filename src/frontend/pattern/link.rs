@@ -325,7 +325,8 @@ pub fn record(
             .filter(|_| c.end - c.recv_start <= MAX_ARG_TOKENS)
             .and_then(|_| bound.name_of(c.recv_start, c.end))
             .map(|n| an.vals.key(n, n + 1, scope))
-            .filter(|k| !k.is_unknown() && !matches!(k.parts.as_slice(), [KeyPart::Var(_)]));
+            .filter(|k| !k.is_unknown() && !matches!(k.parts.as_slice(), [KeyPart::Var(_)]))
+            .map(Box::new);
         if may_resolve {
             resolvable.push((scope, Span::new(name.start(), end)));
         }
