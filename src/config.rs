@@ -56,6 +56,7 @@ pub const KEYS: &[&str] = &[
     "min-redis-version",
     "fail-on",
     "tests",
+    "include-minified",
 ];
 
 #[derive(Debug, Default, Deserialize)]
@@ -70,6 +71,7 @@ struct Raw {
     min_redis_version: Option<Spanned<toml::Value>>,
     fail_on: Option<Spanned<String>>,
     tests: Option<bool>,
+    include_minified: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -172,6 +174,9 @@ pub struct Config {
     pub min_redis_version: Option<(u32, u32)>,
     pub fail_on: Option<FailOn>,
     pub tests: Option<bool>,
+    /// Scan minified JavaScript/TypeScript found in folders too (default
+    /// false: skipped with a note; `crate::minified`).
+    pub include_minified: Option<bool>,
 }
 
 impl Config {
@@ -370,6 +375,7 @@ pub fn from_text(path: &Path, text: &str, is_pyproject: bool) -> Result<Config, 
         });
     }
     cfg.tests = raw.tests;
+    cfg.include_minified = raw.include_minified;
     Ok(cfg)
 }
 
@@ -411,6 +417,7 @@ lock-key-patterns = ["^job:.*:owner$"]
 min-redis-version = "8.4"
 fail-on = "warning"
 tests = true
+include-minified = true
 "#,
         )
         .unwrap();
@@ -423,6 +430,8 @@ tests = true
         assert_eq!(c.min_redis_version, Some((8, 4)));
         assert_eq!(c.fail_on, Some(FailOn::Warning));
         assert_eq!(c.tests, Some(true));
+        assert_eq!(c.include_minified, Some(true));
+        assert_eq!(parse("").unwrap().include_minified, None);
     }
 
     #[test]

@@ -36,11 +36,22 @@ pub struct Settings {
     pub project_root: Option<PathBuf>,
     /// Keep phase one's facts in `.locklint_cache/` under the project root.
     pub cache: bool,
+    /// Scan minified JavaScript and TypeScript met in a folder walk too
+    /// (`--include-minified`, config `include-minified`); by default they
+    /// are skipped with a note ([`crate::minified`]). Named files are
+    /// always scanned.
+    pub include_minified: bool,
 }
 
 impl Settings {
     pub fn rule_enabled(&self, code: &str) -> bool {
         self.select.as_ref().is_none_or(|s| s.contains(&code)) && !self.ignore.contains(&code)
+    }
+
+    /// A minified file at `entry` is skipped: it was met in a folder walk
+    /// and the settings do not include minified files.
+    fn skips_minified(&self, entry: &Entry) -> bool {
+        !self.include_minified && !entry.explicit
     }
 }
 
@@ -238,6 +249,9 @@ pub enum Loaded {
     Binary,
     /// No word a finding needs (see [`prefilter`]): never decoded nor parsed.
     Rejected,
+    /// Minified JavaScript or TypeScript ([`crate::minified`]), found by
+    /// the prefilter: not decoded (the caller decides whether it is read).
+    Minified(crate::minified::Why),
 }
 
 /// How many leading bytes decide "binary" (a NUL byte among them).
@@ -253,7 +267,9 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
 /// As [`load`]; `custom_lock_keys` when the configuration adds lock-key
 /// patterns (the prefilter then lets a release without a lock word through).
 pub fn load_with(path: &Path, custom_lock_keys: bool) -> Result<Loaded, String> {
-    with_file_bytes(path, |bytes, _| classify(bytes, custom_lock_keys, None))?
+    with_file_bytes(path, |bytes, _| {
+        classify(bytes, custom_lock_keys, None, None)
+    })?
 }
 
 /// Opens and reads a file once (into this thread's reusable buffer: most
@@ -317,10 +333,14 @@ thread_local! {
 /// Binary, rejected by the prefilter, or decoded text (lossily; BOM dropped).
 /// With `call_words`, a file the prefilter rejects leaves its call-word
 /// signature there (`prefilter::may_match_signed`; cleared otherwise).
+/// With `minified`, the path and language of the file, a file the
+/// prefilter lets through that is minified is `Loaded::Minified`, not
+/// decoded.
 fn classify(
     bytes: &[u8],
     custom_lock_keys: bool,
     call_words: Option<&mut Vec<u32>>,
+    minified: Option<(&Path, Language)>,
 ) -> Result<Loaded, String> {
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(format!(
@@ -343,6 +363,10 @@ fn classify(
     };
     if !pass {
         return Ok(Loaded::Rejected);
+    }
+    if let Some(why) = minified.and_then(|(path, lang)| crate::minified::detect(path, lang, bytes))
+    {
+        return Ok(Loaded::Minified(why));
     }
     Ok(Loaded::Text(decode_text(bytes)))
 }
@@ -484,6 +508,8 @@ struct FileOutcome {
     call_words: Option<Box<[u32]>>,
     /// Its cached facts, left encoded (no ops of its own; see `Cached::Lazy`).
     lazy: Option<crate::project::cache::Blob>,
+    /// Minified and skipped ([`crate::minified`]): the note that says why.
+    minified: Option<String>,
 }
 
 type Cache<'a> = Option<&'a crate::project::cache::Cache>;
@@ -501,7 +527,13 @@ type Store<'a> = Option<(
 /// is: the front-ends hold tens of bytes per source byte, and two vendored
 /// multi-megabyte bundles at once would double the peak); the facts are
 /// stored in the cache.
-fn parse(entry: &Entry, src: &str, settings: &Settings, store: Store) -> FileFacts {
+fn parse(
+    entry: &Entry,
+    src: &str,
+    settings: &Settings,
+    store: Store,
+    minified: Option<crate::minified::Why>,
+) -> FileFacts {
     let one_big_file =
         (src.len() > BIG_FILE_BYTES).then(|| BIG_FILE.lock().unwrap_or_else(|e| e.into_inner()));
     let facts = facts_for(&entry.path, src, entry.language, settings);
@@ -512,6 +544,13 @@ fn parse(entry: &Entry, src: &str, settings: &Settings, store: Store) -> FileFac
     let mut facts = facts;
     if let Some((c, key, stat, h)) = store {
         if let Some(out) = crate::project::cache::encode(&mut facts) {
+            // a minified file's facts serve only the runs that scan it
+            let out = match (minified, out) {
+                (Some(why), crate::project::cache::Outcome::Facts(blob)) => {
+                    crate::project::cache::Outcome::Minified(why.note(), Some(blob))
+                }
+                (_, out) => out,
+            };
             c.put(key, stat, h, out);
         }
     }
@@ -528,18 +567,29 @@ enum Cached {
     /// Facts without ops of their own, left encoded until the link says
     /// whether it can use them (`cache::Uses`; the rest of the project).
     Lazy(crate::project::cache::Blob),
+    /// Minified, skipped: the note that says why.
+    Minified(String),
 }
 
 impl Cached {
-    /// `None` when the facts cannot be decoded or are of another language.
+    /// `None` when the facts cannot be decoded or are of another language,
+    /// or when a minified file is to be scanned and was never scanned.
     /// `lazy`: facts without ops stay encoded (nothing when the file makes
-    /// no call either: the link cannot use it).
-    fn of(out: &crate::project::cache::Outcome, language: Language, lazy: bool) -> Option<Cached> {
+    /// no call either: the link cannot use it). `skip_minified`: a minified
+    /// file is skipped (`Settings::skips_minified`).
+    fn of(
+        out: &crate::project::cache::Outcome,
+        language: Language,
+        lazy: bool,
+        skip_minified: bool,
+    ) -> Option<Cached> {
         use crate::project::cache::{self, Outcome};
         Some(match out {
             Outcome::Binary | Outcome::Empty => Cached::Nothing,
             Outcome::Rejected => Cached::Rejected,
-            Outcome::Facts(bytes) => {
+            Outcome::Minified(note, _) if skip_minified => Cached::Minified(note.clone()),
+            Outcome::Minified(_, None) => return None,
+            Outcome::Facts(bytes) | Outcome::Minified(_, Some(bytes)) => {
                 let uses = cache::uses(bytes).filter(|u| u.language == language && !u.has_ops);
                 if let Some(u) = uses.filter(|_| lazy) {
                     return Some(match u.pairs().next() {
@@ -591,6 +641,7 @@ fn read_code_entry(
         Cached::Nothing => {}
         Cached::Rejected => outcome.rejected = true,
         Cached::Lazy(blob) => outcome.lazy = Some(blob),
+        Cached::Minified(note) => outcome.minified = Some(note),
         Cached::Facts(facts, packed) => {
             outcome.notes = facts
                 .notes
@@ -610,6 +661,7 @@ fn read_code_entry(
         }
     };
     let key = cache.map(|c| c.key(&entry.path));
+    let skip_minified = settings.skips_minified(entry);
     if let (Some(c), Some(key)) = (cache, key.as_deref()) {
         // unchanged size and time: the file is not read unless reported
         if let Some(got) = std::fs::metadata(&entry.path)
@@ -617,7 +669,7 @@ fn read_code_entry(
             .filter(|m| m.is_file())
             .and_then(|m| {
                 c.by_stat_with(key, Stat::of(&m), |out| {
-                    Cached::of(out, entry.language, lazy && !need_src)
+                    Cached::of(out, entry.language, lazy && !need_src, skip_minified)
                 })
             })
         {
@@ -639,8 +691,9 @@ fn read_code_entry(
         // does (one with a suppression comment is kept: LL100; the
         // prefilter passed it, so it has no call-word signature)
         let mut sig = sign_calls.then(Vec::new);
-        let mut classify =
-            |bytes: &[u8], custom_keys| match classify(bytes, custom_keys, sig.as_mut()) {
+        let minified = Some((entry.path.as_path(), entry.language));
+        let mut classify = |bytes: &[u8], custom_keys| {
+            let loaded = match classify(bytes, custom_keys, sig.as_mut(), minified) {
                 Ok(Loaded::Text(_))
                     if entry.language == Language::Rust
                         && !frontend::rust::has_needles(bytes)
@@ -651,33 +704,44 @@ fn read_code_entry(
                 }
                 other => other,
             };
+            // a minified file to scan is decoded now; its facts are cached
+            // as a minified file's
+            match loaded {
+                Ok(Loaded::Minified(why)) if !skip_minified => {
+                    (Ok(Loaded::Text(decode_text(bytes))), Some(why))
+                }
+                Ok(Loaded::Minified(why)) => (Ok(Loaded::Minified(why)), Some(why)),
+                other => (other, None),
+            }
+        };
         let (Some(c), Some(key)) = (cache, key.as_deref()) else {
-            let loaded = classify(bytes, custom_keys);
-            return (loaded, None, sig);
+            let (loaded, why) = classify(bytes, custom_keys);
+            return (loaded, None, sig, why);
         };
         let stat = Stat::of(meta);
         let h = cache::hash(bytes);
         if let Some(got) = c
             .by_hash(key, stat, h)
-            .and_then(|out| Cached::of(&out, entry.language, false))
+            .and_then(|out| Cached::of(&out, entry.language, false, skip_minified))
         {
             let src = matches!(got, Cached::Facts(..)).then(|| decode_text(bytes));
             let mut done = FileOutcome::default();
             from_cache(got, src, &mut done);
-            return (Ok(Loaded::Binary), Some(Err(done)), None);
+            return (Ok(Loaded::Binary), Some(Err(done)), None, None);
         }
-        let loaded = classify(bytes, custom_keys);
+        let (loaded, why) = classify(bytes, custom_keys);
         match &loaded {
             Ok(Loaded::Binary) => c.put(key, stat, h, Outcome::Binary),
             Ok(Loaded::Rejected) => c.put(key, stat, h, Outcome::Rejected),
             Ok(Loaded::Text(t)) if t.is_empty() => c.put(key, stat, h, Outcome::Empty),
+            Ok(Loaded::Minified(why)) => c.put(key, stat, h, Outcome::Minified(why.note(), None)),
             _ => {}
         }
-        (loaded, Some(Ok((stat, h))), sig)
+        (loaded, Some(Ok((stat, h))), sig, why)
     });
-    let (loaded, seen, sig) = match read {
+    let (loaded, seen, sig, why) = match read {
         Ok(x) => x,
-        Err(message) => (Err(message), None, None),
+        Err(message) => (Err(message), None, None, None),
     };
     let store = match seen {
         Some(Err(done)) => return done,
@@ -698,9 +762,10 @@ fn read_code_entry(
             outcome.rejected = true;
             outcome.call_words = sig.map(Vec::into_boxed_slice);
         }
+        Ok(Loaded::Minified(why)) => outcome.minified = Some(why.note()),
         Ok(Loaded::Text(src)) if src.is_empty() => {}
         Ok(Loaded::Text(src)) => {
-            let facts = parse(entry, &src, settings, store);
+            let facts = parse(entry, &src, settings, store, why);
             outcome.notes = facts
                 .notes
                 .iter()
@@ -1083,14 +1148,15 @@ impl Workspace {
 /// Redis prefilter rejected that call a function with a summary (found by
 /// one automaton over those names) are read too (`project::scan`); a file
 /// whose call-word signature from phase one shows none of the names is
-/// not read again.
+/// not read again. Beside them, the notes of the minified files among
+/// them that were skipped (`Settings::skips_minified`).
 fn read_callers(
     rejected: &[(&Entry, Option<Box<[u32]>>)],
     read: &[Phase1],
     settings: &Settings,
     threads: usize,
     cache: Cache,
-) -> Vec<Phase1> {
+) -> (Vec<Phase1>, Vec<(String, String)>) {
     let mut known = rustc_hash::FxHashSet::default();
     let mut names = crate::project::scan::summarised_names(
         read.iter().map(|f| (&f.facts, f.call_names())),
@@ -1109,6 +1175,7 @@ fn read_callers(
     let mut left: Vec<(&Entry, Option<&[u32]>)> =
         rejected.iter().map(|(e, w)| (*e, w.as_deref())).collect();
     let mut out: Vec<Phase1> = Vec::new();
+    let mut skipped: Vec<(String, String)> = Vec::new();
     for _ in 0..crate::project::link::ROUNDS {
         let mut families: Vec<u8> = read
             .iter()
@@ -1131,7 +1198,8 @@ fn read_callers(
         let mut still = Vec::new();
         for (e, g) in left.iter().zip(got) {
             match g {
-                Some(p) => found.push(p),
+                Some(Ok(p)) => found.push(p),
+                Some(Err(note)) => skipped.push((e.0.display.clone(), note)),
                 None => still.push(*e),
             }
         }
@@ -1154,7 +1222,7 @@ fn read_callers(
         out.extend(found);
         left = still;
     }
-    out
+    (out, skipped)
 }
 
 /// A TTL or task limit written as another module's constant
@@ -1217,6 +1285,7 @@ fn read_const_files(
                 read_rejected(e, settings, |bytes, _, text| {
                     (text && defines(bytes)).then_some(None)
                 })
+                .and_then(Result::ok)
             })
             .collect::<Vec<_>>()
     };
@@ -1233,7 +1302,7 @@ fn read_if_calls(
     scan: &crate::project::scan::CallScan,
     settings: &Settings,
     cache: Cache,
-) -> Option<Phase1> {
+) -> Option<Result<Phase1, String>> {
     use crate::project::cache::{self, Stat};
     if !scan.wants(entry.language) {
         return None;
@@ -1269,26 +1338,37 @@ fn read_if_calls(
 /// Reads a file the Redis prefilter rejected, in full, and runs phase one
 /// on it when `wanted` — given its bytes, their metadata and whether they
 /// are text (no NUL in the first bytes) — says so; `wanted` also gives the
-/// cache entry the facts are stored under, if any.
+/// cache entry the facts are stored under, if any. A wanted file that is
+/// minified and skipped (`Settings::skips_minified`) is the note that
+/// says why; nothing of it is cached, so the next run's call-name scan
+/// finds it again.
 fn read_rejected<'c>(
     entry: &Entry,
     settings: &Settings,
     wanted: impl FnOnce(&[u8], &std::fs::Metadata, bool) -> Option<Store<'c>>,
-) -> Option<Phase1> {
-    let (src, store) = with_file_bytes(&entry.path, |bytes, meta| {
+) -> Option<Result<Phase1, String>> {
+    let read = with_file_bytes(&entry.path, |bytes, meta| {
         let text = memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_none();
         let store = wanted(bytes, meta, text)?;
-        Some((decode_text(bytes), store))
+        let why = crate::minified::detect(&entry.path, entry.language, bytes);
+        if let Some(why) = why.filter(|_| settings.skips_minified(entry)) {
+            return Some(Err(why.note()));
+        }
+        Some(Ok((decode_text(bytes), store, why)))
     })
     .ok()??;
-    let facts = parse(entry, &src, settings, store);
-    Some(Phase1::new(
+    let (src, store, why) = match read {
+        Ok(x) => x,
+        Err(note) => return Some(Err(note)),
+    };
+    let facts = parse(entry, &src, settings, store, why);
+    Some(Ok(Phase1::new(
         entry.display.clone(),
         entry.path.clone(),
         src,
         true,
         facts,
-    ))
+    )))
 }
 
 /// The files of the project root when the paths given do not cover it
@@ -1558,6 +1638,10 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
     for (i, o) in outcomes.into_iter().enumerate() {
         report.errors.extend(o.error);
         report.notes.extend(o.notes);
+        if let Some(note) = o.minified {
+            report.minified_skipped += 1;
+            report.notes.push((entries[i].display.clone(), note));
+        }
         files.extend(o.phase1);
         if o.rejected {
             rejected.push((&entries[i], o.call_words));
@@ -1572,7 +1656,9 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
     phases.mark("rest of the project");
     let callers_at = files.len();
     if !link_off() {
-        let callers = read_callers(&rejected, &files, settings, threads, cache.as_ref());
+        let (callers, skipped) = read_callers(&rejected, &files, settings, threads, cache.as_ref());
+        report.minified_skipped += skipped.len();
+        report.notes.extend(skipped);
         files.extend(callers.into_iter().map(|mut p| {
             let_text_go(&mut p);
             p

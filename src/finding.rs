@@ -121,6 +121,9 @@ pub struct Report {
     pub sources: BTreeMap<String, Arc<str>>,
     /// Verbose notes per file (e.g. a parser fallback).
     pub notes: Vec<(String, String)>,
+    /// How many of the files walked were minified and skipped (each has a
+    /// note; `Settings::include_minified`).
+    pub minified_skipped: usize,
 }
 
 impl Report {

@@ -108,13 +108,17 @@ struct CheckArgs {
     /// Report test code too (tests/, *_test.go, #[test], …).
     #[arg(long)]
     tests: bool,
+    /// Scan minified JavaScript/TypeScript found in folders too (by default
+    /// skipped with a note under -v; named files are always scanned).
+    #[arg(long)]
+    include_minified: bool,
     /// Print the number of findings per rule instead of each finding (to stderr for machine formats).
     #[arg(long)]
     stats: bool,
     /// Print only the summary and errors.
     #[arg(long, short = 'q')]
     quiet: bool,
-    /// Print notes (e.g. parser fallbacks).
+    /// Print notes (parser fallbacks, minified files skipped).
     #[arg(long, short = 'v')]
     verbose: bool,
     /// When to colour the human output.
@@ -329,6 +333,7 @@ fn run_check(args: CheckArgs) -> ExitCode {
         exclude: Some(exclude),
         project_root: None,
         cache: false,
+        include_minified: args.include_minified || cfg.include_minified.unwrap_or(false),
     };
     let paths = if args.paths.is_empty() {
         vec![PathBuf::from(".")]
@@ -414,7 +419,13 @@ fn run_check(args: CheckArgs) -> ExitCode {
     };
     let mut buf: Vec<u8> = Vec::new();
     if args.stats {
-        let table = stats_table(&report);
+        let mut table = stats_table(&report);
+        if report.minified_skipped > 0 {
+            table.push_str(&format!(
+                "{} minified file(s) skipped (`-v` names them, `--include-minified` scans them)\n",
+                report.minified_skipped
+            ));
+        }
         if format == Format::Human {
             buf.extend_from_slice(table.as_bytes());
         } else {
@@ -439,6 +450,11 @@ fn run_check(args: CheckArgs) -> ExitCode {
         }
     }
     if format != Format::Human {
+        if args.verbose {
+            for (path, note) in &report.notes {
+                eprintln!("note: {path}: {note}");
+            }
+        }
         for e in &report.errors {
             eprintln!("error: {}: {}", e.path, e.message);
         }

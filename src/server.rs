@@ -278,6 +278,7 @@ fn workspace_settings(root: Option<&Path>) -> (Settings, Option<String>) {
         project_root: None,
         // The phase-one cache of the project root, as the CLI keeps it.
         cache: true,
+        include_minified: cfg.include_minified.unwrap_or(false),
     };
     (settings, None)
 }

@@ -107,6 +107,10 @@ pub enum Outcome {
     Empty,
     /// Its facts (MessagePack, decoded on demand).
     Facts(Blob),
+    /// Minified JavaScript or TypeScript (`crate::minified`): the note a
+    /// run that skips it gives, and its facts once a run scanned it (a
+    /// named file, `include-minified`).
+    Minified(String, Option<Blob>),
 }
 
 /// [`Outcome`] as read from a shard, its facts borrowed from the shard's
@@ -117,6 +121,10 @@ enum RawOutcome<'a> {
     Rejected,
     Empty,
     Facts(#[serde(borrow)] &'a serde_bytes::Bytes),
+    Minified(
+        #[serde(borrow)] &'a str,
+        #[serde(borrow)] Option<&'a serde_bytes::Bytes>,
+    ),
 }
 
 /// [`Entry`] as read from a shard (the same fields in the same order).
@@ -212,6 +220,13 @@ fn read_shard(buf: Vec<u8>) -> Option<HashMap<Key, Entry>> {
             RawOutcome::Rejected => Outcome::Rejected,
             RawOutcome::Empty => Outcome::Empty,
             RawOutcome::Facts(bytes) => Outcome::Facts(Blob::within(&buf, bytes)?),
+            RawOutcome::Minified(note, bytes) => Outcome::Minified(
+                note.to_string(),
+                match bytes {
+                    Some(b) => Some(Blob::within(&buf, b)?),
+                    None => None,
+                },
+            ),
         };
         let entry = Entry {
             size: e.size,

@@ -154,10 +154,11 @@ impl Emitter for Human {
                 }
                 writeln!(out, "{s}")?;
             }
-            if opts.verbose {
-                for (path, note) in &report.notes {
-                    writeln!(out, "note: {path}: {note}")?;
-                }
+        }
+        // asked for with -v, so also under --quiet and --stats
+        if opts.verbose {
+            for (path, note) in &report.notes {
+                writeln!(out, "note: {path}: {note}")?;
             }
         }
         for e in &report.errors {

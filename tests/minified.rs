@@ -1,0 +1,272 @@
+//! Minified JavaScript/TypeScript (issue 9, `src/minified.rs`): a bundle
+//! met in a folder walk is skipped with a note (`-v`) and counted
+//! (`--stats`); `--include-minified` or the config's `include-minified`
+//! scans it; a file named on the command line is always scanned; a
+//! hand-written file with a long line is never taken for minified.
+
+#[path = "gate_common/mod.rs"]
+mod gate_common;
+
+use gate_common::{json_findings, locklint, write};
+use std::path::Path;
+
+/// One line of dense generated code of about `bytes` bytes around `code`,
+/// after a licence comment: the shape a minifier writes.
+fn minified_line(code: &str, bytes: usize) -> String {
+    let filler = "var q=function(a,b){return a*b+1},r=q(2,3);";
+    let half = filler.repeat(bytes / 2 / filler.len());
+    format!("/*! app v1.0.0 | MIT */\n{half}{code}{half}\n")
+}
+
+/// A bundled copy of `fixtures/javascript/ll002_bad_del.js`: the release
+/// is a plain DEL of the key the class takes with a token.
+const BUNDLED_DEFECT: &str = "class JobLock{async lock(j){this.token=crypto.randomUUID();return redis.set(\"job:lock:\"+j,this.token,\"NX\",\"EX\",30)}async unlock(j){await redis.del(\"job:lock:\"+j)}}";
+
+fn bundle() -> String {
+    minified_line(BUNDLED_DEFECT, 64 * 1024)
+}
+
+/// The findings of a JSON run with `args` in `dir`.
+fn findings(dir: &Path, args: &[&str]) -> Vec<(String, String, u64)> {
+    let out = locklint(dir)
+        .args(["--format", "json", "--exit-zero", "--no-cache"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    json_findings(&out.stdout)
+}
+
+fn ll002_in(found: &[(String, String, u64)], path: &str) -> bool {
+    found
+        .iter()
+        .any(|(code, p, line)| code == "LL002" && p.ends_with(path) && *line == 2)
+}
+
+#[test]
+fn a_walked_bundle_is_skipped_with_a_note_and_counted() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    write(root, "dist/app.js", &bundle());
+    assert!(findings(root, &["."]).is_empty());
+    // -v names it and says why (machine formats: on stderr)
+    let out = locklint(root)
+        .args(["--format", "json", "--no-cache", "-v", "."])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("note: ./dist/app.js: skipped as minified (")
+            && stderr.contains("bytes are on lines of code over 1000 bytes")
+            && stderr.contains("--include-minified"),
+        "{stderr}"
+    );
+    // the human format prints the note on stdout
+    let out = locklint(root).args(["--no-cache", "-v"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("note: ./dist/app.js: skipped as minified"),
+        "{stdout}"
+    );
+    // without -v, no note
+    let out = locklint(root).args(["--no-cache"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("minified"));
+    // --stats counts it, in the table (human) or on stderr (machine formats)
+    let out = locklint(root)
+        .args(["--no-cache", "--stats"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("1 minified file(s) skipped"), "{stdout}");
+    let out = locklint(root)
+        .args(["--no-cache", "--stats", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 minified file(s) skipped"));
+    assert!(json_findings(&out.stdout).is_empty());
+}
+
+#[test]
+fn include_minified_scans_the_bundle() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    write(root, "dist/app.js", &bundle());
+    assert!(ll002_in(
+        &findings(root, &["--include-minified", "."]),
+        "dist/app.js"
+    ));
+    // the same from the configuration
+    write(root, "locklint.toml", "include-minified = true\n");
+    assert!(ll002_in(&findings(root, &["."]), "dist/app.js"));
+    write(root, "locklint.toml", "include-minified = false\n");
+    assert!(findings(root, &["."]).is_empty());
+    // a misspelt key is an error that names the right one
+    write(root, "locklint.toml", "include-minifed = true\n");
+    locklint(root)
+        .arg(".")
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains("include-minified"));
+}
+
+#[test]
+fn a_bundle_read_only_for_its_calls_is_skipped_too() {
+    // no Redis word in the bundle: the prefilter rejects it, and the
+    // call-name scan would read it for its calls of the project's wrapper
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    write(
+        root,
+        "src/jobs.ts",
+        "import Redis from \"ioredis\";
+export class Jobs {
+  constructor(private redis: Redis) {}
+  async grabJob(key: string, value: string, ms: number) {
+    return this.redis.set(key, value, \"PX\", ms, \"NX\");
+  }
+  async dropJob(key: string) {
+    return this.redis.del(key);
+  }
+}
+",
+    );
+    write(
+        root,
+        "dist/calls.js",
+        &minified_line(
+            "async function h(i){const k=\"job:\"+i;if(await jobs.grabJob(k,\"1\",5e3)){try{await w(i)}finally{await jobs.dropJob(k)}}}",
+            64 * 1024,
+        ),
+    );
+    let ll001 = |found: &[(String, String, u64)]| {
+        found
+            .iter()
+            .any(|(c, p, l)| c == "LL001" && p.ends_with("dist/calls.js") && *l == 2)
+    };
+    assert!(ll001(&findings(root, &["--include-minified", "."])));
+    let out = locklint(root)
+        .args(["--format", "json", "--exit-zero", "--no-cache", "-v", "."])
+        .output()
+        .unwrap();
+    let found = json_findings(&out.stdout);
+    assert!(!found.iter().any(|f| f.1.contains("dist/")), "{found:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("note: ./dist/calls.js: skipped as minified"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn a_named_bundle_is_scanned_in_full() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    write(root, "dist/app.js", &bundle());
+    write(root, "dist/vendor.min.js", &bundle());
+    let found = findings(root, &["dist/app.js", "dist/vendor.min.js"]);
+    assert!(ll002_in(&found, "dist/app.js"), "{found:?}");
+    assert!(ll002_in(&found, "dist/vendor.min.js"), "{found:?}");
+    // its folder walked: both skipped
+    let out = locklint(root)
+        .args(["--no-cache", "--stats", "dist"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("2 minified file(s) skipped"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn a_hand_written_file_with_a_long_line_is_scanned() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    // fixtures/javascript/ll002_bad_del.js with a 60 KB inline icon on one line
+    let icon = format!(
+        "const ICON = \"data:image/svg+xml;base64,{}\";\n",
+        "PHN2ZyB4bWxucz0iaHR0cDovL3d3dy53My5vcmcvMjAwMC9zdmciLz4".repeat(1_100)
+    );
+    let fixture = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/javascript/ll002_bad_del.js"),
+    )
+    .unwrap();
+    let text = format!("{fixture}{icon}");
+    assert!(text.len() > 60_000);
+    write(root, "src/lock.js", &text);
+    let found = findings(root, &["."]);
+    assert!(
+        found
+            .iter()
+            .any(|(c, p, l)| c == "LL002" && p.ends_with("src/lock.js") && *l == 14),
+        "{found:?}"
+    );
+    let out = locklint(root)
+        .args(["--no-cache", "--stats", "-v", "."])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("minified"));
+}
+
+#[test]
+fn the_cache_keeps_each_mode_apart() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    std::fs::create_dir(root.join(".git")).unwrap();
+    write(root, "dist/app.js", &bundle());
+    let run = |args: &[&str]| {
+        let out = locklint(root)
+            .args(["--format", "json", "--exit-zero", "-v"])
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            json_findings(&out.stdout),
+            String::from_utf8_lossy(&out.stderr).contains("skipped as minified"),
+        )
+    };
+    // cold, warm (the file unread), scanned, then skipped again
+    for _ in 0..2 {
+        let (found, noted) = run(&["."]);
+        assert!(found.is_empty() && noted, "{found:?}");
+    }
+    for _ in 0..2 {
+        let (found, noted) = run(&["--include-minified", "."]);
+        assert!(ll002_in(&found, "dist/app.js") && !noted, "{found:?}");
+    }
+    let (found, noted) = run(&["."]);
+    assert!(found.is_empty() && noted, "{found:?}");
+    // named, from the same cache
+    let (found, noted) = run(&["dist/app.js"]);
+    assert!(ll002_in(&found, "dist/app.js") && !noted, "{found:?}");
+    let (found, noted) = run(&["."]);
+    assert!(found.is_empty() && noted, "{found:?}");
+}
+
+#[test]
+fn no_fixture_is_taken_for_minified() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let mut seen = 0;
+    let mut stack = vec![root];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let Some(lang) = locklint::facts::Language::from_path(&p) else {
+                continue;
+            };
+            let bytes = std::fs::read(&p).unwrap();
+            seen += 1;
+            assert_eq!(
+                locklint::minified::detect(&p, lang, &bytes),
+                None,
+                "{}",
+                p.display()
+            );
+            // nor by its shape alone, at whatever size
+            assert_eq!(locklint::minified::shape(&bytes), None, "{}", p.display());
+        }
+    }
+    assert!(seen > 500, "{seen} fixtures");
+}
