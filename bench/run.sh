@@ -8,6 +8,9 @@
 #   BENCH_REAL=/work/eco/corpus bash bench/run.sh   # also a real-code corpus (a folder
 #                                # of checked-out repositories, outside this repository),
 #                                # BENCH_REAL_RUNS hyperfine runs on it (default 3)
+#                                # The real tree of the README's figures since session 26:
+#                                # the 40 repositories of bench/real-repos.txt as one folder,
+#                                # e.g. while read r; do cp -al /work/eco/corpus/${r/\//__} real/; done <bench/real-repos.txt
 #   python3 bench/scaling.py     # the scaling benchmark of input shapes (N and 2N)
 #
 # Two environment variables of the binary, for measuring only:
