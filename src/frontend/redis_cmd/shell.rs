@@ -554,7 +554,11 @@ impl WordBuilder {
         self.parts.push(p);
     }
 
-    pub(super) fn finish(self, span: Span) -> Word {
+    pub(super) fn finish(mut self, span: Span) -> Word {
+        // a word is kept until its script is read to the end: no spare
+        // room (a first push leaves room for four parts and four anchors)
+        self.parts.shrink_to_fit();
+        self.anchors.shrink_to_fit();
         Word {
             parts: self.parts,
             span,
