@@ -215,8 +215,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     facts.scopes = st.scopes.clone();
     let tx = an.tx_state(&all_calls);
     // project link facts need the calls that became ops
-    let client_calls: std::collections::HashSet<usize> =
-        at.iter().map(|a| a.2 as usize).collect();
+    let client_calls: std::collections::HashSet<usize> = at.iter().map(|a| a.2 as usize).collect();
     facts.call_sites.reserve_exact(at.len());
     for (op, &(name_tok, end_tok, ci)) in facts.ops.iter_mut().zip(&at) {
         let (name_tok, end_tok) = (name_tok as usize, end_tok as usize);

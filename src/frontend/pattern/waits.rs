@@ -347,10 +347,7 @@ pub fn sections(ops: &[Op], resolvable: &[(u32, Span)], deferred: &[Deferred]) -
     for group in marks.chunk_by(|a, b| a.0 == b.0) {
         // sorted: the starts first, in order, then the ends (the last is
         // the furthest)
-        let end = group
-            .last()
-            .filter(|m| m.1)
-            .map_or(0, |m| m.2);
+        let end = group.last().filter(|m| m.1).map_or(0, |m| m.2);
         let mut starts: Vec<usize> = group
             .iter()
             .take_while(|m| !m.1)
