@@ -233,6 +233,10 @@ impl KeyExpr {
                 return;
             }
         }
+        if self.parts.is_empty() {
+            // most keys are one part: no room for four
+            self.parts.reserve_exact(1);
+        }
         self.parts.push(part);
     }
 

@@ -24,8 +24,7 @@ pub fn extract(src: &str, language: Language) -> FileFacts {
     let mut x = Extractor::new(src, language);
     match language {
         Language::Shell => {
-            let toks = shell::lex(src);
-            x.list(&toks, 0);
+            x.top_list(&mut shell::stream(src));
             x.facts
                 .absence_guards
                 .sort_by_key(|g| (g.write.start, g.check.start));
@@ -180,6 +179,57 @@ impl<'a> Extractor<'a> {
             i += 1;
         }
         self.flush(&mut cmd, nest);
+    }
+
+    /// [`Self::list`] over a whole script, lexed a batch at a time: the
+    /// tokens of the commands already read are dropped.
+    fn top_list(&mut self, st: &mut shell::Stream) {
+        /// Tokens lexed at once (and the least lookahead kept).
+        const BATCH: usize = 4096;
+        const AHEAD: usize = 8;
+        let mut buf: Vec<STok> = Vec::new();
+        // the current command is `buf[cmd..i]`
+        let (mut i, mut cmd) = (0usize, 0usize);
+        loop {
+            if i + AHEAD > buf.len() && !st.done() {
+                buf.drain(..cmd);
+                i -= cmd;
+                cmd = 0;
+                // `fill` ends on a token that is not a line break, so the
+                // lookahead of `function_def` (line breaks, then `{`) is whole
+                st.fill(&mut buf, i + BATCH);
+            }
+            if i >= buf.len() {
+                break;
+            }
+            if i == cmd {
+                if let Some(next) = self.function_def(&buf, i) {
+                    i = next;
+                    cmd = i;
+                    continue;
+                }
+            }
+            let sep = match &buf[i] {
+                STok::Newline => true,
+                STok::Op(o, _) => {
+                    matches!(*o, ";" | ";;" | "&&" | "||" | "|" | "|&" | "&" | "(" | ")")
+                }
+                _ => false,
+            };
+            if sep {
+                self.flush_range(&buf[cmd..i]);
+                cmd = i + 1;
+            }
+            i += 1;
+        }
+        self.flush_range(&buf[cmd..i.min(buf.len())]);
+    }
+
+    fn flush_range(&mut self, toks: &[STok]) {
+        if !toks.is_empty() {
+            let cmd: Vec<&STok> = toks.iter().collect();
+            self.simple_command(&cmd, 0);
+        }
     }
 
     fn flush(&mut self, cmd: &mut Vec<&STok>, nest: u32) {

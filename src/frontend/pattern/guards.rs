@@ -184,23 +184,26 @@ pub fn exclusive_of_acquire(an: &Analyzer, ops: &[Op]) -> Vec<crate::facts::Span
     let tok_at = |start: usize| toks.partition_point(|t| t.start() < start);
     // per scope and key: each acquire's token and the end of its returning
     // branch (None: it falls through)
-    let mut acquires: HashMap<WriteKey, Vec<(usize, Option<usize>)>> = HashMap::default();
+    // first as one flat list: most files have no acquire in a returning
+    // branch, and then no map (a `Vec` per key) is built
+    let mut flat: Vec<(&Op, usize, Option<usize>)> = Vec::new();
     for a in ops {
         if !matches!(a.kind, OpKind::Acquire { .. }) || a.key.is_unknown() {
             continue;
         }
         let at = tok_at(a.name_span.start);
         let end = (a.depth > 0).then(|| an.returning_branch(at)).flatten();
+        flat.push((a, at, end));
+    }
+    if flat.iter().all(|(_, _, e)| e.is_none()) {
+        return Vec::new();
+    }
+    let mut acquires: HashMap<WriteKey, Vec<(usize, Option<usize>)>> = HashMap::default();
+    for (a, at, end) in flat {
         acquires
             .entry((a.scope, a.key.parts.as_slice()))
             .or_default()
             .push((at, end));
-    }
-    if acquires
-        .values()
-        .all(|l| l.iter().all(|(_, e)| e.is_none()))
-    {
-        return Vec::new();
     }
     let mut out = Vec::new();
     for o in ops {

@@ -354,7 +354,11 @@ pub fn record(
             .filter(|o| matches!(o.kind, OpKind::Acquire { .. }))
             .map(|o| o.scope),
     );
-    facts.link.functions.sort_by_key(|f: &FnSig| f.scope);
+    // already in scope order as a rule: a stable sort would borrow
+    // scratch room for half of them
+    if !facts.link.functions.is_sorted_by_key(|f: &FnSig| f.scope) {
+        facts.link.functions.sort_by_key(|f: &FnSig| f.scope);
+    }
     facts.link.functions.dedup_by_key(|f| f.scope);
     returned_keys(an, &mut facts.link.functions, &needed, &mut ident_keys);
     // the LL008 shapes around those calls, by the same finder as for client

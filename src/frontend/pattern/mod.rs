@@ -180,28 +180,49 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     let mut call_table = calls::CallTable::default();
     let all_calls = calls::calls(&toks, &st, language, &mut call_table);
     an.collect_redis_receivers(&all_calls);
-    let mut drafts: Vec<(Draft, Option<usize>)> = Vec::new();
+    // Each draft becomes its op at once (its key and value moved, the
+    // position facts filled in below): no list of drafts beside the ops.
+    // `at`: (name token, one past the call's last token, call index).
+    let mut at: Vec<(u32, u32, u32)> = Vec::new();
     for (ci, c) in all_calls.iter().enumerate() {
         for d in an.classify(c, &all_calls) {
-            drafts.push((d, Some(ci)));
+            at.push((d.name_tok as u32, d.end_tok as u32, ci as u32));
+            facts.ops.push(Op {
+                kind: d.kind,
+                key: d.key,
+                value: d.value,
+                scope: 0,
+                order: 0,
+                depth: 0,
+                atomic: false,
+                watched: false,
+                span: Span::new(0, 0),
+                name_span: Span::new(0, 0),
+                client: d.client,
+            });
         }
     }
-    drafts.sort_by_key(|(d, _)| d.name_tok);
-    // the drafts live beside the ops they become: no spare room
-    drafts.shrink_to_fit();
+    // the ops are kept to the end: no spare room
+    facts.ops.shrink_to_fit();
+    at.shrink_to_fit();
+    if !at.is_sorted_by_key(|a| a.0) {
+        // stably by name token, through a permutation (no scratch copy of
+        // the ops)
+        let mut idx: Vec<u32> = (0..at.len() as u32).collect();
+        idx.sort_by_key(|&i| at[i as usize].0);
+        permute(&mut facts.ops, &mut at, &mut idx);
+    }
     facts.scopes = st.scopes.clone();
     let tx = an.tx_state(&all_calls);
-    // project link facts need the calls that became ops; the drafts are
-    // consumed below (their keys and values move into `facts.ops`)
-    let client_calls: std::collections::HashSet<usize> =
-        drafts.iter().filter_map(|(_, ci)| *ci).collect();
-    facts.ops.reserve_exact(drafts.len());
-    facts.call_sites.reserve_exact(drafts.len());
-    for (d, ci) in drafts {
-        let scope = st.tok_scope.get(d.name_tok).copied().unwrap_or(0);
-        let depth = st.tok_depth.get(d.name_tok).copied().unwrap_or(0);
-        let (mut atomic, watched) = tx.at(d.name_tok, scope);
-        let call = ci.and_then(|i| all_calls.get(i));
+    // project link facts need the calls that became ops
+    let client_calls: std::collections::HashSet<usize> = at.iter().map(|a| a.2 as usize).collect();
+    facts.call_sites.reserve_exact(at.len());
+    for (op, &(name_tok, end_tok, ci)) in facts.ops.iter_mut().zip(&at) {
+        let (name_tok, end_tok) = (name_tok as usize, end_tok as usize);
+        let scope = st.tok_scope.get(name_tok).copied().unwrap_or(0);
+        let depth = st.tok_depth.get(name_tok).copied().unwrap_or(0);
+        let (mut atomic, watched) = tx.at(name_tok, scope);
+        let call = all_calls.get(ci as usize);
         if let Some(c) = call {
             if c.recv
                 .iter()
@@ -211,19 +232,18 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
                 atomic = true;
             }
         }
-        let mut kind = d.kind;
-        if let (OpKind::Release { checked: false }, Some(c)) = (&kind, call) {
+        if let (OpKind::Release { checked: false }, Some(c)) = (&op.kind, call) {
             if c.recv
                 .first()
                 .is_some_and(|r| an.tx_vars.contains(&values::norm_name(r)))
                 && tx.conditioned.contains(&scope)
             {
-                kind = OpKind::Release { checked: true };
+                op.kind = OpKind::Release { checked: true };
             }
         }
-        let name = &toks[d.name_tok];
+        let name = &toks[name_tok];
         let end = toks
-            .get(d.end_tok.saturating_sub(1))
+            .get(end_tok.saturating_sub(1))
             .map(|t| t.end())
             .unwrap_or(name.end())
             .max(name.end());
@@ -231,7 +251,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
             facts
                 .call_sites
                 .push(call_site(&toks, c, Span::new(name.start(), end)));
-            if kind == (OpKind::Acquire { expiry: true }) {
+            if op.kind == (OpKind::Acquire { expiry: true }) {
                 facts.ttls.extend(
                     ttl::of_call(&an, c, name.start())
                         .or_else(|| ttl::of_cache_add(&an, c, name.start()))
@@ -239,20 +259,15 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
                 );
             }
         }
-        facts.ops.push(Op {
-            kind,
-            key: d.key,
-            value: d.value,
-            scope,
-            order: an.exec_order(d.name_tok) as u32,
-            depth,
-            atomic,
-            watched,
-            span: Span::new(name.start(), end),
-            name_span: Span::new(name.start(), name.end()),
-            client: d.client,
-        });
+        op.scope = scope;
+        op.order = an.exec_order(name_tok) as u32;
+        op.depth = depth;
+        op.atomic = atomic;
+        op.watched = watched;
+        op.span = Span::new(name.start(), end);
+        op.name_span = Span::new(name.start(), name.end());
     }
+    drop(at);
     facts.fail_opens = failopen::find(&an, &all_calls, &facts.ops);
     facts.absence_guards = guards::find(&an, &all_calls, &facts.ops);
     facts.exclusive_of_acquire = guards::exclusive_of_acquire(&an, &facts.ops);
@@ -279,6 +294,24 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
         waits::find(&an, &all_calls, &client_calls, &need)
     });
     facts
+}
+
+/// Reorders `ops` and `at` alike so that entry `i` becomes the one that
+/// stood at `idx[i]` (`idx` is a permutation; it is used up).
+fn permute(ops: &mut [Op], at: &mut [(u32, u32, u32)], idx: &mut [u32]) {
+    for i in 0..idx.len() {
+        // follow the cycle through `i`: the entry first at `i` moves along
+        // it to where it belongs
+        let mut j = i;
+        while idx[j] as usize != i {
+            let k = idx[j] as usize;
+            idx[j] = j as u32;
+            ops.swap(j, k);
+            at.swap(j, k);
+            j = k;
+        }
+        idx[j] = j as u32;
+    }
 }
 
 /// Where the receiver and the arguments of `c` stand (for fixes).

@@ -652,3 +652,43 @@ fn own_field_tests_are_no_failure_paths() {
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
 }
+
+#[test]
+fn permute_moves_ops_and_positions_alike() {
+    let op = |n: u32| Op {
+        kind: OpKind::Get,
+        key: crate::facts::KeyExpr::lit("k"),
+        value: None,
+        scope: 0,
+        order: n,
+        depth: 0,
+        atomic: false,
+        watched: false,
+        span: Span::new(0, 0),
+        name_span: Span::new(0, 0),
+        client: Client::Unknown,
+    };
+    // name tokens out of order, two equal (kept in their first order)
+    let names = [7u32, 3, 9, 3, 1, 8];
+    let mut ops: Vec<Op> = (0..names.len() as u32).map(op).collect();
+    let mut at: Vec<(u32, u32, u32)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| (n, 0, i as u32))
+        .collect();
+    let mut idx: Vec<u32> = (0..at.len() as u32).collect();
+    idx.sort_by_key(|&i| at[i as usize].0);
+    permute(&mut ops, &mut at, &mut idx);
+    assert_eq!(
+        at.iter().map(|a| a.0).collect::<Vec<_>>(),
+        vec![1, 3, 3, 7, 8, 9]
+    );
+    assert_eq!(
+        at.iter().map(|a| a.2).collect::<Vec<_>>(),
+        vec![4, 1, 3, 0, 5, 2]
+    );
+    assert_eq!(
+        ops.iter().map(|o| o.order).collect::<Vec<_>>(),
+        vec![4, 1, 3, 0, 5, 2]
+    );
+}

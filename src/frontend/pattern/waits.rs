@@ -324,34 +324,41 @@ pub fn sections(ops: &[Op], resolvable: &[(u32, Span)], deferred: &[Deferred]) -
             None => (scope, start),
         }
     };
-    let mut by_scope: HashMap<u32, Section> = HashMap::default();
+    // one flat list of (scope, is an end, byte offset), grouped by scope
+    // after a sort: no map with a list per function
+    let mut marks: Vec<(u32, bool, usize)> = Vec::new();
     for o in ops {
         match o.kind {
-            OpKind::Acquire { .. } => by_scope.entry(o.scope).or_default().starts.push(o.span.end),
+            OpKind::Acquire { .. } => marks.push((o.scope, false, o.span.end)),
             OpKind::Release { .. } => {
                 let (s, end) = section_end(o.scope, o.name_span.start, o.span.start);
-                let e = by_scope.entry(s).or_default();
-                e.end = e.end.max(end);
+                marks.push((s, true, end));
             }
             _ => {}
         }
     }
     for &(scope, span) in resolvable {
-        by_scope.entry(scope).or_default().starts.push(span.end);
+        marks.push((scope, false, span.end));
         let (s, end) = section_end(scope, span.start, span.start);
-        let e = by_scope.entry(s).or_default();
-        e.end = e.end.max(end);
+        marks.push((s, true, end));
     }
-    let mut out: Vec<Section> = by_scope
-        .into_values()
-        .filter_map(|mut e| {
-            e.starts.sort_unstable();
-            e.starts.dedup();
-            // a section starts before it ends
-            e.starts.retain(|&s| s < e.end);
-            (!e.starts.is_empty()).then_some(e)
-        })
-        .collect();
+    marks.sort_unstable();
+    let mut out: Vec<Section> = Vec::new();
+    for group in marks.chunk_by(|a, b| a.0 == b.0) {
+        // sorted: the starts first, in order, then the ends (the last is
+        // the furthest)
+        let end = group.last().filter(|m| m.1).map_or(0, |m| m.2);
+        let mut starts: Vec<usize> = group
+            .iter()
+            .take_while(|m| !m.1)
+            .map(|m| m.2)
+            .filter(|&s| s < end)
+            .collect();
+        starts.dedup();
+        if !starts.is_empty() {
+            out.push(Section { starts, end });
+        }
+    }
     out.sort_unstable_by_key(|e| (e.starts[0], e.end));
     out
 }

@@ -92,8 +92,50 @@ enum Term {
 /// Recursion bound for nested substitutions.
 const MAX_DEPTH: u32 = 24;
 
+#[cfg(test)]
 pub fn lex(src: &str) -> Vec<STok> {
     lex_range(src, 0, src.len())
+}
+
+/// The tokens of a whole script, lexed a batch at a time (the top-level
+/// list, as [`lex`] returns it, without holding all of it at once).
+pub struct Stream<'a> {
+    l: Lexer<'a>,
+    parens: u32,
+    done: bool,
+}
+
+pub fn stream(src: &str) -> Stream<'_> {
+    Stream {
+        l: Lexer {
+            src,
+            b: src.as_bytes(),
+            pos: 0,
+            skips: Vec::new(),
+            next_skip: 0,
+            resume: 0,
+        },
+        parens: 0,
+        done: false,
+    }
+}
+
+impl Stream<'_> {
+    /// Appends the next tokens to `out` until it holds `len` tokens and
+    /// its last one is not a line break (so a run of line breaks is never
+    /// cut), or the script ends.
+    pub fn fill(&mut self, out: &mut Vec<STok>, len: usize) {
+        while !self.done && (out.len() < len || matches!(out.last(), Some(STok::Newline))) {
+            if !self.l.step(out, Term::Eof, 0, &mut self.parens) {
+                self.done = true;
+            }
+        }
+    }
+
+    /// Every token has been handed out.
+    pub fn done(&self) -> bool {
+        self.done
+    }
 }
 
 /// Lexes `src[start..end]` (a command string such as the body of
@@ -149,7 +191,17 @@ impl<'a> Lexer<'a> {
     fn list(&mut self, term: Term, depth: u32) -> Vec<STok> {
         let mut out = Vec::new();
         let mut parens = 0u32;
-        while let Some(c) = self.peek(0) {
+        while self.step(&mut out, term, depth, &mut parens) {}
+        out
+    }
+
+    /// Lexes what stands at the current position (a token, blanks or a
+    /// comment) into `out`; false at the end of the input or of `term`.
+    fn step(&mut self, out: &mut Vec<STok>, term: Term, depth: u32, parens: &mut u32) -> bool {
+        let Some(c) = self.peek(0) else {
+            return false;
+        };
+        {
             match c {
                 b' ' | b'\t' | b'\r' => self.pos += 1,
                 b'\\' if matches!(self.peek(1), Some(b'\n')) => self.pos += 2,
@@ -168,7 +220,7 @@ impl<'a> Lexer<'a> {
                     } else {
                         ";"
                     };
-                    self.op(&mut out, s);
+                    self.op(out, s);
                 }
                 b'&' => {
                     let s = match self.peek(1) {
@@ -176,7 +228,7 @@ impl<'a> Lexer<'a> {
                         Some(b'>') => "&>",
                         _ => "&",
                     };
-                    self.op(&mut out, s);
+                    self.op(out, s);
                 }
                 b'|' => {
                     let s = match self.peek(1) {
@@ -184,32 +236,32 @@ impl<'a> Lexer<'a> {
                         Some(b'&') => "|&",
                         _ => "|",
                     };
-                    self.op(&mut out, s);
+                    self.op(out, s);
                 }
                 b'(' => {
-                    parens += 1;
-                    self.op(&mut out, "(");
+                    *parens += 1;
+                    self.op(out, "(");
                 }
                 b')' => {
-                    if term == Term::Paren && parens == 0 {
+                    if term == Term::Paren && *parens == 0 {
                         self.pos += 1;
-                        return out;
+                        return false;
                     }
-                    parens = parens.saturating_sub(1);
-                    self.op(&mut out, ")");
+                    *parens = parens.saturating_sub(1);
+                    self.op(out, ")");
                 }
                 b'`' if term == Term::Backtick => {
                     self.pos += 1;
-                    return out;
+                    return false;
                 }
-                b'<' | b'>' => self.redirection(&mut out),
+                b'<' | b'>' => self.redirection(out),
                 _ => {
                     let w = self.word(term, depth);
                     out.push(STok::Word(w));
                 }
             }
         }
-        out
+        true
     }
 
     fn jump_heredocs(&mut self) {
@@ -554,7 +606,11 @@ impl WordBuilder {
         self.parts.push(p);
     }
 
-    pub(super) fn finish(self, span: Span) -> Word {
+    pub(super) fn finish(mut self, span: Span) -> Word {
+        // a word is kept until its script is read to the end: no spare
+        // room (a first push leaves room for four parts and four anchors)
+        self.parts.shrink_to_fit();
+        self.anchors.shrink_to_fit();
         Word {
             parts: self.parts,
             span,

@@ -426,3 +426,51 @@ fn timing_of_10_mb_inputs() {
         );
     }
 }
+
+/// The facts of a script read whole (every token lexed first).
+fn sh_whole(src: &str) -> FileFacts {
+    let mut x = Extractor::new(src, Language::Shell);
+    x.list(&shell::lex(src), 0);
+    x.facts
+        .absence_guards
+        .sort_by_key(|g| (g.write.start, g.check.start));
+    x.facts
+}
+
+#[test]
+fn batched_lexing_reads_like_the_whole_script() {
+    // a function definition whose `{` stands after line breaks, a command
+    // continued over a line end and a here-document, each placed across
+    // the lexer's batch boundary in turn (padding shifts them by one token)
+    let tail = "take_lock() \n\n\n\n\n\n\n\n\n\n\n{\n  redis-cli SET lock:a \"$1\" NX PX 100\n}\n\
+                redis-cli -h host \\\n  DEL lock:a\n\
+                redis-cli <<EOF\nSET lock:b 1 NX\nDEL lock:b\nEOF\n\
+                if [ \"$(redis-cli EXISTS lock:c)\" = 0 ]; then redis-cli SET lock:c 1; fi\n";
+    let mut seen = 0;
+    // two tokens a padding line: the tail's ~70 tokens start from just
+    // before to past the first boundary (4,096 tokens)
+    for pad in 2000..2050 {
+        let mut src = String::from("#!/bin/sh\n");
+        for _ in 0..pad {
+            src.push_str("x\n");
+        }
+        src.push_str(tail);
+        let batched = sh(&src);
+        assert_eq!(batched, sh_whole(&src), "pad {pad}");
+        assert!(batched.scopes.iter().any(|s| s.name == "take_lock"));
+        seen += batched.ops.len();
+    }
+    assert!(seen > 0);
+}
+
+#[test]
+fn stream_hands_out_the_tokens_of_lex() {
+    let src = "f() {\n redis-cli SET k 1 NX; echo $(redis-cli GET k)\n}\n\n\nf\ncat <<X\nbody\nX\nredis-cli DEL k\n";
+    let mut st = shell::stream(src);
+    let mut got = Vec::new();
+    while !st.done() {
+        let n = got.len() + 1;
+        st.fill(&mut got, n);
+    }
+    assert_eq!(got, shell::lex(src));
+}
