@@ -321,12 +321,36 @@ impl Dfa {
     /// the walk over every byte does.
     #[inline]
     fn each_match(&self, bytes: &[u8], f: impl FnMut(usize, usize, usize) -> bool) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if self.finder.kernel() == candidates::Kernel::Avx2 {
+            // SAFETY: the processor runs AVX2
+            return unsafe { self.each_match_avx2(bytes, f) };
+        }
         self.each_match_near(bytes, |from| self.finder.next(bytes, from), f)
+    }
+
+    /// [`Dfa::each_match`] compiled for AVX2, the block search inlined
+    /// into the walk.
+    ///
+    /// # Safety
+    /// The processor runs AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn each_match_avx2(
+        &self,
+        bytes: &[u8],
+        f: impl FnMut(usize, usize, usize) -> bool,
+    ) -> bool {
+        self.each_match_near(
+            bytes,
+            |from| self.finder.next_with(candidates::Kernel::Avx2, bytes, from),
+            f,
+        )
     }
 
     /// [`Dfa::each_match`] with the candidate blocks from `next` (the
     /// tests give each SIMD kernel).
-    #[inline]
+    #[inline(always)]
     fn each_match_near(
         &self,
         bytes: &[u8],

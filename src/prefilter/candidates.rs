@@ -159,6 +159,13 @@ impl Finder {
         self.next_with(self.kernel, bytes, from)
     }
 
+    /// The kernel [`Finder::next`] uses.
+    pub(super) fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
+    /// [`Finder::next`] with the given kernel (one this processor runs).
+    #[inline(always)]
     pub(super) fn next_with(
         &self,
         kernel: Kernel,
@@ -226,6 +233,7 @@ impl Finder {
     /// The processor runs AVX2.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
+    #[inline]
     unsafe fn blocks_avx2(&self, bytes: &[u8], mut base: usize) -> (usize, u32) {
         use std::arch::x86_64::*;
         let lo = [
