@@ -166,6 +166,14 @@ fn build(words: &[&str]) -> AhoCorasick {
 /// (premultiplied by it) or'ed with a column is an index of the table.
 const STRIDE: usize = 32;
 
+/// A state's number: its depth (the length of its string) from this bit
+/// on, [`MATCH`] when it ends a word, then its index among the states of
+/// that depth and kind times [`STRIDE`].
+const DEPTH_SHIFT: u32 = 12;
+
+/// The bit of a state's number set when the state ends at least one word.
+const MATCH: u16 = 1 << 11;
+
 /// Entries of [`Dfa`]'s table: every `u16` is an index of it, so the walk
 /// needs no bounds check. Only the states' rows are ever touched (about
 /// 16 KB); the rest stays untouched zero pages.
@@ -175,7 +183,7 @@ const TABLE: usize = 1 << 16;
 /// occurrence of every word (overlapping), as `find_overlapping_iter` of the
 /// `aho-corasick` crate does, with a tighter loop: per byte a class load, an
 /// `or` and a table load (no bounds check: the index is a `u16`) and one
-/// compare, the match states numbered last. It walks only the bytes near
+/// bit test (a state's number holds its depth and a match bit). It walks only the bytes near
 /// the candidates of a SIMD search ([`candidates`]), see
 /// [`Dfa::each_match`].
 struct Dfa {
@@ -184,17 +192,13 @@ struct Dfa {
     class: [u8; 256],
     /// `state | class` → next state; states are premultiplied by [`STRIDE`].
     next: Box<[u16; TABLE]>,
-    /// States from here on end at least one word.
-    first_match: u16,
-    /// For match state `first_match + k * STRIDE`: its words are
-    /// `words[ends[k]..ends[k + 1]]`.
+    /// For match state `s`: its words are `words[ends[k]..ends[k + 1]]`,
+    /// `k = out[s / STRIDE]`.
+    out: Box<[u16; TABLE / STRIDE]>,
     ends: Vec<u32>,
     words: Vec<u16>,
     /// Length of each word.
     lens: Vec<usize>,
-    /// State `s` → the length of its string (its depth in the trie),
-    /// at `s / STRIDE`.
-    depth: Box<[u8; TABLE / STRIDE]>,
     /// Where the words may start.
     finder: candidates::Finder,
 }
@@ -265,41 +269,47 @@ impl Dfa {
                 }
             }
         }
-        // Renumber: states without words first (the root stays 0).
-        let mut order: Vec<usize> = (0..count).filter(|&u| out[u].is_empty()).collect();
-        let first = order.len();
-        order.extend((0..count).filter(|&u| !out[u].is_empty()));
+        // Renumber: a state's number tells its depth and whether it ends
+        // a word (see `DEPTH_SHIFT`, `MATCH`); the root stays 0.
+        let mut in_group = std::collections::HashMap::new();
         let mut new_id = vec![0u16; count];
-        for (n, &u) in order.iter().enumerate() {
-            new_id[u] = u16::try_from(n * stride).expect("checked above");
+        for u in 0..count {
+            let d = usize::from(node_depth[u]);
+            let m = !out[u].is_empty();
+            let n = in_group.entry((d, m)).or_insert(0usize);
+            assert!(
+                d < TABLE >> DEPTH_SHIFT && *n * stride < usize::from(MATCH),
+                "words of at most 15 bytes, at most 64 states of a depth"
+            );
+            new_id[u] = u16::try_from((d << DEPTH_SHIFT) + *n * stride).expect("checked above")
+                | if m { MATCH } else { 0 };
+            *n += 1;
         }
         let mut next: Box<[u16; TABLE]> = vec![0u16; TABLE]
             .into_boxed_slice()
             .try_into()
             .expect("TABLE entries");
-        for (n, &u) in order.iter().enumerate() {
-            for (c, &v) in delta[u * stride..(u + 1) * stride].iter().enumerate() {
-                next[n * stride + c] = new_id[v as usize];
-            }
-        }
         let mut ends = vec![0u32];
         let mut list = Vec::new();
-        for &u in &order[first..] {
-            list.extend_from_slice(&out[u]);
-            ends.push(list.len() as u32);
-        }
-        let mut depth = Box::new([0u8; TABLE / STRIDE]);
-        for (n, &u) in order.iter().enumerate() {
-            depth[n] = node_depth[u];
+        let mut out_of = Box::new([0u16; TABLE / STRIDE]);
+        for u in 0..count {
+            let id = usize::from(new_id[u]);
+            for (c, &v) in delta[u * stride..(u + 1) * stride].iter().enumerate() {
+                next[id + c] = new_id[v as usize];
+            }
+            if !out[u].is_empty() {
+                out_of[id / stride] = u16::try_from(ends.len() - 1).expect("few states");
+                list.extend_from_slice(&out[u]);
+                ends.push(list.len() as u32);
+            }
         }
         Dfa {
             class,
             next,
-            first_match: u16::try_from(first * stride).expect("checked above"),
+            out: out_of,
             ends,
             words: list,
             lens: words.iter().map(|w| w.len()).collect(),
-            depth,
             finder: candidates::Finder::new(words),
         }
     }
@@ -359,8 +369,6 @@ impl Dfa {
     ) -> bool {
         let table: &[u16; TABLE] = &self.next;
         let class = &self.class;
-        let depth: &[u8; TABLE / STRIDE] = &self.depth;
-        let first = self.first_match;
         // the walk: it has read `bytes[..p]`, in `state`
         let mut p = 0usize;
         let mut state = 0u16;
@@ -377,14 +385,14 @@ impl Dfa {
                     p = c;
                 }
                 // on while the string reaches back to `c`
-                while p < bytes.len() && p <= c + usize::from(depth[usize::from(state) / STRIDE]) {
+                while p < bytes.len() && p <= c + usize::from(state >> DEPTH_SHIFT) {
                     state = table[usize::from(state | u16::from(class[usize::from(bytes[p])]))];
                     p += 1;
-                    if state >= first && self.report(state, p, &mut f) {
+                    if state & MATCH != 0 && self.report(state, p, &mut f) {
                         return true;
                     }
                 }
-                done = p - usize::from(depth[usize::from(state) / STRIDE]);
+                done = p - usize::from(state >> DEPTH_SHIFT);
                 if done >= block + 32 {
                     break;
                 }
@@ -411,7 +419,6 @@ impl Dfa {
         // about 70 bytes of code) are handled out of line.
         let next: &[u16; TABLE] = &self.next;
         let class = &self.class;
-        let first = self.first_match;
         let mut state = 0u16;
         // eight bytes a round: the loop's own count and test once per eight
         let mut rounds = bytes.chunks_exact(8);
@@ -421,7 +428,7 @@ impl Dfa {
                 // `state` is a multiple of STRIDE and a class is below it:
                 // `|` adds them; a `u16` index is always in the table
                 state = next[usize::from(state | u16::from(class[usize::from(b)]))];
-                if state >= first && self.report(state, end + k + 1, &mut f) {
+                if state & MATCH != 0 && self.report(state, end + k + 1, &mut f) {
                     return true;
                 }
             }
@@ -429,7 +436,7 @@ impl Dfa {
         }
         for (k, &b) in rounds.remainder().iter().enumerate() {
             state = next[usize::from(state | u16::from(class[usize::from(b)]))];
-            if state >= first && self.report(state, end + k + 1, &mut f) {
+            if state & MATCH != 0 && self.report(state, end + k + 1, &mut f) {
                 return true;
             }
         }
@@ -444,7 +451,7 @@ impl Dfa {
         end: usize,
         f: &mut impl FnMut(usize, usize, usize) -> bool,
     ) -> bool {
-        let k = usize::from(state - self.first_match) / STRIDE;
+        let k = usize::from(self.out[usize::from(state) / STRIDE]);
         let (from, to) = (self.ends[k] as usize, self.ends[k + 1] as usize);
         self.words[from..to].iter().any(|&w| {
             let w = w as usize;
