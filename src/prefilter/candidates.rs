@@ -135,10 +135,10 @@ impl Finder {
             hi[k][16..].copy_from_slice(&h[..16]);
         }
         let mut byte = [[0u8; 256]; 3];
-        for k in 0..3 {
-            for b in 0..256usize {
+        for (k, table) in byte.iter_mut().enumerate() {
+            for (b, allowed) in table.iter_mut().enumerate() {
                 let f = b | 0x20;
-                byte[k][b] = lo[k][f & 0x0f] & hi[k][f >> 4];
+                *allowed = lo[k][f & 0x0f] & hi[k][f >> 4];
             }
         }
         Finder {
