@@ -25,6 +25,8 @@
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use std::sync::OnceLock;
 
+mod candidates;
+
 /// The anchor words of the prefilter (case-insensitive). The benchmark gives
 /// `rg -i -c` the same list (`bench/keywords.txt`).
 pub const KEYWORDS: &[&str] = &[
@@ -164,6 +166,14 @@ fn build(words: &[&str]) -> AhoCorasick {
 /// (premultiplied by it) or'ed with a column is an index of the table.
 const STRIDE: usize = 32;
 
+/// A state's number: its depth (the length of its string) from this bit
+/// on, [`MATCH`] when it ends a word, then its index among the states of
+/// that depth and kind times [`STRIDE`].
+const DEPTH_SHIFT: u32 = 12;
+
+/// The bit of a state's number set when the state ends at least one word.
+const MATCH: u16 = 1 << 11;
+
 /// Entries of [`Dfa`]'s table: every `u16` is an index of it, so the walk
 /// needs no bounds check. Only the states' rows are ever touched (about
 /// 16 KB); the rest stays untouched zero pages.
@@ -173,21 +183,24 @@ const TABLE: usize = 1 << 16;
 /// occurrence of every word (overlapping), as `find_overlapping_iter` of the
 /// `aho-corasick` crate does, with a tighter loop: per byte a class load, an
 /// `or` and a table load (no bounds check: the index is a `u16`) and one
-/// compare, the match states numbered last.
+/// bit test (a state's number holds its depth and a match bit). It walks only the bytes near
+/// the candidates of a SIMD search ([`candidates`]), see
+/// [`Dfa::each_match`].
 struct Dfa {
     /// Byte → column of the transition table (0: a byte no word holds; an
     /// upper-case letter shares its lower-case letter's column).
     class: [u8; 256],
     /// `state | class` → next state; states are premultiplied by [`STRIDE`].
     next: Box<[u16; TABLE]>,
-    /// States from here on end at least one word.
-    first_match: u16,
-    /// For match state `first_match + k * STRIDE`: its words are
-    /// `words[ends[k]..ends[k + 1]]`.
+    /// For match state `s`: its words are `words[ends[k]..ends[k + 1]]`,
+    /// `k = out[s / STRIDE]`.
+    out: Box<[u16; TABLE / STRIDE]>,
     ends: Vec<u32>,
     words: Vec<u16>,
     /// Length of each word.
     lens: Vec<usize>,
+    /// Where the words may start.
+    finder: candidates::Finder,
 }
 
 impl Dfa {
@@ -213,6 +226,7 @@ impl Dfa {
         // The trie: `goto[node * stride + column]`, its words per node.
         let mut goto = vec![NONE; stride];
         let mut out: Vec<Vec<u16>> = vec![Vec::new()];
+        let mut node_depth = vec![0u8];
         for (id, w) in words.iter().enumerate() {
             let mut node = 0usize;
             for &b in w.as_bytes() {
@@ -221,6 +235,7 @@ impl Dfa {
                     goto[node * stride + c] = out.len() as u32;
                     goto.extend(std::iter::repeat_n(NONE, stride));
                     out.push(Vec::new());
+                    node_depth.push(node_depth[node] + 1);
                 }
                 node = goto[node * stride + c] as usize;
             }
@@ -254,48 +269,156 @@ impl Dfa {
                 }
             }
         }
-        // Renumber: states without words first (the root stays 0).
-        let mut order: Vec<usize> = (0..count).filter(|&u| out[u].is_empty()).collect();
-        let first = order.len();
-        order.extend((0..count).filter(|&u| !out[u].is_empty()));
+        // Renumber: a state's number tells its depth and whether it ends
+        // a word (see `DEPTH_SHIFT`, `MATCH`); the root stays 0.
+        let mut in_group = std::collections::HashMap::new();
         let mut new_id = vec![0u16; count];
-        for (n, &u) in order.iter().enumerate() {
-            new_id[u] = u16::try_from(n * stride).expect("checked above");
+        for u in 0..count {
+            let d = usize::from(node_depth[u]);
+            let m = !out[u].is_empty();
+            let n = in_group.entry((d, m)).or_insert(0usize);
+            assert!(
+                d < TABLE >> DEPTH_SHIFT && *n * stride < usize::from(MATCH),
+                "words of at most 15 bytes, at most 64 states of a depth"
+            );
+            new_id[u] = u16::try_from((d << DEPTH_SHIFT) + *n * stride).expect("checked above")
+                | if m { MATCH } else { 0 };
+            *n += 1;
         }
         let mut next: Box<[u16; TABLE]> = vec![0u16; TABLE]
             .into_boxed_slice()
             .try_into()
             .expect("TABLE entries");
-        for (n, &u) in order.iter().enumerate() {
-            for (c, &v) in delta[u * stride..(u + 1) * stride].iter().enumerate() {
-                next[n * stride + c] = new_id[v as usize];
-            }
-        }
         let mut ends = vec![0u32];
         let mut list = Vec::new();
-        for &u in &order[first..] {
-            list.extend_from_slice(&out[u]);
-            ends.push(list.len() as u32);
+        let mut out_of = Box::new([0u16; TABLE / STRIDE]);
+        for u in 0..count {
+            let id = usize::from(new_id[u]);
+            for (c, &v) in delta[u * stride..(u + 1) * stride].iter().enumerate() {
+                next[id + c] = new_id[v as usize];
+            }
+            if !out[u].is_empty() {
+                out_of[id / stride] = u16::try_from(ends.len() - 1).expect("few states");
+                list.extend_from_slice(&out[u]);
+                ends.push(list.len() as u32);
+            }
         }
         Dfa {
             class,
             next,
-            first_match: u16::try_from(first * stride).expect("checked above"),
+            out: out_of,
             ends,
             words: list,
             lens: words.iter().map(|w| w.len()).collect(),
+            finder: candidates::Finder::new(words),
         }
     }
 
     /// Calls `f(word, start, end)` for every occurrence of every word, by
-    /// end; stops and answers true as soon as `f` does.
+    /// end, in the order of [`Dfa::each_match_full`] (the same calls, the
+    /// same early stop); stops and answers true as soon as `f` does.
+    ///
+    /// The walk starts afresh (at the root) at a candidate `c` of the
+    /// SIMD search and goes on while its state's string still reaches
+    /// back to `c` or before: once it does not, no word starting at `c`
+    /// or earlier can end further on. A walk started at `q` reports exactly
+    /// the occurrences that start at `q` or later (a state's words are the
+    /// suffixes of its string that are words, longest first, and its
+    /// string is the longest suffix of the bytes walked that a word
+    /// begins with): every word starts at a candidate, and the walk is
+    /// never restarted while its string holds one, so every occurrence is
+    /// reported, once, by end, and those ending together longest first, as
+    /// the walk over every byte does.
     #[inline]
-    fn each_match(&self, bytes: &[u8], mut f: impl FnMut(usize, usize, usize) -> bool) -> bool {
+    fn each_match(&self, bytes: &[u8], f: impl FnMut(usize, usize, usize) -> bool) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if self.finder.kernel() == candidates::Kernel::Avx2 {
+            // SAFETY: the processor runs AVX2
+            return unsafe { self.each_match_avx2(bytes, f) };
+        }
+        self.each_match_near(bytes, |from| self.finder.next(bytes, from), f)
+    }
+
+    /// [`Dfa::each_match`] compiled for AVX2, the block search inlined
+    /// into the walk.
+    ///
+    /// # Safety
+    /// The processor runs AVX2.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn each_match_avx2(
+        &self,
+        bytes: &[u8],
+        f: impl FnMut(usize, usize, usize) -> bool,
+    ) -> bool {
+        self.each_match_near(
+            bytes,
+            |from| self.finder.next_with(candidates::Kernel::Avx2, bytes, from),
+            f,
+        )
+    }
+
+    /// [`Dfa::each_match`] with the candidate blocks from `next` (the
+    /// tests give each SIMD kernel).
+    #[inline(always)]
+    fn each_match_near(
+        &self,
+        bytes: &[u8],
+        mut next: impl FnMut(usize) -> Option<(usize, u32)>,
+        mut f: impl FnMut(usize, usize, usize) -> bool,
+    ) -> bool {
+        let table: &[u16; TABLE] = &self.next;
+        let class = &self.class;
+        // the walk: it has read `bytes[..p]`, in `state`
+        let mut p = 0usize;
+        let mut state = 0u16;
+        // where the walk's string starts: candidates before it are done
+        let mut done = 0usize;
+        let mut from = 0usize;
+        while let Some((block, mut mask)) = next(from) {
+            while mask != 0 {
+                let c = block + mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                if c >= p {
+                    // nothing the walk holds starts at a candidate
+                    state = 0;
+                    p = c;
+                }
+                // on while the string reaches back to `c`
+                while p < bytes.len() && p <= c + usize::from(state >> DEPTH_SHIFT) {
+                    state = table[usize::from(state | u16::from(class[usize::from(bytes[p])]))];
+                    p += 1;
+                    if state & MATCH != 0 && self.report(state, p, &mut f) {
+                        return true;
+                    }
+                }
+                done = p - usize::from(state >> DEPTH_SHIFT);
+                if done >= block + 32 {
+                    break;
+                }
+                if done > block {
+                    mask &= u32::MAX << (done - block);
+                }
+            }
+            from = done.max(block + 32);
+        }
+        false
+    }
+
+    /// Calls `f(word, start, end)` for every occurrence of every word, by
+    /// end; stops and answers true as soon as `f` does. The walk over
+    /// every byte, as it was before the candidate search: the tests' oracle
+    /// of [`Dfa::each_match`].
+    #[cfg(test)]
+    fn each_match_full(
+        &self,
+        bytes: &[u8],
+        mut f: impl FnMut(usize, usize, usize) -> bool,
+    ) -> bool {
         // The hot loop holds nothing but the walk: the matches (one in
         // about 70 bytes of code) are handled out of line.
         let next: &[u16; TABLE] = &self.next;
         let class = &self.class;
-        let first = self.first_match;
         let mut state = 0u16;
         // eight bytes a round: the loop's own count and test once per eight
         let mut rounds = bytes.chunks_exact(8);
@@ -305,7 +428,7 @@ impl Dfa {
                 // `state` is a multiple of STRIDE and a class is below it:
                 // `|` adds them; a `u16` index is always in the table
                 state = next[usize::from(state | u16::from(class[usize::from(b)]))];
-                if state >= first && self.report(state, end + k + 1, &mut f) {
+                if state & MATCH != 0 && self.report(state, end + k + 1, &mut f) {
                     return true;
                 }
             }
@@ -313,7 +436,7 @@ impl Dfa {
         }
         for (k, &b) in rounds.remainder().iter().enumerate() {
             state = next[usize::from(state | u16::from(class[usize::from(b)]))];
-            if state >= first && self.report(state, end + k + 1, &mut f) {
+            if state & MATCH != 0 && self.report(state, end + k + 1, &mut f) {
                 return true;
             }
         }
@@ -328,7 +451,7 @@ impl Dfa {
         end: usize,
         f: &mut impl FnMut(usize, usize, usize) -> bool,
     ) -> bool {
-        let k = usize::from(state - self.first_match) / STRIDE;
+        let k = usize::from(self.out[usize::from(state) / STRIDE]);
         let (from, to) = (self.ends[k] as usize, self.ends[k + 1] as usize);
         self.words[from..to].iter().any(|&w| {
             let w = w as usize;
@@ -663,7 +786,27 @@ pub fn may_match_signed(bytes: &[u8], custom_lock_keys: bool, sig: &mut Vec<u32>
     found
 }
 
-fn scan(bytes: &[u8], custom_lock_keys: bool, mut sig: Option<&mut Vec<u32>>) -> bool {
+/// How [`scan_by`] walks a file: [`Near`] in the program, [`Full`] the
+/// tests' oracle.
+trait Walk {
+    fn walk(dfa: &Dfa, bytes: &[u8], f: impl FnMut(usize, usize, usize) -> bool) -> bool;
+}
+
+/// The walk near the SIMD candidates ([`Dfa::each_match`]).
+struct Near;
+
+impl Walk for Near {
+    #[inline]
+    fn walk(dfa: &Dfa, bytes: &[u8], f: impl FnMut(usize, usize, usize) -> bool) -> bool {
+        dfa.each_match(bytes, f)
+    }
+}
+
+fn scan(bytes: &[u8], custom_lock_keys: bool, sig: Option<&mut Vec<u32>>) -> bool {
+    scan_by::<Near>(bytes, custom_lock_keys, sig)
+}
+
+fn scan_by<W: Walk>(bytes: &[u8], custom_lock_keys: bool, mut sig: Option<&mut Vec<u32>>) -> bool {
     let mut release = false;
     let mut lock = custom_lock_keys;
     let dfa = if sig.is_some() {
@@ -673,7 +816,7 @@ fn scan(bytes: &[u8], custom_lock_keys: bool, mut sig: Option<&mut Vec<u32>>) ->
     };
     // Overlapping: `lock` inside `LockTake` must not hide `locktake`.
     let infos = word_infos();
-    let found = dfa.each_match(bytes, |pattern, start, end| {
+    let found = W::walk(dfa, bytes, |pattern, start, end| {
         let info = infos[pattern];
         if let Some(sig) = sig.as_deref_mut() {
             if info.signs {
@@ -847,10 +990,16 @@ mod tests {
     /// matches in `s`; returns how many there are.
     fn agree(ours: &Dfa, theirs: &AhoCorasick, s: &[u8]) -> usize {
         let mut got = Vec::new();
-        ours.each_match(s, |w, start, end| {
+        ours.each_match_full(s, |w, start, end| {
             got.push((end, start, w));
             false
         });
+        let mut near = Vec::new();
+        ours.each_match(s, |w, start, end| {
+            near.push((end, start, w));
+            false
+        });
+        assert_eq!(near, got, "{}", String::from_utf8_lossy(s));
         let mut want: Vec<_> = theirs
             .find_overlapping_iter(s)
             .map(|m| (m.end(), m.start(), m.pattern().as_usize()))
@@ -951,6 +1100,279 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The walk over every byte, as the prefilter was before the SIMD
+    /// candidates: the oracle.
+    struct Full;
+
+    impl Walk for Full {
+        fn walk(dfa: &Dfa, bytes: &[u8], f: impl FnMut(usize, usize, usize) -> bool) -> bool {
+            dfa.each_match_full(bytes, f)
+        }
+    }
+
+    /// A small deterministic generator (xorshift64*).
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+
+        fn pick<'a, T>(&mut self, from: &'a [T]) -> &'a T {
+            &from[self.below(from.len())]
+        }
+    }
+
+    fn all_words() -> Vec<&'static str> {
+        KEYWORDS.iter().chain(CALL_ANCHORS).copied().collect()
+    }
+
+    /// What stands next to words: word-part separators, the bytes the
+    /// rules look at after a word (`s`, `es`, `key`, `()`, `<`, `ete`,
+    /// `at`), `set`/`p` before one, UTF-8, NUL, bytes that fold onto
+    /// others (`_` onto DEL, `@` onto a backquote).
+    const AROUND: &[&str] = &[
+        "", " ", ".", "_", "(", ")", "<", ">", "::", ":", "\n", "\t", "-", "$", "\"", "'", "`",
+        "a", "B", "x", "X", "s", "es", "key", "KEY", "()", "set", "SET_", "p", "P", "ete", "ex",
+        "ifeq", "at", "Async", "é", "日本", "\u{feff}", "\0", "\x7f", "@", "[", "{", "1", "m.",
+    ];
+
+    /// `word` in a random case.
+    fn random_case(rng: &mut Rng, word: &str) -> String {
+        word.chars()
+            .map(|c| {
+                if rng.below(2) == 0 {
+                    c.to_ascii_uppercase()
+                } else {
+                    c
+                }
+            })
+            .collect()
+    }
+
+    /// Random texts: random bytes; random mixes of words in random case
+    /// and what stands around them, shifted across the 32-byte blocks;
+    /// words alone at the start and end of a buffer.
+    fn generated(count: usize) -> Vec<Vec<u8>> {
+        let words = all_words();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut out = Vec::new();
+        for n in 0..count {
+            let mut t = Vec::new();
+            match n % 4 {
+                0 => {
+                    // random bytes, some of them only letters of the words
+                    let len = rng.below(300);
+                    let letters = b"nxsetifabpruockldmgvwhqLOCKDELNXSETi_.:()->";
+                    let only_letters = rng.below(2) == 0;
+                    for _ in 0..len {
+                        t.push(if only_letters {
+                            *rng.pick(letters)
+                        } else {
+                            rng.next() as u8
+                        });
+                    }
+                }
+                1 | 2 => {
+                    // a mix
+                    for _ in 0..rng.below(40) {
+                        t.extend_from_slice(rng.pick(AROUND).as_bytes());
+                        let w = *rng.pick(&words);
+                        // sometimes only the first bytes of a word
+                        let w = if rng.below(5) == 0 {
+                            &w[..1 + rng.below(w.len())]
+                        } else {
+                            w
+                        };
+                        t.extend_from_slice(random_case(&mut rng, w).as_bytes());
+                        for _ in 0..rng.below(3) {
+                            t.push(*rng.pick(b" xa_.(\n"));
+                        }
+                    }
+                }
+                _ => {
+                    // one word, padded to any offset, at the end or not
+                    let pad = rng.below(80);
+                    t.extend(std::iter::repeat_n(*rng.pick(b" xe.lS"), pad));
+                    t.extend_from_slice(rng.pick(AROUND).as_bytes());
+                    let w = *rng.pick(&words);
+                    t.extend_from_slice(random_case(&mut rng, w).as_bytes());
+                    if rng.below(2) == 0 {
+                        t.extend_from_slice(rng.pick(AROUND).as_bytes());
+                    }
+                }
+            }
+            out.push(t);
+        }
+        out
+    }
+
+    /// Every word next to everything of `AROUND`, on both sides, at every
+    /// offset across the first two blocks, at the end of the buffer or not.
+    fn every_word_around() -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        for w in all_words() {
+            for variant in [w.to_string(), w.to_ascii_uppercase()] {
+                for a in AROUND {
+                    for pad in [0, 1, 2, 13, 29, 30, 31, 32, 33, 34, 61, 62, 63, 64, 65] {
+                        let head = format!("{}{a}{variant}", "z".repeat(pad));
+                        out.push(head.clone().into_bytes());
+                        out.push(format!("{head}{a}").into_bytes());
+                        out.push(format!("{head}{a}{}", " ".repeat(pad)).into_bytes());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The calls `f` gets from a walk, `f` answering true at call `stop`.
+    fn calls(
+        walk: impl FnOnce(&mut dyn FnMut(usize, usize, usize) -> bool) -> bool,
+        stop: usize,
+    ) -> (bool, Vec<(usize, usize, usize)>) {
+        let mut seen = Vec::new();
+        let found = walk(&mut |w, start, end| {
+            seen.push((w, start, end));
+            seen.len() == stop
+        });
+        (found, seen)
+    }
+
+    /// The walk near the candidates of every SIMD kernel makes exactly the
+    /// calls of the walk over every byte, in order, and stops where it does.
+    #[test]
+    fn walk_near_candidates_is_the_full_walk() {
+        let kernels = candidates::Kernel::available();
+        let dfas = [dfa(), dfa_with_anchors()];
+        let mut texts = generated(4000);
+        texts.extend(every_word_around());
+        let mut checked = 0usize;
+        for t in &texts {
+            for d in dfas {
+                let (_, want) = calls(|f| d.each_match_full(t, f), usize::MAX);
+                checked += want.len();
+                for stop in [usize::MAX, 1, want.len() / 2 + 1, want.len()] {
+                    let full = calls(|f| d.each_match_full(t, f), stop);
+                    for &k in &kernels {
+                        let near = calls(
+                            |f| d.each_match_near(t, |from| d.finder.next_with(k, t, from), f),
+                            stop,
+                        );
+                        assert_eq!(near, full, "{k:?} {stop} {:?}", String::from_utf8_lossy(t));
+                    }
+                    assert_eq!(calls(|f| d.each_match(t, f), stop), full);
+                }
+            }
+        }
+        // the texts hold words
+        assert!(checked > 100_000, "{checked}");
+    }
+
+    /// The verdict and everything the scan gathers (the call words, in
+    /// the order they are found) are those of the full walk.
+    #[test]
+    fn scan_is_the_full_scan() {
+        let mut texts = generated(4000);
+        texts.extend(every_word_around());
+        let (mut passed, mut signed) = (0, 0);
+        for t in &texts {
+            for custom in [false, true] {
+                let want = scan_by::<Full>(t, custom, None);
+                assert_eq!(scan_by::<Near>(t, custom, None), want);
+                let (mut sig_full, mut sig_near) = (Vec::new(), Vec::new());
+                let want = scan_by::<Full>(t, custom, Some(&mut sig_full));
+                let got = scan_by::<Near>(t, custom, Some(&mut sig_near));
+                assert_eq!(
+                    (got, &sig_near),
+                    (want, &sig_full),
+                    "{:?}",
+                    String::from_utf8_lossy(t)
+                );
+                passed += usize::from(want);
+                signed += usize::from(!sig_full.is_empty());
+            }
+        }
+        // both verdicts, and signatures, are exercised
+        assert!(passed > 1000 && passed < texts.len() * 2 - 1000, "{passed}");
+        assert!(signed > 1000, "{signed}");
+    }
+
+    /// The candidates of a buffer, block by block from the start.
+    fn candidate_set(finder: &candidates::Finder, k: candidates::Kernel, t: &[u8]) -> Vec<usize> {
+        let mut got = Vec::new();
+        let mut from = 0;
+        while let Some((block, mut mask)) = finder.next_with(k, t, from) {
+            assert!(block >= from && mask != 0);
+            while mask != 0 {
+                got.push(block + mask.trailing_zeros() as usize);
+                mask &= mask - 1;
+            }
+            from = block + 32;
+        }
+        got
+    }
+
+    /// Every kernel finds the same candidates as the scalar one, from any
+    /// start, and every position where a word starts is one of them.
+    #[test]
+    fn kernels_agree_and_miss_no_word() {
+        let words = all_words();
+        let finder = &dfa_with_anchors().finder;
+        let theirs = automaton_with_anchors();
+        let mut texts = generated(2000);
+        texts.extend(every_word_around().into_iter().step_by(7));
+        for t in &texts {
+            let want = candidate_set(finder, candidates::Kernel::Scalar, t);
+            assert!(want.iter().all(|&c| c < t.len()));
+            for m in theirs.find_overlapping_iter(t.as_slice()) {
+                assert!(
+                    want.binary_search(&m.start()).is_ok(),
+                    "{} at {} in {:?}",
+                    words[m.pattern().as_usize()],
+                    m.start(),
+                    String::from_utf8_lossy(t)
+                );
+            }
+            for k in candidates::Kernel::available() {
+                assert_eq!(candidate_set(finder, k, t), want, "{k:?}");
+                // from an odd start, the blocks need not be aligned
+                for from in [1, 5, 31, 33] {
+                    let mut got = Vec::new();
+                    let mut at = from;
+                    while let Some((block, mut mask)) = finder.next_with(k, t, at) {
+                        while mask != 0 {
+                            got.push(block + mask.trailing_zeros() as usize);
+                            mask &= mask - 1;
+                        }
+                        at = block + 32;
+                    }
+                    let tail: Vec<usize> = want.iter().copied().filter(|&c| c >= from).collect();
+                    assert_eq!(got, tail, "{k:?} from {from}");
+                }
+            }
+        }
+    }
+
+    /// Most bytes of ordinary code are no candidate (the search is worth
+    /// it), and every word's own bucket holds it.
+    #[test]
+    fn candidates_are_sparse_in_code() {
+        let code = "fn main() { let items = vec![1, 2, 3]; for item in items.iter() {\n\
+                    println!(\"{}\", item * 2); } let total: u32 = items.into_iter().sum(); }\n"
+            .repeat(20);
+        let finder = &dfa_with_anchors().finder;
+        let found = candidate_set(finder, candidates::Kernel::Scalar, code.as_bytes()).len();
+        assert!(found * 8 < code.len(), "{found} of {}", code.len());
     }
 
     #[test]
