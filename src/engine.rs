@@ -1171,6 +1171,11 @@ fn read_callers(
     if chain.len() > crate::project::limits::MAX_CHAIN {
         chain.clear();
     }
+    // (a name the files read already call too often, or at a top level,
+    // gets no callers' limit: its callers are not chased)
+    let dead =
+        crate::project::limits::dead_names(read.iter().map(|f| (&f.facts, f.call_names())), &chain);
+    chain.retain(|n| !dead.contains(n));
     names.extend(chain.iter().filter(|n| !known.contains(*n)).cloned());
     let mut left: Vec<(&Entry, Option<&[u32]>)> =
         rejected.iter().map(|(e, w)| (*e, w.as_deref())).collect();
@@ -1218,8 +1223,13 @@ fn read_callers(
         if chain.len() > crate::project::limits::MAX_CHAIN {
             chain.clear();
         }
-        names.extend(chain.iter().filter(|n| !known.contains(*n)).cloned());
         out.extend(found);
+        let dead = crate::project::limits::dead_names(
+            read.iter().chain(&out).map(|f| (&f.facts, f.call_names())),
+            &chain,
+        );
+        chain.retain(|n| !dead.contains(n));
+        names.extend(chain.iter().filter(|n| !known.contains(*n)).cloned());
         left = still;
     }
     (out, skipped)
