@@ -1195,7 +1195,16 @@ fn read_callers(
         };
         let run = || {
             left.par_iter()
-                .map(|(e, words)| read_if_calls(e, *words, &scan, settings, cache))
+                .map(|(e, words)| {
+                    // (its text and unpacked calls let go at once, not
+                    // after the whole round is read)
+                    read_if_calls(e, *words, &scan, settings, cache).map(|r| {
+                        r.map(|mut p| {
+                            let_text_go(&mut p);
+                            p
+                        })
+                    })
+                })
                 .collect::<Vec<_>>()
         };
         let got = in_pool(threads, run);
@@ -1296,6 +1305,10 @@ fn read_const_files(
                     (text && defines(bytes)).then_some(None)
                 })
                 .and_then(Result::ok)
+                .map(|mut p| {
+                    let_text_go(&mut p);
+                    p
+                })
             })
             .collect::<Vec<_>>()
     };
