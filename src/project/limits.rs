@@ -93,28 +93,29 @@ pub fn dead_names<'a>(
     files: impl IntoIterator<Item = (&'a FileFacts, Option<&'a CallNames>)>,
     chain: &BTreeSet<String>,
 ) -> BTreeSet<String> {
-    let mut count: HashMap<&str, usize> = HashMap::new();
     let mut dead = BTreeSet::new();
     if chain.is_empty() {
         return dead;
     }
+    // (a hash per call, not a walk of the sorted names)
+    let mut count: rustc_hash::FxHashMap<&str, usize> =
+        chain.iter().map(|n| (n.as_str(), 0)).collect();
     for (f, packed) in files {
         let calls: Box<dyn Iterator<Item = (&str, u32)>> = match packed {
             Some(names) => Box::new(names.iter()),
             None => Box::new(f.link.calls.iter().map(|c| (c.callee.as_str(), c.scope))),
         };
         for (callee, scope) in calls {
-            let Some(name) = chain.get(callee) else {
+            let Some(n) = count.get_mut(callee) else {
                 continue;
             };
             // (as `inherit` counts them: a call in test code is no call)
             if f.scopes.get(scope as usize).is_some_and(|s| s.is_test) {
                 continue;
             }
-            let n = count.entry(name.as_str()).or_default();
             *n += 1;
             if scope == 0 || *n > MAX_CALLERS {
-                dead.insert(name.clone());
+                dead.insert(callee.to_string());
             }
         }
     }
