@@ -1171,6 +1171,11 @@ fn read_callers(
     if chain.len() > crate::project::limits::MAX_CHAIN {
         chain.clear();
     }
+    // (a name the files read already call too often, or at a top level,
+    // gets no callers' limit: its callers are not chased)
+    let dead =
+        crate::project::limits::dead_names(read.iter().map(|f| (&f.facts, f.call_names())), &chain);
+    chain.retain(|n| !dead.contains(n));
     names.extend(chain.iter().filter(|n| !known.contains(*n)).cloned());
     let mut left: Vec<(&Entry, Option<&[u32]>)> =
         rejected.iter().map(|(e, w)| (*e, w.as_deref())).collect();
@@ -1190,7 +1195,16 @@ fn read_callers(
         };
         let run = || {
             left.par_iter()
-                .map(|(e, words)| read_if_calls(e, *words, &scan, settings, cache))
+                .map(|(e, words)| {
+                    // (its text and unpacked calls let go at once, not
+                    // after the whole round is read)
+                    read_if_calls(e, *words, &scan, settings, cache).map(|r| {
+                        r.map(|mut p| {
+                            let_text_go(&mut p);
+                            p
+                        })
+                    })
+                })
                 .collect::<Vec<_>>()
         };
         let got = in_pool(threads, run);
@@ -1218,8 +1232,13 @@ fn read_callers(
         if chain.len() > crate::project::limits::MAX_CHAIN {
             chain.clear();
         }
-        names.extend(chain.iter().filter(|n| !known.contains(*n)).cloned());
         out.extend(found);
+        let dead = crate::project::limits::dead_names(
+            read.iter().chain(&out).map(|f| (&f.facts, f.call_names())),
+            &chain,
+        );
+        chain.retain(|n| !dead.contains(n));
+        names.extend(chain.iter().filter(|n| !known.contains(*n)).cloned());
         left = still;
     }
     (out, skipped)
@@ -1286,6 +1305,10 @@ fn read_const_files(
                     (text && defines(bytes)).then_some(None)
                 })
                 .and_then(Result::ok)
+                .map(|mut p| {
+                    let_text_go(&mut p);
+                    p
+                })
             })
             .collect::<Vec<_>>()
     };

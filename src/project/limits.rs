@@ -84,6 +84,44 @@ pub fn caller_names<'a>(
     out
 }
 
+/// The names of `chain` that can get no callers' limit whatever else the
+/// project holds, by the calls of `files` (read already): more than
+/// [`MAX_CALLERS`] calls outside test code, or one at a file's top level
+/// (`callers_limit` gives such a name nothing, and more files only add
+/// calls). Their callers are not worth reading for the chase.
+pub fn dead_names<'a>(
+    files: impl IntoIterator<Item = (&'a FileFacts, Option<&'a CallNames>)>,
+    chain: &BTreeSet<String>,
+) -> BTreeSet<String> {
+    let mut dead = BTreeSet::new();
+    if chain.is_empty() {
+        return dead;
+    }
+    // (a hash per call, not a walk of the sorted names)
+    let mut count: rustc_hash::FxHashMap<&str, usize> =
+        chain.iter().map(|n| (n.as_str(), 0)).collect();
+    for (f, packed) in files {
+        let calls: Box<dyn Iterator<Item = (&str, u32)>> = match packed {
+            Some(names) => Box::new(names.iter()),
+            None => Box::new(f.link.calls.iter().map(|c| (c.callee.as_str(), c.scope))),
+        };
+        for (callee, scope) in calls {
+            let Some(n) = count.get_mut(callee) else {
+                continue;
+            };
+            // (as `inherit` counts them: a call in test code is no call)
+            if f.scopes.get(scope as usize).is_some_and(|s| s.is_test) {
+                continue;
+            }
+            *n += 1;
+            if scope == 0 || *n > MAX_CALLERS {
+                dead.insert(callee.to_string());
+            }
+        }
+    }
+    dead
+}
+
 /// The languages whose front-end reads a run limit (`FileFacts::task_limits`,
 /// `FileFacts::run_limit_secs`).
 fn has_limits(language: crate::facts::Language) -> bool {
@@ -280,4 +318,68 @@ fn callers_limit(
         max = max.max(l);
     }
     (max > 0).then_some(max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::{CallSite, Language, Scope, Span};
+
+    fn call(callee: &str, scope: ScopeId) -> CallSite {
+        CallSite {
+            callee: callee.into(),
+            recv: None,
+            args: Vec::new(),
+            scope,
+            order: 0,
+            depth: 0,
+            span: Span::default(),
+            name_span: Span::default(),
+            result_key: None,
+        }
+    }
+
+    #[test]
+    fn a_name_called_too_often_or_at_a_top_level_gets_no_callers_limit() {
+        let mut f = FileFacts::new(Language::Python);
+        let run = f.add_scope(Scope {
+            name: "run".into(),
+            owner: None,
+            is_test: false,
+        });
+        let test = f.add_scope(Scope {
+            name: "test_it".into(),
+            owner: None,
+            is_test: true,
+        });
+        f.link.calls.push(call("at_top", 0));
+        f.link.calls.push(call("in_test", 0).clone());
+        f.link.calls.last_mut().expect("call").scope = test;
+        for _ in 0..=MAX_CALLERS {
+            f.link.calls.push(call("everywhere", run));
+            f.link.calls.push(call("in_tests", test));
+        }
+        for _ in 0..MAX_CALLERS {
+            f.link.calls.push(call("often", run));
+        }
+        let chain: BTreeSet<String> = [
+            "at_top",
+            "in_test",
+            "everywhere",
+            "in_tests",
+            "often",
+            "never",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let dead = dead_names([(&f, None)], &chain);
+        let dead: Vec<&str> = dead.iter().map(String::as_str).collect();
+        // test code calls nothing; 64 calls are still weighed
+        assert_eq!(dead, ["at_top", "everywhere"]);
+        // and the packed call names count the same
+        let packed = super::super::calls::PackedCalls::take(&mut f).expect("calls");
+        let again = dead_names([(&f, Some(&packed.names))], &chain);
+        assert_eq!(again.iter().map(String::as_str).collect::<Vec<_>>(), dead);
+    }
 }
