@@ -16,7 +16,10 @@
 # Two environment variables of the binary, for measuring only:
 #   LOCKLINT_PHASES=1   prints the wall time of each stage of a run on stderr,
 #                       with the RSS at its end, the peak RSS so far and the
-#                       bytes the allocator holds for the program (glibc)
+#                       bytes the allocator holds for the program (glibc);
+#                       and per call-name scan round its names (with an
+#                       anchor, by filter, or every file read), the rejected
+#                       files left, read and found
 #   LOCKLINT_NO_LINK=1  skips the project pass (call-name scan and link): what
 #                       each file alone gives, to measure what the pass costs
 #                       (findings that need the project are then missing)

@@ -505,7 +505,7 @@ struct FileOutcome {
     /// Its call-word signature when the prefilter rejected it in this run
     /// (`prefilter::may_match_signed`): the call-name scan reads it again
     /// only when it may call a summarised name.
-    call_words: Option<Box<[u32]>>,
+    call_words: Option<prefilter::CallWords>,
     /// Its cached facts, left encoded (no ops of its own; see `Cached::Lazy`).
     lazy: Option<crate::project::cache::Blob>,
     /// Minified and skipped ([`crate::minified`]): the note that says why.
@@ -714,9 +714,15 @@ fn read_code_entry(
                 other => (other, None),
             }
         };
+        // a rejected file's call words, for the call-name scan
+        let words = |loaded: &Result<Loaded, String>, sig: &Option<Vec<u32>>| match loaded {
+            Ok(Loaded::Rejected) => sig.as_deref().map(|s| prefilter::CallWords::of(bytes, s)),
+            _ => None,
+        };
         let (Some(c), Some(key)) = (cache, key.as_deref()) else {
             let (loaded, why) = classify(bytes, custom_keys);
-            return (loaded, None, sig, why);
+            let words = words(&loaded, &sig);
+            return (loaded, None, words, why);
         };
         let stat = Stat::of(meta);
         let h = cache::hash(bytes);
@@ -737,7 +743,8 @@ fn read_code_entry(
             Ok(Loaded::Minified(why)) => c.put(key, stat, h, Outcome::Minified(why.note(), None)),
             _ => {}
         }
-        (loaded, Some(Ok((stat, h))), sig, why)
+        let words = words(&loaded, &sig);
+        (loaded, Some(Ok((stat, h))), words, why)
     });
     let (loaded, seen, sig, why) = match read {
         Ok(x) => x,
@@ -760,7 +767,7 @@ fn read_code_entry(
         Ok(Loaded::Binary) => {}
         Ok(Loaded::Rejected) => {
             outcome.rejected = true;
-            outcome.call_words = sig.map(Vec::into_boxed_slice);
+            outcome.call_words = sig;
         }
         Ok(Loaded::Minified(why)) => outcome.minified = Some(why.note()),
         Ok(Loaded::Text(src)) if src.is_empty() => {}
@@ -1151,7 +1158,7 @@ impl Workspace {
 /// not read again. Beside them, the notes of the minified files among
 /// them that were skipped (`Settings::skips_minified`).
 fn read_callers(
-    rejected: &[(&Entry, Option<Box<[u32]>>)],
+    rejected: &[(&Entry, Option<prefilter::CallWords>)],
     read: &[Phase1],
     settings: &Settings,
     threads: usize,
@@ -1177,8 +1184,8 @@ fn read_callers(
         crate::project::limits::dead_names(read.iter().map(|f| (&f.facts, f.call_names())), &chain);
     chain.retain(|n| !dead.contains(n));
     names.extend(chain.iter().filter(|n| !known.contains(*n)).cloned());
-    let mut left: Vec<(&Entry, Option<&[u32]>)> =
-        rejected.iter().map(|(e, w)| (*e, w.as_deref())).collect();
+    let mut left: Vec<(&Entry, Option<&prefilter::CallWords>)> =
+        rejected.iter().map(|(e, w)| (*e, w.as_ref())).collect();
     let mut out: Vec<Phase1> = Vec::new();
     let mut skipped: Vec<(String, String)> = Vec::new();
     for _ in 0..crate::project::link::ROUNDS {
@@ -1193,12 +1200,13 @@ fn read_callers(
         let Some(scan) = crate::project::scan::CallScan::new(&names, families) else {
             break;
         };
+        let reads = std::sync::atomic::AtomicUsize::new(0);
         let run = || {
             left.par_iter()
                 .map(|(e, words)| {
                     // (its text and unpacked calls let go at once, not
                     // after the whole round is read)
-                    read_if_calls(e, *words, &scan, settings, cache).map(|r| {
+                    read_if_calls(e, *words, &scan, settings, cache, &reads).map(|r| {
                         r.map(|mut p| {
                             let_text_go(&mut p);
                             p
@@ -1207,7 +1215,19 @@ fn read_callers(
                 })
                 .collect::<Vec<_>>()
         };
+        let round_start = Instant::now();
         let got = in_pool(threads, run);
+        if std::env::var_os("LOCKLINT_PHASES").is_some_and(|v| v == "1") {
+            let (anchored, bloomed, every) = scan.checks();
+            eprintln!(
+                "locklint call-name round: {} names ({anchored} anchored, {bloomed} by filter, every file read: {every}), {} files left, {} read, {} found, {:.1} ms",
+                names.len(),
+                left.len(),
+                reads.load(std::sync::atomic::Ordering::Relaxed),
+                got.iter().filter(|g| matches!(g, Some(Ok(_)))).count(),
+                round_start.elapsed().as_secs_f64() * 1e3
+            );
+        }
         let mut found = Vec::new();
         let mut still = Vec::new();
         for (e, g) in left.iter().zip(got) {
@@ -1251,7 +1271,7 @@ fn read_callers(
 /// whose language has such constants (`FileFacts::int_consts`) and that
 /// assign one of the names wanted at the start of a line are read too.
 fn read_const_files(
-    rejected: &[(&Entry, Option<Box<[u32]>>)],
+    rejected: &[(&Entry, Option<prefilter::CallWords>)],
     read: &[Phase1],
     settings: &Settings,
     threads: usize,
@@ -1321,10 +1341,11 @@ fn read_const_files(
 /// again).
 fn read_if_calls(
     entry: &Entry,
-    call_words: Option<&[u32]>,
+    call_words: Option<&prefilter::CallWords>,
     scan: &crate::project::scan::CallScan,
     settings: &Settings,
     cache: Cache,
+    reads: &std::sync::atomic::AtomicUsize,
 ) -> Option<Result<Phase1, String>> {
     use crate::project::cache::{self, Stat};
     if !scan.wants(entry.language) {
@@ -1345,6 +1366,7 @@ fn read_if_calls(
             return None;
         }
     }
+    reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     read_rejected(entry, settings, |bytes, meta, text| {
         let calls = text && scan.calls_any(bytes);
         if let (Some(c), Some(key)) = (cache, key.as_deref()) {
@@ -1657,7 +1679,7 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
     };
     let mut files = Vec::new();
     let mut pending = Vec::new();
-    let mut rejected: Vec<(&Entry, Option<Box<[u32]>>)> = Vec::new();
+    let mut rejected: Vec<(&Entry, Option<prefilter::CallWords>)> = Vec::new();
     for (i, o) in outcomes.into_iter().enumerate() {
         report.errors.extend(o.error);
         report.notes.extend(o.notes);

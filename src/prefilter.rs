@@ -575,6 +575,202 @@ fn anchors_calls() -> &'static [bool] {
     })
 }
 
+/// What the call-name scan (`project::scan`) knows of a file the prefilter
+/// rejected without reading it again: the exact hashes of its call words
+/// that hold a call anchor ([`may_match_signed`]), and a Bloom filter over
+/// all its call words — every identifier of at most [`MAX_CALL_WORD`] bytes,
+/// not starting with a digit, that stands right before `(`, `<` or a space
+/// — so that a name without an anchor (`handler`, `getUsage`) no longer
+/// makes the scan read every rejected file. A filter answers "maybe" for a
+/// word it holds and, for one it does not, "no" but for about one word in
+/// two thousand ([`BLOOM_BITS_PER_WORD`], [`BLOOM_PROBES`]): a false
+/// "maybe" only costs a read.
+///
+/// One allocation: `[number of anchored hashes, anchored hashes…, filter
+/// bits…]`.
+pub struct CallWords(Box<[u32]>);
+
+/// Filter bits per distinct call word of a file.
+const BLOOM_BITS_PER_WORD: usize = 16;
+/// Bits set (and tested) per word.
+const BLOOM_PROBES: u32 = 8;
+
+thread_local! {
+    static BLOOM_SCRATCH: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl CallWords {
+    /// The call words of `bytes`, given the signature the prefilter left
+    /// (`anchored`, sorted).
+    pub fn of(bytes: &[u8], anchored: &[u32]) -> CallWords {
+        BLOOM_SCRATCH.with(|scratch| {
+            let mut keys = scratch.borrow_mut();
+            keys.clear();
+            each_call_word(bytes, |w| keys.push(bloom_key(w)));
+            keys.sort_unstable();
+            keys.dedup();
+            let bits = (keys.len() * BLOOM_BITS_PER_WORD).div_ceil(32) * 32;
+            let mut out = vec![0u32; 1 + anchored.len() + bits / 32];
+            out[0] = anchored.len() as u32;
+            out[1..=anchored.len()].copy_from_slice(anchored);
+            let filter = &mut out[1 + anchored.len()..];
+            for &k in keys.iter() {
+                for bit in probes(k, bits) {
+                    filter[bit / 32] |= 1 << (bit % 32);
+                }
+            }
+            if keys.capacity() > 1 << 16 {
+                *keys = Vec::new();
+            }
+            CallWords(out.into_boxed_slice())
+        })
+    }
+
+    /// The sorted hashes of the call words holding an anchor
+    /// ([`call_word_hash`]).
+    pub fn anchored(&self) -> &[u32] {
+        &self.0[1..=self.0[0] as usize]
+    }
+
+    /// The file may call a word of this [`bloom_key`]: false only when it
+    /// holds no such call word.
+    pub fn may_hold(&self, key: u64) -> bool {
+        let filter = &self.0[1 + self.0[0] as usize..];
+        let bits = filter.len() * 32;
+        bits > 0 && probes(key, bits).all(|bit| filter[bit / 32] & (1 << (bit % 32)) != 0)
+    }
+}
+
+/// Calls `f` with each call word of `bytes` (see [`CallWords`]), in order,
+/// repeats included. Branch-free over the bytes: 64 at a time become two
+/// masks (identifier bytes, call bytes), and only the ends of identifiers
+/// right before a call byte are visited.
+pub fn each_call_word<'a>(bytes: &'a [u8], mut f: impl FnMut(&'a [u8])) {
+    let chunks = bytes.len().div_ceil(64);
+    let mut cur = class_masks(bytes, 0);
+    // where the identifier running into the current chunk began
+    let mut run_start = 0usize;
+    let mut carry = false;
+    for k in 0..chunks {
+        let base = k * 64;
+        let next = if k + 1 < chunks {
+            class_masks(bytes, base + 64)
+        } else {
+            (0, 0)
+        };
+        let (ident, call) = cur;
+        let call_after = (call >> 1) | ((next.1 & 1) << 63);
+        let starts = ident & !((ident << 1) | u64::from(carry));
+        // an identifier byte followed by a call byte ends its identifier
+        let mut ends = ident & call_after;
+        while ends != 0 {
+            let e = ends.trailing_zeros() as usize;
+            let below = starts & (u64::MAX >> (63 - e));
+            let s = if below != 0 {
+                base + 63 - below.leading_zeros() as usize
+            } else {
+                run_start
+            };
+            let word = &bytes[s..base + e + 1];
+            if word.len() <= MAX_CALL_WORD && !word[0].is_ascii_digit() {
+                f(word);
+            }
+            ends &= ends - 1;
+        }
+        if starts != 0 {
+            run_start = base + 63 - starts.leading_zeros() as usize;
+        }
+        carry = ident >> 63 == 1;
+        cur = next;
+    }
+}
+
+/// The identifier bytes ([`is_ident_byte`]) and call bytes (`(`, `<`, a
+/// space) among the 64 bytes from `at` (bytes past the end are neither), as
+/// bit masks (bit `i`: byte `at + i`).
+fn class_masks(bytes: &[u8], at: usize) -> (u64, u64) {
+    let rest = &bytes[at..];
+    if rest.len() >= 64 {
+        class_masks_64(rest[..64].try_into().expect("64 bytes"))
+    } else {
+        let mut chunk = [0u8; 64];
+        chunk[..rest.len()].copy_from_slice(rest);
+        class_masks_64(&chunk)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn class_masks_64(chunk: &[u8; 64]) -> (u64, u64) {
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is part of every x86_64 target; the loads read 16 bytes
+    // at offsets 0, 16, 32 and 48 of a 64-byte array.
+    unsafe {
+        // `x - lo < n` unsigned as a signed comparison of `x + (128 - lo)`
+        // with `n - 128`
+        let within = |v: __m128i, lo: u8, n: u8| {
+            _mm_cmplt_epi8(
+                _mm_add_epi8(v, _mm_set1_epi8(128u8.wrapping_sub(lo) as i8)),
+                _mm_set1_epi8(n.wrapping_sub(128) as i8),
+            )
+        };
+        let (mut ident, mut call) = (0u64, 0u64);
+        for i in 0..4 {
+            let v = _mm_loadu_si128(chunk.as_ptr().add(i * 16).cast());
+            let lower = _mm_or_si128(v, _mm_set1_epi8(0x20));
+            let id = _mm_or_si128(
+                _mm_or_si128(within(lower, b'a', 26), within(v, b'0', 10)),
+                _mm_or_si128(
+                    _mm_cmpeq_epi8(v, _mm_set1_epi8(b'_' as i8)),
+                    _mm_cmpeq_epi8(v, _mm_set1_epi8(b'$' as i8)),
+                ),
+            );
+            let c = _mm_or_si128(
+                _mm_or_si128(
+                    _mm_cmpeq_epi8(v, _mm_set1_epi8(b'(' as i8)),
+                    _mm_cmpeq_epi8(v, _mm_set1_epi8(b'<' as i8)),
+                ),
+                _mm_cmpeq_epi8(v, _mm_set1_epi8(b' ' as i8)),
+            );
+            ident |= u64::from(_mm_movemask_epi8(id) as u16) << (i * 16);
+            call |= u64::from(_mm_movemask_epi8(c) as u16) << (i * 16);
+        }
+        (ident, call)
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn class_masks_64(chunk: &[u8; 64]) -> (u64, u64) {
+    let (mut ident, mut call) = (0u64, 0u64);
+    for (i, &b) in chunk.iter().enumerate() {
+        ident |= u64::from(IDENT[usize::from(b)]) << i;
+        call |= u64::from(matches!(b, b'(' | b'<' | b' ')) << i;
+    }
+    (ident, call)
+}
+
+/// The key a word is looked up by in a [`CallWords`] filter.
+pub fn bloom_key(word: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(word);
+    // a finaliser: Fx's low bits are weak, the probes use all of them
+    let mut k = h.finish();
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    k ^= k >> 33;
+    k = k.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    k ^ (k >> 33)
+}
+
+/// The filter bits (below `bits`) of a key: double hashing.
+fn probes(key: u64, bits: usize) -> impl Iterator<Item = usize> {
+    let (a, b) = (key as u32, ((key >> 32) as u32) | 1);
+    (0..BLOOM_PROBES).map(move |i| {
+        let h = a.wrapping_add(i.wrapping_mul(b));
+        ((u64::from(h) * bits as u64) >> 32) as usize
+    })
+}
+
 /// Longest identifier a call-word signature holds: the work per anchor
 /// match is bounded (a minified file's huge identifier full of `lock`s
 /// stays linear); a name ending with a longer identifier makes the
@@ -1067,6 +1263,97 @@ mod tests {
         sig.sort_unstable();
         sig.dedup();
         sig
+    }
+
+    /// The call words by a plain loop over the bytes: what
+    /// [`each_call_word`]'s masks must find.
+    fn reference_call_words(bytes: &[u8]) -> Vec<&[u8]> {
+        let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            if !ident(bytes[i]) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < bytes.len() && ident(bytes[i]) {
+                i += 1;
+            }
+            if i - start <= MAX_CALL_WORD
+                && !bytes[start].is_ascii_digit()
+                && matches!(bytes.get(i), Some(b'(' | b' ' | b'<'))
+            {
+                out.push(&bytes[start..i]);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn call_words_are_the_reference_ones() {
+        let mut texts: Vec<Vec<u8>> = vec![
+            b"handler(x) run_job <T> 9lives( getUsage\n $el (a)".to_vec(),
+            "é claimÜ(x) ñ freeze( 日本obtain( _exit<"
+                .as_bytes()
+                .to_vec(),
+            b"(((   <<<   a".to_vec(),
+            b"".to_vec(),
+            (0u8..=255).collect(),
+        ];
+        // identifiers across the 64-byte chunks, at every offset, and
+        // longer than a chunk and than the bound
+        for len in [1, 63, 64, 65, 127, 128, 129, 200] {
+            for pad in 0..70 {
+                let mut t = vec![b' '; pad];
+                t.extend(std::iter::repeat_n(b'a', len));
+                t.push(b'(');
+                t.extend_from_slice(b"b c(");
+                texts.push(t);
+            }
+        }
+        // a pseudo-random mix of the bytes that matter
+        let alphabet = b"ab_$9( <.\n\xc3";
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..200 {
+            let t: Vec<u8> = (0..300)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    alphabet[(x % alphabet.len() as u64) as usize]
+                })
+                .collect();
+            texts.push(t);
+        }
+        for t in &texts {
+            let mut got = Vec::new();
+            each_call_word(t, |w| got.push(w));
+            assert_eq!(
+                got,
+                reference_call_words(t),
+                "{}",
+                String::from_utf8_lossy(t)
+            );
+        }
+    }
+
+    #[test]
+    fn call_words_hold_every_call_word() {
+        let text = b"def run\n  handler key\n  svc.getUsage(id)\nend\n x = a<b>";
+        let words = CallWords::of(text, &[7, 9]);
+        assert_eq!(words.anchored(), &[7, 9]);
+        for w in ["handler", "getUsage", "a", "def", "x"] {
+            assert!(words.may_hold(bloom_key(w.as_bytes())), "{w}");
+        }
+        // no false "maybe" for these (the filter is deterministic)
+        for w in ["run", "key", "id", "end", "b", "processOrder", "cronJob"] {
+            assert!(!words.may_hold(bloom_key(w.as_bytes())), "{w}");
+        }
+        // a file without call words answers no
+        let none = CallWords::of(b"x", &[]);
+        assert!(!none.may_hold(bloom_key(b"x")));
+        assert!(none.anchored().is_empty());
     }
 
     #[test]

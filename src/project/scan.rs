@@ -83,6 +83,17 @@ pub fn summarised_names<'a>(
     out
 }
 
+/// The identifier a name ends with (empty when it ends with another byte).
+fn last_identifier(name: &str) -> &[u8] {
+    let n = name.as_bytes();
+    let tail = n.len()
+        - n.iter()
+            .rev()
+            .take_while(|&&b| crate::prefilter::is_ident_byte(b))
+            .count();
+    &n[tail..]
+}
+
 /// Languages whose code can call each other's functions by name.
 pub fn family(l: Language) -> u8 {
     match l {
@@ -96,11 +107,17 @@ pub fn family(l: Language) -> u8 {
 /// for files of the language families the names were found in.
 pub struct CallScan {
     ac: AhoCorasick,
-    /// The sorted call-word hashes of the names (`prefilter::call_word_hash`
-    /// of the identifier each ends with), when every such identifier holds
-    /// a call anchor: a rejected file whose signature has none of them
-    /// calls none of the names (`None`: every file is read).
-    words: Option<Vec<u32>>,
+    /// The sorted call-word hashes (`prefilter::call_word_hash`) of the
+    /// identifiers the names end with that hold a call anchor: looked up in
+    /// a rejected file's exact anchored hashes.
+    anchored: Vec<u32>,
+    /// The filter keys (`prefilter::bloom_key`) of the other names' last
+    /// identifiers: looked up in the file's Bloom filter of call words.
+    bloomed: Vec<u64>,
+    /// A name ends with no identifier, or with one no signature holds (a
+    /// digit first, or longer than `prefilter::MAX_CALL_WORD`): every file
+    /// is read.
+    every: bool,
     families: Vec<u8>,
     /// Identifies the names and families (the cache keeps each rejected
     /// file's last answer under it).
@@ -119,29 +136,29 @@ impl CallScan {
             .ok()?;
         let tags: Vec<String> = families.iter().map(|f| format!("\u{1}{f}")).collect();
         let names_hash = super::cache::names_hash(names.iter().chain(&tags));
-        let words = names
-            .iter()
-            .map(|n| {
-                let n = n.as_bytes();
-                let tail = n.len()
-                    - n.iter()
-                        .rev()
-                        .take_while(|&&b| crate::prefilter::is_ident_byte(b))
-                        .count();
-                let word = &n[tail..];
-                (word.len() <= crate::prefilter::MAX_CALL_WORD
-                    && crate::prefilter::has_call_anchor(word))
-                .then(|| crate::prefilter::call_word_hash(word))
-            })
-            .collect::<Option<Vec<u32>>>()
-            .map(|mut w| {
-                w.sort_unstable();
-                w.dedup();
-                w
-            });
+        let (mut anchored, mut bloomed, mut every) = (Vec::new(), Vec::new(), false);
+        for n in names {
+            let word = last_identifier(n);
+            if word.is_empty()
+                || word.len() > crate::prefilter::MAX_CALL_WORD
+                || word[0].is_ascii_digit()
+            {
+                every = true;
+            } else if crate::prefilter::has_call_anchor(word) {
+                anchored.push(crate::prefilter::call_word_hash(word));
+            } else {
+                bloomed.push(crate::prefilter::bloom_key(word));
+            }
+        }
+        anchored.sort_unstable();
+        anchored.dedup();
+        bloomed.sort_unstable();
+        bloomed.dedup();
         Some(CallScan {
             ac,
-            words,
+            anchored,
+            bloomed,
+            every,
             families,
             names_hash,
         })
@@ -152,14 +169,22 @@ impl CallScan {
         self.families.contains(&family(l))
     }
 
-    /// A rejected file with this call-word signature
-    /// (`prefilter::may_match_signed`) may call one of the names; false
-    /// only when it calls none (it holds no identifier that ends a name's
-    /// call).
-    pub fn may_call(&self, signature: &[u32]) -> bool {
-        self.words
-            .as_ref()
-            .is_none_or(|w| signature.iter().any(|h| w.binary_search(h).is_ok()))
+    /// A rejected file with these call words (`prefilter::CallWords`) may
+    /// call one of the names; false only when it calls none (it holds no
+    /// identifier that ends a name's call).
+    pub fn may_call(&self, words: &crate::prefilter::CallWords) -> bool {
+        self.every
+            || words
+                .anchored()
+                .iter()
+                .any(|h| self.anchored.binary_search(h).is_ok())
+            || self.bloomed.iter().any(|&k| words.may_hold(k))
+    }
+
+    /// How many names can be told only by reading each file (diagnostics,
+    /// `LOCKLINT_PHASES=1`): with an anchor, by the filter, all of them.
+    pub fn checks(&self) -> (usize, usize, bool) {
+        (self.anchored.len(), self.bloomed.len(), self.every)
     }
 
     /// The text calls one of the names: the name stands alone (not inside
@@ -178,14 +203,14 @@ impl CallScan {
 mod tests {
     use super::*;
 
-    fn signature(text: &str) -> Vec<u32> {
+    fn signature(text: &str) -> crate::prefilter::CallWords {
         let mut sig = Vec::new();
         assert!(!crate::prefilter::may_match_signed(
             text.as_bytes(),
             false,
             &mut sig
         ));
-        sig
+        crate::prefilter::CallWords::of(text.as_bytes(), &sig)
     }
 
     #[test]
@@ -195,6 +220,7 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         let scan = CallScan::new(&names, vec![0]).expect("names");
+        assert_eq!(scan.checks(), (2, 0, false));
         for (text, calls) in [
             ("void run() { svc.acquireRedisLock(id); }", true),
             ("x = claimSlot <T>", true),
@@ -209,15 +235,69 @@ mod tests {
             // never false where the scan finds a call
             assert_eq!(scan.may_call(&sig), calls, "{text}");
         }
-        // a name without a call anchor: every file may call it
-        let plain: BTreeSet<String> = ["renderModel".to_string()].into();
+        // a name without a call anchor is looked up in the filter of all
+        // call words
+        let plain: BTreeSet<String> = ["renderModel".to_string(), "app.handler".to_string()].into();
         let scan = CallScan::new(&plain, vec![0]).expect("names");
-        assert!(scan.may_call(&signature("void run() { x(); }")));
-        // nor one ending with an identifier longer than a signature holds
+        assert_eq!(scan.checks(), (0, 2, false));
+        for (text, calls) in [
+            ("void run() { renderModel(x); }", true),
+            ("x.app.handler (y)", true),
+            ("void run() { x(); }", false),
+            ("renderModel=handler;", false),
+        ] {
+            assert_eq!(scan.calls_any(text.as_bytes()), calls, "{text}");
+            assert_eq!(scan.may_call(&signature(text)), calls, "{text}");
+        }
+        // a name ending with an identifier longer than a signature holds,
+        // or with no identifier: every file may call it
         let long = format!("acquire{}", "x".repeat(crate::prefilter::MAX_CALL_WORD));
+        for name in [long.clone(), "valid?".to_string()] {
+            let scan = CallScan::new(&[name].into(), vec![0]).expect("names");
+            assert_eq!(scan.checks(), (0, 0, true));
+            assert!(scan.may_call(&signature("void run() { x(); }")));
+        }
         let scan = CallScan::new(&[long.clone()].into(), vec![0]).expect("names");
         let text = format!("void run() {{ {long}(); }}");
         assert!(scan.calls_any(text.as_bytes()));
         assert!(scan.may_call(&signature(&text)));
+    }
+
+    /// Never a file the scan finds a call in that its call words rule out:
+    /// names and texts from the same small alphabet.
+    #[test]
+    fn call_words_never_hide_a_call() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let pick = |alphabet: &[u8], len: u64, next: &mut dyn FnMut(u64) -> u64| {
+            (0..len)
+                .map(|_| alphabet[next(alphabet.len() as u64) as usize] as char)
+                .collect::<String>()
+        };
+        for _ in 0..300 {
+            let names: BTreeSet<String> = (0..3)
+                .map(|_| {
+                    let l = 1 + next(4);
+                    pick(b"abl", l, &mut next)
+                })
+                .collect();
+            let Some(scan) = CallScan::new(&names, vec![0]) else {
+                continue;
+            };
+            let text = pick(b"abl (<.\n", 60, &mut next);
+            let mut sig = Vec::new();
+            if crate::prefilter::may_match_signed(text.as_bytes(), false, &mut sig) {
+                continue;
+            }
+            let words = crate::prefilter::CallWords::of(text.as_bytes(), &sig);
+            if scan.calls_any(text.as_bytes()) {
+                assert!(scan.may_call(&words), "{names:?} {text:?}");
+            }
+        }
     }
 }
