@@ -453,11 +453,12 @@ fn unpack_calls(files: &mut [Phase1], threads: usize) {
         f.packed = crate::project::calls::PackedCalls::take(&mut f.facts);
     }
     let empty = crate::project::calls::CallNames::default();
-    let keep = crate::project::calls::relevant(
-        files
-            .iter()
-            .map(|f| (&f.facts, f.call_names().unwrap_or(&empty))),
-    );
+    let named: Vec<_> = files
+        .iter()
+        .map(|f| (&f.facts, f.call_names().unwrap_or(&empty)))
+        .collect();
+    let keep = in_pool(threads, || crate::project::calls::relevant(&named));
+    drop(named);
     // which kept calls could resolve: the others need no arguments
     let reach = crate::project::calls::Reach::of(files.iter().map(|f| &f.facts));
     let run = || {
@@ -852,7 +853,7 @@ fn link_and_check_all(
     let views = if link_off() {
         vec![crate::project::FileView::default(); project.len()]
     } else {
-        crate::project::link_project(&project)
+        in_pool(threads, || crate::project::link_project(&project))
     };
     drop(project);
     // The rules run on the reported files and on the files their linked

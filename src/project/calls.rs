@@ -183,35 +183,36 @@ impl Reach {
 /// The names whose calls can matter to the link (see the module doc), from
 /// each file's facts and its calls' names; `None` when the closure does not
 /// settle within [`MAX_ROUNDS`] (then every call is kept).
-pub fn relevant<'a>(
-    files: impl Iterator<Item = (&'a FileFacts, &'a CallNames)> + Clone,
-) -> Option<HashSet<String>> {
-    let name = |f: &'a FileFacts, s: ScopeId| -> Option<&'a str> {
+pub fn relevant(files: &[(&FileFacts, &CallNames)]) -> Option<HashSet<String>> {
+    use rayon::prelude::*;
+    let name = |f: &FileFacts, s: ScopeId| -> Option<String> {
         f.scopes
             .get(s as usize)
             .map(|x| x.name.as_str())
             .filter(|n| !n.is_empty())
+            .map(String::from)
     };
     let mut out: HashSet<String> = HashSet::default();
-    for (f, _) in files.clone() {
-        out.extend(
-            f.ops
-                .iter()
-                .filter_map(|o| name(f, o.scope))
-                .map(String::from),
-        );
+    for (f, _) in files {
+        out.extend(f.ops.iter().filter_map(|o| name(f, o.scope)));
     }
     for _ in 0..MAX_ROUNDS {
-        let mut more: Vec<&str> = Vec::new();
-        for (f, calls) in files.clone() {
-            for (callee, scope) in calls.iter() {
-                if let Some(caller) = name(f, scope) {
-                    if out.contains(callee) && !out.contains(caller) {
-                        more.push(caller);
-                    }
-                }
-            }
-        }
+        // each round reads every call: the files side by side (a set: the
+        // order they come in does not matter)
+        let more: Vec<&str> = files
+            .par_iter()
+            .flat_map_iter(|&(f, calls)| {
+                let out = &out;
+                calls.iter().filter_map(move |(callee, scope)| {
+                    let caller = f
+                        .scopes
+                        .get(scope as usize)
+                        .map(|x| x.name.as_str())
+                        .filter(|n| !n.is_empty())?;
+                    (out.contains(callee) && !out.contains(caller)).then_some(caller)
+                })
+            })
+            .collect();
         if more.is_empty() {
             return Some(out);
         }
@@ -336,7 +337,7 @@ mod tests {
         assert!(b.link.calls.is_empty());
         let empty = CallNames::default();
         let files = [(&a, &empty), (&b, &packed.names)];
-        let keep = relevant(files.iter().copied()).expect("settles");
+        let keep = relevant(&files).expect("settles");
         let mut names: Vec<&str> = keep.iter().map(String::as_str).collect();
         names.sort_unstable();
         assert_eq!(names, ["main", "run", "tryLock", "withLock"]);

@@ -11,6 +11,7 @@
 
 use super::{FileView, ProjectFile};
 use crate::facts::{OpKind, ScopeId, Span};
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Rounds of propagation (a rollback helper called from a failure-only helper).
@@ -31,21 +32,23 @@ pub fn failure_only_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec
             }
         }
     }
-    // the callers of those, to the propagation depth
+    // the callers of those, to the propagation depth (each round reads
+    // every call: the files side by side; a set, whatever the order)
     for _ in 0..ROUNDS {
-        let mut more = Vec::new();
-        for f in files {
-            for cs in &f.facts.link.calls {
-                if !relevant.contains(cs.callee.as_str()) {
-                    continue;
-                }
-                if let Some(s) = f.facts.scopes.get(cs.scope as usize) {
-                    if !s.name.is_empty() && !relevant.contains(s.name.as_str()) {
-                        more.push(s.name.as_str());
+        let more: Vec<&str> = files
+            .par_iter()
+            .flat_map_iter(|f| {
+                let relevant = &relevant;
+                f.facts.link.calls.iter().filter_map(move |cs| {
+                    if !relevant.contains(cs.callee.as_str()) {
+                        return None;
                     }
-                }
-            }
-        }
+                    let s = f.facts.scopes.get(cs.scope as usize)?;
+                    (!s.name.is_empty() && !relevant.contains(s.name.as_str()))
+                        .then_some(s.name.as_str())
+                })
+            })
+            .collect();
         if more.is_empty() {
             break;
         }
@@ -66,25 +69,37 @@ pub fn failure_only_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec
     // every call site of a candidate name: (file, caller scope, position),
     // as `u32`s (a whole project's calls of common names are held at once;
     // positions are below the engine's 256 MiB file limit)
+    // (the files side by side; the sites then kept in file order, so the
+    // map is the same whatever the threads)
+    let sites: Vec<Vec<(&str, ScopeId, u32)>> = files
+        .par_iter()
+        .map(|f| {
+            f.facts
+                .link
+                .calls
+                .iter()
+                .filter(|cs| {
+                    cand.contains_key(cs.callee.as_str())
+                        && !f
+                            .facts
+                            .scopes
+                            .get(cs.scope as usize)
+                            .is_some_and(|s| s.is_test)
+                })
+                .map(|cs| {
+                    let at = cs.name_span.start.max(cs.span.start);
+                    (cs.callee.as_str(), cs.scope, at as u32)
+                })
+                .collect()
+        })
+        .collect();
     let mut calls: HashMap<&str, Vec<(u32, ScopeId, u32)>> = HashMap::default();
-    for (fi, f) in files.iter().enumerate() {
-        for cs in &f.facts.link.calls {
-            if !cand.contains_key(cs.callee.as_str()) {
-                continue;
-            }
-            let test = f
-                .facts
-                .scopes
-                .get(cs.scope as usize)
-                .is_some_and(|s| s.is_test);
-            if test {
-                continue;
-            }
-            let at = cs.name_span.start.max(cs.span.start);
+    for (fi, file_sites) in sites.into_iter().enumerate() {
+        for (callee, scope, at) in file_sites {
             calls
-                .entry(cs.callee.as_str())
+                .entry(callee)
                 .or_default()
-                .push((fi as u32, cs.scope, at as u32));
+                .push((fi as u32, scope, at));
         }
     }
     let in_spans = |spans: &[Span], at: usize| spans.iter().any(|s| s.start <= at && at < s.end);

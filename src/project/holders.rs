@@ -16,6 +16,7 @@
 
 use super::{FileView, ProjectFile};
 use crate::facts::{OpKind, ScopeId};
+use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Rounds of propagation (a helper called by a held function).
@@ -59,14 +60,25 @@ pub fn held_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec<(ScopeI
             .any(|c| c.eq_ignore_ascii_case(n))
             && !super::summary::generic_command_name(n)
     });
-    for (fi, f) in files.iter().enumerate() {
-        for cs in &f.facts.link.calls {
-            if takers.contains(cs.callee.as_str()) && !is_test_scope(f, cs.scope) {
-                let at = cs.name_span.start.max(cs.span.start);
-                let e = first_take.entry((fi, cs.scope)).or_insert(at);
-                *e = (*e).min(at);
-            }
-        }
+    // (each pass over every call: the files side by side)
+    let taker_calls: Vec<(usize, ScopeId, usize)> = files
+        .par_iter()
+        .enumerate()
+        .flat_map_iter(|(fi, f)| {
+            let takers = &takers;
+            f.facts
+                .link
+                .calls
+                .iter()
+                .filter(move |cs| {
+                    takers.contains(cs.callee.as_str()) && !is_test_scope(f, cs.scope)
+                })
+                .map(move |cs| (fi, cs.scope, cs.name_span.start.max(cs.span.start)))
+        })
+        .collect();
+    for (fi, scope, at) in taker_calls {
+        let e = first_take.entry((fi, scope)).or_insert(at);
+        *e = (*e).min(at);
     }
     let name_of = |fi: usize, sc: ScopeId| -> &str {
         files[fi]
@@ -85,35 +97,48 @@ pub fn held_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec<(ScopeI
     // names the project calls at all (outside tests): a function nobody
     // calls here (a library's API, a handler a framework runs, a lone file)
     // gives no evidence that its delete is not the holder's
-    let mut called: HashSet<&str> = HashSet::default();
-    let mut held: HashSet<&str> = HashSet::default();
-    for (fi, f) in files.iter().enumerate() {
-        for cs in &f.facts.link.calls {
-            if !is_test(fi, cs.scope) {
-                called.insert(cs.callee.as_str());
-            }
-            let at = cs.name_span.start.max(cs.span.start);
-            if first_take.get(&(fi, cs.scope)).is_some_and(|&t| t < at)
-                && cs.callee != name_of(fi, cs.scope)
-                && !is_test(fi, cs.scope)
-            {
-                held.insert(cs.callee.as_str());
-            }
-        }
+    // (sets: gathered per worker and merged)
+    type Sets<'a> = (HashSet<&'a str>, HashSet<&'a str>);
+    fn merge<'a>(mut a: Sets<'a>, b: Sets<'a>) -> Sets<'a> {
+        a.0.extend(b.0);
+        a.1.extend(b.1);
+        a
     }
-    for _ in 0..ROUNDS {
-        let mut more = Vec::new();
-        for (fi, f) in files.iter().enumerate() {
+    let (called, mut held) = files
+        .par_iter()
+        .enumerate()
+        .fold(Sets::default, |(mut called, mut held), (fi, f)| {
             for cs in &f.facts.link.calls {
-                if held.contains(cs.callee.as_str()) {
-                    continue;
+                if !is_test(fi, cs.scope) {
+                    called.insert(cs.callee.as_str());
                 }
-                let caller = name_of(fi, cs.scope);
-                if !caller.is_empty() && held.contains(caller) && !is_test(fi, cs.scope) {
-                    more.push(cs.callee.as_str());
+                let at = cs.name_span.start.max(cs.span.start);
+                if first_take.get(&(fi, cs.scope)).is_some_and(|&t| t < at)
+                    && cs.callee != name_of(fi, cs.scope)
+                    && !is_test(fi, cs.scope)
+                {
+                    held.insert(cs.callee.as_str());
                 }
             }
-        }
+            (called, held)
+        })
+        .reduce(Sets::default, merge);
+    for _ in 0..ROUNDS {
+        let more: Vec<&str> = files
+            .par_iter()
+            .enumerate()
+            .flat_map_iter(|(fi, f)| {
+                let held = &held;
+                f.facts.link.calls.iter().filter_map(move |cs| {
+                    if held.contains(cs.callee.as_str()) {
+                        return None;
+                    }
+                    let caller = name_of(fi, cs.scope);
+                    (!caller.is_empty() && held.contains(caller) && !is_test(fi, cs.scope))
+                        .then_some(cs.callee.as_str())
+                })
+            })
+            .collect();
         if more.is_empty() {
             break;
         }
