@@ -3,6 +3,7 @@
 use super::summary::{self, Summary, TPart, VSrc};
 use super::{FileView, Inst, ProjectFile};
 use crate::facts::{CallSite, KeyExpr, KeyPart, Op, OpKind};
+use rayon::prelude::*;
 use std::collections::HashMap;
 
 /// Link rounds: a helper chain resolves up to this many calls deep.
@@ -61,40 +62,50 @@ pub fn link(files: &[ProjectFile]) -> Vec<FileView> {
     let mut views: Vec<FileView> = files.iter().map(|_| FileView::default()).collect();
     let mut sums: Vec<Summary> = Vec::new();
     for round in 0..ROUNDS {
-        sums = files
-            .iter()
+        // each file's summaries and then its instantiations depend only on
+        // the last round's: the files side by side, kept in file order
+        let per_file: Vec<Vec<Summary>> = files
+            .par_iter()
             .enumerate()
-            .flat_map(|(i, f)| summary::summarise(i, f.stem, f.facts, &views[i].insts))
+            .map(|(i, f)| summary::summarise(i, f.stem, f.facts, &views[i].insts))
             .collect();
+        sums = per_file.into_iter().flatten().collect();
         let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
         for (si, s) in sums.iter().enumerate() {
             by_name.entry(s.name.as_str()).or_default().push(si);
         }
-        let mut changed = false;
-        for (fi, f) in files.iter().enumerate() {
-            let mut insts = Vec::new();
-            for cs in &f.facts.link.calls {
-                if insts.len() >= MAX_PER_FILE {
-                    break;
+        let found: Vec<Vec<Inst>> = files
+            .par_iter()
+            .enumerate()
+            .map(|(fi, f)| {
+                let mut insts = Vec::new();
+                for cs in &f.facts.link.calls {
+                    if insts.len() >= MAX_PER_FILE {
+                        break;
+                    }
+                    let Some(cands) = by_name.get(cs.callee.as_str()) else {
+                        continue;
+                    };
+                    let Some(si) = resolve(files, &sums, cands, fi, cs) else {
+                        continue;
+                    };
+                    instantiate(
+                        fi,
+                        &sums[si],
+                        cs,
+                        own_object_call(fi, &sums[si], cs),
+                        &mut insts,
+                    );
                 }
-                let Some(cands) = by_name.get(cs.callee.as_str()) else {
-                    continue;
-                };
-                let Some(si) = resolve(files, &sums, cands, fi, cs) else {
-                    continue;
-                };
-                instantiate(
-                    fi,
-                    &sums[si],
-                    cs,
-                    own_object_call(fi, &sums[si], cs),
-                    &mut insts,
-                );
-            }
-            if insts.len() != views[fi].insts.len() {
+                insts
+            })
+            .collect();
+        let mut changed = false;
+        for (view, insts) in views.iter_mut().zip(found) {
+            if insts.len() != view.insts.len() {
                 changed = true;
             }
-            views[fi].insts = insts;
+            view.insts = insts;
         }
         if !changed && round > 0 {
             break;
