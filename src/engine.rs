@@ -442,6 +442,23 @@ fn let_text_go(p: &mut Phase1) {
     }
 }
 
+/// The signatures the link and the rules can read are those of functions
+/// with an op of their own or a call the link keeps: a summary needs one
+/// or the other (`project::summary`, which instantiates a linked op in its
+/// call's scope), and a rule reads the signature of an op's function. The
+/// others (most functions of a large project) are let go before the link.
+fn forget_idle_functions(facts: &mut FileFacts) {
+    let busy: rustc_hash::FxHashSet<crate::facts::ScopeId> = facts
+        .ops
+        .iter()
+        .map(|o| o.scope)
+        .chain(facts.link.calls.iter().map(|c| c.scope))
+        .collect();
+    let functions = &mut facts.link.functions;
+    functions.retain(|s| busy.contains(&s.scope));
+    functions.shrink_to_fit();
+}
+
 /// Unpacks the calls the link can use (`project::calls::relevant`), once
 /// the whole project is read.
 fn unpack_calls(files: &mut [Phase1], threads: usize) {
@@ -468,6 +485,7 @@ fn unpack_calls(files: &mut [Phase1], threads: usize) {
                 reach.slim(i, &mut calls);
                 f.facts.link.calls = calls;
             }
+            forget_idle_functions(&mut f.facts);
         })
     };
     in_pool(threads, run)
@@ -498,7 +516,9 @@ fn release_freed_memory() {
 
 #[derive(Default)]
 struct FileOutcome {
-    phase1: Option<Phase1>,
+    /// Boxed: most files are rejected by the prefilter, and an outcome
+    /// lives for every file walked until phase one ends.
+    phase1: Option<Box<Phase1>>,
     error: Option<FileError>,
     notes: Vec<(String, String)>,
     /// The Redis prefilter rejected it (it may still call a wrapper).
@@ -658,7 +678,7 @@ fn read_code_entry(
                 *facts,
             );
             p.packed = packed;
-            outcome.phase1 = Some(p);
+            outcome.phase1 = Some(Box::new(p));
         }
     };
     let key = cache.map(|c| c.key(&entry.path));
@@ -779,13 +799,13 @@ fn read_code_entry(
                 .iter()
                 .map(|n| (entry.display.clone(), n.clone()))
                 .collect();
-            outcome.phase1 = Some(Phase1::new(
+            outcome.phase1 = Some(Box::new(Phase1::new(
                 entry.display.clone(),
                 entry.path.clone(),
                 src,
                 true,
                 facts,
-            ));
+            )));
         }
     }
     outcome
@@ -1079,7 +1099,7 @@ impl Workspace {
             entries
                 .par_iter()
                 .filter_map(|e| {
-                    let mut p = read_entry(e, settings, cache.as_ref(), false, false).phase1?;
+                    let mut p = *read_entry(e, settings, cache.as_ref(), false, false).phase1?;
                     p.report = false;
                     // the link of one file's check takes every call
                     if let Some(packed) = p.packed.take() {
@@ -1206,11 +1226,12 @@ fn read_callers(
             left.par_iter()
                 .map(|(e, words)| {
                     // (its text and unpacked calls let go at once, not
-                    // after the whole round is read)
+                    // after the whole round is read; boxed: one slot per
+                    // file left, most of them empty)
                     read_if_calls(e, *words, &scan, settings, cache, &reads).map(|r| {
                         r.map(|mut p| {
                             let_text_go(&mut p);
-                            p
+                            Box::new(p)
                         })
                     })
                 })
@@ -1233,7 +1254,7 @@ fn read_callers(
         let mut still = Vec::new();
         for (e, g) in left.iter().zip(got) {
             match g {
-                Some(Ok(p)) => found.push(p),
+                Some(Ok(p)) => found.push(*p),
                 Some(Err(note)) => skipped.push((e.0.display.clone(), note)),
                 None => still.push(*e),
             }
@@ -1543,7 +1564,7 @@ fn read_rest_of_project<'a>(
                         if let Some(facts) = o.lazy {
                             return Some(Err((e, facts)));
                         }
-                        let mut p = o.phase1?;
+                        let mut p = *o.phase1?;
                         p.report = false;
                         let_text_go(&mut p);
                         Some(Ok(p))
@@ -1615,7 +1636,7 @@ fn decode_used(
                 p
             }
             // (cannot be: read it as a changed file would be)
-            None => read_code_entry(e, settings, cache, false, false, false).phase1?,
+            None => *read_code_entry(e, settings, cache, false, false, false).phase1?,
         };
         p.report = false;
         let_text_go(&mut p);
@@ -1688,7 +1709,7 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
             report.minified_skipped += 1;
             report.notes.push((entries[i].display.clone(), note));
         }
-        files.extend(o.phase1);
+        files.extend(o.phase1.map(|p| *p));
         if o.rejected {
             rejected.push((&entries[i], o.call_words));
         }
@@ -1725,6 +1746,8 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         threads,
         cache.as_ref(),
     );
+    // the rejected files' call words are not needed by the link
+    drop(rejected);
     if let Some(all) = rest {
         // let go on all workers (two allocations per file of the project)
         in_pool(threads, || all.into_par_iter().for_each(drop));
@@ -1736,6 +1759,7 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
     phases.mark("cache saved");
     let mut files = files;
     unpack_calls(&mut files, threads);
+    phases.mark("calls the link can use unpacked");
     for (f, findings) in link_and_check(files, settings, threads) {
         if f.changed {
             report.errors.push(FileError {
