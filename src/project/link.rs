@@ -4,7 +4,7 @@ use super::summary::{self, Summary, TPart, VSrc};
 use super::{FileView, Inst, ProjectFile};
 use crate::facts::{CallSite, KeyExpr, KeyPart, Op, OpKind};
 use rayon::prelude::*;
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 
 /// Link rounds: a helper chain resolves up to this many calls deep.
 pub const ROUNDS: usize = 4;
@@ -70,7 +70,7 @@ pub fn link(files: &[ProjectFile]) -> Vec<FileView> {
             .map(|(i, f)| summary::summarise(i, f.stem, f.facts, &views[i].insts))
             .collect();
         sums = per_file.into_iter().flatten().collect();
-        let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut by_name: HashMap<&str, Vec<usize>> = HashMap::default();
         for (si, s) in sums.iter().enumerate() {
             by_name.entry(s.name.as_str()).or_default().push(si);
         }
@@ -114,7 +114,7 @@ pub fn link(files: &[ProjectFile]) -> Vec<FileView> {
     // a function that forwards under the same name to a facade is one too
     // (`SetIfNotExistFuncLock(…) { return cache().SetIfNotExistFuncLock(…) }`)
     for _ in 0..ROUNDS {
-        let facades: std::collections::HashSet<String> = sums
+        let facades: FxHashSet<String> = sums
             .iter()
             .filter(|s| s.facade)
             .map(|s| match &s.owner {
@@ -139,7 +139,7 @@ pub fn link(files: &[ProjectFile]) -> Vec<FileView> {
         }
     }
     if sums.iter().any(|s| s.returns_key.is_some()) {
-        let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut by_name: HashMap<&str, Vec<usize>> = HashMap::default();
         for (si, s) in sums.iter().enumerate() {
             by_name.entry(s.name.as_str()).or_default().push(si);
         }
@@ -164,11 +164,11 @@ fn fail_opens_at_calls(files: &[ProjectFile], fi: usize, view: &mut FileView) {
     if f.facts.link.fail_open_calls.is_empty() {
         return;
     }
-    let mut at: HashMap<usize, Vec<crate::facts::Span>> = HashMap::new();
+    let mut at: HashMap<usize, Vec<crate::facts::Span>> = HashMap::default();
     for c in &f.facts.link.fail_open_calls {
         at.entry(c.name_start).or_default().push(c.span);
     }
-    let mut done = std::collections::HashSet::new();
+    let mut done = FxHashSet::default();
     for inst in &view.insts {
         if !matches!(inst.op.kind, OpKind::Acquire { .. }) {
             continue;

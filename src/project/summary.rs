@@ -5,7 +5,7 @@
 use super::Inst;
 use crate::facts::{FileFacts, KeyPart, Op, OpKind, ScopeId, ValueExpr};
 use crate::words;
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 
 /// One piece of a summarised key: a fixed part, or the key of argument `i`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,11 +104,11 @@ fn behind_validity_guard(facts: &FileFacts, op: &Op) -> bool {
 /// Summaries of the functions of one file. `insts` are the ops linked into
 /// this file by the previous round (with the variable their value came from).
 pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> Vec<Summary> {
-    let mut own: HashMap<ScopeId, Vec<&Op>> = HashMap::new();
+    let mut own: HashMap<ScopeId, Vec<&Op>> = HashMap::default();
     for op in &facts.ops {
         own.entry(op.scope).or_default().push(op);
     }
-    let mut linked: HashMap<ScopeId, Vec<&Inst>> = HashMap::new();
+    let mut linked: HashMap<ScopeId, Vec<&Inst>> = HashMap::default();
     for i in insts {
         linked.entry(i.op.scope).or_default().push(i);
     }
@@ -123,7 +123,7 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
     // of its own (a constant, a token): such a key is that lock's, not a
     // caller's, so a sibling that forwards it (`del(PREFIX + id)`) is the
     // lock's own release, not a pass-through
-    let own_lock_keys: std::collections::HashSet<&[KeyPart]> = facts
+    let own_lock_keys: FxHashSet<&[KeyPart]> = facts
         .ops
         .iter()
         .filter(|o| {
@@ -141,7 +141,7 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
     // each function's acquires grouped by key once (a function with many
     // keys must not rescan all its ops for each release: quadratic), and
     // per group, where its section starts once asked
-    let mut group_of: HashMap<ScopeId, HashMap<&[KeyPart], usize>> = HashMap::new();
+    let mut group_of: HashMap<ScopeId, HashMap<&[KeyPart], usize>> = HashMap::default();
     let mut groups: Vec<(Vec<&Op>, Option<Option<usize>>)> = Vec::new();
     for op in &facts.ops {
         if matches!(op.kind, OpKind::Acquire { .. }) {
