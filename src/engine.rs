@@ -410,6 +410,14 @@ impl Phase1 {
         }
     }
 
+    /// Whether it declares a function (its signature perhaps packed).
+    fn has_functions(&self) -> bool {
+        !self.facts.link.functions.is_empty()
+            || self
+                .call_names()
+                .is_some_and(|n| !n.packed_functions().is_empty())
+    }
+
     /// The names of its calls, when they are packed.
     fn call_names(&self) -> Option<&crate::project::calls::CallNames> {
         self.packed.as_ref().map(|p| &p.names)
@@ -439,6 +447,11 @@ fn let_text_go(p: &mut Phase1) {
     }
     if p.packed.is_none() {
         p.packed = crate::project::calls::PackedCalls::take(&mut p.facts);
+    }
+    // and the signatures only the link reads (a file with no call keeps
+    // its few)
+    if let Some(packed) = p.packed.as_mut() {
+        packed.take_idle_functions(&mut p.facts);
     }
 }
 
@@ -481,7 +494,7 @@ fn unpack_calls(files: &mut [Phase1], threads: usize) {
     let run = || {
         files.par_iter_mut().enumerate().for_each(|(i, f)| {
             if let Some(p) = f.packed.take() {
-                let mut calls = p.unpack(keep.as_ref());
+                let mut calls = p.unpack(keep.as_ref(), &mut f.facts.link.functions);
                 reach.slim(i, &mut calls);
                 f.facts.link.calls = calls;
             }
@@ -1103,7 +1116,7 @@ impl Workspace {
                     p.report = false;
                     // the link of one file's check takes every call
                     if let Some(packed) = p.packed.take() {
-                        p.facts.link.calls = packed.unpack(None);
+                        p.facts.link.calls = packed.unpack(None, &mut p.facts.link.functions);
                     }
                     Some((canonical(&e.path), p))
                 })
@@ -1213,7 +1226,7 @@ fn read_callers(
         let mut families: Vec<u8> = read
             .iter()
             .chain(&out)
-            .filter(|f| !f.facts.link.functions.is_empty() && !f.facts.ops.is_empty())
+            .filter(|f| f.has_functions() && !f.facts.ops.is_empty())
             .map(|f| crate::project::scan::family(f.facts.language))
             .collect();
         families.sort_unstable();

@@ -19,7 +19,7 @@
 //! summarised names (`scan`). Dropping the other calls changes nothing
 //! they compute.
 
-use crate::facts::{CallSite, FileFacts, ScopeId};
+use crate::facts::{CallSite, FileFacts, FnSig, ScopeId};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Rounds of the closure before it gives up pruning (deeper than any
@@ -31,6 +31,11 @@ const MAX_ROUNDS: usize = 16;
 pub struct CallNames {
     names: Vec<Box<str>>,
     calls: Vec<(u32, ScopeId)>,
+    /// The functions packed with the calls ([`PackedCalls::take_idle_functions`]):
+    /// each one's scope and whether it takes parameters, all the call-name
+    /// scan reads of them (`scan::summarised_names`).
+    #[serde(default)]
+    functions: Vec<(ScopeId, bool)>,
 }
 
 impl CallNames {
@@ -45,6 +50,11 @@ impl CallNames {
             out.calls.push((id, c.scope));
         }
         out
+    }
+
+    /// The scope of each packed function, and whether it takes parameters.
+    pub fn packed_functions(&self) -> &[(ScopeId, bool)] {
+        &self.functions
     }
 
     /// Each call's callee name and caller scope, in order.
@@ -63,6 +73,11 @@ pub struct PackedCalls {
     pub names: CallNames,
     #[serde(with = "serde_bytes")]
     bytes: Vec<u8>,
+    /// The signatures of the functions with no op of their own, each with
+    /// its place among the file's functions (MessagePack); empty until
+    /// [`PackedCalls::take_idle_functions`].
+    #[serde(default, with = "serde_bytes")]
+    functions: Vec<u8>,
 }
 
 impl PackedCalls {
@@ -84,11 +99,74 @@ impl PackedCalls {
         // would wait unused until the link)
         bytes.shrink_to_fit();
         let names = CallNames::of(calls);
-        Some(PackedCalls { names, bytes })
+        Some(PackedCalls {
+            names,
+            bytes,
+            functions: Vec::new(),
+        })
     }
 
-    /// The calls whose callee is in `keep` (all of them for `None`), in order.
-    pub fn unpack(self, keep: Option<&HashSet<String>>) -> Vec<CallSite> {
+    /// Packs the signatures of `facts`' functions that have no op of their
+    /// own, beside the calls. Until the link, only the rules' and the
+    /// summaries' own reading of a function needs its signature unpacked,
+    /// and both read only functions with ops; the others (on a large
+    /// project, tens of thousands, each a handful of small strings) are
+    /// read again by [`PackedCalls::unpack`]. Once per file: a second call
+    /// (or signatures that cannot be encoded) leaves them as they are.
+    pub fn take_idle_functions(&mut self, facts: &mut FileFacts) {
+        if !self.functions.is_empty() || facts.link.functions.is_empty() {
+            return;
+        }
+        let busy: HashSet<ScopeId> = facts.ops.iter().map(|o| o.scope).collect();
+        if facts.link.functions.iter().all(|f| busy.contains(&f.scope)) {
+            return;
+        }
+        let idle: Vec<(u32, &FnSig)> = facts
+            .link
+            .functions
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| !busy.contains(&f.scope))
+            .map(|(i, f)| (i as u32, f))
+            .collect();
+        let Ok(mut bytes) = rmp_serde::to_vec(&idle) else {
+            return;
+        };
+        bytes.shrink_to_fit();
+        self.names.functions = idle
+            .iter()
+            .map(|(_, f)| (f.scope, !f.params.is_empty()))
+            .collect();
+        self.functions = bytes;
+        facts.link.functions.retain(|f| busy.contains(&f.scope));
+        facts.link.functions.shrink_to_fit();
+    }
+
+    /// The calls whose callee is in `keep` (all of them for `None`), in
+    /// order; the packed function signatures go back to their places in
+    /// `functions` (the file's).
+    pub fn unpack(
+        self,
+        keep: Option<&HashSet<String>>,
+        functions: &mut Vec<FnSig>,
+    ) -> Vec<CallSite> {
+        if !self.functions.is_empty() {
+            let idle: Vec<(u32, FnSig)> =
+                rmp_serde::from_slice(&self.functions).unwrap_or_default();
+            let mut kept = std::mem::take(functions).into_iter();
+            let mut all = Vec::with_capacity(kept.len() + idle.len());
+            for (at, f) in idle {
+                while all.len() < at as usize {
+                    match kept.next() {
+                        Some(k) => all.push(k),
+                        None => break,
+                    }
+                }
+                all.push(f);
+            }
+            all.extend(kept);
+            *functions = all;
+        }
         if let Some(keep) = keep {
             if !self.names.names.iter().any(|n| keep.contains(&**n)) {
                 return Vec::new();
@@ -342,7 +420,7 @@ mod tests {
         names.sort_unstable();
         assert_eq!(names, ["main", "run", "tryLock", "withLock"]);
         let calls: Vec<String> = packed
-            .unpack(Some(&keep))
+            .unpack(Some(&keep), &mut b.link.functions)
             .into_iter()
             .map(|c| c.callee)
             .collect();
@@ -406,10 +484,66 @@ mod tests {
         let s = scope(&mut f, "handler");
         f.link.calls = vec![call("print", s)];
         let packed = PackedCalls::take(&mut f).expect("calls");
-        assert!(packed.unpack(Some(&HashSet::default())).is_empty());
+        assert!(packed
+            .unpack(Some(&HashSet::default()), &mut f.link.functions)
+            .is_empty());
         let mut f = FileFacts::new(Language::Python);
         f.link.calls = vec![call("print", s)];
-        let all = PackedCalls::take(&mut f).expect("calls").unpack(None);
+        let all = PackedCalls::take(&mut f)
+            .expect("calls")
+            .unpack(None, &mut f.link.functions);
         assert_eq!(all.len(), 1);
+    }
+
+    fn sig(scope: ScopeId, params: &[&str]) -> FnSig {
+        FnSig {
+            scope,
+            params: params.iter().map(|p| p.to_string()).collect(),
+            optional: 0,
+            absent_defaults: Vec::new(),
+            returns: Vec::new(),
+            param_types: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn signatures_without_an_op_wait_packed_and_come_back_in_place() {
+        let mut f = FileFacts::new(Language::Python);
+        let a = scope(&mut f, "audit");
+        let l = scope(&mut f, "acquire");
+        let r = scope(&mut f, "run");
+        let n = scope(&mut f, "noop");
+        f.ops.push(Op {
+            kind: OpKind::Acquire { expiry: true },
+            key: KeyExpr::lit("k"),
+            value: None,
+            scope: l,
+            order: 0,
+            depth: 0,
+            atomic: false,
+            watched: false,
+            span: Span::default(),
+            name_span: Span::default(),
+            client: crate::facts::Client::Unknown,
+        });
+        f.link.functions = vec![sig(a, &["e"]), sig(l, &["k"]), sig(r, &[]), sig(n, &["x"])];
+        f.link.calls = vec![call("acquire", r)];
+        let whole = format!("{:?}", f.link.functions);
+        let mut packed = PackedCalls::take(&mut f).expect("calls");
+        packed.take_idle_functions(&mut f);
+        // only the function with an op stays; the scan still sees the others
+        assert_eq!(f.link.functions.len(), 1);
+        assert_eq!(f.link.functions[0].scope, l);
+        assert_eq!(
+            packed.names.packed_functions(),
+            [(a, true), (r, false), (n, true)]
+        );
+        // a second call changes nothing
+        packed.take_idle_functions(&mut f);
+        assert_eq!(f.link.functions.len(), 1);
+        // unpacked (even with no call kept), every signature is back in order
+        let calls = packed.unpack(Some(&HashSet::default()), &mut f.link.functions);
+        assert!(calls.is_empty());
+        assert_eq!(format!("{:?}", f.link.functions), whole);
     }
 }

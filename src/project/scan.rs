@@ -53,11 +53,25 @@ pub fn summarised_names<'a>(
                     .map(|o| o.scope),
             )
             .collect();
-        for sig in &f.link.functions {
-            if sig.params.is_empty() || !busy.contains(&sig.scope) {
+        // (the signatures with no op of their own may be packed with the
+        // calls: `CallNames::packed_functions`)
+        let signatures = f
+            .link
+            .functions
+            .iter()
+            .map(|sig| (sig.scope, !sig.params.is_empty()))
+            .chain(
+                packed
+                    .map(CallNames::packed_functions)
+                    .unwrap_or_default()
+                    .iter()
+                    .copied(),
+            );
+        for (sig_scope, has_params) in signatures {
+            if !has_params || !busy.contains(&sig_scope) {
                 continue;
             }
-            let Some(scope) = f.scopes.get(sig.scope as usize) else {
+            let Some(scope) = f.scopes.get(sig_scope as usize) else {
                 continue;
             };
             // common names (`get`, `remove`, …) would make the scan read most

@@ -130,7 +130,7 @@ fn cached_facts_keep_their_calls_apart_and_give_them_back_unchanged() {
         names.contains(&"acquire") && names.contains(&"audit"),
         "{names:?}"
     );
-    back.link.calls = packed.unpack(None);
+    back.link.calls = packed.unpack(None, &mut back.link.functions);
     assert_eq!(rmp_serde::to_vec(&back).unwrap(), whole);
     // a file without calls has none packed
     let mut plain = facts("plain.py", "x = 1\n");
