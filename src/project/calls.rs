@@ -167,17 +167,73 @@ impl PackedCalls {
             all.extend(kept);
             *functions = all;
         }
-        if let Some(keep) = keep {
-            if !self.names.names.iter().any(|n| keep.contains(&**n)) {
-                return Vec::new();
+        let Some(keep) = keep else {
+            return rmp_serde::from_slice(&self.bytes).unwrap_or_default();
+        };
+        // per name: kept; a call of a name not kept is stepped over in the
+        // bytes, never built
+        let kept: Vec<bool> = self
+            .names
+            .names
+            .iter()
+            .map(|n| keep.contains(&**n))
+            .collect();
+        let wanted = self
+            .names
+            .calls
+            .iter()
+            .filter(|(id, _)| kept[*id as usize])
+            .count();
+        if wanted == 0 {
+            return Vec::new();
+        }
+        let only = Only {
+            kept: self.names.calls.iter().map(|&(id, _)| kept[id as usize]),
+            wanted,
+        };
+        let mut de = rmp_serde::Deserializer::from_read_ref(&self.bytes);
+        serde::de::DeserializeSeed::deserialize(only, &mut de).unwrap_or_default()
+    }
+}
+
+/// Decodes a packed sequence of calls, building only those whose flag (in
+/// order, one per call) is set.
+struct Only<I> {
+    kept: I,
+    wanted: usize,
+}
+
+impl<'de, I: Iterator<Item = bool>> serde::de::DeserializeSeed<'de> for Only<I> {
+    type Value = Vec<CallSite>;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de, I: Iterator<Item = bool>> serde::de::Visitor<'de> for Only<I> {
+    type Value = Vec<CallSite>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a sequence of calls")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        mut self,
+        mut seq: A,
+    ) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::with_capacity(self.wanted);
+        for keep in self.kept.by_ref() {
+            if keep {
+                match seq.next_element::<CallSite>()? {
+                    Some(c) => out.push(c),
+                    None => break,
+                }
+            } else if seq.next_element::<serde::de::IgnoredAny>()?.is_none() {
+                break;
             }
         }
-        let mut calls: Vec<CallSite> = rmp_serde::from_slice(&self.bytes).unwrap_or_default();
-        if let Some(keep) = keep {
-            calls.retain(|c| keep.contains(&c.callee));
-        }
-        calls.shrink_to_fit();
-        calls
+        Ok(out)
     }
 }
 
