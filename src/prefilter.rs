@@ -596,7 +596,45 @@ const BLOOM_BITS_PER_WORD: usize = 16;
 const BLOOM_PROBES: u32 = 8;
 
 thread_local! {
-    static BLOOM_SCRATCH: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The keys of a file's call words, and the table that keeps them once each.
+    static BLOOM_SCRATCH: std::cell::RefCell<(Vec<u64>, Vec<u64>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// Keeps the first of each key of `keys`, in order: an open-addressing set
+/// over `table` (linear, where a sort was n log n and most of the work of
+/// a rejected file's signature).
+fn dedup_keys(keys: &mut Vec<u64>, table: &mut Vec<u64>) {
+    let slots = (keys.len() * 2).next_power_of_two().max(16);
+    let shift = 64 - slots.trailing_zeros();
+    table.clear();
+    table.resize(slots, 0);
+    // (0 marks an empty slot: the key 0 is kept apart)
+    let mut zero = false;
+    let mut n = 0;
+    for i in 0..keys.len() {
+        let k = keys[i];
+        let fresh = if k == 0 {
+            !std::mem::replace(&mut zero, true)
+        } else {
+            let mut at = (k.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> shift) as usize;
+            loop {
+                match table[at] {
+                    0 => {
+                        table[at] = k;
+                        break true;
+                    }
+                    t if t == k => break false,
+                    _ => at = (at + 1) & (slots - 1),
+                }
+            }
+        };
+        if fresh {
+            keys[n] = k;
+            n += 1;
+        }
+    }
+    keys.truncate(n);
 }
 
 impl CallWords {
@@ -604,11 +642,10 @@ impl CallWords {
     /// (`anchored`, sorted).
     pub fn of(bytes: &[u8], anchored: &[u32]) -> CallWords {
         BLOOM_SCRATCH.with(|scratch| {
-            let mut keys = scratch.borrow_mut();
+            let (keys, table) = &mut *scratch.borrow_mut();
             keys.clear();
             each_call_word(bytes, |w| keys.push(bloom_key(w)));
-            keys.sort_unstable();
-            keys.dedup();
+            dedup_keys(keys, table);
             let bits = (keys.len() * BLOOM_BITS_PER_WORD).div_ceil(32) * 32;
             let mut out = vec![0u32; 1 + anchored.len() + bits / 32];
             out[0] = anchored.len() as u32;
@@ -621,6 +658,9 @@ impl CallWords {
             }
             if keys.capacity() > 1 << 16 {
                 *keys = Vec::new();
+            }
+            if table.capacity() > 1 << 17 {
+                *table = Vec::new();
             }
             CallWords(out.into_boxed_slice())
         })
@@ -1048,6 +1088,26 @@ fn scan_by<W: Walk>(bytes: &[u8], custom_lock_keys: bool, mut sig: Option<&mut V
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn call_word_keys_are_kept_once_each_in_order() {
+        let mut table = Vec::new();
+        let mut keys = vec![7, 0, 7, 3, 0, u64::MAX, 3, 9, 7];
+        dedup_keys(&mut keys, &mut table);
+        assert_eq!(keys, [7, 0, 3, u64::MAX, 9]);
+        // many keys, colliding slots included: the same set as sort + dedup
+        let mut keys: Vec<u64> = (0..5000u64).map(|i| (i % 1234) << 40).collect();
+        let mut want = keys.clone();
+        want.sort_unstable();
+        want.dedup();
+        dedup_keys(&mut keys, &mut table);
+        assert_eq!(keys.len(), 1234);
+        keys.sort_unstable();
+        assert_eq!(keys, want);
+        let mut none = Vec::new();
+        dedup_keys(&mut none, &mut table);
+        assert!(none.is_empty());
+    }
+
     use super::*;
 
     fn pass(s: &str) -> bool {
