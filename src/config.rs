@@ -112,6 +112,9 @@ pub struct Exclude {
     cwd: PathBuf,
     /// The globs as given (what the project's folder listing is keyed by).
     globs: Vec<String>,
+    /// No configuration file: the globs (the default list) name folders to
+    /// skip wherever a walked path is, not only under the current folder.
+    anywhere: bool,
 }
 
 /// `a/./b/../c` → `a/c`, without touching the file system.
@@ -142,12 +145,26 @@ impl Exclude {
             base: lexical(base),
             cwd: lexical(cwd),
             globs: globs.to_vec(),
+            anywhere: false,
         })
     }
 
-    /// Everything that decides what is excluded: globs, base and current folder.
+    /// The same globs applied wherever a walked path is (the default list,
+    /// with no configuration file to anchor them): `locklint check
+    /// /abs/repo` run from another folder skips that repository's
+    /// `node_modules/` as a run from inside it does.
+    pub fn anywhere(mut self) -> Exclude {
+        self.anywhere = true;
+        self
+    }
+
+    /// Everything that decides what is excluded: globs, base, current
+    /// folder and whether the globs apply outside the base.
     pub fn signature(&self) -> String {
-        format!("{:?}|{:?}|{:?}", self.globs, self.base, self.cwd)
+        format!(
+            "{:?}|{:?}|{:?}|{}",
+            self.globs, self.base, self.cwd, self.anywhere
+        )
     }
 
     /// Is this walked path (relative to the current folder, or absolute) excluded?
@@ -155,7 +172,17 @@ impl Exclude {
         let abs = lexical(&self.cwd.join(path));
         match abs.strip_prefix(&self.base) {
             Ok(rel) if !rel.as_os_str().is_empty() => self.matcher.matched(rel, is_dir).is_ignore(),
-            _ => false,
+            Ok(_) => false,
+            // outside the base: the path from the root of its file system,
+            // which only a glob without a leading `/` can match
+            Err(_) if self.anywhere => {
+                let rel: PathBuf = abs
+                    .components()
+                    .filter(|c| matches!(c, Component::Normal(_)))
+                    .collect();
+                !rel.as_os_str().is_empty() && self.matcher.matched(&rel, is_dir).is_ignore()
+            }
+            Err(_) => false,
         }
     }
 }
@@ -198,10 +225,16 @@ impl Config {
 
     /// The exclusion matcher of this configuration.
     pub fn exclude_matcher(&self, cwd: &Path) -> Result<Exclude, ConfigError> {
-        Exclude::new(&self.exclude, &self.base(cwd), cwd).map_err(|message| ConfigError {
-            path: self.path.clone().unwrap_or_default(),
-            line: None,
-            message,
+        let ex =
+            Exclude::new(&self.exclude, &self.base(cwd), cwd).map_err(|message| ConfigError {
+                path: self.path.clone().unwrap_or_default(),
+                line: None,
+                message,
+            })?;
+        Ok(if self.path.is_none() {
+            ex.anywhere()
+        } else {
+            ex
         })
     }
 }
@@ -498,5 +531,22 @@ include-minified = true
         assert!(!ex.is_excluded(Path::new("top.py"), false)); // /repo/sub/top.py
         assert!(ex.is_excluded(Path::new("../top.py"), false));
         assert!(!ex.is_excluded(Path::new("/elsewhere/x.gen.go"), false));
+    }
+
+    #[test]
+    fn the_default_excludes_apply_outside_the_current_folder() {
+        let cfg = Config::defaults();
+        let ex = cfg.exclude_matcher(Path::new("/home/me")).unwrap();
+        // a repository named by its absolute path from another folder
+        assert!(ex.is_excluded(Path::new("/srv/app/node_modules"), true));
+        assert!(ex.is_excluded(Path::new("/srv/app/web/vendor"), true));
+        assert!(!ex.is_excluded(Path::new("/srv/app/src"), true));
+        assert!(!ex.is_excluded(Path::new("/srv/app/node_modules.py"), false));
+        assert!(ex.is_excluded(Path::new("../other/target"), true));
+        assert!(ex.is_excluded(Path::new("node_modules"), true));
+        // a configuration's globs stay those of its folder
+        let ex = Exclude::new(&["vendor".into()], Path::new("/repo"), Path::new("/repo")).unwrap();
+        assert!(!ex.is_excluded(Path::new("/srv/app/vendor"), true));
+        assert!(ex.is_excluded(Path::new("/repo/x/vendor"), true));
     }
 }
