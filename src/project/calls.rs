@@ -437,17 +437,12 @@ mod tests {
         })
     }
 
-    #[test]
-    fn only_calls_of_functions_reaching_an_op_are_unpacked() {
-        // tryLock has an op; withLock calls tryLock; run calls withLock and
-        // println; main calls run, which reaches the op three calls deep
-        let mut a = FileFacts::new(Language::Java);
-        let try_lock = scope(&mut a, "tryLock");
-        a.ops.push(Op {
+    fn acquire(scope: ScopeId, key: &str) -> Op {
+        Op {
             kind: OpKind::Acquire { expiry: true },
-            key: KeyExpr::lit("lock:a"),
+            key: KeyExpr::lit(key),
             value: None,
-            scope: try_lock,
+            scope,
             order: 0,
             depth: 0,
             atomic: false,
@@ -455,7 +450,16 @@ mod tests {
             span: Span::default(),
             name_span: Span::default(),
             client: Default::default(),
-        });
+        }
+    }
+
+    #[test]
+    fn only_calls_of_functions_reaching_an_op_are_unpacked() {
+        // tryLock has an op; withLock calls tryLock; run calls withLock and
+        // println; main calls run, which reaches the op three calls deep
+        let mut a = FileFacts::new(Language::Java);
+        let try_lock = scope(&mut a, "tryLock");
+        a.ops.push(acquire(try_lock, "lock:a"));
         let mut b = FileFacts::new(Language::Java);
         let with_lock = scope(&mut b, "withLock");
         let run = scope(&mut b, "run");
@@ -569,19 +573,7 @@ mod tests {
         let l = scope(&mut f, "acquire");
         let r = scope(&mut f, "run");
         let n = scope(&mut f, "noop");
-        f.ops.push(Op {
-            kind: OpKind::Acquire { expiry: true },
-            key: KeyExpr::lit("k"),
-            value: None,
-            scope: l,
-            order: 0,
-            depth: 0,
-            atomic: false,
-            watched: false,
-            span: Span::default(),
-            name_span: Span::default(),
-            client: crate::facts::Client::Unknown,
-        });
+        f.ops.push(acquire(l, "k"));
         f.link.functions = vec![sig(a, &["e"]), sig(l, &["k"]), sig(r, &[]), sig(n, &["x"])];
         f.link.calls = vec![call("acquire", r)];
         let whole = format!("{:?}", f.link.functions);
