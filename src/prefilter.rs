@@ -1088,6 +1088,8 @@ fn scan_by<W: Walk>(bytes: &[u8], custom_lock_keys: bool, mut sig: Option<&mut V
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn call_word_keys_are_kept_once_each_in_order() {
         let mut table = Vec::new();
@@ -1107,8 +1109,6 @@ mod tests {
         dedup_keys(&mut none, &mut table);
         assert!(none.is_empty());
     }
-
-    use super::*;
 
     fn pass(s: &str) -> bool {
         may_match(s.as_bytes())

@@ -142,6 +142,28 @@ impl PackedCalls {
         facts.link.functions.shrink_to_fit();
     }
 
+    /// Puts the packed signatures back at their places among `functions`
+    /// (those [`PackedCalls::take_idle_functions`] left).
+    fn restore_functions(&self, functions: &mut Vec<FnSig>) {
+        if self.functions.is_empty() {
+            return;
+        }
+        let idle: Vec<(u32, FnSig)> = rmp_serde::from_slice(&self.functions).unwrap_or_default();
+        let mut kept = std::mem::take(functions).into_iter();
+        let mut all = Vec::with_capacity(kept.len() + idle.len());
+        for (at, f) in idle {
+            while all.len() < at as usize {
+                match kept.next() {
+                    Some(k) => all.push(k),
+                    None => break,
+                }
+            }
+            all.push(f);
+        }
+        all.extend(kept);
+        *functions = all;
+    }
+
     /// The calls whose callee is in `keep` (all of them for `None`), in
     /// order; the packed function signatures go back to their places in
     /// `functions` (the file's).
@@ -150,25 +172,11 @@ impl PackedCalls {
         keep: Option<&HashSet<String>>,
         functions: &mut Vec<FnSig>,
     ) -> Vec<CallSite> {
-        if !self.functions.is_empty() {
-            let idle: Vec<(u32, FnSig)> =
-                rmp_serde::from_slice(&self.functions).unwrap_or_default();
-            let mut kept = std::mem::take(functions).into_iter();
-            let mut all = Vec::with_capacity(kept.len() + idle.len());
-            for (at, f) in idle {
-                while all.len() < at as usize {
-                    match kept.next() {
-                        Some(k) => all.push(k),
-                        None => break,
-                    }
-                }
-                all.push(f);
-            }
-            all.extend(kept);
-            *functions = all;
-        }
+        self.restore_functions(functions);
         let Some(keep) = keep else {
-            return rmp_serde::from_slice(&self.bytes).unwrap_or_default();
+            let mut calls: Vec<CallSite> = rmp_serde::from_slice(&self.bytes).unwrap_or_default();
+            calls.shrink_to_fit();
+            return calls;
         };
         // per name: kept; a call of a name not kept is stepped over in the
         // bytes, never built
