@@ -115,10 +115,20 @@ pub fn builder(
         .threads(threads.max(1))
         .follow_links(false)
         .require_git(false);
-    if let Some(ex) = exclude.cloned() {
-        builder.filter_entry(move |e| {
-            e.depth() == 0 || !ex.is_excluded(e.path(), e.file_type().is_some_and(|t| t.is_dir()))
-        });
+    if let Some(ex) = exclude {
+        match ex.names_below(root) {
+            Some(names) if names.is_empty() => {}
+            Some(names) => {
+                builder.filter_entry(move |e| e.depth() == 0 || !names.contains(e.file_name()));
+            }
+            None => {
+                let ex = ex.clone();
+                builder.filter_entry(move |e| {
+                    e.depth() == 0
+                        || !ex.is_excluded(e.path(), e.file_type().is_some_and(|t| t.is_dir()))
+                });
+            }
+        }
     }
     builder
 }
