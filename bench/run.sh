@@ -15,7 +15,7 @@
 #
 # Two environment variables of the binary, for measuring only:
 #   LOCKLINT_PHASES=1   prints the wall time of each stage of a run on stderr,
-#                       with the RSS at its end, the peak RSS so far and the
+#                       the CPU time all threads spent in it, the RSS at its end, the peak RSS so far and the
 #                       bytes the allocator holds for the program (glibc);
 #                       and per call-name scan round its names (with an
 #                       anchor, by filter, or every file read), the rejected

@@ -1858,29 +1858,67 @@ fn heap_in_use() -> Option<usize> {
 }
 
 /// `LOCKLINT_PHASES=1` (benchmarks, see bench/run.sh): the wall time of each
-/// stage of a run on stderr, and the resident set size at its end.
+/// stage of a run on stderr, the CPU time of all threads in it, and the
+/// resident set size at its end.
 struct Phases {
     last: Option<Instant>,
+    /// The process's CPU time at the last mark.
+    cpu: Option<std::time::Duration>,
+}
+
+/// The CPU time of the whole process so far, all threads (Linux).
+fn process_cpu() -> Option<std::time::Duration> {
+    #[cfg(target_os = "linux")]
+    {
+        #[repr(C)]
+        struct Timespec {
+            sec: i64,
+            nsec: i64,
+        }
+        extern "C" {
+            fn clock_gettime(clock: std::ffi::c_int, tp: *mut Timespec) -> std::ffi::c_int;
+        }
+        /// `CLOCK_PROCESS_CPUTIME_ID`
+        const PROCESS_CPU: std::ffi::c_int = 2;
+        let mut t = Timespec { sec: 0, nsec: 0 };
+        // SAFETY: clock_gettime writes one timespec (two 64-bit fields on
+        // the 64-bit Linux targets) to the pointer it is given.
+        let ok =
+            cfg!(target_pointer_width = "64") && unsafe { clock_gettime(PROCESS_CPU, &mut t) } == 0;
+        ok.then(|| std::time::Duration::new(t.sec as u64, t.nsec as u32))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
 }
 
 impl Phases {
     fn from_env(start: Instant) -> Phases {
+        let on = std::env::var_os("LOCKLINT_PHASES").is_some_and(|v| v == "1");
         Phases {
-            last: std::env::var_os("LOCKLINT_PHASES")
-                .is_some_and(|v| v == "1")
-                .then_some(start),
+            last: on.then_some(start),
+            cpu: process_cpu().filter(|_| on),
         }
     }
 
     fn mark(&mut self, what: &str) {
         if let Some(last) = self.last {
             let now = Instant::now();
+            let cpu = process_cpu();
+            // (the CPU time all threads spent in the stage: against the
+            // wall time, how much of it ran side by side)
+            let spent = cpu
+                .zip(self.cpu)
+                .map(|(c, l)| format!(" (CPU {:.1} ms)", (c.saturating_sub(l)).as_secs_f64() * 1e3))
+                .unwrap_or_default();
             eprintln!(
-                "locklint phase: {what}: {:.1} ms, {}",
+                "locklint phase: {what}: {:.1} ms{spent}, {}",
                 (now - last).as_secs_f64() * 1e3,
                 rss_now()
             );
             self.last = Some(now);
+            self.cpu = cpu;
         }
     }
 }
