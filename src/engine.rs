@@ -651,7 +651,13 @@ fn read_entry(
     need_src: bool,
     sign_calls: bool,
 ) -> FileOutcome {
-    if !settings.tests && words::is_test_path(&entry.path) {
+    thread_local! {
+        /// Each worker's folder verdicts: its files come in path order,
+        /// folder by folder.
+        static TEST_PATHS: std::cell::RefCell<words::TestPaths> =
+            std::cell::RefCell::new(words::TestPaths::default());
+    }
+    if !settings.tests && TEST_PATHS.with(|t| t.borrow_mut().is_test_path(&entry.path)) {
         return FileOutcome::default();
     }
     read_code_entry(entry, settings, cache, need_src, sign_calls, false)
@@ -941,17 +947,27 @@ fn link_and_check_all(
                 if !n || !load(f) {
                     return (Vec::new(), Vec::new(), Vec::new());
                 }
-                let linked = view.rule_facts(&f.facts);
-                let facts = linked.as_ref().unwrap_or(&f.facts);
+                // (the linked facts are the file's with ops added: its call
+                // sites, most of what it holds, move over and back rather
+                // than being copied)
+                let calls = std::mem::take(&mut f.facts.link.calls);
+                let mut linked = view.rule_facts(&f.facts);
+                match linked.as_mut() {
+                    Some(l) => l.link.calls = calls,
+                    None => f.facts.link.calls = calls,
+                }
                 let (found, verdicts, own_flow) = findings_for(
                     &f.display,
                     &f.src,
-                    facts,
+                    linked.as_ref().unwrap_or(&f.facts),
                     &view.foreign,
                     &view.plain_writes,
                     &view.held_scopes,
                     settings,
                 );
+                if let Some(l) = linked {
+                    f.facts.link.calls = l.link.calls;
+                }
                 if found.is_empty() && !root && f.src_hash.is_some() {
                     f.src = String::new();
                     f.loaded = false;
