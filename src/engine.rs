@@ -339,7 +339,7 @@ thread_local! {
 fn classify(
     bytes: &[u8],
     custom_lock_keys: bool,
-    call_words: Option<&mut Vec<u32>>,
+    call_words: Option<(&mut Vec<u32>, bool)>,
     minified: Option<(&Path, Language)>,
 ) -> Result<Loaded, String> {
     if bytes.len() as u64 > MAX_FILE_BYTES {
@@ -352,8 +352,8 @@ fn classify(
         return Ok(Loaded::Binary);
     }
     let pass = match call_words {
-        Some(sig) => {
-            let pass = prefilter::may_match_signed(bytes, custom_lock_keys, sig);
+        Some((sig, spaced)) => {
+            let pass = prefilter::may_match_signed(bytes, custom_lock_keys, spaced, sig);
             if pass {
                 sig.clear();
             }
@@ -731,9 +731,12 @@ fn read_code_entry(
         // does (one with a suppression comment is kept: LL100; the
         // prefilter passed it, so it has no call-word signature)
         let mut sig = sign_calls.then(Vec::new);
+        // (Ruby calls without parentheses: a word before a space may be one)
+        let spaced = entry.language == Language::Ruby;
         let minified = Some((entry.path.as_path(), entry.language));
         let mut classify = |bytes: &[u8], custom_keys| {
-            let loaded = match classify(bytes, custom_keys, sig.as_mut(), minified) {
+            let signed = sig.as_mut().map(|s| (s, spaced));
+            let loaded = match classify(bytes, custom_keys, signed, minified) {
                 Ok(Loaded::Text(_))
                     if entry.language == Language::Rust
                         && !frontend::rust::has_needles(bytes)
@@ -756,7 +759,9 @@ fn read_code_entry(
         };
         // a rejected file's call words, for the call-name scan
         let words = |loaded: &Result<Loaded, String>, sig: &Option<Vec<u32>>| match loaded {
-            Ok(Loaded::Rejected) => sig.as_deref().map(|s| prefilter::CallWords::of(bytes, s)),
+            Ok(Loaded::Rejected) => sig
+                .as_deref()
+                .map(|s| prefilter::CallWords::of(bytes, s, spaced)),
             _ => None,
         };
         let (Some(c), Some(key)) = (cache, key.as_deref()) else {
@@ -1419,7 +1424,7 @@ fn read_if_calls(
     }
     reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     read_rejected(entry, settings, |bytes, meta, text| {
-        let calls = text && scan.calls_any(bytes);
+        let calls = text && scan.calls_any(bytes, entry.language == Language::Ruby);
         if let (Some(c), Some(key)) = (cache, key.as_deref()) {
             c.put_scan(key, scan.names_hash, calls);
         }

@@ -488,8 +488,8 @@ fn automaton_with_anchors() -> &'static AhoCorasick {
 /// Words (case-insensitive, anywhere in a name) of which the names the
 /// project pass scans for (`project::scan`, names that say what they do to
 /// a lock or a Redis key) nearly always hold one. While the prefilter reads
-/// a file, every identifier holding one of them that stands right before
-/// `(`, `<` or a space is remembered ([`call_word_hash`]), so the call-name
+/// a file, every identifier holding one of them that stands before a call
+/// ([`stands_before_call`]) is remembered ([`call_word_hash`]), so the call-name
 /// scan can tell that a rejected file calls none of the names without
 /// reading it again. A name without an anchor makes the scan read every
 /// file, as before.
@@ -579,8 +579,8 @@ fn anchors_calls() -> &'static [bool] {
 /// rejected without reading it again: the exact hashes of its call words
 /// that hold a call anchor ([`may_match_signed`]), and a Bloom filter over
 /// all its call words — every identifier of at most [`MAX_CALL_WORD`] bytes,
-/// not starting with a digit, that stands right before `(`, `<` or a space
-/// — so that a name without an anchor (`handler`, `getUsage`) no longer
+/// not starting with a digit, that stands before a call
+/// ([`stands_before_call`]) — so that a name without an anchor (`handler`, `getUsage`) no longer
 /// makes the scan read every rejected file. A filter answers "maybe" for a
 /// word it holds and, for one it does not, "no" but for about one word in
 /// two thousand ([`BLOOM_BITS_PER_WORD`], [`BLOOM_PROBES`]): a false
@@ -640,11 +640,11 @@ fn dedup_keys(keys: &mut Vec<u64>, table: &mut Vec<u64>) {
 impl CallWords {
     /// The call words of `bytes`, given the signature the prefilter left
     /// (`anchored`, sorted).
-    pub fn of(bytes: &[u8], anchored: &[u32]) -> CallWords {
+    pub fn of(bytes: &[u8], anchored: &[u32], spaced: bool) -> CallWords {
         BLOOM_SCRATCH.with(|scratch| {
             let (keys, table) = &mut *scratch.borrow_mut();
             keys.clear();
-            each_call_word(bytes, |w| keys.push(bloom_key(w)));
+            each_call_word(bytes, spaced, |w| keys.push(bloom_key(w)));
             dedup_keys(keys, table);
             let bits = (keys.len() * BLOOM_BITS_PER_WORD).div_ceil(32) * 32;
             let mut out = vec![0u32; 1 + anchored.len() + bits / 32];
@@ -681,11 +681,30 @@ impl CallWords {
     }
 }
 
+/// Whether an identifier ending right before `at` stands before a call:
+/// `(` or `<` (`name<T>(`), right after it or after white space that
+/// starts with a space (`name (x)`, `name <T>`); in a language with
+/// paren-less calls (`spaced`: Ruby, `recv.name arg`) a space alone. A word
+/// before a space in prose or code (`the handler is`, `return handler;`)
+/// is none. Each run of white space follows one identifier, so the
+/// look-ahead over it is linear over a file.
+pub fn stands_before_call(bytes: &[u8], at: usize, spaced: bool) -> bool {
+    match bytes.get(at) {
+        Some(b'(' | b'<') => true,
+        Some(b' ') if spaced => true,
+        Some(b' ') => bytes[at + 1..]
+            .iter()
+            .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+            .is_some_and(|b| matches!(b, b'(' | b'<')),
+        _ => false,
+    }
+}
+
 /// Calls `f` with each call word of `bytes` (see [`CallWords`]), in order,
 /// repeats included. Branch-free over the bytes: 64 at a time become two
 /// masks (identifier bytes, call bytes), and only the ends of identifiers
 /// right before a call byte are visited.
-pub fn each_call_word<'a>(bytes: &'a [u8], mut f: impl FnMut(&'a [u8])) {
+pub fn each_call_word<'a>(bytes: &'a [u8], spaced: bool, mut f: impl FnMut(&'a [u8])) {
     let chunks = bytes.len().div_ceil(64);
     let mut cur = class_masks(bytes, 0);
     // where the identifier running into the current chunk began
@@ -712,7 +731,10 @@ pub fn each_call_word<'a>(bytes: &'a [u8], mut f: impl FnMut(&'a [u8])) {
                 run_start
             };
             let word = &bytes[s..base + e + 1];
-            if word.len() <= MAX_CALL_WORD && !word[0].is_ascii_digit() {
+            if word.len() <= MAX_CALL_WORD
+                && !word[0].is_ascii_digit()
+                && (spaced || stands_before_call(bytes, base + e + 1, false))
+            {
                 f(word);
             }
             ends &= ends - 1;
@@ -818,10 +840,11 @@ fn probes(key: u64, bits: usize) -> impl Iterator<Item = usize> {
 pub const MAX_CALL_WORD: usize = 128;
 
 /// Remembers the identifier around an anchor match `start..end` when it
-/// stands right before `(`, `<` or a space. The anchor is made of
-/// identifier bytes ([`WordInfo::signs`]).
+/// stands before a call ([`stands_before_call`]; `spaced`: in a language
+/// with paren-less calls). The anchor is made of identifier bytes
+/// ([`WordInfo::signs`]).
 #[inline]
-fn note_call_word(bytes: &[u8], start: usize, end: usize, sig: &mut Vec<u32>) {
+fn note_call_word(bytes: &[u8], start: usize, end: usize, spaced: bool, sig: &mut Vec<u32>) {
     // the end first: most words do not stand before a call's byte
     let ceiling = (start + MAX_CALL_WORD + 1).min(bytes.len());
     let mut e = end;
@@ -830,7 +853,7 @@ fn note_call_word(bytes: &[u8], start: usize, end: usize, sig: &mut Vec<u32>) {
     }
     // a word not followed by a call's byte (an identifier cut at the
     // ceiling is followed by an identifier byte)
-    if !matches!(bytes.get(e), Some(b'(' | b' ' | b'<')) {
+    if !stands_before_call(bytes, e, spaced) {
         return;
     }
     let floor = end.saturating_sub(MAX_CALL_WORD + 1);
@@ -1012,11 +1035,17 @@ pub fn may_match_with(bytes: &[u8], custom_lock_keys: bool) -> bool {
 
 /// As [`may_match_with`]; when it answers false (the file is rejected),
 /// `sig` holds its call-word signature: the sorted hashes of the
-/// identifiers holding a call anchor that stand before `(`, `<` or a space
-/// (see [`CALL_ANCHORS`]). The same single pass of one automaton.
-pub fn may_match_signed(bytes: &[u8], custom_lock_keys: bool, sig: &mut Vec<u32>) -> bool {
+/// identifiers holding a call anchor that stand before a call
+/// ([`stands_before_call`]; `spaced`: a language with paren-less calls, see
+/// [`CALL_ANCHORS`]). The same single pass of one automaton.
+pub fn may_match_signed(
+    bytes: &[u8],
+    custom_lock_keys: bool,
+    spaced: bool,
+    sig: &mut Vec<u32>,
+) -> bool {
     sig.clear();
-    let found = scan(bytes, custom_lock_keys, Some(sig));
+    let found = scan(bytes, custom_lock_keys, Some((sig, spaced)));
     sig.sort_unstable();
     sig.dedup();
     found
@@ -1038,11 +1067,15 @@ impl Walk for Near {
     }
 }
 
-fn scan(bytes: &[u8], custom_lock_keys: bool, sig: Option<&mut Vec<u32>>) -> bool {
+fn scan(bytes: &[u8], custom_lock_keys: bool, sig: Option<(&mut Vec<u32>, bool)>) -> bool {
     scan_by::<Near>(bytes, custom_lock_keys, sig)
 }
 
-fn scan_by<W: Walk>(bytes: &[u8], custom_lock_keys: bool, mut sig: Option<&mut Vec<u32>>) -> bool {
+fn scan_by<W: Walk>(
+    bytes: &[u8],
+    custom_lock_keys: bool,
+    mut sig: Option<(&mut Vec<u32>, bool)>,
+) -> bool {
     let mut release = false;
     let mut lock = custom_lock_keys;
     let dfa = if sig.is_some() {
@@ -1054,9 +1087,9 @@ fn scan_by<W: Walk>(bytes: &[u8], custom_lock_keys: bool, mut sig: Option<&mut V
     let infos = word_infos();
     let found = W::walk(dfa, bytes, |pattern, start, end| {
         let info = infos[pattern];
-        if let Some(sig) = sig.as_deref_mut() {
+        if let Some((sig, spaced)) = sig.as_mut() {
             if info.signs {
-                note_call_word(bytes, start, end, sig);
+                note_call_word(bytes, start, end, *spaced, sig);
             }
             if info.class == Class::Anchor {
                 return false;
@@ -1294,7 +1327,7 @@ mod tests {
     /// The call-word signature as first written (`note_call_word` of
     /// every anchor match, through the crate's automaton): the one the
     /// prefilter gathers must be the same set.
-    fn reference_signature(bytes: &[u8]) -> Vec<u32> {
+    fn reference_signature(bytes: &[u8], spaced: bool) -> Vec<u32> {
         let mut sig = Vec::new();
         for m in automaton_with_anchors().find_overlapping_iter(bytes) {
             if !anchors_calls()[m.pattern().as_usize()] {
@@ -1313,7 +1346,7 @@ mod tests {
                 e += 1;
             }
             if bytes[start..end].iter().all(|&b| ident(b))
-                && matches!(bytes.get(e), Some(b'(' | b' ' | b'<'))
+                && reference_before_call(bytes, e, spaced)
                 && (s == 0 || !ident(bytes[s - 1]))
                 && e - s <= MAX_CALL_WORD
             {
@@ -1325,9 +1358,52 @@ mod tests {
         sig
     }
 
+    /// [`stands_before_call`] as a plain loop.
+    fn reference_before_call(bytes: &[u8], mut e: usize, spaced: bool) -> bool {
+        if bytes.get(e) == Some(&b' ') {
+            if spaced {
+                return true;
+            }
+            while e < bytes.len() && b" \t\r\n".contains(&bytes[e]) {
+                e += 1;
+            }
+        }
+        matches!(bytes.get(e), Some(b'(' | b'<'))
+    }
+
+    #[test]
+    fn a_call_is_a_word_before_a_parenthesis_or_a_space_in_ruby() {
+        for (text, call, ruby) in [
+            ("handler(x)", true, true),
+            ("handler<T>(x)", true, true),
+            ("handler (x)", true, true),
+            ("handler  \n\t (x)", true, true),
+            ("handler <T>", true, true),
+            ("handler x", false, true),
+            ("the handler is", false, true),
+            ("return handler;", false, false),
+            ("handler\t(x)", false, false),
+            ("handler\n(x)", false, false),
+            ("handler ", false, true),
+            ("handler", false, false),
+        ] {
+            let at = text.find("handler").unwrap() + "handler".len();
+            assert_eq!(
+                stands_before_call(text.as_bytes(), at, false),
+                call,
+                "{text:?}"
+            );
+            assert_eq!(
+                stands_before_call(text.as_bytes(), at, true),
+                ruby,
+                "{text:?} (Ruby)"
+            );
+        }
+    }
+
     /// The call words by a plain loop over the bytes: what
     /// [`each_call_word`]'s masks must find.
-    fn reference_call_words(bytes: &[u8]) -> Vec<&[u8]> {
+    fn reference_call_words(bytes: &[u8], spaced: bool) -> Vec<&[u8]> {
         let ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_' || b == b'$';
         let mut out = Vec::new();
         let mut i = 0;
@@ -1342,7 +1418,7 @@ mod tests {
             }
             if i - start <= MAX_CALL_WORD
                 && !bytes[start].is_ascii_digit()
-                && matches!(bytes.get(i), Some(b'(' | b' ' | b'<'))
+                && reference_before_call(bytes, i, spaced)
             {
                 out.push(&bytes[start..i]);
             }
@@ -1353,7 +1429,7 @@ mod tests {
     #[test]
     fn call_words_are_the_reference_ones() {
         let mut texts: Vec<Vec<u8>> = vec![
-            b"handler(x) run_job <T> 9lives( getUsage\n $el (a)".to_vec(),
+            b"handler(x) run_job <T> 9lives( getUsage\n $el (a) b \n\t (c) d e\t(".to_vec(),
             "é claimÜ(x) ñ freeze( 日本obtain( _exit<"
                 .as_bytes()
                 .to_vec(),
@@ -1373,7 +1449,7 @@ mod tests {
             }
         }
         // a pseudo-random mix of the bytes that matter
-        let alphabet = b"ab_$9( <.\n\xc3";
+        let alphabet = b"ab_$9( <.\n\t\xc3";
         let mut x = 0x2545_f491_4f6c_dd1du64;
         for _ in 0..200 {
             let t: Vec<u8> = (0..300)
@@ -1387,21 +1463,24 @@ mod tests {
             texts.push(t);
         }
         for t in &texts {
-            let mut got = Vec::new();
-            each_call_word(t, |w| got.push(w));
-            assert_eq!(
-                got,
-                reference_call_words(t),
-                "{}",
-                String::from_utf8_lossy(t)
-            );
+            for spaced in [false, true] {
+                let mut got = Vec::new();
+                each_call_word(t, spaced, |w| got.push(w));
+                assert_eq!(
+                    got,
+                    reference_call_words(t, spaced),
+                    "{} (spaced: {spaced})",
+                    String::from_utf8_lossy(t)
+                );
+            }
         }
     }
 
     #[test]
     fn call_words_hold_every_call_word() {
         let text = b"def run\n  handler key\n  svc.getUsage(id)\nend\n x = a<b>";
-        let words = CallWords::of(text, &[7, 9]);
+        // Ruby: a word before a space may be a call
+        let words = CallWords::of(text, &[7, 9], true);
         assert_eq!(words.anchored(), &[7, 9]);
         for w in ["handler", "getUsage", "a", "def", "x"] {
             assert!(words.may_hold(bloom_key(w.as_bytes())), "{w}");
@@ -1410,8 +1489,16 @@ mod tests {
         for w in ["run", "key", "id", "end", "b", "processOrder", "cronJob"] {
             assert!(!words.may_hold(bloom_key(w.as_bytes())), "{w}");
         }
+        // elsewhere only a word before `(` or `<`
+        let words = CallWords::of(text, &[], false);
+        for w in ["getUsage", "a"] {
+            assert!(words.may_hold(bloom_key(w.as_bytes())), "{w}");
+        }
+        for w in ["handler", "def", "x", "run", "key"] {
+            assert!(!words.may_hold(bloom_key(w.as_bytes())), "{w}");
+        }
         // a file without call words answers no
-        let none = CallWords::of(b"x", &[]);
+        let none = CallWords::of(b"x", &[], false);
         assert!(!none.may_hold(bloom_key(b"x")));
         assert!(none.anchored().is_empty());
     }
@@ -1427,6 +1514,7 @@ mod tests {
             "é claimÜ(x) ñ freeze( 日本obtain( $dropIt( _exit<".to_string(),
             "RELEASE(k) Leave (x) relinquishAll(y) haskey ( getset(z)".to_string(),
             "lockreleaseX( mutexes( semaphore< leases ".to_string(),
+            "acquireIt \n (x) releaseIt\t(y) claimIt (z)".to_string(),
             "acquire".to_string(),
             long,
             longer,
@@ -1435,14 +1523,16 @@ mod tests {
             let bytes = t.as_bytes();
             for cut in 0..=bytes.len() {
                 for s in [&bytes[..cut], &bytes[cut..]] {
-                    let mut sig = Vec::new();
-                    if !may_match_signed(s, false, &mut sig) {
-                        assert_eq!(
-                            sig,
-                            reference_signature(s),
-                            "{}",
-                            String::from_utf8_lossy(s)
-                        );
+                    for spaced in [false, true] {
+                        let mut sig = Vec::new();
+                        if !may_match_signed(s, false, spaced, &mut sig) {
+                            assert_eq!(
+                                sig,
+                                reference_signature(s, spaced),
+                                "{} (spaced: {spaced})",
+                                String::from_utf8_lossy(s)
+                            );
+                        }
                     }
                 }
             }
@@ -1637,8 +1727,9 @@ mod tests {
                 let want = scan_by::<Full>(t, custom, None);
                 assert_eq!(scan_by::<Near>(t, custom, None), want);
                 let (mut sig_full, mut sig_near) = (Vec::new(), Vec::new());
-                let want = scan_by::<Full>(t, custom, Some(&mut sig_full));
-                let got = scan_by::<Near>(t, custom, Some(&mut sig_near));
+                let spaced = custom; // (both kinds of call word, on half the runs each)
+                let want = scan_by::<Full>(t, custom, Some((&mut sig_full, spaced)));
+                let got = scan_by::<Near>(t, custom, Some((&mut sig_near, spaced)));
                 assert_eq!(
                     (got, &sig_near),
                     (want, &sig_full),

@@ -117,7 +117,11 @@ pub fn family(l: Language) -> u8 {
     }
 }
 
-/// An automaton finding `name(` or `name ` (Ruby) for any of the names,
+/// Which text counts as a call of a name (`prefilter::stands_before_call`),
+/// in the cache's answers: changed when that rule changes.
+const CALL_RULE: &str = "\u{2}call: ( or < after white space; Ruby: a space";
+
+/// An automaton finding `name(`, `name <T>(` or `name arg` (Ruby) for any of the names,
 /// for files of the language families the names were found in.
 pub struct CallScan {
     ac: AhoCorasick,
@@ -148,7 +152,13 @@ impl CallScan {
             .kind(Some(AhoCorasickKind::DFA))
             .build(names.iter().map(|n| n.as_bytes()))
             .ok()?;
-        let tags: Vec<String> = families.iter().map(|f| format!("\u{1}{f}")).collect();
+        // (and what counts as a call: a cached answer of another rule is
+        // not this one's)
+        let tags: Vec<String> = families
+            .iter()
+            .map(|f| format!("\u{1}{f}"))
+            .chain([CALL_RULE.to_string()])
+            .collect();
         let names_hash = super::cache::names_hash(names.iter().chain(&tags));
         let (mut anchored, mut bloomed, mut every) = (Vec::new(), Vec::new(), false);
         for n in names {
@@ -202,13 +212,14 @@ impl CallScan {
     }
 
     /// The text calls one of the names: the name stands alone (not inside
-    /// a longer identifier) and is followed by `(` or a space.
-    pub fn calls_any(&self, bytes: &[u8]) -> bool {
+    /// a longer identifier) and before a call (`prefilter::stands_before_call`;
+    /// `spaced`: a language with paren-less calls, Ruby).
+    pub fn calls_any(&self, bytes: &[u8], spaced: bool) -> bool {
         let ident = crate::prefilter::is_ident_byte;
         self.ac.find_iter(bytes).any(|m| {
             let before = m.start().checked_sub(1).map(|i| bytes[i]);
-            let after = bytes.get(m.end()).copied();
-            !before.is_some_and(ident) && matches!(after, Some(b'(' | b' ' | b'<'))
+            !before.is_some_and(ident)
+                && crate::prefilter::stands_before_call(bytes, m.end(), spaced)
         })
     }
 }
@@ -217,14 +228,15 @@ impl CallScan {
 mod tests {
     use super::*;
 
-    fn signature(text: &str) -> crate::prefilter::CallWords {
+    fn signature(text: &str, ruby: bool) -> crate::prefilter::CallWords {
         let mut sig = Vec::new();
         assert!(!crate::prefilter::may_match_signed(
             text.as_bytes(),
             false,
+            ruby,
             &mut sig
         ));
-        crate::prefilter::CallWords::of(text.as_bytes(), &sig)
+        crate::prefilter::CallWords::of(text.as_bytes(), &sig, ruby)
     }
 
     #[test]
@@ -235,17 +247,24 @@ mod tests {
             .collect();
         let scan = CallScan::new(&names, vec![0]).expect("names");
         assert_eq!(scan.checks(), (2, 0, false));
-        for (text, calls) in [
-            ("void run() { svc.acquireRedisLock(id); }", true),
-            ("x = claimSlot <T>", true),
-            ("def run\n  claimSlot key\nend", true),
+        for (text, ruby, calls) in [
+            ("void run() { svc.acquireRedisLock(id); }", false, true),
+            ("x = claimSlot <T>", false, true),
+            ("void run() { svc.acquireRedisLock (id); }", false, true),
+            ("def run\n  svc.claimSlot key\nend", true, true),
             // the name inside a longer word, or not called
-            ("void run() { svc.tryacquireRedisLock(id); }", false),
-            ("String s = acquireRedisLock;", false),
-            ("void run() { render(model); }", false),
+            ("void run() { svc.tryacquireRedisLock(id); }", false, false),
+            ("String s = acquireRedisLock;", false, false),
+            ("void run() { render(model); }", false, false),
+            // a word before a space is a call in Ruby only
+            (
+                "// claimSlot is taken by acquireRedisLock below",
+                false,
+                false,
+            ),
         ] {
-            let sig = signature(text);
-            assert_eq!(scan.calls_any(text.as_bytes()), calls, "{text}");
+            let sig = signature(text, ruby);
+            assert_eq!(scan.calls_any(text.as_bytes(), ruby), calls, "{text}");
             // never false where the scan finds a call
             assert_eq!(scan.may_call(&sig), calls, "{text}");
         }
@@ -259,9 +278,10 @@ mod tests {
             ("x.app.handler (y)", true),
             ("void run() { x(); }", false),
             ("renderModel=handler;", false),
+            ("the app.handler is renderModel here", false),
         ] {
-            assert_eq!(scan.calls_any(text.as_bytes()), calls, "{text}");
-            assert_eq!(scan.may_call(&signature(text)), calls, "{text}");
+            assert_eq!(scan.calls_any(text.as_bytes(), false), calls, "{text}");
+            assert_eq!(scan.may_call(&signature(text, false)), calls, "{text}");
         }
         // a name ending with an identifier longer than a signature holds,
         // or with no identifier: every file may call it
@@ -269,12 +289,12 @@ mod tests {
         for name in [long.clone(), "valid?".to_string()] {
             let scan = CallScan::new(&[name].into(), vec![0]).expect("names");
             assert_eq!(scan.checks(), (0, 0, true));
-            assert!(scan.may_call(&signature("void run() { x(); }")));
+            assert!(scan.may_call(&signature("void run() { x(); }", false)));
         }
         let scan = CallScan::new(&[long.clone()].into(), vec![0]).expect("names");
         let text = format!("void run() {{ {long}(); }}");
-        assert!(scan.calls_any(text.as_bytes()));
-        assert!(scan.may_call(&signature(&text)));
+        assert!(scan.calls_any(text.as_bytes(), false));
+        assert!(scan.may_call(&signature(&text, false)));
     }
 
     /// Never a file the scan finds a call in that its call words rule out:
@@ -303,14 +323,16 @@ mod tests {
             let Some(scan) = CallScan::new(&names, vec![0]) else {
                 continue;
             };
-            let text = pick(b"abl (<.\n", 60, &mut next);
-            let mut sig = Vec::new();
-            if crate::prefilter::may_match_signed(text.as_bytes(), false, &mut sig) {
-                continue;
-            }
-            let words = crate::prefilter::CallWords::of(text.as_bytes(), &sig);
-            if scan.calls_any(text.as_bytes()) {
-                assert!(scan.may_call(&words), "{names:?} {text:?}");
+            let text = pick(b"abl (<.\n\t", 60, &mut next);
+            for ruby in [false, true] {
+                let mut sig = Vec::new();
+                if crate::prefilter::may_match_signed(text.as_bytes(), false, ruby, &mut sig) {
+                    continue;
+                }
+                let words = crate::prefilter::CallWords::of(text.as_bytes(), &sig, ruby);
+                if scan.calls_any(text.as_bytes(), ruby) {
+                    assert!(scan.may_call(&words), "{names:?} {text:?} (Ruby: {ruby})");
+                }
             }
         }
     }
