@@ -48,6 +48,59 @@ pub struct Values<'a> {
     resolving: std::cell::RefCell<Vec<String>>,
 }
 
+/// A (scope, name) key of [`Values::bindings`] and [`Values::locals`],
+/// looked up without building a `String`: `(u32, String)` borrows as this,
+/// and so does `(u32, &str)`. Both hash as the tuple does (the scope, then
+/// the name as a `str`), so a borrowed key finds the owned one.
+pub trait ScopedName {
+    fn scope(&self) -> u32;
+    fn name(&self) -> &str;
+}
+
+impl ScopedName for (u32, String) {
+    fn scope(&self) -> u32 {
+        self.0
+    }
+    fn name(&self) -> &str {
+        &self.1
+    }
+}
+
+impl ScopedName for (u32, &str) {
+    fn scope(&self) -> u32 {
+        self.0
+    }
+    fn name(&self) -> &str {
+        self.1
+    }
+}
+
+impl<'a> std::borrow::Borrow<dyn ScopedName + 'a> for (u32, String) {
+    fn borrow(&self) -> &(dyn ScopedName + 'a) {
+        self
+    }
+}
+
+impl std::hash::Hash for dyn ScopedName + '_ {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.scope().hash(h);
+        self.name().hash(h);
+    }
+}
+
+impl PartialEq for dyn ScopedName + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.scope() == other.scope() && self.name() == other.name()
+    }
+}
+
+impl Eq for dyn ScopedName + '_ {}
+
+/// The key `(scope, name)` as [`ScopedName`], to look up.
+fn scoped(scope: u32, name: &str) -> (u32, &str) {
+    (scope, name)
+}
+
 #[derive(Clone, Debug)]
 pub struct Helper {
     pub params: Vec<String>,
@@ -124,6 +177,13 @@ fn compact_tail(toks: &[Tok]) -> (String, bool) {
 
 /// `this.x`, `self.x`, `$this->x`, `@x` all become `this.x`; PHP `$x` becomes `x`.
 pub fn norm_name(raw: &str) -> String {
+    norm_name_cow(raw).into_owned()
+}
+
+/// [`norm_name`], borrowing `raw` (or a part of it) when nothing is
+/// rewritten: what a lookup needs.
+pub fn norm_name_cow(raw: &str) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
     // most names start with a letter other than the prefixes' `t`/`s` and
     // end in a printable ASCII byte: nothing to trim or rewrite
     if let (Some(&f), Some(&l)) = (raw.as_bytes().first(), raw.as_bytes().last()) {
@@ -132,7 +192,7 @@ pub fn norm_name(raw: &str) -> String {
             && f != b's'
             && l.is_ascii_graphic()
         {
-            return raw.to_string();
+            return Cow::Borrowed(raw);
         }
     }
     let s = raw.trim();
@@ -141,12 +201,12 @@ pub fn norm_name(raw: &str) -> String {
     ] {
         if let Some(rest) = s.strip_prefix(p) {
             if p == "self::" || p == "static::" {
-                return rest.trim_start_matches('$').to_string();
+                return Cow::Borrowed(rest.trim_start_matches('$'));
             }
-            return format!("this.{}", rest.trim_start_matches('@'));
+            return Cow::Owned(format!("this.{}", rest.trim_start_matches('@')));
         }
     }
-    s.trim_start_matches('$').to_string()
+    Cow::Borrowed(s.trim_start_matches('$'))
 }
 
 fn semicolon_lang(lang: Language) -> bool {
@@ -637,21 +697,28 @@ impl<'a> Values<'a> {
     /// else a file-level constant bound once). A local first bound to
     /// null/None/nil ("not taken yet") and then once to a value is bound once.
     pub fn lookup(&self, scope: u32, name: &str) -> Option<&Binding> {
-        let name = norm_name(name);
+        let name = norm_name_cow(name);
+        let name = name.as_ref();
         if scope != 0 {
-            if let Some(v) = self.bindings.get(&(scope, name.clone())) {
+            if let Some(v) = self.bindings.get(&scoped(scope, name) as &dyn ScopedName) {
                 if v.len() == 2 && self.is_null(&v[0]) && !self.is_null(&v[1]) {
                     return v.get(1);
                 }
                 return if v.len() == 1 { v.first() } else { None };
             }
             // a parameter or loop variable shadows the file-level name
-            if self.locals.contains(&(scope, name.clone())) {
+            if self.is_local(scope, name) {
                 return None;
             }
         }
-        let v = self.bindings.get(&(0, name))?;
+        let v = self.bindings.get(&scoped(0, name) as &dyn ScopedName)?;
         (v.len() == 1).then(|| v.first()).flatten()
+    }
+
+    /// `name` (normalised) is one of `scope`'s [`Values::locals`].
+    fn is_local(&self, scope: u32, name: &str) -> bool {
+        self.locals
+            .contains(&scoped(scope, name) as &dyn ScopedName)
     }
 
     fn is_null(&self, b: &Binding) -> bool {
@@ -990,10 +1057,13 @@ impl<'a> Values<'a> {
         // a bare field name (Java/C#/Kotlin) assigned as `this.x = …` elsewhere
         if !name.contains('.')
             && self.lookup(scope, &name).is_none()
-            && !self.locals.contains(&(scope, name.clone()))
+            && !self.is_local(scope, &name)
         {
             let field = format!("this.{name}");
-            if self.bindings.contains_key(&(0, field.clone())) {
+            if self
+                .bindings
+                .contains_key(&scoped(0, &field) as &dyn ScopedName)
+            {
                 name = field;
             }
         }
@@ -1220,7 +1290,7 @@ impl<'a> Values<'a> {
                 }
             } else if let Some([b]) = self
                 .result_values
-                .get(&(scope, norm_name(text)))
+                .get(&scoped(scope, &norm_name_cow(text)) as &dyn ScopedName)
                 .map(Vec::as_slice)
             {
                 // the first result of one call: only its words say something
