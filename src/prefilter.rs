@@ -686,19 +686,25 @@ impl CallWords {
 /// starts with a space (`name (x)`, `name <T>`); in a language with
 /// paren-less calls (`spaced`: Ruby, `recv.name arg`) a space alone. A word
 /// before a space in prose or code (`the handler is`, `return handler;`)
-/// is none. Each run of white space follows one identifier, so the
-/// look-ahead over it is linear over a file.
+/// is none. The look-ahead reads at most [`MAX_CALL_GAP`] bytes of white
+/// space: the prefilter asks once per anchor match, and the anchors
+/// inside one identifier would otherwise each read the same long run.
 pub fn stands_before_call(bytes: &[u8], at: usize, spaced: bool) -> bool {
     match bytes.get(at) {
         Some(b'(' | b'<') => true,
         Some(b' ') if spaced => true,
         Some(b' ') => bytes[at + 1..]
             .iter()
+            .take(MAX_CALL_GAP)
             .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
             .is_some_and(|b| matches!(b, b'(' | b'<')),
         _ => false,
     }
 }
+
+/// The most white space after a name's first space that still lets a
+/// `(` make it a call (a call written `name (x)`, or across a line break).
+pub const MAX_CALL_GAP: usize = 256;
 
 /// Calls `f` with each call word of `bytes` (see [`CallWords`]), in order,
 /// repeats included. Branch-free over the bytes: 64 at a time become two
@@ -1364,8 +1370,13 @@ mod tests {
             if spaced {
                 return true;
             }
+            let gap_end = e + 1 + MAX_CALL_GAP;
+            e += 1;
             while e < bytes.len() && b" \t\r\n".contains(&bytes[e]) {
                 e += 1;
+            }
+            if e >= gap_end {
+                return false;
             }
         }
         matches!(bytes.get(e), Some(b'(' | b'<'))
@@ -1397,6 +1408,16 @@ mod tests {
                 stands_before_call(text.as_bytes(), at, true),
                 ruby,
                 "{text:?} (Ruby)"
+            );
+        }
+        // white space filling the bound but for the `(`, and all of it
+        for (gap, call) in [(MAX_CALL_GAP - 1, true), (MAX_CALL_GAP, false)] {
+            let text = format!("handler {}(x)", " ".repeat(gap));
+            assert_eq!(stands_before_call(text.as_bytes(), 7, false), call, "{gap}");
+            assert_eq!(
+                reference_before_call(text.as_bytes(), 7, false),
+                call,
+                "{gap}"
             );
         }
     }
