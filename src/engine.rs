@@ -494,9 +494,11 @@ fn unpack_calls(files: &mut [Phase1], threads: usize) {
     let run = || {
         files.par_iter_mut().enumerate().for_each(|(i, f)| {
             if let Some(p) = f.packed.take() {
-                let mut calls = p.unpack(keep.as_ref(), &mut f.facts.link.functions);
-                reach.slim(i, &mut calls);
-                f.facts.link.calls = calls;
+                f.facts.link.calls = p.unpack_reaching(
+                    keep.as_ref(),
+                    Some((&reach, i)),
+                    &mut f.facts.link.functions,
+                );
             }
             forget_idle_functions(&mut f.facts);
         })

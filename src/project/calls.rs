@@ -19,7 +19,7 @@
 //! summarised names (`scan`). Dropping the other calls changes nothing
 //! they compute.
 
-use crate::facts::{CallSite, FileFacts, FnSig, ScopeId};
+use crate::facts::{CallArg, CallSite, FileFacts, FnSig, ScopeId};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Rounds of the closure before it gives up pruning (deeper than any
@@ -172,10 +172,25 @@ impl PackedCalls {
         keep: Option<&HashSet<String>>,
         functions: &mut Vec<FnSig>,
     ) -> Vec<CallSite> {
+        self.unpack_reaching(keep, None, functions)
+    }
+
+    /// [`PackedCalls::unpack`], and a kept call that `reach` says cannot
+    /// resolve from file `file` ([`Reach::slim`]) is built without its
+    /// receiver and arguments: they are stepped over in the bytes.
+    pub fn unpack_reaching(
+        self,
+        keep: Option<&HashSet<String>>,
+        reach: Option<(&Reach, usize)>,
+        functions: &mut Vec<FnSig>,
+    ) -> Vec<CallSite> {
         self.restore_functions(functions);
         let Some(keep) = keep else {
             let mut calls: Vec<CallSite> = rmp_serde::from_slice(&self.bytes).unwrap_or_default();
             calls.shrink_to_fit();
+            if let Some((reach, file)) = reach {
+                reach.slim(file, &mut calls);
+            }
             return calls;
         };
         // per name: kept; a call of a name not kept is stepped over in the
@@ -198,6 +213,7 @@ impl PackedCalls {
         let only = Only {
             kept: self.names.calls.iter().map(|&(id, _)| kept[id as usize]),
             wanted,
+            reach,
         };
         let mut de = rmp_serde::Deserializer::from_read_ref(&self.bytes);
         serde::de::DeserializeSeed::deserialize(only, &mut de).unwrap_or_default()
@@ -206,12 +222,15 @@ impl PackedCalls {
 
 /// Decodes a packed sequence of calls, building only those whose flag (in
 /// order, one per call) is set.
-struct Only<I> {
+struct Only<'r, I> {
     kept: I,
     wanted: usize,
+    /// Builds a call that cannot resolve from this file without its
+    /// receiver and arguments ([`SlimCall`]).
+    reach: Option<(&'r Reach, usize)>,
 }
 
-impl<'de, I: Iterator<Item = bool>> serde::de::DeserializeSeed<'de> for Only<I> {
+impl<'de, I: Iterator<Item = bool>> serde::de::DeserializeSeed<'de> for Only<'_, I> {
     type Value = Vec<CallSite>;
 
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
@@ -219,7 +238,7 @@ impl<'de, I: Iterator<Item = bool>> serde::de::DeserializeSeed<'de> for Only<I> 
     }
 }
 
-impl<'de, I: Iterator<Item = bool>> serde::de::Visitor<'de> for Only<I> {
+impl<'de, I: Iterator<Item = bool>> serde::de::Visitor<'de> for Only<'_, I> {
     type Value = Vec<CallSite>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -233,7 +252,11 @@ impl<'de, I: Iterator<Item = bool>> serde::de::Visitor<'de> for Only<I> {
         let mut out = Vec::with_capacity(self.wanted);
         for keep in self.kept.by_ref() {
             if keep {
-                match seq.next_element::<CallSite>()? {
+                let call = match self.reach {
+                    Some(reach) => seq.next_element_seed(SlimCall(reach))?,
+                    None => seq.next_element::<CallSite>()?,
+                };
+                match call {
                     Some(c) => out.push(c),
                     None => break,
                 }
@@ -242,6 +265,66 @@ impl<'de, I: Iterator<Item = bool>> serde::de::Visitor<'de> for Only<I> {
             }
         }
         Ok(out)
+    }
+}
+
+/// Decodes one packed [`CallSite`] (its fields in order, as the encoder
+/// writes a struct), stepping over the receiver's use and the arguments of
+/// a call the [`Reach`] says cannot resolve from its file: the
+/// [`Reach::slim`] of the decoded call, without building what it drops.
+struct SlimCall<'r>((&'r Reach, usize));
+
+impl<'de> serde::de::DeserializeSeed<'de> for SlimCall<'_> {
+    type Value = CallSite;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<CallSite, D::Error> {
+        const FIELDS: &[&str] = &[
+            "callee",
+            "recv",
+            "args",
+            "scope",
+            "order",
+            "depth",
+            "span",
+            "name_span",
+            "result_key",
+        ];
+        d.deserialize_struct("CallSite", FIELDS, self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for SlimCall<'_> {
+    type Value = CallSite;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a call site")
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<CallSite, A::Error> {
+        use serde::de::Error;
+        let (reach, file) = self.0;
+        let missing = |what: &str| A::Error::custom(format!("a call site without its {what}"));
+        let callee: String = seq.next_element()?.ok_or_else(|| missing("callee"))?;
+        let recv: Option<String> = seq.next_element()?.ok_or_else(|| missing("receiver"))?;
+        let (recv, args) = if reach.may_resolve_parts(file, &callee, recv.as_deref()) {
+            let args: Vec<CallArg> = seq.next_element()?.ok_or_else(|| missing("arguments"))?;
+            (recv, args)
+        } else {
+            seq.next_element::<serde::de::IgnoredAny>()?
+                .ok_or_else(|| missing("arguments"))?;
+            (None, Vec::new())
+        };
+        Ok(CallSite {
+            callee,
+            recv,
+            args,
+            scope: seq.next_element()?.ok_or_else(|| missing("scope"))?,
+            order: seq.next_element()?.ok_or_else(|| missing("order"))?,
+            depth: seq.next_element()?.ok_or_else(|| missing("depth"))?,
+            span: seq.next_element()?.ok_or_else(|| missing("span"))?,
+            name_span: seq.next_element()?.ok_or_else(|| missing("name span"))?,
+            result_key: seq.next_element()?.unwrap_or_default(),
+        })
     }
 }
 
@@ -294,14 +377,19 @@ impl Reach {
     /// Whether `link::resolve` could resolve the call `c` of file `file` to
     /// some function of the project (a necessary condition only).
     fn may_resolve(&self, file: usize, c: &CallSite) -> bool {
-        let Some((in_files, owners)) = self.by_name.get(&c.callee) else {
+        self.may_resolve_parts(file, &c.callee, c.recv.as_deref())
+    }
+
+    /// [`Reach::may_resolve`] of a call by its callee and receiver.
+    fn may_resolve_parts(&self, file: usize, callee: &str, recv: Option<&str>) -> bool {
+        let Some((in_files, owners)) = self.by_name.get(callee) else {
             return false;
         };
-        if in_files.binary_search(&file).is_ok() || super::link::says_redis(&c.callee) {
+        if in_files.binary_search(&file).is_ok() || super::link::says_redis(callee) {
             return true;
         }
         // the receiver as `link::resolve` compares it with an owner
-        let Some(r) = c.recv.as_deref().map(super::link::receiver_word) else {
+        let Some(r) = recv.map(super::link::receiver_word) else {
             return false;
         };
         r.len() >= 3
@@ -525,7 +613,19 @@ mod tests {
             with_arg("run", Some("map")),
             with_arg("tryLock", None),
         ];
+        // decoding the packed calls with the reach builds what slimming
+        // the decoded ones leaves (a result key kept either way)
+        calls[2].result_key = Some(Box::new(KeyExpr::lit("lock:r")));
+        b.link.calls = calls.clone();
+        let packed = PackedCalls::take(&mut b).expect("calls");
+        let keep: HashSet<String> = ["get", "run", "tryLock"]
+            .map(String::from)
+            .into_iter()
+            .collect();
+        let reaching =
+            packed.unpack_reaching(Some(&keep), Some((&reach, 1)), &mut b.link.functions);
         reach.slim(1, &mut calls);
+        assert_eq!(reaching, calls);
         let kept: Vec<(bool, bool)> = calls
             .iter()
             .map(|c| (c.recv.is_some(), !c.args.is_empty()))
