@@ -851,12 +851,17 @@ fn link_and_check(
 ) -> Vec<(Phase1, Vec<Finding>)> {
     let found = link_and_check_all(&mut files, settings, threads);
     // the files not reported are let go on all workers (their facts are
-    // many small allocations)
+    // many small allocations), and so are the facts of the reported ones:
+    // only their names, texts and findings are read from here on
     in_pool(threads, || {
         files
             .into_par_iter()
             .zip(found)
             .filter(|(f, _)| f.report)
+            .map(|(mut f, found)| {
+                f.facts = FileFacts::new(f.facts.language);
+                (f, found)
+            })
             .collect()
     })
 }
