@@ -56,7 +56,11 @@ pub fn collect_excluding(
     let mut files = files.into_inner().unwrap();
     let mut errors = errors.into_inner().unwrap();
     files.sort();
-    files.dedup_by(|a, b| a.path == b.path);
+    // (one path given cannot list a file twice: the walk yields each once
+    // and follows no links)
+    if paths.len() > 1 {
+        files.dedup_by(|a, b| a.path == b.path);
+    }
     errors.sort();
     (files, errors)
 }
