@@ -733,8 +733,7 @@ fn read_code_entry(
         // does (one with a suppression comment is kept: LL100; the
         // prefilter passed it, so it has no call-word signature)
         let mut sig = sign_calls.then(Vec::new);
-        // (Ruby calls without parentheses: a word before a space may be one)
-        let spaced = entry.language == Language::Ruby;
+        let spaced = entry.language.has_paren_less_calls();
         let minified = Some((entry.path.as_path(), entry.language));
         let mut classify = |bytes: &[u8], custom_keys| {
             let signed = sig.as_mut().map(|s| (s, spaced));
@@ -1431,7 +1430,7 @@ fn read_if_calls(
     }
     reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     read_rejected(entry, settings, |bytes, meta, text| {
-        let calls = text && scan.calls_any(bytes, entry.language == Language::Ruby);
+        let calls = text && scan.calls_any(bytes, entry.language.has_paren_less_calls());
         if let (Some(c), Some(key)) = (cache, key.as_deref()) {
             c.put_scan(key, scan.names_hash, calls);
         }

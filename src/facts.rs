@@ -102,6 +102,12 @@ impl Language {
         }
     }
 
+    /// Calls without parentheses (Ruby `recv.name arg`): a name before a
+    /// space may be a call (`prefilter::stands_before_call`).
+    pub fn has_paren_less_calls(self) -> bool {
+        self == Language::Ruby
+    }
+
     /// The language of a file, by its extension; `None` for files locklint does not read.
     pub fn from_path(path: &Path) -> Option<Language> {
         let ext = path.extension()?.to_str()?.as_bytes();

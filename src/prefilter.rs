@@ -580,8 +580,8 @@ fn anchors_calls() -> &'static [bool] {
 /// that hold a call anchor ([`may_match_signed`]), and a Bloom filter over
 /// all its call words — every identifier of at most [`MAX_CALL_WORD`] bytes,
 /// not starting with a digit, that stands before a call
-/// ([`stands_before_call`]) — so that a name without an anchor (`handler`, `getUsage`) no longer
-/// makes the scan read every rejected file. A filter answers "maybe" for a
+/// ([`stands_before_call`]) — so that a name without an anchor (`handler`,
+/// `getUsage`) no longer makes the scan read every rejected file. A filter answers "maybe" for a
 /// word it holds and, for one it does not, "no" but for about one word in
 /// two thousand ([`BLOOM_BITS_PER_WORD`], [`BLOOM_PROBES`]): a false
 /// "maybe" only costs a read.

@@ -96,7 +96,8 @@ impl PartialEq for dyn ScopedName + '_ {
 
 impl Eq for dyn ScopedName + '_ {}
 
-/// The key `(scope, name)` as [`ScopedName`], to look up.
+/// The key `(scope, name)` to look up as [`ScopedName`] (it fixes the
+/// tuple's types: a literal scope, a `&String` or a `Cow` name).
 fn scoped(scope: u32, name: &str) -> (u32, &str) {
     (scope, name)
 }
