@@ -57,6 +57,7 @@ pub const KEYS: &[&str] = &[
     "fail-on",
     "tests",
     "include-minified",
+    "include-generated",
 ];
 
 #[derive(Debug, Default, Deserialize)]
@@ -72,6 +73,7 @@ struct Raw {
     fail_on: Option<Spanned<String>>,
     tests: Option<bool>,
     include_minified: Option<bool>,
+    include_generated: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -229,6 +231,9 @@ pub struct Config {
     /// Scan minified JavaScript/TypeScript found in folders too (default
     /// false: skipped with a note; `crate::minified`).
     pub include_minified: Option<bool>,
+    /// Scan generated files found in folders too (default false: skipped
+    /// with a note; `crate::generated`).
+    pub include_generated: Option<bool>,
 }
 
 impl Config {
@@ -434,6 +439,7 @@ pub fn from_text(path: &Path, text: &str, is_pyproject: bool) -> Result<Config, 
     }
     cfg.tests = raw.tests;
     cfg.include_minified = raw.include_minified;
+    cfg.include_generated = raw.include_generated;
     Ok(cfg)
 }
 
@@ -476,6 +482,7 @@ min-redis-version = "8.4"
 fail-on = "warning"
 tests = true
 include-minified = true
+include-generated = true
 "#,
         )
         .unwrap();
@@ -490,6 +497,8 @@ include-minified = true
         assert_eq!(c.tests, Some(true));
         assert_eq!(c.include_minified, Some(true));
         assert_eq!(parse("").unwrap().include_minified, None);
+        assert_eq!(c.include_generated, Some(true));
+        assert_eq!(parse("").unwrap().include_generated, None);
     }
 
     #[test]

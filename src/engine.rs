@@ -41,6 +41,10 @@ pub struct Settings {
     /// are skipped with a note ([`crate::minified`]). Named files are
     /// always scanned.
     pub include_minified: bool,
+    /// Scan generated files met in a folder walk too (`--include-generated`,
+    /// config `include-generated`); by default they are skipped with a
+    /// note ([`crate::generated`]). Named files are always scanned.
+    pub include_generated: bool,
 }
 
 impl Settings {
@@ -48,10 +52,47 @@ impl Settings {
         self.select.as_ref().is_none_or(|s| s.contains(&code)) && !self.ignore.contains(&code)
     }
 
-    /// A minified file at `entry` is skipped: it was met in a folder walk
-    /// and the settings do not include minified files.
-    fn skips_minified(&self, entry: &Entry) -> bool {
-        !self.include_minified && !entry.explicit
+    /// Which machine-written files at `entry` are skipped: those met in a
+    /// folder walk that the settings do not include.
+    fn skips(&self, entry: &Entry) -> Skip {
+        Skip {
+            minified: !self.include_minified && !entry.explicit,
+            generated: !self.include_generated && !entry.explicit,
+        }
+    }
+}
+
+/// Which machine-written files ([`crate::minified::machine_written`]) a run
+/// skips at one path.
+#[derive(Clone, Copy, Debug)]
+struct Skip {
+    minified: bool,
+    generated: bool,
+}
+
+impl Skip {
+    fn skips(self, why: &crate::minified::Why) -> bool {
+        if why.is_generated() {
+            self.generated
+        } else {
+            self.minified
+        }
+    }
+}
+
+/// A machine-written file skipped ([`Skip`]): the note that says why.
+#[derive(Debug)]
+struct Skipped {
+    generated: bool,
+    note: String,
+}
+
+impl Skipped {
+    fn of(why: &crate::minified::Why) -> Skipped {
+        Skipped {
+            generated: why.is_generated(),
+            note: why.note(),
+        }
     }
 }
 
@@ -249,8 +290,9 @@ pub enum Loaded {
     Binary,
     /// No word a finding needs (see [`prefilter`]): never decoded nor parsed.
     Rejected,
-    /// Minified JavaScript or TypeScript ([`crate::minified`]), found by
-    /// the prefilter: not decoded (the caller decides whether it is read).
+    /// Minified JavaScript or TypeScript ([`crate::minified`]) or a
+    /// generated file ([`crate::generated`]), found by the prefilter: not
+    /// decoded (the caller decides whether it is read).
     Minified(crate::minified::Why),
 }
 
@@ -364,7 +406,8 @@ fn classify(
     if !pass {
         return Ok(Loaded::Rejected);
     }
-    if let Some(why) = minified.and_then(|(path, lang)| crate::minified::detect(path, lang, bytes))
+    if let Some(why) =
+        minified.and_then(|(path, lang)| crate::minified::machine_written(path, lang, bytes))
     {
         return Ok(Loaded::Minified(why));
     }
@@ -544,8 +587,9 @@ struct FileOutcome {
     call_words: Option<prefilter::CallWords>,
     /// Its cached facts, left encoded (no ops of its own; see `Cached::Lazy`).
     lazy: Option<crate::project::cache::Blob>,
-    /// Minified and skipped ([`crate::minified`]): the note that says why.
-    minified: Option<String>,
+    /// Minified or generated, and skipped ([`crate::minified`]): the note
+    /// that says why.
+    skipped: Option<Skipped>,
 }
 
 type Cache<'a> = Option<&'a crate::project::cache::Cache>;
@@ -580,10 +624,11 @@ fn parse(
     let mut facts = facts;
     if let Some((c, key, stat, h)) = store {
         if let Some(out) = crate::project::cache::encode(&mut facts) {
-            // a minified file's facts serve only the runs that scan it
+            // a minified or generated file's facts serve only the runs
+            // that scan it
             let out = match (minified, out) {
                 (Some(why), crate::project::cache::Outcome::Facts(blob)) => {
-                    crate::project::cache::Outcome::Minified(why.note(), Some(blob))
+                    crate::project::cache::Outcome::skipped(&why, Some(blob))
                 }
                 (_, out) => out,
             };
@@ -603,29 +648,38 @@ enum Cached {
     /// Facts without ops of their own, left encoded until the link says
     /// whether it can use them (`cache::Uses`; the rest of the project).
     Lazy(crate::project::cache::Blob),
-    /// Minified, skipped: the note that says why.
-    Minified(String),
+    /// Minified or generated, skipped: the note that says why.
+    Skipped(Skipped),
 }
 
 impl Cached {
     /// `None` when the facts cannot be decoded or are of another language,
-    /// or when a minified file is to be scanned and was never scanned.
-    /// `lazy`: facts without ops stay encoded (nothing when the file makes
-    /// no call either: the link cannot use it). `skip_minified`: a minified
-    /// file is skipped (`Settings::skips_minified`).
+    /// or when a minified or generated file is to be scanned and was never
+    /// scanned. `lazy`: facts without ops stay encoded (nothing when the
+    /// file makes no call either: the link cannot use it). `skip`: which
+    /// machine-written files are skipped (`Settings::skips`).
     fn of(
         out: &crate::project::cache::Outcome,
         language: Language,
         lazy: bool,
-        skip_minified: bool,
+        skip: Skip,
     ) -> Option<Cached> {
         use crate::project::cache::{self, Outcome};
         Some(match out {
             Outcome::Binary | Outcome::Empty => Cached::Nothing,
             Outcome::Rejected => Cached::Rejected,
-            Outcome::Minified(note, _) if skip_minified => Cached::Minified(note.clone()),
-            Outcome::Minified(_, None) => return None,
-            Outcome::Facts(bytes) | Outcome::Minified(_, Some(bytes)) => {
+            Outcome::Minified(note, _) if skip.minified => Cached::Skipped(Skipped {
+                generated: false,
+                note: note.clone(),
+            }),
+            Outcome::Generated(note, _) if skip.generated => Cached::Skipped(Skipped {
+                generated: true,
+                note: note.clone(),
+            }),
+            Outcome::Minified(_, None) | Outcome::Generated(_, None) => return None,
+            Outcome::Facts(bytes)
+            | Outcome::Minified(_, Some(bytes))
+            | Outcome::Generated(_, Some(bytes)) => {
                 let uses = cache::uses(bytes).filter(|u| u.language == language && !u.has_ops);
                 if let Some(u) = uses.filter(|_| lazy) {
                     return Some(match u.pairs().next() {
@@ -683,7 +737,7 @@ fn read_code_entry(
         Cached::Nothing => {}
         Cached::Rejected => outcome.rejected = true,
         Cached::Lazy(blob) => outcome.lazy = Some(blob),
-        Cached::Minified(note) => outcome.minified = Some(note),
+        Cached::Skipped(skipped) => outcome.skipped = Some(skipped),
         Cached::Facts(facts, packed) => {
             outcome.notes = facts
                 .notes
@@ -703,7 +757,7 @@ fn read_code_entry(
         }
     };
     let key = cache.map(|c| c.key(&entry.path));
-    let skip_minified = settings.skips_minified(entry);
+    let skip = settings.skips(entry);
     if let (Some(c), Some(key)) = (cache, key.as_deref()) {
         // unchanged size and time: the file is not read unless reported
         if let Some(got) = std::fs::metadata(&entry.path)
@@ -711,7 +765,7 @@ fn read_code_entry(
             .filter(|m| m.is_file())
             .and_then(|m| {
                 c.by_stat_with(key, Stat::of(&m), |out| {
-                    Cached::of(out, entry.language, lazy && !need_src, skip_minified)
+                    Cached::of(out, entry.language, lazy && !need_src, skip)
                 })
             })
         {
@@ -748,10 +802,10 @@ fn read_code_entry(
                 }
                 other => other,
             };
-            // a minified file to scan is decoded now; its facts are cached
-            // as a minified file's
+            // a minified or generated file to scan is decoded now; its
+            // facts are cached as such a file's
             match loaded {
-                Ok(Loaded::Minified(why)) if !skip_minified => {
+                Ok(Loaded::Minified(why)) if !skip.skips(&why) => {
                     (Ok(Loaded::Text(decode_text(bytes))), Some(why))
                 }
                 Ok(Loaded::Minified(why)) => (Ok(Loaded::Minified(why)), Some(why)),
@@ -774,7 +828,7 @@ fn read_code_entry(
         let h = cache::hash(bytes);
         if let Some(got) = c
             .by_hash(key, stat, h)
-            .and_then(|out| Cached::of(&out, entry.language, false, skip_minified))
+            .and_then(|out| Cached::of(&out, entry.language, false, skip))
         {
             let src = matches!(got, Cached::Facts(..)).then(|| decode_text(bytes));
             let mut done = FileOutcome::default();
@@ -786,7 +840,7 @@ fn read_code_entry(
             Ok(Loaded::Binary) => c.put(key, stat, h, Outcome::Binary),
             Ok(Loaded::Rejected) => c.put(key, stat, h, Outcome::Rejected),
             Ok(Loaded::Text(t)) if t.is_empty() => c.put(key, stat, h, Outcome::Empty),
-            Ok(Loaded::Minified(why)) => c.put(key, stat, h, Outcome::Minified(why.note(), None)),
+            Ok(Loaded::Minified(why)) => c.put(key, stat, h, Outcome::skipped(why, None)),
             _ => {}
         }
         let words = words(&loaded, &sig);
@@ -815,7 +869,7 @@ fn read_code_entry(
             outcome.rejected = true;
             outcome.call_words = sig;
         }
-        Ok(Loaded::Minified(why)) => outcome.minified = Some(why.note()),
+        Ok(Loaded::Minified(why)) => outcome.skipped = Some(Skipped::of(&why)),
         Ok(Loaded::Text(src)) if src.is_empty() => {}
         Ok(Loaded::Text(src)) => {
             let facts = parse(entry, &src, settings, store, why);
@@ -1216,15 +1270,15 @@ impl Workspace {
 /// Redis prefilter rejected that call a function with a summary (found by
 /// one automaton over those names) are read too (`project::scan`); a file
 /// whose call-word signature from phase one shows none of the names is
-/// not read again. Beside them, the notes of the minified files among
-/// them that were skipped (`Settings::skips_minified`).
+/// not read again. Beside them, the notes of the minified or generated
+/// files among them that were skipped (`Settings::skips`).
 fn read_callers(
     rejected: &[(&Entry, Option<prefilter::CallWords>)],
     read: &[Phase1],
     settings: &Settings,
     threads: usize,
     cache: Cache,
-) -> (Vec<Phase1>, Vec<(String, String)>) {
+) -> (Vec<Phase1>, Vec<(String, Skipped)>) {
     let mut known = rustc_hash::FxHashSet::default();
     let mut names = crate::project::scan::summarised_names(
         read.iter().map(|f| (&f.facts, f.call_names())),
@@ -1248,7 +1302,7 @@ fn read_callers(
     let mut left: Vec<(&Entry, Option<&prefilter::CallWords>)> =
         rejected.iter().map(|(e, w)| (*e, w.as_ref())).collect();
     let mut out: Vec<Phase1> = Vec::new();
-    let mut skipped: Vec<(String, String)> = Vec::new();
+    let mut skipped: Vec<(String, Skipped)> = Vec::new();
     for _ in 0..crate::project::link::ROUNDS {
         let mut families: Vec<u8> = read
             .iter()
@@ -1408,7 +1462,7 @@ fn read_if_calls(
     settings: &Settings,
     cache: Cache,
     reads: &std::sync::atomic::AtomicUsize,
-) -> Option<Result<Phase1, String>> {
+) -> Option<Result<Phase1, Skipped>> {
     use crate::project::cache::{self, Stat};
     if !scan.wants(entry.language) {
         return None;
@@ -1446,20 +1500,20 @@ fn read_if_calls(
 /// on it when `wanted` — given its bytes, their metadata and whether they
 /// are text (no NUL in the first bytes) — says so; `wanted` also gives the
 /// cache entry the facts are stored under, if any. A wanted file that is
-/// minified and skipped (`Settings::skips_minified`) is the note that
+/// minified or generated and skipped (`Settings::skips`) is the note that
 /// says why; nothing of it is cached, so the next run's call-name scan
 /// finds it again.
 fn read_rejected<'c>(
     entry: &Entry,
     settings: &Settings,
     wanted: impl FnOnce(&[u8], &std::fs::Metadata, bool) -> Option<Store<'c>>,
-) -> Option<Result<Phase1, String>> {
+) -> Option<Result<Phase1, Skipped>> {
     let read = with_file_bytes(&entry.path, |bytes, meta| {
         let text = memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_none();
         let store = wanted(bytes, meta, text)?;
-        let why = crate::minified::detect(&entry.path, entry.language, bytes);
-        if let Some(why) = why.filter(|_| settings.skips_minified(entry)) {
-            return Some(Err(why.note()));
+        let why = crate::minified::machine_written(&entry.path, entry.language, bytes);
+        if let Some(why) = why.filter(|w| settings.skips(entry).skips(w)) {
+            return Some(Err(Skipped::of(&why)));
         }
         Some(Ok((decode_text(bytes), store, why)))
     })
@@ -1745,9 +1799,11 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
     for (i, o) in outcomes.into_iter().enumerate() {
         report.errors.extend(o.error);
         report.notes.extend(o.notes);
-        if let Some(note) = o.minified {
-            report.minified_skipped += 1;
-            report.notes.push((entries[i].display.clone(), note));
+        if let Some(skipped) = o.skipped {
+            report.count_skipped(skipped.generated);
+            report
+                .notes
+                .push((entries[i].display.clone(), skipped.note));
         }
         files.extend(o.phase1.map(|p| *p));
         if o.rejected {
@@ -1764,8 +1820,10 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
     let callers_at = files.len();
     if !link_off() {
         let (callers, skipped) = read_callers(&rejected, &files, settings, threads, cache.as_ref());
-        report.minified_skipped += skipped.len();
-        report.notes.extend(skipped);
+        for (path, skipped) in skipped {
+            report.count_skipped(skipped.generated);
+            report.notes.push((path, skipped.note));
+        }
         files.extend(callers.into_iter().map(|mut p| {
             let_text_go(&mut p);
             p

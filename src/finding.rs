@@ -124,9 +124,21 @@ pub struct Report {
     /// How many of the files walked were minified and skipped (each has a
     /// note; `Settings::include_minified`).
     pub minified_skipped: usize,
+    /// How many were generated and skipped (each has a note;
+    /// `Settings::include_generated`).
+    pub generated_skipped: usize,
 }
 
 impl Report {
+    /// One more machine-written file skipped: generated, or minified.
+    pub fn count_skipped(&mut self, generated: bool) {
+        if generated {
+            self.generated_skipped += 1;
+        } else {
+            self.minified_skipped += 1;
+        }
+    }
+
     pub fn count(&self, sev: Severity) -> usize {
         self.findings.iter().filter(|f| f.severity == sev).count()
     }

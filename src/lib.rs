@@ -12,6 +12,7 @@ pub mod filter;
 pub mod finding;
 pub mod fix;
 pub mod frontend;
+pub mod generated;
 pub mod minified;
 pub mod prefilter;
 pub mod project;

@@ -60,6 +60,9 @@ pub enum Why {
     },
     /// Named `*.min.<ext>`.
     Name,
+    /// Not minified but generated ([`crate::generated`]): skipped or
+    /// scanned by the `include-generated` setting, not `include-minified`.
+    Generated(crate::generated::Marker),
 }
 
 impl Why {
@@ -74,9 +77,28 @@ impl Why {
                 on_long_lines * 100 / bytes.max(1)
             ),
             Why::Name => "named `*.min.*`".to_string(),
+            Why::Generated(m) => {
+                return format!(
+                    "skipped as generated ({}); `--include-generated` scans it",
+                    m.says()
+                )
+            }
         };
         format!("skipped as minified ({what}); `--include-minified` scans it")
     }
+
+    /// The file is generated, not minified.
+    pub fn is_generated(&self) -> bool {
+        matches!(self, Why::Generated(_))
+    }
+}
+
+/// Whether a file is machine output a folder walk skips: minified
+/// ([`detect`]) or else generated ([`crate::generated::detect`]). A file
+/// that is both is minified: the `include-minified` setting alone decides.
+pub fn machine_written(path: &Path, language: Language, bytes: &[u8]) -> Option<Why> {
+    detect(path, language, bytes)
+        .or_else(|| crate::generated::detect(language, bytes).map(Why::Generated))
 }
 
 /// Whether `bytes`, the content of `path` in `language`, are minified

@@ -279,6 +279,7 @@ fn workspace_settings(root: Option<&Path>) -> (Settings, Option<String>) {
         // The phase-one cache of the project root, as the CLI keeps it.
         cache: true,
         include_minified: cfg.include_minified.unwrap_or(false),
+        include_generated: cfg.include_generated.unwrap_or(false),
     };
     (settings, None)
 }

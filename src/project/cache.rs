@@ -111,6 +111,20 @@ pub enum Outcome {
     /// run that skips it gives, and its facts once a run scanned it (a
     /// named file, `include-minified`).
     Minified(String, Option<Blob>),
+    /// A generated file (`crate::generated`), as [`Outcome::Minified`].
+    Generated(String, Option<Blob>),
+}
+
+impl Outcome {
+    /// The outcome of a minified or generated file: the note a run that
+    /// skips it gives, and its facts once a run scanned it.
+    pub fn skipped(why: &crate::minified::Why, facts: Option<Blob>) -> Outcome {
+        if why.is_generated() {
+            Outcome::Generated(why.note(), facts)
+        } else {
+            Outcome::Minified(why.note(), facts)
+        }
+    }
 }
 
 /// [`Outcome`] as read from a shard, its facts borrowed from the shard's
@@ -122,6 +136,10 @@ enum RawOutcome<'a> {
     Empty,
     Facts(#[serde(borrow)] &'a serde_bytes::Bytes),
     Minified(
+        #[serde(borrow)] &'a str,
+        #[serde(borrow)] Option<&'a serde_bytes::Bytes>,
+    ),
+    Generated(
         #[serde(borrow)] &'a str,
         #[serde(borrow)] Option<&'a serde_bytes::Bytes>,
     ),
@@ -221,6 +239,13 @@ fn read_shard(buf: Vec<u8>) -> Option<HashMap<Key, Entry>> {
             RawOutcome::Empty => Outcome::Empty,
             RawOutcome::Facts(bytes) => Outcome::Facts(Blob::within(&buf, bytes)?),
             RawOutcome::Minified(note, bytes) => Outcome::Minified(
+                note.to_string(),
+                match bytes {
+                    Some(b) => Some(Blob::within(&buf, b)?),
+                    None => None,
+                },
+            ),
+            RawOutcome::Generated(note, bytes) => Outcome::Generated(
                 note.to_string(),
                 match bytes {
                     Some(b) => Some(Blob::within(&buf, b)?),
