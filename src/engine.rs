@@ -616,7 +616,7 @@ fn parse(
 ) -> FileFacts {
     let one_big_file =
         (src.len() > BIG_FILE_BYTES).then(|| BIG_FILE.lock().unwrap_or_else(|e| e.into_inner()));
-    let facts = facts_for(&entry.path, src, entry.language, settings);
+    let facts = facts_for(entry.path(), src, entry.language, settings);
     if one_big_file.is_some() {
         release_freed_memory();
     }
@@ -713,7 +713,7 @@ fn read_entry(
         static TEST_PATHS: std::cell::RefCell<words::TestPaths> =
             std::cell::RefCell::new(words::TestPaths::default());
     }
-    if !settings.tests && TEST_PATHS.with(|t| t.borrow_mut().is_test_path(&entry.path)) {
+    if !settings.tests && TEST_PATHS.with(|t| t.borrow_mut().is_test_path(entry.path())) {
         return FileOutcome::default();
     }
     read_code_entry(entry, settings, cache, need_src, sign_calls, false)
@@ -747,7 +747,7 @@ fn read_code_entry(
             let loaded = src.is_some();
             let mut p = Phase1::new(
                 entry.display.clone(),
-                entry.path.clone(),
+                entry.path().to_path_buf(),
                 src.unwrap_or_default(),
                 loaded,
                 *facts,
@@ -756,11 +756,11 @@ fn read_code_entry(
             outcome.phase1 = Some(Box::new(p));
         }
     };
-    let key = cache.map(|c| c.key(&entry.path));
+    let key = cache.map(|c| c.key(entry.path()));
     let skip = settings.skips(entry);
     if let (Some(c), Some(key)) = (cache, key.as_deref()) {
         // unchanged size and time: the file is not read unless reported
-        if let Some(got) = std::fs::metadata(&entry.path)
+        if let Some(got) = std::fs::metadata(entry.path())
             .ok()
             .filter(|m| m.is_file())
             .and_then(|m| {
@@ -771,7 +771,7 @@ fn read_code_entry(
         {
             let wanted = need_src && matches!(got, Cached::Facts(..));
             let src = if wanted {
-                with_file_bytes(&entry.path, |b, _| decode_text(b)).ok()
+                with_file_bytes(entry.path(), |b, _| decode_text(b)).ok()
             } else {
                 None
             };
@@ -782,13 +782,13 @@ fn read_code_entry(
         }
     }
     // Read it; a known content hash still spares the front-end.
-    let read = with_file_bytes(&entry.path, |bytes, meta| {
+    let read = with_file_bytes(entry.path(), |bytes, meta| {
         // a Rust file without a Redis needle is rejected like the prefilter
         // does (one with a suppression comment is kept: LL100; the
         // prefilter passed it, so it has no call-word signature)
         let mut sig = sign_calls.then(Vec::new);
         let spaced = entry.language.has_paren_less_calls();
-        let minified = Some((entry.path.as_path(), entry.language));
+        let minified = Some((entry.path(), entry.language));
         let mut classify = |bytes: &[u8], custom_keys| {
             let signed = sig.as_mut().map(|s| (s, spaced));
             let loaded = match classify(bytes, custom_keys, signed, minified) {
@@ -880,7 +880,7 @@ fn read_code_entry(
                 .collect();
             outcome.phase1 = Some(Box::new(Phase1::new(
                 entry.display.clone(),
-                entry.path.clone(),
+                entry.path().to_path_buf(),
                 src,
                 true,
                 facts,
@@ -1199,7 +1199,7 @@ impl Workspace {
                     if let Some(packed) = p.packed.take() {
                         p.facts.link.calls = packed.unpack(None, &mut p.facts.link.functions);
                     }
-                    Some((canonical(&e.path), p))
+                    Some((canonical(e.path()), p))
                 })
                 .collect::<Vec<_>>()
         };
@@ -1416,7 +1416,7 @@ fn read_const_files(
     let left: Vec<&Entry> = rejected
         .iter()
         .map(|(e, _)| *e)
-        .filter(|e| e.language == Language::Python && !seen.contains(e.path.as_path()))
+        .filter(|e| e.language == Language::Python && !seen.contains(e.path()))
         .collect();
     let ident = crate::prefilter::is_ident_byte;
     // `NAME =` at the start of a line (not `==`)
@@ -1467,7 +1467,7 @@ fn read_if_calls(
     if !scan.wants(entry.language) {
         return None;
     }
-    let key = cache.map(|c| c.key(&entry.path));
+    let key = cache.map(|c| c.key(entry.path()));
     if call_words.is_some_and(|w| !scan.may_call(w)) {
         if let (Some(c), Some(key)) = (cache, key.as_deref()) {
             c.put_scan(key, scan.names_hash, false);
@@ -1475,7 +1475,7 @@ fn read_if_calls(
         return None;
     }
     if let (Some(c), Some(key)) = (cache, key.as_deref()) {
-        let known = std::fs::metadata(&entry.path)
+        let known = std::fs::metadata(entry.path())
             .ok()
             .and_then(|m| c.scan(key, Stat::of(&m), scan.names_hash));
         if known == Some(false) {
@@ -1508,10 +1508,10 @@ fn read_rejected<'c>(
     settings: &Settings,
     wanted: impl FnOnce(&[u8], &std::fs::Metadata, bool) -> Option<Store<'c>>,
 ) -> Option<Result<Phase1, Skipped>> {
-    let read = with_file_bytes(&entry.path, |bytes, meta| {
+    let read = with_file_bytes(entry.path(), |bytes, meta| {
         let text = memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_none();
         let store = wanted(bytes, meta, text)?;
-        let why = crate::minified::machine_written(&entry.path, entry.language, bytes);
+        let why = crate::minified::machine_written(entry.path(), entry.language, bytes);
         if let Some(why) = why.filter(|w| settings.skips(entry).skips(w)) {
             return Some(Err(Skipped::of(&why)));
         }
@@ -1525,7 +1525,7 @@ fn read_rejected<'c>(
     let facts = parse(entry, &src, settings, store, why);
     Some(Ok(Phase1::new(
         entry.display.clone(),
-        entry.path.clone(),
+        entry.path().to_path_buf(),
         src,
         true,
         facts,
@@ -1620,7 +1620,7 @@ fn read_rest_of_project<'a>(
     };
     let canon = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
     let given: std::collections::HashSet<PathBuf> =
-        entries.iter().map(|e| canon(&e.path)).collect();
+        entries.iter().map(|e| canon(e.path())).collect();
     // only a file of the same name can be one of them
     let given_names: std::collections::HashSet<&std::ffi::OsStr> =
         given.iter().filter_map(|p| p.file_name()).collect();
@@ -1630,17 +1630,17 @@ fn read_rest_of_project<'a>(
     let not_given = |e: &Entry| {
         // below the root by its bytes (no part-by-part strip) and its name
         // is none of theirs
-        if below_by_bytes(&e.path, root)
-            && file_name_by_bytes(&e.path).is_some_and(|n| !given_names.contains(n))
+        if below_by_bytes(e.path(), root)
+            && file_name_by_bytes(e.path()).is_some_and(|n| !given_names.contains(n))
         {
             return true;
         }
-        match e.path.strip_prefix(root) {
+        match e.path().strip_prefix(root) {
             Ok(rel) => {
                 !(rel.file_name().is_none_or(|n| given_names.contains(n))
                     && given.contains(&canon_root.join(rel)))
             }
-            Err(_) => !given.contains(&canon(&e.path)),
+            Err(_) => !given.contains(&canon(e.path())),
         }
     };
     // test code is left out as `read_entry` does, each folder judged once
@@ -1652,7 +1652,7 @@ fn read_rest_of_project<'a>(
                 chunk
                     .iter()
                     .filter(|e| not_given(e))
-                    .filter(move |e| settings.tests || !judge.is_test_path(&e.path))
+                    .filter(move |e| settings.tests || !judge.is_test_path(e.path()))
                     .filter_map(|e| {
                         let o = read_code_entry(e, settings, cache, false, false, true);
                         if let Some(facts) = o.lazy {
@@ -1721,7 +1721,7 @@ fn decode_used(
             Some((facts, packed)) => {
                 let mut p = Phase1::new(
                     e.display.clone(),
-                    e.path.clone(),
+                    e.path().to_path_buf(),
                     String::new(),
                     false,
                     facts,

@@ -7,14 +7,43 @@ use crate::finding::FileError;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// A file to scan: the path to open and the path to print.
+/// A file to scan: the path to print, and to open ([`Entry::path`]).
+/// (One string per file: a walk of a large monorepo holds ~100,000 entries
+/// through the whole run.)
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Entry {
     pub display: String,
-    pub path: PathBuf,
+    /// The path to open when it is not `display`: a name that is not
+    /// UTF-8, which `display` shows lossily.
+    raw: Option<Box<Path>>,
     pub language: Language,
     /// Named on the command line (never excluded).
     pub explicit: bool,
+}
+
+impl Entry {
+    pub fn new(path: PathBuf, language: Language, explicit: bool) -> Entry {
+        let (display, raw) = match path.into_os_string().into_string() {
+            Ok(s) => (s, None),
+            Err(os) => {
+                let path = PathBuf::from(os);
+                (path.display().to_string(), Some(path.into_boxed_path()))
+            }
+        };
+        Entry {
+            display,
+            raw,
+            language,
+            explicit,
+        }
+    }
+
+    /// The path to open.
+    pub fn path(&self) -> &Path {
+        self.raw
+            .as_deref()
+            .unwrap_or_else(|| Path::new(&self.display))
+    }
 }
 
 /// Walks `paths` and returns the files locklint reads, sorted by display
@@ -42,12 +71,10 @@ pub fn collect_excluding(
             Ok(m) if m.is_file() => {
                 let language = Language::from_path(root).or_else(|| sniff_shell(root));
                 if let Some(language) = language {
-                    files.lock().unwrap().push(Entry {
-                        display: root.display().to_string(),
-                        path: root.clone(),
-                        language,
-                        explicit: true,
-                    });
+                    files
+                        .lock()
+                        .unwrap()
+                        .push(Entry::new(root.clone(), language, true));
                 }
             }
             Ok(_) => walk_dir(root, threads, exclude, &files, &errors),
@@ -59,8 +86,10 @@ pub fn collect_excluding(
     // (one path given cannot list a file twice: the walk yields each once
     // and follows no links)
     if paths.len() > 1 {
-        files.dedup_by(|a, b| a.path == b.path);
+        files.dedup_by(|a, b| a.path() == b.path());
     }
+    // (the list lives through the whole run)
+    files.shrink_to_fit();
     errors.sort();
     (files, errors)
 }
@@ -79,13 +108,8 @@ fn walk_dir(
                 Ok(entry) => {
                     if entry.file_type().is_some_and(|t| t.is_file()) {
                         if let Some(language) = Language::from_path(entry.path()) {
-                            let display = entry.path().display().to_string();
-                            files.lock().unwrap().push(Entry {
-                                display,
-                                path: entry.path().to_path_buf(),
-                                language,
-                                explicit: false,
-                            });
+                            let entry = Entry::new(entry.into_path(), language, false);
+                            files.lock().unwrap().push(entry);
                         }
                     }
                 }
@@ -153,5 +177,27 @@ pub fn io_cause(e: &std::io::Error) -> String {
     match s.find(" (os error") {
         Some(i) => s[..i].to_string(),
         None => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_opens_the_path_it_was_given() {
+        let e = Entry::new(PathBuf::from("src/lock.rs"), Language::Rust, false);
+        assert_eq!(e.display, "src/lock.rs");
+        assert_eq!(e.path(), Path::new("src/lock.rs"));
+        // a name that is not UTF-8: printed lossily, opened as it is
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let raw = Path::new(std::ffi::OsStr::from_bytes(b"src/lo\xffck.py"));
+            let e = Entry::new(raw.to_path_buf(), Language::Python, true);
+            assert_eq!(e.display, "src/lo\u{fffd}ck.py");
+            assert_eq!(e.path(), raw);
+            assert_eq!(e.display, raw.display().to_string());
+        }
     }
 }

@@ -340,26 +340,16 @@ fn entries_of<S: AsRef<str> + Sync>(root: &Path, listed: &[(&str, &[S])]) -> Vec
                 let name = name.as_ref();
                 // the file's language is its name's
                 let language = crate::facts::Language::from_path(Path::new(name))?;
-                let (display, path) = match &dir_str {
+                let path = match &dir_str {
                     Some(d) => {
                         let mut s = String::with_capacity(d.len() + 1 + name.len());
                         s.push_str(d);
                         push_part(&mut s, name);
-                        let path = PathBuf::from(s.clone());
-                        (s, path)
+                        PathBuf::from(s)
                     }
-                    None => {
-                        let path = dir.as_ref()?.join(name);
-                        // what `Path::display` prints
-                        (path.to_string_lossy().into_owned(), path)
-                    }
+                    None => dir.as_ref()?.join(name),
                 };
-                Some(Entry {
-                    display,
-                    path,
-                    language,
-                    explicit: false,
-                })
+                Some(Entry::new(path, language, false))
             })
         })
         .collect();
@@ -375,7 +365,7 @@ fn entries_of<S: AsRef<str> + Sync>(root: &Path, listed: &[(&str, &[S])]) -> Vec
     }
     // the paths are built alike (root, folder, name): equal paths are
     // equal bytes
-    entries.dedup_by(|a, b| a.path.as_os_str() == b.path.as_os_str());
+    entries.dedup_by(|a, b| a.path().as_os_str() == b.path().as_os_str());
     entries
 }
 
@@ -549,8 +539,10 @@ mod tests {
                 .map(|p| (p.to_string_lossy().into_owned(), p))
                 .collect();
             want.sort();
-            let got: Vec<(String, PathBuf)> =
-                got.into_iter().map(|e| (e.display, e.path)).collect();
+            let got: Vec<(String, PathBuf)> = got
+                .into_iter()
+                .map(|e| (e.display.clone(), e.path().to_path_buf()))
+                .collect();
             assert_eq!(got, want, "{root}");
         }
     }
