@@ -1844,12 +1844,16 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         threads,
         cache.as_ref(),
     );
-    // the rejected files' call words are not needed by the link
+    // the rejected files' call words are not needed by the link, nor is
+    // the walk's list (each file read keeps its own paths)
     drop(rejected);
-    if let Some(all) = rest {
-        // let go on all workers (two allocations per file of the project)
-        in_pool(threads, || all.into_par_iter().for_each(drop));
-    }
+    in_pool(threads, || {
+        // let go on all workers (an allocation per file walked)
+        entries.into_par_iter().for_each(drop);
+        if let Some(all) = rest {
+            all.into_par_iter().for_each(drop);
+        }
+    });
     phases.mark("files the link uses decoded");
     if let (Some(c), Some(root)) = (cache, settings.project_root.as_deref()) {
         c.save(crate::project::root::covered_by(root, paths));
