@@ -973,20 +973,26 @@ fn link_and_check_all(
             }
         }
     }
-    // the texts the labels below read (where a linked op's client call is)
-    let mut roots: Vec<bool> = vec![false; files.len()];
+    // where the labels below point (a linked op's client call): the
+    // lines of these offsets of each file are taken while its text is read
+    let mut roots: Vec<Vec<usize>> = vec![Vec::new(); files.len()];
     for (i, view) in views.iter().enumerate() {
         if needed[i] {
             for r in view.insts.iter().filter_map(|inst| inst.chain.first()) {
                 if let Some(x) = roots.get_mut(r.file) {
-                    *x = true;
+                    x.push(r.at);
                 }
             }
         }
     }
+    for offsets in &mut roots {
+        offsets.sort_unstable();
+        offsets.dedup();
+    }
     // A text is read when its rules run (unless phase one kept it) and let
-    // go again unless it has findings or a label needs it; one read again
-    // must be the text phase one read.
+    // go again unless it has findings (a label needs only some of its line
+    // numbers, taken before); one read again must be the text phase one
+    // read.
     let load = |f: &mut Phase1| -> bool {
         if f.loaded {
             return true;
@@ -1010,7 +1016,7 @@ fn link_and_check_all(
             .zip(roots.par_iter())
             .map(|(((f, view), n), root)| {
                 if !n || !load(f) {
-                    return (Vec::new(), Vec::new(), Vec::new());
+                    return (Vec::new(), Vec::new(), Vec::new(), Vec::new());
                 }
                 // (the linked facts are the file's with ops added: its call
                 // sites, most of what it holds, move over and back rather
@@ -1033,21 +1039,30 @@ fn link_and_check_all(
                 if let Some(l) = linked {
                     f.facts.link.calls = l.link.calls;
                 }
-                if found.is_empty() && !root && f.src_hash.is_some() {
+                let lines: Vec<(usize, usize)> = if root.is_empty() {
+                    Vec::new()
+                } else {
+                    let idx = LineIndex::new(&f.src);
+                    root.iter().map(|&at| (at, idx.line_col(at).0)).collect()
+                };
+                if found.is_empty() && f.src_hash.is_some() {
                     f.src = String::new();
                     f.loaded = false;
                 }
-                (found, verdicts, own_flow)
+                (found, verdicts, own_flow, lines)
             })
             .collect::<Vec<_>>()
     };
     let mut found: Vec<Vec<Finding>> = Vec::new();
     let mut verdicts: Vec<Verdicts> = Vec::new();
     let mut own_flow: Vec<Vec<(usize, &str)>> = Vec::new();
-    for (f, v, o) in in_pool(threads, run) {
+    // (file, offset) → line of each place a label points to
+    let mut label_lines: HashMap<(usize, usize), usize> = HashMap::new();
+    for (i, (f, v, o, lines)) in in_pool(threads, run).into_iter().enumerate() {
         found.push(f);
         verdicts.push(v);
         own_flow.push(o);
+        label_lines.extend(lines.into_iter().map(|(at, line)| ((i, at), line)));
     }
     // (file, byte offset) of the ops whose lock the rules of their file
     // found cannot expire (SPEC §2 Expirable lock), and of those counted
@@ -1118,10 +1133,17 @@ fn link_and_check_all(
             let Some(root) = files.get(r.file) else {
                 continue;
             };
-            let idx = line_index
-                .entry(r.file)
-                .or_insert_with(|| LineIndex::new(&root.src));
-            let (line, _) = idx.line_col(r.at);
+            // (a text that could not be read again has no line taken)
+            let line = match label_lines.get(&(r.file, r.at)) {
+                Some(&line) => line,
+                None => {
+                    line_index
+                        .entry(r.file)
+                        .or_insert_with(|| LineIndex::new(&root.src))
+                        .line_col(r.at)
+                        .0
+                }
+            };
             let (cl, cc) = (f.line, f.column);
             f.labels.push(Label {
                 span: Span::new(f.span.start, f.span.start),
