@@ -534,6 +534,15 @@ fn unpack_calls(files: &mut [Phase1], threads: usize) {
     drop(named);
     // which kept calls could resolve: the others need no arguments
     let reach = crate::project::calls::Reach::of(files.iter().map(|f| &f.facts));
+    // calls still in the cache's shards (a warm run) are copied out (or
+    // dropped) first: the shards go before the unpacked calls come
+    in_pool(threads, || {
+        files.par_iter_mut().for_each(|f| {
+            if let Some(p) = f.packed.as_mut() {
+                p.detach(keep.as_ref());
+            }
+        })
+    });
     let run = || {
         files.par_iter_mut().enumerate().for_each(|(i, f)| {
             if let Some(p) = f.packed.take() {
@@ -691,7 +700,7 @@ impl Cached {
                     });
                 }
                 let (facts, packed) =
-                    cache::decode(bytes).filter(|(f, _)| f.language == language)?;
+                    cache::decode_shared(bytes).filter(|(f, _)| f.language == language)?;
                 Cached::Facts(Box::new(facts), packed)
             }
         })
@@ -1745,7 +1754,7 @@ fn decode_used(
             return None;
         }
         let e = p.entry;
-        let mut p = match crate::project::cache::decode(&p.facts) {
+        let mut p = match crate::project::cache::decode_shared(&p.facts) {
             Some((facts, packed)) => {
                 let mut p = Phase1::new(
                     e.display.clone(),

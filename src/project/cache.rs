@@ -75,6 +75,14 @@ impl Blob {
     }
 }
 
+impl Blob {
+    /// `part` of this blob's bytes as a blob sharing its buffer (`None`
+    /// when `part` is not inside the buffer).
+    pub fn share(&self, part: &[u8]) -> Option<Blob> {
+        Blob::within(&self.buf, part)
+    }
+}
+
 impl std::ops::Deref for Blob {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
@@ -466,6 +474,15 @@ pub fn uses(bytes: &[u8]) -> Option<Uses<'_>> {
 /// What [`encode`] kept: the facts (their calls empty) and the calls.
 pub fn decode(bytes: &[u8]) -> Option<(FileFacts, Option<PackedCalls>)> {
     rmp_serde::from_slice(split_uses(bytes)?.1).ok()
+}
+
+/// [`decode`], the packed calls left a range of `blob`'s buffer (a warm
+/// run then holds each file's calls once, in the shard they were read
+/// from, not a copy beside it).
+pub fn decode_shared(blob: &Blob) -> Option<(FileFacts, Option<PackedCalls>)> {
+    let (facts, raw): (FileFacts, Option<super::calls::RawPackedCalls<'_>>) =
+        rmp_serde::from_slice(split_uses(blob)?.1).ok()?;
+    Some((facts, raw.map(|r| r.into_packed(|part| blob.share(part)))))
 }
 
 /// A cache folder of another build than `build` (`v0.1.0-abc123`): named

@@ -71,8 +71,7 @@ impl CallNames {
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct PackedCalls {
     pub names: CallNames,
-    #[serde(with = "serde_bytes")]
-    bytes: Vec<u8>,
+    bytes: PackedBytes,
     /// The signatures of the functions with no op of their own, each with
     /// its place among the file's functions (MessagePack); empty until
     /// [`PackedCalls::take_idle_functions`].
@@ -80,7 +79,96 @@ pub struct PackedCalls {
     functions: Vec<u8>,
 }
 
+/// The packed calls' bytes: made in this run, or a range of the cache
+/// shard they were read from (a warm run copies no file's calls out of
+/// the shard: the shard's bytes stay until the last such range is let go,
+/// at the latest when the calls are unpacked). Written as MessagePack
+/// bytes either way.
+#[derive(Debug)]
+enum PackedBytes {
+    Own(Vec<u8>),
+    Shared(crate::project::cache::Blob),
+}
+
+impl std::ops::Deref for PackedBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            PackedBytes::Own(v) => v,
+            PackedBytes::Shared(b) => b,
+        }
+    }
+}
+
+impl serde::Serialize for PackedBytes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PackedBytes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde_bytes::ByteBuf::deserialize(d).map(|b| PackedBytes::Own(b.into_vec()))
+    }
+}
+
+/// [`PackedCalls`] as read from a buffer, its call bytes borrowed (the same
+/// fields in the same order).
+#[derive(serde::Deserialize)]
+pub(crate) struct RawPackedCalls<'a> {
+    names: CallNames,
+    #[serde(borrow)]
+    bytes: &'a serde_bytes::Bytes,
+    #[serde(default, with = "serde_bytes")]
+    functions: Vec<u8>,
+}
+
+impl RawPackedCalls<'_> {
+    /// The packed calls, their bytes a range of the buffer they were read
+    /// from where `share` gives one (else copied).
+    pub(crate) fn into_packed(
+        self,
+        share: impl FnOnce(&[u8]) -> Option<crate::project::cache::Blob>,
+    ) -> PackedCalls {
+        let bytes = match share(self.bytes) {
+            Some(blob) => PackedBytes::Shared(blob),
+            None => PackedBytes::Own(self.bytes.to_vec()),
+        };
+        PackedCalls {
+            names: self.names,
+            bytes,
+            functions: self.functions,
+        }
+    }
+}
+
 impl PackedCalls {
+    /// The bytes are a range of a buffer read elsewhere (the cache's).
+    pub fn is_shared(&self) -> bool {
+        matches!(self.bytes, PackedBytes::Shared(_))
+    }
+
+    /// Lets go of the buffer the bytes are a range of: they are copied when
+    /// [`PackedCalls::unpack`] with `keep` will read them, else dropped (no
+    /// call of a kept name: it reads none). Before the unpacking, so that
+    /// the cache's shards are let go before the unpacked calls are built.
+    pub fn detach(&mut self, keep: Option<&HashSet<String>>) {
+        if !self.is_shared() {
+            return;
+        }
+        let read = keep.is_none_or(|keep| {
+            self.names
+                .calls
+                .iter()
+                .any(|&(id, _)| keep.contains(&*self.names.names[id as usize]))
+        });
+        self.bytes = PackedBytes::Own(if read {
+            self.bytes.to_vec()
+        } else {
+            Vec::new()
+        });
+    }
+
     /// Packs `facts.link.calls` (left empty); `None` when there are none
     /// (or they cannot be encoded: they stay where they are).
     pub fn take(facts: &mut FileFacts) -> Option<PackedCalls> {
@@ -101,7 +189,7 @@ impl PackedCalls {
         let names = CallNames::of(calls);
         Some(PackedCalls {
             names,
-            bytes,
+            bytes: PackedBytes::Own(bytes),
             functions: Vec::new(),
         })
     }
@@ -215,7 +303,7 @@ impl PackedCalls {
             wanted,
             reach,
         };
-        let mut de = rmp_serde::Deserializer::from_read_ref(&self.bytes);
+        let mut de = rmp_serde::Deserializer::from_read_ref(&*self.bytes);
         serde::de::DeserializeSeed::deserialize(only, &mut de).unwrap_or_default()
     }
 }

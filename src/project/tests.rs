@@ -1,6 +1,7 @@
 use super::*;
 use crate::facts::{Language, OpKind};
 use crate::frontend;
+use rustc_hash::FxHashSet as HashSet;
 use std::path::Path;
 
 fn facts(name: &str, src: &str) -> FileFacts {
@@ -138,6 +139,48 @@ fn cached_facts_keep_their_calls_apart_and_give_them_back_unchanged() {
         panic!("facts not encoded");
     };
     assert!(cache::decode(&bytes).expect("decodes").1.is_none());
+}
+
+#[test]
+fn cached_calls_stay_in_the_shard_until_detached() {
+    let src = "import redis\nr = redis.Redis()\n\ndef acquire(key, owner):\n    return r.set(key, owner, nx=True, ex=30)\n\ndef handler(user):\n    if acquire('lock:' + user, user):\n        audit(user, 'locked')\n";
+    let mut f = facts("svc.py", src);
+    let whole = rmp_serde::to_vec(&f).unwrap();
+    let Some(cache::Outcome::Facts(blob)) = cache::encode(&mut f) else {
+        panic!("facts not encoded");
+    };
+    let unpacked = |packed: calls::PackedCalls, keep: Option<&HashSet<String>>| {
+        let (mut back, _) = cache::decode(&blob).expect("decodes");
+        back.link.calls = packed.unpack(keep, &mut back.link.functions);
+        back
+    };
+    // shared: the same calls as a copy gives
+    let (_, packed) = cache::decode_shared(&blob).expect("decodes");
+    let packed = packed.expect("the calls, packed");
+    assert!(packed.is_shared());
+    assert_eq!(rmp_serde::to_vec(&unpacked(packed, None)).unwrap(), whole);
+    // detached for every call: copied, the same calls
+    let (_, packed) = cache::decode_shared(&blob).expect("decodes");
+    let mut packed = packed.expect("the calls, packed");
+    packed.detach(None);
+    assert!(!packed.is_shared());
+    assert_eq!(rmp_serde::to_vec(&unpacked(packed, None)).unwrap(), whole);
+    // detached for kept names: a kept one's calls are read as before
+    let keep: HashSet<String> = ["audit".to_string()].into_iter().collect();
+    let (_, packed) = cache::decode_shared(&blob).expect("decodes");
+    let mut packed = packed.expect("the calls, packed");
+    packed.detach(Some(&keep));
+    assert!(!packed.is_shared());
+    let calls = unpacked(packed, Some(&keep)).link.calls;
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].callee, "audit");
+    // none kept: nothing is copied and nothing read
+    let none: HashSet<String> = ["print".to_string()].into_iter().collect();
+    let (_, packed) = cache::decode_shared(&blob).expect("decodes");
+    let mut packed = packed.expect("the calls, packed");
+    packed.detach(Some(&none));
+    assert!(!packed.is_shared());
+    assert!(unpacked(packed, Some(&none)).link.calls.is_empty());
 }
 
 #[test]
