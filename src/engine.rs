@@ -434,6 +434,9 @@ struct Phase1 {
     src_hash: Option<u64>,
     /// The file changed on disk between phase one and the rules.
     changed: bool,
+    /// The facts as this run stored them in the cache: their calls are
+    /// packed there already ([`let_text_go`] shares them).
+    stored: Option<crate::project::cache::Blob>,
 }
 
 impl Phase1 {
@@ -450,6 +453,7 @@ impl Phase1 {
             packed: None,
             src_hash: None,
             changed: false,
+            stored: None,
         }
     }
 
@@ -489,8 +493,21 @@ fn let_text_go(p: &mut Phase1) {
         p.loaded = false;
     }
     if p.packed.is_none() {
-        p.packed = crate::project::calls::PackedCalls::take(&mut p.facts);
+        // the calls the cache entry just made packed (not packed again)
+        let stored = p
+            .stored
+            .take()
+            .and_then(|b| crate::project::cache::packed_calls(&b))
+            .filter(|k| k.names.len() == p.facts.link.calls.len());
+        p.packed = match stored {
+            Some(k) => {
+                p.facts.link.calls = Vec::new();
+                Some(k)
+            }
+            None => crate::project::calls::PackedCalls::take(&mut p.facts),
+        };
     }
+    p.stored = None;
     // and the signatures only the link reads (a file with no call keeps
     // its few)
     if let Some(packed) = p.packed.as_mut() {
@@ -625,7 +642,7 @@ fn parse(
     settings: &Settings,
     store: Store,
     minified: Option<crate::minified::Why>,
-) -> FileFacts {
+) -> (FileFacts, Option<crate::project::cache::Blob>) {
     let one_big_file =
         (src.len() > BIG_FILE_BYTES).then(|| BIG_FILE.lock().unwrap_or_else(|e| e.into_inner()));
     let facts = facts_for(entry.path(), src, entry.language, settings);
@@ -634,8 +651,12 @@ fn parse(
     }
     drop(one_big_file);
     let mut facts = facts;
+    let mut stored = None;
     if let Some((c, key, stat, h)) = store {
         if let Some(out) = crate::project::cache::encode(&mut facts) {
+            if let crate::project::cache::Outcome::Facts(blob) = &out {
+                stored = Some(blob.clone());
+            }
             // a minified or generated file's facts serve only the runs
             // that scan it
             let out = match (minified, out) {
@@ -647,7 +668,7 @@ fn parse(
             c.put(key, stat, h, out);
         }
     }
-    facts
+    (facts, stored)
 }
 
 /// A cached phase-one outcome, decoded.
@@ -884,19 +905,21 @@ fn read_code_entry(
         Ok(Loaded::Minified(why)) => outcome.skipped = Some(Skipped::of(&why)),
         Ok(Loaded::Text(src)) if src.is_empty() => {}
         Ok(Loaded::Text(src)) => {
-            let facts = parse(entry, &src, settings, store, why);
+            let (facts, stored) = parse(entry, &src, settings, store, why);
             outcome.notes = facts
                 .notes
                 .iter()
                 .map(|n| (entry.display.clone(), n.clone()))
                 .collect();
-            outcome.phase1 = Some(Box::new(Phase1::new(
+            let mut p = Phase1::new(
                 entry.display.clone(),
                 entry.path().to_path_buf(),
                 src,
                 true,
                 facts,
-            )));
+            );
+            p.stored = stored;
+            outcome.phase1 = Some(Box::new(p));
         }
     }
     outcome
@@ -1559,14 +1582,16 @@ fn read_rejected<'c>(
         Ok(x) => x,
         Err(note) => return Some(Err(note)),
     };
-    let facts = parse(entry, &src, settings, store, why);
-    Some(Ok(Phase1::new(
+    let (facts, stored) = parse(entry, &src, settings, store, why);
+    let mut p = Phase1::new(
         entry.display.clone(),
         entry.path().to_path_buf(),
         src,
         true,
         facts,
-    )))
+    );
+    p.stored = stored;
+    Some(Ok(p))
 }
 
 /// The files of the project root when the paths given do not cover it

@@ -476,6 +476,17 @@ pub fn decode(bytes: &[u8]) -> Option<(FileFacts, Option<PackedCalls>)> {
     rmp_serde::from_slice(split_uses(bytes)?.1).ok()
 }
 
+/// The packed calls of [`encode`]'s bytes alone (the facts stepped over),
+/// a range of `blob`'s buffer: what [`super::calls::PackedCalls::take`] would
+/// make of the facts the bytes were made of, without packing them again.
+pub fn packed_calls(blob: &Blob) -> Option<PackedCalls> {
+    let (_, raw): (
+        serde::de::IgnoredAny,
+        Option<super::calls::RawPackedCalls<'_>>,
+    ) = rmp_serde::from_slice(split_uses(blob)?.1).ok()?;
+    Some(raw?.into_packed(|part| blob.share(part)))
+}
+
 /// [`decode`], the packed calls left a range of `blob`'s buffer (a warm
 /// run then holds each file's calls once, in the shard they were read
 /// from, not a copy beside it).

@@ -52,6 +52,16 @@ impl CallNames {
         out
     }
 
+    /// How many calls.
+    pub fn len(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// No call.
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
     /// The scope of each packed function, and whether it takes parameters.
     pub fn packed_functions(&self) -> &[(ScopeId, bool)] {
         &self.functions

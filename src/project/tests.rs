@@ -174,6 +174,16 @@ fn cached_calls_stay_in_the_shard_until_detached() {
     let calls = unpacked(packed, Some(&keep)).link.calls;
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].callee, "audit");
+    // the calls alone, the facts stepped over: what packing them again gives
+    let alone = cache::packed_calls(&blob).expect("the calls, packed");
+    assert!(alone.is_shared());
+    let mut again = facts("svc.py", src);
+    let taken = calls::PackedCalls::take(&mut again).expect("calls");
+    assert_eq!(
+        rmp_serde::to_vec(&alone).unwrap(),
+        rmp_serde::to_vec(&taken).unwrap()
+    );
+    assert!(cache::packed_calls(&blob).is_some());
     // none kept: nothing is copied and nothing read
     let none: HashSet<String> = ["print".to_string()].into_iter().collect();
     let (_, packed) = cache::decode_shared(&blob).expect("decodes");
