@@ -7,7 +7,7 @@
 #[path = "gate_common/mod.rs"]
 mod gate_common;
 
-use gate_common::{json_findings, locklint, write};
+use gate_common::{json_findings, locklint, machine_written_caller_needs, write, JOBS_WRAPPER_TS};
 use std::path::Path;
 
 /// One line of dense generated code of about `bytes` bytes around `code`,
@@ -115,21 +115,7 @@ fn a_bundle_read_only_for_its_calls_is_skipped_too() {
     // call-name scan would read it for its calls of the project's wrapper
     let t = tempfile::tempdir().unwrap();
     let root = t.path();
-    write(
-        root,
-        "src/jobs.ts",
-        "import Redis from \"ioredis\";
-export class Jobs {
-  constructor(private redis: Redis) {}
-  async grabJob(key: string, value: string, ms: number) {
-    return this.redis.set(key, value, \"PX\", ms, \"NX\");
-  }
-  async dropJob(key: string) {
-    return this.redis.del(key);
-  }
-}
-",
-    );
+    write(root, "src/jobs.ts", JOBS_WRAPPER_TS);
     write(
         root,
         "dist/calls.js",
@@ -138,22 +124,7 @@ export class Jobs {
             64 * 1024,
         ),
     );
-    let ll001 = |found: &[(String, String, u64)]| {
-        found
-            .iter()
-            .any(|(c, p, l)| c == "LL001" && p.ends_with("dist/calls.js") && *l == 2)
-    };
-    assert!(ll001(&findings(root, &["--include-minified", "."])));
-    let out = locklint(root)
-        .args(["--format", "json", "--exit-zero", "--no-cache", "-v", "."])
-        .output()
-        .unwrap();
-    let found = json_findings(&out.stdout);
-    assert!(!found.iter().any(|f| f.1.contains("dist/")), "{found:?}");
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("note: ./dist/calls.js: skipped as minified"),
-        "{out:?}"
-    );
+    machine_written_caller_needs(root, "dist/calls.js", 2, "--include-minified", "minified");
 }
 
 #[test]

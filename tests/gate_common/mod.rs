@@ -178,3 +178,54 @@ pub fn readme_block(markdown: &str, first_line: &str) -> Option<String> {
     None
 }
 // --- end packaging ---
+
+/// A TypeScript wrapper (`src/jobs.ts`) whose `grabJob` and `dropJob` take
+/// and release a lock on the caller's key with the caller's value.
+pub const JOBS_WRAPPER_TS: &str = "import Redis from \"ioredis\";
+export class Jobs {
+  constructor(private redis: Redis) {}
+  async grabJob(key: string, value: string, ms: number) {
+    return this.redis.set(key, value, \"PX\", ms, \"NX\");
+  }
+  async dropJob(key: string) {
+    return this.redis.del(key);
+  }
+}
+";
+
+/// With [`JOBS_WRAPPER_TS`] at `src/jobs.ts` and a machine-written caller
+/// of it at `caller` (both written by the test; the caller has no Redis
+/// word, so only the call-name scan would read it): its LL001 at `line` is
+/// found with `include` (`--include-minified`, `--include-generated`), and
+/// without it the caller is skipped with the note `skipped as {kind}`.
+pub fn machine_written_caller_needs(
+    root: &Path,
+    caller: &str,
+    line: u64,
+    include: &str,
+    kind: &str,
+) {
+    let run = |args: &[&str]| {
+        locklint(root)
+            .args(["--format", "json", "--exit-zero", "--no-cache"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[include, "."]);
+    let found = json_findings(&out.stdout);
+    assert!(
+        found
+            .iter()
+            .any(|(c, p, l)| c == "LL001" && p.ends_with(caller) && *l == line),
+        "{found:?}"
+    );
+    let out = run(&["-v", "."]);
+    let found = json_findings(&out.stdout);
+    assert!(!found.iter().any(|f| f.1.ends_with(caller)), "{found:?}");
+    let note = format!("note: ./{caller}: skipped as {kind}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&note),
+        "{out:?}"
+    );
+}
