@@ -214,30 +214,16 @@ fn the_cache_keeps_each_mode_apart() {
 
 #[test]
 fn no_fixture_is_taken_for_minified() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
-    let mut seen = 0;
-    let mut stack = vec![root];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-                continue;
-            }
-            let Some(lang) = locklint::facts::Language::from_path(&p) else {
-                continue;
-            };
-            let bytes = std::fs::read(&p).unwrap();
-            seen += 1;
-            assert_eq!(
-                locklint::minified::detect(&p, lang, &bytes),
-                None,
-                "{}",
-                p.display()
-            );
-            // nor by its shape alone, at whatever size
-            assert_eq!(locklint::minified::shape(&bytes), None, "{}", p.display());
-        }
+    let fixtures = gate_common::fixture_files();
+    for (p, lang, bytes) in &fixtures {
+        assert_eq!(
+            locklint::minified::detect(p, *lang, bytes),
+            None,
+            "{}",
+            p.display()
+        );
+        // nor by its shape alone, at whatever size
+        assert_eq!(locklint::minified::shape(bytes), None, "{}", p.display());
     }
-    assert!(seen > 500, "{seen} fixtures");
+    assert!(fixtures.len() > 500, "{} fixtures", fixtures.len());
 }

@@ -229,3 +229,24 @@ pub fn machine_written_caller_needs(
         "{out:?}"
     );
 }
+
+/// Every file of `fixtures/` in a language locklint reads: its path,
+/// language and bytes.
+pub fn fixture_files() -> Vec<(std::path::PathBuf, locklint::facts::Language, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            if let Some(lang) = locklint::facts::Language::from_path(&p) {
+                let bytes = std::fs::read(&p).unwrap();
+                out.push((p, lang, bytes));
+            }
+        }
+    }
+    out
+}
