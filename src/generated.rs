@@ -67,7 +67,8 @@ impl Marker {
 
 /// Whether `bytes`, a file in `language`, say they are generated, and how.
 pub fn detect(language: Language, bytes: &[u8]) -> Option<Marker> {
-    if let Some(m) = header_marker(language, &bytes[..bytes.len().min(HEAD_BYTES)]) {
+    let head = &bytes[..bytes.len().min(HEAD_BYTES)];
+    if let Some(m) = header_marker(language, head) {
         return Some(m);
     }
     if !matches!(language, Language::JavaScript | Language::TypeScript) {
@@ -76,7 +77,6 @@ pub fn detect(language: Language, bytes: &[u8]) -> Option<Marker> {
     if names_source_map(&bytes[bytes.len().saturating_sub(TAIL_BYTES)..]) {
         return Some(Marker::SourceMap);
     }
-    let head = &bytes[..bytes.len().min(HEAD_BYTES)];
     let finder = |needle: &str| memchr::memmem::find(head, needle.as_bytes()).is_some();
     (finder("webpackBootstrap") || finder("function webpackUniversalModuleDefinition("))
         .then_some(Marker::Webpack)

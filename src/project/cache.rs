@@ -471,7 +471,10 @@ pub fn uses(bytes: &[u8]) -> Option<Uses<'_>> {
     split_uses(bytes).map(|(u, _)| u)
 }
 
-/// What [`encode`] kept: the facts (their calls empty) and the calls.
+/// What [`encode`] kept: the facts (their calls empty) and the calls,
+/// copied out of `bytes` (the tests' reading of any slice; a run reads
+/// through [`decode_shared`]).
+#[cfg(test)]
 pub fn decode(bytes: &[u8]) -> Option<(FileFacts, Option<PackedCalls>)> {
     rmp_serde::from_slice(split_uses(bytes)?.1).ok()
 }
