@@ -9,7 +9,10 @@
 #[path = "gate_common/mod.rs"]
 mod gate_common;
 
-use gate_common::{json_findings, locklint, machine_written_caller_needs, write, JOBS_WRAPPER_TS};
+use gate_common::{
+    cache_keeps_modes_apart, json_findings, locklint, machine_written_caller_needs, write,
+    JOBS_WRAPPER_TS,
+};
 use std::path::Path;
 
 /// `fixtures/go/ll002_bad_del.go` (LL002 at line 24 of the fixture) below
@@ -161,39 +164,15 @@ fn the_cache_keeps_each_mode_apart() {
     let root = t.path();
     std::fs::create_dir(root.join(".git")).unwrap();
     write(root, "models/lock.go", &go_file(GO_HEADER));
-    let run = |args: &[&str]| {
-        let out = locklint(root)
-            .args(["--format", "json", "--exit-zero", "-v"])
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            json_findings(&out.stdout),
-            String::from_utf8_lossy(&out.stderr).contains("skipped as generated"),
-        )
-    };
-    // cold, warm (the file unread), scanned, then skipped again
-    for _ in 0..2 {
-        let (found, noted) = run(&["."]);
-        assert!(found.is_empty() && noted, "{found:?}");
-    }
-    for _ in 0..2 {
-        let (found, noted) = run(&["--include-generated", "."]);
-        assert!(
-            ll002_in(&found, "models/lock.go", 24) && !noted,
-            "{found:?}"
-        );
-    }
-    // the minified setting does not scan a generated file from the cache
-    let (found, noted) = run(&["--include-minified", "."]);
-    assert!(found.is_empty() && noted, "{found:?}");
-    let (found, noted) = run(&["models/lock.go"]);
-    assert!(
-        ll002_in(&found, "models/lock.go", 24) && !noted,
-        "{found:?}"
+    // (the minified setting does not scan a generated file from the cache)
+    cache_keeps_modes_apart(
+        root,
+        "models/lock.go",
+        24,
+        "--include-generated",
+        "generated",
+        &["--include-minified"],
     );
-    let (found, noted) = run(&["."]);
-    assert!(found.is_empty() && noted, "{found:?}");
 }
 
 #[test]

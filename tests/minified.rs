@@ -7,7 +7,10 @@
 #[path = "gate_common/mod.rs"]
 mod gate_common;
 
-use gate_common::{json_findings, locklint, machine_written_caller_needs, write, JOBS_WRAPPER_TS};
+use gate_common::{
+    cache_keeps_modes_apart, json_findings, locklint, machine_written_caller_needs, write,
+    JOBS_WRAPPER_TS,
+};
 use std::path::Path;
 
 /// One line of dense generated code of about `bytes` bytes around `code`,
@@ -183,33 +186,14 @@ fn the_cache_keeps_each_mode_apart() {
     let root = t.path();
     std::fs::create_dir(root.join(".git")).unwrap();
     write(root, "dist/app.js", &bundle());
-    let run = |args: &[&str]| {
-        let out = locklint(root)
-            .args(["--format", "json", "--exit-zero", "-v"])
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            json_findings(&out.stdout),
-            String::from_utf8_lossy(&out.stderr).contains("skipped as minified"),
-        )
-    };
-    // cold, warm (the file unread), scanned, then skipped again
-    for _ in 0..2 {
-        let (found, noted) = run(&["."]);
-        assert!(found.is_empty() && noted, "{found:?}");
-    }
-    for _ in 0..2 {
-        let (found, noted) = run(&["--include-minified", "."]);
-        assert!(ll002_in(&found, "dist/app.js") && !noted, "{found:?}");
-    }
-    let (found, noted) = run(&["."]);
-    assert!(found.is_empty() && noted, "{found:?}");
-    // named, from the same cache
-    let (found, noted) = run(&["dist/app.js"]);
-    assert!(ll002_in(&found, "dist/app.js") && !noted, "{found:?}");
-    let (found, noted) = run(&["."]);
-    assert!(found.is_empty() && noted, "{found:?}");
+    cache_keeps_modes_apart(
+        root,
+        "dist/app.js",
+        2,
+        "--include-minified",
+        "minified",
+        &[],
+    );
 }
 
 #[test]

@@ -250,3 +250,53 @@ pub fn fixture_files() -> Vec<(std::path::PathBuf, locklint::facts::Language, Ve
     }
     out
 }
+
+/// In a project at `root` (with a `.git`: the cache is on) whose
+/// machine-written file `path` has an LL002 at `line`: cold and warm runs
+/// skip it with the note `skipped as {kind}`; `include` scans it, from the
+/// cache too; each of `others` (another kind's setting) leaves it skipped;
+/// a run naming it scans it; a walk after each skips it again.
+pub fn cache_keeps_modes_apart(
+    root: &Path,
+    path: &str,
+    line: u64,
+    include: &str,
+    kind: &str,
+    others: &[&str],
+) {
+    let run = |args: &[&str]| {
+        let out = locklint(root)
+            .args(["--format", "json", "--exit-zero", "-v"])
+            .args(args)
+            .output()
+            .unwrap();
+        let found = json_findings(&out.stdout);
+        let noted = String::from_utf8_lossy(&out.stderr).contains(&format!("skipped as {kind}"));
+        (found, noted)
+    };
+    let ll002 = |found: &[(String, String, u64)]| {
+        found
+            .iter()
+            .any(|(c, p, l)| c == "LL002" && p.ends_with(path) && *l == line)
+    };
+    let skipped = |args: &[&str]| {
+        let (found, noted) = run(args);
+        assert!(found.is_empty() && noted, "{args:?}: {found:?}");
+    };
+    let scanned = |args: &[&str]| {
+        let (found, noted) = run(args);
+        assert!(ll002(&found) && !noted, "{args:?}: {found:?}");
+    };
+    // cold, warm (the file unread), scanned, then skipped again
+    skipped(&["."]);
+    skipped(&["."]);
+    scanned(&[include, "."]);
+    scanned(&[include, "."]);
+    skipped(&["."]);
+    for other in others {
+        skipped(&[other, "."]);
+    }
+    // named, from the same cache
+    scanned(&[path]);
+    skipped(&["."]);
+}
