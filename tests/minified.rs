@@ -8,8 +8,8 @@
 mod gate_common;
 
 use gate_common::{
-    cache_keeps_modes_apart, json_findings, locklint, machine_written_caller_needs, write,
-    JOBS_WRAPPER_TS,
+    cache_keeps_modes_apart, findings_without_cache as findings, json_findings, locklint,
+    machine_written_caller_needs, write, JOBS_WRAPPER_TS,
 };
 use std::path::Path;
 
@@ -27,17 +27,6 @@ const BUNDLED_DEFECT: &str = "class JobLock{async lock(j){this.token=crypto.rand
 
 fn bundle() -> String {
     minified_line(BUNDLED_DEFECT, 64 * 1024)
-}
-
-/// The findings of a JSON run with `args` in `dir`.
-fn findings(dir: &Path, args: &[&str]) -> Vec<(String, String, u64)> {
-    let out = locklint(dir)
-        .args(["--format", "json", "--exit-zero", "--no-cache"])
-        .args(args)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{out:?}");
-    json_findings(&out.stdout)
 }
 
 fn ll002_in(found: &[(String, String, u64)], path: &str) -> bool {

@@ -300,3 +300,15 @@ pub fn cache_keeps_modes_apart(
     scanned(&[path]);
     skipped(&["."]);
 }
+
+/// The findings of a JSON run with `args` in `dir`, without the cache
+/// (exit 0 asserted: `--exit-zero`).
+pub fn findings_without_cache(dir: &Path, args: &[&str]) -> Vec<(String, String, u64)> {
+    let out = locklint(dir)
+        .args(["--format", "json", "--exit-zero", "--no-cache"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    json_findings(&out.stdout)
+}
