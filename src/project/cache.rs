@@ -24,10 +24,11 @@
 
 use super::calls::PackedCalls;
 use crate::facts::FileFacts;
+use hashbrown::HashTable;
 use rayon::prelude::*;
-use rustc_hash::FxHashMap as HashMap;
 use std::borrow::Cow;
 use std::hash::Hasher;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -45,34 +46,50 @@ const SETTLE: Duration = Duration::from_secs(2);
 /// one shard as it was read (a warm run copies no file's facts), or a
 /// buffer of its own for facts made in this run. Written as MessagePack
 /// bytes, like the `ByteBuf` it replaces (the shard format is unchanged).
+/// (16 bytes: a shard of 74,000 entries holds one in most of them.)
 #[derive(Clone, Debug)]
 pub struct Blob {
     buf: Arc<Vec<u8>>,
-    start: usize,
-    end: usize,
+    start: u32,
+    end: u32,
 }
 
 impl Blob {
-    fn own(bytes: Vec<u8>) -> Blob {
-        let end = bytes.len();
-        Blob {
+    /// `bytes` as a blob of their own (`None` beyond 4 GiB), their spare
+    /// room given back: an encoder's buffer grows by doubling, and the
+    /// facts of every file of the project wait in the cache until it is
+    /// saved.
+    fn own(mut bytes: Vec<u8>) -> Option<Blob> {
+        bytes.shrink_to_fit();
+        let end = u32::try_from(bytes.len()).ok()?;
+        Some(Blob {
             buf: Arc::new(bytes),
             start: 0,
             end,
-        }
+        })
     }
 
     /// `part`, borrowed from `buf`, as a range of it (`None` when it is not
     /// inside `buf`).
     fn within(buf: &Arc<Vec<u8>>, part: &[u8]) -> Option<Blob> {
-        let start = (part.as_ptr() as usize).checked_sub(buf.as_ptr() as usize)?;
-        let end = start.checked_add(part.len())?;
-        (end <= buf.len()).then(|| Blob {
+        let (start, end) = range_within(buf, part)?;
+        Some(Blob {
             buf: Arc::clone(buf),
             start,
             end,
         })
     }
+}
+
+/// Where `part`, borrowed from `buf`, lies in it (`None` when it is not
+/// inside `buf`, or beyond 4 GiB).
+fn range_within(buf: &[u8], part: &[u8]) -> Option<(u32, u32)> {
+    let start = (part.as_ptr() as usize).checked_sub(buf.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    if end > buf.len() {
+        return None;
+    }
+    Some((u32::try_from(start).ok()?, u32::try_from(end).ok()?))
 }
 
 impl Blob {
@@ -81,12 +98,23 @@ impl Blob {
     pub fn share(&self, part: &[u8]) -> Option<Blob> {
         Blob::within(&self.buf, part)
     }
+
+    /// Its bytes are at least half of the buffer they are a range of.
+    pub fn is_most_of_its_buffer(&self) -> bool {
+        (self.end - self.start) as usize * 2 >= self.buf.len()
+    }
+
+    /// The address of the buffer this blob is a range of: the same for
+    /// every blob of one shard as read.
+    pub fn buffer_address(&self) -> usize {
+        Arc::as_ptr(&self.buf) as usize
+    }
 }
 
 impl std::ops::Deref for Blob {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
+        &self.buf[self.start as usize..self.end as usize]
     }
 }
 
@@ -165,47 +193,6 @@ struct RawEntry<'a> {
     scan: Option<(u64, bool)>,
 }
 
-/// A file's cache key (its path relative to the project root, UTF-8):
-/// borrowed from the shard's bytes as read, like [`Blob`] (a warm run makes
-/// no `String` per file of the project), or its own for a new entry.
-/// Looked up by its bytes.
-#[derive(Clone, Debug)]
-struct Key(Blob);
-
-impl Key {
-    fn own(key: &str) -> Key {
-        Key(Blob::own(key.as_bytes().to_vec()))
-    }
-}
-
-impl std::borrow::Borrow<[u8]> for Key {
-    fn borrow(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-impl std::hash::Hash for Key {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        (*self.0).hash(state)
-    }
-}
-
-impl PartialEq for Key {
-    fn eq(&self, other: &Key) -> bool {
-        *self.0 == *other.0
-    }
-}
-
-impl Eq for Key {}
-
-impl serde::Serialize for Key {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        // always UTF-8: made from a `&str`, or borrowed as one from a shard
-        let text = std::str::from_utf8(&self.0).map_err(serde::ser::Error::custom)?;
-        s.serialize_str(text)
-    }
-}
-
 /// A shard's map as read: its entries in the order written, keys and facts
 /// borrowed (no map is built to be taken apart again).
 struct RawShard<'a>(Vec<(&'a str, RawEntry<'a>)>);
@@ -236,32 +223,38 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for RawShard<'a> {
 
 /// The entries of one shard file; `None` when it cannot be decoded (or
 /// its keys and facts are not borrowed from `buf`).
-fn read_shard(buf: Vec<u8>) -> Option<HashMap<Key, Entry>> {
+fn read_shard(buf: Vec<u8>) -> Option<Shard> {
     let buf = Arc::new(buf);
     let RawShard(raw) = rmp_serde::from_slice(&buf).ok()?;
-    let mut entries = HashMap::with_capacity_and_hasher(raw.len(), Default::default());
+    let mut shard = Shard {
+        entries: Vec::with_capacity(raw.len()),
+        index: HashTable::with_capacity(raw.len()),
+        ..Shard::default()
+    };
+    let blob = |b: &[u8]| Blob::within(&buf, b);
+    // a note's facts, when it has some: `None` when they are not in `buf`
+    let maybe = |b: Option<&serde_bytes::Bytes>| match b {
+        Some(b) => blob(b).map(Some),
+        None => Some(None),
+    };
     for (key, e) in raw {
         let outcome = match e.outcome {
             RawOutcome::Binary => Outcome::Binary,
             RawOutcome::Rejected => Outcome::Rejected,
             RawOutcome::Empty => Outcome::Empty,
-            RawOutcome::Facts(bytes) => Outcome::Facts(Blob::within(&buf, bytes)?),
-            RawOutcome::Minified(note, bytes) => Outcome::Minified(
-                note.to_string(),
-                match bytes {
-                    Some(b) => Some(Blob::within(&buf, b)?),
-                    None => None,
-                },
-            ),
-            RawOutcome::Generated(note, bytes) => Outcome::Generated(
-                note.to_string(),
-                match bytes {
-                    Some(b) => Some(Blob::within(&buf, b)?),
-                    None => None,
-                },
-            ),
+            RawOutcome::Facts(bytes) => Outcome::Facts(blob(bytes)?),
+            RawOutcome::Minified(note, bytes) => Outcome::Minified(note.to_string(), maybe(bytes)?),
+            RawOutcome::Generated(note, bytes) => {
+                Outcome::Generated(note.to_string(), maybe(bytes)?)
+            }
         };
+        let (start, end) = range_within(&buf, key.as_bytes())?;
         let entry = Entry {
+            key: KeyAt {
+                start,
+                len: end - start,
+                added: false,
+            },
             size: e.size,
             mtime: e.mtime,
             settled: e.settled,
@@ -270,31 +263,210 @@ fn read_shard(buf: Vec<u8>) -> Option<HashMap<Key, Entry>> {
             scan: e.scan,
             seen: false,
         };
-        entries.insert(Key(Blob::within(&buf, key.as_bytes())?), entry);
+        shard.push(key_hash(key.as_bytes()), entry);
     }
-    Some(entries)
+    shard.read = Some(buf);
+    Some(shard)
 }
 
-#[derive(Clone, Debug, serde::Serialize)]
+/// Where an entry's key (its path relative to the project root, UTF-8) is:
+/// a range of the shard's bytes as read, or of the keys added in this run
+/// (a warm run makes no `String` per file of the project).
+#[derive(Clone, Copy, Debug)]
+struct KeyAt {
+    start: u32,
+    len: u32,
+    added: bool,
+}
+
+#[derive(Clone, Debug)]
 struct Entry {
+    key: KeyAt,
     size: u64,
     /// Modification time in nanoseconds since the epoch.
     mtime: u64,
     /// Size and time were settled when the entry was written.
     settled: bool,
+    /// This run looked it up or stored it (a whole-project run keeps only these).
+    seen: bool,
     hash: u64,
     outcome: Outcome,
     /// The last call-name scan of a rejected file: (names hash, calls one).
     scan: Option<(u64, bool)>,
-    /// This run looked it up or stored it (a whole-project run keeps only these).
-    #[serde(skip)]
-    seen: bool,
 }
 
+/// An entry as a shard file holds it, under its key (the fields of
+/// [`RawEntry`], in its order).
+#[derive(serde::Serialize)]
+struct WrittenEntry<'a> {
+    size: u64,
+    mtime: u64,
+    settled: bool,
+    hash: u64,
+    outcome: &'a Outcome,
+    scan: Option<(u64, bool)>,
+}
+
+/// One shard's entries: a table of indices into a list, the keys in the
+/// bytes they were read from or in one string of the keys added (about 90
+/// bytes an entry beside its key; a map of keys and entries took 230 on a
+/// tree of 74,000 files, the most of a run that fills the cache).
 #[derive(Default)]
 struct Shard {
-    entries: HashMap<Key, Entry>,
+    /// The shard file's bytes as read: the keys of the entries read.
+    read: Option<Arc<Vec<u8>>>,
+    /// The keys of the entries added in this run, one after another.
+    added: String,
+    entries: Vec<Entry>,
+    /// Indices into `entries`, by [`key_hash`].
+    index: HashTable<u32>,
     dirty: bool,
+    /// Entries a whole-project save keeps (`seen`).
+    kept: usize,
+}
+
+/// The hash of a key in a shard's table (within one run, never stored).
+fn key_hash(key: &[u8]) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(key);
+    h.finish()
+}
+
+/// The bytes of the key at `at`.
+fn key_of<'s>(read: &'s Option<Arc<Vec<u8>>>, added: &'s str, at: KeyAt) -> &'s [u8] {
+    let bytes = if at.added {
+        added.as_bytes()
+    } else {
+        read.as_deref().map_or(&[][..], |b| &b[..])
+    };
+    let start = at.start as usize;
+    bytes
+        .get(start..start + at.len as usize)
+        .unwrap_or_default()
+}
+
+impl Shard {
+    /// Appends an entry whose key is not in the table yet.
+    fn push(&mut self, hash: u64, entry: Entry) {
+        let Ok(i) = u32::try_from(self.entries.len()) else {
+            return;
+        };
+        self.kept += usize::from(entry.seen);
+        self.entries.push(entry);
+        let (read, added, entries) = (&self.read, &self.added, &self.entries);
+        self.index.insert_unique(hash, i, |&j| {
+            key_hash(key_of(read, added, entries[j as usize].key))
+        });
+    }
+
+    fn find(&self, key: &[u8]) -> Option<usize> {
+        let (read, added, entries) = (&self.read, &self.added, &self.entries);
+        self.index
+            .find(key_hash(key), |&j| {
+                key_of(read, added, entries[j as usize].key) == key
+            })
+            .map(|&j| j as usize)
+    }
+
+    fn get(&self, key: &str) -> Option<&Entry> {
+        self.find(key.as_bytes()).map(|i| &self.entries[i])
+    }
+
+    fn get_mut(&mut self, key: &str) -> Option<&mut Entry> {
+        let i = self.find(key.as_bytes())?;
+        Some(&mut self.entries[i])
+    }
+
+    /// Marks an entry seen by this run.
+    fn see(&mut self, i: usize) {
+        if !self.entries[i].seen {
+            self.entries[i].seen = true;
+            self.kept += 1;
+        }
+    }
+
+    /// Stores `entry` under `key`, in place of the entry it had.
+    fn insert(&mut self, key: &str, mut entry: Entry) {
+        if let Some(i) = self.find(key.as_bytes()) {
+            let old = &mut self.entries[i];
+            entry.key = old.key;
+            self.kept -= usize::from(old.seen);
+            self.kept += usize::from(entry.seen);
+            *old = entry;
+            return;
+        }
+        let (Ok(start), Ok(len)) = (u32::try_from(self.added.len()), u32::try_from(key.len()))
+        else {
+            return;
+        };
+        if start.checked_add(len).is_none() {
+            return;
+        }
+        self.added.push_str(key);
+        entry.key = KeyAt {
+            start,
+            len,
+            added: true,
+        };
+        self.push(key_hash(key.as_bytes()), entry);
+    }
+
+    /// Its entries as a shard file holds them: all of them, or only those
+    /// this run saw (the tests' reading; a save writes to the file).
+    #[cfg(test)]
+    fn write(&self, only_seen: bool) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        self.write_to(&mut out, only_seen).then_some(out)
+    }
+
+    /// [`Shard::write`] into `out` (a file: a shard of the real-code
+    /// benchmark is 2–5 MB, built in a buffer it doubled twice more).
+    fn write_to(&self, out: &mut impl std::io::Write, only_seen: bool) -> bool {
+        let written = Written {
+            shard: self,
+            only_seen,
+        };
+        rmp_serde::encode::write(out, &written).is_ok()
+    }
+}
+
+/// A shard as written: a map of keys to entries.
+struct Written<'a> {
+    shard: &'a Shard,
+    only_seen: bool,
+}
+
+impl serde::Serialize for Written<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let shard = self.shard;
+        let n = if self.only_seen {
+            shard.kept
+        } else {
+            shard.entries.len()
+        };
+        let mut map = s.serialize_map(Some(n))?;
+        for e in &shard.entries {
+            if self.only_seen && !e.seen {
+                continue;
+            }
+            // always UTF-8: added as a `&str`, or read as one from a shard
+            let key = std::str::from_utf8(key_of(&shard.read, &shard.added, e.key))
+                .map_err(serde::ser::Error::custom)?;
+            map.serialize_entry(
+                key,
+                &WrittenEntry {
+                    size: e.size,
+                    mtime: e.mtime,
+                    settled: e.settled,
+                    hash: e.hash,
+                    outcome: &e.outcome,
+                    scan: e.scan,
+                },
+            )?;
+        }
+        map.end()
+    }
 }
 
 pub struct Cache {
@@ -439,7 +611,8 @@ pub fn encode(facts: &mut FileFacts) -> Option<Outcome> {
     let calls = std::mem::take(&mut facts.link.calls);
     let done = rmp_serde::encode::write(&mut bytes, &(&*facts, &packed)).ok();
     facts.link.calls = calls;
-    done.map(|()| Outcome::Facts(Blob::own(bytes)))
+    done?;
+    Some(Outcome::Facts(Blob::own(bytes)?))
 }
 
 /// The [`Uses`] head of [`encode`]'s bytes and the rest; `None` for bytes
@@ -586,14 +759,11 @@ impl Cache {
         let shards = (0..SHARDS)
             .into_par_iter()
             .map(|i| {
-                let entries = std::fs::read(dir.join(format!("{i:02}.bin")))
+                let shard = std::fs::read(dir.join(format!("{i:02}.bin")))
                     .ok()
                     .and_then(read_shard)
                     .unwrap_or_default();
-                Mutex::new(Shard {
-                    entries,
-                    ..Shard::default()
-                })
+                Mutex::new(shard)
             })
             .collect();
         let started = SystemTime::now()
@@ -642,12 +812,13 @@ impl Cache {
         use_it: impl FnOnce(&Outcome) -> Option<R>,
     ) -> Option<R> {
         let mut shard = self.shard(key)?;
-        let e = shard.entries.get_mut(key.as_bytes())?;
+        let i = shard.find(key.as_bytes())?;
+        let e = &shard.entries[i];
         if !(e.settled && e.size == stat.size && e.mtime == stat.mtime) {
             return None;
         }
-        e.seen = true;
-        use_it(&e.outcome)
+        shard.see(i);
+        use_it(&shard.entries[i].outcome)
     }
 
     /// What phase one made of this content (the file was read: its size or
@@ -655,12 +826,13 @@ impl Cache {
     pub fn by_hash(&self, key: &str, stat: Stat, hash: u64) -> Option<Outcome> {
         let settled = self.settled(stat);
         let mut shard = self.shard(key)?;
-        let e = shard.entries.get_mut(key.as_bytes())?;
-        if e.hash != hash {
+        let i = shard.find(key.as_bytes())?;
+        if shard.entries[i].hash != hash {
             return None;
         }
+        shard.see(i);
+        let e = &mut shard.entries[i];
         let out = e.outcome.clone();
-        e.seen = true;
         if (e.size, e.mtime, e.settled) != (stat.size, stat.mtime, settled) {
             (e.size, e.mtime, e.settled) = (stat.size, stat.mtime, settled);
             shard.dirty = true;
@@ -678,9 +850,14 @@ impl Cache {
         let Some(mut shard) = self.shard(key) else {
             return;
         };
-        shard.entries.insert(
-            Key::own(key),
+        shard.insert(
+            key,
             Entry {
+                key: KeyAt {
+                    start: 0,
+                    len: 0,
+                    added: true,
+                },
                 size: stat.size,
                 mtime: stat.mtime,
                 settled,
@@ -696,7 +873,7 @@ impl Cache {
     /// The last call-name scan's answer for this unchanged file and names.
     pub fn scan(&self, key: &str, stat: Stat, names: u64) -> Option<bool> {
         let shard = self.shard(key)?;
-        let e = shard.entries.get(key.as_bytes())?;
+        let e = shard.get(key)?;
         if !(e.settled && e.size == stat.size && e.mtime == stat.mtime) {
             return None;
         }
@@ -707,7 +884,7 @@ impl Cache {
         let Some(mut shard) = self.shard(key) else {
             return;
         };
-        let Some(e) = shard.entries.get_mut(key.as_bytes()) else {
+        let Some(e) = shard.get_mut(key) else {
             return;
         };
         if e.scan != Some((names, calls)) {
@@ -727,9 +904,7 @@ impl Cache {
             .collect();
         if whole_project {
             for s in &mut shards {
-                let before = s.entries.len();
-                s.entries.retain(|_, e| e.seen);
-                s.dirty |= s.entries.len() != before;
+                s.dirty |= s.kept != s.entries.len();
             }
         }
         if !shards.iter().any(|s| s.dirty) || !make_dir(&self.dir) {
@@ -761,12 +936,13 @@ impl Cache {
             if !s.dirty {
                 return;
             }
-            let Ok(bytes) = rmp_serde::to_vec(&s.entries) else {
-                return;
-            };
             let file = dir.join(format!("{i:02}.bin"));
             let tmp = dir.join(format!("{i:02}.tmp{}", std::process::id()));
-            if std::fs::write(&tmp, bytes).is_err() || std::fs::rename(&tmp, &file).is_err() {
+            let written = std::fs::File::create(&tmp).is_ok_and(|f| {
+                let mut out = std::io::BufWriter::with_capacity(1 << 16, f);
+                s.write_to(&mut out, whole_project) && out.flush().is_ok()
+            });
+            if !written || std::fs::rename(&tmp, &file).is_err() {
                 let _ = std::fs::remove_file(&tmp);
             }
         });
@@ -780,6 +956,11 @@ mod tests {
 
     fn entry(outcome: Outcome) -> Entry {
         Entry {
+            key: KeyAt {
+                start: 0,
+                len: 0,
+                added: true,
+            },
             size: 12,
             mtime: 34,
             settled: true,
@@ -836,41 +1017,60 @@ mod tests {
 
     #[test]
     fn a_shard_reads_back_its_facts_borrowed_and_a_damaged_one_is_ignored() {
-        let mut entries: HashMap<Key, Entry> = HashMap::default();
-        entries.insert(
-            Key::own("a.py"),
-            entry(Outcome::Facts(Blob::own(vec![1, 2, 3]))),
-        );
-        entries.insert(Key::own("b.go"), entry(Outcome::Rejected));
-        entries.insert(
-            Key::own("src/c.rs"),
-            entry(Outcome::Facts(Blob::own(vec![9; 300]))),
-        );
-        entries.insert(Key::own("d.bin"), entry(Outcome::Binary));
-        let bytes = rmp_serde::to_vec(&entries).unwrap();
-        let back = read_shard(bytes.clone()).expect("reads");
-        assert_eq!(back.len(), entries.len());
-        for (k, e) in &entries {
-            let b = &back[&*k.0];
-            assert_eq!(b.outcome, e.outcome, "{k:?}");
+        let made = [
+            ("a.py", Outcome::Facts(Blob::own(vec![1, 2, 3]).unwrap())),
+            ("b.go", Outcome::Rejected),
+            ("src/c.rs", Outcome::Facts(Blob::own(vec![9; 300]).unwrap())),
+            ("d.bin", Outcome::Binary),
+            ("e.js", Outcome::Minified("minified".into(), None)),
+        ];
+        let mut shard = Shard::default();
+        for (k, out) in &made {
+            shard.insert(k, entry(Outcome::Rejected));
+            // stored again: in place of the first
+            shard.insert(k, entry(out.clone()));
+        }
+        assert_eq!((shard.entries.len(), shard.kept), (made.len(), made.len()));
+        let bytes = shard.write(false).unwrap();
+        let mut back = read_shard(bytes.clone()).expect("reads");
+        assert_eq!((back.entries.len(), back.kept), (made.len(), 0));
+        for (k, out) in &made {
+            let b = back.get(k).expect(k);
+            assert_eq!(&b.outcome, out, "{k}");
             assert_eq!((b.size, b.mtime, b.settled, b.hash), (12, 34, true, 56));
             assert_eq!(b.scan, Some((7, true)));
             assert!(!b.seen);
         }
+        assert!(back.get("a.p").is_none() && back.get("src").is_none());
         // the facts are ranges of the one buffer read
-        let (Outcome::Facts(x), Outcome::Facts(y)) =
-            (&back[&b"a.py"[..]].outcome, &back[&b"src/c.rs"[..]].outcome)
-        else {
-            panic!("facts lost");
-        };
-        assert!(Arc::ptr_eq(&x.buf, &y.buf));
-        // and so are the keys
-        for k in back.keys() {
-            assert!(Arc::ptr_eq(&k.0.buf, &x.buf));
+        let read = back.read.clone().expect("read");
+        for k in ["a.py", "src/c.rs"] {
+            let Outcome::Facts(x) = &back.get(k).unwrap().outcome else {
+                panic!("facts lost");
+            };
+            assert!(Arc::ptr_eq(&x.buf, &read));
         }
-        // written again, it reads back whole
-        let again = rmp_serde::to_vec(&back).unwrap();
-        assert_eq!(read_shard(again).expect("reads").len(), entries.len());
+        // and so are the keys
+        assert!(back.added.is_empty() && back.entries.iter().all(|e| !e.key.added));
+        // one seen, one added: a whole-project save keeps those two
+        back.see(back.find(b"src/c.rs").unwrap());
+        back.insert("f/new.rb", entry(Outcome::Empty));
+        let kept = read_shard(back.write(true).unwrap()).expect("reads");
+        let mut keys: Vec<&str> = kept
+            .entries
+            .iter()
+            .map(|e| std::str::from_utf8(key_of(&kept.read, &kept.added, e.key)).unwrap())
+            .collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["f/new.rb", "src/c.rs"]);
+        // a partial one keeps them all
+        assert_eq!(
+            read_shard(back.write(false).unwrap())
+                .expect("reads")
+                .entries
+                .len(),
+            made.len() + 1
+        );
         // truncated or damaged: ignored, never a panic
         for cut in 0..bytes.len() {
             assert!(read_shard(bytes[..cut].to_vec()).is_none(), "cut at {cut}");
@@ -879,6 +1079,24 @@ mod tests {
             let mut bad = bytes.clone();
             bad[i] ^= 0xff;
             let _ = read_shard(bad);
+        }
+    }
+
+    #[test]
+    fn a_shard_finds_each_of_many_keys_and_no_other() {
+        let mut shard = Shard::default();
+        let keys: Vec<String> = (0..5000).map(|i| format!("src/m{i}/f.py")).collect();
+        for (i, k) in keys.iter().enumerate() {
+            let mut e = entry(Outcome::Rejected);
+            e.hash = i as u64;
+            shard.insert(k, e);
+        }
+        let back = read_shard(shard.write(false).unwrap()).expect("reads");
+        for s in [&shard, &back] {
+            for (i, k) in keys.iter().enumerate() {
+                assert_eq!(s.get(k).map(|e| e.hash), Some(i as u64), "{k}");
+            }
+            assert!(s.get("src/m5000/f.py").is_none() && s.get("").is_none());
         }
     }
 }

@@ -158,9 +158,19 @@ impl PackedCalls {
         matches!(self.bytes, PackedBytes::Shared(_))
     }
 
+    /// The buffer the bytes are a range of, told apart by its address
+    /// (`None` when they are their own).
+    pub fn shared_buffer(&self) -> Option<usize> {
+        match &self.bytes {
+            PackedBytes::Shared(b) => Some(b.buffer_address()),
+            PackedBytes::Own(_) => None,
+        }
+    }
+
     /// Lets go of the buffer the bytes are a range of: they are copied when
-    /// [`PackedCalls::unpack`] with `keep` will read them, else dropped (no
-    /// call of a kept name: it reads none). Before the unpacking, so that
+    /// [`PackedCalls::unpack`] with `keep` will read them (unless they are
+    /// most of the buffer), else dropped (no call of a kept name: it reads
+    /// none). Before the unpacking, so that
     /// the cache's shards are let go before the unpacked calls are built.
     pub fn detach(&mut self, keep: Option<&HashSet<String>>) {
         if !self.is_shared() {
@@ -172,11 +182,18 @@ impl PackedCalls {
                 .iter()
                 .any(|&(id, _)| keep.contains(&*self.names.names[id as usize]))
         });
-        self.bytes = PackedBytes::Own(if read {
-            self.bytes.to_vec()
+        if read {
+            if let PackedBytes::Shared(b) = &self.bytes {
+                if !b.is_most_of_its_buffer() {
+                    self.bytes = PackedBytes::Own(b.to_vec());
+                }
+                // (a buffer the calls are most of stays: a file's own cache
+                // entry, made in this run; a copy would free little, and
+                // be made on another worker's heap than the one freed)
+            }
         } else {
-            Vec::new()
-        });
+            self.bytes = PackedBytes::Own(Vec::new());
+        }
     }
 
     /// Packs `facts.link.calls` (left empty); `None` when there are none
