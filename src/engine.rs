@@ -1864,7 +1864,11 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
                 .project_root
                 .as_deref()
                 .filter(|_| settings.cache)
-                .map(|root| open_cache(root, settings))
+                .map(|root| {
+                    let cache = open_cache(root, settings);
+                    cache.expect(entries.iter().map(|e| e.path()));
+                    cache
+                })
         },
         || list_rest_of_project(paths, settings, threads),
     );
