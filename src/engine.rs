@@ -744,11 +744,11 @@ impl Cached {
             Outcome::Rejected => Cached::Rejected,
             Outcome::Minified(note, _) if skip.minified => Cached::Skipped(Skipped {
                 generated: false,
-                note: note.clone(),
+                note: note.to_string(),
             }),
             Outcome::Generated(note, _) if skip.generated => Cached::Skipped(Skipped {
                 generated: true,
-                note: note.clone(),
+                note: note.to_string(),
             }),
             Outcome::Minified(_, None) | Outcome::Generated(_, None) => return None,
             Outcome::Facts(bytes)
@@ -1436,6 +1436,11 @@ fn read_callers(
                 got.iter().filter(|g| matches!(g, Some(Ok(_)))).count(),
                 round_start.elapsed().as_secs_f64() * 1e3
             );
+        }
+        if reads.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+            // (the texts and the front-ends' scratch of the files read,
+            // freed on both workers' heaps)
+            release_freed_memory();
         }
         let mut found = Vec::new();
         let mut still = Vec::new();

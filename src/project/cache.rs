@@ -146,9 +146,9 @@ pub enum Outcome {
     /// Minified JavaScript or TypeScript (`crate::minified`): the note a
     /// run that skips it gives, and its facts once a run scanned it (a
     /// named file, `include-minified`).
-    Minified(String, Option<Blob>),
+    Minified(Box<str>, Option<Blob>),
     /// A generated file (`crate::generated`), as [`Outcome::Minified`].
-    Generated(String, Option<Blob>),
+    Generated(Box<str>, Option<Blob>),
 }
 
 impl Outcome {
@@ -156,9 +156,9 @@ impl Outcome {
     /// skips it gives, and its facts once a run scanned it.
     pub fn skipped(why: &crate::minified::Why, facts: Option<Blob>) -> Outcome {
         if why.is_generated() {
-            Outcome::Generated(why.note(), facts)
+            Outcome::Generated(why.note().into(), facts)
         } else {
-            Outcome::Minified(why.note(), facts)
+            Outcome::Minified(why.note().into(), facts)
         }
     }
 }
@@ -243,13 +243,11 @@ fn read_shard(buf: Vec<u8>) -> Option<Shard> {
             RawOutcome::Rejected => Outcome::Rejected,
             RawOutcome::Empty => Outcome::Empty,
             RawOutcome::Facts(bytes) => Outcome::Facts(blob(bytes)?),
-            RawOutcome::Minified(note, bytes) => Outcome::Minified(note.to_string(), maybe(bytes)?),
-            RawOutcome::Generated(note, bytes) => {
-                Outcome::Generated(note.to_string(), maybe(bytes)?)
-            }
+            RawOutcome::Minified(note, bytes) => Outcome::Minified(note.into(), maybe(bytes)?),
+            RawOutcome::Generated(note, bytes) => Outcome::Generated(note.into(), maybe(bytes)?),
         };
         let (start, end) = range_within(&buf, key.as_bytes())?;
-        let entry = Entry {
+        let mut entry = Entry {
             key: KeyAt {
                 start,
                 len: end - start,
@@ -260,9 +258,11 @@ fn read_shard(buf: Vec<u8>) -> Option<Shard> {
             settled: e.settled,
             hash: e.hash,
             outcome,
-            scan: e.scan,
+            scan_names: 0,
+            scan_answer: 0,
             seen: false,
         };
+        entry.set_scan(e.scan);
         shard.push(key_hash(key.as_bytes()), entry);
     }
     shard.read = Some(buf);
@@ -291,8 +291,26 @@ struct Entry {
     seen: bool,
     hash: u64,
     outcome: Outcome,
-    /// The last call-name scan of a rejected file: (names hash, calls one).
-    scan: Option<(u64, bool)>,
+    /// The last call-name scan of a rejected file: the hash of its names
+    /// and `scan`'s answer, [`Entry::scan`] (two fields: an
+    /// `Option<(u64, bool)>` takes 16 bytes, these 9 beside the flags).
+    scan_names: u64,
+    /// 0: no scan, 1: no call of the names, 2: a call.
+    scan_answer: u8,
+}
+
+impl Entry {
+    /// The last call-name scan: (names hash, whether the file calls one).
+    fn scan(&self) -> Option<(u64, bool)> {
+        (self.scan_answer != 0).then_some((self.scan_names, self.scan_answer == 2))
+    }
+
+    fn set_scan(&mut self, scan: Option<(u64, bool)>) {
+        (self.scan_names, self.scan_answer) = match scan {
+            Some((names, calls)) => (names, 1 + u8::from(calls)),
+            None => (0, 0),
+        };
+    }
 }
 
 /// An entry as a shard file holds it, under its key (the fields of
@@ -479,7 +497,7 @@ impl serde::Serialize for Written<'_> {
                     settled: e.settled,
                     hash: e.hash,
                     outcome: &e.outcome,
-                    scan: e.scan,
+                    scan: e.scan(),
                 },
             )?;
         }
@@ -901,7 +919,8 @@ impl Cache {
                 settled,
                 hash,
                 outcome,
-                scan: None,
+                scan_names: 0,
+                scan_answer: 0,
                 seen: true,
             },
         );
@@ -915,7 +934,9 @@ impl Cache {
         if !(e.settled && e.size == stat.size && e.mtime == stat.mtime) {
             return None;
         }
-        e.scan.filter(|(h, _)| *h == names).map(|(_, calls)| calls)
+        e.scan()
+            .filter(|(h, _)| *h == names)
+            .map(|(_, calls)| calls)
     }
 
     pub fn put_scan(&self, key: &str, names: u64, calls: bool) {
@@ -925,8 +946,8 @@ impl Cache {
         let Some(e) = shard.get_mut(key) else {
             return;
         };
-        if e.scan != Some((names, calls)) {
-            e.scan = Some((names, calls));
+        if e.scan() != Some((names, calls)) {
+            e.set_scan(Some((names, calls)));
             shard.dirty = true;
         }
     }
@@ -993,7 +1014,7 @@ mod tests {
     use super::*;
 
     fn entry(outcome: Outcome) -> Entry {
-        Entry {
+        let mut e = Entry {
             key: KeyAt {
                 start: 0,
                 len: 0,
@@ -1004,9 +1025,12 @@ mod tests {
             settled: true,
             hash: 56,
             outcome,
-            scan: Some((7, true)),
+            scan_names: 0,
+            scan_answer: 0,
             seen: true,
-        }
+        };
+        e.set_scan(Some((7, true)));
+        e
     }
 
     #[test]
@@ -1076,7 +1100,7 @@ mod tests {
             let b = back.get(k).expect(k);
             assert_eq!(&b.outcome, out, "{k}");
             assert_eq!((b.size, b.mtime, b.settled, b.hash), (12, 34, true, 56));
-            assert_eq!(b.scan, Some((7, true)));
+            assert_eq!(b.scan(), Some((7, true)));
             assert!(!b.seen);
         }
         assert!(back.get("a.p").is_none() && back.get("src").is_none());
@@ -1140,6 +1164,21 @@ mod tests {
                 assert_eq!(s.get(k).map(|e| e.hash), Some(i as u64), "{k}");
             }
             assert!(s.get("src/m5000/f.py").is_none() && s.get("").is_none());
+        }
+    }
+
+    #[test]
+    fn an_entry_keeps_each_scan_answer() {
+        let mut e = entry(Outcome::Rejected);
+        for scan in [
+            None,
+            Some((0, false)),
+            Some((u64::MAX, true)),
+            Some((9, false)),
+            None,
+        ] {
+            e.set_scan(scan);
+            assert_eq!(e.scan(), scan);
         }
     }
 }
