@@ -571,10 +571,12 @@ fn unpack_calls(files: &mut [Phase1], threads: usize) {
                 .for_each(|(_, p)| p.detach(keep.as_ref()));
         }
     });
-    drop(shared);
-    // (the shards' buffers just let go: handed back before the unpacked
-    // calls take their place)
-    release_freed_memory();
+    if !shared.is_empty() {
+        drop(shared);
+        // (the shards' buffers just let go: handed back before the
+        // unpacked calls take their place)
+        release_freed_memory();
+    }
     let run = || {
         files.par_iter_mut().enumerate().for_each(|(i, f)| {
             if let Some(p) = f.packed.take() {

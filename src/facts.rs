@@ -796,10 +796,10 @@ pub fn type_mismatch(arg: &str, param: &str, lang: Language) -> bool {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CallSite {
     /// The called function's or method's name as written (`tryLock`).
-    pub callee: String,
+    pub callee: Box<str>,
     /// The receiver as written (`redisUtil`, `self.locks`), if any: a hint
     /// for narrowing by type.
-    pub recv: Option<String>,
+    pub recv: Option<Box<str>>,
     pub args: Vec<CallArg>,
     pub scope: ScopeId,
     pub order: u32,
@@ -821,16 +821,16 @@ pub struct CallArg {
     pub key: KeyExpr,
     pub value: ValueExpr,
     /// The argument is a bare name (a parameter or local of the caller).
-    pub name: Option<String>,
+    pub name: Option<Box<str>>,
     /// The parameter it is passed to by name (`ttl=30`, `ttl: 30`,
     /// `ttl = 30` in Kotlin): it binds that parameter, not its position.
     #[serde(default)]
-    pub keyword: Option<String>,
+    pub keyword: Option<Box<str>>,
     /// Its type where it is known cheaply ([`type_word`]): a string
     /// literal, a `new T(…)` (a Go `T{…}`, a Rust `T { … }` or
     /// `T::new(…)`), a parameter or local declared with a type.
     #[serde(default)]
-    pub ty: Option<String>,
+    pub ty: Option<Box<str>>,
 }
 
 /// The value of the op whose method name starts at `name_start` is the

@@ -43,8 +43,8 @@ impl CallNames {
         let mut ids: HashMap<&str, u32> = HashMap::default();
         let mut out = CallNames::default();
         for c in calls {
-            let id = *ids.entry(c.callee.as_str()).or_insert_with(|| {
-                out.names.push(c.callee.as_str().into());
+            let id = *ids.entry(&*c.callee).or_insert_with(|| {
+                out.names.push((&*c.callee).into());
                 (out.names.len() - 1) as u32
             });
             out.calls.push((id, c.scope));
@@ -419,8 +419,8 @@ impl<'de> serde::de::Visitor<'de> for SlimCall<'_> {
         use serde::de::Error;
         let (reach, file) = self.0;
         let missing = |what: &str| A::Error::custom(format!("a call site without its {what}"));
-        let callee: String = seq.next_element()?.ok_or_else(|| missing("callee"))?;
-        let recv: Option<String> = seq.next_element()?.ok_or_else(|| missing("receiver"))?;
+        let callee: Box<str> = seq.next_element()?.ok_or_else(|| missing("callee"))?;
+        let recv: Option<Box<str>> = seq.next_element()?.ok_or_else(|| missing("receiver"))?;
         let (recv, args) = if reach.may_resolve_parts(file, &callee, recv.as_deref()) {
             let args: Vec<CallArg> = seq.next_element()?.ok_or_else(|| missing("arguments"))?;
             (recv, args)
@@ -693,7 +693,7 @@ mod tests {
         let calls: Vec<String> = packed
             .unpack(Some(&keep), &mut b.link.functions)
             .into_iter()
-            .map(|c| c.callee)
+            .map(|c| c.callee.into())
             .collect();
         assert_eq!(calls, ["run", "tryLock", "withLock"]);
     }
@@ -710,7 +710,7 @@ mod tests {
         let run = scope(&mut b, "run");
         let with_arg = |callee: &str, recv: Option<&str>| {
             let mut c = call(callee, run);
-            c.recv = recv.map(String::from);
+            c.recv = recv.map(Into::into);
             c.args = vec![crate::facts::CallArg {
                 key: KeyExpr::lit("k"),
                 value: crate::facts::ValueExpr::Unknown,

@@ -40,7 +40,7 @@ pub fn failure_only_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec
             .flat_map_iter(|f| {
                 let relevant = &relevant;
                 f.facts.link.calls.iter().filter_map(move |cs| {
-                    if !relevant.contains(cs.callee.as_str()) {
+                    if !relevant.contains(&*cs.callee) {
                         return None;
                     }
                     let s = f.facts.scopes.get(cs.scope as usize)?;
@@ -79,7 +79,7 @@ pub fn failure_only_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec
                 .calls
                 .iter()
                 .filter(|cs| {
-                    cand.contains_key(cs.callee.as_str())
+                    cand.contains_key(&*cs.callee)
                         && !f
                             .facts
                             .scopes
@@ -88,7 +88,7 @@ pub fn failure_only_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec
                 })
                 .map(|cs| {
                     let at = cs.name_span.start.max(cs.span.start);
-                    (cs.callee.as_str(), cs.scope, at as u32)
+                    (&*cs.callee, cs.scope, at as u32)
                 })
                 .collect()
         })

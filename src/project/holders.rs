@@ -70,9 +70,7 @@ pub fn held_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec<(ScopeI
                 .link
                 .calls
                 .iter()
-                .filter(move |cs| {
-                    takers.contains(cs.callee.as_str()) && !is_test_scope(f, cs.scope)
-                })
+                .filter(move |cs| takers.contains(&*cs.callee) && !is_test_scope(f, cs.scope))
                 .map(move |cs| (fi, cs.scope, cs.name_span.start.max(cs.span.start)))
         })
         .collect();
@@ -110,14 +108,14 @@ pub fn held_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec<(ScopeI
         .fold(Sets::default, |(mut called, mut held), (fi, f)| {
             for cs in &f.facts.link.calls {
                 if !is_test(fi, cs.scope) {
-                    called.insert(cs.callee.as_str());
+                    called.insert(&*cs.callee);
                 }
                 let at = cs.name_span.start.max(cs.span.start);
                 if first_take.get(&(fi, cs.scope)).is_some_and(|&t| t < at)
-                    && cs.callee != name_of(fi, cs.scope)
+                    && *cs.callee != *name_of(fi, cs.scope)
                     && !is_test(fi, cs.scope)
                 {
-                    held.insert(cs.callee.as_str());
+                    held.insert(&*cs.callee);
                 }
             }
             (called, held)
@@ -130,12 +128,12 @@ pub fn held_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec<(ScopeI
             .flat_map_iter(|(fi, f)| {
                 let held = &held;
                 f.facts.link.calls.iter().filter_map(move |cs| {
-                    if held.contains(cs.callee.as_str()) {
+                    if held.contains(&*cs.callee) {
                         return None;
                     }
                     let caller = name_of(fi, cs.scope);
                     (!caller.is_empty() && held.contains(caller) && !is_test(fi, cs.scope))
-                        .then_some(cs.callee.as_str())
+                        .then_some(&*cs.callee)
                 })
             })
             .collect();

@@ -62,7 +62,7 @@ pub fn caller_names<'a>(
         if !chain.is_empty() {
             let calls: Box<dyn Iterator<Item = (&str, u32)>> = match packed {
                 Some(names) => Box::new(names.iter()),
-                None => Box::new(f.link.calls.iter().map(|c| (c.callee.as_str(), c.scope))),
+                None => Box::new(f.link.calls.iter().map(|c| (&*c.callee, c.scope))),
             };
             scopes.extend(calls.filter(|(c, _)| chain.contains(*c)).map(|(_, s)| s));
         }
@@ -103,7 +103,7 @@ pub fn dead_names<'a>(
     for (f, packed) in files {
         let calls: Box<dyn Iterator<Item = (&str, u32)>> = match packed {
             Some(names) => Box::new(names.iter()),
-            None => Box::new(f.link.calls.iter().map(|c| (c.callee.as_str(), c.scope))),
+            None => Box::new(f.link.calls.iter().map(|c| (&*c.callee, c.scope))),
         };
         for (callee, scope) in calls {
             let Some(n) = count.get_mut(callee) else {
@@ -234,7 +234,7 @@ fn inherit(files: &mut [&mut FileFacts]) {
             let test = f.scopes.get(c.scope as usize).is_some_and(|s| s.is_test);
             if !test {
                 calls
-                    .entry(c.callee.as_str())
+                    .entry(&*c.callee)
                     .or_default()
                     .push((fi, c.scope, c.name_span.start));
             }

@@ -83,7 +83,7 @@ pub fn link(files: &[ProjectFile]) -> Vec<FileView> {
                     if insts.len() >= MAX_PER_FILE {
                         break;
                     }
-                    let Some(cands) = by_name.get(cs.callee.as_str()) else {
+                    let Some(cands) = by_name.get(&*cs.callee) else {
                         continue;
                     };
                     let Some(si) = resolve(files, &sums, cands, fi, cs) else {
@@ -430,7 +430,9 @@ fn own_key_value(key: &KeyExpr, arg: &crate::facts::CallArg) -> bool {
 fn arg_of<'a>(cs: &'a CallSite, params: &[String], i: usize) -> Option<&'a crate::facts::CallArg> {
     cs.args.get(i).or_else(|| {
         let p = params.get(i)?;
-        cs.args.iter().find(|a| a.keyword.as_ref() == Some(p))
+        cs.args
+            .iter()
+            .find(|a| a.keyword.as_deref() == Some(p.as_str()))
     })
 }
 
@@ -475,7 +477,7 @@ fn returned_keys(
         let Some(from) = &cs.result_key else {
             continue;
         };
-        let Some(cands) = by_name.get(cs.callee.as_str()) else {
+        let Some(cands) = by_name.get(&*cs.callee) else {
             continue;
         };
         let Some(si) = resolve(files, sums, cands, fi, cs) else {
@@ -533,7 +535,7 @@ fn instantiate(file: usize, s: &Summary, cs: &CallSite, own: bool, out: &mut Vec
                     ))),
                     None,
                 ),
-                Some(a) => (Some(a.value.clone()), a.name.clone()),
+                Some(a) => (Some(a.value.clone()), a.name.as_deref().map(String::from)),
                 None => (None, None),
             },
         };

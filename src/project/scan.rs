@@ -26,7 +26,7 @@ pub fn summarised_names<'a>(
     for (f, packed) in files {
         let calls: Box<dyn Iterator<Item = (&str, u32)>> = match packed {
             Some(names) => Box::new(names.iter()),
-            None => Box::new(f.link.calls.iter().map(|c| (c.callee.as_str(), c.scope))),
+            None => Box::new(f.link.calls.iter().map(|c| (&*c.callee, c.scope))),
         };
         // functions whose ops take their key or value from a parameter
         // (a function whose ops all act on fixed keys is reached only from

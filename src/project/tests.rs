@@ -173,7 +173,7 @@ fn cached_calls_stay_in_the_shard_until_detached() {
     assert!(!packed.is_shared());
     let calls = unpacked(packed, Some(&keep)).link.calls;
     assert_eq!(calls.len(), 1);
-    assert_eq!(calls[0].callee, "audit");
+    assert_eq!(&*calls[0].callee, "audit");
     // the calls alone, the facts stepped over: what packing them again gives
     let alone = cache::packed_calls(&blob).expect("the calls, packed");
     assert!(alone.is_shared());

@@ -263,9 +263,9 @@ pub fn record(
                     return CallArg {
                         key: ident_key(an, &mut ident_keys, a.start, scope),
                         value,
-                        name: bare_name(an, a.start, a.end),
-                        keyword: a.name.map(values::norm_name),
-                        ty,
+                        name: bare_name(an, a.start, a.end).map(Into::into),
+                        keyword: a.name.map(|n| values::norm_name(n).into()),
+                        ty: ty.map(Into::into),
                     };
                 }
                 let short = a.end.saturating_sub(a.start) <= MAX_ARG_TOKENS;
@@ -280,13 +280,13 @@ pub fn record(
                     } else {
                         ValueExpr::Unknown
                     },
-                    name: bare_name(an, a.start, a.end),
-                    keyword: a.name.map(values::norm_name),
+                    name: bare_name(an, a.start, a.end).map(Into::into),
+                    keyword: a.name.map(|n| values::norm_name(n).into()),
                     ty: if typed(an.lang) && short {
                         let l = locals.get_or_insert_with(|| {
                             LocalTypes::new(an, &facts.link.functions, &asked())
                         });
-                        arg_type(an, l, scope, a.start, a.end)
+                        arg_type(an, l, scope, a.start, a.end).map(Into::into)
                     } else {
                         None
                     },
@@ -331,8 +331,8 @@ pub fn record(
             resolvable.push((scope, Span::new(name.start(), end)));
         }
         facts.link.calls.push(CallSite {
-            callee: name.text().to_string(),
-            recv,
+            callee: name.text().into(),
+            recv: recv.map(Into::into),
             args,
             scope,
             order: an.exec_order(c.name_tok) as u32,

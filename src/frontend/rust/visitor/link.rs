@@ -162,14 +162,14 @@ impl Walker<'_, '_> {
             .map(|a| CallArg {
                 key: self.key_of(a),
                 value: self.value_of(a),
-                name: self.bare(a),
+                name: self.bare(a).map(Into::into),
                 keyword: None,
-                ty: self.arg_type(a),
+                ty: self.arg_type(a).map(Into::into),
             })
             .collect();
         self.facts.link.calls.push(CallSite {
-            callee: callee.to_string(),
-            recv,
+            callee: callee.into(),
+            recv: recv.map(Into::into),
             args,
             scope: self.scope,
             order: 0,
