@@ -226,7 +226,9 @@ impl<'de: 'a, 'a> serde::Deserialize<'de> for RawShard<'a> {
 fn read_shard(buf: Vec<u8>) -> Option<Shard> {
     let buf = Arc::new(buf);
     let RawShard(raw) = rmp_serde::from_slice(&buf).ok()?;
+    // (the keys are ranges of `buf`: the table rehashes them from it)
     let mut shard = Shard {
+        read: Some(Arc::clone(&buf)),
         entries: Vec::with_capacity(raw.len()),
         index: HashTable::with_capacity(raw.len()),
         ..Shard::default()
@@ -265,7 +267,6 @@ fn read_shard(buf: Vec<u8>) -> Option<Shard> {
         entry.set_scan(e.scan);
         shard.push(key_hash(key.as_bytes()), entry);
     }
-    shard.read = Some(buf);
     Some(shard)
 }
 
@@ -1158,12 +1159,22 @@ mod tests {
             e.hash = i as u64;
             shard.insert(k, e);
         }
-        let back = read_shard(shard.write(false).unwrap()).expect("reads");
+        let mut back = read_shard(shard.write(false).unwrap()).expect("reads");
         for s in [&shard, &back] {
             for (i, k) in keys.iter().enumerate() {
                 assert_eq!(s.get(k).map(|e| e.hash), Some(i as u64), "{k}");
             }
             assert!(s.get("src/m5000/f.py").is_none() && s.get("").is_none());
+        }
+        // keys added to a shard as read: its table grows, rehashing the
+        // keys read from their bytes
+        for i in 5000..12000u64 {
+            let mut e = entry(Outcome::Empty);
+            e.hash = i;
+            back.insert(&format!("src/m{i}/f.py"), e);
+        }
+        for i in 0..12000u64 {
+            assert_eq!(back.get(&format!("src/m{i}/f.py")).map(|e| e.hash), Some(i));
         }
     }
 
