@@ -940,6 +940,21 @@ impl Cache {
             .map(|(_, calls)| calls)
     }
 
+    /// [`Cache::scan`] without a `stat`, for a file whose entry this run
+    /// has found current already (phase one looked it up by its size and
+    /// time or its content, or stored it): `Some(answer)` then, the answer
+    /// `None` when the last scan asked other names; `None` for a file this
+    /// run has not checked.
+    pub fn scan_seen(&self, key: &str, names: u64) -> Option<Option<bool>> {
+        let shard = self.shard(key)?;
+        let e = shard.get(key).filter(|e| e.seen)?;
+        Some(
+            e.scan()
+                .filter(|(h, _)| *h == names)
+                .map(|(_, calls)| calls),
+        )
+    }
+
     pub fn put_scan(&self, key: &str, names: u64, calls: bool) {
         let Some(mut shard) = self.shard(key) else {
             return;
