@@ -1411,18 +1411,22 @@ fn read_callers(
             break;
         };
         let reads = std::sync::atomic::AtomicUsize::new(0);
+        // what the cache's answers say of this round's names
+        let answers = cache.map(|c| c.answers(std::sync::Arc::clone(&scan.names)));
         let run = || {
             left.par_iter()
                 .map(|(e, words)| {
                     // (its text and unpacked calls let go at once, not
                     // after the whole round is read; boxed: one slot per
                     // file left, most of them empty)
-                    read_if_calls(e, *words, &scan, settings, cache, &reads).map(|r| {
-                        r.map(|mut p| {
-                            let_text_go(&mut p);
-                            Box::new(p)
-                        })
-                    })
+                    read_if_calls(e, *words, &scan, settings, cache, answers.as_ref(), &reads).map(
+                        |r| {
+                            r.map(|mut p| {
+                                let_text_go(&mut p);
+                                Box::new(p)
+                            })
+                        },
+                    )
                 })
                 .collect::<Vec<_>>()
         };
@@ -1552,8 +1556,9 @@ fn read_const_files(
 }
 
 /// Reads a file the Redis prefilter rejected when it calls one of the names
-/// (an unchanged file whose last scan with the same names found none, or
-/// whose call-word signature from phase one has none of them, is not read
+/// (an unchanged file the cache's answers say calls none of them — found
+/// calling none of a set holding them all, `cache::Answers` — or whose
+/// call-word signature from phase one has none of them, is not read
 /// again).
 fn read_if_calls(
     entry: &Entry,
@@ -1561,6 +1566,7 @@ fn read_if_calls(
     scan: &crate::project::scan::CallScan,
     settings: &Settings,
     cache: Cache,
+    answers: Option<&crate::project::cache::Answers>,
     reads: &std::sync::atomic::AtomicUsize,
 ) -> Option<Result<Phase1, Skipped>> {
     use crate::project::cache::{self, Stat};
@@ -1568,19 +1574,20 @@ fn read_if_calls(
         return None;
     }
     let key = cache.map(|c| c.key(entry.path()));
+    let cache = cache.zip(answers);
     if call_words.is_some_and(|w| !scan.may_call(w)) {
-        if let (Some(c), Some(key)) = (cache, key.as_deref()) {
-            c.put_scan(key, scan.names_hash, false);
+        if let (Some((c, a)), Some(key)) = (cache, key.as_deref()) {
+            c.put_scan(key, a, false);
         }
         return None;
     }
-    if let (Some(c), Some(key)) = (cache, key.as_deref()) {
+    if let (Some((c, a)), Some(key)) = (cache, key.as_deref()) {
         // (a file phase one found unchanged is not asked for its size and
         // time again: 59,000 `stat`s a round on the real-code benchmark)
-        let known = c.scan_seen(key, scan.names_hash).unwrap_or_else(|| {
+        let known = c.scan_seen(key, a).unwrap_or_else(|| {
             std::fs::metadata(entry.path())
                 .ok()
-                .and_then(|m| c.scan(key, Stat::of(&m), scan.names_hash))
+                .and_then(|m| c.scan(key, Stat::of(&m), a))
         });
         if known == Some(false) {
             return None;
@@ -1589,13 +1596,13 @@ fn read_if_calls(
     reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     read_rejected(entry, settings, |bytes, meta, text| {
         let calls = text && scan.calls_any(bytes, entry.language.has_paren_less_calls());
-        if let (Some(c), Some(key)) = (cache, key.as_deref()) {
-            c.put_scan(key, scan.names_hash, calls);
+        if let (Some((c, a)), Some(key)) = (cache, key.as_deref()) {
+            c.put_scan(key, a, calls);
         }
         calls.then(|| {
             cache
                 .zip(key.as_deref())
-                .map(|(c, k)| (c, k, Stat::of(meta), cache::hash(bytes)))
+                .map(|((c, _), k)| (c, k, Stat::of(meta), cache::hash(bytes)))
         })
     })
 }

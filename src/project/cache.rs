@@ -12,7 +12,8 @@
 //! modification time and content hash, what phase one made of it (binary,
 //! rejected by the prefilter, empty, or its facts, kept encoded until
 //! asked for: a range of the shard's bytes as read, not a copy) and the
-//! last call-name scan's answer for a rejected file.
+//! call-name scans' answer for a rejected file: whether it calls one of a
+//! set of names, the sets kept in `names.bin` ([`names`]).
 //!
 //! Validation: a file whose size and modification time match its entry is
 //! not read at all (when the entry was written at least [`SETTLE`] after
@@ -32,6 +33,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+mod names;
+pub use names::{Answers, Names};
 
 pub const DIR: &str = ".locklint_cache";
 
@@ -511,6 +515,8 @@ pub struct Cache {
     root: PathBuf,
     shards: Vec<Mutex<Shard>>,
     started: u64,
+    /// The names the call-name scan answers refer to (`names.bin`).
+    names: names::NameSets,
 }
 
 /// A file's size and modification time, as the cache compares them.
@@ -783,6 +789,10 @@ pub fn listing_file(root: &Path, tests: bool, custom_keys: bool) -> PathBuf {
     setting_dir(root, tests, custom_keys).join("walk.bin")
 }
 
+/// The sets of names of the call-name scans' answers ([`names`]), beside
+/// the shards.
+const NAMES_FILE: &str = "names.bin";
+
 /// Drops the shards on all workers (each holds thousands of entries).
 fn let_go(shards: Vec<Shard>) {
     shards.into_par_iter().for_each(drop);
@@ -807,11 +817,13 @@ impl Cache {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
             .unwrap_or(0);
+        let names = names::NameSets::read(&dir.join(NAMES_FILE));
         Cache {
             dir,
             root: root.to_path_buf(),
             shards,
             started,
+            names,
         }
     }
 
@@ -928,16 +940,21 @@ impl Cache {
         shard.dirty = true;
     }
 
-    /// The last call-name scan's answer for this unchanged file and names.
-    pub fn scan(&self, key: &str, stat: Stat, names: u64) -> Option<bool> {
+    /// The kept answers as a call-name scan of `names` (sorted, each once)
+    /// reads and writes them.
+    pub fn answers(&self, names: Names) -> Answers<'_> {
+        self.names.answers(names)
+    }
+
+    /// What the call-name scans' answers kept for this unchanged file say
+    /// of the scan of `answers` ([`Answers::of`]).
+    pub fn scan(&self, key: &str, stat: Stat, answers: &Answers) -> Option<bool> {
         let shard = self.shard(key)?;
         let e = shard.get(key)?;
         if !(e.settled && e.size == stat.size && e.mtime == stat.mtime) {
             return None;
         }
-        e.scan()
-            .filter(|(h, _)| *h == names)
-            .map(|(_, calls)| calls)
+        answers.of(e.scan())
     }
 
     /// [`Cache::scan`] without a `stat`, for a file whose entry this run
@@ -945,25 +962,24 @@ impl Cache {
     /// time or its content, or stored it): `Some(answer)` then, the answer
     /// `None` when the last scan asked other names; `None` for a file this
     /// run has not checked.
-    pub fn scan_seen(&self, key: &str, names: u64) -> Option<Option<bool>> {
+    pub fn scan_seen(&self, key: &str, answers: &Answers) -> Option<Option<bool>> {
         let shard = self.shard(key)?;
         let e = shard.get(key).filter(|e| e.seen)?;
-        Some(
-            e.scan()
-                .filter(|(h, _)| *h == names)
-                .map(|(_, calls)| calls),
-        )
+        Some(answers.of(e.scan()))
     }
 
-    pub fn put_scan(&self, key: &str, names: u64, calls: bool) {
+    /// Keeps the answer of the scan of `answers` for this file: whether it
+    /// calls one of the names ([`Answers::to_keep`]).
+    pub fn put_scan(&self, key: &str, answers: &Answers, calls: bool) {
         let Some(mut shard) = self.shard(key) else {
             return;
         };
         let Some(e) = shard.get_mut(key) else {
             return;
         };
-        if e.scan() != Some((names, calls)) {
-            e.set_scan(Some((names, calls)));
+        let keep = answers.to_keep(e.scan(), calls);
+        if e.scan() != Some(keep) {
+            e.set_scan(Some(keep));
             shard.dirty = true;
         }
     }
@@ -1006,6 +1022,16 @@ impl Cache {
                 }
             }
         }
+        // the sets of names the answers written refer to
+        let keep: rustc_hash::FxHashSet<u64> = shards
+            .iter()
+            .flat_map(|s| &s.entries)
+            .filter(|e| e.seen || !whole_project)
+            .filter_map(|e| e.scan())
+            .filter(|(_, calls)| !calls)
+            .map(|(id, _)| id)
+            .collect();
+        self.names.write(&self.dir.join(NAMES_FILE), &keep);
         let dir = &self.dir;
         shards.par_iter().enumerate().for_each(|(i, s)| {
             if !s.dirty {
@@ -1063,6 +1089,7 @@ mod tests {
                 root: PathBuf::from(root),
                 shards: Vec::new(),
                 started: 0,
+                names: Default::default(),
             };
             for rel in [
                 "a.py",
@@ -1191,6 +1218,43 @@ mod tests {
         for i in 0..12000u64 {
             assert_eq!(back.get(&format!("src/m{i}/f.py")).map(|e| e.hash), Some(i));
         }
+    }
+
+    #[test]
+    fn a_scan_answer_of_none_serves_the_next_run_for_fewer_names() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let names = |list: &[&str]| -> Names { list.iter().map(|s| s.to_string()).collect() };
+        let stat = Stat { size: 10, mtime: 1 };
+        let first = Cache::open(root, false, false);
+        first.put("a.go", stat, 5, Outcome::Rejected);
+        first.put("b.go", stat, 6, Outcome::Rejected);
+        let scan = first.answers(names(&["acquireLock", "claimSlot"]));
+        first.put_scan("a.go", &scan, false);
+        first.put_scan("b.go", &scan, true);
+        drop(scan);
+        first.save(true);
+        // the next run asks one name fewer (or one other)
+        let next = Cache::open(root, false, false);
+        let fewer = next.answers(names(&["claimSlot"]));
+        assert_eq!(next.scan("a.go", stat, &fewer), Some(false));
+        assert_eq!(
+            next.scan("b.go", stat, &fewer),
+            None,
+            "a call of which name?"
+        );
+        let other = next.answers(names(&["claimSlot", "grabLease"]));
+        assert_eq!(next.scan("a.go", stat, &other), None);
+        // a changed file: no answer
+        assert_eq!(next.scan("a.go", Stat { size: 11, mtime: 1 }, &fewer), None);
+        // found calling none of the other names too: both sets in one
+        next.put_scan("a.go", &other, false);
+        drop((fewer, other));
+        // (a partial run: the entries it did not look up are kept)
+        next.save(false);
+        let last = Cache::open(root, false, false);
+        let all = last.answers(names(&["acquireLock", "claimSlot", "grabLease"]));
+        assert_eq!(last.scan("a.go", stat, &all), Some(false));
     }
 
     #[test]

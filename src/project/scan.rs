@@ -137,9 +137,10 @@ pub struct CallScan {
     /// is read.
     every: bool,
     families: Vec<u8>,
-    /// Identifies the names and families (the cache keeps each rejected
-    /// file's last answer under it).
-    pub names_hash: u64,
+    /// The names, sorted, with a tag of what counts as a call: what the
+    /// cache keeps a rejected file's answer for (`cache::Answers`; a file
+    /// calls a name or not whatever the families asked).
+    pub names: super::cache::Names,
 }
 
 impl CallScan {
@@ -153,13 +154,10 @@ impl CallScan {
             .build(names.iter().map(|n| n.as_bytes()))
             .ok()?;
         // (and what counts as a call: a cached answer of another rule is
-        // not this one's)
-        let tags: Vec<String> = families
-            .iter()
-            .map(|f| format!("\u{1}{f}"))
-            .chain([CALL_RULE.to_string()])
+        // not this one's; the tag sorts before every name)
+        let tagged: super::cache::Names = std::iter::once(CALL_RULE.to_string())
+            .chain(names.iter().cloned())
             .collect();
-        let names_hash = super::cache::names_hash(names.iter().chain(&tags));
         let (mut anchored, mut bloomed, mut every) = (Vec::new(), Vec::new(), false);
         for n in names {
             let word = last_identifier(n);
@@ -184,7 +182,7 @@ impl CallScan {
             bloomed,
             every,
             families,
-            names_hash,
+            names: tagged,
         })
     }
 
