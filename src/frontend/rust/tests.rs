@@ -14,6 +14,48 @@ fn kinds(src: &str) -> Vec<(OpKind, String)> {
         .collect()
 }
 
+/// Every Rust fixture read item by item (`visitor::run_by_pieces`, what a
+/// large file gets) gives the facts of the whole file's parse.
+#[test]
+fn a_file_read_piece_by_piece_gives_the_facts_of_the_whole() {
+    fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                rust_files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    rust_files(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"),
+        &mut files,
+    );
+    files.sort();
+    let (mut pieces, mut ops) = (0, 0);
+    for path in &files {
+        let src = std::fs::read_to_string(path).unwrap();
+        let whole = super::extract_with(&src, super::MAX_NESTING, usize::MAX);
+        let by_pieces = super::extract_with(&src, super::MAX_NESTING, 0);
+        assert_eq!(by_pieces, whole, "{}", path.display());
+        let text = super::scan::blank_bom_and_shebang(&src);
+        let mut f = FileFacts::new(Language::Rust);
+        if super::visitor::run_by_pieces(&text, &super::scan::top_level_items(&text), &mut f) {
+            pieces += 1;
+            ops += f.ops.len();
+        }
+    }
+    // (not a fall-back to the whole parse: nearly all of them went by pieces)
+    assert!(
+        files.len() >= 40 && pieces + 2 >= files.len(),
+        "{pieces} of {}",
+        files.len()
+    );
+    assert!(ops >= 100, "{ops} ops");
+}
+
 #[test]
 fn dump() {
     let src = std::env::var("LL_DUMP").unwrap_or_default();

@@ -13,6 +13,7 @@ use crate::facts::{
 use crate::frontend::lua;
 use crate::words;
 use quote::ToTokens;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
@@ -48,24 +49,57 @@ const MAX_RESOLVE: u32 = 6;
 
 struct Helper<'f> {
     params: Vec<String>,
-    body: &'f Expr,
+    body: Cow<'f, Expr>,
+    /// The base offset of its unit.
+    base: usize,
 }
 
 #[derive(Default)]
 struct FileInfo<'f> {
     /// Constants and statics by name, with the base offset of their unit.
-    consts: HashMap<String, (usize, &'f Expr)>,
+    consts: HashMap<String, (usize, Cow<'f, Expr>)>,
     /// `lazy_static! { static ref NAME: T = expr; }` items, parsed out of the macro.
     macro_consts: HashMap<String, (usize, Expr)>,
     helpers: HashMap<String, Helper<'f>>,
     /// Struct fields initialised with `Script::new(x)`: field name → `x`.
-    script_fields: HashMap<String, &'f Expr>,
+    script_fields: HashMap<String, (usize, Cow<'f, Expr>)>,
     crates: Vec<Client>,
     /// Struct fields whose type is a map, set, vector or cache (`self.local.get(..)`).
     non_redis_fields: Vec<String>,
 }
 
 impl FileInfo<'_> {
+    /// What `other` (collected from the items after these) adds, as one
+    /// collection of them all would hold it (a later name wins), the
+    /// expressions copied out of their items.
+    fn absorb(&mut self, other: FileInfo<'_>) {
+        let own = |e: Cow<'_, Expr>| Cow::Owned(e.into_owned());
+        for (n, (b, e)) in other.consts {
+            self.consts.insert(n, (b, own(e)));
+        }
+        self.macro_consts.extend(other.macro_consts);
+        for (n, h) in other.helpers {
+            let body = own(h.body);
+            self.helpers.insert(
+                n,
+                Helper {
+                    params: h.params,
+                    body,
+                    base: h.base,
+                },
+            );
+        }
+        for (n, (b, e)) in other.script_fields {
+            self.script_fields.insert(n, (b, own(e)));
+        }
+        for c in other.crates {
+            if !self.crates.contains(&c) {
+                self.crates.push(c);
+            }
+        }
+        self.non_redis_fields.extend(other.non_redis_fields);
+    }
+
     fn evidence(&self) -> bool {
         !self.crates.is_empty()
     }
@@ -98,7 +132,11 @@ fn single_expr_body(block: &syn::Block) -> Option<&Expr> {
     }
 }
 
-fn helper_of<'f>(sig: &'f syn::Signature, block: &'f syn::Block) -> Option<Helper<'f>> {
+fn helper_of<'f>(
+    sig: &'f syn::Signature,
+    block: &'f syn::Block,
+    base: usize,
+) -> Option<Helper<'f>> {
     let body = single_expr_body(block)?;
     let mut params = Vec::new();
     for input in &sig.inputs {
@@ -107,36 +145,40 @@ fn helper_of<'f>(sig: &'f syn::Signature, block: &'f syn::Block) -> Option<Helpe
             syn::FnArg::Typed(t) => params.push(pat_name(&t.pat).unwrap_or_default()),
         }
     }
-    Some(Helper { params, body })
+    Some(Helper {
+        params,
+        body: Cow::Borrowed(body),
+        base,
+    })
 }
 
 impl<'f> Visit<'f> for Collect<'f, '_> {
     fn visit_item_const(&mut self, i: &'f syn::ItemConst) {
         self.info
             .consts
-            .insert(i.ident.to_string(), (self.base, &i.expr));
+            .insert(i.ident.to_string(), (self.base, Cow::Borrowed(&i.expr)));
         visit::visit_item_const(self, i);
     }
     fn visit_item_static(&mut self, i: &'f syn::ItemStatic) {
         self.info
             .consts
-            .insert(i.ident.to_string(), (self.base, &i.expr));
+            .insert(i.ident.to_string(), (self.base, Cow::Borrowed(&i.expr)));
         visit::visit_item_static(self, i);
     }
     fn visit_impl_item_const(&mut self, i: &'f syn::ImplItemConst) {
         self.info
             .consts
-            .insert(i.ident.to_string(), (self.base, &i.expr));
+            .insert(i.ident.to_string(), (self.base, Cow::Borrowed(&i.expr)));
         visit::visit_impl_item_const(self, i);
     }
     fn visit_item_fn(&mut self, i: &'f syn::ItemFn) {
-        if let Some(h) = helper_of(&i.sig, &i.block) {
+        if let Some(h) = helper_of(&i.sig, &i.block, self.base) {
             self.info.helpers.insert(i.sig.ident.to_string(), h);
         }
         visit::visit_item_fn(self, i);
     }
     fn visit_impl_item_fn(&mut self, i: &'f syn::ImplItemFn) {
-        if let Some(h) = helper_of(&i.sig, &i.block) {
+        if let Some(h) = helper_of(&i.sig, &i.block, self.base) {
             self.info.helpers.insert(i.sig.ident.to_string(), h);
         }
         visit::visit_impl_item_fn(self, i);
@@ -144,7 +186,9 @@ impl<'f> Visit<'f> for Collect<'f, '_> {
     fn visit_field_value(&mut self, i: &'f syn::FieldValue) {
         if let syn::Member::Named(name) = &i.member {
             if let Some(arg) = find_script_new(&i.expr) {
-                self.info.script_fields.insert(name.to_string(), arg);
+                self.info
+                    .script_fields
+                    .insert(name.to_string(), (self.base, Cow::Borrowed(arg)));
             }
         }
         visit::visit_field_value(self, i);
@@ -281,7 +325,10 @@ struct Walker<'f, 'o> {
     src: &'f str,
     info: &'f FileInfo<'f>,
     facts: &'o mut FileFacts,
-    base: usize,
+    /// The byte offset the spans of the unit being read count from (a
+    /// cell: an expression of another unit, a constant's or a helper's, is
+    /// read at its own, [`Walker::at_base`]).
+    base: std::cell::Cell<usize>,
     scope: ScopeId,
     owner: Option<String>,
     in_test: bool,
@@ -313,40 +360,138 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
             c.visit_item(u.item);
         }
     }
-    let mut w = Walker {
-        src,
-        info: &info,
-        facts,
-        base: 0,
-        scope: 0,
-        owner: None,
-        in_test: false,
-        depth: 0,
-        locals: Vec::new(),
-        txns: Vec::new(),
-        fn_watched: Vec::new(),
-        script_at: HashMap::new(),
-        checks: Vec::new(),
-        exit_guard: None,
-        params: Vec::new(),
-    };
+    let mut w = Walker::new(src, &info, facts, WalkState::default());
     for u in units {
-        w.base = u.base;
+        w.base.set(u.base);
         w.owner = u.owner.clone();
         w.visit_item(u.item);
     }
-    // Source order, then a dense order number.
-    let mut ops = std::mem::take(&mut w.facts.ops);
+    finish(w.facts);
+}
+
+/// [`run`] over the top-level items of `src` at `pieces` (byte ranges,
+/// `scan::top_level_items`), each parsed alone, twice (the walk needs what
+/// is collected from them all): only one piece's syntax tree is held at a
+/// time (a whole file's takes about 100 bytes per byte of source). `false`,
+/// and `facts` untouched, when a piece does not parse alone (a piece cut
+/// where no item ends): the file is then parsed whole.
+pub fn run_by_pieces(src: &str, pieces: &[std::ops::Range<usize>], facts: &mut FileFacts) -> bool {
+    // the items of a piece (the first may open with inner attributes);
+    // `None` when it does not parse
+    let parse = |r: &std::ops::Range<usize>| -> Option<Vec<syn::Item>> {
+        let piece = src.get(r.clone())?;
+        if piece.trim().is_empty() {
+            return Some(Vec::new());
+        }
+        syn::parse_str::<syn::Item>(piece)
+            .map(|i| vec![i])
+            .or_else(|_| syn::parse_file(piece).map(|f| f.items))
+            .ok()
+    };
+    let mut info: FileInfo<'static> = FileInfo::default();
+    for r in pieces {
+        let Some(items) = parse(r) else {
+            return false;
+        };
+        let mut part = FileInfo::default();
+        let mut c = Collect {
+            info: &mut part,
+            base: r.start,
+        };
+        for item in &items {
+            c.visit_item(item);
+        }
+        info.absorb(part);
+    }
+    let mut state = WalkState::default();
+    for r in pieces {
+        // (each parsed above)
+        let items = parse(r).unwrap_or_default();
+        let mut w = Walker::new(src, &info, facts, state);
+        w.base.set(r.start);
+        w.owner = None;
+        for item in &items {
+            w.visit_item(item);
+        }
+        state = w.state();
+    }
+    finish(facts);
+    true
+}
+
+/// Ops in source order with a dense order number, guards sorted, calls
+/// ordered: the end of [`run`] and [`run_by_pieces`].
+fn finish(facts: &mut FileFacts) {
+    let mut ops = std::mem::take(&mut facts.ops);
     ops.sort_by_key(|o| (o.name_span.start, o.span.start));
     for (i, o) in ops.iter_mut().enumerate() {
         o.order = i as u32;
     }
-    w.facts.ops = ops;
-    w.facts
+    facts.ops = ops;
+    facts
         .absence_guards
         .sort_by_key(|g| (g.write.start, g.check.start));
-    w.facts.absence_guards.dedup();
-    link::order_calls(w.facts);
+    facts.absence_guards.dedup();
+    link::order_calls(facts);
+}
+
+/// What a [`Walker`] carries from one top-level item to the next.
+#[derive(Default)]
+struct WalkState {
+    scope: ScopeId,
+    owner: Option<String>,
+    in_test: bool,
+    depth: u32,
+    locals: Vec<Local>,
+    txns: Vec<Txn>,
+    fn_watched: Vec<KeyExpr>,
+    script_at: HashMap<usize, ScriptId>,
+    checks: Vec<(String, usize)>,
+    exit_guard: Option<usize>,
+    params: Vec<String>,
+}
+
+impl<'f, 'o> Walker<'f, 'o> {
+    fn new(
+        src: &'f str,
+        info: &'f FileInfo<'f>,
+        facts: &'o mut FileFacts,
+        s: WalkState,
+    ) -> Walker<'f, 'o> {
+        Walker {
+            src,
+            info,
+            facts,
+            base: std::cell::Cell::new(0),
+            scope: s.scope,
+            owner: s.owner,
+            in_test: s.in_test,
+            depth: s.depth,
+            locals: s.locals,
+            txns: s.txns,
+            fn_watched: s.fn_watched,
+            script_at: s.script_at,
+            checks: s.checks,
+            exit_guard: s.exit_guard,
+            params: s.params,
+        }
+    }
+
+    fn state(self) -> WalkState {
+        WalkState {
+            scope: self.scope,
+            owner: self.owner,
+            in_test: self.in_test,
+            depth: self.depth,
+            locals: self.locals,
+            txns: self.txns,
+            fn_watched: self.fn_watched,
+            script_at: self.script_at,
+            checks: self.checks,
+            exit_guard: self.exit_guard,
+            params: self.params,
+        }
+    }
 }
 
 impl<'f> Walker<'f, '_> {
@@ -354,7 +499,17 @@ impl<'f> Walker<'f, '_> {
 
     fn off(&self, s: proc_macro2::Span) -> Span {
         let r = s.byte_range();
-        Span::new(self.base + r.start, self.base + r.end.max(r.start))
+        let base = self.base.get();
+        Span::new(base + r.start, base + r.end.max(r.start))
+    }
+
+    /// `f` with the spans counted from `base` (an expression of another
+    /// unit: a constant's, a helper's, a script field's).
+    fn at_base<R>(&self, base: usize, f: impl FnOnce() -> R) -> R {
+        let saved = self.base.replace(base);
+        let out = f();
+        self.base.set(saved);
+        out
     }
 
     fn span_of<T: Spanned>(&self, t: &T) -> Span {
@@ -487,8 +642,8 @@ impl<'f> Walker<'f, '_> {
                         return l.key.clone();
                     }
                 }
-                if let Some((name, ce)) = self.const_expr(&p.path) {
-                    let mut k = self.key_d(ce, d + 1, None);
+                if let Some((name, base, ce)) = self.const_entry(&p.path) {
+                    let mut k = self.at_base(base, || self.key_d(ce, d + 1, None));
                     if k.is_unknown() {
                         k = KeyExpr {
                             parts: vec![KeyPart::Const(name.clone())],
@@ -599,7 +754,7 @@ impl<'f> Walker<'f, '_> {
             .zip(args)
             .map(|(p, a)| (p.clone(), self.key_d(a, d + 1, sub)))
             .collect();
-        let mut k = self.key_d(h.body, d + 1, Some(&map));
+        let mut k = self.at_base(h.base, || self.key_d(&h.body, d + 1, Some(&map)));
         k.idents.push(name.to_string());
         k
     }
@@ -771,7 +926,7 @@ impl<'f> Walker<'f, '_> {
                 if path.len() == 1 || (path.len() == 2 && path[0] == "Self") {
                     if let Some(h) = path.last().and_then(|n| self.info.helpers.get(n)) {
                         if h.params.len() == c.args.len() {
-                            return self.value_d(h.body, d + 1);
+                            return self.at_base(h.base, || self.value_d(&h.body, d + 1));
                         }
                     }
                 }
@@ -782,8 +937,8 @@ impl<'f> Walker<'f, '_> {
                         return l.value.clone();
                     }
                 }
-                if let Some((name, ce)) = self.const_expr(&p.path) {
-                    return match self.value_d(ce, d + 1) {
+                if let Some((name, base, ce)) = self.const_entry(&p.path) {
+                    return match self.at_base(base, || self.value_d(ce, d + 1)) {
                         ValueExpr::Unknown => {
                             words::classify_value_words(&name).unwrap_or(ValueExpr::Unknown)
                         }
@@ -818,8 +973,8 @@ impl<'f> Walker<'f, '_> {
                         return l.str_val.clone();
                     }
                 }
-                let (_, ce) = self.const_expr(&p.path)?;
-                self.const_str_d(ce, d + 1)
+                let (_, base, ce) = self.const_entry(&p.path)?;
+                self.at_base(base, || self.const_str_d(ce, d + 1))
             }
             _ => None,
         }
@@ -861,17 +1016,21 @@ impl<'f> Walker<'f, '_> {
                 }
                 let (cname, base, ce) = self.const_entry(&p.path)?;
                 let inner = find_script_new(ce).unwrap_or(ce);
-                let saved = std::mem::replace(&mut self.base, base);
+                let saved = self.base.replace(base);
                 let id = self.script_d(inner, Some(cname), d + 1);
-                self.base = saved;
+                self.base.set(saved);
                 id
             }
             Expr::Field(f) => {
                 let syn::Member::Named(m) = &f.member else {
                     return None;
                 };
-                let arg = *self.info.script_fields.get(&m.to_string())?;
-                self.script_d(arg, Some(m.to_string()), d + 1)
+                let info: &'f FileInfo<'f> = self.info;
+                let (base, arg) = info.script_fields.get(&m.to_string())?;
+                let saved = self.base.replace(*base);
+                let id = self.script_d(arg, Some(m.to_string()), d + 1);
+                self.base.set(saved);
+                id
             }
             Expr::Call(_) => {
                 let arg = find_script_new(e)?;
@@ -1399,7 +1558,7 @@ impl<'f> Walker<'f, '_> {
     fn chain(&mut self, top: &Expr) {
         let (base, mut links) = flatten(top);
         for l in links.iter_mut() {
-            l.end += self.base;
+            l.end += self.base.get();
         }
         let chain_start = self.span_of(base).start;
         let ops_before = self.facts.ops.len();
