@@ -718,7 +718,9 @@ fn parse(
 enum Cached {
     /// Binary or empty.
     Nothing,
-    Rejected,
+    /// Rejected by the prefilter: its anchored call-word hashes when the
+    /// cache kept them (`cache::Outcome::Signed`).
+    Rejected(Option<Box<[u32]>>),
     /// The facts (their calls empty) and the calls, packed.
     Facts(Box<FileFacts>, Option<crate::project::calls::PackedCalls>),
     /// Facts without ops of their own, left encoded until the link says
@@ -743,7 +745,8 @@ impl Cached {
         use crate::project::cache::{self, Outcome};
         Some(match out {
             Outcome::Binary | Outcome::Empty => Cached::Nothing,
-            Outcome::Rejected => Cached::Rejected,
+            Outcome::Rejected => Cached::Rejected(None),
+            Outcome::Signed(_) => Cached::Rejected(out.anchored()),
             Outcome::Minified(note, _) if skip.minified => Cached::Skipped(Skipped {
                 generated: false,
                 note: note.to_string(),
@@ -811,7 +814,10 @@ fn read_code_entry(
     // What to do with a cached outcome, decoded.
     let from_cache = |got: Cached, src: Option<String>, outcome: &mut FileOutcome| match got {
         Cached::Nothing => {}
-        Cached::Rejected => outcome.rejected = true,
+        Cached::Rejected(anchored) => {
+            outcome.rejected = true;
+            outcome.call_words = anchored.map(prefilter::CallWords::anchored_only);
+        }
         Cached::Lazy(blob) => outcome.lazy = Some(blob),
         Cached::Skipped(skipped) => outcome.said().skipped = Some(skipped),
         Cached::Facts(facts, packed) => {
@@ -910,7 +916,12 @@ fn read_code_entry(
         let (loaded, why) = classify(bytes, custom_keys);
         match &loaded {
             Ok(Loaded::Binary) => c.put(key, stat, h, Outcome::Binary),
-            Ok(Loaded::Rejected) => c.put(key, stat, h, Outcome::Rejected),
+            // (with its anchored call words when the prefilter gave them:
+            // a later scan of new anchored names needs no read of it)
+            Ok(Loaded::Rejected) => {
+                let out = sig.as_deref().map_or(Outcome::Rejected, Outcome::signed);
+                c.put(key, stat, h, out)
+            }
             Ok(Loaded::Text(t)) if t.is_empty() => c.put(key, stat, h, Outcome::Empty),
             Ok(Loaded::Minified(why)) => c.put(key, stat, h, Outcome::skipped(why, None)),
             _ => {}
@@ -1584,13 +1595,25 @@ fn read_if_calls(
     if let (Some((c, a)), Some(key)) = (cache, key.as_deref()) {
         // (a file phase one found unchanged is not asked for its size and
         // time again: 59,000 `stat`s a round on the real-code benchmark)
-        let known = c.scan_seen(key, a).unwrap_or_else(|| {
-            std::fs::metadata(entry.path())
-                .ok()
-                .and_then(|m| c.scan(key, Stat::of(&m), a))
+        let kept = c.kept_answer(key, || {
+            std::fs::metadata(entry.path()).ok().map(|m| Stat::of(&m))
         });
-        if known == Some(false) {
-            return None;
+        match a.of(kept) {
+            Some(false) => return None,
+            Some(true) => {}
+            // the names beyond a kept "none" all hold an anchor, and the
+            // file's anchored call words (from phase one or the cache)
+            // hold none of them: it calls none of these names either
+            None => {
+                let beyond = call_words
+                    .and_then(|_| a.beyond(kept, crate::project::scan::CallScan::anchored_hashes));
+                if let (Some(beyond), Some(w)) = (beyond, call_words) {
+                    if !w.anchored().iter().any(|h| beyond.binary_search(h).is_ok()) {
+                        c.put_scan(key, a, false);
+                        return None;
+                    }
+                }
+            }
         }
     }
     reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

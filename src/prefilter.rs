@@ -587,8 +587,17 @@ fn anchors_calls() -> &'static [bool] {
 /// "maybe" only costs a read.
 ///
 /// One allocation: `[number of anchored hashes, anchored hashes…, filter
-/// bits…]`.
-pub struct CallWords(Box<[u32]>);
+/// bits…]`. A file's signature as the cache keeps it is its anchored
+/// hashes alone ([`CallWords::anchored_only`]): the filter unknown, it
+/// answers "maybe" for every word.
+pub struct CallWords(Box<[u32]>, Filter);
+
+/// Whether a [`CallWords`] holds its filter.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Filter {
+    Held,
+    Unknown,
+}
 
 /// Filter bits per distinct call word of a file.
 const BLOOM_BITS_PER_WORD: usize = 16;
@@ -662,19 +671,32 @@ impl CallWords {
             if table.capacity() > 1 << 17 {
                 *table = Vec::new();
             }
-            CallWords(out.into_boxed_slice())
+            CallWords(out.into_boxed_slice(), Filter::Held)
         })
+    }
+
+    /// The signature of a file known only by its anchored hashes (sorted,
+    /// as [`CallWords::anchored`] gives them; no allocation when there are
+    /// none): any other word it may call.
+    pub fn anchored_only(anchored: Box<[u32]>) -> CallWords {
+        CallWords(anchored, Filter::Unknown)
     }
 
     /// The sorted hashes of the call words holding an anchor
     /// ([`call_word_hash`]).
     pub fn anchored(&self) -> &[u32] {
-        &self.0[1..=self.0[0] as usize]
+        match self.1 {
+            Filter::Held => &self.0[1..=self.0[0] as usize],
+            Filter::Unknown => &self.0,
+        }
     }
 
     /// The file may call a word of this [`bloom_key`]: false only when it
     /// holds no such call word.
     pub fn may_hold(&self, key: u64) -> bool {
+        if self.1 == Filter::Unknown {
+            return true;
+        }
         let filter = &self.0[1 + self.0[0] as usize..];
         let bits = filter.len() * 32;
         bits > 0 && probes(key, bits).all(|bit| filter[bit / 32] & (1 << (bit % 32)) != 0)

@@ -143,6 +143,11 @@ pub enum Outcome {
     Binary,
     /// No word a finding needs (the Redis prefilter).
     Rejected,
+    /// Rejected, with the hashes of its call words that hold a call anchor
+    /// (`prefilter::CallWords::anchored`, little-endian; `None`: it has
+    /// none): a later call-name scan whose new names all hold an anchor
+    /// needs no read of it ([`Outcome::signed`]).
+    Signed(Option<Blob>),
     /// Empty after decoding.
     Empty,
     /// Its facts (MessagePack, decoded on demand).
@@ -156,6 +161,28 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// A rejected file with its anchored call-word hashes.
+    pub fn signed(anchored: &[u32]) -> Outcome {
+        if anchored.is_empty() {
+            return Outcome::Signed(None);
+        }
+        let bytes = anchored.iter().flat_map(|h| h.to_le_bytes()).collect();
+        Outcome::Signed(Blob::own(bytes))
+    }
+
+    /// The anchored hashes of [`Outcome::Signed`] (`None` for any other).
+    pub fn anchored(&self) -> Option<Box<[u32]>> {
+        match self {
+            Outcome::Signed(None) => Some(Box::default()),
+            Outcome::Signed(Some(b)) => Some(
+                b.chunks_exact(4)
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+
     /// The outcome of a minified or generated file: the note a run that
     /// skips it gives, and its facts once a run scanned it.
     pub fn skipped(why: &crate::minified::Why, facts: Option<Blob>) -> Outcome {
@@ -173,6 +200,7 @@ impl Outcome {
 enum RawOutcome<'a> {
     Binary,
     Rejected,
+    Signed(#[serde(borrow)] Option<&'a serde_bytes::Bytes>),
     Empty,
     Facts(#[serde(borrow)] &'a serde_bytes::Bytes),
     Minified(
@@ -247,6 +275,7 @@ fn read_shard(buf: Vec<u8>) -> Option<Shard> {
         let outcome = match e.outcome {
             RawOutcome::Binary => Outcome::Binary,
             RawOutcome::Rejected => Outcome::Rejected,
+            RawOutcome::Signed(bytes) => Outcome::Signed(maybe(bytes)?),
             RawOutcome::Empty => Outcome::Empty,
             RawOutcome::Facts(bytes) => Outcome::Facts(blob(bytes)?),
             RawOutcome::Minified(note, bytes) => Outcome::Minified(note.into(), maybe(bytes)?),
@@ -957,15 +986,28 @@ impl Cache {
         answers.of(e.scan())
     }
 
-    /// [`Cache::scan`] without a `stat`, for a file whose entry this run
-    /// has found current already (phase one looked it up by its size and
-    /// time or its content, or stored it): `Some(answer)` then, the answer
-    /// `None` when the last scan asked other names; `None` for a file this
-    /// run has not checked.
-    pub fn scan_seen(&self, key: &str, answers: &Answers) -> Option<Option<bool>> {
-        let shard = self.shard(key)?;
-        let e = shard.get(key).filter(|e| e.seen)?;
-        Some(answers.of(e.scan()))
+    /// The call-name scans' answer kept for this file (set id, whether it
+    /// calls one of its names), when its entry is current: this run found
+    /// it so already, or `stat` (asked only then) matches it.
+    pub fn kept_answer(
+        &self,
+        key: &str,
+        stat: impl FnOnce() -> Option<Stat>,
+    ) -> Option<(u64, bool)> {
+        let seen = {
+            let shard = self.shard(key)?;
+            let e = shard.get(key)?;
+            if e.seen {
+                return e.scan();
+            }
+            (e.settled, e.size, e.mtime)
+        };
+        // (the shard is not held while the file is asked for its size)
+        let stat = stat()?;
+        if !(seen.0 && seen.1 == stat.size && seen.2 == stat.mtime) {
+            return None;
+        }
+        self.shard(key)?.get(key)?.scan()
     }
 
     /// Keeps the answer of the scan of `answers` for this file: whether it
@@ -1125,6 +1167,8 @@ mod tests {
         let made = [
             ("a.py", Outcome::Facts(Blob::own(vec![1, 2, 3]).unwrap())),
             ("b.go", Outcome::Rejected),
+            ("b2.go", Outcome::signed(&[])),
+            ("b3.go", Outcome::signed(&[7, u32::MAX])),
             ("src/c.rs", Outcome::Facts(Blob::own(vec![9; 300]).unwrap())),
             ("d.bin", Outcome::Binary),
             ("e.js", Outcome::Minified("minified".into(), None)),
@@ -1147,6 +1191,11 @@ mod tests {
             assert!(!b.seen);
         }
         assert!(back.get("a.p").is_none() && back.get("src").is_none());
+        // a rejected file's anchored hashes come back as they went
+        let anchored = |k: &str| back.get(k).and_then(|e| e.outcome.anchored());
+        assert_eq!(anchored("b.go"), None, "not signed");
+        assert_eq!(anchored("b2.go").as_deref(), Some(&[][..]));
+        assert_eq!(anchored("b3.go").as_deref(), Some(&[7, u32::MAX][..]));
         // the facts are ranges of the one buffer read
         let read = back.read.clone().expect("read");
         for k in ["a.py", "src/c.rs"] {

@@ -121,6 +121,9 @@ pub fn family(l: Language) -> u8 {
 /// in the cache's answers: changed when that rule changes.
 const CALL_RULE: &str = "\u{2}call: ( or < after white space; Ruby: a space";
 
+/// The first character of [`CALL_RULE`]: no name starts with it.
+const CALL_RULE_MARK: char = '\u{2}';
+
 /// An automaton finding `name(`, `name <T>(` or `name arg` (Ruby) for any of the names,
 /// for files of the language families the names were found in.
 pub struct CallScan {
@@ -191,6 +194,30 @@ impl CallScan {
         self.families.contains(&family(l))
     }
 
+    /// The call-word hashes (`prefilter::call_word_hash`) of the
+    /// identifiers `names` end with, sorted, when each holds a call anchor
+    /// (and is no tag of what counts as a call): what a signature of
+    /// anchored words alone (`prefilter::CallWords::anchored_only`) can
+    /// tell; `None` otherwise.
+    pub fn anchored_hashes(names: &[String]) -> Option<Vec<u32>> {
+        let mut out = Vec::with_capacity(names.len());
+        for n in names {
+            let word = last_identifier(n);
+            if n.starts_with(CALL_RULE_MARK)
+                || word.is_empty()
+                || word.len() > crate::prefilter::MAX_CALL_WORD
+                || word[0].is_ascii_digit()
+                || !crate::prefilter::has_call_anchor(word)
+            {
+                return None;
+            }
+            out.push(crate::prefilter::call_word_hash(word));
+        }
+        out.sort_unstable();
+        out.dedup();
+        Some(out)
+    }
+
     /// A rejected file with these call words (`prefilter::CallWords`) may
     /// call one of the names; false only when it calls none (it holds no
     /// identifier that ends a name's call).
@@ -235,6 +262,40 @@ mod tests {
             &mut sig
         ));
         crate::prefilter::CallWords::of(text.as_bytes(), &sig, ruby)
+    }
+
+    #[test]
+    fn anchored_words_alone_tell_the_names_that_hold_an_anchor() {
+        let n = |list: &[&str]| -> Vec<String> { list.iter().map(|s| s.to_string()).collect() };
+        let h = |w: &str| crate::prefilter::call_word_hash(w.as_bytes());
+        let mut want = vec![h("claimSlot"), h("releaseLock")];
+        want.sort_unstable();
+        assert_eq!(
+            CallScan::anchored_hashes(&n(&["svc.releaseLock", "claimSlot", "releaseLock"])),
+            Some(want)
+        );
+        // a name without an anchor, or the tag of the call rule: not by
+        // anchored words alone
+        assert_eq!(
+            CallScan::anchored_hashes(&n(&["handler", "claimSlot"])),
+            None
+        );
+        assert_eq!(CallScan::anchored_hashes(&n(&[CALL_RULE])), None);
+        assert_eq!(CallScan::anchored_hashes(&[]), Some(vec![]));
+        // and a signature of anchored words alone says "maybe" for the others
+        let names: BTreeSet<String> = ["claimSlot", "handler"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let scan = CallScan::new(&names, vec![0]).expect("names");
+        let none = crate::prefilter::CallWords::anchored_only(Box::default());
+        assert!(scan.may_call(&none), "handler: unknown");
+        let only: BTreeSet<String> = ["claimSlot"].iter().map(|s| s.to_string()).collect();
+        let scan = CallScan::new(&only, vec![0]).expect("names");
+        assert!(!scan.may_call(&none));
+        assert!(scan.may_call(&crate::prefilter::CallWords::anchored_only(
+            vec![h("claimSlot")].into()
+        )));
     }
 
     #[test]

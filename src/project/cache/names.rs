@@ -73,6 +73,7 @@ impl NameSets {
             names,
             covered,
             unions: Mutex::default(),
+            beyond: Mutex::default(),
             sets: self,
         }
     }
@@ -146,6 +147,8 @@ pub struct Answers<'a> {
     covered: FxHashSet<u64>,
     /// The union of each set with the scan's names, made once.
     unions: Mutex<FxHashMap<u64, u64>>,
+    /// Per set, what [`Answers::beyond`] made of the names it lacks.
+    beyond: Mutex<FxHashMap<u64, Option<Arc<[u32]>>>>,
     sets: &'a NameSets,
 }
 
@@ -159,6 +162,41 @@ impl Answers<'_> {
             (sid, true) => (sid == self.id).then_some(true),
             (sid, false) => (sid == self.id || self.covered.contains(&sid)).then_some(false),
         }
+    }
+
+    /// For a kept "none" of a set this scan's names are not all in, what
+    /// `judge` makes of the names it lacks (once per set): `None` when the
+    /// answer kept is no "none" or of a set unknown.
+    pub fn beyond(
+        &self,
+        kept: Option<(u64, bool)>,
+        judge: impl FnOnce(&[String]) -> Option<Vec<u32>>,
+    ) -> Option<Arc<[u32]>> {
+        let (sid, false) = kept? else {
+            return None;
+        };
+        let mut memo = self.beyond.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(got) = memo.get(&sid) {
+            return got.clone();
+        }
+        let set = self
+            .sets
+            .sets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&sid)
+            .cloned();
+        let got = set.and_then(|set| {
+            let lacking: Vec<String> = self
+                .names
+                .iter()
+                .filter(|n| set.binary_search(n).is_err())
+                .cloned()
+                .collect();
+            judge(&lacking).map(Arc::from)
+        });
+        memo.insert(sid, got.clone());
+        got
     }
 
     /// The answer to keep when this scan found the file calling one of its
@@ -237,6 +275,33 @@ mod tests {
         assert_eq!(all.of(Some(kept)), None);
         // the same union made once for every file
         assert_eq!(more.to_keep(Some(kept), false), joined);
+    }
+
+    #[test]
+    fn the_names_beyond_a_kept_none_are_judged_once_per_set() {
+        let sets = NameSets::default();
+        let first = sets.answers(names(&["acquireLock", "setNx"]));
+        let kept = first.to_keep(None, false);
+        drop(first);
+        let more = sets.answers(names(&["acquireLock", "claimSlot", "grabLease", "setNx"]));
+        let asked = std::cell::Cell::new(0);
+        let judge = |lacking: &[String]| {
+            asked.set(asked.get() + 1);
+            assert_eq!(lacking, ["claimSlot", "grabLease"]);
+            Some(vec![2, 1])
+        };
+        assert_eq!(more.beyond(Some(kept), judge).as_deref(), Some(&[2, 1][..]));
+        assert_eq!(
+            more.beyond(Some(kept), |_| None).as_deref(),
+            Some(&[2, 1][..])
+        );
+        assert_eq!(asked.get(), 1, "once per set");
+        // no "none" kept, or of a set never seen: nothing to judge
+        assert!(more
+            .beyond(Some((kept.0, true)), |_| Some(vec![]))
+            .is_none());
+        assert!(more.beyond(None, |_| Some(vec![])).is_none());
+        assert!(more.beyond(Some((7, false)), |_| Some(vec![])).is_none());
     }
 
     #[test]
