@@ -329,21 +329,8 @@ struct Walker<'f, 'o> {
     /// cell: an expression of another unit, a constant's or a helper's, is
     /// read at its own, [`Walker::at_base`]).
     base: std::cell::Cell<usize>,
-    scope: ScopeId,
-    owner: Option<String>,
-    in_test: bool,
-    depth: u32,
-    locals: Vec<Local>,
-    txns: Vec<Txn>,
-    /// Keys under `WATCH` in the current fn (raw `WATCH`, fred/rustis `watch`).
-    fn_watched: Vec<KeyExpr>,
-    script_at: HashMap<usize, ScriptId>,
-    /// Locals bound to the result of an `EXISTS`/`GET` (index into `facts.ops`).
-    checks: Vec<(String, usize)>,
-    /// Set by an `if` that exits while the key is present: the check's op index.
-    exit_guard: Option<usize>,
-    /// Parameters of the current fn (project link facts, `visitor/link.rs`).
-    params: Vec<String>,
+    /// The rest of its state, carried from one top-level item to the next.
+    s: WalkState,
 }
 
 mod link;
@@ -363,7 +350,7 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
     let mut w = Walker::new(src, &info, facts, WalkState::default());
     for u in units {
         w.base.set(u.base);
-        w.owner = u.owner.clone();
+        w.s.owner = u.owner.clone();
         w.visit_item(u.item);
     }
     finish(w.facts);
@@ -409,11 +396,11 @@ pub fn run_by_pieces(src: &str, pieces: &[std::ops::Range<usize>], facts: &mut F
         let items = parse(r).unwrap_or_default();
         let mut w = Walker::new(src, &info, facts, state);
         w.base.set(r.start);
-        w.owner = None;
+        w.s.owner = None;
         for item in &items {
             w.visit_item(item);
         }
-        state = w.state();
+        state = w.s;
     }
     finish(facts);
     true
@@ -444,10 +431,14 @@ struct WalkState {
     depth: u32,
     locals: Vec<Local>,
     txns: Vec<Txn>,
+    /// Keys under `WATCH` in the current fn (raw `WATCH`, fred/rustis `watch`).
     fn_watched: Vec<KeyExpr>,
     script_at: HashMap<usize, ScriptId>,
+    /// Locals bound to the result of an `EXISTS`/`GET` (index into `facts.ops`).
     checks: Vec<(String, usize)>,
+    /// Set by an `if` that exits while the key is present: the check's op index.
     exit_guard: Option<usize>,
+    /// Parameters of the current fn (project link facts, `visitor/link.rs`).
     params: Vec<String>,
 }
 
@@ -463,33 +454,7 @@ impl<'f, 'o> Walker<'f, 'o> {
             info,
             facts,
             base: std::cell::Cell::new(0),
-            scope: s.scope,
-            owner: s.owner,
-            in_test: s.in_test,
-            depth: s.depth,
-            locals: s.locals,
-            txns: s.txns,
-            fn_watched: s.fn_watched,
-            script_at: s.script_at,
-            checks: s.checks,
-            exit_guard: s.exit_guard,
-            params: s.params,
-        }
-    }
-
-    fn state(self) -> WalkState {
-        WalkState {
-            scope: self.scope,
-            owner: self.owner,
-            in_test: self.in_test,
-            depth: self.depth,
-            locals: self.locals,
-            txns: self.txns,
-            fn_watched: self.fn_watched,
-            script_at: self.script_at,
-            checks: self.checks,
-            exit_guard: self.exit_guard,
-            params: self.params,
+            s,
         }
     }
 }
@@ -536,25 +501,25 @@ impl<'f> Walker<'f, '_> {
 
     fn with_fn(&mut self, sig: &syn::Signature, attrs: &[syn::Attribute], body: &syn::Block) {
         let name = sig.ident.to_string();
-        let is_test = self.in_test || is_test_attrs(attrs);
+        let is_test = self.s.in_test || is_test_attrs(attrs);
         let id = self.facts.add_scope(Scope {
             name,
-            owner: self.owner.clone(),
+            owner: self.s.owner.clone(),
             is_test,
         });
         let saved_params = self.link_fn(id, sig);
-        let saved_scope = std::mem::replace(&mut self.scope, id);
-        let saved_depth = std::mem::replace(&mut self.depth, 0);
-        let saved_locals = std::mem::take(&mut self.locals);
-        let saved_txns = std::mem::take(&mut self.txns);
-        let saved_watched = std::mem::take(&mut self.fn_watched);
-        let saved_checks = std::mem::take(&mut self.checks);
-        let saved_test = std::mem::replace(&mut self.in_test, is_test);
+        let saved_scope = std::mem::replace(&mut self.s.scope, id);
+        let saved_depth = std::mem::replace(&mut self.s.depth, 0);
+        let saved_locals = std::mem::take(&mut self.s.locals);
+        let saved_txns = std::mem::take(&mut self.s.txns);
+        let saved_watched = std::mem::take(&mut self.s.fn_watched);
+        let saved_checks = std::mem::take(&mut self.s.checks);
+        let saved_test = std::mem::replace(&mut self.s.in_test, is_test);
         for input in &sig.inputs {
             if let syn::FnArg::Typed(t) = input {
                 if let Some(pname) = pat_name(&t.pat) {
                     let ty = t.ty.to_token_stream().to_string();
-                    self.locals.push(Local {
+                    self.s.locals.push(Local {
                         key: KeyExpr::var(&pname),
                         value: words::classify_value_words(&pname).unwrap_or(ValueExpr::Unknown),
                         non_redis: NON_REDIS_TYPES.iter().any(|w| ty.contains(w)),
@@ -565,29 +530,29 @@ impl<'f> Walker<'f, '_> {
             }
         }
         self.visit_stmts(&body.stmts);
-        self.scope = saved_scope;
-        self.depth = saved_depth;
-        self.locals = saved_locals;
-        self.txns = saved_txns;
-        self.fn_watched = saved_watched;
-        self.checks = saved_checks;
-        self.in_test = saved_test;
-        self.params = saved_params;
+        self.s.scope = saved_scope;
+        self.s.depth = saved_depth;
+        self.s.locals = saved_locals;
+        self.s.txns = saved_txns;
+        self.s.fn_watched = saved_watched;
+        self.s.checks = saved_checks;
+        self.s.in_test = saved_test;
+        self.s.params = saved_params;
     }
 
     fn with_owner(&mut self, owner: Option<String>, test: bool, f: impl FnOnce(&mut Self)) {
-        let saved = std::mem::replace(&mut self.owner, owner);
-        let saved_test = self.in_test;
-        self.in_test |= test;
+        let saved = std::mem::replace(&mut self.s.owner, owner);
+        let saved_test = self.s.in_test;
+        self.s.in_test |= test;
         f(self);
-        self.owner = saved;
-        self.in_test = saved_test;
+        self.s.owner = saved;
+        self.s.in_test = saved_test;
     }
 
     // --- lookups ---------------------------------------------------------
 
     fn local(&self, name: &str) -> Option<&Local> {
-        self.locals.iter().rev().find(|l| l.name == name)
+        self.s.locals.iter().rev().find(|l| l.name == name)
     }
 
     fn local_of(&self, e: &Expr) -> Option<&Local> {
@@ -1042,7 +1007,7 @@ impl<'f> Walker<'f, '_> {
 
     fn register_script(&mut self, lit: &syn::LitStr, name: Option<String>) -> Option<ScriptId> {
         let sp = self.off(lit.span());
-        if let Some(&id) = self.script_at.get(&sp.start) {
+        if let Some(&id) = self.s.script_at.get(&sp.start) {
             if let Some(s) = self.facts.scripts.get_mut(id as usize) {
                 if s.name.is_none() {
                     s.name = name;
@@ -1065,7 +1030,7 @@ impl<'f> Walker<'f, '_> {
             client,
         });
         let id = (self.facts.scripts.len() - 1) as ScriptId;
-        self.script_at.insert(sp.start, id);
+        self.s.script_at.insert(sp.start, id);
         Some(id)
     }
 
@@ -1086,12 +1051,13 @@ impl<'f> Walker<'f, '_> {
             OpKind::Eval { .. } if f.script => OpKind::Eval { script },
             k => k,
         };
-        let in_txn = !self.txns.is_empty();
+        let in_txn = !self.s.txns.is_empty();
         let watched = self
+            .s
             .txns
             .iter()
             .any(|t| t.watched.iter().any(|w| w.parts == f.key.parts))
-            || self.fn_watched.iter().any(|w| w.parts == f.key.parts);
+            || self.s.fn_watched.iter().any(|w| w.parts == f.key.parts);
         let client = f.client.unwrap_or_else(|| match self.info.client() {
             Client::Unknown => Client::RedisRs,
             c => c,
@@ -1100,9 +1066,9 @@ impl<'f> Walker<'f, '_> {
             kind,
             key: f.key,
             value: f.value,
-            scope: self.scope,
+            scope: self.s.scope,
             order: 0,
-            depth: self.depth,
+            depth: self.s.depth,
             atomic: atomic || in_txn,
             watched,
             span,
@@ -1122,7 +1088,7 @@ impl<'f> Walker<'f, '_> {
         self.facts.fail_opens.push(FailOpen {
             span,
             key,
-            scope: self.scope,
+            scope: self.s.scope,
             client,
         });
     }
@@ -1202,7 +1168,7 @@ impl<'f> Walker<'f, '_> {
             {
                 return false;
             }
-            if !self.txns.is_empty() {
+            if !self.s.txns.is_empty() {
                 return true;
             }
             const REDISH: &[&str] = &[
@@ -1354,7 +1320,7 @@ impl<'f> Walker<'f, '_> {
             }
             ("watch", 1) => {
                 let keys = self.keys_of(args[0]);
-                self.fn_watched.extend(keys);
+                self.s.fn_watched.extend(keys);
                 vec![]
             }
             ("exists", 1) => {
@@ -1520,7 +1486,7 @@ impl<'f> Walker<'f, '_> {
             | "SREM" | "LPUSH" | "RPUSH" | "LREM" => vec![Found::new(OpKind::Members, key(self))],
             "WATCH" => {
                 let keys: Vec<KeyExpr> = args.iter().map(|a| self.key_of(a)).collect();
-                self.fn_watched.extend(keys);
+                self.s.fn_watched.extend(keys);
                 vec![]
             }
             "EVAL" | "EVALSHA" | "FCALL" | "EVAL_RO" | "EVALSHA_RO" | "FCALL_RO" => {
@@ -1810,7 +1776,7 @@ impl<'f> Walker<'f, '_> {
                 raw.take()
                     .map(|r| r.args.iter().map(|e| (*e).clone()).collect::<Vec<Expr>>())
             };
-            if let Some(l) = self.locals.iter_mut().rev().find(|l| &l.name == name) {
+            if let Some(l) = self.s.locals.iter_mut().rev().find(|l| &l.name == name) {
                 match (kept, l.raw.as_mut()) {
                     (Some(args), Some(lr)) => lr.args = args,
                     _ => l.raw = None,
@@ -1913,7 +1879,7 @@ impl<'f> Walker<'f, '_> {
                 let t = t.to_token_stream().to_string();
                 NON_REDIS_TYPES.iter().any(|w| t.contains(w))
             });
-            self.locals.push(Local {
+            self.s.locals.push(Local {
                 key: KeyExpr::var(&name),
                 name,
                 non_redis,
@@ -1970,7 +1936,7 @@ impl<'f> Walker<'f, '_> {
         };
         let keys = if list { self.keys_of(init) } else { Vec::new() };
         let raw = if produced { None } else { self.raw_local(init) };
-        self.locals.push(Local {
+        self.s.locals.push(Local {
             keys,
             raw,
             name,
@@ -2005,9 +1971,9 @@ impl<'f> Walker<'f, '_> {
                         self.visit_expr(a);
                     }
                 }
-                self.txns.push(Txn { watched });
+                self.s.txns.push(Txn { watched });
                 self.visit_expr(cl);
-                self.txns.pop();
+                self.s.txns.pop();
                 return;
             }
         }
@@ -2091,9 +2057,9 @@ impl Walker<'_, '_> {
     fn visit_stmts(&mut self, stmts: &[syn::Stmt]) {
         let mut exits: Vec<(usize, usize)> = Vec::new();
         for s in stmts {
-            self.exit_guard = None;
+            self.s.exit_guard = None;
             self.visit_stmt(s);
-            if let Some(check) = self.exit_guard.take() {
+            if let Some(check) = self.s.exit_guard.take() {
                 if matches!(s, syn::Stmt::Expr(Expr::If(_), _)) {
                     exits.push((check, self.facts.ops.len()));
                 }
@@ -2101,7 +2067,7 @@ impl Walker<'_, '_> {
         }
         let end = self.facts.ops.len();
         for (check, from) in exits {
-            self.guard_ops(check, from..end, self.depth);
+            self.guard_ops(check, from..end, self.s.depth);
         }
     }
 
@@ -2113,6 +2079,7 @@ impl Walker<'_, '_> {
         if let Expr::Path(p) = e {
             let name = p.path.get_ident()?.to_string();
             return self
+                .s
                 .checks
                 .iter()
                 .rev()
@@ -2339,7 +2306,7 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
             lit: Lit::Str(s), ..
         }) = &*i.expr
         {
-            if !self.in_test && looks_like_lua(&s.value()) {
+            if !self.s.in_test && looks_like_lua(&s.value()) {
                 self.register_script(s, Some(i.ident.to_string()));
             }
         }
@@ -2351,7 +2318,7 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
             lit: Lit::Str(s), ..
         }) = &*i.expr
         {
-            if !self.in_test && looks_like_lua(&s.value()) {
+            if !self.s.in_test && looks_like_lua(&s.value()) {
                 self.register_script(s, Some(i.ident.to_string()));
             }
         }
@@ -2359,7 +2326,7 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
     }
 
     fn visit_lit_str(&mut self, s: &'ast syn::LitStr) {
-        if !self.in_test {
+        if !self.s.in_test {
             let v = s.value();
             if looks_like_lua(&v) {
                 self.register_script(s, None);
@@ -2372,28 +2339,28 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
     }
 
     fn visit_block(&mut self, b: &'ast syn::Block) {
-        self.depth += 1;
-        let n = self.locals.len();
+        self.s.depth += 1;
+        let n = self.s.locals.len();
         self.visit_stmts(&b.stmts);
-        self.locals.truncate(n);
-        self.depth -= 1;
+        self.s.locals.truncate(n);
+        self.s.depth -= 1;
     }
 
     fn visit_arm(&mut self, a: &'ast syn::Arm) {
         let block = matches!(&*a.body, Expr::Block(_));
         if !block {
-            self.depth += 1;
+            self.s.depth += 1;
         }
         visit::visit_arm(self, a);
         if !block {
-            self.depth -= 1;
+            self.s.depth -= 1;
         }
     }
 
     fn visit_expr_closure(&mut self, c: &'ast syn::ExprClosure) {
-        let n = self.locals.len();
+        let n = self.s.locals.len();
         visit::visit_expr_closure(self, c);
-        self.locals.truncate(n);
+        self.s.locals.truncate(n);
     }
 
     fn visit_local(&mut self, l: &'ast syn::Local) {
@@ -2413,9 +2380,9 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
             _ => None,
         };
         if let Some(name) = pat_name(&l.pat) {
-            self.checks.retain(|(n, _)| *n != name);
+            self.s.checks.retain(|(n, _)| *n != name);
             if let Some(check) = init.and_then(|e| self.check_in(e, before)) {
-                self.checks.push((name.clone(), check));
+                self.s.checks.push((name.clone(), check));
             }
             self.bind(name, ty, init, before);
         }
@@ -2429,7 +2396,8 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
                     if let Expr::Path(p) = strip(&m.receiver) {
                         if let Some(i) = p.path.get_ident() {
                             let name = i.to_string();
-                            if let Some(l) = self.locals.iter_mut().rev().find(|l| l.name == name) {
+                            if let Some(l) = self.s.locals.iter_mut().rev().find(|l| l.name == name)
+                            {
                                 l.atomic = true;
                             }
                         }
@@ -2466,7 +2434,7 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
                     if let Some(i) = p.path.get_ident() {
                         let name = i.to_string();
                         let words = self.words_of(&a.right);
-                        if let Some(l) = self.locals.iter_mut().rev().find(|l| l.name == name) {
+                        if let Some(l) = self.s.locals.iter_mut().rev().find(|l| l.name == name) {
                             l.words.extend(words);
                         }
                     }
@@ -2528,7 +2496,7 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
         }
         if let Some((check, absent)) = test {
             let end = self.facts.ops.len();
-            let inner = self.depth + 1;
+            let inner = self.s.depth + 1;
             let plain_else =
                 matches!(&i.else_branch, Some((_, e)) if matches!(**e, Expr::Block(_)));
             if absent {
@@ -2538,7 +2506,7 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
                     self.guard_ops(check, else_from..end, inner);
                 }
                 if i.else_branch.is_none() && block_exits(&i.then_branch) {
-                    self.exit_guard = Some(check);
+                    self.s.exit_guard = Some(check);
                 }
             }
         }
@@ -2557,7 +2525,7 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
     fn visit_item_macro(&mut self, i: &'ast syn::ItemMacro) {
         if macro_name(&i.mac) == "lazy_static" {
             for (name, e) in lazy_statics(&i.mac.tokens) {
-                if !self.in_test {
+                if !self.s.in_test {
                     if let Some(arg) = find_script_new(&e) {
                         self.script_of(arg, Some(name));
                     }

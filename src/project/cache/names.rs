@@ -55,6 +55,12 @@ impl NameSets {
         }
     }
 
+    /// The set of this id, if known.
+    fn get(&self, id: u64) -> Option<Names> {
+        let sets = self.sets.lock().unwrap_or_else(|e| e.into_inner());
+        sets.get(&id).cloned()
+    }
+
     /// What the answers kept say of a scan of `names` (sorted, each once),
     /// which is added to the sets.
     pub fn answers(&self, names: Names) -> Answers<'_> {
@@ -179,13 +185,7 @@ impl Answers<'_> {
         if let Some(got) = memo.get(&sid) {
             return got.clone();
         }
-        let set = self
-            .sets
-            .sets
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&sid)
-            .cloned();
+        let set = self.sets.get(sid);
         let got = set.and_then(|set| {
             let lacking: Vec<String> = self
                 .names
@@ -215,13 +215,7 @@ impl Answers<'_> {
         if let Some(&u) = unions.get(&earlier) {
             return (u, false);
         }
-        let set = self
-            .sets
-            .sets
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&earlier)
-            .cloned();
+        let set = self.sets.get(earlier);
         let id = match set {
             Some(set) if set.len() + self.names.len() <= MAX_NAMES => {
                 let both = Names::from(union(&set, &self.names));

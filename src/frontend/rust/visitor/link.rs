@@ -30,7 +30,7 @@ impl Walker<'_, '_> {
             returns: Vec::new(),
             param_types,
         });
-        std::mem::replace(&mut self.params, params)
+        std::mem::replace(&mut self.s.params, params)
     }
 
     /// A bare name argument (`key`, `&key`, `key.clone()`).
@@ -74,7 +74,7 @@ impl Walker<'_, '_> {
                 .iter()
                 .skip(key_arg.map_or(0, |k| k + 1))
                 .filter_map(|a| self.bare(a))
-                .find(|n| self.params.contains(n) && !in_key(n));
+                .find(|n| self.s.params.contains(n) && !in_key(n));
             if let Some(var) = var {
                 self.facts.link.op_values.push(OpValueSource {
                     name_start: name_span.start,
@@ -134,7 +134,7 @@ impl Walker<'_, '_> {
                     .functions
                     .iter()
                     .rev()
-                    .find(|f| f.scope == self.scope)?;
+                    .find(|f| f.scope == self.s.scope)?;
                 let i = f.params.iter().position(|p| *p == n)?;
                 f.param_types
                     .get(i)
@@ -171,9 +171,9 @@ impl Walker<'_, '_> {
             callee: callee.into(),
             recv: recv.map(Into::into),
             args,
-            scope: self.scope,
+            scope: self.s.scope,
             order: 0,
-            depth: self.depth,
+            depth: self.s.depth,
             span,
             name_span,
             result_key: None,
