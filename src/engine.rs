@@ -1605,13 +1605,13 @@ fn read_if_calls(
             // file's anchored call words (from phase one or the cache)
             // hold none of them: it calls none of these names either
             None => {
-                let beyond = call_words
-                    .and_then(|_| a.beyond(kept, crate::project::scan::CallScan::anchored_hashes));
-                if let (Some(beyond), Some(w)) = (beyond, call_words) {
-                    if !w.anchored().iter().any(|h| beyond.binary_search(h).is_ok()) {
-                        c.put_scan(key, a, false);
-                        return None;
-                    }
+                let beyond = |w: &prefilter::CallWords| {
+                    a.beyond(kept, crate::project::scan::CallScan::anchored_hashes)
+                        .is_some_and(|b| !w.anchored().iter().any(|h| b.binary_search(h).is_ok()))
+                };
+                if call_words.is_some_and(beyond) {
+                    c.put_scan(key, a, false);
+                    return None;
                 }
             }
         }

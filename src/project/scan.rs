@@ -121,8 +121,26 @@ pub fn family(l: Language) -> u8 {
 /// in the cache's answers: changed when that rule changes.
 const CALL_RULE: &str = "\u{2}call: ( or < after white space; Ruby: a space";
 
-/// The first character of [`CALL_RULE`]: no name starts with it.
-const CALL_RULE_MARK: char = '\u{2}';
+/// How a file's call-word signature (`prefilter::CallWords`) holds a
+/// name's call: by the exact hash of the identifier it ends with, which
+/// holds a call anchor; by a key of its Bloom filter; or not at all (no
+/// identifier, one starting with a digit, or one too long).
+enum Signed {
+    Anchored(u32),
+    Bloomed(u64),
+    Not,
+}
+
+fn signed_as(name: &str) -> Signed {
+    let word = last_identifier(name);
+    if word.is_empty() || word.len() > crate::prefilter::MAX_CALL_WORD || word[0].is_ascii_digit() {
+        Signed::Not
+    } else if crate::prefilter::has_call_anchor(word) {
+        Signed::Anchored(crate::prefilter::call_word_hash(word))
+    } else {
+        Signed::Bloomed(crate::prefilter::bloom_key(word))
+    }
+}
 
 /// An automaton finding `name(`, `name <T>(` or `name arg` (Ruby) for any of the names,
 /// for files of the language families the names were found in.
@@ -163,16 +181,10 @@ impl CallScan {
             .collect();
         let (mut anchored, mut bloomed, mut every) = (Vec::new(), Vec::new(), false);
         for n in names {
-            let word = last_identifier(n);
-            if word.is_empty()
-                || word.len() > crate::prefilter::MAX_CALL_WORD
-                || word[0].is_ascii_digit()
-            {
-                every = true;
-            } else if crate::prefilter::has_call_anchor(word) {
-                anchored.push(crate::prefilter::call_word_hash(word));
-            } else {
-                bloomed.push(crate::prefilter::bloom_key(word));
+            match signed_as(n) {
+                Signed::Anchored(h) => anchored.push(h),
+                Signed::Bloomed(k) => bloomed.push(k),
+                Signed::Not => every = true,
             }
         }
         anchored.sort_unstable();
@@ -202,16 +214,10 @@ impl CallScan {
     pub fn anchored_hashes(names: &[String]) -> Option<Vec<u32>> {
         let mut out = Vec::with_capacity(names.len());
         for n in names {
-            let word = last_identifier(n);
-            if n.starts_with(CALL_RULE_MARK)
-                || word.is_empty()
-                || word.len() > crate::prefilter::MAX_CALL_WORD
-                || word[0].is_ascii_digit()
-                || !crate::prefilter::has_call_anchor(word)
-            {
-                return None;
+            match signed_as(n) {
+                Signed::Anchored(h) if n != CALL_RULE => out.push(h),
+                _ => return None,
             }
-            out.push(crate::prefilter::call_word_hash(word));
         }
         out.sort_unstable();
         out.dedup();
