@@ -309,8 +309,10 @@ pub fn load(path: &Path) -> Result<Loaded, String> {
 /// As [`load`]; `custom_lock_keys` when the configuration adds lock-key
 /// patterns (the prefilter then lets a release without a lock word through).
 pub fn load_with(path: &Path, custom_lock_keys: bool) -> Result<Loaded, String> {
+    let dialect =
+        Language::from_path(path).map_or(prefilter::Dialect::Other, prefilter::Dialect::of);
     with_file_bytes(path, |bytes, _| {
-        classify(bytes, custom_lock_keys, None, None)
+        classify(bytes, custom_lock_keys, dialect, None, None)
     })?
 }
 
@@ -381,6 +383,7 @@ thread_local! {
 fn classify(
     bytes: &[u8],
     custom_lock_keys: bool,
+    dialect: prefilter::Dialect,
     call_words: Option<(&mut Vec<u32>, bool)>,
     minified: Option<(&Path, Language)>,
 ) -> Result<Loaded, String> {
@@ -395,13 +398,13 @@ fn classify(
     }
     let pass = match call_words {
         Some((sig, spaced)) => {
-            let pass = prefilter::may_match_signed(bytes, custom_lock_keys, spaced, sig);
+            let pass = prefilter::may_match_signed(bytes, custom_lock_keys, dialect, spaced, sig);
             if pass {
                 sig.clear();
             }
             pass
         }
-        None => prefilter::may_match_with(bytes, custom_lock_keys),
+        None => prefilter::may_match_in(bytes, custom_lock_keys, dialect),
     };
     if !pass {
         return Ok(Loaded::Rejected);
@@ -869,7 +872,8 @@ fn read_code_entry(
         let minified = Some((entry.path(), entry.language));
         let mut classify = |bytes: &[u8], custom_keys| {
             let signed = sig.as_mut().map(|s| (s, spaced));
-            let loaded = match classify(bytes, custom_keys, signed, minified) {
+            let dialect = prefilter::Dialect::of(entry.language);
+            let loaded = match classify(bytes, custom_keys, dialect, signed, minified) {
                 Ok(Loaded::Text(_))
                     if entry.language == Language::Rust
                         && !frontend::rust::has_needles(bytes)

@@ -16,6 +16,13 @@
 //!   word (`lock`, `mutex`, `lease`, `semaphore`, a plural) somewhere in the
 //!   file — unless the configuration adds lock-key patterns.
 //!
+//! A few spellings of a lock word or release word are the language's own
+//! in-process lock or statement, never a Redis key or command, and count
+//! for nothing when the file's language is known ([`Dialect`]): Java's and
+//! Kotlin's `synchronized (lock)`, C#'s `lock (x)` statement, a monitor
+//! declared `Object lock` / `object _lock`, Python's `with self._lock:`,
+//! `self._lock = threading.Lock()` and its `del` statement.
+//!
 //! Words are matched case-insensitively and only as word parts (the way
 //! [`crate::words::word_parts`] splits names): `del` matches `DEL`, `del(`,
 //! `KeyDelete`, `delete_key` but not `model`, `delay` or `delta`; `lock`
@@ -65,6 +72,33 @@ pub const KEYWORDS: &[&str] = &[
 /// Words that may spell a plain `SET` with a TTL (LL007 on a lock-named key);
 /// only looked for in files that have a lock word but no release word.
 const SET_WORDS: &[&str] = &["set"];
+
+/// The language of a file as far as the prefilter reads it: the in-process
+/// spellings of a lock word or release word it lets go
+/// ([`in_process`]). [`Dialect::Other`] lets none go (any language).
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub enum Dialect {
+    #[default]
+    Other,
+    /// Java, Kotlin: `synchronized (lock)`, `Object lock`.
+    Jvm,
+    /// C#: the `lock (x)` statement, `object _lock`.
+    CSharp,
+    /// `with self._lock:`, `_lock = threading.Lock()`, the `del` statement.
+    Python,
+}
+
+impl Dialect {
+    pub fn of(language: crate::facts::Language) -> Dialect {
+        use crate::facts::Language;
+        match language {
+            Language::Java | Language::Kotlin => Dialect::Jvm,
+            Language::CSharp => Dialect::CSharp,
+            Language::Python => Dialect::Python,
+            _ => Dialect::Other,
+        }
+    }
+}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Class {
@@ -1017,6 +1051,176 @@ fn check(bytes: &[u8], rule: Rule, start: usize, end: usize) -> bool {
     }
 }
 
+/// A match of a lock word or release word that its language spells for an
+/// in-process lock or a statement of its own ([`Dialect`]): it counts for
+/// nothing. Asked only of a match [`check`] accepted; reads a bounded
+/// number of bytes around it (one identifier of at most [`MAX_CALL_WORD`]
+/// bytes, a few dotted parts, a line's indentation).
+fn in_process(bytes: &[u8], rule: Rule, start: usize, end: usize, dialect: Dialect) -> bool {
+    match (rule, dialect) {
+        (Rule::LockWord, Dialect::Jvm) => {
+            operand_of(bytes, start, end, b"synchronized") || typed(bytes, start, end, b"Object")
+        }
+        (Rule::LockWord, Dialect::CSharp) => {
+            lock_statement(bytes, start, end)
+                || operand_of(bytes, start, end, b"lock")
+                || typed(bytes, start, end, b"object")
+        }
+        (Rule::LockWord, Dialect::Python) => {
+            with_target(bytes, start, end)
+                || threading_target(bytes, start, end)
+                || threading_type(bytes, start, end)
+        }
+        (Rule::Del, Dialect::Python) => del_statement(bytes, start, end),
+        _ => false,
+    }
+}
+
+/// The identifier holding `start..end`: `(first byte, end)`, or `None`
+/// when it is longer than [`MAX_CALL_WORD`].
+fn ident_around(bytes: &[u8], start: usize, end: usize) -> Option<(usize, usize)> {
+    let floor = start.saturating_sub(MAX_CALL_WORD);
+    let ceiling = (end + MAX_CALL_WORD).min(bytes.len());
+    let mut s = start;
+    while s > floor && is_ident_byte(bytes[s - 1]) {
+        s -= 1;
+    }
+    let mut e = end;
+    while e < ceiling && is_ident_byte(bytes[e]) {
+        e += 1;
+    }
+    let whole =
+        (s == 0 || !is_ident_byte(bytes[s - 1])) && (e == bytes.len() || !is_ident_byte(bytes[e]));
+    (whole && e - s <= MAX_CALL_WORD).then_some((s, e))
+}
+
+/// Where a dotted path ending with the identifier at `s` begins
+/// (`this.lock`, `self._lock`, `Foo.LOCK`): at most four parts more.
+fn path_start(bytes: &[u8], mut s: usize) -> usize {
+    for _ in 0..4 {
+        if s < 2 || bytes[s - 1] != b'.' || !is_ident_byte(bytes[s - 2]) {
+            break;
+        }
+        let floor = (s - 1).saturating_sub(MAX_CALL_WORD);
+        let mut p = s - 1;
+        while p > floor && is_ident_byte(bytes[p - 1]) {
+            p -= 1;
+        }
+        s = p;
+    }
+    s
+}
+
+/// `i` moved back over spaces and tabs (at most [`MAX_CALL_GAP`]).
+fn blank_back(bytes: &[u8], mut i: usize) -> usize {
+    let floor = i.saturating_sub(MAX_CALL_GAP);
+    while i > floor && matches!(bytes[i - 1], b' ' | b'\t') {
+        i -= 1;
+    }
+    i
+}
+
+/// `i` moved on over spaces and tabs (at most [`MAX_CALL_GAP`]).
+fn blank_on(bytes: &[u8], mut i: usize) -> usize {
+    let ceiling = (i + MAX_CALL_GAP).min(bytes.len());
+    while i < ceiling && matches!(bytes[i], b' ' | b'\t') {
+        i += 1;
+    }
+    i
+}
+
+/// The keyword `word` (exact case, a whole word, not a member) ends at `i`.
+fn keyword_before(bytes: &[u8], i: usize, word: &[u8]) -> bool {
+    i >= word.len()
+        && &bytes[i - word.len()..i] == word
+        && !matches!(before(bytes, i - word.len()), b'.' | b'@' | b'$')
+        && !is_ident_byte(before(bytes, i - word.len()))
+}
+
+/// The match is in the only operand of `keyword (…)`, a dotted path:
+/// `synchronized (lock)`, `synchronized (this.lockObj)`, C#'s `lock (_lock)`.
+fn operand_of(bytes: &[u8], start: usize, end: usize, keyword: &[u8]) -> bool {
+    let Some((s, e)) = ident_around(bytes, start, end) else {
+        return false;
+    };
+    let open = blank_back(bytes, path_start(bytes, s));
+    at(bytes, blank_on(bytes, e)) == b')'
+        && before(bytes, open) == b'('
+        && keyword_before(bytes, blank_back(bytes, open - 1), keyword)
+}
+
+/// C#'s `lock (x)` statement: the keyword `lock` itself before its `(`.
+fn lock_statement(bytes: &[u8], start: usize, end: usize) -> bool {
+    keyword_before(bytes, end, b"lock")
+        && start + 4 == end
+        && at(bytes, blank_on(bytes, end)) == b'('
+}
+
+/// A monitor declared with the type `Object` (Java; a Kotlin `object` is a
+/// class) or `object` (C#): `private final Object lock = …`,
+/// `static readonly object _lock = …`.
+fn typed(bytes: &[u8], start: usize, end: usize, object: &[u8]) -> bool {
+    let Some((s, _)) = ident_around(bytes, start, end) else {
+        return false;
+    };
+    let gap = blank_back(bytes, s);
+    gap < s && keyword_before(bytes, gap, object)
+}
+
+/// Python's `with self._lock:` (and `async with`): a context manager
+/// named by a dotted path alone. A Redis lock's object is made elsewhere
+/// (`r.lock(`, `Lock(r, …)`), a lock word the file still holds.
+fn with_target(bytes: &[u8], start: usize, end: usize) -> bool {
+    let Some((s, e)) = ident_around(bytes, start, end) else {
+        return false;
+    };
+    let p = path_start(bytes, s);
+    let gap = blank_back(bytes, p);
+    at(bytes, blank_on(bytes, e)) == b':' && gap < p && keyword_before(bytes, gap, b"with")
+}
+
+/// Python's modules of in-process locks.
+const THREADING: [&[u8]; 3] = [b"threading.", b"asyncio.", b"multiprocessing."];
+
+/// A lock type of the standard library: `threading.Lock(`,
+/// `asyncio.Semaphore(4)`, `multiprocessing.RLock`.
+fn threading_type(bytes: &[u8], start: usize, end: usize) -> bool {
+    let Some((s, _)) = ident_around(bytes, start, end) else {
+        return false;
+    };
+    THREADING.iter().any(|m| {
+        s >= m.len() && &bytes[s - m.len()..s] == *m && !is_ident_byte(before(bytes, s - m.len()))
+    })
+}
+
+/// A name assigned a lock of the standard library: `self._lock =
+/// threading.Lock()`, `sem = asyncio.Semaphore(4)`,
+/// `mutex = multiprocessing.RLock()`.
+fn threading_target(bytes: &[u8], start: usize, end: usize) -> bool {
+    let Some((_, e)) = ident_around(bytes, start, end) else {
+        return false;
+    };
+    let eq = blank_on(bytes, e);
+    if at(bytes, eq) != b'=' || at(bytes, eq + 1) == b'=' {
+        return false;
+    }
+    let value = &bytes[blank_on(bytes, eq + 1)..];
+    THREADING.iter().any(|m| value.starts_with(m))
+}
+
+/// Python's `del` statement (`del self._cache[key]`): `del` first on its
+/// line, a keyword Python lets nothing else be named. (The prefilter reads
+/// no strings: a line of a multi-line string starting `del ` is let go
+/// too; a command Python sends is spelled in a call, `r.delete(`,
+/// `execute_command("DEL"`.)
+fn del_statement(bytes: &[u8], start: usize, end: usize) -> bool {
+    let line = blank_back(bytes, start);
+    end == start + 3
+        && &bytes[start..end] == b"del"
+        && (line == 0 || matches!(bytes[line - 1], b'\n' | b'\r'))
+        && matches!(at(bytes, end), b' ' | b'\t' | b'(')
+}
+
 /// A word part `set` that can name a write with a TTL, as a call or a
 /// command: `SET k`, `set(`, `Set(ctx`, `cmd("SET")`, `StringSet(`,
 /// `setex(`, `psetex`, `SetArgs(`, `setIfPresent(`, `set_options(` — not a
@@ -1058,7 +1262,13 @@ pub fn may_match(bytes: &[u8]) -> bool {
 /// As [`may_match`]; `custom_lock_keys` when the configuration adds
 /// lock-key patterns, so that a release or extend counts without a lock word.
 pub fn may_match_with(bytes: &[u8], custom_lock_keys: bool) -> bool {
-    scan(bytes, custom_lock_keys, None)
+    may_match_in(bytes, custom_lock_keys, Dialect::Other)
+}
+
+/// As [`may_match_with`], for a file of a known [`Dialect`]: its in-process
+/// spellings of a lock word or release word count for nothing.
+pub fn may_match_in(bytes: &[u8], custom_lock_keys: bool, dialect: Dialect) -> bool {
+    scan(bytes, custom_lock_keys, dialect, None)
 }
 
 /// As [`may_match_with`]; when it answers false (the file is rejected),
@@ -1069,11 +1279,12 @@ pub fn may_match_with(bytes: &[u8], custom_lock_keys: bool) -> bool {
 pub fn may_match_signed(
     bytes: &[u8],
     custom_lock_keys: bool,
+    dialect: Dialect,
     spaced: bool,
     sig: &mut Vec<u32>,
 ) -> bool {
     sig.clear();
-    let found = scan(bytes, custom_lock_keys, Some((sig, spaced)));
+    let found = scan(bytes, custom_lock_keys, dialect, Some((sig, spaced)));
     sig.sort_unstable();
     sig.dedup();
     found
@@ -1095,13 +1306,19 @@ impl Walk for Near {
     }
 }
 
-fn scan(bytes: &[u8], custom_lock_keys: bool, sig: Option<(&mut Vec<u32>, bool)>) -> bool {
-    scan_by::<Near>(bytes, custom_lock_keys, sig)
+fn scan(
+    bytes: &[u8],
+    custom_lock_keys: bool,
+    dialect: Dialect,
+    sig: Option<(&mut Vec<u32>, bool)>,
+) -> bool {
+    scan_by::<Near>(bytes, custom_lock_keys, dialect, sig)
 }
 
 fn scan_by<W: Walk>(
     bytes: &[u8],
     custom_lock_keys: bool,
+    dialect: Dialect,
     mut sig: Option<(&mut Vec<u32>, bool)>,
 ) -> bool {
     let mut release = false;
@@ -1127,7 +1344,9 @@ fn scan_by<W: Walk>(
         if (info.class == Class::Release && release) || (info.class == Class::Lock && lock) {
             return false;
         }
-        if !check(bytes, info.rule, start, end) {
+        if !check(bytes, info.rule, start, end)
+            || (dialect != Dialect::Other && in_process(bytes, info.rule, start, end, dialect))
+        {
             return false;
         }
         match info.class {
@@ -1173,6 +1392,110 @@ mod tests {
 
     fn pass(s: &str) -> bool {
         may_match(s.as_bytes())
+    }
+
+    /// In-process locks and language statements of a file's language are
+    /// no lock word nor release word; in another language, or with an
+    /// unknown one, the same bytes still pass.
+    #[test]
+    fn in_process_spellings_count_in_their_language_only() {
+        let let_go = [
+            (
+                Dialect::Jvm,
+                "synchronized (lock) { cache.remove(k); }\nvoid deleteUser() {}",
+            ),
+            (
+                Dialect::Jvm,
+                "synchronized(this.lockObj) {}\nrepo.delete(id);",
+            ),
+            (
+                Dialect::Jvm,
+                "private final Object LOCK = new Object();\nrepo.delete(id);",
+            ),
+            (
+                Dialect::Jvm,
+                "synchronized ( Foo.MUTEX ) { }\nfiles.delete(p);",
+            ),
+            (
+                Dialect::CSharp,
+                "lock (_sync) { _cache.Remove(k); }\nrepo.Delete(id);",
+            ),
+            (
+                Dialect::CSharp,
+                "private readonly object _lock = new object();\nlock(_lock) { }\nDelete(x);",
+            ),
+            (
+                Dialect::Python,
+                "with self._lock:\n    del self._cache[key]\n",
+            ),
+            (
+                Dialect::Python,
+                "self._lock = threading.Lock()\nasync with self._lock:\n    os.unlink(p)\n",
+            ),
+            (Dialect::Python, "sem = asyncio.Semaphore(4)\nx.delete(k)\n"),
+            (
+                Dialect::Python,
+                "lease_lock = lock_of(k)\n\tdel(items[0])\n",
+            ),
+        ];
+        for (dialect, s) in let_go {
+            assert!(
+                !may_match_in(s.as_bytes(), false, dialect),
+                "{dialect:?}: {s}"
+            );
+            assert!(may_match_in(s.as_bytes(), false, Dialect::Other), "{s}");
+        }
+        // The same words where they can be Redis: still lock and release words.
+        let kept = [
+            (
+                Dialect::Jvm,
+                "synchronized (lock) { }\nredis.delete(lockKey);",
+            ),
+            (
+                Dialect::Jvm,
+                "synchronized (locks.get(k)) { }\nrepo.delete(id);",
+            ),
+            (
+                Dialect::Jvm,
+                "object RedisLock { fun release() = redis.delete(key) }",
+            ),
+            (
+                Dialect::Jvm,
+                "String lock = \"lock:\" + id; redis.delete(lock);",
+            ),
+            (Dialect::CSharp, "db.KeyDelete(_lock);"),
+            (Dialect::CSharp, "x.lock (k); db.KeyDelete(k);"),
+            (
+                Dialect::CSharp,
+                "var @lock = new RedisLock(db); db.KeyDelete(k);",
+            ),
+            (
+                Dialect::Python,
+                "with r.lock(\"report\"):\n    r.delete(k)\n",
+            ),
+            (
+                Dialect::Python,
+                "self._lock = RedisLock(r)\nwith self._lock:\n    r.delete(k)\n",
+            ),
+            (
+                Dialect::Python,
+                "lock = acquire(k)\nr.execute_command('del', lock)\n",
+            ),
+            (Dialect::Python, "LOCK_KEY = 'x'\n    x = y; del z\n"),
+            (Dialect::Python, "LOCK_KEY = 'x'\n    r.x()  # del\n"),
+            (Dialect::Python, "if locked == lock: r.delete(lock)\n"),
+            (
+                Dialect::Other,
+                "with self._lock:\n    del self._cache[key]\n",
+            ),
+            (Dialect::Other, "lock (_sync) { }\nrepo.Delete(id);"),
+        ];
+        for (dialect, s) in kept {
+            assert!(
+                may_match_in(s.as_bytes(), false, dialect),
+                "{dialect:?}: {s}"
+            );
+        }
     }
 
     #[test]
@@ -1568,7 +1891,7 @@ mod tests {
                 for s in [&bytes[..cut], &bytes[cut..]] {
                     for spaced in [false, true] {
                         let mut sig = Vec::new();
-                        if !may_match_signed(s, false, spaced, &mut sig) {
+                        if !may_match_signed(s, false, Dialect::Other, spaced, &mut sig) {
                             assert_eq!(
                                 sig,
                                 reference_signature(s, spaced),
@@ -1765,14 +2088,21 @@ mod tests {
         let mut texts = generated(4000);
         texts.extend(every_word_around());
         let (mut passed, mut signed) = (0, 0);
-        for t in &texts {
+        let dialects = [
+            Dialect::Other,
+            Dialect::Jvm,
+            Dialect::CSharp,
+            Dialect::Python,
+        ];
+        for (i, t) in texts.iter().enumerate() {
+            let dialect = dialects[i % dialects.len()];
             for custom in [false, true] {
-                let want = scan_by::<Full>(t, custom, None);
-                assert_eq!(scan_by::<Near>(t, custom, None), want);
+                let want = scan_by::<Full>(t, custom, dialect, None);
+                assert_eq!(scan_by::<Near>(t, custom, dialect, None), want);
                 let (mut sig_full, mut sig_near) = (Vec::new(), Vec::new());
                 let spaced = custom; // (both kinds of call word, on half the runs each)
-                let want = scan_by::<Full>(t, custom, Some((&mut sig_full, spaced)));
-                let got = scan_by::<Near>(t, custom, Some((&mut sig_near, spaced)));
+                let want = scan_by::<Full>(t, custom, dialect, Some((&mut sig_full, spaced)));
+                let got = scan_by::<Near>(t, custom, dialect, Some((&mut sig_near, spaced)));
                 assert_eq!(
                     (got, &sig_near),
                     (want, &sig_full),

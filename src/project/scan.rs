@@ -264,6 +264,7 @@ mod tests {
         assert!(!crate::prefilter::may_match_signed(
             text.as_bytes(),
             false,
+            crate::prefilter::Dialect::Other,
             ruby,
             &mut sig
         ));
@@ -391,7 +392,13 @@ mod tests {
             let text = pick(b"abl (<.\n\t", 60, &mut next);
             for ruby in [false, true] {
                 let mut sig = Vec::new();
-                if crate::prefilter::may_match_signed(text.as_bytes(), false, ruby, &mut sig) {
+                if crate::prefilter::may_match_signed(
+                    text.as_bytes(),
+                    false,
+                    crate::prefilter::Dialect::Other,
+                    ruby,
+                    &mut sig,
+                ) {
                     continue;
                 }
                 let words = crate::prefilter::CallWords::of(text.as_bytes(), &sig, ruby);
