@@ -86,6 +86,8 @@ pub enum Dialect {
     CSharp,
     /// `with self._lock:`, `_lock = threading.Lock()`, the `del` statement.
     Python,
+    /// `sync.Mutex`, `lock sync.RWMutex`, `s.lock.Lock()`.
+    Go,
 }
 
 impl Dialect {
@@ -95,6 +97,7 @@ impl Dialect {
             Language::Java | Language::Kotlin => Dialect::Jvm,
             Language::CSharp => Dialect::CSharp,
             Language::Python => Dialect::Python,
+            Language::Go => Dialect::Go,
             _ => Dialect::Other,
         }
     }
@@ -1190,6 +1193,11 @@ fn in_process(bytes: &[u8], rule: Rule, start: usize, end: usize, dialect: Diale
                 || threading_type(bytes, start, end)
         }
         (Rule::Del, Dialect::Python) => del_statement(bytes, start, end),
+        (Rule::LockWord, Dialect::Go) => {
+            sync_type(bytes, start, end)
+                || typed_sync(bytes, start, end)
+                || sync_method_receiver(bytes, start, end)
+        }
         _ => false,
     }
 }
@@ -1295,6 +1303,56 @@ fn with_target(bytes: &[u8], start: usize, end: usize) -> bool {
     let p = path_start(bytes, s);
     let gap = blank_back(bytes, p);
     at(bytes, blank_on(bytes, e)) == b':' && gap < p && keyword_before(bytes, gap, b"with")
+}
+
+/// Go's `sync.Mutex`, `sync.RWMutex`, `*sync.Mutex` (not `redsync.Mutex`).
+fn sync_type(bytes: &[u8], start: usize, end: usize) -> bool {
+    let Some((s, _)) = ident_around(bytes, start, end) else {
+        return false;
+    };
+    keyword_before(bytes, s.saturating_sub(1), b"sync") && before(bytes, s) == b'.'
+}
+
+/// A Go name declared of a `sync` type or given one: a field or variable
+/// `lock sync.Mutex`, `mu *sync.RWMutex`, `cacheMutex = &sync.RWMutex{}`,
+/// `lock := new(sync.Mutex)`.
+fn typed_sync(bytes: &[u8], start: usize, end: usize) -> bool {
+    let Some((_, e)) = ident_around(bytes, start, end) else {
+        return false;
+    };
+    let mut ty = blank_on(bytes, e);
+    if bytes[ty..].starts_with(b":=") {
+        ty = blank_on(bytes, ty + 2);
+    } else if at(bytes, ty) == b'=' && at(bytes, ty + 1) != b'=' {
+        ty = blank_on(bytes, ty + 1);
+    }
+    if bytes[ty..].starts_with(b"new(") {
+        ty += 4;
+    } else if matches!(at(bytes, ty), b'*' | b'&') {
+        ty += 1;
+    }
+    ty > e && bytes[ty..].starts_with(b"sync.") && !is_ident_byte(before(bytes, ty))
+}
+
+/// A Go name whose method is one of `sync`'s locks' own:
+/// `s.lock.Lock()`, `c.mutex.RUnlock()`, `mu.TryLock()`. (A Redis lock's
+/// object — `redsync`'s `Mutex` — has `Lock()` too, but it is made with a
+/// lock word the file still holds: `NewMutex(`.)
+fn sync_method_receiver(bytes: &[u8], start: usize, end: usize) -> bool {
+    let Some((_, e)) = ident_around(bytes, start, end) else {
+        return false;
+    };
+    at(bytes, e) == b'.'
+        && [
+            &b"Lock()"[..],
+            b"Unlock()",
+            b"RLock()",
+            b"RUnlock()",
+            b"TryLock()",
+            b"TryRLock()",
+        ]
+        .iter()
+        .any(|m| bytes[e + 1..].starts_with(m))
 }
 
 /// Python's modules of in-process locks.
@@ -1555,6 +1613,9 @@ mod tests {
                 Dialect::Python,
                 "lease_lock = lock_of(k)\n\tdel(items[0])\n",
             ),
+            (Dialect::Go, "type s struct {\n\tlock sync.Mutex\n}\nfunc (c *s) f() {\n\tc.lock.Lock()\n\tdefer c.lock.Unlock()\n\tdelete(c.m, k)\n}"),
+            (Dialect::Go, "var cacheMutex = &sync.RWMutex{}\ncacheMutex.RLock()\ndelete(m, k)"),
+            (Dialect::Go, "mu *sync.Mutex\nx.mu.Lock()\nrdb.Del(ctx, k)"),
         ];
         for (dialect, s) in let_go {
             assert!(
@@ -1602,6 +1663,19 @@ mod tests {
             (Dialect::Python, "LOCK_KEY = 'x'\n    x = y; del z\n"),
             (Dialect::Python, "LOCK_KEY = 'x'\n    r.x()  # del\n"),
             (Dialect::Python, "if locked == lock: r.delete(lock)\n"),
+            (
+                Dialect::Go,
+                "m := rs.NewMutex(\"job\")\nm.Lock()\nrdb.Del(ctx, k)",
+            ),
+            (
+                Dialect::Go,
+                "func f(m *redsync.Mutex) { m.Lock(); rdb.Del(ctx, k) }",
+            ),
+            (
+                Dialect::Go,
+                "lockKey := \"lock:\" + id\nrdb.Del(ctx, lockKey)",
+            ),
+            (Dialect::Go, "s.lock.Acquire(ctx)\nrdb.Del(ctx, k)"),
             (
                 Dialect::Other,
                 "with self._lock:\n    del self._cache[key]\n",
