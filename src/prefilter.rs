@@ -1688,6 +1688,24 @@ mod tests {
                 "{dialect:?}: {s}"
             );
         }
+        // every cut of every example, in every dialect: the look-arounds
+        // stop at both ends of the bytes
+        let dialects = [
+            Dialect::Other,
+            Dialect::Jvm,
+            Dialect::CSharp,
+            Dialect::Python,
+            Dialect::Go,
+        ];
+        for (_, s) in let_go.iter().chain(&kept) {
+            let b = s.as_bytes();
+            for i in 0..=b.len() {
+                for d in dialects {
+                    let _ = may_match_in(&b[..i], false, d);
+                    let _ = may_match_in(&b[i..], false, d);
+                }
+            }
+        }
     }
 
     #[test]
