@@ -8,10 +8,14 @@ more than doubles from N to 2N is super-linear: the target is
 time(2N) <= 2.3 x time(N). Times are the minimum CPU time of --runs runs
 (on a shared machine wall time mostly measures the others' load);
 --callgrind counts instructions instead (valgrind; slower, but independent
-of the load), and takes peak RSS from one extra plain run.
+of the load), and takes peak RSS from one extra plain run. --format times
+another output format's renderer as well (the human one rendered each
+excerpt by counting lines from the file's start until session 34:
+quadratic in a file's findings, unseen with json).
 
     python3 bench/scaling.py [--bin target/release/locklint] [--runs 3]
                              [--scale 1.0] [--only shape,...] [--callgrind]
+                             [--format json|human|sarif|rdjson|...]
                              [--out bench/scaling.md]
 """
 
@@ -210,10 +214,15 @@ def write(root, files):
     return total
 
 
+# The output format of the runs (`--format`): json by default, the one the
+# findings are counted from; another format times its renderer too.
+FORMAT = ["json"]
+
+
 def run_once(binary, root, callgrind):
     # --include-minified: the long-line shapes are what a walk would skip
     # as minified; the benchmark measures the front-end on them
-    cmd = [binary, "check", "--format", "json", "--exit-zero", "--threads", "1",
+    cmd = [binary, "check", "--format", FORMAT[0], "--exit-zero", "--threads", "1",
            "--include-minified", root]
     if callgrind:
         out = os.path.join(root, "..", "cg.out")
@@ -261,9 +270,12 @@ def main():
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--only", default="")
     ap.add_argument("--callgrind", action="store_true")
+    ap.add_argument("--format", default="json",
+                    help="output format of the runs (findings are counted with json only)")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
     only = [s for s in args.only.split(",") if s]
+    FORMAT[0] = args.format
     binary = os.path.abspath(args.bin)
     scratch = tempfile.mkdtemp(prefix="locklint-scaling-")
     unit = "instructions (callgrind)" if args.callgrind else "CPU s, user + system (min of %d runs)" % args.runs
