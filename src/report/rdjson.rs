@@ -4,7 +4,7 @@
 
 use super::{EmitOptions, Emitter};
 use crate::filter::baseline::normalise_path;
-use crate::finding::{Applicability, LineIndex, Report, Severity};
+use crate::finding::{Applicability, Finding, LineIndex, Report, Severity};
 use serde_json::json;
 use std::io::{self, Write};
 
@@ -30,66 +30,89 @@ fn byte_column(index: Option<&LineIndex>, line: usize, column: usize) -> usize {
 
 impl Emitter for Rdjson {
     fn emit(&self, report: &Report, _opts: &EmitOptions, out: &mut dyn Write) -> io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, &Document(report))?;
+        writeln!(out)
+    }
+}
+
+/// The rdjson document of a report, serialized as it is built: one
+/// diagnostic at a time (10,000 findings as one value took 164 MB), its
+/// keys in the order a `json!` object gives them (sorted).
+struct Document<'a>(&'a Report);
+
+/// The diagnostics of a [`Document`], each made and written in turn.
+struct Diagnostics<'a>(&'a Report);
+
+impl serde::Serialize for Document<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("diagnostics", &Diagnostics(self.0))?;
+        m.serialize_entry(
+            "source",
+            &json!({ "name": "locklint", "url": super::sarif::information_uri() }),
+        )?;
+        m.end()
+    }
+}
+
+impl serde::Serialize for Diagnostics<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let report = self.0;
         // (findings come sorted by path: each file's line index once, not
         // once per finding — 10,000 findings in one file took 1.6 s)
         let mut indexed: Option<(&str, Option<LineIndex>)> = None;
-        let diagnostics: Vec<_> = report
-            .findings
-            .iter()
-            .map(|f| {
-                if indexed.as_ref().is_none_or(|(p, _)| *p != f.path) {
-                    let index = report.sources.get(&f.path).map(|s| LineIndex::new(s));
-                    indexed = Some((&f.path, index));
-                }
-                let index = indexed.as_ref().and_then(|(_, i)| i.as_ref());
-                let mut message = f.message.clone();
-                if !f.help.is_empty() {
-                    message.push_str("\nhelp: ");
-                    message.push_str(&f.help);
-                }
-                // --- fix (issue 11): applicable fixes as suggested changes ---
-                let suggestions: Vec<_> = f
-                    .fix
-                    .iter()
-                    .filter(|x| x.applicability != Applicability::DisplayOnly)
-                    .flat_map(|x| x.edits.iter())
-                    .map(|e| {
-                        json!({
-                            "range": {
-                                "start": { "line": e.line, "column": byte_column(index, e.line, e.column) },
-                                "end": { "line": e.end_line, "column": byte_column(index, e.end_line, e.end_column) },
-                            },
-                            "text": e.replacement,
-                        })
-                    })
-                    .collect();
-                // --- end fix ---
-                json!({
-                    "suggestions": suggestions,
-                    "message": message,
-                    "location": {
-                        "path": normalise_path(&f.path),
-                        "range": {
-                            "start": { "line": f.line, "column": byte_column(index, f.line, f.column) },
-                            "end": { "line": f.end_line, "column": byte_column(index, f.end_line, f.end_column) },
-                        },
-                    },
-                    "severity": match f.severity {
-                        Severity::Error => "ERROR",
-                        Severity::Warning => "WARNING",
-                    },
-                    "source": { "name": "locklint" },
-                    "code": { "value": format!("{} {}", f.code, f.name) },
-                })
-            })
-            .collect();
-        let doc = json!({
-            "source": { "name": "locklint", "url": super::sarif::information_uri() },
-            "diagnostics": diagnostics,
-        });
-        serde_json::to_writer_pretty(&mut *out, &doc)?;
-        writeln!(out)
+        s.collect_seq(report.findings.iter().map(|f| {
+            if indexed.as_ref().is_none_or(|(p, _)| *p != f.path) {
+                let index = report.sources.get(&f.path).map(|s| LineIndex::new(s));
+                indexed = Some((&f.path, index));
+            }
+            diagnostic(f, indexed.as_ref().and_then(|(_, i)| i.as_ref()))
+        }))
     }
+}
+
+/// One finding as an rdjson diagnostic.
+fn diagnostic(f: &Finding, index: Option<&LineIndex>) -> serde_json::Value {
+    let mut message = f.message.clone();
+    if !f.help.is_empty() {
+        message.push_str("\nhelp: ");
+        message.push_str(&f.help);
+    }
+    // --- fix (issue 11): applicable fixes as suggested changes ---
+    let suggestions: Vec<_> = f
+        .fix
+        .iter()
+        .filter(|x| x.applicability != Applicability::DisplayOnly)
+        .flat_map(|x| x.edits.iter())
+        .map(|e| {
+            json!({
+                "range": {
+                    "start": { "line": e.line, "column": byte_column(index, e.line, e.column) },
+                    "end": { "line": e.end_line, "column": byte_column(index, e.end_line, e.end_column) },
+                },
+                "text": e.replacement,
+            })
+        })
+        .collect();
+    // --- end fix ---
+    json!({
+        "suggestions": suggestions,
+        "message": message,
+        "location": {
+            "path": normalise_path(&f.path),
+            "range": {
+                "start": { "line": f.line, "column": byte_column(index, f.line, f.column) },
+                "end": { "line": f.end_line, "column": byte_column(index, f.end_line, f.end_column) },
+            },
+        },
+        "severity": match f.severity {
+            Severity::Error => "ERROR",
+            Severity::Warning => "WARNING",
+        },
+        "source": { "name": "locklint" },
+        "code": { "value": format!("{} {}", f.code, f.name) },
+    })
 }
 
 #[cfg(test)]

@@ -67,105 +67,61 @@ fn rules_json() -> Vec<Value> {
         .collect()
 }
 
-/// The SARIF document of a report.
+/// The SARIF document of a report, as a value.
 pub fn document(report: &Report) -> Value {
-    let metas = filter::all_metas();
-    let results: Vec<Value> = report
-        .findings
-        .iter()
-        .map(|f| {
-            let rule_index = metas.iter().position(|m| m.code == f.code);
-            let location = |line: usize, column: usize, end: Option<(usize, usize)>| {
-                let mut region = json!({ "startLine": line, "startColumn": column });
-                if let Some((el, ec)) = end {
-                    region["endLine"] = json!(el);
-                    region["endColumn"] = json!(ec);
-                }
-                let u = uri(&f.path);
-                let artifact = if u.starts_with("file://") {
-                    json!({ "uri": u })
-                } else {
-                    json!({ "uri": u, "uriBaseId": "%SRCROOT%" })
-                };
-                json!({ "physicalLocation": { "artifactLocation": artifact, "region": region } })
-            };
-            let mut text = f.message.clone();
-            if !f.help.is_empty() {
-                text.push_str("\nhelp: ");
-                text.push_str(&f.help);
-            }
-            if let Some(n) = &f.note {
-                text.push_str("\nnote: ");
-                text.push_str(n);
-            }
-            let mut r = json!({
-                "ruleId": f.code,
-                "level": level(f.severity),
-                "message": { "text": text },
-                "locations": [location(f.line, f.column, Some((f.end_line, f.end_column.max(1))))],
-                "partialFingerprints": {
-                    "primaryLocationLineHash": f.fingerprint,
-                    "locklint/v1": f.fingerprint,
-                },
-            });
-            if let Some(i) = rule_index {
-                r["ruleIndex"] = json!(i);
-            }
-            // --- fix (issue 11): the applicable fix as a SARIF fix ---
-            if let Some(fix) = f.fix.as_ref().filter(|x| x.applicability != Applicability::DisplayOnly) {
-                let artifact = location(f.line, f.column, None)["physicalLocation"]["artifactLocation"].clone();
-                let replacements: Vec<Value> = fix
-                    .edits
-                    .iter()
-                    .map(|e| {
-                        json!({
-                            "deletedRegion": {
-                                "startLine": e.line, "startColumn": e.column,
-                                "endLine": e.end_line, "endColumn": e.end_column,
-                            },
-                            "insertedContent": { "text": e.replacement },
-                        })
-                    })
-                    .collect();
-                r["fixes"] = json!([{
-                    "description": { "text": format!("{} ({})", fix.message, fix.applicability.as_str()) },
-                    "artifactChanges": [{ "artifactLocation": artifact, "replacements": replacements }],
-                }]);
-            }
-            // --- end fix ---
-            if !f.labels.is_empty() {
-                r["relatedLocations"] = Value::Array(
-                    f.labels
-                        .iter()
-                        .enumerate()
-                        .map(|(i, l)| {
-                            let mut loc = location(l.line, l.column, None);
-                            loc["id"] = json!(i + 1);
-                            loc["message"] = json!({ "text": l.text });
-                            loc
-                        })
-                        .collect(),
-                );
-            }
-            r
-        })
-        .collect();
-    let notifications: Vec<Value> = report
-        .errors
-        .iter()
-        .map(|e| {
-            json!({
-                "level": "error",
-                "message": { "text": format!("{}: {}", e.path, e.message) },
-                "locations": [{ "physicalLocation": { "artifactLocation": { "uri": uri(&e.path) } } }],
+    serde_json::to_value(Document(report)).expect("a SARIF document is plain JSON")
+}
+
+/// The SARIF document of a report, serialized as it is built: one result
+/// at a time (10,000 findings as one value took 155 MB), its keys in the
+/// order a `json!` object gives them (sorted).
+struct Document<'a>(&'a Report);
+
+/// The one run of a [`Document`].
+struct Run<'a>(&'a Report);
+
+/// The results of a [`Run`], each made and written in turn.
+struct Results<'a>(&'a Report);
+
+impl serde::Serialize for Document<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(3))?;
+        m.serialize_entry("$schema", "https://json.schemastore.org/sarif-2.1.0.json")?;
+        m.serialize_entry("runs", &[Run(self.0)])?;
+        m.serialize_entry("version", "2.1.0")?;
+        m.end()
+    }
+}
+
+impl serde::Serialize for Run<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let report = self.0;
+        let notifications: Vec<Value> = report
+            .errors
+            .iter()
+            .map(|e| {
+                json!({
+                    "level": "error",
+                    "message": { "text": format!("{}: {}", e.path, e.message) },
+                    "locations": [{ "physicalLocation": { "artifactLocation": { "uri": uri(&e.path) } } }],
+                })
             })
-        })
-        .collect();
-    json!({
-        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-        "version": "2.1.0",
-        "runs": [{
-            "tool": {
+            .collect();
+        let mut m = s.serialize_map(Some(4))?;
+        m.serialize_entry("columnKind", "unicodeCodePoints")?;
+        m.serialize_entry(
+            "invocations",
+            &json!([{
+                "executionSuccessful": report.errors.is_empty(),
+                "toolExecutionNotifications": notifications,
+            }]),
+        )?;
+        m.serialize_entry("results", &Results(report))?;
+        m.serialize_entry(
+            "tool",
+            &json!({
                 "driver": {
                     "name": "locklint",
                     "version": env!("CARGO_PKG_VERSION"),
@@ -173,20 +129,105 @@ pub fn document(report: &Report) -> Value {
                     "informationUri": information_uri(),
                     "rules": rules_json(),
                 }
-            },
-            "invocations": [{
-                "executionSuccessful": report.errors.is_empty(),
-                "toolExecutionNotifications": notifications,
-            }],
-            "columnKind": "unicodeCodePoints",
-            "results": results,
-        }]
-    })
+            }),
+        )?;
+        m.end()
+    }
+}
+
+impl serde::Serialize for Results<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let metas = filter::all_metas();
+        s.collect_seq(self.0.findings.iter().map(|f| result(f, &metas)))
+    }
+}
+
+/// One finding as a SARIF result.
+fn result(f: &crate::finding::Finding, metas: &[&crate::rules::RuleMeta]) -> Value {
+    let rule_index = metas.iter().position(|m| m.code == f.code);
+    let location = |line: usize, column: usize, end: Option<(usize, usize)>| {
+        let mut region = json!({ "startLine": line, "startColumn": column });
+        if let Some((el, ec)) = end {
+            region["endLine"] = json!(el);
+            region["endColumn"] = json!(ec);
+        }
+        let u = uri(&f.path);
+        let artifact = if u.starts_with("file://") {
+            json!({ "uri": u })
+        } else {
+            json!({ "uri": u, "uriBaseId": "%SRCROOT%" })
+        };
+        json!({ "physicalLocation": { "artifactLocation": artifact, "region": region } })
+    };
+    let mut text = f.message.clone();
+    if !f.help.is_empty() {
+        text.push_str("\nhelp: ");
+        text.push_str(&f.help);
+    }
+    if let Some(n) = &f.note {
+        text.push_str("\nnote: ");
+        text.push_str(n);
+    }
+    let mut r = json!({
+        "ruleId": f.code,
+        "level": level(f.severity),
+        "message": { "text": text },
+        "locations": [location(f.line, f.column, Some((f.end_line, f.end_column.max(1))))],
+        "partialFingerprints": {
+            "primaryLocationLineHash": f.fingerprint,
+            "locklint/v1": f.fingerprint,
+        },
+    });
+    if let Some(i) = rule_index {
+        r["ruleIndex"] = json!(i);
+    }
+    // --- fix (issue 11): the applicable fix as a SARIF fix ---
+    if let Some(fix) = f
+        .fix
+        .as_ref()
+        .filter(|x| x.applicability != Applicability::DisplayOnly)
+    {
+        let artifact =
+            location(f.line, f.column, None)["physicalLocation"]["artifactLocation"].clone();
+        let replacements: Vec<Value> = fix
+            .edits
+            .iter()
+            .map(|e| {
+                json!({
+                    "deletedRegion": {
+                        "startLine": e.line, "startColumn": e.column,
+                        "endLine": e.end_line, "endColumn": e.end_column,
+                    },
+                    "insertedContent": { "text": e.replacement },
+                })
+            })
+            .collect();
+        r["fixes"] = json!([{
+            "description": { "text": format!("{} ({})", fix.message, fix.applicability.as_str()) },
+            "artifactChanges": [{ "artifactLocation": artifact, "replacements": replacements }],
+        }]);
+    }
+    // --- end fix ---
+    if !f.labels.is_empty() {
+        r["relatedLocations"] = Value::Array(
+            f.labels
+                .iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    let mut loc = location(l.line, l.column, None);
+                    loc["id"] = json!(i + 1);
+                    loc["message"] = json!({ "text": l.text });
+                    loc
+                })
+                .collect(),
+        );
+    }
+    r
 }
 
 impl Emitter for Sarif {
     fn emit(&self, report: &Report, _opts: &EmitOptions, out: &mut dyn Write) -> io::Result<()> {
-        serde_json::to_writer_pretty(&mut *out, &document(report))?;
+        serde_json::to_writer_pretty(&mut *out, &Document(report))?;
         writeln!(out)
     }
 }
