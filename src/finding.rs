@@ -253,6 +253,49 @@ impl<'a> LineIndex<'a> {
         (line, col)
     }
 
+    /// The 1-based byte column of 1-based character column `column` of
+    /// 1-based `line` (a column past the line's end goes on one byte per
+    /// character): at most [`CHAR_STRIDE`] bytes read, however long the
+    /// line.
+    pub fn byte_column(&self, line: usize, column: usize) -> usize {
+        let text = self.line_text(line);
+        let want = column.saturating_sub(1);
+        if text.is_empty() {
+            return want + 1;
+        }
+        let start = self.starts[line - 1];
+        let end = start + text.len();
+        let first = self.chars_before(start);
+        let last = self.chars_before(end);
+        if want >= last - first {
+            return text.len() + 1 + (want - (last - first));
+        }
+        // the byte where character `first + want` starts
+        let target = first + want;
+        let at = if self.chars_at.is_empty() {
+            target
+        } else {
+            let k = self.chars_at.partition_point(|&c| c <= target) - 1;
+            let mut count = self.chars_at[k];
+            let mut i = (k * CHAR_STRIDE).max(start);
+            if i > k * CHAR_STRIDE {
+                count = self.chars_before(i);
+            }
+            let b = self.src.as_bytes();
+            loop {
+                // a character is counted at its first byte
+                if (b[i] as i8) >= -0x40 {
+                    if count == target {
+                        break i;
+                    }
+                    count += 1;
+                }
+                i += 1;
+            }
+        };
+        at - start + 1
+    }
+
     /// The text of a 1-based line, without its line ending.
     pub fn line_text(&self, line: usize) -> &'a str {
         if line == 0 || line > self.starts.len() {

@@ -87,6 +87,51 @@ pub fn preview(src: &str, fix: &Fix, path: &str) -> String {
     unified_diff(path, src, &new)
 }
 
+/// [`preview`] read from the lines around the fix's edits only: the same
+/// diff, its line numbers those of the whole file. `line_starts` are the
+/// offsets after each `\n` of `src`, 0 first. (A diff of the whole file per
+/// finding was quadratic: 5,000 fixable findings in one file, 2.9 s.)
+pub fn preview_near(src: &str, line_starts: &[usize], fix: &Fix, path: &str) -> String {
+    let (Some(first), Some(last)) = (fix.edits.first(), fix.edits.last()) else {
+        return preview(src, fix, path);
+    };
+    // a fix `apply` would refuse (out of the text, off a character
+    // boundary, edits out of order) is left to it
+    let fits = fix.edits.iter().all(|e| {
+        e.span.start <= e.span.end
+            && e.span.end <= src.len()
+            && src.is_char_boundary(e.span.start)
+            && src.is_char_boundary(e.span.end)
+    }) && fix
+        .edits
+        .windows(2)
+        .all(|w| w[0].span.end <= w[1].span.start);
+    if !fits || line_starts.first() != Some(&0) {
+        return preview(src, fix, path);
+    }
+    let line_of = |at: usize| line_starts.partition_point(|&s| s <= at) - 1;
+    // the hunks' three lines of context, and one more each side
+    let from_line = line_of(first.span.start).saturating_sub(DIFF_CONTEXT + 1);
+    let to_line = line_of(last.span.end) + DIFF_CONTEXT + 2;
+    let from = line_starts[from_line];
+    let to = line_starts.get(to_line).copied().unwrap_or(src.len());
+    let near = Fix {
+        applicability: fix.applicability,
+        message: String::new(),
+        edits: fix
+            .edits
+            .iter()
+            .map(|e| Edit {
+                span: Span::new(e.span.start - from, e.span.end - from),
+                ..e.clone()
+            })
+            .collect(),
+    };
+    let window = &src[from..to];
+    let (new, _) = apply(window, &[&near]);
+    unified_diff_from(path, window, &new, from_line)
+}
+
 /// Which fixes a run applies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Level {
@@ -404,16 +449,25 @@ fn backtrack(trace: &[Vec<isize>], n: isize, m: isize) -> Vec<Line> {
     out
 }
 
+/// Lines of context around a diff's changes.
+const DIFF_CONTEXT: usize = 3;
+
 /// A unified diff (`--- a/path`, `+++ b/path`, hunks with 3 lines of
 /// context) of `old` → `new`; empty when they are equal.
 pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
+    unified_diff_from(path, old, new, 0)
+}
+
+/// [`unified_diff`] of texts that start at 0-based line `line0` of their
+/// files (the hunks' line numbers are the files').
+fn unified_diff_from(path: &str, old: &str, new: &str, line0: usize) -> String {
     if old == new {
         return String::new();
     }
     let a: Vec<&str> = old.split_inclusive('\n').collect();
     let b: Vec<&str> = new.split_inclusive('\n').collect();
     let lines = diff_lines(&a, &b);
-    const CONTEXT: usize = 3;
+    const CONTEXT: usize = DIFF_CONTEXT;
     let changed: Vec<usize> = lines
         .iter()
         .enumerate()
@@ -448,7 +502,7 @@ pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
             .unwrap_or(b.len());
         let a_len = hunk.iter().filter(|l| !matches!(l, Line::Ins(_))).count();
         let b_len = hunk.iter().filter(|l| !matches!(l, Line::Del(_))).count();
-        let shown = |start: usize, len: usize| if len == 0 { start } else { start + 1 };
+        let shown = |start: usize, len: usize| line0 + if len == 0 { start } else { start + 1 };
         out.push_str(&format!(
             "@@ -{},{} +{},{} @@\n",
             shown(a_start, a_len),
@@ -476,6 +530,58 @@ pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The diff read near the edits is the diff of the whole file, for
+    /// edits at every line of texts with and without a final newline,
+    /// `\r\n` lines, edits that add or remove lines, and two edits far
+    /// apart (a script declared at the top, a call rewritten below).
+    #[test]
+    fn a_preview_near_the_edits_is_the_whole_files() {
+        let body: String = (0..40)
+            .map(|i| format!("line {i} = call(k{i})\n"))
+            .collect();
+        let texts = [
+            body.clone(),
+            body.trim_end().to_string(),
+            body.replace('\n', "\r\n"),
+            format!("x\r{body}"),
+            "one".to_string(),
+            String::new(),
+        ];
+        let mut compared = 0;
+        for text in &texts {
+            let starts: Vec<usize> = std::iter::once(0)
+                .chain(memchr::memchr_iter(b'\n', text.as_bytes()).map(|i| i + 1))
+                .collect();
+            let cuts: Vec<usize> = (0..=text.len())
+                .filter(|&i| text.is_char_boundary(i))
+                .collect();
+            for (n, &at) in cuts.iter().enumerate().step_by(7) {
+                let end = cuts[(n + 9).min(cuts.len() - 1)];
+                for edits in [
+                    vec![edit(at, end, "new()")],
+                    vec![edit(at, at, "added\nlines\n")],
+                    vec![edit(at, end, "")],
+                    vec![edit(0, 0, "SCRIPT = 1\n"), edit(at, end, "x")],
+                    vec![edit(at, end, "x"), edit(end, end, "\ntail")],
+                ] {
+                    let fix = Fix {
+                        applicability: Applicability::Safe,
+                        message: String::new(),
+                        edits,
+                    };
+                    assert_eq!(
+                        preview_near(text, &starts, &fix, "a.py"),
+                        preview(text, &fix, "a.py"),
+                        "{text:?} {:?}",
+                        fix.edits
+                    );
+                    compared += 1;
+                }
+            }
+        }
+        assert!(compared > 500, "{compared}");
+    }
 
     fn edit(start: usize, end: usize, text: &str) -> Edit {
         Edit {

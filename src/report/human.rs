@@ -17,6 +17,7 @@ pub struct Human;
 struct Diag<'a> {
     f: &'a Finding,
     text: Arc<str>,
+    newlines: Arc<[usize]>,
     src: NamedSource<Lines>,
 }
 
@@ -30,6 +31,9 @@ struct Lines {
     /// The offset after each line break (`\n`, `\r\n` or a lone `\r`, as
     /// miette counts them), the first line's start (0) first.
     starts: Arc<[usize]>,
+    /// The offset after each `\n`, 0 first (the lines of a fix's diff):
+    /// `starts` itself for a text without `\r`.
+    newlines: Arc<[usize]>,
 }
 
 impl Lines {
@@ -44,9 +48,18 @@ impl Lines {
             }
             starts.push(i);
         }
+        let starts: Arc<[usize]> = starts.into();
+        let newlines = if memchr::memchr(b'\r', b).is_none() {
+            starts.clone()
+        } else {
+            std::iter::once(0)
+                .chain(memchr::memchr_iter(b'\n', b).map(|i| i + 1))
+                .collect()
+        };
         Lines {
             text,
-            starts: starts.into(),
+            starts,
+            newlines,
         }
     }
 }
@@ -177,7 +190,7 @@ impl miette::Diagnostic for Diag<'_> {
                 Applicability::DisplayOnly => "display-only: adapt it by hand",
             };
             h.push_str(&format!("\nfix ({how}): {}", fix.message));
-            let diff = crate::fix::preview(&self.text, fix, &self.f.path);
+            let diff = crate::fix::preview_near(&self.text, &self.newlines, fix, &self.f.path);
             for line in diff.lines().skip(2) {
                 h.push('\n');
                 h.push_str(line);
@@ -266,6 +279,7 @@ impl Emitter for Human {
                 let diag = Diag {
                     f,
                     text: src.text.clone(),
+                    newlines: src.newlines.clone(),
                     src: NamedSource::new(f.path.clone(), src.clone()),
                 };
                 let mut s = String::new();

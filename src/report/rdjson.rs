@@ -12,20 +12,10 @@ pub struct Rdjson;
 
 /// A 1-based character column of `line` as a 1-based byte column.
 fn byte_column(index: Option<&LineIndex>, line: usize, column: usize) -> usize {
-    let Some(index) = index else {
-        return column;
-    };
-    let text = index.line_text(line);
-    let bytes: usize = text
-        .chars()
-        .take(column.saturating_sub(1))
-        .map(char::len_utf8)
-        .sum();
-    bytes
-        + 1
-        + column
-            .saturating_sub(1)
-            .saturating_sub(text.chars().count())
+    match index {
+        Some(index) => index.byte_column(line, column),
+        None => column,
+    }
 }
 
 impl Emitter for Rdjson {
@@ -118,6 +108,46 @@ fn diagnostic(f: &Finding, index: Option<&LineIndex>) -> serde_json::Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The index's byte column is the one counted over the line's
+    /// characters, for every line and column of mixed-width text, long
+    /// lines across the index's checkpoints included.
+    #[test]
+    fn byte_columns_are_counted_ones() {
+        let reference = |text: &str, column: usize| {
+            let bytes: usize = text
+                .chars()
+                .take(column.saturating_sub(1))
+                .map(char::len_utf8)
+                .sum();
+            bytes
+                + 1
+                + column
+                    .saturating_sub(1)
+                    .saturating_sub(text.chars().count())
+        };
+        let long: String = (0..3000).map(|i| ["a", "é", "日", "𝄞"][i % 4]).collect();
+        for src in [
+            "".to_string(),
+            "ascii only\nsecond\r\n".to_string(),
+            "é = con.del(k)\nx\n日本 = 1\r\n".to_string(),
+            format!("a\n{long}\n{long}b\nz"),
+            format!("{}\n{long}", "x".repeat(5000)),
+        ] {
+            let index = LineIndex::new(&src);
+            for line in 0..=src.lines().count() + 1 {
+                let text = index.line_text(line);
+                let n = text.chars().count();
+                for column in (0..n + 3).filter(|c| *c < 40 || c % 97 == 0 || *c + 3 >= n) {
+                    assert_eq!(
+                        byte_column(Some(&index), line, column),
+                        reference(text, column),
+                        "line {line} column {column}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn byte_columns() {
