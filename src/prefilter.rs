@@ -1546,6 +1546,15 @@ fn scan_by<W: Walk>(
 mod tests {
     use super::*;
 
+    /// Every [`Dialect`].
+    const DIALECTS: [Dialect; 5] = [
+        Dialect::Other,
+        Dialect::Jvm,
+        Dialect::CSharp,
+        Dialect::Python,
+        Dialect::Go,
+    ];
+
     #[test]
     fn call_word_keys_are_kept_once_each_in_order() {
         let mut table = Vec::new();
@@ -1690,17 +1699,10 @@ mod tests {
         }
         // every cut of every example, in every dialect: the look-arounds
         // stop at both ends of the bytes
-        let dialects = [
-            Dialect::Other,
-            Dialect::Jvm,
-            Dialect::CSharp,
-            Dialect::Python,
-            Dialect::Go,
-        ];
         for (_, s) in let_go.iter().chain(&kept) {
             let b = s.as_bytes();
             for i in 0..=b.len() {
-                for d in dialects {
+                for d in DIALECTS {
                     let _ = may_match_in(&b[..i], false, d);
                     let _ = may_match_in(&b[i..], false, d);
                 }
@@ -2314,14 +2316,8 @@ mod tests {
         let mut texts = generated(4000);
         texts.extend(every_word_around());
         let (mut passed, mut signed) = (0, 0);
-        let dialects = [
-            Dialect::Other,
-            Dialect::Jvm,
-            Dialect::CSharp,
-            Dialect::Python,
-        ];
         for (i, t) in texts.iter().enumerate() {
-            let dialect = dialects[i % dialects.len()];
+            let dialect = DIALECTS[i % DIALECTS.len()];
             for custom in [false, true] {
                 let want = scan_by::<Full>(t, custom, dialect, None);
                 assert_eq!(scan_by::<Near>(t, custom, dialect, None), want);
