@@ -41,35 +41,49 @@ pub fn resolve(draft: FixDraft, index: &LineIndex) -> Fix {
 /// how many fixes were applied.
 pub fn apply(src: &str, fixes: &[&Fix]) -> (String, usize) {
     let mut taken: Vec<&Edit> = Vec::new();
+    // the taken edits by (start, end): they never overlap, so the one of
+    // greatest start before an edit's end also has the greatest end, and
+    // it alone can overlap the edit (a list of them all made a file of
+    // 10,000 fixes quadratic)
+    let mut spans: BTreeMap<(usize, usize), Vec<&Edit>> = BTreeMap::new();
     let mut applied = 0;
     for fix in fixes {
         // An edit another fix already makes (the release script declared
         // once per file) is shared, not a conflict.
-        let shared = |e: &Edit| {
-            taken
-                .iter()
-                .any(|t| t.span == e.span && t.replacement == e.replacement)
+        let shared = |spans: &BTreeMap<(usize, usize), Vec<&Edit>>, e: &Edit| {
+            spans
+                .get(&(e.span.start, e.span.end))
+                .is_some_and(|v| v.iter().any(|t| t.replacement == e.replacement))
+        };
+        let clear = |e: &Edit| {
+            spans
+                .range(..(e.span.end, 0))
+                .next_back()
+                .is_none_or(|(&(_, end), _)| end <= e.span.start)
         };
         let fits = fix.edits.iter().all(|e| {
             e.span.end <= src.len()
                 && src.is_char_boundary(e.span.start)
                 && src.is_char_boundary(e.span.end)
-                && (shared(e)
-                    || taken
-                        .iter()
-                        .all(|t| e.span.end <= t.span.start || t.span.end <= e.span.start))
+                && (shared(&spans, e) || clear(e))
         });
         let inner = fix
             .edits
             .windows(2)
             .all(|w| w[0].span.end <= w[1].span.start);
         if fits && inner && !fix.edits.is_empty() {
-            let new: Vec<&Edit> = fix.edits.iter().filter(|e| !shared(e)).collect();
+            let new: Vec<&Edit> = fix.edits.iter().filter(|e| !shared(&spans, e)).collect();
+            for &e in &new {
+                spans.entry((e.span.start, e.span.end)).or_default().push(e);
+            }
             taken.extend(new);
             applied += 1;
         }
     }
-    taken.sort_by_key(|e| e.span.start);
+    // (by end too: an insertion where a replaced span starts goes first,
+    // whichever fix took it first — by start alone the other order
+    // sliced the text backwards and panicked)
+    taken.sort_by_key(|e| (e.span.start, e.span.end));
     let mut out = String::with_capacity(src.len());
     let mut at = 0;
     for e in taken {
@@ -530,6 +544,99 @@ fn unified_diff_from(path: &str, old: &str, new: &str, line0: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Which fixes `apply` takes, against the pairwise check over every
+    /// edit taken before (what it did until session 34), on random fixes
+    /// of one to three edits, empty ones and shared ones included.
+    #[test]
+    fn the_fixes_taken_are_the_pairwise_checks() {
+        fn pairwise(src: &str, fixes: &[&Fix]) -> Vec<bool> {
+            let mut taken: Vec<&Edit> = Vec::new();
+            let mut out = Vec::new();
+            for fix in fixes {
+                let shared = |taken: &Vec<&Edit>, e: &Edit| {
+                    taken
+                        .iter()
+                        .any(|t| t.span == e.span && t.replacement == e.replacement)
+                };
+                let fits = fix.edits.iter().all(|e| {
+                    e.span.end <= src.len()
+                        && (shared(&taken, e)
+                            || taken
+                                .iter()
+                                .all(|t| e.span.end <= t.span.start || t.span.end <= e.span.start))
+                });
+                let inner = fix
+                    .edits
+                    .windows(2)
+                    .all(|w| w[0].span.end <= w[1].span.start);
+                let ok = fits && inner && !fix.edits.is_empty();
+                if ok {
+                    let new: Vec<&Edit> = fix.edits.iter().filter(|e| !shared(&taken, e)).collect();
+                    taken.extend(new);
+                }
+                out.push(ok);
+            }
+            out
+        }
+        let src = "abcdefghijklmnopqrstuvwxyz0123456789";
+        // an insertion where an earlier fix's replacement starts
+        let (a, b) = (
+            Fix {
+                applicability: Applicability::Safe,
+                message: String::new(),
+                edits: vec![edit(5, 10, "X")],
+            },
+            Fix {
+                applicability: Applicability::Safe,
+                message: String::new(),
+                edits: vec![edit(5, 5, "y")],
+            },
+        );
+        assert_eq!(
+            apply(src, &[&a, &b]),
+            ("abcdeyXklmnopqrstuvwxyz0123456789".to_string(), 2)
+        );
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % n) as usize
+        };
+        for _ in 0..300 {
+            let fixes: Vec<Fix> = (0..12)
+                .map(|_| {
+                    let mut at = next(20);
+                    let edits = (0..1 + next(3))
+                        .map(|_| {
+                            let start = at + next(4);
+                            let end = start + next(4);
+                            at = end;
+                            edit(start, end, ["", "x", "yy"][next(3)])
+                        })
+                        .collect();
+                    Fix {
+                        applicability: Applicability::Safe,
+                        message: String::new(),
+                        edits,
+                    }
+                })
+                .collect();
+            let refs: Vec<&Fix> = fixes.iter().collect();
+            let want = pairwise(src, &refs);
+            // each prefix of the list: `apply` counts what it takes
+            for n in 0..=refs.len() {
+                let (_, applied) = apply(src, &refs[..n]);
+                assert_eq!(
+                    applied,
+                    want[..n].iter().filter(|&&t| t).count(),
+                    "{:?}",
+                    &fixes[..n]
+                );
+            }
+        }
+    }
 
     /// The diff read near the edits is the diff of the whole file, for
     /// edits at every line of texts with and without a final newline,
