@@ -62,14 +62,26 @@ pub fn link(files: &[ProjectFile]) -> Vec<FileView> {
     let mut views: Vec<FileView> = files.iter().map(|_| FileView::default()).collect();
     let mut sums: Vec<Summary> = Vec::new();
     for round in 0..ROUNDS {
+        // the last round's summaries are not read again: freed before the
+        // new ones are made (a file of many functions held three copies)
+        drop(std::mem::take(&mut sums));
         // each file's summaries and then its instantiations depend only on
         // the last round's: the files side by side, kept in file order
-        let per_file: Vec<Vec<Summary>> = files
+        let mut per_file: Vec<Vec<Summary>> = files
             .par_iter()
             .enumerate()
             .map(|(i, f)| summary::summarise(i, f.stem, f.facts, &views[i].insts))
             .collect();
-        sums = per_file.into_iter().flatten().collect();
+        // joined at their exact count (one file's are taken as they are)
+        sums = if per_file.len() == 1 {
+            per_file.pop().unwrap_or_default()
+        } else {
+            let mut all = Vec::with_capacity(per_file.iter().map(Vec::len).sum());
+            for s in per_file {
+                all.extend(s);
+            }
+            all
+        };
         let mut by_name: HashMap<&str, Vec<usize>> = HashMap::default();
         for (si, s) in sums.iter().enumerate() {
             by_name.entry(s.name.as_str()).or_default().push(si);

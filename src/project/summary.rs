@@ -179,7 +179,16 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
                 && crate::rules::redis_work_between(&op_starts, op, s, end)
         })
     };
-    let mut out = Vec::new();
+    // room for every function with an op (a summary is large: growing by
+    // doubling kept up to twice the room, and a copy while it grew)
+    let mut out = Vec::with_capacity(
+        facts
+            .link
+            .functions
+            .iter()
+            .filter(|sig| own.contains_key(&sig.scope) || linked.contains_key(&sig.scope))
+            .count(),
+    );
     for sig in &facts.link.functions {
         let Some(scope) = facts.scopes.get(sig.scope as usize) else {
             continue;
@@ -192,7 +201,8 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
         if own_ops.is_empty() && linked_ops.is_empty() {
             continue;
         }
-        let mut ops = Vec::new();
+        // at their exact count: most functions have one or two
+        let mut ops = Vec::with_capacity(own_ops.len() + linked_ops.len());
         let mut own_key_lockish = false;
         // the defaulted parameters an op at `at` needs passed
         let needs = |at: usize| -> Vec<usize> {
