@@ -184,7 +184,9 @@ pub fn sort_findings(v: &mut [Finding]) {
     }
 }
 
-/// Byte offset → 1-based line and 1-based column counted in characters.
+/// Byte offset → 1-based line and 1-based column counted in characters
+/// (or, made by [`LineIndex::utf16`], in UTF-16 code units: the columns of
+/// the language server protocol).
 ///
 /// Every query costs O(log lines + CHAR_STRIDE): columns are counted from a
 /// checkpoint of the running character count (kept every `CHAR_STRIDE`
@@ -194,9 +196,11 @@ pub fn sort_findings(v: &mut [Finding]) {
 pub struct LineIndex<'a> {
     src: &'a str,
     starts: Vec<usize>,
-    /// Characters before byte `k * CHAR_STRIDE` (empty for ASCII text,
-    /// where characters are bytes).
+    /// Characters (or UTF-16 units) before byte `k * CHAR_STRIDE` (empty
+    /// for ASCII text, where both are bytes).
     chars_at: Vec<usize>,
+    /// Columns count UTF-16 code units, not characters.
+    utf16: bool,
 }
 
 /// Bytes between two character-count checkpoints of [`LineIndex`].
@@ -204,27 +208,48 @@ const CHAR_STRIDE: usize = 4096;
 
 impl<'a> LineIndex<'a> {
     pub fn new(src: &'a str) -> Self {
+        Self::counting(src, false)
+    }
+
+    /// Columns in UTF-16 code units (a character beyond U+FFFF counts two).
+    pub fn utf16(src: &'a str) -> Self {
+        Self::counting(src, true)
+    }
+
+    fn counting(src: &'a str, utf16: bool) -> Self {
         let mut starts = vec![0];
         starts.extend(memchr::memchr_iter(b'\n', src.as_bytes()).map(|i| i + 1));
-        let mut chars_at = Vec::new();
+        let mut index = LineIndex {
+            src,
+            starts,
+            chars_at: Vec::new(),
+            utf16,
+        };
         if !src.is_ascii() {
             let bytes = src.as_bytes();
             let mut total = 0usize;
-            chars_at.reserve(bytes.len() / CHAR_STRIDE + 1);
+            let mut chars_at = Vec::with_capacity(bytes.len() / CHAR_STRIDE + 1);
             for chunk in bytes.chunks(CHAR_STRIDE) {
                 chars_at.push(total);
-                // A character is counted at its first byte (not a continuation byte).
-                total += chunk.iter().filter(|&&b| (b as i8) >= -0x40).count();
+                total += index.units_in(chunk);
             }
+            index.chars_at = chars_at;
         }
-        LineIndex {
-            src,
-            starts,
-            chars_at,
-        }
+        index
     }
 
-    /// Characters before byte `offset` (a char boundary).
+    /// The columns byte `b` opens: a character is counted at its first
+    /// byte (not a continuation byte); in UTF-16, a four-byte character
+    /// (lead byte 0xF0 and up) is two units.
+    fn units_of(&self, b: u8) -> usize {
+        usize::from((b as i8) >= -0x40) + usize::from(self.utf16 && b >= 0xF0)
+    }
+
+    fn units_in(&self, bytes: &[u8]) -> usize {
+        bytes.iter().map(|&b| self.units_of(b)).sum()
+    }
+
+    /// Characters (units) before byte `offset` (a char boundary).
     fn chars_before(&self, offset: usize) -> usize {
         if self.chars_at.is_empty() {
             return offset;
@@ -232,10 +257,7 @@ impl<'a> LineIndex<'a> {
         let k = offset / CHAR_STRIDE;
         let from = k * CHAR_STRIDE;
         let base = self.chars_at.get(k).copied().unwrap_or(0);
-        base + self.src.as_bytes()[from..offset]
-            .iter()
-            .filter(|&&b| (b as i8) >= -0x40)
-            .count()
+        base + self.units_in(&self.src.as_bytes()[from..offset])
     }
 
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
@@ -246,16 +268,17 @@ impl<'a> LineIndex<'a> {
         let line = self.starts.partition_point(|&s| s <= offset);
         let start = self.starts[line - 1];
         let col = if offset - start <= CHAR_STRIDE {
-            self.src[start..offset].chars().count() + 1
+            self.units_in(&self.src.as_bytes()[start..offset]) + 1
         } else {
             self.chars_before(offset) - self.chars_before(start) + 1
         };
         (line, col)
     }
 
-    /// The 1-based byte column of 1-based character column `column` of
-    /// 1-based `line` (a column past the line's end goes on one byte per
-    /// character): at most [`CHAR_STRIDE`] bytes read, however long the
+    /// The 1-based byte column of 1-based character (unit) column `column`
+    /// of 1-based `line` (a column past the line's end goes on one byte per
+    /// character; one inside a UTF-16 surrogate pair is the next
+    /// character's): at most [`CHAR_STRIDE`] bytes read, however long the
     /// line.
     pub fn byte_column(&self, line: usize, column: usize) -> usize {
         let text = self.line_text(line);
@@ -270,7 +293,8 @@ impl<'a> LineIndex<'a> {
         if want >= last - first {
             return text.len() + 1 + (want - (last - first));
         }
-        // the byte where character `first + want` starts
+        // the byte where the first character at or after unit
+        // `first + want` starts
         let target = first + want;
         let at = if self.chars_at.is_empty() {
             target
@@ -283,17 +307,32 @@ impl<'a> LineIndex<'a> {
             }
             let b = self.src.as_bytes();
             loop {
-                // a character is counted at its first byte
-                if (b[i] as i8) >= -0x40 {
-                    if count == target {
+                // (the end of the line: a unit inside a surrogate pair
+                // that ends it)
+                if i >= end {
+                    break end;
+                }
+                let w = self.units_of(b[i]);
+                if w > 0 {
+                    if count >= target {
                         break i;
                     }
-                    count += 1;
+                    count += w;
                 }
                 i += 1;
             }
         };
         at - start + 1
+    }
+
+    /// Where a 1-based line starts (none past the last line).
+    pub fn line_start(&self, line: usize) -> Option<usize> {
+        self.starts.get(line.checked_sub(1)?).copied()
+    }
+
+    /// The length of the text in bytes.
+    pub fn text_len(&self) -> usize {
+        self.src.len()
     }
 
     /// The text of a 1-based line, without its line ending.

@@ -11,7 +11,7 @@
 use crate::advice::Target;
 use crate::config::{self, Config};
 use crate::facts::Language;
-use crate::finding::{Applicability, Finding};
+use crate::finding::{Applicability, Finding, LineIndex};
 use crate::{engine, filter, Settings};
 use lsp_server::{Connection, ErrorCode, Message, Notification, Request, RequestId, Response};
 use lsp_types::{
@@ -387,30 +387,34 @@ impl State {
         self.found.insert(uri.clone(), findings);
     }
 
-    /// The findings of one open document (at its last change).
-    fn findings(&self, uri: &Url) -> Option<(&str, Vec<Finding>)> {
+    /// The findings of one open document (at its last change), with the
+    /// index of its positions (made once per request: a position counted
+    /// from the document's start for each finding made every request
+    /// quadratic in the findings of a large document).
+    fn findings(&self, uri: &Url) -> Option<(&str, LineIndex<'_>, &[Finding])> {
         let text = self.docs.get(uri)?;
-        Some((text, self.found.get(uri)?.clone()))
+        let found = self.found.get(uri)?;
+        Some((text, LineIndex::utf16(text), found))
     }
 
     fn diagnostics(&self, uri: &Url) -> Vec<Diagnostic> {
-        let Some((text, findings)) = self.findings(uri) else {
+        let Some((_, index, findings)) = self.findings(uri) else {
             return Vec::new();
         };
-        findings.iter().map(|f| diagnostic(text, f)).collect()
+        findings.iter().map(|f| diagnostic(&index, f)).collect()
     }
 
     fn code_actions(&self, p: CodeActionParams) -> Vec<CodeActionOrCommand> {
         let uri = p.text_document.uri;
-        let Some((text, findings)) = self.findings(&uri) else {
+        let Some((_, index, findings)) = self.findings(&uri) else {
             return Vec::new();
         };
         let mut out = Vec::new();
-        for f in &findings {
+        for f in findings {
             let Some(fix) = &f.fix else {
                 continue;
             };
-            let d = diagnostic(text, f);
+            let d = diagnostic(&index, f);
             if fix.applicability == Applicability::DisplayOnly || !overlaps(d.range, p.range) {
                 continue;
             }
@@ -418,7 +422,7 @@ impl State {
                 .edits
                 .iter()
                 .map(|e| TextEdit {
-                    range: Range::new(position(text, e.span.start), position(text, e.span.end)),
+                    range: Range::new(position(&index, e.span.start), position(&index, e.span.end)),
                     new_text: e.replacement.clone(),
                 })
                 .collect();
@@ -443,8 +447,8 @@ impl State {
 
     fn hover(&self, p: HoverParams) -> Option<Hover> {
         let pos = p.text_document_position_params;
-        let (text, findings) = self.findings(&pos.text_document.uri)?;
-        let at = offset(text, pos.position);
+        let (_, index, findings) = self.findings(&pos.text_document.uri)?;
+        let at = offset(&index, pos.position);
         let f = findings
             .iter()
             .find(|f| f.span.start <= at && at <= f.span.end.max(f.span.start + 1))?;
@@ -462,7 +466,7 @@ impl State {
                 kind: MarkupKind::Markdown,
                 value,
             }),
-            range: Some(diagnostic(text, f).range),
+            range: Some(diagnostic(&index, f).range),
         })
     }
 }
@@ -476,14 +480,14 @@ fn overlaps(a: Range, b: Range) -> bool {
     key(a.start) <= key(b.end) && key(b.start) <= key(a.end)
 }
 
-fn diagnostic(text: &str, f: &Finding) -> Diagnostic {
+fn diagnostic(index: &LineIndex, f: &Finding) -> Diagnostic {
     let mut message = f.message.clone();
     if !f.help.is_empty() {
         message.push_str("\nhelp: ");
         message.push_str(&f.help);
     }
     Diagnostic {
-        range: Range::new(position(text, f.span.start), position(text, f.span.end)),
+        range: Range::new(position(index, f.span.start), position(index, f.span.end)),
         severity: Some(match f.severity {
             crate::Severity::Error => DiagnosticSeverity::ERROR,
             crate::Severity::Warning => DiagnosticSeverity::WARNING,
@@ -496,35 +500,22 @@ fn diagnostic(text: &str, f: &Finding) -> Diagnostic {
 }
 
 /// A byte offset as an LSP position (0-based line, UTF-16 code units).
-fn position(text: &str, offset: usize) -> Position {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
-    let line = text[..line_start].matches('\n').count();
-    let character: usize = text[line_start..offset].chars().map(char::len_utf16).sum();
-    Position::new(line as u32, character as u32)
+fn position(index: &LineIndex, offset: usize) -> Position {
+    let (line, column) = index.line_col(offset);
+    Position::new((line - 1) as u32, (column - 1) as u32)
 }
 
-/// An LSP position as a byte offset (clamped to its line).
-fn offset(text: &str, pos: Position) -> usize {
-    let mut start = 0;
-    for _ in 0..pos.line {
-        match text[start..].find('\n') {
-            Some(i) => start += i + 1,
-            None => return text.len(),
-        }
-    }
-    let line_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
-    let mut units = 0u32;
-    for (i, c) in text[start..line_end].char_indices() {
-        if units >= pos.character {
-            return start + i;
-        }
-        units += c.len_utf16() as u32;
-    }
-    line_end
+/// An LSP position as a byte offset (clamped to its line; a unit inside a
+/// surrogate pair is the next character's).
+fn offset(index: &LineIndex, pos: Position) -> usize {
+    let line = pos.line as usize + 1;
+    let Some(start) = index.line_start(line) else {
+        return index.text_len();
+    };
+    // (the line's end is its `\n`: a `\r` before it is a column too)
+    let end = index.line_start(line + 1).map_or(index.text_len(), |s| s - 1);
+    let column = index.byte_column(line, pos.character as usize + 1) - 1;
+    start + column.min(end - start)
 }
 
 #[cfg(test)]
@@ -534,11 +525,95 @@ mod tests {
     #[test]
     fn positions_count_utf16_units() {
         let text = "a\n𝄞é = x\n";
+        let index = LineIndex::utf16(text);
         // `=` is after 𝄞 (2 units) é (1) and a space (1).
         let eq = text.find('=').unwrap();
-        assert_eq!(position(text, eq), Position::new(1, 4));
-        assert_eq!(offset(text, Position::new(1, 4)), eq);
-        assert_eq!(offset(text, Position::new(9, 0)), text.len());
+        assert_eq!(position(&index, eq), Position::new(1, 4));
+        assert_eq!(offset(&index, Position::new(1, 4)), eq);
+        assert_eq!(offset(&index, Position::new(9, 0)), text.len());
+    }
+
+    /// A position counted from the document's start (the server's first
+    /// way, quadratic over many findings): the oracle of [`position`].
+    fn position_by_scan(text: &str, offset: usize) -> Position {
+        let mut offset = offset.min(text.len());
+        while !text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line_start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+        let line = text[..line_start].matches('\n').count();
+        let character: usize = text[line_start..offset].chars().map(char::len_utf16).sum();
+        Position::new(line as u32, character as u32)
+    }
+
+    /// The oracle of [`offset`], by a walk from the document's start.
+    fn offset_by_scan(text: &str, pos: Position) -> usize {
+        let mut start = 0;
+        for _ in 0..pos.line {
+            match text[start..].find('\n') {
+                Some(i) => start += i + 1,
+                None => return text.len(),
+            }
+        }
+        let line_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
+        let mut units = 0u32;
+        for (i, c) in text[start..line_end].char_indices() {
+            if units >= pos.character {
+                return start + i;
+            }
+            units += c.len_utf16() as u32;
+        }
+        line_end
+    }
+
+    #[test]
+    fn positions_by_the_index_are_those_of_a_scan() {
+        // long lines past several checkpoints, four-byte characters (two
+        // units) across checkpoint bounds, `\r\n`, an empty line, ASCII
+        // text and text without a final newline
+        let mut long = String::new();
+        for i in 0..12_000 {
+            long.push(match i % 11 {
+                0 => '𝄞',
+                3 => 'é',
+                7 => '日',
+                _ => 'x',
+            });
+        }
+        let texts = [
+            format!("a\r\n{long}\r\n\nb𝄞\n{long}"),
+            format!("{long}\n"),
+            "plain ascii\nlines only\n".repeat(900),
+            "𝄞".repeat(5000),
+        ];
+        for text in &texts {
+            let index = LineIndex::utf16(text);
+            for at in (0..=text.len()).step_by(37).chain([text.len()]) {
+                assert_eq!(
+                    position(&index, at),
+                    position_by_scan(text, at),
+                    "offset {at}"
+                );
+            }
+            let lines = text.matches('\n').count() as u32 + 2;
+            for line in 0..lines {
+                // the line's width in units
+                let end = offset_by_scan(text, Position::new(line, u32::MAX));
+                let width = position_by_scan(text, end).character;
+                for ch in (0..width.min(30_000)).step_by(41).chain([
+                    0,
+                    1,
+                    2,
+                    3,
+                    width.saturating_sub(1),
+                    width,
+                    width + 5,
+                ]) {
+                    let p = Position::new(line, ch);
+                    assert_eq!(offset(&index, p), offset_by_scan(text, p), "{p:?}");
+                }
+            }
+        }
     }
 
     #[test]
