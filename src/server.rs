@@ -513,7 +513,9 @@ fn offset(index: &LineIndex, pos: Position) -> usize {
         return index.text_len();
     };
     // (the line's end is its `\n`: a `\r` before it is a column too)
-    let end = index.line_start(line + 1).map_or(index.text_len(), |s| s - 1);
+    let end = index
+        .line_start(line + 1)
+        .map_or(index.text_len(), |s| s - 1);
     let column = index.byte_column(line, pos.character as usize + 1) - 1;
     start + column.min(end - start)
 }
