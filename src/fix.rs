@@ -36,6 +36,21 @@ pub fn resolve(draft: FixDraft, index: &LineIndex) -> Fix {
     }
 }
 
+/// The edit lies in `src` (in order, on character boundaries).
+fn edit_fits(src: &str, e: &Edit) -> bool {
+    e.span.start <= e.span.end
+        && e.span.end <= src.len()
+        && src.is_char_boundary(e.span.start)
+        && src.is_char_boundary(e.span.end)
+}
+
+/// The fix's edits follow one another without overlapping.
+fn edits_in_order(fix: &Fix) -> bool {
+    fix.edits
+        .windows(2)
+        .all(|w| w[0].span.end <= w[1].span.start)
+}
+
 /// Applies `fixes` to `src` in order, skipping a fix whose edits overlap
 /// one already taken, or fall outside the text. Returns the new text and
 /// how many fixes were applied.
@@ -61,17 +76,11 @@ pub fn apply(src: &str, fixes: &[&Fix]) -> (String, usize) {
                 .next_back()
                 .is_none_or(|(&(_, end), _)| end <= e.span.start)
         };
-        let fits = fix.edits.iter().all(|e| {
-            e.span.end <= src.len()
-                && src.is_char_boundary(e.span.start)
-                && src.is_char_boundary(e.span.end)
-                && (shared(&spans, e) || clear(e))
-        });
-        let inner = fix
+        let fits = fix
             .edits
-            .windows(2)
-            .all(|w| w[0].span.end <= w[1].span.start);
-        if fits && inner && !fix.edits.is_empty() {
+            .iter()
+            .all(|e| edit_fits(src, e) && (shared(&spans, e) || clear(e)));
+        if fits && edits_in_order(fix) && !fix.edits.is_empty() {
             let new: Vec<&Edit> = fix.edits.iter().filter(|e| !shared(&spans, e)).collect();
             for &e in &new {
                 spans.entry((e.span.start, e.span.end)).or_default().push(e);
@@ -111,15 +120,7 @@ pub fn preview_near(src: &str, line_starts: &[usize], fix: &Fix, path: &str) -> 
     };
     // a fix `apply` would refuse (out of the text, off a character
     // boundary, edits out of order) is left to it
-    let fits = fix.edits.iter().all(|e| {
-        e.span.start <= e.span.end
-            && e.span.end <= src.len()
-            && src.is_char_boundary(e.span.start)
-            && src.is_char_boundary(e.span.end)
-    }) && fix
-        .edits
-        .windows(2)
-        .all(|w| w[0].span.end <= w[1].span.start);
+    let fits = fix.edits.iter().all(|e| edit_fits(src, e)) && edits_in_order(fix);
     if !fits || line_starts.first() != Some(&0) {
         return preview(src, fix, path);
     }
