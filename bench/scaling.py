@@ -51,6 +51,17 @@ def calls_on_one_line(n):
     return {"one_line.js": "async function f(client,tok){" + calls + "}\n"}
 
 
+def suppression_above_long_line(n):
+    """A suppression comment above a minified line of n set(NX)/del calls
+    (each finding asks where its statement starts)."""
+    calls = "".join(js_call(i) for i in range(n))
+    return {
+        "suppressed.js": "// locklint: allow(LL004)\n\n\nasync function f(client,tok){"
+        + calls
+        + "}\n"
+    }
+
+
 def lines_of_calls(n):
     """n lines of set(NX)/del calls in one function (many ops in one scope)."""
     calls = "\n".join("  " + js_call(i) for i in range(n))
@@ -188,6 +199,7 @@ def lua_script(n):
 SHAPES = {
     "long line (bytes)": (long_line, 2_000_000),
     "calls on one line": (calls_on_one_line, 25_000),
+    "suppression above a long line": (suppression_above_long_line, 10_000),
     "lines of calls, one scope": (lines_of_calls, 10_000),
     "same key, one scope": (same_key_scope, 10_000),
     "many functions, same key": (many_functions, 5_000),

@@ -184,6 +184,28 @@ fn many_suppressions_and_findings_in_one_file() {
 }
 
 #[test]
+fn a_suppression_above_a_long_line_of_findings() {
+    // Each finding of a line asks where its statement starts (read once
+    // per line). The comment above a chain covers every finding of the
+    // chain's long last line, not the statement after it; three lines
+    // above a long line it covers none.
+    let calls = (0..300)
+        .map(|i| format!(" await client.set('lock:c{i}',tok,'NX');"))
+        .collect::<String>();
+    let chained = format!(
+        "async function f(client, tok) {{\n  // locklint: allow(LL004)\n  await client\n    .set('lock:a', tok, 'NX');{calls}\n  await client.set('lock:z', tok, 'NX');\n}}\n"
+    );
+    let found = check("chain.js", &chained, Language::JavaScript);
+    assert_eq!(count(&found, "LL004"), 1, "{found:#?}");
+    assert_eq!(found[0].line, 5);
+    assert_eq!(count(&found, "LL100"), 0);
+    let apart = format!("// locklint: allow(LL004)\n\n\nasync function f(client,tok){{{calls}}}\n");
+    let found = check("apart.js", &apart, Language::JavaScript);
+    assert_eq!(count(&found, "LL004"), 300, "{found:#?}");
+    assert_eq!(count(&found, "LL100"), 1);
+}
+
+#[test]
 fn many_redis_cli_lines() {
     let mut sh = String::from("#!/bin/sh\n");
     for i in 0..300 {
