@@ -62,6 +62,16 @@ def suppression_above_long_line(n):
     }
 
 
+def fixable_calls_on_one_line(n):
+    """n setnx/expire/delete triples on one Python line (every finding's fix
+    reads the line of its call)."""
+    body = "; ".join(
+        f'r.setnx("lock:a{i}", "1"); r.expire("lock:a{i}", 10); r.delete("lock:a{i}")'
+        for i in range(n)
+    )
+    return {"fixable.py": "import redis\nr = redis.Redis()\ndef f():\n    " + body + "\n"}
+
+
 def lines_of_calls(n):
     """n lines of set(NX)/del calls in one function (many ops in one scope)."""
     calls = "\n".join("  " + js_call(i) for i in range(n))
@@ -200,6 +210,7 @@ SHAPES = {
     "long line (bytes)": (long_line, 2_000_000),
     "calls on one line": (calls_on_one_line, 25_000),
     "suppression above a long line": (suppression_above_long_line, 10_000),
+    "fixable calls on one line": (fixable_calls_on_one_line, 4_000),
     "lines of calls, one scope": (lines_of_calls, 10_000),
     "same key, one scope": (same_key_scope, 10_000),
     "many functions, same key": (many_functions, 5_000),

@@ -215,65 +215,73 @@ fn findings_for(
         .filter(|(_, d)| d.own_flow)
         .map(|(meta, d)| (d.span.start, meta.code))
         .collect();
-    for (meta, d) in diags {
-        let fix = fixer
-            .fix_for(meta.code, &cx, &d, src)
-            .map(|draft| crate::fix::resolve(draft, &index));
-        let (line, column) = index.line_col(d.span.start);
-        let (end_line, end_column) = index.line_col(d.span.end.max(d.span.start));
-        let labels = d
-            .labels
-            .into_iter()
-            // ops of other files (the project key index) have no span here
-            .filter(|(span, _)| *span != Span::default())
-            .map(|(span, text)| {
-                let (line, column) = index.line_col(span.start);
-                Label {
-                    span,
-                    line,
-                    column,
-                    text,
-                }
-            })
-            .collect();
-        let text_id = *line_ids.entry(line).or_insert_with(|| {
-            let norm = filter::baseline::normalise_line(index.line_text(line));
-            let next = norm_texts.len();
-            *norm_ids.entry(norm).or_insert_with_key(|k| {
-                norm_texts.push(k.clone());
-                next
-            })
-        });
-        let n = seen_fp.entry((meta.code, text_id)).or_insert(0);
-        *n += 1;
-        let prefix = prefixes.entry((meta.code, line)).or_insert_with(|| {
-            filter::baseline::fingerprint_prefix(meta.code, &path_norm, &norm_texts[text_id])
-        });
-        let fingerprint = filter::baseline::fingerprint_finish(prefix, *n);
-        out.push(Finding {
-            code: meta.code,
-            name: meta.name,
-            severity: settings
-                .severity
-                .get(meta.code)
-                .copied()
-                .unwrap_or(meta.severity),
-            path: display_path.to_string(),
-            line,
-            column,
-            end_line,
-            end_column,
-            message: d.message,
-            label: d.label,
-            help: d.help,
-            note: d.note,
-            language: facts.language,
-            fingerprint,
-            span: Span::new(d.span.start, d.span.end.max(d.span.start)),
-            labels,
-            fix,
-        });
-    }
+    // the fixes read the lines of their calls: the file's line starts,
+    // found once
+    let mut line_starts: Vec<usize> = std::iter::once(0)
+        .chain(memchr::memchr_iter(b'\n', src.as_bytes()).map(|i| i + 1))
+        .collect();
+    crate::advice::with_line_starts(src, &mut line_starts, || {
+        for (meta, d) in diags {
+            let fix = fixer
+                .fix_for(meta.code, &cx, &d, src)
+                .map(|draft| crate::fix::resolve(draft, &index));
+            let (line, column) = index.line_col(d.span.start);
+            let (end_line, end_column) = index.line_col(d.span.end.max(d.span.start));
+            let labels = d
+                .labels
+                .into_iter()
+                // ops of other files (the project key index) have no span here
+                .filter(|(span, _)| *span != Span::default())
+                .map(|(span, text)| {
+                    let (line, column) = index.line_col(span.start);
+                    Label {
+                        span,
+                        line,
+                        column,
+                        text,
+                    }
+                })
+                .collect();
+            let text_id = *line_ids.entry(line).or_insert_with(|| {
+                let norm = filter::baseline::normalise_line(index.line_text(line));
+                let next = norm_texts.len();
+                *norm_ids.entry(norm).or_insert_with_key(|k| {
+                    norm_texts.push(k.clone());
+                    next
+                })
+            });
+            let n = seen_fp.entry((meta.code, text_id)).or_insert(0);
+            *n += 1;
+            let prefix = prefixes.entry((meta.code, line)).or_insert_with(|| {
+                filter::baseline::fingerprint_prefix(meta.code, &path_norm, &norm_texts[text_id])
+            });
+            let fingerprint = filter::baseline::fingerprint_finish(prefix, *n);
+            out.push(Finding {
+                code: meta.code,
+                name: meta.name,
+                severity: settings
+                    .severity
+                    .get(meta.code)
+                    .copied()
+                    .unwrap_or(meta.severity),
+                path: display_path.to_string(),
+                line,
+                column,
+                end_line,
+                end_column,
+                message: d.message,
+                label: d.label,
+                help: d.help,
+                note: d.note,
+                language: facts.language,
+                fingerprint,
+                span: Span::new(d.span.start, d.span.end.max(d.span.start)),
+                labels,
+                fix,
+            });
+        }
+    });
+    drop(line_starts);
     crate::finding::sort_findings(&mut out);
     out.dedup_by(|a, b| a.code == b.code && a.line == b.line && a.column == b.column);
     (
