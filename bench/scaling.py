@@ -118,6 +118,25 @@ def many_files(n):
     return files
 
 
+def same_wrapper_name(n):
+    """n small Python files, each defining the same two lock helpers and
+    calling them (a name many files define: each call weighs them all)."""
+    files = {}
+    for i in range(n):
+        files[f"m{i // 200}/w{i}.py"] = (
+            "import redis\n\n"
+            "def acquire_lock(r, key):\n"
+            "    return r.set(key, \"1\", nx=True, ex=10)\n\n"
+            "def release_lock(r, key):\n"
+            "    r.delete(key)\n\n"
+            f"def job{i}(r):\n"
+            f"    if acquire_lock(r, \"lock:job{i}\"):\n"
+            "        work()\n"
+            f"        release_lock(r, \"lock:job{i}\")\n"
+        )
+    return files
+
+
 def deep_nesting(n):
     """A lock call inside n nested blocks and n nested parentheses."""
     opens = "".join(f"if (a{i}) {{ " for i in range(n))
@@ -215,6 +234,7 @@ SHAPES = {
     "same key, one scope": (same_key_scope, 10_000),
     "many functions, same key": (many_functions, 5_000),
     "many files": (many_files, 2_000),
+    "many files, one wrapper name": (same_wrapper_name, 2_000),
     "deep nesting": (deep_nesting, 2_000),
     "huge string literal (bytes)": (huge_string, 2_000_000),
     "minified bundle (bytes)": (minified_bundle, 1_000_000),

@@ -337,6 +337,13 @@ fn args_mismatch(s: &Summary, cs: &CallSite, lang: crate::facts::Language) -> bo
 }
 
 /// The one summary a call site means, or `None` when none or several fit.
+/// How many candidates of a call fit it ([`resolve`]).
+enum Fitting {
+    None,
+    One(usize),
+    Several,
+}
+
 fn resolve(
     files: &[ProjectFile],
     sums: &[Summary],
@@ -345,17 +352,28 @@ fn resolve(
     cs: &CallSite,
 ) -> Option<usize> {
     let arity = cs.args.len();
-    let fit: Vec<usize> = cands
-        .iter()
-        .copied()
-        .filter(|&si| {
-            let s = &sums[si];
-            (s.min_arity..=s.arity).contains(&arity)
-                && !args_mismatch(s, cs, files[file].facts.language)
-                && !(s.file == file && s.scope == cs.scope)
-                && (!s.own_object_only || own_object_call(file, s, cs))
-        })
-        .collect();
+    let fits = |si: usize| {
+        let s = &sums[si];
+        (s.min_arity..=s.arity).contains(&arity)
+            && !args_mismatch(s, cs, files[file].facts.language)
+            && !(s.file == file && s.scope == cs.scope)
+            && (!s.own_object_only || own_object_call(file, s, cs))
+    };
+    // Whether none, one or several of the candidates given fit: the test
+    // stops at a second (a name that many files define, `acquire_lock` in
+    // each module, made every call test them all: quadratic).
+    let count = |it: &mut dyn Iterator<Item = usize>| -> Fitting {
+        let mut it = it.filter(|&si| fits(si));
+        match (it.next(), it.next()) {
+            (None, _) => Fitting::None,
+            (Some(one), None) => Fitting::One(one),
+            _ => Fitting::Several,
+        }
+    };
+    let unique = |it: &mut dyn Iterator<Item = usize>| match count(it) {
+        Fitting::One(one) => Some(one),
+        _ => None,
+    };
     let recv = cs.recv.as_deref().map(receiver_word);
     let own_type = matches!(recv.as_deref(), Some("this" | "self" | "static"));
     let names_owner = |si: usize| {
@@ -367,25 +385,21 @@ fn resolve(
         };
         names_owner_word(r, &owner_word(owner))
     };
-    let pick = |v: Vec<usize>| (v.len() == 1).then(|| v[0]);
-    let one = if fit.len() == 1 {
-        Some(fit[0])
-    } else if own_type || recv.is_none() {
-        pick(
-            fit.iter()
-                .copied()
-                .filter(|&si| sums[si].file == file)
-                .collect(),
-        )
-    } else {
-        pick(fit.iter().copied().filter(|&si| names_owner(si)).collect()).or_else(|| {
-            pick(
-                fit.iter()
-                    .copied()
-                    .filter(|&si| sums[si].file == file)
-                    .collect(),
-            )
-        })
+    // the candidates of the calling file: summaries come in file order, so
+    // they are one run of the list
+    debug_assert!(cands.windows(2).all(|w| sums[w[0]].file <= sums[w[1]].file));
+    let same_file = || {
+        let lo = cands.partition_point(|&si| sums[si].file < file);
+        let hi = lo + cands[lo..].partition_point(|&si| sums[si].file <= file);
+        unique(&mut cands[lo..hi].iter().copied())
+    };
+    let one = match count(&mut cands.iter().copied()) {
+        Fitting::None => None,
+        Fitting::One(one) => Some(one),
+        Fitting::Several if own_type || recv.is_none() => same_file(),
+        Fitting::Several => {
+            unique(&mut cands.iter().copied().filter(|&si| names_owner(si))).or_else(same_file)
+        }
     }?;
     // a common name through a receiver that does not name the type: not ours
     let common = COMMON.iter().any(|c| c.eq_ignore_ascii_case(&cs.callee));

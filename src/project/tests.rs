@@ -348,3 +348,66 @@ fn an_argument_left_at_its_default_is_a_stable_key_part() {
     // a text default left out is the same part at every such call
     assert_eq!(key_on(5).as_deref(), Some("{prefix=default}{LOCK_KEY}"));
 }
+
+const PY_OWN_HELPER: &str = r#"import redis
+def acquire_lock(r, key):
+    return r.set(key, "1", nx=True, ex=10)
+def job(r):
+    acquire_lock(r, "lock:job")
+"#;
+
+const PY_OTHER_HELPER: &str = r#"import redis
+def acquire_lock(r, key):
+    return r.set(key, "1", nx=True, ex=10)
+"#;
+
+const PY_NO_HELPER: &str = r#"import redis
+def job(r):
+    acquire_lock(r, "lock:job")
+"#;
+
+const JAVA_OTHER_LOCK: &str = r#"
+public class OtherUtil {
+    private StringRedisTemplate redisTemplate;
+    public boolean tryLock(String key, String value, long seconds) {
+        return redisTemplate.opsForValue().setIfAbsent(key, value, seconds, TimeUnit.SECONDS);
+    }
+}
+"#;
+
+/// A name several files define: the call resolves to its own file's, to
+/// the one its receiver names, or to none — whichever of the candidates
+/// fit and however many there are (the search stops at a second fit).
+#[test]
+fn a_name_many_files_define_resolves_by_file_or_receiver_or_not_at_all() {
+    let mut files = vec![
+        ("own.py", PY_OWN_HELPER),
+        ("none.py", PY_NO_HELPER),
+        ("RedisUtil.java", UTIL),
+        ("OrderService.java", CALLER),
+        ("OtherUtil.java", JAVA_OTHER_LOCK),
+    ];
+    let others: Vec<String> = (0..40).map(|i| format!("helper{i}.py")).collect();
+    for name in &others {
+        files.push((name.as_str(), PY_OTHER_HELPER));
+    }
+    let (_, views) = link_all(&files);
+    // its own file's `acquire_lock`, among 41
+    assert_eq!(
+        insts_on_line(&views[0], PY_OWN_HELPER, 5),
+        vec![OpKind::Acquire { expiry: true }]
+    );
+    // none of 41 in other files is the one it calls
+    assert!(insts_on_line(&views[1], PY_NO_HELPER, 3).is_empty());
+    // `redisUtil.tryLock` is RedisUtil's, not OtherUtil's
+    assert_eq!(
+        insts_on_line(&views[3], CALLER, 6),
+        vec![OpKind::Acquire { expiry: true }]
+    );
+    // with one helper alone in the project, the call without one reaches it
+    let (_, views) = link_all(&[("none.py", PY_NO_HELPER), ("helper.py", PY_OTHER_HELPER)]);
+    assert_eq!(
+        insts_on_line(&views[0], PY_NO_HELPER, 3),
+        vec![OpKind::Acquire { expiry: true }]
+    );
+}
