@@ -170,6 +170,10 @@ pub struct Context<'a> {
     /// the first acquire of the key in the scope ends, when every acquire
     /// of it there has a known TTL of at least [`SHORT_MIN_TTL_MS`].
     short_from: RefCell<HashMap<(ScopeId, usize), Option<usize>>>,
+    /// [`Context::key_reads_like_lock`] by key, once asked: the same-key
+    /// questions ask it of one key for every pair of a key group (word
+    /// splitting each time made 4,000 copies of a lock pair take 21 s).
+    lock_like: RefCell<HashMap<KeyExpr, bool>>,
     /// [`op_starts`] of the file, for [`redis_work_between`].
     op_starts: Vec<usize>,
     /// The TTL arguments the front-end read, by the start of the op's name.
@@ -819,6 +823,7 @@ impl<'a> Context<'a> {
             acquire_literals,
             once_only: RefCell::new(HashMap::new()),
             short_from: RefCell::new(HashMap::new()),
+            lock_like: RefCell::new(HashMap::new()),
             op_starts: op_starts(facts),
             ttls,
             by_shape,
@@ -890,6 +895,16 @@ impl<'a> Context<'a> {
     /// Lock key (b) or (c): an identifier or literal of the key reads like a
     /// lock, or the key matches a configured pattern.
     pub fn key_reads_like_lock(&self, key: &KeyExpr) -> bool {
+        if let Some(&known) = self.lock_like.borrow().get(key) {
+            return known;
+        }
+        let answer = self.key_reads_like_lock_now(key);
+        self.lock_like.borrow_mut().insert(key.clone(), answer);
+        answer
+    }
+
+    /// [`Context::key_reads_like_lock`], worked out.
+    fn key_reads_like_lock_now(&self, key: &KeyExpr) -> bool {
         // A companion key built around a whole acquired key
         // (`requestRelease:` + the lock's key, the lock's key + `:owner`)
         // is judged by what it adds, not by the lock's words it embeds.
@@ -948,13 +963,29 @@ impl<'a> Context<'a> {
     }
 
     pub fn same_key_at(&self, a: &KeyExpr, sa: ScopeId, b: &KeyExpr, sb: ScopeId) -> bool {
+        self.same_key_given(a, sa, b, sb, || {
+            a.has_constant_part() || self.key_reads_like_lock(a)
+        })
+    }
+
+    /// [`Context::same_key_at`] with whether `a` carries evidence (a
+    /// constant part, a lock-like name) given: asked of one key against a
+    /// whole key group, it is worked out once.
+    fn same_key_given(
+        &self,
+        a: &KeyExpr,
+        sa: ScopeId,
+        b: &KeyExpr,
+        sb: ScopeId,
+        evidence: impl FnOnce() -> bool,
+    ) -> bool {
         if a.is_unknown() || b.is_unknown() || a.parts != b.parts {
             return false;
         }
         if sa == sb {
             return true;
         }
-        if a.has_constant_part() || self.key_reads_like_lock(a) {
+        if evidence() {
             return true;
         }
         self.scopes_pair(sa, sb)
@@ -1507,7 +1538,11 @@ impl<'a> Context<'a> {
     }
 
     fn once_only_marker_of(&self, op: &Op, list: &[&'a Op]) -> bool {
-        let same = |o: &Op| std::ptr::eq(o, op) || self.same_key(op, o);
+        let evidence = op.key.has_constant_part() || self.key_reads_like_lock(&op.key);
+        let same = |o: &Op| {
+            std::ptr::eq(o, op)
+                || self.same_key_given(&op.key, op.scope, &o.key, o.scope, || evidence)
+        };
         let mut takes_of: HashMap<ScopeId, bool> = HashMap::new();
         let mut takes = |scope: ScopeId| {
             *takes_of.entry(scope).or_insert_with(|| {
