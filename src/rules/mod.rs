@@ -174,6 +174,13 @@ pub struct Context<'a> {
     /// questions ask it of one key for every pair of a key group (word
     /// splitting each time made 4,000 copies of a lock pair take 21 s).
     lock_like: RefCell<HashMap<KeyExpr, bool>>,
+    /// `facts.failure_spans`, `deliberate_spans` and `validity_spans`,
+    /// indexed: a rule asks of every op of a key group whether it lies in
+    /// one (a scan of every span each time made a file of many guarded
+    /// functions quadratic).
+    failure_at: SpanIndex,
+    deliberate_at: SpanIndex,
+    validity_at: SpanIndex,
     /// [`op_starts`] of the file, for [`redis_work_between`].
     op_starts: Vec<usize>,
     /// The TTL arguments the front-end read, by the start of the op's name.
@@ -824,6 +831,9 @@ impl<'a> Context<'a> {
             once_only: RefCell::new(HashMap::new()),
             short_from: RefCell::new(HashMap::new()),
             lock_like: RefCell::new(HashMap::new()),
+            failure_at: SpanIndex::new(&facts.failure_spans),
+            deliberate_at: SpanIndex::new(&facts.deliberate_spans),
+            validity_at: SpanIndex::new(&facts.validity_spans),
             op_starts: op_starts(facts),
             ttls,
             by_shape,
@@ -1392,18 +1402,18 @@ impl<'a> Context<'a> {
     /// The op runs only on a failure path (a catch/except/rescue handler, an
     /// `if err != nil` body, a promise's `.catch`).
     pub fn on_failure_path(&self, op: &Op) -> bool {
-        op_in_spans(op, &self.facts.failure_spans)
+        self.failure_at.holds(op)
     }
 
     /// The op runs only when the caller asked for a deliberate override
     /// (`if ($override) { … }`, `if force:`).
     pub fn behind_force_flag(&self, op: &Op) -> bool {
-        op_in_spans(op, &self.facts.deliberate_spans)
+        self.deliberate_at.holds(op)
     }
 
     /// The op runs only while the holder's own clock says its lease is valid.
     pub fn behind_validity_guard(&self, op: &Op) -> bool {
-        op_in_spans(op, &self.facts.validity_spans)
+        self.validity_at.holds(op)
     }
 
     /// A release that runs when its function returns (Go `defer`),
@@ -2098,12 +2108,43 @@ pub fn redis_work_between(op_starts: &[usize], release: &Op, start: usize, end: 
     to.saturating_sub(from) > own
 }
 
-/// The op (its name, or the call's start when the name comes first) lies
-/// inside one of the spans (failure handlers, force-flag or validity-guard
-/// bodies) a front-end recorded.
-fn op_in_spans(op: &Op, spans: &[crate::facts::Span]) -> bool {
-    let at = op.name_span.start.max(op.span.start);
-    spans.iter().any(|s| s.start <= at && at < s.end)
+/// Spans a front-end recorded (failure handlers, force-flag or
+/// validity-guard bodies; they may nest or overlap), sorted by start with
+/// the greatest end up to each: whether one holds an offset is a binary
+/// search.
+struct SpanIndex {
+    starts: Vec<usize>,
+    /// The greatest end among the spans up to each (in start order).
+    reach: Vec<usize>,
+}
+
+impl SpanIndex {
+    fn new(spans: &[Span]) -> Self {
+        let mut sorted: Vec<(usize, usize)> = spans.iter().map(|s| (s.start, s.end)).collect();
+        sorted.sort_unstable();
+        let mut reach = Vec::with_capacity(sorted.len());
+        let mut far = 0;
+        for &(_, end) in &sorted {
+            far = far.max(end);
+            reach.push(far);
+        }
+        SpanIndex {
+            starts: sorted.into_iter().map(|(start, _)| start).collect(),
+            reach,
+        }
+    }
+
+    /// The op (its name, or the call's start when the name comes first)
+    /// lies inside one of the spans: some span starting at or before it
+    /// ends after it.
+    fn holds(&self, op: &Op) -> bool {
+        self.contains(op.name_span.start.max(op.span.start))
+    }
+
+    fn contains(&self, at: usize) -> bool {
+        let upto = self.starts.partition_point(|&s| s <= at);
+        upto > 0 && self.reach[upto - 1] > at
+    }
 }
 
 #[cfg(test)]

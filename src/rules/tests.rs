@@ -637,3 +637,30 @@ fn check_then_set_is_ll011_not_ll007() {
     b.facts.ops[1].watched = true;
     assert_eq!(b.run(), vec![]);
 }
+
+/// The span index answers as a scan of every span does, for nested,
+/// overlapping, empty and repeated spans, at every offset around them.
+#[test]
+fn the_span_index_answers_as_a_scan_of_the_spans() {
+    let mut seed: u64 = 7;
+    let mut next = |n: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((seed >> 33) % n) as usize
+    };
+    for round in 0..300 {
+        let count = round % 12;
+        let spans: Vec<Span> = (0..count)
+            .map(|_| {
+                let start = next(60);
+                Span::new(start, start + next(25))
+            })
+            .collect();
+        let index = SpanIndex::new(&spans);
+        for at in 0..90 {
+            let scan = spans.iter().any(|s| s.start <= at && at < s.end);
+            assert_eq!(index.contains(at), scan, "{spans:?} at {at}");
+        }
+    }
+}
