@@ -98,6 +98,22 @@ pub struct Finding {
 }
 
 impl Finding {
+    /// The message with its `help:` (and, with `note`, its `note:`) on
+    /// lines of their own: the one-text form of the reporters that take a
+    /// single message (SARIF, GitHub, rdjson, the language server).
+    pub fn full_message(&self, note: bool) -> String {
+        let mut text = self.message.clone();
+        if !self.help.is_empty() {
+            text.push_str("\nhelp: ");
+            text.push_str(&self.help);
+        }
+        if let Some(n) = self.note.as_deref().filter(|_| note) {
+            text.push_str("\nnote: ");
+            text.push_str(n);
+        }
+        text
+    }
+
     pub fn sort_key(&self) -> (&str, usize, usize, &str) {
         (&self.path, self.line, self.column, self.code)
     }

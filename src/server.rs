@@ -481,11 +481,7 @@ fn overlaps(a: Range, b: Range) -> bool {
 }
 
 fn diagnostic(index: &LineIndex, f: &Finding) -> Diagnostic {
-    let mut message = f.message.clone();
-    if !f.help.is_empty() {
-        message.push_str("\nhelp: ");
-        message.push_str(&f.help);
-    }
+    let message = f.full_message(false);
     Diagnostic {
         range: Range::new(position(index, f.span.start), position(index, f.span.end)),
         severity: Some(match f.severity {

@@ -28,15 +28,7 @@ impl Emitter for Github {
                 Severity::Error => "error",
                 Severity::Warning => "warning",
             };
-            let mut message = f.message.clone();
-            if !f.help.is_empty() {
-                message.push_str("\nhelp: ");
-                message.push_str(&f.help);
-            }
-            if let Some(n) = &f.note {
-                message.push_str("\nnote: ");
-                message.push_str(n);
-            }
+            let message = f.full_message(true);
             writeln!(
                 out,
                 "::{kind} file={},line={},col={},endLine={},endColumn={},title={}::{}",

@@ -64,11 +64,7 @@ impl serde::Serialize for Diagnostics<'_> {
 
 /// One finding as an rdjson diagnostic.
 fn diagnostic(f: &Finding, index: Option<&LineIndex>) -> serde_json::Value {
-    let mut message = f.message.clone();
-    if !f.help.is_empty() {
-        message.push_str("\nhelp: ");
-        message.push_str(&f.help);
-    }
+    let message = f.full_message(false);
     // --- fix (issue 11): applicable fixes as suggested changes ---
     let suggestions: Vec<_> = f
         .fix

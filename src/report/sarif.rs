@@ -159,15 +159,7 @@ fn result(f: &crate::finding::Finding, metas: &[&crate::rules::RuleMeta]) -> Val
         };
         json!({ "physicalLocation": { "artifactLocation": artifact, "region": region } })
     };
-    let mut text = f.message.clone();
-    if !f.help.is_empty() {
-        text.push_str("\nhelp: ");
-        text.push_str(&f.help);
-    }
-    if let Some(n) = &f.note {
-        text.push_str("\nnote: ");
-        text.push_str(n);
-    }
+    let text = f.full_message(true);
     let mut r = json!({
         "ruleId": f.code,
         "level": level(f.severity),
