@@ -427,6 +427,20 @@ fn helpers_returning_one_expression_resolve() {
 }
 
 #[test]
+fn helpers_with_a_return_type_resolve_from_their_body() {
+    // `: string {` is a return type, not a body: the helper's expression is
+    // the one its braces return (before, the `:` was taken for a Python
+    // body, and the expression read on past the function)
+    let want = vec![KeyPart::Lit("lock:".into()), KeyPart::Var("orderId".into())];
+    let p = "<?php\nclass A {\n  private function lockKey(string $id): string { return 'lock:' . $id; }\n  function f($orderId) { $this->redis->del($this->lockKey($orderId)); }\n}";
+    assert_eq!(key_of(p, Language::Php), want);
+    let t = "import Redis from 'ioredis';\nfunction lockKey(id: string): string { return `lock:${id}`; }\nexport async function f(orderId: string) { await redis.del(lockKey(orderId)); }";
+    assert_eq!(key_of(t, Language::TypeScript), want);
+    let k = "import redis.clients.jedis.Jedis\nfun lockKey(id: String): String = \"lock:\" + id\nfun f(orderId: String) { jedis.del(lockKey(orderId)) }";
+    assert_eq!(key_of(k, Language::Kotlin), want);
+}
+
+#[test]
 fn multibyte_escapes_and_eof_shapes() {
     for lang in [
         Language::Java,

@@ -607,8 +607,13 @@ impl<'a> Values<'a> {
             // the body: the first token after the header that opens it
             let mut k = close + 1;
             let limit = (k + 16).min(toks.len());
-            let opens_body = |t: &Tok| {
-                t.is("{") || t.is(":") || t.is("=") || (t.nl() && self.lang == Language::Ruby)
+            // `:` opens a Python body; elsewhere it starts a return type
+            // (`): bool {`), and a body read from there would run on past
+            // the function to wherever an expression happens to end.
+            let opens_body = |t: &Tok| match self.lang {
+                Language::Python => t.is(":") || t.is("="),
+                Language::Ruby => t.is("{") || t.is("=") || t.nl(),
+                _ => t.is("{") || t.is("="),
             };
             while k < limit && !opens_body(&toks[k]) {
                 k += 1;
