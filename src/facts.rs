@@ -579,6 +579,78 @@ pub struct Deferred {
     pub runs_at: usize,
 }
 
+/// Spans a front-end recorded (failure handlers, force-flag or
+/// validity-guard bodies; they may nest or overlap), sorted by start with
+/// the greatest end up to each: whether one holds an offset is a binary
+/// search.
+pub struct SpanIndex {
+    starts: Vec<usize>,
+    /// The greatest end among the spans up to each (in start order).
+    reach: Vec<usize>,
+}
+
+impl SpanIndex {
+    pub fn new(spans: &[Span]) -> Self {
+        let mut sorted: Vec<(usize, usize)> = spans.iter().map(|s| (s.start, s.end)).collect();
+        sorted.sort_unstable();
+        let mut reach = Vec::with_capacity(sorted.len());
+        let mut far = 0;
+        for &(_, end) in &sorted {
+            far = far.max(end);
+            reach.push(far);
+        }
+        SpanIndex {
+            starts: sorted.into_iter().map(|(start, _)| start).collect(),
+            reach,
+        }
+    }
+
+    /// The op (its name, or the call's start when the name comes first)
+    /// lies inside one of the spans: some span starting at or before it
+    /// ends after it.
+    pub fn holds(&self, op: &Op) -> bool {
+        self.contains(op.name_span.start.max(op.span.start))
+    }
+
+    pub fn contains(&self, at: usize) -> bool {
+        let upto = self.starts.partition_point(|&s| s <= at);
+        upto > 0 && self.reach[upto - 1] > at
+    }
+}
+
+/// Which deferred op holds an offset, for [`FileFacts::deferred`] (sorted
+/// by start; a deferred closure may hold another `defer`): the greatest
+/// end up to each, so that the first one holding an offset is a binary
+/// search and a file of many `defer`s is not read once per release.
+pub struct DeferredIndex<'a> {
+    list: &'a [Deferred],
+    reach: Vec<usize>,
+}
+
+impl<'a> DeferredIndex<'a> {
+    pub fn new(list: &'a [Deferred]) -> Self {
+        debug_assert!(list.windows(2).all(|w| w[0].span.start <= w[1].span.start));
+        let mut far = 0;
+        let reach = list
+            .iter()
+            .map(|d| {
+                far = far.max(d.span.end);
+                far
+            })
+            .collect();
+        DeferredIndex { list, reach }
+    }
+
+    /// The first deferred op (in start order) whose span holds `at`: the
+    /// first whose end, the greatest so far, passes `at` holds it when it
+    /// starts at or before `at`; every one before it ends at or before `at`.
+    pub fn at(&self, at: usize) -> Option<&'a Deferred> {
+        let upto = self.list.partition_point(|d| d.span.start <= at);
+        let i = self.reach[..upto].partition_point(|&r| r <= at);
+        (i < upto).then(|| &self.list[i])
+    }
+}
+
 /// The TTL argument of the op whose method name starts at `name_start`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OpTtl {

@@ -10,7 +10,7 @@
 //! normal one; a function with no call site in the project is never one.
 
 use super::{FileView, ProjectFile};
-use crate::facts::{OpKind, ScopeId, Span};
+use crate::facts::{OpKind, ScopeId, SpanIndex};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
@@ -102,7 +102,15 @@ pub fn failure_only_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec
                 .push((fi as u32, scope, at));
         }
     }
-    let in_spans = |spans: &[Span], at: usize| spans.iter().any(|s| s.start <= at && at < s.end);
+    // each file's failure spans indexed, for the files with a site
+    let mut failure_at: HashMap<u32, SpanIndex> = HashMap::default();
+    for sites in calls.values() {
+        for &(fi, _, _) in sites {
+            failure_at
+                .entry(fi)
+                .or_insert_with(|| SpanIndex::new(&files[fi as usize].facts.failure_spans));
+        }
+    }
     let mut only: HashSet<(usize, ScopeId)> = HashSet::default();
     for _ in 0..ROUNDS {
         let mut changed = false;
@@ -110,26 +118,38 @@ pub fn failure_only_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec
             let Some(defs) = cand.get(name) else {
                 continue;
             };
+            // A definition is failure-only when every site outside its own
+            // scope (a recursive call says nothing of the callers) runs on
+            // a failure path. The sites counted once per name, by caller:
+            // all of them, and those not (yet) on a failure path; a
+            // definition found failure-only makes the sites in it failing
+            // for the definitions after it, as a walk per definition would.
+            let mut per_caller: HashMap<(usize, ScopeId), (usize, usize)> = HashMap::default();
+            let mut open = 0;
+            for &(fi, sc, at) in sites {
+                let fi = fi as usize;
+                let failing =
+                    only.contains(&(fi, sc)) || failure_at[&(fi as u32)].contains(at as usize);
+                let c = per_caller.entry((fi, sc)).or_default();
+                c.0 += 1;
+                if !failing {
+                    c.1 += 1;
+                    open += 1;
+                }
+            }
             for &def in defs {
                 if only.contains(&def) {
                     continue;
                 }
-                // a recursive call says nothing about the callers
-                let mut outside = sites
-                    .iter()
-                    .filter(|&&(fi, sc, _)| (fi as usize, sc) != def)
-                    .peekable();
-                if outside.peek().is_none() {
+                let (own, own_open) = per_caller.get(&def).copied().unwrap_or_default();
+                if sites.len() == own || open > own_open {
                     continue;
                 }
-                let all_failing = outside.all(|&(fi, sc, at)| {
-                    let fi = fi as usize;
-                    only.contains(&(fi, sc))
-                        || in_spans(&files[fi].facts.failure_spans, at as usize)
-                });
-                if all_failing {
-                    only.insert(def);
-                    changed = true;
+                only.insert(def);
+                changed = true;
+                if let Some(c) = per_caller.get_mut(&def) {
+                    open -= c.1;
+                    c.1 = 0;
                 }
             }
         }

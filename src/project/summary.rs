@@ -157,11 +157,12 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
         }
     }
     let op_starts = crate::rules::op_starts(facts);
+    let deferred = crate::facts::DeferredIndex::new(&facts.deferred);
     let mut short = |op: &Op| -> bool {
         if op.kind != (OpKind::Release { checked: false }) || op.key.is_unknown() {
             return false;
         }
-        let Some((scope, end)) = crate::rules::section_end(facts, op) else {
+        let Some((scope, end)) = crate::rules::section_end(&deferred, op) else {
             return false;
         };
         // no acquire of the key in the function: no section to start

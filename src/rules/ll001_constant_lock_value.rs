@@ -1,4 +1,4 @@
-use super::{Context, Diagnostic, Rule, RuleMeta};
+use super::{Context, Diagnostic, Rule, RuleMeta, Want};
 use crate::advice;
 use crate::facts::{OpKind, ValueExpr};
 use crate::finding::Severity;
@@ -31,16 +31,9 @@ impl Rule for ConstantLockValue {
             };
             // Every release runs only while the lease is still valid (SPEC §3
             // LL001), or ends a short critical section (see `Context::short_critical_section`).
-            let all_guarded = cx
-                .any_same_key(op, |o| {
-                    matches!(o.kind, OpKind::Release { .. })
-                        && !cx.behind_validity_guard(o)
-                        && !cx.short_critical_section(o)
-                })
-                .is_none()
-                && cx
-                    .any_same_key(op, |o| matches!(o.kind, OpKind::Release { .. }))
-                    .is_some();
+            // (through the key group's index: each release is judged once)
+            let all_guarded = cx.any_same_key_is(op, Want::OpenRelease).is_none()
+                && cx.any_same_key_is(op, Want::Release).is_some();
             if all_guarded || !cx.expirable(op) {
                 continue;
             }

@@ -20,7 +20,10 @@ pub mod fixes;
 // --- end fix ---
 
 use crate::advice::Target;
-use crate::facts::{FileFacts, KeyExpr, KeyPart, Op, OpKind, OpTtl, ScopeId, Span, ValueExpr};
+use crate::facts::{
+    DeferredIndex, FileFacts, KeyExpr, KeyPart, Op, OpKind, OpTtl, ScopeId, Span, SpanIndex,
+    ValueExpr,
+};
 use crate::finding::Severity;
 use crate::words;
 use std::cell::RefCell;
@@ -161,11 +164,11 @@ pub struct Context<'a> {
     written_only: HashSet<Vec<Option<&'a str>>>,
     /// Shapes of keys that the file takes or owns ([`shape_writes`]).
     taken_shapes: HashSet<Vec<Option<&'a str>>>,
-    /// [`Context::once_only_marker`] by key group and scope (none for a key
-    /// that carries evidence), then by the key's identifiers: its answer
-    /// depends on the op only through them.
+    /// [`Context::once_only_marker`] by key group and the ops of it on the
+    /// same key ([`SameKeyClass`]), then by the key's identifiers: its
+    /// answer depends on the op only through them.
     #[allow(clippy::type_complexity)]
-    once_only: RefCell<HashMap<(usize, Option<ScopeId>), Vec<(Vec<String>, bool)>>>,
+    once_only: RefCell<HashMap<(usize, SameKeyClass), Vec<(Vec<String>, bool)>>>,
     /// [`Context::short_critical_section`]: per scope and key group, where
     /// the first acquire of the key in the scope ends, when every acquire
     /// of it there has a known TTL of at least [`SHORT_MIN_TTL_MS`].
@@ -181,6 +184,8 @@ pub struct Context<'a> {
     failure_at: SpanIndex,
     deliberate_at: SpanIndex,
     validity_at: SpanIndex,
+    /// `facts.deferred`, indexed.
+    deferred: DeferredIndex<'a>,
     /// [`op_starts`] of the file, for [`redis_work_between`].
     op_starts: Vec<usize>,
     /// The TTL arguments the front-end read, by the start of the op's name.
@@ -598,6 +603,28 @@ enum Want {
     Taken,
     /// A script run on the key (it may set a TTL).
     Scripted,
+    /// A DEL (checked or not).
+    Release,
+    /// A DEL that neither runs behind a validity guard nor closes a short
+    /// critical section (LL001's releases that need a token).
+    OpenRelease,
+}
+
+/// Which ops of a key group are on the same key as an op of it (for a
+/// known key, [`Context::same_key`]): all of them, when the key carries
+/// evidence; else those of its own scope and of the scopes that pair with
+/// it — every scope whose traits pair with its traits, when its traits
+/// pair with themselves (a lock type's methods, a function named both to
+/// take and to release), so that all such scopes share one class.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum SameKeyClass {
+    All,
+    Pairing {
+        acquire_fn: bool,
+        release_fn: bool,
+        lock_type: bool,
+    },
+    Scope(ScopeId),
 }
 
 /// The kinds asked about by kind alone ([`Want::Kind`]).
@@ -834,6 +861,7 @@ impl<'a> Context<'a> {
             failure_at: SpanIndex::new(&facts.failure_spans),
             deliberate_at: SpanIndex::new(&facts.deliberate_spans),
             validity_at: SpanIndex::new(&facts.validity_spans),
+            deferred: DeferredIndex::new(&facts.deferred),
             op_starts: op_starts(facts),
             ttls,
             by_shape,
@@ -1100,6 +1128,12 @@ impl<'a> Context<'a> {
                 _ => false,
             },
             Want::Scripted => matches!(o.kind, OpKind::Eval { .. }),
+            Want::Release => matches!(o.kind, OpKind::Release { .. }),
+            Want::OpenRelease => {
+                matches!(o.kind, OpKind::Release { .. })
+                    && !self.behind_validity_guard(o)
+                    && !self.short_critical_section(o)
+            }
             Want::ReleasedOrExtended => {
                 !self.deliberate_release(o)
                     && match o.kind {
@@ -1426,12 +1460,7 @@ impl<'a> Context<'a> {
         if self.facts.late_result_tests.is_empty() || release.scope == crate::facts::FOREIGN_SCOPE {
             return None;
         }
-        let at = release.name_span.start;
-        let d = self
-            .facts
-            .deferred
-            .iter()
-            .find(|d| d.span.start <= at && at < d.span.end)?;
+        let d = self.deferred.at(release.name_span.start)?;
         self.facts
             .late_result_tests
             .iter()
@@ -1456,7 +1485,7 @@ impl<'a> Context<'a> {
         if self.facts.waits.is_none() || release.key.is_unknown() {
             return false;
         }
-        let Some((scope, end)) = section_end(self.facts, release) else {
+        let Some((scope, end)) = section_end(&self.deferred, release) else {
             return false;
         };
         let Some((&parts, _)) = self.by_key.get_key_value(release.key.parts.as_slice()) else {
@@ -1520,8 +1549,23 @@ impl<'a> Context<'a> {
         // (a constant part, a lock-like name) is the same key in every
         // scope: then the scope does not matter either (one answer for
         // 5,000 functions on one key).
+        // Without evidence, the ops on the key are those of scopes that pair
+        // with `op`'s: the same for every scope of traits that pair with
+        // themselves (one answer for 5,000 methods of lock types).
         let evidence = op.key.has_constant_part() || self.key_reads_like_lock(&op.key);
-        let memo = (list.as_ptr() as usize, (!evidence).then_some(op.scope));
+        let t = self.traits(op.scope);
+        let class = if evidence {
+            SameKeyClass::All
+        } else if !op.key.is_unknown() && self.scopes_pair(op.scope, op.scope) {
+            SameKeyClass::Pairing {
+                acquire_fn: t.acquire_fn,
+                release_fn: t.release_fn,
+                lock_type: t.lock_type,
+            }
+        } else {
+            SameKeyClass::Scope(op.scope)
+        };
+        let memo = (list.as_ptr() as usize, class);
         if let Some(known) = self.once_only.borrow().get(&memo).and_then(|v| {
             v.iter()
                 .find(|(idents, _)| *idents == op.key.idents)
@@ -1532,7 +1576,6 @@ impl<'a> Context<'a> {
         // Without evidence and without a lock pair or lock type to join
         // scopes, only the ops of `op`'s scope are on its key: the rest of
         // the group is filtered out by `same` anyway.
-        let t = self.traits(op.scope);
         let list = if evidence || t.acquire_fn || t.release_fn || t.lock_type {
             list
         } else {
@@ -2029,21 +2072,14 @@ pub const SHORT_MIN_TTL_MS: u64 = 1000;
 /// closes, and where the section ends — the release itself, or the end of
 /// that function for a deferred release (Go `defer`). `None` for an op of
 /// another file.
-pub fn section_end(facts: &FileFacts, release: &Op) -> Option<(ScopeId, usize)> {
+pub fn section_end(deferred: &DeferredIndex, release: &Op) -> Option<(ScopeId, usize)> {
     if release.scope == crate::facts::FOREIGN_SCOPE {
         return None;
     }
-    let at = release.name_span.start;
-    Some(
-        match facts
-            .deferred
-            .iter()
-            .find(|d| d.span.start <= at && at < d.span.end)
-        {
-            Some(d) => (d.scope, d.runs_at),
-            None => (release.scope, release.span.start),
-        },
-    )
+    Some(match deferred.at(release.name_span.start) {
+        Some(d) => (d.scope, d.runs_at),
+        None => (release.scope, release.span.start),
+    })
 }
 
 /// Where the section opened by `acquires` (every acquire of one key in one
@@ -2106,45 +2142,6 @@ pub fn redis_work_between(op_starts: &[usize], release: &Op, start: usize, end: 
         0
     };
     to.saturating_sub(from) > own
-}
-
-/// Spans a front-end recorded (failure handlers, force-flag or
-/// validity-guard bodies; they may nest or overlap), sorted by start with
-/// the greatest end up to each: whether one holds an offset is a binary
-/// search.
-struct SpanIndex {
-    starts: Vec<usize>,
-    /// The greatest end among the spans up to each (in start order).
-    reach: Vec<usize>,
-}
-
-impl SpanIndex {
-    fn new(spans: &[Span]) -> Self {
-        let mut sorted: Vec<(usize, usize)> = spans.iter().map(|s| (s.start, s.end)).collect();
-        sorted.sort_unstable();
-        let mut reach = Vec::with_capacity(sorted.len());
-        let mut far = 0;
-        for &(_, end) in &sorted {
-            far = far.max(end);
-            reach.push(far);
-        }
-        SpanIndex {
-            starts: sorted.into_iter().map(|(start, _)| start).collect(),
-            reach,
-        }
-    }
-
-    /// The op (its name, or the call's start when the name comes first)
-    /// lies inside one of the spans: some span starting at or before it
-    /// ends after it.
-    fn holds(&self, op: &Op) -> bool {
-        self.contains(op.name_span.start.max(op.span.start))
-    }
-
-    fn contains(&self, at: usize) -> bool {
-        let upto = self.starts.partition_point(|&s| s <= at);
-        upto > 0 && self.reach[upto - 1] > at
-    }
 }
 
 #[cfg(test)]

@@ -664,3 +664,47 @@ fn the_span_index_answers_as_a_scan_of_the_spans() {
         }
     }
 }
+
+/// The deferred index finds the first deferred op (in start order) holding
+/// an offset, as a scan of the list does: nested, repeated and empty spans,
+/// at every offset around them.
+#[test]
+fn the_deferred_index_answers_as_a_scan_of_the_list() {
+    let mut seed: u64 = 11;
+    let mut next = |n: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((seed >> 33) % n) as usize
+    };
+    for round in 0..300 {
+        let count = round % 12;
+        let mut list: Vec<crate::facts::Deferred> = (0..count)
+            .map(|_| {
+                let start = next(60);
+                crate::facts::Deferred {
+                    span: Span::new(start, start + next(25)),
+                    scope: 0,
+                    runs_at: 0,
+                }
+            })
+            .collect();
+        list.sort_by_key(|d| d.span);
+        for (i, d) in list.iter_mut().enumerate() {
+            d.scope = i as ScopeId;
+        }
+        let index = DeferredIndex::new(&list);
+        for at in 0..90 {
+            let scan = list
+                .iter()
+                .position(|d| d.span.start <= at && at < d.span.end);
+            let found = index.at(at).map(|d| d.scope as usize);
+            assert_eq!(
+                found,
+                scan,
+                "{:?} at {at}",
+                list.iter().map(|d| d.span).collect::<Vec<_>>()
+            );
+        }
+    }
+}

@@ -315,11 +315,9 @@ pub struct Section {
 /// of each such call; its ops take the call's scope and span).
 pub fn sections(ops: &[Op], resolvable: &[(u32, Span)], deferred: &[Deferred]) -> Vec<Section> {
     // where a release of `scope` at `at` closes its section (`rules::section_end`)
+    let deferred = crate::facts::DeferredIndex::new(deferred);
     let section_end = |scope: u32, at: usize, start: usize| -> (u32, usize) {
-        match deferred
-            .iter()
-            .find(|d| d.span.start <= at && at < d.span.end)
-        {
+        match deferred.at(at) {
             Some(d) => (d.scope, d.runs_at),
             None => (scope, start),
         }
