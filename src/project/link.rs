@@ -5,6 +5,7 @@ use super::{FileView, Inst, ProjectFile};
 use crate::facts::{CallSite, KeyExpr, KeyPart, Op, OpKind};
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
+use std::collections::hash_map::Entry;
 
 /// Link rounds: a helper chain resolves up to this many calls deep.
 pub const ROUNDS: usize = 4;
@@ -82,10 +83,7 @@ pub fn link(files: &[ProjectFile]) -> Vec<FileView> {
             }
             all
         };
-        let mut by_name: HashMap<&str, Vec<usize>> = HashMap::default();
-        for (si, s) in sums.iter().enumerate() {
-            by_name.entry(s.name.as_str()).or_default().push(si);
-        }
+        let by_name = Candidates::by_name(&sums);
         let found: Vec<Vec<Inst>> = files
             .par_iter()
             .enumerate()
@@ -151,10 +149,7 @@ pub fn link(files: &[ProjectFile]) -> Vec<FileView> {
         }
     }
     if sums.iter().any(|s| s.returns_key.is_some()) {
-        let mut by_name: HashMap<&str, Vec<usize>> = HashMap::default();
-        for (si, s) in sums.iter().enumerate() {
-            by_name.entry(s.name.as_str()).or_default().push(si);
-        }
+        let by_name = Candidates::by_name(&sums);
         for (fi, view) in views.iter_mut().enumerate() {
             view.key_rewrites = returned_keys(files, &sums, &by_name, fi);
         }
@@ -344,13 +339,54 @@ enum Fitting {
     Several,
 }
 
+/// The summaries of one name: all of them (in file order), and those of
+/// each owner, by owner word ([`owner_word`], in first-seen order): a call
+/// through a receiver tests only the owners its receiver names, not every
+/// summary of the name (a file of many classes with a `done` method made
+/// each `self.hooks.done()` walk them all: quadratic).
+struct Candidates {
+    all: Vec<usize>,
+    by_owner: Vec<(String, Vec<usize>)>,
+}
+
+impl Candidates {
+    fn by_name(sums: &[Summary]) -> HashMap<&str, Candidates> {
+        let mut by_name: HashMap<&str, Candidates> = HashMap::default();
+        // where each (name, owner word) is in its name's `by_owner`
+        let mut slot: HashMap<(&str, String), usize> = HashMap::default();
+        for (si, s) in sums.iter().enumerate() {
+            let c = by_name
+                .entry(s.name.as_str())
+                .or_insert_with(|| Candidates {
+                    all: Vec::new(),
+                    by_owner: Vec::new(),
+                });
+            c.all.push(si);
+            if let Some(owner) = s.owner.as_deref() {
+                let word = owner_word(owner);
+                match slot.entry((s.name.as_str(), word)) {
+                    Entry::Occupied(at) => c.by_owner[*at.get()].1.push(si),
+                    Entry::Vacant(v) => {
+                        let word = v.key().1.clone();
+                        v.insert(c.by_owner.len());
+                        c.by_owner.push((word, vec![si]));
+                    }
+                }
+            }
+        }
+        by_name
+    }
+}
+
 fn resolve(
     files: &[ProjectFile],
     sums: &[Summary],
-    cands: &[usize],
+    cands: &Candidates,
     file: usize,
     cs: &CallSite,
 ) -> Option<usize> {
+    let by_owner = &cands.by_owner;
+    let cands = cands.all.as_slice();
     let arity = cs.args.len();
     let fits = |si: usize| {
         let s = &sums[si];
@@ -398,7 +434,12 @@ fn resolve(
         Fitting::One(one) => Some(one),
         Fitting::Several if own_type || recv.is_none() => same_file(),
         Fitting::Several => {
-            unique(&mut cands.iter().copied().filter(|&si| names_owner(si))).or_else(same_file)
+            // (the summaries whose owner the receiver names: which one fits
+            // does not depend on their order)
+            let named = by_owner
+                .iter()
+                .filter(|(word, _)| recv.as_deref().is_some_and(|r| names_owner_word(r, word)));
+            unique(&mut named.flat_map(|(_, list)| list.iter().copied())).or_else(same_file)
         }
     }?;
     // a common name through a receiver that does not name the type: not ours
@@ -495,7 +536,7 @@ fn key_at(parts: &[TPart], idents: &[String], s: &Summary, cs: &CallSite) -> Key
 fn returned_keys(
     files: &[ProjectFile],
     sums: &[Summary],
-    by_name: &HashMap<&str, Vec<usize>>,
+    by_name: &HashMap<&str, Candidates>,
     fi: usize,
 ) -> Vec<super::KeyRewrite> {
     let mut out = Vec::new();
