@@ -3,7 +3,7 @@
 //! already instantiated at its call sites by an earlier link round.
 
 use super::Inst;
-use crate::facts::{FileFacts, KeyPart, Op, OpKind, ScopeId, ValueExpr};
+use crate::facts::{FileFacts, KeyPart, Op, OpKind, ScopeId, SpanIndex, ValueExpr};
 use crate::words;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet};
 
@@ -93,14 +93,6 @@ pub struct Summary {
     pub own_object_only: bool,
 }
 
-fn behind_validity_guard(facts: &FileFacts, op: &Op) -> bool {
-    let at = op.name_span.start.max(op.span.start);
-    facts
-        .validity_spans
-        .iter()
-        .any(|s| s.start <= at && at < s.end)
-}
-
 /// Summaries of the functions of one file. `insts` are the ops linked into
 /// this file by the previous round (with the variable their value came from).
 pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> Vec<Summary> {
@@ -119,6 +111,14 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
         .map(|v| (v.name_start, v.var.as_str()))
         .collect();
     let file_is_lock = words::reads_like_lock(stem);
+    // the spans and branches asked about per op, indexed once per file (a
+    // file of 5,000 functions with a force flag each scanned them per op)
+    let validity_at = SpanIndex::new(&facts.validity_spans);
+    let deliberate_at = SpanIndex::new(&facts.deliberate_spans);
+    let mut branches_of: HashMap<ScopeId, Vec<&crate::facts::ArgBranch>> = HashMap::default();
+    for b in &facts.link.arg_branches {
+        branches_of.entry(b.scope).or_default().push(b);
+    }
     // keys with a fixed part that a function of this file takes with a value
     // of its own (a constant, a token): such a key is that lock's, not a
     // caller's, so a sibling that forwards it (`del(PREFIX + id)`) is the
@@ -206,12 +206,14 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
         let mut ops = Vec::with_capacity(own_ops.len() + linked_ops.len());
         let mut own_key_lockish = false;
         // the defaulted parameters an op at `at` needs passed
+        let branches = branches_of
+            .get(&sig.scope)
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
         let needs = |at: usize| -> Vec<usize> {
-            facts
-                .link
-                .arg_branches
+            branches
                 .iter()
-                .filter(|b| b.scope == sig.scope && b.span.start <= at && at < b.span.end)
+                .filter(|b| b.span.start <= at && at < b.span.end)
                 .filter_map(|b| sig.params.iter().position(|p| *p == b.param))
                 .collect()
         };
@@ -219,7 +221,7 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
         // delete }`) is a release by request, not one of the caller's
         let forced = |op: &Op| {
             matches!(op.kind, OpKind::Release { checked: false })
-                && in_spans(&facts.deliberate_spans, op.name_span.start)
+                && deliberate_at.contains(op.name_span.start)
         };
         // the other path of a write that sets-if-absent on one branch and
         // returns there (`if nx { return setnx(k…) }; return set(k…)`): a
@@ -244,7 +246,7 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             // commands under a TTL of a second or more (SPEC §2 "Short
             // critical section")
             if op.kind == (OpKind::Release { checked: false })
-                && (behind_validity_guard(facts, op) || short(op))
+                && (validity_at.holds(op) || short(op))
             {
                 continue;
             }
@@ -400,10 +402,6 @@ fn names_variant(name: &str, via: &str) -> bool {
         && words::word_parts(callee).len() >= 3
         && !words::is_lock_fn(callee)
         && !words::is_release_fn(callee)
-}
-
-fn in_spans(spans: &[crate::facts::Span], at: usize) -> bool {
-    spans.iter().any(|s| s.start <= at && at < s.end)
 }
 
 /// The key, as written in the function, reads like a lock (`"lock:" + id`,

@@ -191,17 +191,29 @@ fn compare_release_fix<'a>(
 /// with a value that is not a constant.
 fn token_acquire<'a>(cx: &Context<'a>, op: &Op) -> Option<&'a Op> {
     let owner = &cx.facts.scope(op.scope).owner;
+    let takes = |a: &Op| {
+        matches!(a.kind, OpKind::Acquire { .. }) && !matches!(a.value, Some(ValueExpr::Constant(_)))
+    };
+    if owner.is_none() {
+        // Only the function's own ops can hold the token: the ops of its
+        // scope and key, not the whole key group (5,000 functions releasing
+        // one key walked each other's acquires: quadratic). The first in
+        // the group's order, which is the facts' order: the lowest address.
+        return cx
+            .scope_key_ops(op, None)
+            .iter()
+            .copied()
+            .filter(|a| takes(a) && a.order < op.order && cx.same_key(a, op))
+            .min_by_key(|a| *a as *const Op as usize);
+    }
     // `same_key` holds only inside the key group: the group in file order
     // instead of every op of the file (quadratic in a bundle's findings).
     // (the place first: it rules out most of a large group at the cost of
     // a comparison, before the same-key question)
     cx.key_group(op).iter().copied().find(|a| {
-        matches!(a.kind, OpKind::Acquire { .. })
-            && !matches!(a.value, Some(ValueExpr::Constant(_)))
+        takes(a)
             && ((a.scope == op.scope && a.order < op.order)
-                || (a.scope != op.scope
-                    && owner.is_some()
-                    && cx.facts.scope(a.scope).owner == *owner))
+                || (a.scope != op.scope && cx.facts.scope(a.scope).owner == *owner))
             && cx.same_key(a, op)
     })
 }
