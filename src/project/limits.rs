@@ -16,6 +16,7 @@
 
 use super::calls::CallNames;
 use crate::facts::{FileFacts, ScopeId};
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
 
 /// Most calls of one name weighed for a function's callers' limits.
@@ -49,15 +50,20 @@ pub fn caller_names<'a>(
         if !has_limits(f.language) {
             continue;
         }
-        let has_limit = |s: ScopeId| {
-            own_limit(f, s).is_some() || f.task_limit_names.iter().any(|(t, _)| *t == s)
+        let own = OwnLimits::of(f);
+        let named: std::collections::HashSet<ScopeId> =
+            f.task_limit_names.iter().map(|(t, _)| *t).collect();
+        let has_limit = |s: ScopeId| own.get(s).is_some() || named.contains(&s);
+        let at = if f.ttls.is_empty() {
+            HashMap::new()
+        } else {
+            op_scopes(f)
         };
         let mut scopes: Vec<ScopeId> = f
             .ttls
             .iter()
             .filter(|t| t.ms.is_some() || t.sym.is_some())
-            .filter_map(|t| f.ops.iter().find(|o| o.name_span.start == t.name_start))
-            .map(|o| o.scope)
+            .filter_map(|t| at.get(&t.name_start).copied())
             .collect();
         if !chain.is_empty() {
             let calls: Box<dyn Iterator<Item = (&str, u32)>> = match packed {
@@ -175,23 +181,52 @@ fn resolve_names(files: &mut [&mut FileFacts]) {
                 }
             }
         }
+        let limited: std::collections::HashSet<ScopeId> =
+            f.task_limits.iter().map(|(t, _)| *t).collect();
         let named: Vec<(ScopeId, u64)> = f
             .task_limit_names
             .iter()
-            .filter(|(s, _)| !f.task_limits.iter().any(|(t, _)| t == s))
+            .filter(|(s, _)| !limited.contains(s))
             .filter_map(|(s, n)| Some((*s, *consts.get(n)?)))
             .collect();
         f.task_limits.extend(named);
     }
 }
 
-/// A function's own hard limit: its task's, else its file's.
-fn own_limit(f: &FileFacts, scope: ScopeId) -> Option<u64> {
-    f.task_limits
-        .iter()
-        .find(|(s, _)| *s == scope)
-        .map(|(_, l)| *l)
-        .or(f.run_limit_secs)
+/// The functions' own hard limits, one file's: each task's limit (the
+/// first given for it), else the file's. Asked per TTL and per call site,
+/// a scan of the task limits each time was quadratic in a file of many
+/// tasks.
+struct OwnLimits {
+    tasks: HashMap<ScopeId, u64>,
+    file: Option<u64>,
+}
+
+impl OwnLimits {
+    fn of(f: &FileFacts) -> Self {
+        let mut tasks = HashMap::with_capacity(f.task_limits.len());
+        for &(s, l) in &f.task_limits {
+            tasks.entry(s).or_insert(l);
+        }
+        OwnLimits {
+            tasks,
+            file: f.run_limit_secs,
+        }
+    }
+
+    fn get(&self, scope: ScopeId) -> Option<u64> {
+        self.tasks.get(&scope).copied().or(self.file)
+    }
+}
+
+/// The scope of the op whose method name starts at each offset (the first
+/// such op): where a TTL's acquire is, without a scan of the ops per TTL.
+fn op_scopes(f: &FileFacts) -> HashMap<usize, ScopeId> {
+    let mut at = HashMap::with_capacity(f.ops.len());
+    for o in &f.ops {
+        at.entry(o.name_span.start).or_insert(o.scope);
+    }
+    at
 }
 
 /// Every call in the project by callee name: (file, calling scope, start
@@ -207,21 +242,30 @@ type Calls<'a> = HashMap<&'a str, Vec<(usize, ScopeId, usize)>>;
 fn inherit(files: &mut [&mut FileFacts]) {
     // the functions that need one: a timed acquire, no limit of their own,
     // with their shortest TTL
+    let own: Vec<OwnLimits> = files.iter().map(|f| OwnLimits::of(f)).collect();
     let mut need: Vec<(usize, ScopeId, u64)> = Vec::new();
+    let mut need_at: HashMap<(usize, ScopeId), usize> = HashMap::new();
     for (fi, f) in files.iter().enumerate() {
+        if f.ttls.is_empty() {
+            continue;
+        }
+        let at = op_scopes(f);
         for t in &f.ttls {
             let Some(ms) = t.ms else {
                 continue;
             };
-            let Some(op) = f.ops.iter().find(|o| o.name_span.start == t.name_start) else {
+            let Some(&scope) = at.get(&t.name_start) else {
                 continue;
             };
-            if op.scope == 0 || own_limit(f, op.scope).is_some() {
+            if scope == 0 || own[fi].get(scope).is_some() {
                 continue;
             }
-            match need.iter_mut().find(|(a, b, _)| *a == fi && *b == op.scope) {
-                Some(n) => n.2 = n.2.min(ms),
-                None => need.push((fi, op.scope, ms)),
+            match need_at.entry((fi, scope)) {
+                Entry::Occupied(i) => need[*i.get()].2 = need[*i.get()].2.min(ms),
+                Entry::Vacant(v) => {
+                    v.insert(need.len());
+                    need.push((fi, scope, ms));
+                }
             }
         }
     }
@@ -242,17 +286,19 @@ fn inherit(files: &mut [&mut FileFacts]) {
     }
     // (file, scope, limit) and (file, call name start, TTL ms) to add
     let mut limits: Vec<(usize, ScopeId, u64)> = Vec::new();
+    let mut limited: std::collections::HashSet<(usize, ScopeId)> = Default::default();
     let mut ttls: Vec<(usize, usize, u64)> = Vec::new();
     for &(fi, scope, ms) in &need {
-        if callers_limit(files, &calls, fi, scope, super::link::ROUNDS).is_none() {
+        if callers_limit(files, &own, &calls, fi, scope, super::link::ROUNDS).is_none() {
             continue;
         }
         // the function, and its callers without a limit of their own
         let mut todo = vec![(fi, scope, super::link::ROUNDS)];
         while let Some((f, s, depth)) = todo.pop() {
-            if own_limit(files[f], s).is_none() && !limits.iter().any(|l| l.0 == f && l.1 == s) {
-                if let Some(l) = callers_limit(files, &calls, f, s, depth) {
+            if own[f].get(s).is_none() && !limited.contains(&(f, s)) {
+                if let Some(l) = callers_limit(files, &own, &calls, f, s, depth) {
                     limits.push((f, s, l));
+                    limited.insert((f, s));
                 }
             }
             let Some(name) = files[f].scopes.get(s as usize).map(|x| x.name.as_str()) else {
@@ -269,9 +315,14 @@ fn inherit(files: &mut [&mut FileFacts]) {
     for (fi, scope, l) in limits {
         files[fi].task_limits.push((scope, l));
     }
+    // (the offsets each file has a TTL at, for the files that get one)
+    let mut timed: HashMap<usize, std::collections::HashSet<usize>> = HashMap::new();
     for (fi, at, ms) in ttls {
         let f = &mut files[fi];
-        if !f.ttls.iter().any(|t| t.name_start == at) {
+        let has = timed
+            .entry(fi)
+            .or_insert_with(|| f.ttls.iter().map(|t| t.name_start).collect());
+        if has.insert(at) {
             f.ttls.push(crate::facts::OpTtl {
                 name_start: at,
                 ms: Some(ms),
@@ -287,6 +338,7 @@ fn inherit(files: &mut [&mut FileFacts]) {
 /// limit (its own, or its callers', `depth` levels up).
 fn callers_limit(
     files: &[&mut FileFacts],
+    own: &[OwnLimits],
     calls: &Calls,
     fi: usize,
     scope: ScopeId,
@@ -313,8 +365,9 @@ fn callers_limit(
         if cf == fi && cs == scope {
             continue;
         }
-        let l =
-            own_limit(files[cf], cs).or_else(|| callers_limit(files, calls, cf, cs, depth - 1))?;
+        let l = own[cf]
+            .get(cs)
+            .or_else(|| callers_limit(files, own, calls, cf, cs, depth - 1))?;
         max = max.max(l);
     }
     (max > 0).then_some(max)
