@@ -196,15 +196,10 @@ fn token_acquire<'a>(cx: &Context<'a>, op: &Op) -> Option<&'a Op> {
     };
     if owner.is_none() {
         // Only the function's own ops can hold the token: the ops of its
-        // scope and key, not the whole key group (5,000 functions releasing
-        // one key walked each other's acquires: quadratic). The first in
-        // the group's order, which is the facts' order: the lowest address.
-        return cx
-            .scope_key_ops(op, None)
-            .iter()
-            .copied()
-            .filter(|a| takes(a) && a.order < op.order && cx.same_key(a, op))
-            .min_by_key(|a| *a as *const Op as usize);
+        // scope and key (on the same key as `op` by construction), not the
+        // whole key group (5,000 functions releasing one key walked each
+        // other's acquires: quadratic).
+        return cx.earlier_token_acquire(op);
     }
     // `same_key` holds only inside the key group: the group in file order
     // instead of every op of the file (quadratic in a bundle's findings).

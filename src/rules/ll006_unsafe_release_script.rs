@@ -1,8 +1,9 @@
 use super::{Context, Diagnostic, Rule, RuleMeta};
 use crate::advice;
-use crate::facts::{LuaArg, LuaCall, OpKind, ScriptFact, Span};
+use crate::facts::{LuaArg, LuaCall, Op, OpKind, ScriptFact, Span};
 use crate::finding::Severity;
 use crate::words;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Flags a Lua release/extend script that deletes or extends `KEYS[i]`
 /// without first comparing the stored value with an `ARGV`. See the markdown
@@ -72,16 +73,21 @@ fn creates(call: &LuaCall) -> bool {
 }
 
 impl UnsafeReleaseScript {
-    fn is_release_context(cx: &Context, id: usize, script: &ScriptFact) -> bool {
+    /// `runs`: the ops that run each script, by script id.
+    fn is_release_context(
+        cx: &Context,
+        runs: &HashMap<usize, Vec<&Op>>,
+        id: usize,
+        script: &ScriptFact,
+    ) -> bool {
         script
             .name
             .as_deref()
             .is_some_and(words::is_release_or_extend_name)
-            || cx.ops().any(|o| {
-                matches!(o.kind, OpKind::Eval { script: Some(s) } if s as usize == id)
-                    && (cx.is_lock_key(o)
-                        || cx.key_reads_like_lock(&o.key)
-                        || words::is_release_or_extend_name(&cx.facts.scope(o.scope).name))
+            || runs.get(&id).into_iter().flatten().any(|o| {
+                cx.is_lock_key(o)
+                    || cx.key_reads_like_lock(&o.key)
+                    || words::is_release_or_extend_name(&cx.facts.scope(o.scope).name)
             })
     }
 }
@@ -92,9 +98,20 @@ impl Rule for UnsafeReleaseScript {
     }
 
     fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
+        if cx.facts.scripts.is_empty() {
+            return;
+        }
+        // the ops that run each script, found in one pass (a walk of the
+        // file's ops per script was quadratic in a script file of many EVALs)
+        let mut runs: HashMap<usize, Vec<&Op>> = HashMap::default();
+        for o in cx.ops() {
+            if let OpKind::Eval { script: Some(s) } = o.kind {
+                runs.entry(s as usize).or_default().push(o);
+            }
+        }
         for (id, script) in cx.facts.scripts.iter().enumerate() {
             let calls = &script.lua.calls;
-            if calls.iter().any(creates) || !Self::is_release_context(cx, id, script) {
+            if calls.iter().any(creates) || !Self::is_release_context(cx, &runs, id, script) {
                 continue;
             }
             for call in calls {

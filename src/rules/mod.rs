@@ -173,6 +173,11 @@ pub struct Context<'a> {
     /// the first acquire of the key in the scope ends, when every acquire
     /// of it there has a known TTL of at least [`SHORT_MIN_TTL_MS`].
     short_from: RefCell<HashMap<(ScopeId, usize), Option<usize>>>,
+    /// [`Context::earlier_token_acquire`]: per list of a scope's ops on one
+    /// key, the first token-writing acquire (in the facts' order) among
+    /// its ops up to each.
+    #[allow(clippy::type_complexity)]
+    token_takes: RefCell<HashMap<usize, Rc<Vec<Option<&'a Op>>>>>,
     /// [`Context::key_reads_like_lock`] by key, once asked: the same-key
     /// questions ask it of one key for every pair of a key group (word
     /// splitting each time made 4,000 copies of a lock pair take 21 s).
@@ -857,6 +862,7 @@ impl<'a> Context<'a> {
             acquire_literals,
             once_only: RefCell::new(HashMap::new()),
             short_from: RefCell::new(HashMap::new()),
+            token_takes: RefCell::new(HashMap::new()),
             lock_like: RefCell::new(HashMap::new()),
             failure_at: SpanIndex::new(&facts.failure_spans),
             deliberate_at: SpanIndex::new(&facts.deliberate_spans),
@@ -2019,6 +2025,40 @@ impl<'a> Context<'a> {
         self.scope_key_ops(op, Some(kind))
             .iter()
             .any(|o| !std::ptr::eq(*o, op))
+    }
+
+    /// The acquire of `op`'s scope and key that writes a value other than
+    /// a constant (a token), earlier in the scope than `op`: the first such
+    /// in the facts' order (the key group's order; a linked op comes after
+    /// the file's own ones whatever its place in the scope). From a running
+    /// minimum over the scope's ops on the key, built once per list: asked
+    /// for every release of a script of one scope, a walk was quadratic.
+    pub fn earlier_token_acquire(&self, op: &Op) -> Option<&'a Op> {
+        let list = self.scope_key_ops(op, None);
+        if list.is_empty() {
+            return None;
+        }
+        let id = list.as_ptr() as usize;
+        let known = self.token_takes.borrow().get(&id).cloned();
+        let firsts = known.unwrap_or_else(|| {
+            let mut first: Option<&'a Op> = None;
+            let firsts: Vec<Option<&'a Op>> = list
+                .iter()
+                .map(|&a| {
+                    let takes = matches!(a.kind, OpKind::Acquire { .. })
+                        && !matches!(a.value, Some(ValueExpr::Constant(_)));
+                    if takes && first.is_none_or(|f| (a as *const Op) < (f as *const Op)) {
+                        first = Some(a);
+                    }
+                    first
+                })
+                .collect();
+            let firsts = Rc::new(firsts);
+            self.token_takes.borrow_mut().insert(id, Rc::clone(&firsts));
+            firsts
+        });
+        let upto = list.partition_point(|a| a.order < op.order);
+        upto.checked_sub(1).and_then(|i| firsts[i])
     }
 
     /// The ops of `op`'s scope and key (of one indexed kind), in source order.

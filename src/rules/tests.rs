@@ -708,3 +708,58 @@ fn the_deferred_index_answers_as_a_scan_of_the_list() {
         }
     }
 }
+
+/// The earlier token acquire is the first, in the facts' order, of the
+/// scope's token-writing acquires on the key that come before the op in
+/// the scope, as a walk of the key group finds it — also where ops linked
+/// in later (appended to the facts) come earlier in the scope's order.
+#[test]
+fn the_earlier_token_acquire_is_the_one_a_walk_of_the_group_finds() {
+    let mut seed: u64 = 5;
+    let mut next = |n: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((seed >> 33) % n) as u32
+    };
+    for round in 0..200 {
+        let mut b = B::new();
+        let scopes = [b.scope("run"), b.scope("other")];
+        for _ in 0..(round % 14) {
+            let kind = match next(3) {
+                0 => OpKind::Acquire { expiry: true },
+                1 => OpKind::Release { checked: false },
+                _ => OpKind::Expire,
+            };
+            let value = match next(3) {
+                0 => Some(ValueExpr::Constant("\"1\"".into())),
+                1 => Some(ValueExpr::Unique),
+                _ => None,
+            };
+            let scope = scopes[next(2) as usize];
+            let key = if next(4) == 0 {
+                KeyExpr::lit("other")
+            } else {
+                lockkey()
+            };
+            let order = next(20);
+            b.op(scope, kind, key, value).order = order;
+        }
+        let cx = Context::new(&b.facts, "app", &[], Target::default());
+        for op in cx.ops() {
+            let walk = cx.key_group(op).iter().copied().find(|a| {
+                matches!(a.kind, OpKind::Acquire { .. })
+                    && !matches!(a.value, Some(ValueExpr::Constant(_)))
+                    && a.scope == op.scope
+                    && a.order < op.order
+                    && cx.same_key(a, op)
+            });
+            assert_eq!(
+                cx.earlier_token_acquire(op).map(|a| a as *const Op),
+                walk.map(|a| a as *const Op),
+                "round {round}, op at order {}",
+                op.order
+            );
+        }
+    }
+}
