@@ -565,6 +565,9 @@ impl<'a> Analyzer<'a> {
     /// that call `redis.call`/`redis.pcall`.
     fn find_scripts(&mut self) {
         let toks = self.toks;
+        // the scripts (first token, text, anchors) first, then their names
+        // all at once (`script_names`), then recorded in order
+        let mut found: Vec<(usize, String, Vec<(usize, usize)>)> = Vec::new();
         let mut i = 0;
         while i < toks.len() {
             if toks[i].kind() != Kind::Str {
@@ -608,7 +611,14 @@ impl<'a> Analyzer<'a> {
             if !(lower.contains("redis.call") || lower.contains("redis.pcall")) {
                 continue;
             }
-            let name = self.script_name(first);
+            found.push((first, text, anchors));
+        }
+        if found.is_empty() {
+            return;
+        }
+        let firsts: Vec<usize> = found.iter().map(|f| f.0).collect();
+        let names = self.script_names(&firsts);
+        for ((first, text, anchors), name) in found.into_iter().zip(names) {
             let id = self.scripts.len() as ScriptId;
             let lua = crate::frontend::lua::analyse(&text);
             self.scripts.push(ScriptFact {
@@ -625,25 +635,37 @@ impl<'a> Analyzer<'a> {
         }
     }
 
-    /// The name a script literal is known by: the binding it initialises
-    /// (directly or through a script constructor), or a `defineCommand` name.
-    fn script_name(&self, tok: usize) -> Option<String> {
-        // defineCommand('name', { lua: … })
-        let mut best: Option<(usize, String)> = None;
+    /// The name of each script starting at `firsts` (ascending token
+    /// indices): the innermost binding holding it (the first seen of
+    /// equal widths), else a `defineCommand('name', …)` around it. Each
+    /// binding visits the scripts inside it, not each script every
+    /// binding: a file of thousands of registered scripts was quadratic.
+    fn script_names(&self, firsts: &[usize]) -> Vec<Option<String>> {
+        let mut best: Vec<Option<(usize, &String)>> = vec![None; firsts.len()];
         for ((_, name), bs) in &self.vals.bindings {
             for b in bs {
-                if b.start <= tok && tok < b.end {
-                    let w = b.end - b.start;
-                    if best.as_ref().is_none_or(|(bw, _)| w < *bw) {
-                        best = Some((w, name.clone()));
+                let lo = firsts.partition_point(|&t| t < b.start);
+                let hi = firsts.partition_point(|&t| t < b.end).max(lo);
+                let w = b.end - b.start;
+                for slot in &mut best[lo..hi] {
+                    if slot.is_none_or(|(bw, _)| w < bw) {
+                        *slot = Some((w, name));
                     }
                 }
             }
         }
-        if let Some((_, n)) = best {
-            return Some(n);
-        }
-        // inside defineCommand("name", {...})
+        firsts
+            .iter()
+            .zip(best)
+            .map(|(&tok, b)| match b {
+                Some((_, n)) => Some(n.clone()),
+                None => self.define_command_name(tok),
+            })
+            .collect()
+    }
+
+    /// The name a `defineCommand("name", {...})` just before `tok` gives.
+    fn define_command_name(&self, tok: usize) -> Option<String> {
         let mut k = tok;
         let mut guard = 0;
         while k > 0 && guard < 40 {
