@@ -564,10 +564,12 @@ impl<'a> Analyzer<'a> {
     /// Finds Lua script texts: string literals (and concatenations of them)
     /// that call `redis.call`/`redis.pcall`.
     fn find_scripts(&mut self) {
+        /// A script's first token, text and anchors (text offset, source offset).
+        type FoundScript = (usize, String, Vec<(usize, usize)>);
         let toks = self.toks;
         // the scripts (first token, text, anchors) first, then their names
         // all at once (`script_names`), then recorded in order
-        let mut found: Vec<(usize, String, Vec<(usize, usize)>)> = Vec::new();
+        let mut found: Vec<FoundScript> = Vec::new();
         let mut i = 0;
         while i < toks.len() {
             if toks[i].kind() != Kind::Str {
