@@ -5,7 +5,7 @@
 use super::ll003_setnx_then_expire::following_expire;
 use super::{Context, Diagnostic};
 use crate::advice::{self, CallParts, FixDraft};
-use crate::facts::{Op, OpCall, OpKind, Span, ValueExpr};
+use crate::facts::{Op, OpCall, OpKind, Span};
 use std::collections::HashMap;
 
 /// Finds the fixes of one file's diagnostics; indexes acquires and call
@@ -189,28 +189,25 @@ fn compare_release_fix<'a>(
 /// The acquire whose token is in scope at `op`: earlier in the same
 /// function, or in another method of the same type, on the same key and
 /// with a value that is not a constant.
-fn token_acquire<'a>(cx: &Context<'a>, op: &Op) -> Option<&'a Op> {
-    let owner = &cx.facts.scope(op.scope).owner;
-    let takes = |a: &Op| {
-        matches!(a.kind, OpKind::Acquire { .. }) && !matches!(a.value, Some(ValueExpr::Constant(_)))
+pub(super) fn token_acquire<'a>(cx: &Context<'a>, op: &Op) -> Option<&'a Op> {
+    // Only the function's own ops, or those of its type's other methods,
+    // can hold the token: the ops of its scope and key (on the same key as
+    // `op` by construction), and the type's acquires of the key group — not
+    // a walk of the whole group per finding (quadratic for 5,000 functions
+    // or classes on one key). The first in the group's order, which is the
+    // facts' order: the lowest address.
+    let own = cx.earlier_token_acquire(op);
+    let Some(owner) = cx.facts.scope(op.scope).owner.as_deref() else {
+        return own;
     };
-    if owner.is_none() {
-        // Only the function's own ops can hold the token: the ops of its
-        // scope and key (on the same key as `op` by construction), not the
-        // whole key group (5,000 functions releasing one key walked each
-        // other's acquires: quadratic).
-        return cx.earlier_token_acquire(op);
+    match (own, cx.type_token_acquire(op, owner)) {
+        (Some(a), Some(b)) => Some(if (a as *const Op) < (b as *const Op) {
+            a
+        } else {
+            b
+        }),
+        (a, b) => a.or(b),
     }
-    // `same_key` holds only inside the key group: the group in file order
-    // instead of every op of the file (quadratic in a bundle's findings).
-    // (the place first: it rules out most of a large group at the cost of
-    // a comparison, before the same-key question)
-    cx.key_group(op).iter().copied().find(|a| {
-        takes(a)
-            && ((a.scope == op.scope && a.order < op.order)
-                || (a.scope != op.scope && cx.facts.scope(a.scope).owner == *owner))
-            && cx.same_key(a, op)
-    })
 }
 
 /// LL007: the bare extend becomes the checked extend (unsafe with the

@@ -178,6 +178,12 @@ pub struct Context<'a> {
     /// its ops up to each.
     #[allow(clippy::type_complexity)]
     token_takes: RefCell<HashMap<usize, Rc<Vec<Option<&'a Op>>>>>,
+    /// [`Context::type_token_acquire`]: per key group, owner type and
+    /// traits of the asking scope, the candidates in group order.
+    #[allow(clippy::type_complexity)]
+    type_takes: RefCell<HashMap<(usize, &'a str, [bool; 3]), Rc<Vec<&'a Op>>>>,
+    /// [`Context::group_traits`] by key group.
+    group_traits: RefCell<HashMap<usize, GroupTraits>>,
     /// [`Context::key_reads_like_lock`] by key, once asked: the same-key
     /// questions ask it of one key for every pair of a key group (word
     /// splitting each time made 4,000 copies of a lock pair take 21 s).
@@ -608,6 +614,9 @@ enum Want {
     Taken,
     /// A script run on the key (it may set a TTL).
     Scripted,
+    /// What uses a once-only marker's key as a lock's: an extend or a
+    /// script (not a deliberate wipe), not its deletes (rollbacks).
+    MarkerUse,
     /// A DEL (checked or not).
     Release,
     /// A DEL that neither runs behind a validity guard nor closes a short
@@ -630,6 +639,14 @@ enum SameKeyClass {
         lock_type: bool,
     },
     Scope(ScopeId),
+}
+
+/// Which scope traits some op of a key group has.
+#[derive(Clone, Copy, Default)]
+struct GroupTraits {
+    acquire_fn: bool,
+    release_fn: bool,
+    lock_type: bool,
 }
 
 /// The kinds asked about by kind alone ([`Want::Kind`]).
@@ -863,6 +880,8 @@ impl<'a> Context<'a> {
             once_only: RefCell::new(HashMap::new()),
             short_from: RefCell::new(HashMap::new()),
             token_takes: RefCell::new(HashMap::new()),
+            group_traits: RefCell::new(HashMap::new()),
+            type_takes: RefCell::new(HashMap::new()),
             lock_like: RefCell::new(HashMap::new()),
             failure_at: SpanIndex::new(&facts.failure_spans),
             deliberate_at: SpanIndex::new(&facts.deliberate_spans),
@@ -1134,6 +1153,14 @@ impl<'a> Context<'a> {
                 _ => false,
             },
             Want::Scripted => matches!(o.kind, OpKind::Eval { .. }),
+            Want::MarkerUse => {
+                !self.deliberate_release(o)
+                    && match o.kind {
+                        OpKind::CheckedExtend | OpKind::Eval { .. } => true,
+                        OpKind::Expire => !self.is_acquire_ttl(o),
+                        _ => false,
+                    }
+            }
             Want::Release => matches!(o.kind, OpKind::Release { .. }),
             Want::OpenRelease => {
                 matches!(o.kind, OpKind::Release { .. })
@@ -1371,14 +1398,7 @@ impl<'a> Context<'a> {
         }
         if self.once_only_marker(op) {
             // A marker's deletes are rollbacks: only an extend or a script uses the key.
-            return self.any_same_key(op, |o| {
-                !self.deliberate_release(o)
-                    && match o.kind {
-                        OpKind::CheckedExtend | OpKind::Eval { .. } => true,
-                        OpKind::Expire => !self.is_acquire_ttl(o),
-                        _ => false,
-                    }
-            });
+            return self.any_same_key_is(op, Want::MarkerUse);
         }
         self.first_same_key(op, Want::ReleasedOrExtended)
     }
@@ -1581,8 +1601,19 @@ impl<'a> Context<'a> {
         }
         // Without evidence and without a lock pair or lock type to join
         // scopes, only the ops of `op`'s scope are on its key: the rest of
-        // the group is filtered out by `same` anyway.
-        let list = if evidence || t.acquire_fn || t.release_fn || t.lock_type {
+        // the group is filtered out by `same` anyway. So too when no op of
+        // the group lies in a scope that pairs with `op`'s (an acquire
+        // function's key that no release function touches: 2,000 such
+        // functions on one key walked each other's ops).
+        let joined = evidence
+            || matches!(class, SameKeyClass::Pairing { .. })
+            || ((t.acquire_fn || t.release_fn || t.lock_type) && {
+                let g = self.group_traits(list);
+                (t.acquire_fn && g.release_fn)
+                    || (t.release_fn && g.acquire_fn)
+                    || (t.lock_type && g.lock_type)
+            });
+        let list = if joined {
             list
         } else {
             self.scope_key_ops(op, None)
@@ -1596,19 +1627,29 @@ impl<'a> Context<'a> {
         answer
     }
 
+    /// Whether some op of a key group lies in an acquire function, a
+    /// release function, a lock type (worked out once per group).
+    fn group_traits(&self, group: &[&'a Op]) -> GroupTraits {
+        let id = group.as_ptr() as usize;
+        if let Some(&known) = self.group_traits.borrow().get(&id) {
+            return known;
+        }
+        let mut g = GroupTraits::default();
+        for o in group {
+            let t = self.traits(o.scope);
+            g.acquire_fn |= t.acquire_fn;
+            g.release_fn |= t.release_fn;
+            g.lock_type |= t.lock_type;
+        }
+        self.group_traits.borrow_mut().insert(id, g);
+        g
+    }
+
     fn once_only_marker_of(&self, op: &Op, list: &[&'a Op]) -> bool {
         let evidence = op.key.has_constant_part() || self.key_reads_like_lock(&op.key);
         let same = |o: &Op| {
             std::ptr::eq(o, op)
                 || self.same_key_given(&op.key, op.scope, &o.key, o.scope, || evidence)
-        };
-        let mut takes_of: HashMap<ScopeId, bool> = HashMap::new();
-        let mut takes = |scope: ScopeId| {
-            *takes_of.entry(scope).or_insert_with(|| {
-                list.iter().any(|a| {
-                    a.scope == scope && matches!(a.kind, OpKind::Acquire { .. }) && same(a)
-                })
-            })
         };
         // ops linked in from one call of a function that both takes and
         // deletes the key: that function judges its own delete
@@ -1629,6 +1670,8 @@ impl<'a> Context<'a> {
                 e.1 |= !self.linked_call(a);
             }
         }
+        // whether a function takes the key: it has a place in `takes_at`
+        let takes = |scope: ScopeId| takes_at.contains_key(&scope);
         let mut rollback = false;
         let mut cleared_elsewhere = false;
         let mut uncalled = false;
@@ -2059,6 +2102,48 @@ impl<'a> Context<'a> {
         });
         let upto = list.partition_point(|a| a.order < op.order);
         upto.checked_sub(1).and_then(|i| firsts[i])
+    }
+
+    /// For `op` in a method of type `owner`: the first (in the key group's
+    /// order) token-writing acquire in another method of that type on the
+    /// same key as `op`. Which acquires of the group qualify depends on
+    /// `op` only through its scope's traits (a pair of scopes is the same
+    /// key by evidence or by traits), so they are listed once per group,
+    /// owner and traits; a lookup skips those of `op`'s own scope. A walk
+    /// of the group per finding was quadratic in a file of many classes.
+    pub fn type_token_acquire(&self, op: &Op, owner: &'a str) -> Option<&'a Op> {
+        let group = self.key_group(op);
+        if group.is_empty() {
+            return None;
+        }
+        let t = self.traits(op.scope);
+        let id = (
+            group.as_ptr() as usize,
+            owner,
+            [t.acquire_fn, t.release_fn, t.lock_type],
+        );
+        let known = self.type_takes.borrow().get(&id).cloned();
+        let list = known.unwrap_or_else(|| {
+            let list: Vec<&'a Op> = group
+                .iter()
+                .copied()
+                .filter(|a| {
+                    let ta = self.traits(a.scope);
+                    matches!(a.kind, OpKind::Acquire { .. })
+                        && !matches!(a.value, Some(ValueExpr::Constant(_)))
+                        && self.facts.scope(a.scope).owner.as_deref() == Some(owner)
+                        && (a.key.has_constant_part()
+                            || self.key_reads_like_lock(&a.key)
+                            || (ta.acquire_fn && t.release_fn)
+                            || (t.acquire_fn && ta.release_fn)
+                            || (ta.lock_type && t.lock_type))
+                })
+                .collect();
+            let list = Rc::new(list);
+            self.type_takes.borrow_mut().insert(id, Rc::clone(&list));
+            list
+        });
+        list.iter().copied().find(|a| a.scope != op.scope)
     }
 
     /// The ops of `op`'s scope and key (of one indexed kind), in source order.

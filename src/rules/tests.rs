@@ -709,12 +709,14 @@ fn the_deferred_index_answers_as_a_scan_of_the_list() {
     }
 }
 
-/// The earlier token acquire is the first, in the facts' order, of the
-/// scope's token-writing acquires on the key that come before the op in
-/// the scope, as a walk of the key group finds it — also where ops linked
-/// in later (appended to the facts) come earlier in the scope's order.
+/// The acquire whose token a release's or an extend's fix uses is the
+/// first, in the facts' order, of the token-writing acquires on the key
+/// earlier in the op's function or in another method of its type, as a
+/// walk of the key group finds it — also where ops linked in later
+/// (appended to the facts) come earlier in a scope's order, and where
+/// methods pair as the same key by their names rather than by evidence.
 #[test]
-fn the_earlier_token_acquire_is_the_one_a_walk_of_the_group_finds() {
+fn the_token_acquire_of_a_fix_is_the_one_a_walk_of_the_group_finds() {
     let mut seed: u64 = 5;
     let mut next = |n: u64| {
         seed = seed
@@ -722,10 +724,24 @@ fn the_earlier_token_acquire_is_the_one_a_walk_of_the_group_finds() {
             .wrapping_add(1442695040888963407);
         ((seed >> 33) % n) as u32
     };
-    for round in 0..200 {
+    for round in 0..400 {
         let mut b = B::new();
-        let scopes = [b.scope("run"), b.scope("other")];
-        for _ in 0..(round % 14) {
+        let mut scopes = Vec::new();
+        for (name, owner) in [
+            ("run", None),
+            ("tryLock", Some("Worker")),
+            ("unlock", Some("Worker")),
+            ("refresh", Some("Worker")),
+            ("tryLock", Some("Other")),
+            ("work", None),
+        ] {
+            scopes.push(b.facts.add_scope(Scope {
+                name: name.into(),
+                owner: owner.map(String::from),
+                is_test: false,
+            }));
+        }
+        for _ in 0..(round % 16) {
             let kind = match next(3) {
                 0 => OpKind::Acquire { expiry: true },
                 1 => OpKind::Release { checked: false },
@@ -736,29 +752,34 @@ fn the_earlier_token_acquire_is_the_one_a_walk_of_the_group_finds() {
                 1 => Some(ValueExpr::Unique),
                 _ => None,
             };
-            let scope = scopes[next(2) as usize];
-            let key = if next(4) == 0 {
-                KeyExpr::lit("other")
-            } else {
-                lockkey()
+            let scope = scopes[next(scopes.len() as u64) as usize];
+            // a key with evidence, one without, another key
+            let key = match next(4) {
+                0 => KeyExpr::lit("other"),
+                1 => KeyExpr::var("k"),
+                _ => lockkey(),
             };
             let order = next(20);
             b.op(scope, kind, key, value).order = order;
         }
         let cx = Context::new(&b.facts, "app", &[], Target::default());
         for op in cx.ops() {
+            let owner = &cx.facts.scope(op.scope).owner;
             let walk = cx.key_group(op).iter().copied().find(|a| {
                 matches!(a.kind, OpKind::Acquire { .. })
                     && !matches!(a.value, Some(ValueExpr::Constant(_)))
-                    && a.scope == op.scope
-                    && a.order < op.order
+                    && ((a.scope == op.scope && a.order < op.order)
+                        || (a.scope != op.scope
+                            && owner.is_some()
+                            && cx.facts.scope(a.scope).owner == *owner))
                     && cx.same_key(a, op)
             });
             assert_eq!(
-                cx.earlier_token_acquire(op).map(|a| a as *const Op),
+                fixes::token_acquire(&cx, op).map(|a| a as *const Op),
                 walk.map(|a| a as *const Op),
-                "round {round}, op at order {}",
-                op.order
+                "round {round}, op at order {} in scope {}",
+                op.order,
+                op.scope
             );
         }
     }
