@@ -617,6 +617,8 @@ enum Want {
     /// What uses a once-only marker's key as a lock's: an extend or a
     /// script (not a deliberate wipe), not its deletes (rollbacks).
     MarkerUse,
+    /// What compares an acquire's value as a token ([`Context::value_compared`]).
+    ValueCompared,
     /// A DEL (checked or not).
     Release,
     /// A DEL that neither runs behind a validity guard nor closes a short
@@ -1161,6 +1163,15 @@ impl<'a> Context<'a> {
                         _ => false,
                     }
             }
+            Want::ValueCompared => match o.kind {
+                OpKind::Release { checked: true } | OpKind::CheckedExtend | OpKind::Eval { .. } => {
+                    true
+                }
+                OpKind::Get => self
+                    .later_in_scope(o)
+                    .any(|r| matches!(r.kind, OpKind::Release { .. }) && self.same_key(o, r)),
+                _ => false,
+            },
             Want::Release => matches!(o.kind, OpKind::Release { .. }),
             Want::OpenRelease => {
                 matches!(o.kind, OpKind::Release { .. })
@@ -2008,14 +2019,9 @@ impl<'a> Context<'a> {
     /// Something relies on the acquire's value as a token: a release or
     /// extend of the same key compares it (a checked release or extend, a
     /// script, or a GET compared in the client before a delete).
+    /// (Through the key group's index: each op of the group is asked once.)
     pub fn value_compared(&self, op: &Op) -> Option<&'a Op> {
-        self.any_same_key(op, |o| match o.kind {
-            OpKind::Release { checked: true } | OpKind::CheckedExtend | OpKind::Eval { .. } => true,
-            OpKind::Get => self
-                .later_in_scope(o)
-                .any(|r| matches!(r.kind, OpKind::Release { .. }) && self.same_key(o, r)),
-            _ => false,
-        })
+        self.any_same_key_is(op, Want::ValueCompared)
     }
 
     /// Ops of the same scope before `op`, nearest first.
