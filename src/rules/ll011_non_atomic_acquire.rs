@@ -1,5 +1,5 @@
 use super::ll010_legacy_takeover_lock::legacy_takeover;
-use super::{Context, Diagnostic, Rule, RuleMeta};
+use super::{Context, Diagnostic, Rule, RuleMeta, Want};
 use crate::advice;
 use crate::facts::{Op, OpKind};
 use crate::finding::Severity;
@@ -56,19 +56,22 @@ pub(crate) fn check_then_set<'a>(cx: &Context<'a>, write: &'a Op) -> Option<&'a 
     let lock_fn = words::is_lock_fn(scope_name) || words::is_acquire_fn(scope_name);
     let lock_key = lock_fn
         || cx.key_reads_like_lock(&write.key)
-        || cx
-            .any_same_key(write, |o| matches!(o.kind, OpKind::Acquire { .. }))
-            .is_some();
+        || cx.any_same_key_is(write, Want::Acquire).is_some();
     // Used as a lock: released somewhere, or taken by a lock function. A
     // lock-named marker that only expires (a rate limit, an attempt
     // lockout, a dedup window) is not a lock (SPEC §1, §2 Lock key).
     // A release in the acquiring function counts whatever its name (SPEC §2
     // Checked release: `clearCache()` that takes the lock and deletes it).
+    // (the function's own ops on the key, not a walk of the key group; the
+    // project's as `any_same_key` asks them)
+    let releases_here = |o: &Op| {
+        o.scope == write.scope && matches!(o.kind, OpKind::Release { .. } | OpKind::Eval { .. })
+    };
     let released_here = cx
-        .any_same_key(write, |o| {
-            o.scope == write.scope && matches!(o.kind, OpKind::Release { .. } | OpKind::Eval { .. })
-        })
-        .is_some();
+        .scope_key_ops(write, None)
+        .iter()
+        .any(|o| !std::ptr::eq(*o, write) && releases_here(o))
+        || cx.project_any(write, releases_here).is_some();
     let used = lock_fn || released_here || cx.released(write).is_some();
     (lock_key && used).then_some(check)
 }

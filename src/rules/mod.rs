@@ -619,6 +619,9 @@ enum Want {
     MarkerUse,
     /// What compares an acquire's value as a token ([`Context::value_compared`]).
     ValueCompared,
+    /// A script run by an acquire-named method of a lock type
+    /// ([`Context::acquired_by_script`]).
+    LockTypeAcquireScript,
     /// A DEL (checked or not).
     Release,
     /// A DEL that neither runs behind a validity guard nor closes a short
@@ -1172,6 +1175,11 @@ impl<'a> Context<'a> {
                     .any(|r| matches!(r.kind, OpKind::Release { .. }) && self.same_key(o, r)),
                 _ => false,
             },
+            Want::LockTypeAcquireScript => {
+                matches!(o.kind, OpKind::Eval { .. })
+                    && self.in_lock_type(o.scope)
+                    && words::is_acquire_fn(&self.facts.scope(o.scope).name)
+            }
             Want::Release => matches!(o.kind, OpKind::Release { .. }),
             Want::OpenRelease => {
                 matches!(o.kind, OpKind::Release { .. })
@@ -1327,11 +1335,7 @@ impl<'a> Context<'a> {
         !matches!(op.kind, OpKind::Eval { .. })
             && self.in_lock_type(op.scope)
             && self
-                .any_same_key(op, |o| {
-                    matches!(o.kind, OpKind::Eval { .. })
-                        && self.in_lock_type(o.scope)
-                        && words::is_acquire_fn(&self.facts.scope(o.scope).name)
-                })
+                .any_same_key_is(op, Want::LockTypeAcquireScript)
                 .is_some()
     }
 
