@@ -342,31 +342,69 @@ fn call_site(toks: &[Tok], c: &Call, span: Span) -> OpCall {
 }
 
 /// MULTI/EXEC and WATCH state by position.
+/// A transaction transition: (token index, atomic after it, watched after it).
+type TxMark = (usize, bool, bool);
+
 pub struct TxState {
-    /// (scope, token index, atomic, watched) transitions in token order.
-    marks: Vec<(u32, usize, bool, bool)>,
-    /// Token ranges that run atomically or watched (callbacks, blocks).
-    ranges: Vec<(usize, usize, bool, bool)>,
+    /// Per scope, the transitions in the order they were found, and
+    /// whether that is token order.
+    marks: HashMap<u32, (Vec<TxMark>, bool)>,
+    /// Token ranges that run atomically, and those that run watched
+    /// (callbacks, blocks), as the tokens strictly inside them.
+    atomic_ranges: crate::facts::SpanIndex,
+    watched_ranges: crate::facts::SpanIndex,
     /// Scopes with a StackExchange `AddCondition(Condition.StringEqual…)`.
     pub conditioned: HashSet<u32>,
 }
 
 impl TxState {
+    fn new(
+        marks: Vec<(u32, usize, bool, bool)>,
+        ranges: Vec<(usize, usize, bool, bool)>,
+        conditioned: HashSet<u32>,
+    ) -> Self {
+        let mut by_scope: HashMap<u32, (Vec<TxMark>, bool)> = HashMap::default();
+        for (s, t, a, w) in marks {
+            by_scope.entry(s).or_default().0.push((t, a, w));
+        }
+        for (list, sorted) in by_scope.values_mut() {
+            *sorted = list.windows(2).all(|p| p[0].0 <= p[1].0);
+        }
+        let inside = |want: fn(&(usize, usize, bool, bool)) -> bool| {
+            let spans: Vec<Span> = ranges
+                .iter()
+                .filter(|r| want(r))
+                .map(|&(s, e, _, _)| Span::new(s + 1, e))
+                .collect();
+            crate::facts::SpanIndex::new(&spans)
+        };
+        TxState {
+            atomic_ranges: inside(|r| r.2),
+            watched_ranges: inside(|r| r.3),
+            marks: by_scope,
+            conditioned,
+        }
+    }
+
+    /// Whether the token runs in a transaction, and watched: the scope's
+    /// last transition before it (a binary search when they are in token
+    /// order, as the calls are), or any range holding it. Asked per op, a
+    /// scan of every transition and range was quadratic.
     fn at(&self, tok: usize, scope: u32) -> (bool, bool) {
-        let mut atomic = false;
-        let mut watched = false;
-        for &(s, t, a, w) in &self.marks {
-            if s == scope && t < tok {
+        let (mut atomic, mut watched) = (false, false);
+        if let Some((list, sorted)) = self.marks.get(&scope) {
+            let last = if *sorted {
+                list[..list.partition_point(|m| m.0 < tok)].last()
+            } else {
+                list.iter().rev().find(|m| m.0 < tok)
+            };
+            if let Some(&(_, a, w)) = last {
                 atomic = a;
                 watched = w;
             }
         }
-        for &(s, e, a, w) in &self.ranges {
-            if s < tok && tok < e {
-                atomic |= a;
-                watched |= w;
-            }
-        }
+        atomic |= self.atomic_ranges.contains(tok);
+        watched |= self.watched_ranges.contains(tok);
         (atomic, watched)
     }
 }
@@ -455,11 +493,7 @@ impl<'a> Analyzer<'a> {
                 }
             }
         }
-        TxState {
-            marks,
-            ranges,
-            conditioned,
-        }
+        TxState::new(marks, ranges, conditioned)
     }
 
     /// Source order, except that a Ruby/Perl-style modifier condition

@@ -706,3 +706,55 @@ fn permute_moves_ops_and_positions_alike() {
         vec![4, 1, 3, 0, 5, 2]
     );
 }
+
+/// The transaction state of a token, from the indexed transitions and
+/// ranges, is what a scan of every transition (the scope's last before the
+/// token, in the order found) and every range holding it gives — with the
+/// transitions in token order or not.
+#[test]
+fn tx_state_answers_as_a_scan_of_its_marks_and_ranges() {
+    let mut seed: u64 = 3;
+    let mut next = |n: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((seed >> 33) % n) as usize
+    };
+    for round in 0..300 {
+        let mut marks: Vec<(u32, usize, bool, bool)> = (0..round % 9)
+            .map(|_| (next(3) as u32, next(40), next(2) == 0, next(2) == 0))
+            .collect();
+        if round % 2 == 0 {
+            marks.sort_by_key(|m| m.1);
+        }
+        let ranges: Vec<(usize, usize, bool, bool)> = (0..round % 5)
+            .map(|_| {
+                let s = next(40);
+                (s, s + next(12), next(2) == 0, next(2) == 0)
+            })
+            .collect();
+        let tx = TxState::new(marks.clone(), ranges.clone(), HashSet::default());
+        for scope in 0..3u32 {
+            for tok in 0..56 {
+                let (mut atomic, mut watched) = (false, false);
+                for &(s, t, a, w) in &marks {
+                    if s == scope && t < tok {
+                        atomic = a;
+                        watched = w;
+                    }
+                }
+                for &(s, e, a, w) in &ranges {
+                    if s < tok && tok < e {
+                        atomic |= a;
+                        watched |= w;
+                    }
+                }
+                assert_eq!(
+                    tx.at(tok, scope),
+                    (atomic, watched),
+                    "{marks:?} {ranges:?} at {tok} in {scope}"
+                );
+            }
+        }
+    }
+}
