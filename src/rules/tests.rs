@@ -638,17 +638,22 @@ fn check_then_set_is_ll011_not_ll007() {
     assert_eq!(b.run(), vec![]);
 }
 
-/// The span index answers as a scan of every span does, for nested,
-/// overlapping, empty and repeated spans, at every offset around them.
-#[test]
-fn the_span_index_answers_as_a_scan_of_the_spans() {
-    let mut seed: u64 = 7;
-    let mut next = |n: u64| {
+/// A seeded generator for the randomised tests: `next(n)` draws below `n`
+/// (a linear congruential sequence: the same draws on every run).
+fn seeded(mut seed: u64) -> impl FnMut(u64) -> usize {
+    move |n: u64| {
         seed = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         ((seed >> 33) % n) as usize
-    };
+    }
+}
+
+/// The span index answers as a scan of every span does, for nested,
+/// overlapping, empty and repeated spans, at every offset around them.
+#[test]
+fn the_span_index_answers_as_a_scan_of_the_spans() {
+    let mut next = seeded(7);
     for round in 0..300 {
         let count = round % 12;
         let spans: Vec<Span> = (0..count)
@@ -670,13 +675,7 @@ fn the_span_index_answers_as_a_scan_of_the_spans() {
 /// at every offset around them.
 #[test]
 fn the_deferred_index_answers_as_a_scan_of_the_list() {
-    let mut seed: u64 = 11;
-    let mut next = |n: u64| {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((seed >> 33) % n) as usize
-    };
+    let mut next = seeded(11);
     for round in 0..300 {
         let count = round % 12;
         let mut list: Vec<crate::facts::Deferred> = (0..count)
@@ -717,12 +716,9 @@ fn the_deferred_index_answers_as_a_scan_of_the_list() {
 /// methods pair as the same key by their names rather than by evidence.
 #[test]
 fn the_token_acquire_of_a_fix_is_the_one_a_walk_of_the_group_finds() {
-    let mut seed: u64 = 5;
-    let mut next = |n: u64| {
-        seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((seed >> 33) % n) as u32
+    let mut next = {
+        let mut draw = seeded(5);
+        move |n: u64| draw(n) as u32
     };
     for round in 0..400 {
         let mut b = B::new();
