@@ -43,16 +43,24 @@ pub struct CallTable<'a> {
     recv: Vec<Cow<'a, str>>,
 }
 
-/// A call while the tables grow: its slices as ranges.
+/// A call while the tables grow: its slices as ranges. Laid out exactly
+/// as a [`Call`] (each range as wide as the slice that replaces it), so
+/// that the list of raw calls becomes the list of calls in its own buffer
+/// (an in-place collect), not beside a second list.
 struct RawCall<'a> {
     name: &'a str,
     name_tok: usize,
     recv_start: usize,
-    recv: (u32, u32),
+    recv: (usize, usize),
     open: usize,
     end: usize,
-    args: (u32, u32),
+    args: (usize, usize),
 }
+
+const _: () = assert!(
+    std::mem::size_of::<RawCall>() == std::mem::size_of::<Call>()
+        && std::mem::align_of::<RawCall>() == std::mem::align_of::<Call>()
+);
 
 /// Scopes, depth and brackets of one token stream.
 pub struct Structure {
@@ -1325,7 +1333,23 @@ pub fn calls<'a, 'b>(
     lang: Language,
     table: &'b mut CallTable<'a>,
 ) -> Vec<Call<'b>> {
-    let mut out: Vec<RawCall<'a>> = Vec::new();
+    // Room for the most calls and arguments the stream can hold, reserved
+    // once (grown by doubling, a list of a large file would have up to half
+    // its room spare at its peak): a call is a `(` (or, paren-less in Ruby,
+    // a name after a `.`), and its arguments are cut at commas.
+    let (mut opens, mut commas) = (0usize, 0usize);
+    for t in toks {
+        if t.kind() == Kind::Punct {
+            match t.text() {
+                "(" => opens += 1,
+                "." if lang == Language::Ruby => opens += 1,
+                "," => commas += 1,
+                _ => {}
+            }
+        }
+    }
+    let mut out: Vec<RawCall<'a>> = Vec::with_capacity(opens);
+    table.args.reserve(opens + commas);
     let args = &mut table.args;
     let recvs = &mut table.recv;
     for i in 0..toks.len() {
@@ -1356,18 +1380,18 @@ pub fn calls<'a, 'b>(
             let Some(close) = st.matching.get(&open) else {
                 continue;
             };
-            let r0 = recvs.len() as u32;
+            let r0 = recvs.len();
             let recv_start = receiver(toks, st, i, recvs);
-            let a0 = args.len() as u32;
+            let a0 = args.len();
             split_args_into(toks, st, open, close, args);
             out.push(RawCall {
                 name: t.text(),
                 name_tok: i,
                 recv_start,
-                recv: (r0, recvs.len() as u32),
+                recv: (r0, recvs.len()),
                 open,
                 end: close + 1,
-                args: (a0, args.len() as u32),
+                args: (a0, args.len()),
             });
             continue;
         }
@@ -1416,10 +1440,10 @@ pub fn calls<'a, 'b>(
                 }
                 k += 1;
             }
-            let r0 = recvs.len() as u32;
+            let r0 = recvs.len();
             let recv_start = receiver(toks, st, i, recvs);
             // split at top-level commas of [i+1, k)
-            let a0 = args.len() as u32;
+            let a0 = args.len();
             let mut s = i + 1;
             let mut j = i + 1;
             while j < k {
@@ -1444,15 +1468,20 @@ pub fn calls<'a, 'b>(
                 name: t.text(),
                 name_tok: i,
                 recv_start,
-                recv: (r0, recvs.len() as u32),
+                recv: (r0, recvs.len()),
                 open: i,
                 end: k,
-                args: (a0, args.len() as u32),
+                args: (a0, args.len()),
             });
         }
     }
+    // the tables and the list grew by doubling: their spare room is given
+    // back before the list becomes the calls (a large shrink is a remap)
+    out.shrink_to_fit();
+    table.args.shrink_to_fit();
+    table.recv.shrink_to_fit();
     let table: &'b CallTable<'a> = table;
-    let slice = |(s, e): (u32, u32)| s as usize..e as usize;
+    let slice = |(s, e): (usize, usize)| s..e;
     out.into_iter()
         .map(|c| Call {
             name: c.name,
