@@ -679,7 +679,7 @@ const NONE: usize = usize::MAX;
 
 /// Key groups of at most this many ops are not cached by
 /// [`Context::matches_of`].
-const UNCACHED_GROUP: usize = 2;
+const UNCACHED_GROUP: usize = 8;
 
 fn note_first(slot: &mut [usize; 2], i: usize) {
     if slot[0] == NONE {
