@@ -185,8 +185,10 @@ pub fn record(
     let mut resolvable: Vec<(u32, Span)> = Vec::new();
     // per (scope, identifier): a one-identifier expression's key, and as an
     // argument its value and type (the same local passed to many calls)
-    let mut ident_keys: IdentKeys = FxHashMap::default();
-    let mut ident_args: FxHashMap<(u32, &str), (ValueExpr, Option<String>)> = FxHashMap::default();
+    // (the first argument worked out for each pair is pointed at, as (call
+    // site, argument), not copied: in a file of distinct names the copy
+    // doubled what the call sites hold)
+    let mut ident_args: FxHashMap<(u32, &str), (u32, u32)> = FxHashMap::default();
     // the calls recorded: neither client calls, declarations nor keywords
     let recorded = |ci: usize, c: &Call| {
         let name = &toks[c.name_tok];
@@ -253,16 +255,25 @@ pub fn record(
         // a slice of exactly the call's arguments (or none): collected at
         // their exact count, not from a filter's growing room
         let resolved_args = if may_resolve { c.args } else { &[] };
+        // this call site's index once pushed
+        let here = facts.link.calls.len() as u32;
+        let sites = &facts.link.calls;
         let args = resolved_args
             .iter()
-            .map(|a| {
+            .enumerate()
+            .map(|(ai, a)| {
                 // one identifier: its key, value and type depend only on its
                 // text and the scope (the same local passed to many calls)
                 if a.end == a.start + 1 && toks[a.start].kind() == Kind::Ident {
                     let text = toks[a.start].text();
-                    let (value, ty) = ident_args
-                        .entry((scope, text))
-                        .or_insert_with(|| {
+                    let earlier = ident_args
+                        .get(&(scope, text))
+                        .filter(|&&(site, _)| site < here)
+                        .map(|&(site, i)| &sites[site as usize].args[i as usize]);
+                    let (key, value, ty) = match earlier {
+                        Some(e) => (e.key.clone(), e.value.clone(), e.ty.clone()),
+                        None => {
+                            ident_args.entry((scope, text)).or_insert((here, ai as u32));
                             let ty = if typed(an.lang) {
                                 let l = locals.get_or_insert_with(|| {
                                     LocalTypes::new(an, &facts.link.functions, &asked())
@@ -271,15 +282,19 @@ pub fn record(
                             } else {
                                 None
                             };
-                            (an.vals.value(a.start, a.end, scope), ty)
-                        })
-                        .clone();
+                            (
+                                an.vals.key(a.start, a.start + 1, scope),
+                                an.vals.value(a.start, a.end, scope),
+                                ty.map(Into::into),
+                            )
+                        }
+                    };
                     return CallArg {
-                        key: ident_key(an, &mut ident_keys, a.start, scope),
+                        key,
                         value,
                         name: bare_name(an, a.start, a.end).map(Into::into),
                         keyword: a.name.map(|n| values::norm_name(n).into()),
-                        ty: ty.map(Into::into),
+                        ty,
                     };
                 }
                 let short = a.end.saturating_sub(a.start) <= MAX_ARG_TOKENS;
@@ -374,7 +389,7 @@ pub fn record(
         facts.link.functions.sort_by_key(|f: &FnSig| f.scope);
     }
     facts.link.functions.dedup_by_key(|f| f.scope);
-    returned_keys(an, &mut facts.link.functions, &needed, &mut ident_keys);
+    returned_keys(an, &mut facts.link.functions, &needed);
     // the LL008 shapes around those calls, by the same finder as for client
     // acquires (the link decides whether the callee returns an acquire's result)
     for f in failopen::find(an, all, &acquire_like) {
@@ -402,12 +417,7 @@ const MAX_RETURNS: usize = 8;
 /// : null`, `lock_key if ok else None`, `$key ?? null`), normalised as keys.
 /// Whether one of them is the key the function locked is the link's
 /// question; a piece that is no key (`null`, a flag) normalises to nothing.
-fn returned_keys<'a>(
-    an: &Analyzer<'a>,
-    functions: &mut [FnSig],
-    needed: &FxHashSet<u32>,
-    ident_keys: &mut IdentKeys<'a>,
-) {
+fn returned_keys<'a>(an: &Analyzer<'a>, functions: &mut [FnSig], needed: &FxHashSet<u32>) {
     let toks = an.toks;
     let st = an.st;
     let slot: FxHashMap<u32, usize> = functions
@@ -419,6 +429,7 @@ fn returned_keys<'a>(
     if slot.is_empty() {
         return;
     }
+    let mut ident_keys: IdentKeys = FxHashMap::default();
     for (i, t) in toks.iter().enumerate() {
         if !(t.is_ident() && t.is("return")) {
             continue;
@@ -462,7 +473,7 @@ fn returned_keys<'a>(
                 continue;
             }
             let key = if e == s + 1 && toks[s].kind() == Kind::Ident {
-                ident_key(an, ident_keys, s, scope)
+                ident_key(an, &mut ident_keys, s, scope)
             } else {
                 an.vals.key(s, e, scope)
             };
