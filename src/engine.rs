@@ -204,6 +204,8 @@ fn findings_for(
     // normalised text) and hashed once per rule code, so a minified line
     // with thousands of findings costs its length once, not per finding.
     let path_norm = filter::baseline::normalise_path(display_path);
+    // one copy of the path for all the findings of the file
+    let shared_path: std::sync::Arc<str> = display_path.into();
     let mut line_ids: HashMap<usize, usize> = HashMap::new();
     let mut norm_ids: HashMap<String, usize> = HashMap::new();
     let mut norm_texts: Vec<String> = Vec::new();
@@ -264,7 +266,7 @@ fn findings_for(
                     .get(meta.code)
                     .copied()
                     .unwrap_or(meta.severity),
-                path: display_path.to_string(),
+                path: std::sync::Arc::clone(&shared_path),
                 line,
                 column,
                 end_line,

@@ -79,7 +79,8 @@ pub struct Finding {
     pub code: &'static str,
     pub name: &'static str,
     pub severity: Severity,
-    pub path: String,
+    /// Shared by the findings of one file.
+    pub path: Arc<str>,
     pub line: usize,
     pub column: usize,
     pub end_line: usize,
@@ -87,8 +88,10 @@ pub struct Finding {
     pub message: String,
     /// The label under the primary span.
     pub label: String,
-    pub help: String,
-    pub note: Option<String>,
+    /// Shared by the findings of one file that give the same advice (a
+    /// file of dense findings holds one copy, not one per finding).
+    pub help: Arc<str>,
+    pub note: Option<&'static str>,
     pub language: Language,
     pub fingerprint: String,
     pub span: Span,
@@ -107,7 +110,7 @@ impl Finding {
             text.push_str("\nhelp: ");
             text.push_str(&self.help);
         }
-        if let Some(n) = self.note.as_deref().filter(|_| note) {
+        if let Some(n) = self.note.filter(|_| note) {
             text.push_str("\nnote: ");
             text.push_str(n);
         }
@@ -160,7 +163,7 @@ impl Report {
     }
 
     pub fn files_with_findings(&self) -> usize {
-        let mut paths: Vec<&str> = self.findings.iter().map(|f| f.path.as_str()).collect();
+        let mut paths: Vec<&str> = self.findings.iter().map(|f| &*f.path).collect();
         paths.dedup();
         paths.len()
     }
@@ -375,14 +378,14 @@ mod tests {
             code,
             name: "",
             severity: Severity::Warning,
-            path: path.to_string(),
+            path: path.into(),
             line,
             column: 1,
             end_line: line,
             end_column: 1,
             message: n.to_string(),
             label: String::new(),
-            help: String::new(),
+            help: "".into(),
             note: None,
             language: Language::Python,
             fingerprint: String::new(),

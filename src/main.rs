@@ -178,7 +178,7 @@ fn apply_fixes(
                 .as_ref()
                 .is_some_and(|x| level.allows(x.applicability))
         })
-        .map(|f| f.path.as_str())
+        .map(|f| &*f.path)
         .collect();
     paths.dedup();
     let (mut fixed, mut files, mut printed) = (0usize, 0usize, false);

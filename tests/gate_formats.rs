@@ -26,7 +26,7 @@ fn finding(code: &str, path: &str, line: usize, column: usize, message: &str) ->
         message: message.into(),
         label: "here".into(),
         help: "release through a compare-and-delete script".into(),
-        note: Some("a lease can still expire while its holder is paused".into()),
+        note: Some("a lease can still expire while its holder is paused"),
         language: Language::Rust,
         fingerprint: format!("{code}{line:013}"),
         span: Span::new(0, 10),

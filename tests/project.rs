@@ -43,9 +43,9 @@ fn got(case: &Path, paths: &[PathBuf]) -> Expect {
         .findings
         .iter()
         .map(|f| {
-            let rel = Path::new(&f.path)
+            let rel = Path::new(&*f.path)
                 .strip_prefix(case)
-                .unwrap_or(Path::new(&f.path))
+                .unwrap_or(Path::new(&*f.path))
                 .display()
                 .to_string();
             (rel, f.code.to_string(), f.line, f.column)
@@ -159,7 +159,7 @@ fn each_wrapper_case_links_one_named_file_against_its_project() {
                 .findings
                 .iter()
                 .map(|f| {
-                    let rel = Path::new(&f.path).strip_prefix(case).unwrap();
+                    let rel = Path::new(&*f.path).strip_prefix(case).unwrap();
                     (
                         rel.display().to_string(),
                         f.code.to_string(),
@@ -572,7 +572,9 @@ fn a_warm_named_run_reports_what_the_whole_project_run_reports() {
     let by_file = |report: &locklint::Report| {
         let mut m: std::collections::BTreeMap<String, Vec<String>> = Default::default();
         for f in &report.findings {
-            m.entry(f.path.clone()).or_default().push(format!("{f:?}"));
+            m.entry(f.path.to_string())
+                .or_default()
+                .push(format!("{f:?}"));
         }
         m
     };

@@ -102,7 +102,7 @@ impl ChangedLines {
         let before = report.findings.len();
         report
             .findings
-            .retain(|f| self.touches(Path::new(&f.path), f.line, f.end_line, cwd));
+            .retain(|f| self.touches(Path::new(&*f.path), f.line, f.end_line, cwd));
         before - report.findings.len()
     }
 }

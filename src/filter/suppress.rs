@@ -269,14 +269,14 @@ pub fn apply(
                         .get(UNUSED_SUPPRESSION.code)
                         .copied()
                         .unwrap_or(UNUSED_SUPPRESSION.severity),
-                    path: display_path.to_string(),
+                    path: display_path.into(),
                     line,
                     column,
                     end_line,
                     end_column,
                     message,
                     label: "silences nothing".to_string(),
-                    help: help.to_string(),
+                    help: help.into(),
                     note: None,
                     language,
                     fingerprint: baseline::fingerprint(

@@ -181,7 +181,7 @@ impl miette::Diagnostic for Diag<'_> {
     }
 
     fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
-        let mut h = self.f.help.clone();
+        let mut h = self.f.help.to_string();
         // --- fix (issue 11): the fix as a diff under `help:` ---
         if let Some(fix) = &self.f.fix {
             let how = match fix.applicability {
@@ -265,10 +265,10 @@ impl Emitter for Human {
             // (findings come sorted by path: each file's lines once)
             let mut lines: Option<(&str, Lines)> = None;
             for f in &report.findings {
-                if lines.as_ref().is_none_or(|(p, _)| *p != f.path) {
+                if lines.as_ref().is_none_or(|(p, _)| *p != &*f.path) {
                     let text = report
                         .sources
-                        .get(&f.path)
+                        .get(&*f.path)
                         .cloned()
                         .unwrap_or_else(|| Arc::from(""));
                     lines = Some((&f.path, Lines::new(text)));

@@ -108,7 +108,7 @@ impl Emitter for Json {
                     end_column: f.end_column,
                     message: &f.message,
                     help: &f.help,
-                    note: f.note.as_deref(),
+                    note: f.note,
                     language: f.language,
                     fingerprint: &f.fingerprint,
                     fix: f.fix.as_ref().map(json_fix),

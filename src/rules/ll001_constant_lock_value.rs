@@ -49,10 +49,10 @@ impl Rule for ConstantLockValue {
                     op.key.display()
                 ),
                 label: format!("every holder writes {v}"),
-                help: format!(
+                help: cx.text(&format!(
                     "write a token unique to this acquisition and keep it for the release:\n{}",
                     advice::acquire(op.client)
-                ),
+                )),
                 note: None,
                 labels: vec![(Context::call_span(user), format!("the same key is {what} here"))],
             });

@@ -103,11 +103,11 @@ impl Rule for UnconditionalRelease {
                         op.key.display()
                     ),
                     label: "runs even when the lock was not taken".into(),
-                    help: format!(
+                    help: cx.text(&format!(
                         "register the release only after the acquire succeeded (after the `if` that returns when it failed), and release only while the key still holds your token:\n{}",
                         advice::release(op.client, cx.target)
-                    ),
-                    note: Some(advice::LEASE_NOTE.into()),
+                    )),
+                    note: Some(advice::LEASE_NOTE),
                     labels: vec![(
                         Context::call_span(acquire),
                         "the lock is taken here; its result is tested only after the release was deferred".to_string(),
@@ -124,8 +124,8 @@ impl Rule for UnconditionalRelease {
                     op.key.display()
                 ),
                 label: "deletes whoever holds the lock now".into(),
-                help: advice::release(op.client, cx.target),
-                note: Some(advice::LEASE_NOTE.into()),
+                help: cx.text(&advice::release(op.client, cx.target)),
+                note: Some(advice::LEASE_NOTE),
                 labels: acquire
                     .map(|a| vec![(Context::call_span(a), "the lock is taken here".to_string())])
                     .unwrap_or_default(),

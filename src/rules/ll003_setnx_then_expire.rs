@@ -87,10 +87,10 @@ impl Rule for SetnxThenExpire {
                 span: Context::call_span(op),
                 message,
                 label,
-                help: format!(
+                help: cx.text(&format!(
                     "take the lock and its TTL in one command, with a unique token:\n{}",
                     advice::acquire(op.client)
-                ),
+                )),
                 note: None,
                 labels: vec![(
                     Context::call_span(expire),

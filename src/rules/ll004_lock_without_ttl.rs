@@ -48,10 +48,10 @@ impl Rule for LockWithoutTtl {
                     op.key.display()
                 ),
                 label: "no expiry".into(),
-                help: format!(
+                help: cx.text(&format!(
                     "give the lock a TTL in the same command, with a unique token:\n{}",
                     advice::acquire(op.client)
-                ),
+                )),
                 note: None,
                 labels: Vec::new(),
             });

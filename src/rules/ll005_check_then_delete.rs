@@ -42,7 +42,7 @@ impl Rule for CheckThenDelete {
                     op.key.display()
                 ),
                 label: "deletes whatever the key holds by now".into(),
-                help: format!("do the comparison and the delete in Redis, atomically — {}", advice::release(op.client, cx.target)),
+                help: cx.text(&format!("do the comparison and the delete in Redis, atomically — {}", advice::release(op.client, cx.target))),
                 note: None,
                 labels: get
                     .map(|g| vec![(Context::call_span(g), "the value is read here, in another round trip".to_string())])

@@ -133,11 +133,11 @@ impl Rule for UnsafeReleaseScript {
                         format!("this script deletes the lock with `{}` without first comparing the stored value with the caller's token (an ARGV): it releases whoever holds the lock now", call.command)
                     },
                     label: "no ownership check before this call".into(),
-                    help: if extend {
+                    help: cx.text(&if extend {
                         format!("compare before extending:\n{}", advice::EXTEND_SCRIPT)
                     } else {
                         format!("compare before deleting:\n{}", advice::RELEASE_SCRIPT)
-                    },
+                    }),
                     note: None,
                     labels: Vec::new(),
                 });

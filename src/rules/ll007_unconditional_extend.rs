@@ -112,8 +112,8 @@ impl Rule for UnconditionalExtend {
                     format!("the lease of lock `{}` is extended without checking that this process still owns it: a watchdog like this extends the lock of whoever holds it now", op.key.display())
                 },
                 label: if overwrite { "overwrites the current holder".into() } else { "extends whoever holds the lock".into() },
-                help: advice::extend(op.client),
-                note: Some(advice::LEASE_NOTE.into()),
+                help: cx.text(&advice::extend(op.client)),
+                note: Some(advice::LEASE_NOTE),
                 labels: Vec::new(),
             });
         }

@@ -47,10 +47,10 @@ impl Rule for FailOpenAcquire {
                     f.key.display()
                 ),
                 label: "failure counts as success here".into(),
-                help: format!(
+                help: cx.text(&format!(
                     "treat an error or a null reply as \"not acquired\" (fail closed) and retry or give up:\n{}",
                     advice::acquire(f.client)
-                ),
+                )),
                 note: None,
                 labels: Vec::new(),
             });

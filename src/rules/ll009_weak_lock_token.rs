@@ -48,10 +48,10 @@ impl Rule for WeakLockToken {
                     op.key.display()
                 ),
                 label: format!("{what} is not a unique token"),
-                help: format!(
+                help: cx.text(&format!(
                     "use a UUID or 16+ random bytes per acquisition:\n{}",
                     advice::acquire(op.client)
-                ),
+                )),
                 note: None,
                 labels: vec![(
                     Context::call_span(compare),

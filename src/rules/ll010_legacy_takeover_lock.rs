@@ -92,11 +92,11 @@ impl Rule for LegacyTakeoverLock {
                     op.key.display()
                 ),
                 label: "the deadline is a logical expiry that clients enforce".into(),
-                help: format!(
+                help: cx.text(&format!(
                     "let Redis expire the lock: take it with one command that carries a TTL and a unique token, and release or extend it only through an atomic ownership check:\n{}",
                     advice::acquire(op.client)
-                ),
-                note: Some(advice::LEASE_NOTE.into()),
+                )),
+                note: Some(advice::LEASE_NOTE),
                 labels: vec![(
                     Context::call_span(getset),
                     "an expired deadline is taken over here".into(),

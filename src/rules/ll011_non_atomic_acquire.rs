@@ -155,10 +155,10 @@ impl Rule for NonAtomicAcquire {
                     op.key.display()
                 ),
                 label: "writes the lock without NX, after a separate check".into(),
-                help: format!(
+                help: cx.text(&format!(
                     "check and take the lock in one command, SET with NX, a TTL and a unique token:\n{}",
                     advice::acquire(op.client)
-                ),
+                )),
                 note: None,
                 labels: vec![(Context::call_span(check), label.into())],
             });

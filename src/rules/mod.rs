@@ -67,8 +67,9 @@ pub struct Diagnostic {
     pub own_flow: bool,
     pub message: String,
     pub label: String,
-    pub help: String,
-    pub note: Option<String>,
+    /// Through [`Context::text`]: one copy per distinct advice and file.
+    pub help: std::sync::Arc<str>,
+    pub note: Option<&'static str>,
     pub labels: Vec<(Span, String)>,
 }
 
@@ -148,6 +149,9 @@ pub struct Context<'a> {
     /// Per key group and question: the ops that answer it, indexed by the
     /// ways `same_key` can hold ([`Matches`]), built on first use.
     matches: RefCell<HashMap<(Want, usize), Rc<Matches<'a>>>>,
+    /// The advice texts of this file's diagnostics, one copy each
+    /// ([`Context::text`]).
+    texts: RefCell<HashSet<std::sync::Arc<str>>>,
     /// Ops of other files of the project on this file's keys, grouped by key
     /// (SPEC §2 "Project summaries"); see [`Context::with_project`].
     project_by_key: HashMap<&'a [KeyPart], Vec<&'a Op>>,
@@ -879,6 +883,7 @@ impl<'a> Context<'a> {
             by_scope_key_kind,
             traits,
             matches: RefCell::new(HashMap::new()),
+            texts: RefCell::new(HashSet::new()),
             project_by_key: HashMap::new(),
             acquired_shapes,
             acquire_literals,
@@ -1221,6 +1226,19 @@ impl<'a> Context<'a> {
                 _ => false,
             },
         }
+    }
+
+    /// `s` as this file's one shared copy of it: a diagnostic's advice is
+    /// one of a few texts per rule and client, and a file of dense findings
+    /// would hold it once per finding.
+    pub fn text(&self, s: &str) -> std::sync::Arc<str> {
+        let mut texts = self.texts.borrow_mut();
+        if let Some(t) = texts.get(s) {
+            return std::sync::Arc::clone(t);
+        }
+        let t: std::sync::Arc<str> = s.into();
+        texts.insert(std::sync::Arc::clone(&t));
+        t
     }
 
     /// The [`Matches`] of one key group for one question (built once for a
