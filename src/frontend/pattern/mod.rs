@@ -212,7 +212,6 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
         idx.sort_by_key(|&i| at[i as usize].0);
         permute(&mut facts.ops, &mut at, &mut idx);
     }
-    facts.scopes = st.scopes.clone();
     let tx = an.tx_state(&all_calls);
     // project link facts need the calls that became ops
     let client_calls: std::collections::HashSet<usize> = at.iter().map(|a| a.2 as usize).collect();
@@ -293,6 +292,11 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
         let need = waits::sections(&facts.ops, &resolvable, &facts.deferred);
         waits::find(&an, &all_calls, &client_calls, &need)
     });
+    // the structure's scopes become the facts' at the end, moved: a copy
+    // made earlier stood beside them through the link facts (a minified
+    // bundle has a scope every forty bytes)
+    drop(an);
+    facts.scopes = st.scopes;
     facts
 }
 
