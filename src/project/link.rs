@@ -73,6 +73,14 @@ pub fn link(files: &[ProjectFile]) -> Vec<FileView> {
             .enumerate()
             .map(|(i, f)| summary::summarise(i, f.stem, f.facts, &views[i].insts))
             .collect();
+        // the last round's instantiations served only those summaries (and
+        // their count the test for a change): let go before the new ones
+        // are made, not held beside them (a project of many wrapper calls
+        // held two rounds of them at the link's peak)
+        let before: Vec<usize> = views
+            .iter_mut()
+            .map(|v| std::mem::take(&mut v.insts).len())
+            .collect();
         // joined at their exact count (one file's are taken as they are)
         sums = if per_file.len() == 1 {
             per_file.pop().unwrap_or_default()
@@ -111,8 +119,8 @@ pub fn link(files: &[ProjectFile]) -> Vec<FileView> {
             })
             .collect();
         let mut changed = false;
-        for (view, insts) in views.iter_mut().zip(found) {
-            if insts.len() != view.insts.len() {
+        for ((view, insts), n) in views.iter_mut().zip(found).zip(before) {
+            if insts.len() != n {
                 changed = true;
             }
             view.insts = insts;
