@@ -149,9 +149,6 @@ pub struct Context<'a> {
     /// Per key group and question: the ops that answer it, indexed by the
     /// ways `same_key` can hold ([`Matches`]), built on first use.
     matches: RefCell<HashMap<(Want, usize), Rc<Matches<'a>>>>,
-    /// The advice texts of this file's diagnostics, one copy each
-    /// ([`Context::text`]).
-    texts: RefCell<HashSet<std::sync::Arc<str>>>,
     /// Ops of other files of the project on this file's keys, grouped by key
     /// (SPEC §2 "Project summaries"); see [`Context::with_project`].
     project_by_key: HashMap<&'a [KeyPart], Vec<&'a Op>>,
@@ -681,6 +678,9 @@ struct Matches<'a> {
 
 const NONE: usize = usize::MAX;
 
+/// Most advice texts [`Context::text`] keeps for sharing.
+const MAX_SHARED_TEXTS: usize = 4096;
+
 /// Key groups of at most this many ops are not cached by
 /// [`Context::matches_of`].
 const UNCACHED_GROUP: usize = 8;
@@ -883,7 +883,6 @@ impl<'a> Context<'a> {
             by_scope_key_kind,
             traits,
             matches: RefCell::new(HashMap::new()),
-            texts: RefCell::new(HashSet::new()),
             project_by_key: HashMap::new(),
             acquired_shapes,
             acquire_literals,
@@ -1228,16 +1227,26 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// `s` as this file's one shared copy of it: a diagnostic's advice is
-    /// one of a few texts per rule and client, and a file of dense findings
-    /// would hold it once per finding.
+    /// `s` as the run's one shared copy of it: a diagnostic's advice is one
+    /// of a few texts per rule, client and target, and a file of dense
+    /// findings (or a project of many small lock files) would hold it once
+    /// per finding. The set is shared by the files checked side by side and
+    /// bounded ([`MAX_SHARED_TEXTS`]: past it, a text is a copy of its own),
+    /// so a long-lived language server cannot grow it without end.
     pub fn text(&self, s: &str) -> std::sync::Arc<str> {
-        let mut texts = self.texts.borrow_mut();
+        static TEXTS: std::sync::OnceLock<std::sync::Mutex<HashSet<std::sync::Arc<str>>>> =
+            std::sync::OnceLock::new();
+        let mut texts = TEXTS
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(t) = texts.get(s) {
             return std::sync::Arc::clone(t);
         }
         let t: std::sync::Arc<str> = s.into();
-        texts.insert(std::sync::Arc::clone(&t));
+        if texts.len() < MAX_SHARED_TEXTS {
+            texts.insert(std::sync::Arc::clone(&t));
+        }
         t
     }
 
