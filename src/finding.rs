@@ -88,7 +88,7 @@ pub struct Finding {
     pub message: String,
     /// The label under the primary span.
     pub label: String,
-    /// Shared by the findings of one file that give the same advice (a
+    /// Shared by the findings of the run that give the same advice (a
     /// file of dense findings holds one copy, not one per finding).
     pub help: Arc<str>,
     pub note: Option<&'static str>,

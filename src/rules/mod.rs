@@ -67,7 +67,7 @@ pub struct Diagnostic {
     pub own_flow: bool,
     pub message: String,
     pub label: String,
-    /// Through [`Context::text`]: one copy per distinct advice and file.
+    /// Through [`Context::text`]: one copy per distinct advice and run.
     pub help: std::sync::Arc<str>,
     pub note: Option<&'static str>,
     pub labels: Vec<(Span, String)>,
