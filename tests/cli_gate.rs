@@ -696,3 +696,51 @@ fn config_keys_change_what_is_reported() {
         .assert()
         .code(1);
 }
+
+/// The report is streamed to its destination as it is rendered: what
+/// `--output FILE` holds is exactly what stdout gets, in every format and
+/// with the human format's `--stats` table above it.
+#[test]
+fn the_report_written_to_a_file_is_the_one_printed() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    write(
+        root,
+        "src/job.py",
+        "import redis\nr = redis.Redis()\n\ndef job():\n    r.set(\"lock:a\", \"1\", nx=True, ex=10)\n    work()\n    r.delete(\"lock:a\")\n",
+    );
+    // (the run's duration is the one line two runs may disagree on)
+    let steady = |text: &str| -> String {
+        text.lines()
+            .filter(|l| !l.contains("duration_ms"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for (fmt, extra) in [
+        ("json", None),
+        ("human", None),
+        ("human", Some("--stats")),
+        ("sarif", None),
+        ("rdjson", None),
+        ("github", None),
+        ("gitlab", None),
+    ] {
+        let mut args = vec!["--format", fmt];
+        args.extend(extra);
+        let printed = locklint(root).args(&args).arg("src").output().unwrap();
+        assert_eq!(printed.status.code(), Some(1), "{fmt} {extra:?}");
+        let printed = String::from_utf8(printed.stdout).unwrap();
+        assert!(
+            printed.contains("LL001") && printed.contains("LL002"),
+            "{fmt} {extra:?}: {printed}"
+        );
+        locklint(root)
+            .args(&args)
+            .args(["-o", "report.out", "src"])
+            .assert()
+            .code(1)
+            .stdout("");
+        let written = std::fs::read_to_string(root.join("report.out")).unwrap();
+        assert_eq!(steady(&written), steady(&printed), "{fmt} {extra:?}");
+    }
+}

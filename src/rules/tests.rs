@@ -780,3 +780,42 @@ fn the_token_acquire_of_a_fix_is_the_one_a_walk_of_the_group_finds() {
         }
     }
 }
+
+/// The advice of two findings, in two files checked one after the other,
+/// is one shared text; a text met once more is the same copy.
+#[test]
+fn advice_texts_are_one_copy_for_the_run() {
+    let two_files = || {
+        let mut b = B::new();
+        let s = b.scope("take_and_release");
+        b.op(
+            s,
+            OpKind::Acquire { expiry: true },
+            lockkey(),
+            Some(ValueExpr::Constant("1".into())),
+        );
+        b.op(s, OpKind::Release { checked: false }, lockkey(), None);
+        let cx = Context::new(&b.facts, "app", &[], Target::default());
+        run_all(&cx, |_| true)
+            .into_iter()
+            .map(|(m, d)| (m.code, d.help))
+            .collect::<Vec<_>>()
+    };
+    let (first, second) = (two_files(), two_files());
+    assert!(!first.is_empty());
+    assert_eq!(first.len(), second.len());
+    for ((c1, h1), (c2, h2)) in first.iter().zip(&second) {
+        assert_eq!(c1, c2);
+        assert!(
+            std::sync::Arc::ptr_eq(h1, h2),
+            "{c1}: the advice is copied per file"
+        );
+    }
+    let facts = FileFacts::new(Language::Go);
+    let cx = Context::new(&facts, "app", &[], Target::default());
+    let a = cx.text("a text of its own for this test");
+    assert!(std::sync::Arc::ptr_eq(
+        &a,
+        &cx.text("a text of its own for this test")
+    ));
+}
