@@ -458,11 +458,16 @@ fn run_check(args: CheckArgs) -> ExitCode {
         Some(path) => std::fs::File::create(path)
             .and_then(|f| emit(&mut std::io::BufWriter::with_capacity(1 << 16, f)))
             .map_err(|e| format!("{}: {e}", path.display())),
-        None => emit(&mut std::io::BufWriter::with_capacity(
+        None => match emit(&mut std::io::BufWriter::with_capacity(
             1 << 16,
             std::io::stdout().lock(),
-        ))
-        .map_err(|e| format!("stdout: {e}")),
+        )) {
+            // the reader went away (`locklint check | head`): the rest of
+            // the report is not wanted, which is no error (the exit code
+            // still says whether there were findings)
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => r.map_err(|e| format!("stdout: {e}")),
+        },
     };
     if let Err(e) = written {
         return usage_error(&format!("cannot write the report: {e}"));

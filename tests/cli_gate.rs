@@ -744,3 +744,36 @@ fn the_report_written_to_a_file_is_the_one_printed() {
         assert_eq!(steady(&written), steady(&printed), "{fmt} {extra:?}");
     }
 }
+
+/// A reader that stops reading (`locklint check | head`) ends the report
+/// quietly: no "Broken pipe" error, and the exit code still tells of the
+/// findings.
+#[test]
+fn a_reader_that_goes_away_is_no_error() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    write(
+        root,
+        "src/job.py",
+        "import redis\nr = redis.Redis()\n\ndef job():\n    r.set(\"lock:a\", \"1\", nx=True, ex=10)\n    work()\n    r.delete(\"lock:a\")\n",
+    );
+    for fmt in ["human", "json"] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_locklint"))
+            .current_dir(root)
+            .env("NO_COLOR", "1")
+            .args(["--format", fmt, "src"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // closed before the scan is done: the report's first write fails
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains("Broken pipe") && !err.contains("cannot write"),
+            "{fmt}: {err}"
+        );
+        assert_eq!(out.status.code(), Some(1), "{fmt}: {err}");
+    }
+}
