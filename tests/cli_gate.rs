@@ -697,6 +697,10 @@ fn config_keys_change_what_is_reported() {
         .code(1);
 }
 
+/// A Python lock taken with a constant value and released with a plain
+/// DEL: one LL001 and one LL002.
+const JOB_PY: &str = "import redis\nr = redis.Redis()\n\ndef job():\n    r.set(\"lock:a\", \"1\", nx=True, ex=10)\n    work()\n    r.delete(\"lock:a\")\n";
+
 /// The report is streamed to its destination as it is rendered: what
 /// `--output FILE` holds is exactly what stdout gets, in every format and
 /// with the human format's `--stats` table above it.
@@ -704,11 +708,7 @@ fn config_keys_change_what_is_reported() {
 fn the_report_written_to_a_file_is_the_one_printed() {
     let t = tempfile::tempdir().unwrap();
     let root = t.path();
-    write(
-        root,
-        "src/job.py",
-        "import redis\nr = redis.Redis()\n\ndef job():\n    r.set(\"lock:a\", \"1\", nx=True, ex=10)\n    work()\n    r.delete(\"lock:a\")\n",
-    );
+    write(root, "src/job.py", JOB_PY);
     // (the run's duration is the one line two runs may disagree on)
     let steady = |text: &str| -> String {
         text.lines()
@@ -752,11 +752,7 @@ fn the_report_written_to_a_file_is_the_one_printed() {
 fn a_reader_that_goes_away_is_no_error() {
     let t = tempfile::tempdir().unwrap();
     let root = t.path();
-    write(
-        root,
-        "src/job.py",
-        "import redis\nr = redis.Redis()\n\ndef job():\n    r.set(\"lock:a\", \"1\", nx=True, ex=10)\n    work()\n    r.delete(\"lock:a\")\n",
-    );
+    write(root, "src/job.py", JOB_PY);
     for fmt in ["human", "json"] {
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_locklint"))
             .current_dir(root)
