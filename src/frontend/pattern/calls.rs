@@ -1475,7 +1475,8 @@ pub fn calls<'a, 'b>(
             });
         }
     }
-    // the tables and the list grew by doubling: their spare room is given
+    // the room the list and the argument table were given for the most
+    // they could hold, and the receiver table's (grown by doubling), given
     // back before the list becomes the calls (a large shrink is a remap)
     out.shrink_to_fit();
     table.args.shrink_to_fit();
