@@ -374,11 +374,12 @@ fn decode_text(bytes: &[u8]) -> String {
     }
 }
 
-/// Largest read buffer a worker thread keeps between files: no larger than
-/// a file analysed alone ([`BIG_FILE_BYTES`]), whose buffer would otherwise
-/// stay beside its text and facts through its analysis (one byte per
-/// source byte more at the peak of a 4 MB file).
-const KEEP_BUFFER_BYTES: usize = BIG_FILE_BYTES;
+/// Largest read buffer a worker thread keeps between files. A larger one
+/// is let go once its file is decoded: kept, it would stand beside that
+/// file's text, tokens and facts through the analysis (one byte per source
+/// byte more at the peak of any file above this size; nearly every file of
+/// real code is far smaller, so the buffer is still reused between them).
+const KEEP_BUFFER_BYTES: usize = 256 << 10;
 
 thread_local! {
     static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
