@@ -681,7 +681,7 @@ impl<'a> Analyzer<'a> {
     /// binding visits the scripts inside it, not each script every
     /// binding: a file of thousands of registered scripts was quadratic.
     fn script_names(&self, firsts: &[usize]) -> Vec<Option<String>> {
-        let mut best: Vec<Option<(usize, &String)>> = vec![None; firsts.len()];
+        let mut best: Vec<Option<(usize, &str)>> = vec![None; firsts.len()];
         for ((_, name), bs) in &self.vals.bindings {
             for b in bs {
                 let lo = firsts.partition_point(|&t| t < b.start);
@@ -698,7 +698,7 @@ impl<'a> Analyzer<'a> {
             .iter()
             .zip(best)
             .map(|(&tok, b)| match b {
-                Some((_, n)) => Some(n.clone()),
+                Some((_, n)) => Some(n.to_string()),
                 None => self.define_command_name(tok),
             })
             .collect()
@@ -857,9 +857,9 @@ impl<'a> Analyzer<'a> {
                     }
                 }
                 if is_script_obj {
-                    objs.push((name.clone(), sid));
+                    objs.push((name.to_string(), sid));
                 } else if sid.is_some() && b.end - b.start == 1 {
-                    alias.push((name.clone(), sid));
+                    alias.push((name.to_string(), sid));
                 }
                 let client_ctor = [
                     "redis",
@@ -876,7 +876,7 @@ impl<'a> Analyzer<'a> {
                 .iter()
                 .any(|w| lower.contains(w));
                 if client_ctor && !is_script_obj {
-                    self.redis_vars.insert(name.clone());
+                    self.redis_vars.insert(name.to_string());
                 }
                 if lower.contains("pipeline(")
                     && !lower.contains("transaction=false")
@@ -886,15 +886,15 @@ impl<'a> Analyzer<'a> {
                 {
                     // a field (`this.tx`) is seen from every method
                     let at = if name.starts_with("this.") { 0 } else { *scope };
-                    self.atomic_vars.insert((at, name.clone()));
-                    self.redis_vars.insert(name.clone());
+                    self.atomic_vars.insert((at, name.to_string()));
+                    self.redis_vars.insert(name.to_string());
                 }
                 if lower.contains("createtransaction(") {
-                    self.tx_vars.insert(name.clone());
-                    self.redis_vars.insert(name.clone());
+                    self.tx_vars.insert(name.to_string());
+                    self.redis_vars.insert(name.to_string());
                 }
                 if lower.contains("pipeline(") || lower.contains("pipelined(") {
-                    self.redis_vars.insert(name.clone());
+                    self.redis_vars.insert(name.to_string());
                 }
             }
         }

@@ -7,6 +7,7 @@ use super::lexer::{self, Kind, StrLit, StrPart, Tok};
 use crate::facts::{KeyExpr, KeyPart, Language, ValueExpr};
 use crate::words::{self, holds};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::borrow::Cow;
 
 /// A binding `name = expr`: the token range of `expr` in the token stream
 /// it was found in (`sub` for bindings found in a re-lexed snippet: none).
@@ -30,19 +31,22 @@ pub struct Values<'a> {
     pub lits: &'a [StrLit],
     pub st: &'a Structure,
     pub lang: Language,
-    /// (scope, normalised name) → every binding of it in that scope.
-    pub bindings: HashMap<(u32, String), Vec<Binding>>,
+    /// (scope, normalised name) → every binding of it in that scope. (A
+    /// name borrows the source unless normalising rewrote it, and a list
+    /// starts with room for one binding: most names are bound once, and a
+    /// dense file holds one entry every few dozen bytes.)
+    pub bindings: HashMap<(u32, Cow<'a, str>), Vec<Binding>>,
     /// Go `v, err := call(…)`: (scope, `v`) → every such binding, for the
     /// value's words only (`raw, err := json.Marshal(b)` is serialised data);
     /// never a key.
-    result_values: HashMap<(u32, String), Vec<Binding>>,
+    result_values: HashMap<(u32, Cow<'a, str>), Vec<Binding>>,
     /// Same-file helpers whose body returns one expression:
     /// name → (parameter names, expression token range, its scope).
     pub helpers: HashMap<String, Helper>,
     /// (scope, normalised name) of names a function declares without a
     /// single resolvable binding: parameters, `for` targets, multi-assignment
     /// targets. They shadow file-level bindings of the same name.
-    pub locals: HashSet<(u32, String)>,
+    pub locals: HashSet<(u32, Cow<'a, str>)>,
     /// Names being resolved right now: `key = "lock:" + key` refers to the
     /// previous value (a parameter) inside its own right-hand side.
     resolving: std::cell::RefCell<Vec<String>>,
@@ -66,6 +70,15 @@ impl ScopedName for (u32, String) {
     }
 }
 
+impl ScopedName for (u32, Cow<'_, str>) {
+    fn scope(&self) -> u32 {
+        self.0
+    }
+    fn name(&self) -> &str {
+        &self.1
+    }
+}
+
 impl ScopedName for (u32, &str) {
     fn scope(&self) -> u32 {
         self.0
@@ -76,6 +89,12 @@ impl ScopedName for (u32, &str) {
 }
 
 impl<'a> std::borrow::Borrow<dyn ScopedName + 'a> for (u32, String) {
+    fn borrow(&self) -> &(dyn ScopedName + 'a) {
+        self
+    }
+}
+
+impl<'a, 'b: 'a> std::borrow::Borrow<dyn ScopedName + 'a> for (u32, Cow<'b, str>) {
     fn borrow(&self) -> &(dyn ScopedName + 'a) {
         self
     }
@@ -404,7 +423,7 @@ impl<'a> Values<'a> {
     /// Parameters, loop targets and multi-assignment targets of each function.
     fn collect_locals(&mut self) {
         let toks = self.toks;
-        let mut found: Vec<(u32, String)> = Vec::new();
+        let mut found: Vec<(u32, Cow<'a, str>)> = Vec::new();
         for (&n, &scope) in &self.st.decl_scope {
             let Some(open) = self.param_open(n) else {
                 continue;
@@ -416,7 +435,7 @@ impl<'a> Values<'a> {
                 continue;
             }
             for p in self.param_names(open, close) {
-                found.push((scope, p));
+                found.push((scope, Cow::Owned(p)));
             }
         }
         for i in 0..toks.len() {
@@ -451,7 +470,7 @@ impl<'a> Values<'a> {
                     if x.is("as") {
                         names.clear();
                     } else if x.is_ident() {
-                        names.push(norm_name(x.text()));
+                        names.push(norm_name_cow(x.text()));
                     }
                     k += 1;
                 }
@@ -470,7 +489,7 @@ impl<'a> Values<'a> {
                 while k >= 1 && (toks[k - 1].is_ident() || toks[k - 1].is(",")) {
                     k -= 1;
                     if toks[k].is_ident() {
-                        found.push((scope, norm_name(toks[k].text())));
+                        found.push((scope, norm_name_cow(toks[k].text())));
                     }
                     if toks[k].nl() {
                         break;
@@ -478,7 +497,7 @@ impl<'a> Values<'a> {
                 }
             }
             if t.is("as") && toks.get(i + 1).is_some_and(|x| x.is_ident()) {
-                found.push((scope, norm_name(toks[i + 1].text())));
+                found.push((scope, norm_name_cow(toks[i + 1].text())));
             }
         }
         self.locals.extend(found);
@@ -537,11 +556,11 @@ impl<'a> Values<'a> {
             if !n.is_ident() {
                 continue;
             }
-            let mut name = n.text().to_string();
+            let mut name: Cow<'a, str> = Cow::Borrowed(n.text());
             if i >= 3 && (toks[i - 2].is(".") || toks[i - 2].is("->") || toks[i - 2].is("::")) {
                 let owner = toks[i - 3].text();
                 if matches!(owner, "this" | "self" | "$this" | "static") {
-                    name = format!("{owner}.{name}");
+                    name = Cow::Owned(format!("{owner}.{name}"));
                 } else {
                     continue;
                 }
@@ -559,14 +578,17 @@ impl<'a> Values<'a> {
                     let end = expr_end(toks, self.st, self.lang, start);
                     if end > start {
                         self.result_values
-                            .entry((self.st.tok_scope[i], norm_name(toks[i - 3].text())))
-                            .or_default()
+                            .entry((self.st.tok_scope[i], norm_name_cow(toks[i - 3].text())))
+                            .or_insert_with(|| Vec::with_capacity(1))
                             .push(Binding { start, end });
                     }
                 }
                 continue;
             }
-            let name = norm_name(&name);
+            let name = match name {
+                Cow::Borrowed(n) => norm_name_cow(n),
+                Cow::Owned(n) => Cow::Owned(norm_name(&n)),
+            };
             let start = i + 1;
             let end = expr_end(toks, self.st, self.lang, start);
             if end <= start {
@@ -579,7 +601,7 @@ impl<'a> Values<'a> {
             };
             self.bindings
                 .entry((scope, name))
-                .or_default()
+                .or_insert_with(|| Vec::with_capacity(1))
                 .push(Binding { start, end });
         }
         // Go `var x = …` / `const x = …` inside `const ( … )` groups are covered
