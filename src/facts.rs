@@ -868,10 +868,12 @@ pub fn type_mismatch(arg: &str, param: &str, lang: Language) -> bool {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CallSite {
     /// The called function's or method's name as written (`tryLock`).
-    pub callee: Box<str>,
+    /// (Shared: a file's calls repeat a few names, and each text of its
+    /// own took a small allocation per call.)
+    pub callee: std::sync::Arc<str>,
     /// The receiver as written (`redisUtil`, `self.locks`), if any: a hint
     /// for narrowing by type.
-    pub recv: Option<Box<str>>,
+    pub recv: Option<std::sync::Arc<str>>,
     pub args: Vec<CallArg>,
     pub scope: ScopeId,
     pub order: u32,
@@ -885,6 +887,23 @@ pub struct CallSite {
     /// hundreds of thousands of calls at once; the encoding is the same.)
     #[serde(default)]
     pub result_key: Option<Box<KeyExpr>>,
+}
+
+/// The texts of a file's call sites, one shared copy of each
+/// ([`CallSite::callee`], [`CallSite::recv`]).
+#[derive(Debug, Default)]
+pub struct CallTexts(rustc_hash::FxHashSet<std::sync::Arc<str>>);
+
+impl CallTexts {
+    /// `text`, shared with the earlier calls that have it.
+    pub fn get(&mut self, text: &str) -> std::sync::Arc<str> {
+        if let Some(t) = self.0.get(text) {
+            return std::sync::Arc::clone(t);
+        }
+        let t: std::sync::Arc<str> = text.into();
+        self.0.insert(std::sync::Arc::clone(&t));
+        t
+    }
 }
 
 /// One argument of a [`CallSite`], normalised as a key and as a value.

@@ -29,7 +29,8 @@ const MAX_ROUNDS: usize = 16;
 /// The callee name and caller scope of each call of a file.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct CallNames {
-    names: Vec<Box<str>>,
+    /// (The calls' own texts, shared: unpacked calls point at these.)
+    names: Vec<std::sync::Arc<str>>,
     calls: Vec<(u32, ScopeId)>,
     /// The functions packed with the calls ([`PackedCalls::take_idle_functions`]):
     /// each one's scope and whether it takes parameters, all the call-name
@@ -44,7 +45,7 @@ impl CallNames {
         let mut out = CallNames::default();
         for c in calls {
             let id = *ids.entry(&*c.callee).or_insert_with(|| {
-                out.names.push((&*c.callee).into());
+                out.names.push(std::sync::Arc::clone(&c.callee));
                 (out.names.len() - 1) as u32
             });
             out.calls.push((id, c.scope));
@@ -303,6 +304,20 @@ impl PackedCalls {
         let Some(keep) = keep else {
             let mut calls: Vec<CallSite> = rmp_serde::from_slice(&self.bytes).unwrap_or_default();
             calls.shrink_to_fit();
+            // each call's name shared with the others of it (decoded, each
+            // had a text of its own)
+            if calls.len() == self.names.calls.len() {
+                for (c, &(id, _)) in calls.iter_mut().zip(&self.names.calls) {
+                    if let Some(n) = self
+                        .names
+                        .names
+                        .get(id as usize)
+                        .filter(|n| n[..] == c.callee[..])
+                    {
+                        c.callee = std::sync::Arc::clone(n);
+                    }
+                }
+            }
             if let Some((reach, file)) = reach {
                 reach.slim(file, &mut calls);
             }
@@ -325,8 +340,13 @@ impl PackedCalls {
         if wanted == 0 {
             return Vec::new();
         }
+        let names = &self.names.names;
         let only = Only {
-            kept: self.names.calls.iter().map(|&(id, _)| kept[id as usize]),
+            kept: self
+                .names
+                .calls
+                .iter()
+                .map(|&(id, _)| kept[id as usize].then(|| &names[id as usize])),
             wanted,
             reach,
         };
@@ -335,8 +355,8 @@ impl PackedCalls {
     }
 }
 
-/// Decodes a packed sequence of calls, building only those whose flag (in
-/// order, one per call) is set.
+/// Decodes a packed sequence of calls, building only those given a name
+/// (in order, one entry per call: the call's callee, shared, or `None`).
 struct Only<'r, I> {
     kept: I,
     wanted: usize,
@@ -345,7 +365,9 @@ struct Only<'r, I> {
     reach: Option<(&'r Reach, usize)>,
 }
 
-impl<'de, I: Iterator<Item = bool>> serde::de::DeserializeSeed<'de> for Only<'_, I> {
+impl<'de, 'n, I: Iterator<Item = Option<&'n std::sync::Arc<str>>>> serde::de::DeserializeSeed<'de>
+    for Only<'_, I>
+{
     type Value = Vec<CallSite>;
 
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
@@ -353,7 +375,9 @@ impl<'de, I: Iterator<Item = bool>> serde::de::DeserializeSeed<'de> for Only<'_,
     }
 }
 
-impl<'de, I: Iterator<Item = bool>> serde::de::Visitor<'de> for Only<'_, I> {
+impl<'de, 'n, I: Iterator<Item = Option<&'n std::sync::Arc<str>>>> serde::de::Visitor<'de>
+    for Only<'_, I>
+{
     type Value = Vec<CallSite>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -366,13 +390,18 @@ impl<'de, I: Iterator<Item = bool>> serde::de::Visitor<'de> for Only<'_, I> {
     ) -> Result<Self::Value, A::Error> {
         let mut out = Vec::with_capacity(self.wanted);
         for keep in self.kept.by_ref() {
-            if keep {
+            if let Some(name) = keep {
                 let call = match self.reach {
                     Some(reach) => seq.next_element_seed(SlimCall(reach))?,
                     None => seq.next_element::<CallSite>()?,
                 };
                 match call {
-                    Some(c) => out.push(c),
+                    Some(mut c) => {
+                        if *c.callee == **name {
+                            c.callee = std::sync::Arc::clone(name);
+                        }
+                        out.push(c)
+                    }
                     None => break,
                 }
             } else if seq.next_element::<serde::de::IgnoredAny>()?.is_none() {
@@ -430,8 +459,8 @@ impl<'de> serde::de::Visitor<'de> for SlimCall<'_> {
             (None, Vec::new())
         };
         Ok(CallSite {
-            callee,
-            recv,
+            callee: callee.into(),
+            recv: recv.map(Into::into),
             args,
             scope: seq.next_element()?.ok_or_else(|| missing("scope"))?,
             order: seq.next_element()?.ok_or_else(|| missing("order"))?,
@@ -693,7 +722,7 @@ mod tests {
         let calls: Vec<String> = packed
             .unpack(Some(&keep), &mut b.link.functions)
             .into_iter()
-            .map(|c| c.callee.into())
+            .map(|c| c.callee.to_string())
             .collect();
         assert_eq!(calls, ["run", "tryLock", "withLock"]);
     }

@@ -169,7 +169,9 @@ pub fn record(
     let mut name_words: FxHashMap<&str, (bool, bool)> = FxHashMap::default();
     // per one-segment receiver text: its normalised name, and whether it
     // may name an owner
-    let mut recv_words: FxHashMap<&str, (String, bool)> = FxHashMap::default();
+    let mut recv_words: FxHashMap<&str, (std::sync::Arc<str>, bool)> = FxHashMap::default();
+    // the call sites' names and receivers, one shared copy of each text
+    let mut texts = crate::facts::CallTexts::default();
     // the declared types of locals, read once when an argument needs them,
     // and only for the names a one-identifier argument has
     let mut locals: Option<LocalTypes> = None;
@@ -225,23 +227,23 @@ pub fn record(
         // the receiver, and whether it may name the callee's owner
         let owner_word = |r: &str| crate::project::link::receiver_word_len(r) >= 3;
         let (recv, owner_recv) = if own_recv {
-            (Some("this".to_string()), owner_word("this"))
+            (Some(texts.get("this")), owner_word("this"))
         } else {
             match c.recv {
                 [] => (None, false),
                 // (once per receiver text, and no joined copy)
                 [one] => {
                     let (r, w) = recv_words.entry(&**one).or_insert_with(|| {
-                        let r = values::norm_name(one);
+                        let r = values::norm_name_cow(one);
                         let w = owner_word(&r);
-                        (r, w)
+                        (texts.get(&r), w)
                     });
-                    (Some(r.clone()), *w)
+                    (Some(std::sync::Arc::clone(r)), *w)
                 }
                 _ => {
                     let r = values::norm_name(&c.recv.join("."));
                     let w = owner_word(&r);
-                    (Some(r), w)
+                    (Some(texts.get(&r)), w)
                 }
             }
         };
@@ -360,8 +362,8 @@ pub fn record(
             resolvable.push((scope, Span::new(name.start(), end)));
         }
         facts.link.calls.push(CallSite {
-            callee: name.text().into(),
-            recv: recv.map(Into::into),
+            callee: texts.get(name.text()),
+            recv,
             args,
             scope,
             order: an.exec_order(c.name_tok) as u32,

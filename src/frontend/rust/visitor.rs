@@ -451,6 +451,8 @@ struct WalkState {
     exit_guard: Option<usize>,
     /// Parameters of the current fn (project link facts, `visitor/link.rs`).
     params: Vec<String>,
+    /// The call sites' texts, shared.
+    call_texts: crate::facts::CallTexts,
 }
 
 impl<'f, 'o> Walker<'f, 'o> {

@@ -168,8 +168,8 @@ impl Walker<'_, '_> {
             })
             .collect();
         self.facts.link.calls.push(CallSite {
-            callee: callee.into(),
-            recv: recv.map(Into::into),
+            callee: self.s.call_texts.get(callee),
+            recv: recv.map(|r| self.s.call_texts.get(&r)),
             args,
             scope: self.s.scope,
             order: 0,
