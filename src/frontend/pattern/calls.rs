@@ -65,7 +65,8 @@ const _: () = assert!(
 /// Scopes, depth and brackets of one token stream.
 pub struct Structure {
     pub scopes: Vec<Scope>,
-    pub tok_scope: Vec<u32>,
+    /// The scope of each token.
+    pub tok_scope: ScopeColumn,
     /// Block depth inside the function at each token.
     pub tok_depth: TokColumn,
     /// Paren/bracket nesting (not braces) at each token.
@@ -293,10 +294,93 @@ impl std::ops::Index<usize> for TokColumn {
     }
 }
 
+/// The scope of each token: two bytes a token while the file has at most
+/// 65,536 scopes (nearly every file), four from the first larger one on.
+/// Read like a `Vec<u32>` (`[i]`, `get(i)`, `iter()`); written with
+/// [`ScopeColumn::set`].
+#[derive(Debug, Clone)]
+pub enum ScopeColumn {
+    Narrow(Vec<u16>),
+    Wide(Vec<u32>),
+}
+
+/// `NARROW[v] == v`: what a narrow [`ScopeColumn`] lends for a value (its
+/// readers borrow a `&u32`, as they would from a vector).
+static NARROW: [u32; 1 << 16] = {
+    let mut t = [0u32; 1 << 16];
+    let mut k = 0;
+    while k < t.len() {
+        t[k] = k as u32;
+        k += 1;
+    }
+    t
+};
+
+impl ScopeColumn {
+    pub fn new(tokens: usize) -> ScopeColumn {
+        ScopeColumn::Narrow(vec![0; tokens])
+    }
+
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<&u32> {
+        match self {
+            ScopeColumn::Narrow(v) => v.get(i).map(|&s| &NARROW[s as usize]),
+            ScopeColumn::Wide(v) => v.get(i),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            ScopeColumn::Narrow(v) => v.len(),
+            ScopeColumn::Wide(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &u32> + '_ {
+        (0..self.len()).map(|i| &self[i])
+    }
+
+    /// Sets token `i`'s scope (`i` within the column, as `[i]` wants).
+    #[inline]
+    pub fn set(&mut self, i: usize, scope: u32) {
+        match self {
+            ScopeColumn::Narrow(v) if scope <= u32::from(u16::MAX) => v[i] = scope as u16,
+            ScopeColumn::Wide(v) => v[i] = scope,
+            ScopeColumn::Narrow(_) => self.widen(i, scope),
+        }
+    }
+
+    /// [`ScopeColumn::set`] of the first scope past two bytes: the column
+    /// becomes four bytes a token (once).
+    #[cold]
+    fn widen(&mut self, i: usize, scope: u32) {
+        if let ScopeColumn::Narrow(v) = self {
+            let mut wide: Vec<u32> = v.iter().map(|&s| u32::from(s)).collect();
+            wide[i] = scope;
+            *self = ScopeColumn::Wide(wide);
+        }
+    }
+}
+
+impl std::ops::Index<usize> for ScopeColumn {
+    type Output = u32;
+    #[inline]
+    fn index(&self, i: usize) -> &u32 {
+        match self {
+            ScopeColumn::Narrow(v) => &NARROW[v[i] as usize],
+            ScopeColumn::Wide(v) => &v[i],
+        }
+    }
+}
+
 pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
     let mut st = Structure {
         scopes: vec![Scope::default()],
-        tok_scope: vec![0; toks.len()],
+        tok_scope: ScopeColumn::new(toks.len()),
         tok_depth: TokColumn::new(toks.len()),
         tok_paren: TokColumn::new(toks.len()),
         matching: Matching::new(toks.len()),
@@ -495,11 +579,11 @@ fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
     for i in 0..toks.len() {
         let t = &toks[i];
         let (s, d) = current(&frames);
-        st.tok_scope[i] = s;
+        st.tok_scope.set(i, s);
         st.tok_depth.set(i, d);
         if let Some((end, sc)) = expr_scope {
             if i < end {
-                st.tok_scope[i] = sc;
+                st.tok_scope.set(i, sc);
                 st.tok_depth.set(i, 0);
             } else {
                 // the next declaration's header starts after the expression
@@ -1025,7 +1109,7 @@ fn python_scopes(toks: &[Tok], src: &str, st: &mut Structure) {
         }
         let (sc, d) = current(&frames);
         for k in ls..le {
-            st.tok_scope[k] = sc;
+            st.tok_scope.set(k, sc);
             st.tok_depth.set(k, d);
         }
         let mut k = ls;
@@ -1079,7 +1163,7 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
             line_no += 1;
         }
         let (s, d) = current(&frames);
-        st.tok_scope[i] = s;
+        st.tok_scope.set(i, s);
         st.tok_depth.set(i, d);
         let stmt_start =
             i == 0 || t.nl() || toks[i - 1].is(";") || toks[i - 1].is("=") || toks[i - 1].is("(");

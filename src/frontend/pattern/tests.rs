@@ -758,3 +758,45 @@ fn tx_state_answers_as_a_scan_of_its_marks_and_ranges() {
         }
     }
 }
+
+#[test]
+fn scope_column_widens_past_two_bytes() {
+    // 70,000 functions: the scopes past 65,535 make the column four bytes
+    // a token; every token keeps its scope across the change
+    let n = 70_000;
+    let mut src = String::new();
+    for i in 0..n {
+        src.push_str(&format!("function f{i}(){{g({i})}}\n"));
+    }
+    let toks = lex(&src, Language::JavaScript);
+    let st = calls::structure(&toks, &src, Language::JavaScript);
+    assert!(matches!(st.tok_scope, calls::ScopeColumn::Wide(_)));
+    assert_eq!(st.tok_scope.len(), toks.len());
+    // each function's `g` is in its own scope, numbered in order
+    let scopes: Vec<u32> = toks
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.is("g"))
+        .map(|(i, _)| st.tok_scope[i])
+        .collect();
+    assert_eq!(scopes.len(), n);
+    assert!(
+        scopes.windows(2).all(|w| w[1] == w[0] + 1),
+        "scopes in order"
+    );
+    assert_eq!(scopes[n - 1] as usize, n);
+    assert_eq!(
+        st.scopes[scopes[n - 1] as usize].name,
+        format!("f{}", n - 1)
+    );
+    assert_eq!(st.tok_scope.get(toks.len()), None);
+    // a small file stays two bytes a token
+    let small = "function a(){g(1)}\n";
+    let toks = lex(small, Language::JavaScript);
+    let st = calls::structure(&toks, small, Language::JavaScript);
+    assert!(matches!(st.tok_scope, calls::ScopeColumn::Narrow(_)));
+    assert_eq!(
+        st.tok_scope[toks.iter().position(|t| t.is("g")).unwrap()],
+        1
+    );
+}
