@@ -759,7 +759,8 @@ pub struct CallFailOpen {
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FnSig {
     pub scope: ScopeId,
-    pub params: Vec<String>,
+    /// (Shared texts: a file names the same parameters again and again.)
+    pub params: Vec<std::sync::Arc<str>>,
     /// How many of the last parameters have a default value (`ttl = 30`):
     /// a call may leave them out.
     #[serde(default)]

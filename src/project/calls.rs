@@ -810,7 +810,7 @@ mod tests {
     fn sig(scope: ScopeId, params: &[&str]) -> FnSig {
         FnSig {
             scope,
-            params: params.iter().map(|p| p.to_string()).collect(),
+            params: params.iter().map(|p| (*p).into()).collect(),
             optional: 0,
             absent_defaults: Vec::new(),
             returns: Vec::new(),

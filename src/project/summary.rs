@@ -214,7 +214,7 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             branches
                 .iter()
                 .filter(|b| b.span.start <= at && at < b.span.end)
-                .filter_map(|b| sig.params.iter().position(|p| *p == b.param))
+                .filter_map(|b| sig.params.iter().position(|p| **p == *b.param))
                 .collect()
         };
         // a delete only in the branch of a force flag (`if ($override) {
@@ -343,7 +343,7 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
         };
         let returns_own = sig.returns.iter().find(|k| acquired(k)).cloned();
         let returns_key = returns_own.as_ref().map(|k| {
-            let pos = |v: &str| sig.params.iter().position(|p| p == v);
+            let pos = |v: &str| sig.params.iter().position(|p| **p == *v);
             let parts = k
                 .parts
                 .iter()
@@ -355,7 +355,7 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             let idents = k
                 .idents
                 .iter()
-                .filter(|i| !sig.params.contains(i))
+                .filter(|i| !sig.params.iter().any(|p| **p == ***i))
                 .cloned()
                 .collect();
             (parts, idents)
@@ -373,7 +373,7 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             name: scope.name.clone(),
             owner: scope.owner.clone(),
             arity: sig.params.len(),
-            params: sig.params.clone(),
+            params: sig.params.iter().map(|p| p.to_string()).collect(),
             param_types: sig.param_types.clone(),
             absent_defaults: sig.absent_defaults.clone(),
             min_arity: sig.params.len().saturating_sub(sig.optional),
@@ -428,8 +428,13 @@ pub(super) fn generic_command_name(name: &str) -> bool {
     parts.is_empty() || parts.iter().all(|p| GENERIC.contains(&p.as_str()))
 }
 
-fn templ(op: &Op, value_var: Option<&str>, params: &[String], chain: Vec<Root>) -> SumOp {
-    let pos = |v: &str| params.iter().position(|p| p == v);
+fn templ(
+    op: &Op,
+    value_var: Option<&str>,
+    params: &[std::sync::Arc<str>],
+    chain: Vec<Root>,
+) -> SumOp {
+    let pos = |v: &str| params.iter().position(|p| **p == *v);
     let key: Vec<TPart> = op
         .key
         .parts
@@ -455,7 +460,7 @@ fn templ(op: &Op, value_var: Option<&str>, params: &[String], chain: Vec<Root>) 
             .key
             .idents
             .iter()
-            .filter(|i| !params.contains(i))
+            .filter(|i| !params.iter().any(|p| **p == ***i))
             .cloned()
             .collect(),
         value,

@@ -474,7 +474,7 @@ fn cache_write(
     let param_key = |k: &KeyExpr| {
         k.parts
             .iter()
-            .all(|p| matches!(p, KeyPart::Var(v) if sig.params.contains(v)))
+            .all(|p| matches!(p, KeyPart::Var(v) if sig.params.iter().any(|q| **q == **v)))
     };
     if !param_key(&op.key) {
         return false;
@@ -484,11 +484,9 @@ fn cache_write(
             && matches!(a.kind, OpKind::Acquire { .. })
             && a.key.parts == op.key.parts
             && a.name_span != Span::default()
-            && facts
-                .link
-                .op_values
-                .iter()
-                .any(|v| v.name_start == a.name_span.start && sig.params.contains(&v.var))
+            && facts.link.op_values.iter().any(|v| {
+                v.name_start == a.name_span.start && sig.params.iter().any(|p| **p == *v.var)
+            })
     })
 }
 

@@ -37,6 +37,9 @@ pub fn record(
     let st = an.st;
     // per function, its defaulted parameters and their defaults
     let mut defaults: HashMap<u32, Vec<(String, paths::Default)>> = HashMap::new();
+    // the call sites' names and receivers and the functions' parameters,
+    // one shared copy of each text
+    let mut texts = crate::facts::CallTexts::default();
     let mut decls: Vec<(usize, u32)> = st.decl_scope.iter().map(|(&n, &s)| (n, s)).collect();
     decls.sort_unstable();
     for (n, scope) in decls {
@@ -64,7 +67,7 @@ pub fn record(
             .filter(|(_, d)| matches!(d, Some(paths::Default::Null | paths::Default::False)))
             .map(|(p, _)| p.clone())
             .collect();
-        let params: Vec<String> = list.into_iter().map(|(p, _)| p).collect();
+        let params: Vec<std::sync::Arc<str>> = list.iter().map(|(p, _)| texts.get(p)).collect();
         let param_types = match parens {
             Some((open, close)) if typed(an.lang) => {
                 let t = param_types(an, open, close);
@@ -140,7 +143,7 @@ pub fn record(
             .find_map(|a| {
                 let n = bare_name(an, a.start, a.end)
                     .or_else(|| converted_name(an, a.start, a.end, params))?;
-                (params.contains(&n) && !in_key(&n)).then_some(n)
+                (params.iter().any(|p| **p == *n) && !in_key(&n)).then_some(n)
             });
         if let Some(var) = var {
             facts.link.op_values.push(OpValueSource {
@@ -170,8 +173,6 @@ pub fn record(
     // per one-segment receiver text: its normalised name, and whether it
     // may name an owner
     let mut recv_words: FxHashMap<&str, (std::sync::Arc<str>, bool)> = FxHashMap::default();
-    // the call sites' names and receivers, one shared copy of each text
-    let mut texts = crate::facts::CallTexts::default();
     // the declared types of locals, read once when an argument needs them,
     // and only for the names a one-identifier argument has
     let mut locals: Option<LocalTypes> = None;
@@ -553,7 +554,12 @@ fn bare_name(an: &Analyzer, s: usize, e: usize) -> Option<String> {
 /// (`valBytes(value)`, `value.getBytes(UTF_8)`, `JSON.stringify(value)`):
 /// a constant stays constant and a token stays unique through it, so the
 /// value is the caller's. No operator may mix in anything else.
-fn converted_name(an: &Analyzer, s: usize, e: usize, params: &[String]) -> Option<String> {
+fn converted_name(
+    an: &Analyzer,
+    s: usize,
+    e: usize,
+    params: &[std::sync::Arc<str>],
+) -> Option<String> {
     let toks = an.toks;
     if e <= s + 1 || e - s > 12 {
         return None;
@@ -565,7 +571,7 @@ fn converted_name(an: &Analyzer, s: usize, e: usize, params: &[String]) -> Optio
             let n = values::norm_name(t.text());
             let member = k > s && toks[k - 1].is(".");
             let called = toks.get(k + 1).is_some_and(|x| x.is("("));
-            if !member && !called && params.contains(&n) {
+            if !member && !called && params.iter().any(|p| **p == *n) {
                 if found.as_ref().is_some_and(|f| *f != n) {
                     return None;
                 }
@@ -799,8 +805,8 @@ impl LocalTypes {
         };
         for f in fns.iter().filter(|f| !f.param_types.is_empty()) {
             for (n, t) in f.params.iter().zip(&f.param_types) {
-                if asked.contains(n) {
-                    put(&mut map, (f.scope, n.clone()), keep(t.clone(), false));
+                if asked.contains(&**n) {
+                    put(&mut map, (f.scope, n.to_string()), keep(t.clone(), false));
                 }
             }
         }

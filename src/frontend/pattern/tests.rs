@@ -626,7 +626,7 @@ fn generic_methods_get_their_own_scope_and_parameters() {
         };
         let scope = &f.scopes[op.scope as usize].name;
         let sig = f.link.functions.iter().find(|s| s.scope == op.scope);
-        if scope != name || !sig.is_some_and(|s| s.params.iter().any(|p| p == "key")) {
+        if scope != name || !sig.is_some_and(|s| s.params.iter().any(|p| &**p == "key")) {
             wrong.push(format!("{file}: scope `{scope}`, {sig:?} in {src}"));
         }
     }

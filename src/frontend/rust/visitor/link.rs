@@ -24,7 +24,7 @@ impl Walker<'_, '_> {
             .unzip();
         self.facts.link.functions.push(FnSig {
             scope: id,
-            params: params.clone(),
+            params: params.iter().map(|p| self.s.call_texts.get(p)).collect(),
             optional: 0,
             absent_defaults: Vec::new(),
             returns: Vec::new(),
@@ -135,7 +135,7 @@ impl Walker<'_, '_> {
                     .iter()
                     .rev()
                     .find(|f| f.scope == self.s.scope)?;
-                let i = f.params.iter().position(|p| *p == n)?;
+                let i = f.params.iter().position(|p| **p == *n)?;
                 f.param_types
                     .get(i)
                     .cloned()
