@@ -57,7 +57,7 @@ pub fn record(
             .min(list.len());
         let with: Vec<(String, paths::Default)> = list
             .iter()
-            .filter_map(|(p, d)| Some((p.clone(), (*d)?)))
+            .filter_map(|(p, d)| Some((p.to_string(), (*d)?)))
             .collect();
         if !with.is_empty() {
             defaults.entry(scope).or_insert(with);
@@ -65,7 +65,7 @@ pub fn record(
         let absent_defaults = list
             .iter()
             .filter(|(_, d)| matches!(d, Some(paths::Default::Null | paths::Default::False)))
-            .map(|(p, _)| p.clone())
+            .map(|(p, _)| p.to_string())
             .collect();
         let params: Vec<std::sync::Arc<str>> = list.iter().map(|(p, _)| texts.get(p)).collect();
         let param_types = match parens {

@@ -320,7 +320,7 @@ impl<'a> Values<'a> {
     }
 
     /// The parameter names in a declaration's `(`…`)`.
-    pub(crate) fn param_names(&self, open: usize, close: usize) -> Vec<String> {
+    pub(crate) fn param_names(&self, open: usize, close: usize) -> Vec<Cow<'a, str>> {
         self.param_list(open, close)
             .into_iter()
             .map(|(n, _)| n)
@@ -336,7 +336,7 @@ impl<'a> Values<'a> {
         &self,
         open: usize,
         close: usize,
-    ) -> Vec<(String, Option<super::paths::Default>)> {
+    ) -> Vec<(Cow<'a, str>, Option<super::paths::Default>)> {
         let toks = self.toks;
         super::calls::split_args(toks, self.st, open, close)
             .iter()
@@ -352,7 +352,7 @@ impl<'a> Values<'a> {
                         .filter(|t| t.is_ident())
                         .last()
                 };
-                let name = norm_name(name?.text());
+                let name = norm_name_cow(name?.text());
                 Some((name, self.param_default(r)))
             })
             .filter(|(p, _)| p != "self" && p != "cls")
@@ -435,7 +435,7 @@ impl<'a> Values<'a> {
                 continue;
             }
             for p in self.param_names(open, close) {
-                found.push((scope, Cow::Owned(p)));
+                found.push((scope, p));
             }
         }
         for i in 0..toks.len() {
@@ -673,7 +673,7 @@ impl<'a> Values<'a> {
                 found.push((
                     toks[n].text().to_string(),
                     Helper {
-                        params,
+                        params: params.into_iter().map(Cow::into_owned).collect(),
                         start: b,
                         end: e,
                         scope,
