@@ -18,7 +18,7 @@ pub enum Kind {
 }
 
 /// One piece of a string literal: literal text or an interpolated expression.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StrPart {
     /// A byte range of the decoded text (`StrLit::text`).
     Lit(usize, usize),
@@ -26,53 +26,132 @@ pub enum StrPart {
     Interp(usize, usize),
 }
 
+/// A string literal: its decoded text (interpolations left out), its
+/// anchors (`(text offset, source offset)`, sorted by text offset: where
+/// the text's runs stand in the source) and its parts.
+///
+/// Nearly every literal is one run of the source (no escape, no
+/// interpolation): its text then borrows the source, its one anchor is
+/// `(0, at)` and its one part the whole text, so it allocates nothing (a
+/// dense file holds a literal every hundred bytes, and each took three
+/// small allocations). The first escape or interpolation moves it to an
+/// owned text with explicit anchors and parts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StrLit {
-    /// Decoded text of the literal pieces (interpolations left out).
-    pub text: String,
-    /// `(text offset, source offset)`, sorted by text offset.
-    pub anchors: Vec<(usize, usize)>,
-    pub parts: Vec<StrPart>,
+pub struct StrLit<'a> {
+    text: std::borrow::Cow<'a, str>,
+    /// The source offset of `text` while it borrows the source.
+    at: usize,
+    /// The anchors and parts, once the literal is more than one run.
+    pieces: Option<Box<Pieces>>,
 }
 
-impl StrLit {
-    fn push_src(&mut self, src: &str, from: usize, to: usize) {
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Pieces {
+    anchors: Vec<(usize, usize)>,
+    parts: Vec<StrPart>,
+}
+
+impl<'a> StrLit<'a> {
+    /// The decoded text of the literal pieces (interpolations left out).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// [`StrLit::text`] for as long as the literal's table is borrowed.
+    fn text_for(&'a self) -> &'a str {
+        &self.text
+    }
+
+    /// `(text offset, source offset)` of each run of the text, sorted by
+    /// text offset.
+    pub fn anchors(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let (one, many) = match &self.pieces {
+            None => ((!self.text.is_empty()).then_some((0, self.at)), &[][..]),
+            Some(p) => (None, p.anchors.as_slice()),
+        };
+        one.into_iter().chain(many.iter().copied())
+    }
+
+    /// The literal text and interpolated expressions, in order.
+    pub fn parts(&self) -> impl Iterator<Item = StrPart> + '_ {
+        let (one, many) = match &self.pieces {
+            None => (
+                (!self.text.is_empty()).then_some(StrPart::Lit(0, self.text.len())),
+                &[][..],
+            ),
+            Some(p) => (None, p.parts.as_slice()),
+        };
+        one.into_iter().chain(many.iter().copied())
+    }
+
+    /// The literal stops being one run of the source: its anchors and parts
+    /// are written out and its text owned.
+    fn pieces(&mut self) -> &mut Pieces {
+        if self.pieces.is_none() {
+            let anchors: Vec<(usize, usize)> = self.anchors().collect();
+            let parts: Vec<StrPart> = self.parts().collect();
+            self.text = std::borrow::Cow::Owned(std::mem::take(&mut self.text).into_owned());
+            self.pieces = Some(Box::new(Pieces { anchors, parts }));
+        }
+        self.pieces.get_or_insert_with(Default::default)
+    }
+
+    fn push_src(&mut self, src: &'a str, from: usize, to: usize) {
         if from >= to {
             return;
         }
         let Some(piece) = src.get(from..to) else {
             return;
         };
-        let predicted = self.anchors.last().map(|&(t, s)| s + (self.text.len() - t));
+        if self.pieces.is_none() {
+            if self.text.is_empty() {
+                self.text = std::borrow::Cow::Borrowed(piece);
+                self.at = from;
+                return;
+            }
+            // the run goes on where it stopped: still one slice
+            if let std::borrow::Cow::Borrowed(t) = self.text {
+                if self.at + t.len() == from {
+                    if let Some(run) = src.get(self.at..to) {
+                        self.text = std::borrow::Cow::Borrowed(run);
+                        return;
+                    }
+                }
+            }
+        }
+        let len = self.text.len();
+        let p = self.pieces();
+        let predicted = p.anchors.last().map(|&(t, s)| s + (len - t));
         if predicted != Some(from) {
             // Most literals have one anchor: room for one, not the default four.
-            self.anchors.reserve_exact(1);
-            self.anchors.push((self.text.len(), from));
+            p.anchors.reserve_exact(1);
+            p.anchors.push((len, from));
         }
-        let at = self.text.len();
-        self.text.push_str(piece);
-        self.push_lit(at);
+        self.text.to_mut().push_str(piece);
+        self.push_lit(len);
     }
     fn push_decoded(&mut self, c: char) {
+        self.pieces();
         let at = self.text.len();
-        self.text.push(c);
+        self.text.to_mut().push(c);
         self.push_lit(at);
     }
     /// The decoded text grew from `at` to its end: one literal piece more.
     fn push_lit(&mut self, at: usize) {
         let end = self.text.len();
-        if let Some(StrPart::Lit(_, prev)) = self.parts.last_mut() {
+        let p = self.pieces();
+        if let Some(StrPart::Lit(_, prev)) = p.parts.last_mut() {
             *prev = end;
         } else {
-            self.parts.reserve_exact(1);
-            self.parts.push(StrPart::Lit(at, end));
+            p.parts.reserve_exact(1);
+            p.parts.push(StrPart::Lit(at, end));
         }
     }
     fn push_interp(&mut self, start: usize, end: usize) {
-        self.parts.push(StrPart::Interp(start, end));
+        self.pieces().parts.push(StrPart::Interp(start, end));
     }
     pub fn has_interp(&self) -> bool {
-        self.parts.iter().any(|p| matches!(p, StrPart::Interp(..)))
+        self.parts().any(|p| matches!(p, StrPart::Interp(..)))
     }
 }
 
@@ -97,7 +176,7 @@ pub struct Tok<'a> {
     at: u32,
     meta: u32,
     /// The token reads the source and the literal table for `'a`.
-    life: PhantomData<(&'a str, &'a StrLit)>,
+    life: PhantomData<(&'a str, &'a StrLit<'a>)>,
 }
 
 const _: () = assert!(std::mem::size_of::<Tok>() == 16);
@@ -164,7 +243,7 @@ impl<'a> Tok<'a> {
     #[inline(never)]
     fn other_text(&self) -> &'a str {
         match self.lit() {
-            Some(l) => &l.text,
+            Some(l) => l.text_for(),
             // SAFETY: a token with `NOT_SRC` that is no string literal
             // points at `REGEX_TEXT` or `NO_TEXT` (see `Tok::new`).
             None => unsafe { *(self.ptr.as_ptr() as *const &'static str) },
@@ -209,13 +288,13 @@ impl<'a> Tok<'a> {
     }
     /// A string literal's pieces (every `Kind::Str` token has them).
     #[inline]
-    pub fn lit(&self) -> Option<&'a StrLit> {
+    pub fn lit(&self) -> Option<&'a StrLit<'a>> {
         // SAFETY: a string literal token's pointer is an entry of the side
         // table, borrowed (unmoved, unchanged) for `'a`.
-        (self.kind() == Kind::Str).then(|| unsafe { &*(self.ptr.as_ptr() as *const StrLit) })
+        (self.kind() == Kind::Str).then(|| unsafe { &*(self.ptr.as_ptr() as *const StrLit<'a>) })
     }
     /// The token of a raw one; `lits` is the finished side table.
-    fn new(src: &'a str, lits: &'a [StrLit], r: &Raw) -> Tok<'a> {
+    fn new(src: &'a str, lits: &'a [StrLit<'a>], r: &Raw) -> Tok<'a> {
         let lit = lits.get(r.lit as usize).filter(|_| r.kind == Kind::Str);
         let (ptr, src_text) = match lit {
             Some(l) => (NonNull::from(l).cast::<u8>(), false),
@@ -341,7 +420,7 @@ struct Lx<'a> {
     lang: Language,
     fam: Family,
     toks: Vec<Raw>,
-    lits: Vec<StrLit>,
+    lits: Vec<StrLit<'a>>,
     nl: bool,
     /// Ruby heredocs whose bodies start at the next line: (terminator, squiggly/dash, interpolating, literal index).
     pending_heredocs: Vec<(String, bool, usize)>,
@@ -359,7 +438,7 @@ fn is_ident_char(c: u8) -> bool {
 /// Only the first `OFF_MAX` bytes (512 MiB) are read (token offsets are
 /// packed in 29 bits; the engine reads no file of more than
 /// `MAX_FILE_BYTES`).
-pub fn lex<'a>(src: &'a str, lang: Language, lits: &'a mut Vec<StrLit>) -> Vec<Tok<'a>> {
+pub fn lex<'a>(src: &'a str, lang: Language, lits: &'a mut Vec<StrLit<'a>>) -> Vec<Tok<'a>> {
     lex_with_lits(src, lang, lits).0
 }
 
@@ -367,8 +446,8 @@ pub fn lex<'a>(src: &'a str, lang: Language, lits: &'a mut Vec<StrLit>) -> Vec<T
 pub fn lex_with_lits<'a>(
     src: &'a str,
     lang: Language,
-    lits: &'a mut Vec<StrLit>,
-) -> (Vec<Tok<'a>>, &'a [StrLit]) {
+    lits: &'a mut Vec<StrLit<'a>>,
+) -> (Vec<Tok<'a>>, &'a [StrLit<'a>]) {
     let mut cut = src.len().min(OFF_MAX);
     while !src.is_char_boundary(cut) {
         cut -= 1;
@@ -393,15 +472,15 @@ pub fn lex_with_lits<'a>(
     raw.shrink_to_fit();
     *lits = lx.lits;
     lits.shrink_to_fit();
-    let lits: &'a [StrLit] = lits;
+    let lits: &'a [StrLit<'a>] = lits;
     let toks: Vec<Tok<'a>> = raw.into_iter().map(|r| Tok::new(src, lits, &r)).collect();
     (toks, lits)
 }
 
 /// Lexes `src` for a test or a short snippet: the literals' table is leaked.
 #[cfg(test)]
-pub fn lex_leak(src: &str, lang: Language) -> Vec<Tok<'_>> {
-    let lits: &'static mut Vec<StrLit> = Box::leak(Box::default());
+pub fn lex_leak<'a>(src: &'a str, lang: Language) -> Vec<Tok<'a>> {
+    let lits: &'a mut Vec<StrLit<'a>> = Box::leak(Box::default());
     lex(src, lang, lits)
 }
 
@@ -436,7 +515,7 @@ impl<'a> Lx<'a> {
         self.push(kind, start, end, NO_LIT);
     }
     /// A string literal token, its pieces in the side table.
-    fn push_str(&mut self, start: usize, end: usize, lit: StrLit) {
+    fn push_str(&mut self, start: usize, end: usize, lit: StrLit<'a>) {
         let idx = self.lits.len() as u32;
         self.lits.push(lit);
         self.push(Kind::Str, start, end, idx);
@@ -816,7 +895,7 @@ impl<'a> Lx<'a> {
         }
     }
 
-    fn php_single(&mut self) -> StrLit {
+    fn php_single(&mut self) -> StrLit<'a> {
         let mut lit = StrLit::default();
         let mut from = self.i;
         while self.i < self.b.len() {
@@ -842,7 +921,13 @@ impl<'a> Lx<'a> {
 
     /// A string body up to `delim`, with backslash escapes (unless raw) and
     /// interpolation of the given kind.
-    fn body(&mut self, delim: &str, escapes: bool, interp: Interp, single_line: bool) -> StrLit {
+    fn body(
+        &mut self,
+        delim: &str,
+        escapes: bool,
+        interp: Interp,
+        single_line: bool,
+    ) -> StrLit<'a> {
         let mut lit = StrLit::default();
         let mut from = self.i;
         let n = self.b.len();
@@ -917,7 +1002,7 @@ impl<'a> Lx<'a> {
     }
 
     /// C# verbatim/raw bodies: `""` is a quote, no backslash escapes.
-    fn verbatim_body(&mut self, delim: &str, interp: Interp) -> StrLit {
+    fn verbatim_body(&mut self, delim: &str, interp: Interp) -> StrLit<'a> {
         let mut lit = StrLit::default();
         let mut from = self.i;
         let n = self.b.len();
@@ -954,7 +1039,7 @@ impl<'a> Lx<'a> {
     }
 
     /// A heredoc body (PHP or Ruby): lines up to one whose trimmed text is `term`.
-    fn heredoc_body(&mut self, term: &str, interp: Interp) -> StrLit {
+    fn heredoc_body(&mut self, term: &str, interp: Interp) -> StrLit<'a> {
         let mut lit = StrLit::default();
         let n = self.b.len();
         loop {

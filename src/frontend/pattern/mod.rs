@@ -638,13 +638,12 @@ impl<'a> Analyzer<'a> {
             for &g in &group {
                 if let Some(lit) = toks[g].lit() {
                     let base = text.len();
-                    for &(t, s) in &lit.anchors {
-                        anchors.push((base + t, s));
-                    }
-                    if lit.anchors.is_empty() {
+                    let before = anchors.len();
+                    anchors.extend(lit.anchors().map(|(t, s)| (base + t, s)));
+                    if anchors.len() == before {
                         anchors.push((base, toks[g].start()));
                     }
-                    text.push_str(&lit.text);
+                    text.push_str(lit.text());
                 }
             }
             let lower = text.to_ascii_lowercase();

@@ -84,7 +84,7 @@ fn parts(src: &str, lang: Language) -> Vec<Vec<StrPart>> {
     let mut lits = Vec::new();
     let toks = super::lexer::lex(src, lang, &mut lits);
     toks.iter()
-        .filter_map(|t| t.lit().map(|l| l.parts.clone()))
+        .filter_map(|t| t.lit().map(|l| l.parts().collect()))
         .collect()
 }
 
@@ -151,8 +151,20 @@ fn token_texts_borrow_the_source() {
     // token's a slice of the source
     let in_lits = |s: &str| {
         lits.iter()
-            .any(|l| std::ptr::eq(l.text.as_ptr(), s.as_ptr()))
+            .any(|l| std::ptr::eq(l.text().as_ptr(), s.as_ptr()))
     };
+    // a literal that is one run of the source borrows it; one with an
+    // escape or an interpolation owns its decoded text
+    assert!(in_src(toks[4].text()));
+    assert!(!in_src(strs[1]) && !in_src(strs[4]));
+    assert_eq!(
+        toks[4].lit().map(|l| l.anchors().collect::<Vec<_>>()),
+        Some(vec![(0, 7)])
+    );
+    assert_eq!(
+        toks[4].lit().map(|l| l.parts().collect::<Vec<_>>()),
+        Some(vec![StrPart::Lit(0, 6)])
+    );
     assert!(toks
         .iter()
         .filter(|t| t.kind() == Kind::Str && !t.text().is_empty())
@@ -173,11 +185,11 @@ fn anchors_map_escapes() {
     let mut lits = Vec::new();
     let t = super::lexer::lex(src, Language::Java, &mut lits);
     let lit = t.iter().find_map(|t| t.lit().cloned()).unwrap();
-    let off = lit.text.find("redis").unwrap();
+    let off = lit.text().find("redis").unwrap();
     let f = crate::facts::ScriptFact {
         name: None,
-        text: lit.text.clone(),
-        anchors: lit.anchors.clone(),
+        text: lit.text().to_string(),
+        anchors: lit.anchors().collect(),
         lua: Default::default(),
         client: Default::default(),
     };

@@ -28,7 +28,7 @@ pub struct Values<'a> {
     pub src: &'a str,
     pub toks: &'a [Tok<'a>],
     /// The string literals' side table of `toks` ([`Tok::lit`]).
-    pub lits: &'a [StrLit],
+    pub lits: &'a [StrLit<'a>],
     pub st: &'a Structure,
     pub lang: Language,
     /// (scope, normalised name) → every binding of it in that scope. (A
@@ -297,7 +297,7 @@ impl<'a> Values<'a> {
     pub fn new(
         src: &'a str,
         toks: &'a [Tok<'a>],
-        lits: &'a [StrLit],
+        lits: &'a [StrLit<'a>],
         st: &'a Structure,
         lang: Language,
     ) -> Self {
@@ -1145,12 +1145,12 @@ impl<'a> Values<'a> {
             return KeyExpr::lit(t.text());
         };
         let mut k = KeyExpr::default();
-        for p in &lit.parts {
+        for p in lit.parts() {
             match p {
                 StrPart::Lit(a, b) => {
-                    k.push(KeyPart::Lit(lit.text.get(*a..*b).unwrap_or("").to_string()))
+                    k.push(KeyPart::Lit(lit.text().get(a..b).unwrap_or("").to_string()))
                 }
-                StrPart::Interp(a, b) => k.append(self.snippet_key(*a, *b, scope, depth)),
+                StrPart::Interp(a, b) => k.append(self.snippet_key(a, b, scope, depth)),
             }
         }
         k
