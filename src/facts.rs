@@ -890,39 +890,77 @@ pub struct CallSite {
     pub result_key: Option<Box<KeyExpr>>,
 }
 
-/// The texts of a file's call sites, one shared copy of each
-/// ([`CallSite::callee`], [`CallSite::recv`]).
+/// The texts and argument keys of a file's link facts, one shared copy of
+/// each ([`CallSite::callee`], [`CallSite::recv`], [`CallArg`]'s,
+/// [`FnSig::params`]).
 #[derive(Debug, Default)]
-pub struct CallTexts(rustc_hash::FxHashSet<std::sync::Arc<str>>);
+pub struct CallTexts {
+    texts: rustc_hash::FxHashSet<std::sync::Arc<str>>,
+    keys: rustc_hash::FxHashSet<std::sync::Arc<KeyExpr>>,
+}
 
 impl CallTexts {
     /// `text`, shared with the earlier calls that have it.
     pub fn get(&mut self, text: &str) -> std::sync::Arc<str> {
-        if let Some(t) = self.0.get(text) {
+        if let Some(t) = self.texts.get(text) {
             return std::sync::Arc::clone(t);
         }
         let t: std::sync::Arc<str> = text.into();
-        self.0.insert(std::sync::Arc::clone(&t));
+        self.texts.insert(std::sync::Arc::clone(&t));
         t
+    }
+
+    /// `key`, shared with the earlier arguments that have it.
+    pub fn key(&mut self, key: KeyExpr) -> std::sync::Arc<KeyExpr> {
+        if let Some(k) = self.keys.get(&key) {
+            return std::sync::Arc::clone(k);
+        }
+        let k = std::sync::Arc::new(key);
+        self.keys.insert(std::sync::Arc::clone(&k));
+        k
+    }
+
+    /// [`CallTexts::get`] of a text already shared (decoded alone): the
+    /// earlier copy of it, or this one kept as the copy.
+    pub fn share_text(&mut self, text: &std::sync::Arc<str>) -> std::sync::Arc<str> {
+        if let Some(t) = self.texts.get(&**text) {
+            return std::sync::Arc::clone(t);
+        }
+        self.texts.insert(std::sync::Arc::clone(text));
+        std::sync::Arc::clone(text)
+    }
+
+    /// [`CallTexts::key`] of a key already shared (decoded alone): the
+    /// earlier copy of it, or this one kept as the copy.
+    pub fn share_key(&mut self, key: &std::sync::Arc<KeyExpr>) -> std::sync::Arc<KeyExpr> {
+        if let Some(k) = self.keys.get(&**key) {
+            return std::sync::Arc::clone(k);
+        }
+        self.keys.insert(std::sync::Arc::clone(key));
+        std::sync::Arc::clone(key)
     }
 }
 
 /// One argument of a [`CallSite`], normalised as a key and as a value.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CallArg {
-    pub key: KeyExpr,
+    /// (Shared with the file's other arguments of the same key: most are
+    /// one parameter or local, `key`, `flags`, named alike in every
+    /// function.)
+    pub key: std::sync::Arc<KeyExpr>,
     pub value: ValueExpr,
     /// The argument is a bare name (a parameter or local of the caller).
-    pub name: Option<Box<str>>,
+    /// (This and the two below are the file's shared texts.)
+    pub name: Option<std::sync::Arc<str>>,
     /// The parameter it is passed to by name (`ttl=30`, `ttl: 30`,
     /// `ttl = 30` in Kotlin): it binds that parameter, not its position.
     #[serde(default)]
-    pub keyword: Option<Box<str>>,
+    pub keyword: Option<std::sync::Arc<str>>,
     /// Its type where it is known cheaply ([`type_word`]): a string
     /// literal, a `new T(…)` (a Go `T{…}`, a Rust `T { … }` or
     /// `T::new(…)`), a parameter or local declared with a type.
     #[serde(default)]
-    pub ty: Option<Box<str>>,
+    pub ty: Option<std::sync::Arc<str>>,
 }
 
 /// The value of the op whose method name starts at `name_start` is the

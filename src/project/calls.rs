@@ -321,6 +321,7 @@ impl PackedCalls {
             if let Some((reach, file)) = reach {
                 reach.slim(file, &mut calls);
             }
+            share(&mut calls);
             return calls;
         };
         // per name: kept; a call of a name not kept is stepped over in the
@@ -351,7 +352,36 @@ impl PackedCalls {
             reach,
         };
         let mut de = rmp_serde::Deserializer::from_read_ref(&*self.bytes);
-        serde::de::DeserializeSeed::deserialize(only, &mut de).unwrap_or_default()
+        let mut calls: Vec<CallSite> =
+            serde::de::DeserializeSeed::deserialize(only, &mut de).unwrap_or_default();
+        share(&mut calls);
+        calls
+    }
+}
+
+/// One shared copy of each receiver and argument text and key of a file's
+/// decoded calls, as the front-end shared them (decoded, each call had its
+/// own: more than the front-end's facts held).
+fn share(calls: &mut [CallSite]) {
+    let mut texts = crate::facts::CallTexts::default();
+    let mut one = |t: &mut std::sync::Arc<str>| *t = texts.share_text(t);
+    for c in calls.iter_mut() {
+        if let Some(r) = c.recv.as_mut() {
+            one(r);
+        }
+        for a in c.args.iter_mut() {
+            for t in [&mut a.name, &mut a.keyword, &mut a.ty]
+                .into_iter()
+                .flatten()
+            {
+                one(t);
+            }
+        }
+    }
+    for c in calls.iter_mut() {
+        for a in c.args.iter_mut() {
+            a.key = texts.share_key(&a.key);
+        }
     }
 }
 
@@ -728,6 +758,47 @@ mod tests {
     }
 
     #[test]
+    fn unpacked_calls_share_their_names_texts_and_keys() {
+        let mut f = FileFacts::new(Language::Java);
+        let run = scope(&mut f, "run");
+        let arg = |key: &str, name: &str| crate::facts::CallArg {
+            key: KeyExpr::var(key).into(),
+            value: crate::facts::ValueExpr::Unknown,
+            name: Some(name.into()),
+            keyword: None,
+            ty: Some("String".into()),
+        };
+        let mut calls = Vec::new();
+        for (callee, key) in [("lockIt", "key"), ("lockIt", "key"), ("unlock", "other")] {
+            let mut c = call(callee, run);
+            c.recv = Some("locks".into());
+            c.args = vec![arg(key, key)];
+            calls.push(c);
+        }
+        for keep in [
+            None,
+            Some(["lockIt", "unlock"].map(String::from).into_iter().collect()),
+        ] {
+            f.link.calls = calls.clone();
+            let packed = PackedCalls::take(&mut f).expect("calls");
+            let got = packed.unpack(keep.as_ref(), &mut f.link.functions);
+            assert_eq!(got, calls, "decoded as encoded");
+            let same =
+                |a: &std::sync::Arc<str>, b: &std::sync::Arc<str>| std::sync::Arc::ptr_eq(a, b);
+            assert!(same(&got[0].callee, &got[1].callee));
+            assert!(same(
+                got[0].recv.as_ref().unwrap(),
+                got[2].recv.as_ref().unwrap()
+            ));
+            let (a, b, c) = (&got[0].args[0], &got[1].args[0], &got[2].args[0]);
+            assert!(std::sync::Arc::ptr_eq(&a.key, &b.key));
+            assert!(!std::sync::Arc::ptr_eq(&a.key, &c.key));
+            assert!(same(a.name.as_ref().unwrap(), b.name.as_ref().unwrap()));
+            assert!(same(a.ty.as_ref().unwrap(), c.ty.as_ref().unwrap()));
+        }
+    }
+
+    #[test]
     fn a_call_no_function_can_take_keeps_only_its_name_and_place() {
         let mut a = FileFacts::new(Language::Java);
         let get = a.add_scope(Scope {
@@ -741,7 +812,7 @@ mod tests {
             let mut c = call(callee, run);
             c.recv = recv.map(Into::into);
             c.args = vec![crate::facts::CallArg {
-                key: KeyExpr::lit("k"),
+                key: KeyExpr::lit("k").into(),
                 value: crate::facts::ValueExpr::Unknown,
                 name: None,
                 keyword: None,

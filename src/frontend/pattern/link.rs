@@ -286,39 +286,39 @@ pub fn record(
                                 None
                             };
                             (
-                                an.vals.key(a.start, a.start + 1, scope),
+                                texts.key(an.vals.key(a.start, a.start + 1, scope)),
                                 an.vals.value(a.start, a.end, scope),
-                                ty.map(Into::into),
+                                ty.map(|t| texts.get(&t)),
                             )
                         }
                     };
                     return CallArg {
                         key,
                         value,
-                        name: bare_name(an, a.start, a.end).map(Into::into),
-                        keyword: a.name.map(|n| values::norm_name(n).into()),
+                        name: bare_name(an, a.start, a.end).map(|n| texts.get(&n)),
+                        keyword: a.name.map(|n| texts.get(&values::norm_name_cow(n))),
                         ty,
                     };
                 }
                 let short = a.end.saturating_sub(a.start) <= MAX_ARG_TOKENS;
                 CallArg {
-                    key: if short {
+                    key: texts.key(if short {
                         an.vals.key(a.start, a.end, scope)
                     } else {
                         KeyExpr::unknown()
-                    },
+                    }),
                     value: if short {
                         an.vals.value(a.start, a.end, scope)
                     } else {
                         ValueExpr::Unknown
                     },
-                    name: bare_name(an, a.start, a.end).map(Into::into),
-                    keyword: a.name.map(|n| values::norm_name(n).into()),
+                    name: bare_name(an, a.start, a.end).map(|n| texts.get(&n)),
+                    keyword: a.name.map(|n| texts.get(&values::norm_name_cow(n))),
                     ty: if typed(an.lang) && short {
                         let l = locals.get_or_insert_with(|| {
                             LocalTypes::new(an, &facts.link.functions, &asked())
                         });
-                        arg_type(an, l, scope, a.start, a.end).map(Into::into)
+                        arg_type(an, l, scope, a.start, a.end).map(|t| texts.get(&t))
                     } else {
                         None
                     },

@@ -159,12 +159,17 @@ impl Walker<'_, '_> {
         }
         let args = args
             .iter()
-            .map(|a| CallArg {
-                key: self.key_of(a),
-                value: self.value_of(a),
-                name: self.bare(a).map(Into::into),
-                keyword: None,
-                ty: self.arg_type(a).map(Into::into),
+            .map(|a| {
+                let key = self.key_of(a);
+                let name = self.bare(a);
+                let ty = self.arg_type(a);
+                CallArg {
+                    key: self.s.call_texts.key(key),
+                    value: self.value_of(a),
+                    name: name.map(|n| self.s.call_texts.get(&n)),
+                    keyword: None,
+                    ty: ty.map(|t| self.s.call_texts.get(&t)),
+                }
             })
             .collect();
         self.facts.link.calls.push(CallSite {
