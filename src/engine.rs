@@ -209,6 +209,11 @@ fn findings_for(
     let mut line_ids: HashMap<usize, usize> = HashMap::new();
     let mut norm_ids: HashMap<String, usize> = HashMap::new();
     let mut norm_texts: Vec<String> = Vec::new();
+    // (a memo of the hash state after the code, path and line, for the
+    // findings that share a line: a minified line holds thousands. Only
+    // the last few lines' are kept — a state is over a hundred bytes, and a
+    // file of a finding per line held one per finding — and a state let
+    // go is worked out again, the same.)
     let mut prefixes: HashMap<(&str, usize), sha2::Sha256> = HashMap::new();
     let mut seen_fp: HashMap<(&str, usize), usize> = HashMap::new();
     // where the findings of a function's own flow start (`Diagnostic::own_flow`)
@@ -254,6 +259,9 @@ fn findings_for(
             });
             let n = seen_fp.entry((meta.code, text_id)).or_insert(0);
             *n += 1;
+            if prefixes.len() >= PREFIX_MEMO && !prefixes.contains_key(&(meta.code, line)) {
+                prefixes.clear();
+            }
             let prefix = prefixes.entry((meta.code, line)).or_insert_with(|| {
                 filter::baseline::fingerprint_prefix(meta.code, &path_norm, &norm_texts[text_id])
             });
@@ -373,6 +381,9 @@ fn decode_text(bytes: &[u8]) -> String {
         Err(_) => String::from_utf8_lossy(bytes).into_owned(),
     }
 }
+
+/// Most fingerprint prefixes [`findings_for`] keeps at once.
+const PREFIX_MEMO: usize = 64;
 
 /// Largest read buffer a worker thread keeps between files. A larger one
 /// is let go once its file is decoded: kept, it would stand beside that

@@ -91,6 +91,46 @@ fn many_lines_of_calls_in_one_scope() {
 }
 
 #[test]
+fn fingerprints_of_many_finding_lines_follow_the_baseline_formula() {
+    // 300 lines with a finding each, every third line the same text: the
+    // engine keeps only a few lines' hash prefixes at once, and what it
+    // lets go and works out again must give the same fingerprints — each
+    // (code, line text) group holds occurrences 1..=k
+    let lines: Vec<String> = (0..300)
+        .map(|i| match i % 3 {
+            0 => "  await client.set('lock:same',tok,'NX');".to_string(),
+            _ => format!("  await client.set('lock:o{i}',tok,'NX');"),
+        })
+        .collect();
+    let src = format!(
+        "async function f(client, tok) {{\n{}\n}}\n",
+        lines.join("\n")
+    );
+    let found = check("dir/many.js", &src, Language::JavaScript);
+    assert_eq!(count(&found, "LL004"), 300);
+    let text: Vec<&str> = src.lines().collect();
+    let mut groups: std::collections::HashMap<(&str, &str), Vec<&str>> = Default::default();
+    for f in &found {
+        groups
+            .entry((f.code, text[f.line - 1]))
+            .or_default()
+            .push(f.fingerprint.as_str());
+    }
+    assert!(groups.values().any(|g| g.len() == 100), "the repeated line");
+    for ((code, line), got) in groups {
+        let got: HashSet<&str> = got.into_iter().collect();
+        let want: HashSet<String> = (1..=got.len())
+            .map(|n| locklint::filter::baseline::fingerprint(code, "dir/many.js", line, n))
+            .collect();
+        assert_eq!(
+            got,
+            want.iter().map(String::as_str).collect(),
+            "{code} {line}"
+        );
+    }
+}
+
+#[test]
 fn many_ops_on_one_key_in_one_scope() {
     let calls: Vec<String> = (0..300)
         .map(|i| match i % 3 {
