@@ -895,48 +895,115 @@ pub struct CallSite {
 /// [`FnSig::params`]).
 #[derive(Debug, Default)]
 pub struct CallTexts {
-    texts: rustc_hash::FxHashSet<std::sync::Arc<str>>,
-    keys: rustc_hash::FxHashSet<std::sync::Arc<KeyExpr>>,
+    /// Callees, receivers, parameter names: a few names again and again.
+    texts: Shared<str>,
+    /// An argument's name, keyword and type, each judged apart (a file can
+    /// call one function with thousands of distinct locals).
+    arg_texts: Shared<str>,
+    keys: Shared<KeyExpr>,
+}
+
+/// One shared copy of each value asked for, while sharing pays: after
+/// [`Shared::TRIAL`] values of which fewer than a quarter were met
+/// before, new values are no longer remembered (a file of distinct
+/// arguments held a set entry per value beside the values themselves);
+/// the ones remembered are still shared. Sharing never changes a value.
+#[derive(Debug)]
+struct Shared<T: ?Sized> {
+    set: rustc_hash::FxHashSet<std::sync::Arc<T>>,
+    met: usize,
+    new: usize,
+}
+
+impl<T: ?Sized> Default for Shared<T> {
+    fn default() -> Self {
+        Shared {
+            set: Default::default(),
+            met: 0,
+            new: 0,
+        }
+    }
+}
+
+impl<T: ?Sized + Eq + std::hash::Hash> Shared<T> {
+    const TRIAL: usize = 1024;
+
+    /// The earlier copy of `value`, if one is remembered.
+    fn earlier(&mut self, value: &T) -> Option<std::sync::Arc<T>> {
+        let got = self.set.get(value).map(std::sync::Arc::clone);
+        if got.is_some() {
+            self.met += 1;
+        }
+        got
+    }
+
+    /// `value` (met for the first time) is remembered, while sharing pays.
+    fn remember(&mut self, value: &std::sync::Arc<T>) {
+        self.new += 1;
+        if self.new <= Self::TRIAL || self.met * 4 >= self.new {
+            self.set.insert(std::sync::Arc::clone(value));
+        }
+    }
 }
 
 impl CallTexts {
     /// `text`, shared with the earlier calls that have it.
     pub fn get(&mut self, text: &str) -> std::sync::Arc<str> {
-        if let Some(t) = self.texts.get(text) {
-            return std::sync::Arc::clone(t);
+        if let Some(t) = self.texts.earlier(text) {
+            return t;
         }
         let t: std::sync::Arc<str> = text.into();
-        self.texts.insert(std::sync::Arc::clone(&t));
+        self.texts.remember(&t);
+        t
+    }
+
+    /// An argument's name, keyword or type, shared with the earlier
+    /// arguments that have it.
+    pub fn arg_text(&mut self, text: &str) -> std::sync::Arc<str> {
+        if let Some(t) = self.arg_texts.earlier(text) {
+            return t;
+        }
+        let t: std::sync::Arc<str> = text.into();
+        self.arg_texts.remember(&t);
         t
     }
 
     /// `key`, shared with the earlier arguments that have it.
     pub fn key(&mut self, key: KeyExpr) -> std::sync::Arc<KeyExpr> {
-        if let Some(k) = self.keys.get(&key) {
-            return std::sync::Arc::clone(k);
+        if let Some(k) = self.keys.earlier(&key) {
+            return k;
         }
         let k = std::sync::Arc::new(key);
-        self.keys.insert(std::sync::Arc::clone(&k));
+        self.keys.remember(&k);
         k
     }
 
     /// [`CallTexts::get`] of a text already shared (decoded alone): the
     /// earlier copy of it, or this one kept as the copy.
     pub fn share_text(&mut self, text: &std::sync::Arc<str>) -> std::sync::Arc<str> {
-        if let Some(t) = self.texts.get(&**text) {
-            return std::sync::Arc::clone(t);
+        if let Some(t) = self.texts.earlier(text) {
+            return t;
         }
-        self.texts.insert(std::sync::Arc::clone(text));
+        self.texts.remember(text);
+        std::sync::Arc::clone(text)
+    }
+
+    /// [`CallTexts::arg_text`] of a text already shared (decoded alone).
+    pub fn share_arg_text(&mut self, text: &std::sync::Arc<str>) -> std::sync::Arc<str> {
+        if let Some(t) = self.arg_texts.earlier(text) {
+            return t;
+        }
+        self.arg_texts.remember(text);
         std::sync::Arc::clone(text)
     }
 
     /// [`CallTexts::key`] of a key already shared (decoded alone): the
     /// earlier copy of it, or this one kept as the copy.
     pub fn share_key(&mut self, key: &std::sync::Arc<KeyExpr>) -> std::sync::Arc<KeyExpr> {
-        if let Some(k) = self.keys.get(&**key) {
-            return std::sync::Arc::clone(k);
+        if let Some(k) = self.keys.earlier(key) {
+            return k;
         }
-        self.keys.insert(std::sync::Arc::clone(key));
+        self.keys.remember(key);
         std::sync::Arc::clone(key)
     }
 }
@@ -974,6 +1041,37 @@ pub struct OpValueSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn call_texts_share_while_sharing_pays() {
+        use std::sync::Arc;
+        let mut t = CallTexts::default();
+        // names met again and again: one copy each
+        let a = t.get("lockIt");
+        assert!(Arc::ptr_eq(&a, &t.get("lockIt")));
+        let k = t.key(KeyExpr::var("key"));
+        assert!(Arc::ptr_eq(&k, &t.key(KeyExpr::var("key"))));
+        // thousands of distinct argument names: past the trial, new ones
+        // are no longer remembered (equal values, not shared), the ones
+        // remembered still are
+        let n = Shared::<str>::TRIAL * 3;
+        for i in 0..n {
+            assert_eq!(&*t.arg_text(&format!("v{i}")), format!("v{i}"));
+        }
+        assert_eq!(t.arg_texts.set.len(), Shared::<str>::TRIAL);
+        let late = format!("v{}", n - 1);
+        assert!(!Arc::ptr_eq(&t.arg_text(&late), &t.arg_text(&late)));
+        assert!(Arc::ptr_eq(&t.arg_text("v0"), &t.arg_text("v0")));
+        // the callee names were judged apart: still remembered
+        let b = t.get("unlock");
+        assert!(Arc::ptr_eq(&b, &t.get("unlock")));
+        // a shared copy decoded alone is kept, or replaced by the earlier
+        let decoded: Arc<str> = Arc::from("lockIt");
+        assert!(Arc::ptr_eq(&t.share_text(&decoded), &a));
+        let fresh: Arc<KeyExpr> = Arc::new(KeyExpr::var("other"));
+        assert!(Arc::ptr_eq(&t.share_key(&fresh), &fresh));
+        assert!(Arc::ptr_eq(&t.key(KeyExpr::var("other")), &fresh));
+    }
 
     #[test]
     fn languages_by_extension_in_any_ascii_case() {

@@ -364,17 +364,16 @@ impl PackedCalls {
 /// own: more than the front-end's facts held).
 fn share(calls: &mut [CallSite]) {
     let mut texts = crate::facts::CallTexts::default();
-    let mut one = |t: &mut std::sync::Arc<str>| *t = texts.share_text(t);
     for c in calls.iter_mut() {
         if let Some(r) = c.recv.as_mut() {
-            one(r);
+            *r = texts.share_text(r);
         }
         for a in c.args.iter_mut() {
             for t in [&mut a.name, &mut a.keyword, &mut a.ty]
                 .into_iter()
                 .flatten()
             {
-                one(t);
+                *t = texts.share_arg_text(t);
             }
         }
     }

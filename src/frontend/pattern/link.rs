@@ -288,15 +288,15 @@ pub fn record(
                             (
                                 texts.key(an.vals.key(a.start, a.start + 1, scope)),
                                 an.vals.value(a.start, a.end, scope),
-                                ty.map(|t| texts.get(&t)),
+                                ty.map(|t| texts.arg_text(&t)),
                             )
                         }
                     };
                     return CallArg {
                         key,
                         value,
-                        name: bare_name(an, a.start, a.end).map(|n| texts.get(&n)),
-                        keyword: a.name.map(|n| texts.get(&values::norm_name_cow(n))),
+                        name: bare_name(an, a.start, a.end).map(|n| texts.arg_text(&n)),
+                        keyword: a.name.map(|n| texts.arg_text(&values::norm_name_cow(n))),
                         ty,
                     };
                 }
@@ -312,13 +312,13 @@ pub fn record(
                     } else {
                         ValueExpr::Unknown
                     },
-                    name: bare_name(an, a.start, a.end).map(|n| texts.get(&n)),
-                    keyword: a.name.map(|n| texts.get(&values::norm_name_cow(n))),
+                    name: bare_name(an, a.start, a.end).map(|n| texts.arg_text(&n)),
+                    keyword: a.name.map(|n| texts.arg_text(&values::norm_name_cow(n))),
                     ty: if typed(an.lang) && short {
                         let l = locals.get_or_insert_with(|| {
                             LocalTypes::new(an, &facts.link.functions, &asked())
                         });
-                        arg_type(an, l, scope, a.start, a.end).map(|t| texts.get(&t))
+                        arg_type(an, l, scope, a.start, a.end).map(|t| texts.arg_text(&t))
                     } else {
                         None
                     },

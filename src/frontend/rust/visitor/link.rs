@@ -166,9 +166,9 @@ impl Walker<'_, '_> {
                 CallArg {
                     key: self.s.call_texts.key(key),
                     value: self.value_of(a),
-                    name: name.map(|n| self.s.call_texts.get(&n)),
+                    name: name.map(|n| self.s.call_texts.arg_text(&n)),
                     keyword: None,
-                    ty: ty.map(|t| self.s.call_texts.get(&t)),
+                    ty: ty.map(|t| self.s.call_texts.arg_text(&t)),
                 }
             })
             .collect();
