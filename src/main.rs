@@ -206,8 +206,12 @@ fn apply_fixes(
         fixed += result.applied.values().sum::<usize>();
         if args.diff {
             let d = fix::unified_diff(display, &result.original, &result.fixed);
-            out.write_all(d.as_bytes())
-                .map_err(|e| format!("stdout: {e}"))?;
+            match out.write_all(d.as_bytes()) {
+                // the reader went away (`--diff | head`): the rest is not
+                // wanted, which is no error
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(true),
+                r => r.map_err(|e| format!("stdout: {e}"))?,
+            }
             printed = true;
         } else {
             // A BOM the loader dropped is written back.
@@ -511,24 +515,30 @@ fn explain(rule: &str) -> ExitCode {
             filter::rule_hint(rule)
         ));
     };
-    println!("{} {} ({})\n", meta.code, meta.name, meta.severity.as_str());
-    println!("{}\n", meta.summary);
-    println!("{}", meta.doc.trim_end());
-    ExitCode::SUCCESS
+    let text = format!(
+        "{} {} ({})\n\n{}\n\n{}\n",
+        meta.code,
+        meta.name,
+        meta.severity.as_str(),
+        meta.summary,
+        meta.doc.trim_end()
+    );
+    write_stdout(text.as_bytes())
 }
 
 fn list_rules(format: RulesFormat) -> ExitCode {
     let metas = filter::all_metas();
+    let mut text = String::new();
     match format {
         RulesFormat::Text => {
             for m in metas {
-                println!(
-                    "{:<6} {:<24} {:<8} {}",
+                text.push_str(&format!(
+                    "{:<6} {:<24} {:<8} {}\n",
                     m.code,
                     m.name,
                     m.severity.as_str(),
                     m.summary
-                );
+                ));
             }
         }
         RulesFormat::Json => {
@@ -541,13 +551,11 @@ fn list_rules(format: RulesFormat) -> ExitCode {
                     })
                 })
                 .collect();
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&list).unwrap_or_default()
-            );
+            text = serde_json::to_string_pretty(&list).unwrap_or_default();
+            text.push('\n');
         }
     }
-    ExitCode::SUCCESS
+    write_stdout(text.as_bytes())
 }
 
 // --- packaging (issue 10) ---
@@ -566,9 +574,14 @@ fn man_page() -> ExitCode {
     write_stdout(&out)
 }
 
+/// Writes `bytes` to stdout. A reader that went away (`locklint rules |
+/// head -1`) is no error: what it did not read was not wanted (`println!`
+/// would panic there).
 fn write_stdout(bytes: &[u8]) -> ExitCode {
-    match std::io::stdout().write_all(bytes) {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => usage_error(&format!("stdout: {e}")),
     }
 }

@@ -773,3 +773,48 @@ fn a_reader_that_goes_away_is_no_error() {
         assert_eq!(out.status.code(), Some(1), "{fmt}: {err}");
     }
 }
+
+/// The other commands that print (`rules`, `explain`, `man`,
+/// `completions`) end quietly too when their reader goes away: no panic
+/// (`println!` panicked on a broken pipe), no error, exit 0.
+#[test]
+fn printing_commands_survive_a_reader_that_goes_away() {
+    let runs: [&[&str]; 5] = [
+        &["rules"],
+        &["rules", "--format", "json"],
+        &["explain", "LL002"],
+        &["man"],
+        &["completions", "bash"],
+    ];
+    for args in runs {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_locklint"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains("panicked") && !err.contains("Broken pipe"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    }
+    // `--diff` too: it stops, and still exits 1 for the fixes it has
+    let t = tempfile::tempdir().unwrap();
+    write(t.path(), "src/job.py", JOB_PY);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_locklint"))
+        .current_dir(t.path())
+        .args(["check", "--diff", "--unsafe-fixes", "src"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("Broken pipe"), "--diff: {err}");
+    assert_eq!(out.status.code(), Some(1), "--diff: {err}");
+}
