@@ -745,6 +745,26 @@ fn the_report_written_to_a_file_is_the_one_printed() {
     }
 }
 
+/// Runs locklint in `dir` with `args`, its stdout closed before it writes
+/// (a reader that went away): the exit code and what it said on stderr.
+fn run_with_closed_stdout(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_locklint"))
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // closed before the run is done: its first write fails
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// A reader that stops reading (`locklint check | head`) ends the report
 /// quietly: no "Broken pipe" error, and the exit code still tells of the
 /// findings.
@@ -754,67 +774,37 @@ fn a_reader_that_goes_away_is_no_error() {
     let root = t.path();
     write(root, "src/job.py", JOB_PY);
     for fmt in ["human", "json"] {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_locklint"))
-            .current_dir(root)
-            .env("NO_COLOR", "1")
-            .args(["--format", fmt, "src"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        // closed before the scan is done: the report's first write fails
-        drop(child.stdout.take());
-        let out = child.wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
+        let (code, err) = run_with_closed_stdout(root, &["--format", fmt, "src"]);
         assert!(
             !err.contains("Broken pipe") && !err.contains("cannot write"),
             "{fmt}: {err}"
         );
-        assert_eq!(out.status.code(), Some(1), "{fmt}: {err}");
+        assert_eq!(code, Some(1), "{fmt}: {err}");
     }
 }
 
 /// The other commands that print (`rules`, `explain`, `man`,
 /// `completions`) end quietly too when their reader goes away: no panic
-/// (`println!` panicked on a broken pipe), no error, exit 0.
+/// (`println!` panicked on a broken pipe), no error, exit 0; `--diff`
+/// stops, and still exits 1 for the fixes it has.
 #[test]
 fn printing_commands_survive_a_reader_that_goes_away() {
-    let runs: [&[&str]; 5] = [
-        &["rules"],
-        &["rules", "--format", "json"],
-        &["explain", "LL002"],
-        &["man"],
-        &["completions", "bash"],
+    let t = tempfile::tempdir().unwrap();
+    write(t.path(), "src/job.py", JOB_PY);
+    let runs: [(&[&str], i32); 6] = [
+        (&["rules"], 0),
+        (&["rules", "--format", "json"], 0),
+        (&["explain", "LL002"], 0),
+        (&["man"], 0),
+        (&["completions", "bash"], 0),
+        (&["check", "--diff", "--unsafe-fixes", "src"], 1),
     ];
-    for args in runs {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_locklint"))
-            .args(args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stdout.take());
-        let out = child.wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
+    for (args, want) in runs {
+        let (code, err) = run_with_closed_stdout(t.path(), args);
         assert!(
             !err.contains("panicked") && !err.contains("Broken pipe"),
             "{args:?}: {err}"
         );
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert_eq!(code, Some(want), "{args:?}: {err}");
     }
-    // `--diff` too: it stops, and still exits 1 for the fixes it has
-    let t = tempfile::tempdir().unwrap();
-    write(t.path(), "src/job.py", JOB_PY);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_locklint"))
-        .current_dir(t.path())
-        .args(["check", "--diff", "--unsafe-fixes", "src"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
-    let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!err.contains("Broken pipe"), "--diff: {err}");
-    assert_eq!(out.status.code(), Some(1), "--diff: {err}");
 }
