@@ -304,20 +304,6 @@ impl PackedCalls {
         let Some(keep) = keep else {
             let mut calls: Vec<CallSite> = rmp_serde::from_slice(&self.bytes).unwrap_or_default();
             calls.shrink_to_fit();
-            // each call's name shared with the others of it (decoded, each
-            // had a text of its own)
-            if calls.len() == self.names.calls.len() {
-                for (c, &(id, _)) in calls.iter_mut().zip(&self.names.calls) {
-                    if let Some(n) = self
-                        .names
-                        .names
-                        .get(id as usize)
-                        .filter(|n| n[..] == c.callee[..])
-                    {
-                        c.callee = std::sync::Arc::clone(n);
-                    }
-                }
-            }
             if let Some((reach, file)) = reach {
                 reach.slim(file, &mut calls);
             }
@@ -341,13 +327,8 @@ impl PackedCalls {
         if wanted == 0 {
             return Vec::new();
         }
-        let names = &self.names.names;
         let only = Only {
-            kept: self
-                .names
-                .calls
-                .iter()
-                .map(|&(id, _)| kept[id as usize].then(|| &names[id as usize])),
+            kept: self.names.calls.iter().map(|&(id, _)| kept[id as usize]),
             wanted,
             reach,
         };
@@ -359,12 +340,13 @@ impl PackedCalls {
     }
 }
 
-/// One shared copy of each receiver and argument text and key of a file's
-/// decoded calls, as the front-end shared them (decoded, each call had its
-/// own: more than the front-end's facts held).
+/// One shared copy of each callee, receiver and argument text and key of
+/// a file's decoded calls, as the front-end shared them (decoded, each call
+/// had its own: more than the front-end's facts held).
 fn share(calls: &mut [CallSite]) {
     let mut texts = crate::facts::CallTexts::default();
     for c in calls.iter_mut() {
+        c.callee = texts.share_text(&c.callee);
         if let Some(r) = c.recv.as_mut() {
             *r = texts.share_text(r);
         }
@@ -384,8 +366,8 @@ fn share(calls: &mut [CallSite]) {
     }
 }
 
-/// Decodes a packed sequence of calls, building only those given a name
-/// (in order, one entry per call: the call's callee, shared, or `None`).
+/// Decodes a packed sequence of calls, building only those whose flag (in
+/// order, one per call) is set.
 struct Only<'r, I> {
     kept: I,
     wanted: usize,
@@ -394,9 +376,7 @@ struct Only<'r, I> {
     reach: Option<(&'r Reach, usize)>,
 }
 
-impl<'de, 'n, I: Iterator<Item = Option<&'n std::sync::Arc<str>>>> serde::de::DeserializeSeed<'de>
-    for Only<'_, I>
-{
+impl<'de, I: Iterator<Item = bool>> serde::de::DeserializeSeed<'de> for Only<'_, I> {
     type Value = Vec<CallSite>;
 
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
@@ -404,9 +384,7 @@ impl<'de, 'n, I: Iterator<Item = Option<&'n std::sync::Arc<str>>>> serde::de::De
     }
 }
 
-impl<'de, 'n, I: Iterator<Item = Option<&'n std::sync::Arc<str>>>> serde::de::Visitor<'de>
-    for Only<'_, I>
-{
+impl<'de, I: Iterator<Item = bool>> serde::de::Visitor<'de> for Only<'_, I> {
     type Value = Vec<CallSite>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -419,18 +397,13 @@ impl<'de, 'n, I: Iterator<Item = Option<&'n std::sync::Arc<str>>>> serde::de::Vi
     ) -> Result<Self::Value, A::Error> {
         let mut out = Vec::with_capacity(self.wanted);
         for keep in self.kept.by_ref() {
-            if let Some(name) = keep {
+            if keep {
                 let call = match self.reach {
                     Some(reach) => seq.next_element_seed(SlimCall(reach))?,
                     None => seq.next_element::<CallSite>()?,
                 };
                 match call {
-                    Some(mut c) => {
-                        if *c.callee == **name {
-                            c.callee = std::sync::Arc::clone(name);
-                        }
-                        out.push(c)
-                    }
+                    Some(c) => out.push(c),
                     None => break,
                 }
             } else if seq.next_element::<serde::de::IgnoredAny>()?.is_none() {
