@@ -928,83 +928,58 @@ impl<T: ?Sized> Default for Shared<T> {
 impl<T: ?Sized + Eq + std::hash::Hash> Shared<T> {
     const TRIAL: usize = 1024;
 
-    /// The earlier copy of `value`, if one is remembered.
-    fn earlier(&mut self, value: &T) -> Option<std::sync::Arc<T>> {
-        let got = self.set.get(value).map(std::sync::Arc::clone);
-        if got.is_some() {
+    /// The earlier copy of `value`, if one is remembered; else `value`
+    /// made shared (`make`), and remembered while sharing pays.
+    fn get<V: std::borrow::Borrow<T>>(
+        &mut self,
+        value: V,
+        make: impl FnOnce(V) -> std::sync::Arc<T>,
+    ) -> std::sync::Arc<T> {
+        if let Some(v) = self.set.get(value.borrow()) {
             self.met += 1;
+            return std::sync::Arc::clone(v);
         }
-        got
-    }
-
-    /// `value` (met for the first time) is remembered, while sharing pays.
-    fn remember(&mut self, value: &std::sync::Arc<T>) {
+        let v = make(value);
         self.new += 1;
         if self.new <= Self::TRIAL || self.met * 4 >= self.new {
-            self.set.insert(std::sync::Arc::clone(value));
+            self.set.insert(std::sync::Arc::clone(&v));
         }
+        v
     }
 }
 
 impl CallTexts {
     /// `text`, shared with the earlier calls that have it.
     pub fn get(&mut self, text: &str) -> std::sync::Arc<str> {
-        if let Some(t) = self.texts.earlier(text) {
-            return t;
-        }
-        let t: std::sync::Arc<str> = text.into();
-        self.texts.remember(&t);
-        t
+        self.texts.get(text, Into::into)
     }
 
     /// An argument's name, keyword or type, shared with the earlier
     /// arguments that have it.
     pub fn arg_text(&mut self, text: &str) -> std::sync::Arc<str> {
-        if let Some(t) = self.arg_texts.earlier(text) {
-            return t;
-        }
-        let t: std::sync::Arc<str> = text.into();
-        self.arg_texts.remember(&t);
-        t
+        self.arg_texts.get(text, Into::into)
     }
 
     /// `key`, shared with the earlier arguments that have it.
     pub fn key(&mut self, key: KeyExpr) -> std::sync::Arc<KeyExpr> {
-        if let Some(k) = self.keys.earlier(&key) {
-            return k;
-        }
-        let k = std::sync::Arc::new(key);
-        self.keys.remember(&k);
-        k
+        self.keys.get(key, std::sync::Arc::new)
     }
 
     /// [`CallTexts::get`] of a text already shared (decoded alone): the
     /// earlier copy of it, or this one kept as the copy.
     pub fn share_text(&mut self, text: &std::sync::Arc<str>) -> std::sync::Arc<str> {
-        if let Some(t) = self.texts.earlier(text) {
-            return t;
-        }
-        self.texts.remember(text);
-        std::sync::Arc::clone(text)
+        self.texts.get(&**text, |_| std::sync::Arc::clone(text))
     }
 
     /// [`CallTexts::arg_text`] of a text already shared (decoded alone).
     pub fn share_arg_text(&mut self, text: &std::sync::Arc<str>) -> std::sync::Arc<str> {
-        if let Some(t) = self.arg_texts.earlier(text) {
-            return t;
-        }
-        self.arg_texts.remember(text);
-        std::sync::Arc::clone(text)
+        self.arg_texts.get(&**text, |_| std::sync::Arc::clone(text))
     }
 
     /// [`CallTexts::key`] of a key already shared (decoded alone): the
     /// earlier copy of it, or this one kept as the copy.
     pub fn share_key(&mut self, key: &std::sync::Arc<KeyExpr>) -> std::sync::Arc<KeyExpr> {
-        if let Some(k) = self.keys.earlier(key) {
-            return k;
-        }
-        self.keys.remember(key);
-        std::sync::Arc::clone(key)
+        self.keys.get(&**key, |_| std::sync::Arc::clone(key))
     }
 }
 
