@@ -282,7 +282,8 @@ fn balanced(src: &str, language: Language) -> bool {
     use crate::frontend::pattern::lexer::{self, Kind};
     let mut open: Vec<char> = Vec::new();
     let mut lits = Vec::new();
-    for t in lexer::lex(src, language, &mut lits) {
+    let lexed = lexer::lex(src, language, &mut lits);
+    for t in lexed.toks() {
         if t.kind() != Kind::Punct {
             continue;
         }

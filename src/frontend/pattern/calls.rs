@@ -2,7 +2,7 @@
 //! depth, matching brackets, and method calls with their receiver chain and
 //! argument list (balanced brackets, split over any number of lines).
 
-use super::lexer::{Kind, Tok};
+use super::lexer::{Kind, Tok, Toks};
 use crate::facts::{Language, Scope};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::borrow::Cow;
@@ -124,7 +124,7 @@ const CONTROL: &[&str] = &[
     "except",
 ];
 
-fn is_close(t: &Tok) -> bool {
+fn is_close(t: Tok) -> bool {
     t.kind() == Kind::Punct && matches!(t.text(), ")" | "]" | "}")
 }
 
@@ -377,7 +377,7 @@ impl std::ops::Index<usize> for ScopeColumn {
     }
 }
 
-pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
+pub fn structure(toks: Toks, src: &str, lang: Language) -> Structure {
     let mut st = Structure {
         scopes: vec![Scope::default()],
         tok_scope: ScopeColumn::new(toks.len()),
@@ -406,7 +406,7 @@ pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
                 let floor = stack.len().saturating_sub(64);
                 if let Some(pos) = stack[floor..]
                     .iter()
-                    .rposition(|&o| toks[o].text() == want)
+                    .rposition(|&o| toks.at(o).text() == want)
                     .map(|p| p + floor)
                 {
                     let o = stack[pos];
@@ -443,7 +443,7 @@ pub fn structure(toks: &[Tok], src: &str, lang: Language) -> Structure {
 /// in an interface, a type literal or an abstract class) declare a method,
 /// they call nothing. A call that starts a statement is never followed by
 /// `:` (a ternary's call follows `?`).
-fn ts_signatures(toks: &[Tok], st: &mut Structure) {
+fn ts_signatures(toks: Toks, st: &mut Structure) {
     const MODIFIERS: &[&str] = &[
         "abstract",
         "public",
@@ -454,13 +454,13 @@ fn ts_signatures(toks: &[Tok], st: &mut Structure) {
         "declare",
     ];
     for i in 0..toks.len().saturating_sub(1) {
-        let t = &toks[i];
+        let t = toks.at(i);
         // generic: `getJSON<T>(key: string): Promise<T | null>;`
         let open = skip_type_params(toks, i + 1, Language::TypeScript);
         if !t.is_ident() || !toks.get(open).is_some_and(|o| o.is("(")) {
             continue;
         }
-        let prev = i.checked_sub(1).map(|p| &toks[p]);
+        let prev = i.checked_sub(1).map(|p| toks.at(p));
         // after a block, a statement, a modifier, or on a new line after the
         // previous member's type (never after `?`, `:`, `=` or an operator)
         let starts = prev.is_none_or(|p| {
@@ -571,13 +571,13 @@ fn test_class(name: &Option<String>) -> bool {
         .is_some_and(|n| n.ends_with("Test") || n.ends_with("Tests") || n.starts_with("Test"))
 }
 
-fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
+fn clike_scopes(toks: Toks, lang: Language, st: &mut Structure) {
     let mut frames = Frames::default();
     let mut head = 0usize; // first token of the current statement header
                            // an expression-bodied function: (end token, scope)
     let mut expr_scope: Option<(usize, u32)> = None;
     for i in 0..toks.len() {
-        let t = &toks[i];
+        let t = toks.at(i);
         let (s, d) = current(&frames);
         st.tok_scope.set(i, s);
         st.tok_depth.set(i, d);
@@ -612,7 +612,7 @@ fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
                 }
             }
             "{" => {
-                let prev = i.checked_sub(1).map(|p| toks[p].text()).unwrap_or("");
+                let prev = i.checked_sub(1).map(|p| toks.at(p).text()).unwrap_or("");
                 let type_lit = match lang {
                     Language::Go => {
                         matches!(prev, "interface" | "struct")
@@ -621,7 +621,7 @@ fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
                     Language::TypeScript => {
                         matches!(prev, ":" | "<" | "|" | "&")
                             && i > 0
-                            && toks[i - 1].kind() == Kind::Punct
+                            && toks.at(i - 1).kind() == Kind::Punct
                     }
                     _ => false,
                 } || destructured_param(toks, head, i, lang, &frames, st);
@@ -643,7 +643,7 @@ fn clike_scopes(toks: &[Tok], lang: Language, st: &mut Structure) {
 /// (`async release({ key }) {`) is a destructuring pattern, not the body;
 /// after `=` it is a parameter's default (`opts: Options = {}`).
 fn destructured_param(
-    toks: &[Tok],
+    toks: Toks,
     head: usize,
     i: usize,
     lang: Language,
@@ -652,7 +652,7 @@ fn destructured_param(
 ) -> bool {
     if !matches!(lang, Language::JavaScript | Language::TypeScript)
         || i == 0
-        || !(toks[i - 1].is("(") || toks[i - 1].is(",") || toks[i - 1].is("="))
+        || !(toks.at(i - 1).is("(") || toks.at(i - 1).is(",") || toks.at(i - 1).is("="))
         || head >= i
         || st.tok_paren[i] <= st.tok_paren[head]
     {
@@ -660,23 +660,23 @@ fn destructured_param(
     }
     let level = st.tok_paren[head];
     // the header's first parenthesis at its own level, and what precedes it
-    let Some(open) = (head..i).find(|&k| toks[k].is("(") && st.tok_paren[k] == level) else {
+    let Some(open) = (head..i).find(|&k| toks.at(k).is("(") && st.tok_paren[k] == level) else {
         return false;
     };
     // a generic method's type parameters stand between its name and the list
     let name_end = type_params_start(toks, open).unwrap_or(open);
-    if name_end <= head || !toks[name_end - 1].is_ident() {
+    if name_end <= head || !toks.at(name_end - 1).is_ident() {
         return false;
     }
     let in_class = matches!(frames.last(), Some((_, Frame::Class(_))));
-    let declares = (head..open).any(|k| toks[k].is("function"));
+    let declares = (head..open).any(|k| toks.at(k).is("function"));
     declares || in_class
 }
 
 /// JS/TS: the innermost open `{` is an object literal, not a block: it
 /// follows `return`, `=`, `(`, `,`, `:` or `[` (a block follows `)`, `=>`,
 /// `else`, `try`, or ends a statement).
-fn in_object_literal(toks: &[Tok], frames: &Frames) -> bool {
+fn in_object_literal(toks: Toks, frames: &Frames) -> bool {
     let Some(&(open, Frame::Block)) = frames.last() else {
         return false;
     };
@@ -688,13 +688,13 @@ fn in_object_literal(toks: &[Tok], frames: &Frames) -> bool {
 /// Kotlin `fun name(..): T = expr` and C# `T Name(..) => expr;`: a scope
 /// over the expression, returned as (end token, scope id).
 fn expression_body(
-    toks: &[Tok],
+    toks: Toks,
     lang: Language,
     i: usize,
     frames: &Frames,
     st: &mut Structure,
 ) -> Option<(usize, u32)> {
-    let t = &toks[i];
+    let t = toks.at(i);
     let (name_tok, open) = match lang {
         Language::Kotlin if t.is("fun") => {
             let mut j = skip_type_params(toks, i + 1, lang);
@@ -716,12 +716,16 @@ fn expression_body(
     let close = st.matching.get(&open)?;
     let mut j = close + 1;
     let limit = (j + 24).min(toks.len());
-    while j < limit && !toks[j].is("=") && !toks[j].is("=>") && !toks[j].is("{") && !toks[j].is(";")
+    while j < limit
+        && !toks.at(j).is("=")
+        && !toks.at(j).is("=>")
+        && !toks.at(j).is("{")
+        && !toks.at(j).is(";")
     {
         j += 1;
     }
     let arrow = if lang == Language::Kotlin { "=" } else { "=>" };
-    if j >= limit || !toks[j].is(arrow) {
+    if j >= limit || !toks.at(j).is(arrow) {
         return None;
     }
     let end = super::values::expr_end(toks, st, lang, j + 1);
@@ -729,7 +733,7 @@ fn expression_body(
     let owner = owner_of(frames);
     let is_test = test_class(&owner);
     st.scopes.push(Scope {
-        name: toks[name_tok].text().to_string(),
+        name: toks.at(name_tok).text().to_string(),
         owner,
         is_test,
     });
@@ -740,26 +744,26 @@ fn expression_body(
 /// The first `(` of `h` that can open a parameter list: not the arguments
 /// of an annotation (`@Conditional(X.class) public class P {`, TS
 /// decorators) nor inside a C# attribute (`[DebuggerDisplay("…")]`).
-fn first_param_paren(h: &[Tok]) -> usize {
+fn first_param_paren(h: Toks) -> usize {
     let mut i = 0;
     let mut square = 0usize;
     while i < h.len() {
-        let t = &h[i];
+        let t = h.at(i);
         if t.is("[") {
             square += 1;
         } else if t.is("]") {
             square = square.saturating_sub(1);
         } else if t.is("@") {
             i += 1;
-            while i < h.len() && (h[i].is_ident() || h[i].is(".")) {
+            while i < h.len() && (h.at(i).is_ident() || h.at(i).is(".")) {
                 i += 1;
             }
-            if i < h.len() && h[i].is("(") {
+            if i < h.len() && h.at(i).is("(") {
                 let mut depth = 0usize;
                 while i < h.len() {
-                    if h[i].is("(") {
+                    if h.at(i).is("(") {
                         depth += 1;
-                    } else if h[i].is(")") {
+                    } else if h.at(i).is(")") {
                         depth = depth.saturating_sub(1);
                         if depth == 0 {
                             break;
@@ -785,7 +789,7 @@ const MAX_TYPE_PARAM_TOKENS: usize = 64;
 /// name (`setJSON<T>(` in TypeScript, C# `Get<T>(`, Kotlin `fun <T> f(`,
 /// Go `Name[T any](`): the index after its closing bracket. `i` itself when
 /// `h[i]` opens none or the list does not close within a short header.
-pub(crate) fn skip_type_params(h: &[Tok], i: usize, lang: Language) -> usize {
+pub(crate) fn skip_type_params(h: Toks, i: usize, lang: Language) -> usize {
     let (open, close) = match lang {
         Language::Go => ("[", "]"),
         Language::TypeScript | Language::Java | Language::Kotlin | Language::CSharp => ("<", ">"),
@@ -811,20 +815,20 @@ pub(crate) fn skip_type_params(h: &[Tok], i: usize, lang: Language) -> usize {
 }
 
 /// The `<` of a type-parameter list that ends right before `h[end]`.
-fn type_params_start(h: &[Tok], end: usize) -> Option<usize> {
-    if !end.checked_sub(1).is_some_and(|l| h[l].is(">")) {
+fn type_params_start(h: Toks, end: usize) -> Option<usize> {
+    if !end.checked_sub(1).is_some_and(|l| h.at(l).is(">")) {
         return None;
     }
     let mut depth = 0usize;
     for k in (0..end).rev().take(MAX_TYPE_PARAM_TOKENS) {
-        if h[k].is(">") {
+        if h.at(k).is(">") {
             depth += 1;
-        } else if h[k].is("<") {
+        } else if h.at(k).is("<") {
             depth -= 1;
             if depth == 0 {
                 return Some(k);
             }
-        } else if h[k].is(";") {
+        } else if h.at(k).is(";") {
             break;
         }
     }
@@ -832,20 +836,20 @@ fn type_params_start(h: &[Tok], end: usize) -> Option<usize> {
 }
 
 fn classify_header(
-    toks: &[Tok],
+    toks: Toks,
     head: usize,
     open: usize,
     lang: Language,
     frames: &Frames,
     st: &mut Structure,
 ) -> Frame {
-    let h = &toks[head.min(open)..open];
+    let h = toks.slice(head.min(open)..open);
     // Some `Func` frame is open (what `current(frames).0 != 0` also implies).
     let in_func = frames.funcs > 0;
     // class-like: a keyword before any parameter list (`object value` in
     // `bool SetNx(string key, object value)` is a C# parameter)
     let before_params = first_param_paren(h);
-    for (k, t) in h[..before_params].iter().enumerate() {
+    for (k, t) in h.slice(..before_params).iter().enumerate() {
         if t.is_ident()
             && matches!(
                 t.text(),
@@ -864,22 +868,22 @@ fn classify_header(
             if let Some(n) = h.get(k + 1).filter(|n| n.is_ident() && !method) {
                 // Go: `type Name struct {`
                 if lang == Language::Go {
-                    if k >= 1 && h[k - 1].is_ident() {
-                        return Frame::Class(h[k - 1].text().to_string());
+                    if k >= 1 && h.at(k - 1).is_ident() {
+                        return Frame::Class(h.at(k - 1).text().to_string());
                     }
                     return Frame::Block;
                 }
                 return Frame::Class(n.text().to_string());
             }
-            if lang == Language::Go && t.text() == "struct" && k >= 1 && h[k - 1].is_ident() {
-                return Frame::Class(h[k - 1].text().to_string());
+            if lang == Language::Go && t.text() == "struct" && k >= 1 && h.at(k - 1).is_ident() {
+                return Frame::Class(h.at(k - 1).text().to_string());
             }
         }
     }
     let annotated_test = h.windows(2).any(|w| {
-        (w[0].is("@") || w[0].is("["))
+        (w.at(0).is("@") || w.at(0).is("["))
             && matches!(
-                w[1].text(),
+                w.at(1).text(),
                 "Test"
                     | "ParameterizedTest"
                     | "RepeatedTest"
@@ -927,7 +931,7 @@ fn classify_header(
         };
         if let Some(f) = last {
             let base = base + f;
-            let h = &h[f..];
+            let h = h.slice(f..);
             let mut k = 1;
             let mut recv_var = None;
             if h.get(1).is_some_and(|t| t.is("(")) {
@@ -937,12 +941,13 @@ fn classify_header(
                 }
                 // receiver type: last ident inside, before a generic
                 // type's arguments (`(c *Cache[K, V])`)
-                let recv = &toks[base + 1..close];
-                let recv = &recv[..recv.iter().position(|t| t.is("[")).unwrap_or(recv.len())];
+                let recv = toks.slice(base + 1..close);
+                let recv = recv.slice(..recv.iter().position(|t| t.is("[")).unwrap_or(recv.len()));
                 if let Some(ty) = recv.iter().rev().find(|t| t.is_ident()) {
                     owner = Some(ty.text().to_string());
                 }
-                let idents: Vec<&Tok> = toks[base + 1..close]
+                let idents: Vec<Tok> = toks
+                    .slice(base + 1..close)
                     .iter()
                     .filter(|t| t.is_ident())
                     .collect();
@@ -957,7 +962,7 @@ fn classify_header(
                 .get(k)
                 .filter(|n| n.is_ident() && h.get(p).is_some_and(|p| p.is("(")))
             {
-                let params = &toks[base + k..open];
+                let params = toks.slice(base + k..open);
                 let test =
                     n.text().starts_with("Test") && params.iter().any(|p| p.text() == "testing");
                 let frame = mk(st, n.text(), base + k, owner, test);
@@ -1014,15 +1019,15 @@ fn classify_header(
             .enumerate()
             .rposition(|(k, t)| t.is("=") && st.tok_paren[base + k] == level)
         {
-            if eq >= 1 && h[eq - 1].is_ident() && !in_func {
-                return mk(st, h[eq - 1].text(), base + eq - 1, owner, false);
+            if eq >= 1 && h.at(eq - 1).is_ident() && !in_func {
+                return mk(st, h.at(eq - 1).text(), base + eq - 1, owner, false);
             }
             if eq >= 1
-                && h[eq - 1].is_ident()
+                && h.at(eq - 1).is_ident()
                 && h.first()
                     .is_some_and(|t| matches!(t.text(), "const" | "let" | "var"))
             {
-                return mk(st, h[eq - 1].text(), base + eq - 1, owner, false);
+                return mk(st, h.at(eq - 1).text(), base + eq - 1, owner, false);
             }
         }
         return Frame::Block;
@@ -1060,7 +1065,7 @@ fn classify_header(
             && h.get(p).is_some_and(|p| p.is("("))
             && header_ends
         {
-            let name = h[k].text().to_string();
+            let name = h.at(k).text().to_string();
             return mk(st, &name, base + k, owner, false);
         }
     }
@@ -1071,10 +1076,10 @@ fn classify_header(
             // C# generic method: the name precedes its `<T>` (`Get<T>(`)
             let name_at = type_params_start(h, p).unwrap_or(p);
             if name_at >= 1
-                && h[name_at - 1].is_ident()
-                && !CONTROL.contains(&h[name_at - 1].text())
+                && h.at(name_at - 1).is_ident()
+                && !CONTROL.contains(&h.at(name_at - 1).text())
             {
-                let name = h[name_at - 1].text().to_string();
+                let name = h.at(name_at - 1).text().to_string();
                 return mk(st, &name, base + name_at - 1, owner, annotated_test);
             }
         }
@@ -1082,7 +1087,7 @@ fn classify_header(
     Frame::Block
 }
 
-fn python_scopes(toks: &[Tok], src: &str, st: &mut Structure) {
+fn python_scopes(toks: Toks, src: &str, st: &mut Structure) {
     // logical lines
     let mut lines: Vec<(usize, usize)> = Vec::new();
     let mut s = 0;
@@ -1090,10 +1095,10 @@ fn python_scopes(toks: &[Tok], src: &str, st: &mut Structure) {
         // a closing bracket at the start of a line continues the statement
         // (black's `) -> bool:` after a multi-line parameter list)
         if i == toks.len()
-            || (toks[i].nl()
+            || (toks.at(i).nl()
                 && st.tok_paren[i] == 0
-                && !toks[i - 1].is("\\")
-                && !is_close(&toks[i]))
+                && !toks.at(i - 1).is("\\")
+                && !is_close(toks.at(i)))
         {
             if s < i {
                 lines.push((s, i));
@@ -1103,7 +1108,7 @@ fn python_scopes(toks: &[Tok], src: &str, st: &mut Structure) {
     }
     let mut frames = Frames::default(); // (indent, frame)
     for (ls, le) in lines {
-        let ind = line_indent(src, toks[ls].start());
+        let ind = line_indent(src, toks.at(ls).start());
         while frames.last().is_some_and(|(fi, _)| *fi >= ind) {
             frames.pop();
         }
@@ -1113,18 +1118,18 @@ fn python_scopes(toks: &[Tok], src: &str, st: &mut Structure) {
             st.tok_depth.set(k, d);
         }
         let mut k = ls;
-        while k < le && toks[k].is("@") {
+        while k < le && toks.at(k).is("@") {
             // decorator line: nothing to open
             k = le;
         }
         if k >= le {
             continue;
         }
-        if toks[k].is("async") {
+        if toks.at(k).is("async") {
             k += 1;
         }
-        let ends_colon = toks[le - 1].is(":");
-        if k < le && toks[k].is("def") {
+        let ends_colon = toks.at(le - 1).is(":");
+        if k < le && toks.at(k).is("def") {
             if let Some(n) = toks.get(k + 1).filter(|n| n.is_ident()) {
                 let owner = owner_of(&frames);
                 let test = n.text().starts_with("test") || test_class(&owner);
@@ -1139,7 +1144,7 @@ fn python_scopes(toks: &[Tok], src: &str, st: &mut Structure) {
                 continue;
             }
         }
-        if k < le && toks[k].is("class") {
+        if k < le && toks.at(k).is("class") {
             if let Some(n) = toks.get(k + 1).filter(|n| n.is_ident()) {
                 frames.push((ind, Frame::Class(n.text().to_string())));
                 continue;
@@ -1151,22 +1156,25 @@ fn python_scopes(toks: &[Tok], src: &str, st: &mut Structure) {
     }
 }
 
-fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
+fn ruby_scopes(toks: Toks, st: &mut Structure) {
     // (opener token index, frame, closes with `}`)
     let mut frames = Frames::default();
     let mut braces: Vec<bool> = Vec::new(); // parallel: true when opened by `{`
     let mut skip_do_line: Option<usize> = None;
     let mut line_no = 0usize;
     for i in 0..toks.len() {
-        let t = &toks[i];
+        let t = toks.at(i);
         if t.nl() {
             line_no += 1;
         }
         let (s, d) = current(&frames);
         st.tok_scope.set(i, s);
         st.tok_depth.set(i, d);
-        let stmt_start =
-            i == 0 || t.nl() || toks[i - 1].is(";") || toks[i - 1].is("=") || toks[i - 1].is("(");
+        let stmt_start = i == 0
+            || t.nl()
+            || toks.at(i - 1).is(";")
+            || toks.at(i - 1).is("=")
+            || toks.at(i - 1).is("(");
         if t.kind() == Kind::Punct {
             match t.text() {
                 "{" => {
@@ -1186,7 +1194,7 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
         if t.kind() != Kind::Ident {
             continue;
         }
-        let prev_dot = i > 0 && (toks[i - 1].is(".") || toks[i - 1].is("&."));
+        let prev_dot = i > 0 && (toks.at(i - 1).is(".") || toks.at(i - 1).is("&."));
         if prev_dot {
             continue;
         }
@@ -1254,7 +1262,7 @@ fn ruby_scopes(toks: &[Tok], st: &mut Structure) {
 }
 
 /// Splits `(`…`)` contents at top-level commas.
-pub fn split_args<'a>(toks: &[Tok<'a>], st: &Structure, open: usize, close: usize) -> Vec<Arg<'a>> {
+pub fn split_args<'a>(toks: Toks<'a>, st: &Structure, open: usize, close: usize) -> Vec<Arg<'a>> {
     let mut out = Vec::new();
     split_args_into(toks, st, open, close, &mut out);
     out
@@ -1262,7 +1270,7 @@ pub fn split_args<'a>(toks: &[Tok<'a>], st: &Structure, open: usize, close: usiz
 
 /// [`split_args`], the arguments pushed onto `out`.
 fn split_args_into<'a>(
-    toks: &[Tok<'a>],
+    toks: Toks<'a>,
     st: &Structure,
     open: usize,
     close: usize,
@@ -1271,7 +1279,7 @@ fn split_args_into<'a>(
     let mut s = open + 1;
     let mut k = open + 1;
     while k < close {
-        let t = &toks[k];
+        let t = toks.at(k);
         if t.kind() == Kind::Punct && matches!(t.text(), "(" | "[" | "{") {
             if let Some(m) = st.matching.get(&k) {
                 if m > k && m < close {
@@ -1291,23 +1299,23 @@ fn split_args_into<'a>(
     }
 }
 
-fn make_arg<'a>(toks: &[Tok<'a>], s: usize, e: usize) -> Arg<'a> {
+fn make_arg<'a>(toks: Toks<'a>, s: usize, e: usize) -> Arg<'a> {
     // `name=value`, `name: value`, `name => value` (named/keyword arguments)
-    if e > s + 2 && toks[s].is_ident() {
-        let sep = &toks[s + 1];
+    if e > s + 2 && toks.at(s).is_ident() {
+        let sep = toks.at(s + 1);
         if sep.is("=") || sep.is(":") {
             return Arg {
                 start: s + 2,
                 end: e,
-                name: Some(toks[s].text()),
+                name: Some(toks.at(s).text()),
             };
         }
     }
-    if e > s + 2 && toks[s].kind() == Kind::Str && toks[s + 1].is("=>") {
+    if e > s + 2 && toks.at(s).kind() == Kind::Str && toks.at(s + 1).is("=>") {
         return Arg {
             start: s + 2,
             end: e,
-            name: Some(toks[s].text()),
+            name: Some(toks.at(s).text()),
         };
     }
     Arg {
@@ -1319,7 +1327,7 @@ fn make_arg<'a>(toks: &[Tok<'a>], s: usize, e: usize) -> Arg<'a> {
 
 /// `( (T) x )` between `open` and `close` (C#/Java casts): `(T, x)`.
 fn cast_in_parens<'a>(
-    toks: &[Tok<'a>],
+    toks: Toks<'a>,
     st: &Structure,
     open: usize,
     close: usize,
@@ -1329,22 +1337,22 @@ fn cast_in_parens<'a>(
         return None;
     }
     let m = st.matching.get(&inner)?;
-    if m + 2 != close || !toks[m + 1].is_ident() || m <= inner + 1 {
+    if m + 2 != close || !toks.at(m + 1).is_ident() || m <= inner + 1 {
         return None;
     }
-    let ty = &toks[inner + 1..m];
+    let ty = toks.slice(inner + 1..m);
     let ok = ty
         .iter()
         .enumerate()
         .all(|(i, t)| if i % 2 == 0 { t.is_ident() } else { t.is(".") });
-    (ok && ty.len() % 2 == 1).then(|| (ty[ty.len() - 1].text(), toks[m + 1].text()))
+    (ok && ty.len() % 2 == 1).then(|| (ty.at(ty.len() - 1).text(), toks.at(m + 1).text()))
 }
 
 /// Walks back over a receiver chain ending just before `name_tok`; its
 /// segments are pushed onto `segs`, outermost first. Returns the chain's
 /// first token.
 fn receiver<'a>(
-    toks: &[Tok<'a>],
+    toks: Toks<'a>,
     st: &Structure,
     name_tok: usize,
     segs: &mut Vec<Cow<'a, str>>,
@@ -1354,16 +1362,16 @@ fn receiver<'a>(
     let mut guard = 0;
     while k >= 2 && guard < 64 {
         guard += 1;
-        let sep = &toks[k - 1];
+        let sep = toks.at(k - 1);
         if !(sep.is(".") || sep.is("->") || sep.is("?.") || sep.is("::") || sep.is("&.")) {
             break;
         }
         let mut j = k - 2;
         // `!!.` Kotlin, `!.` TS non-null
-        while j > 0 && toks[j].is("!") {
+        while j > 0 && toks.at(j).is("!") {
             j -= 1;
         }
-        let t = &toks[j];
+        let t = toks.at(j);
         if t.is_ident() || t.kind() == Kind::Str {
             segs.push(Cow::Borrowed(t.text()));
             k = j;
@@ -1374,8 +1382,8 @@ fn receiver<'a>(
             if o >= j {
                 break;
             }
-            if t.is(")") && o >= 1 && toks[o - 1].is_ident() {
-                segs.push(Cow::Owned(format!("{}()", toks[o - 1].text())));
+            if t.is(")") && o >= 1 && toks.at(o - 1).is_ident() {
+                segs.push(Cow::Owned(format!("{}()", toks.at(o - 1).text())));
                 k = o - 1;
                 continue;
             }
@@ -1389,9 +1397,9 @@ fn receiver<'a>(
             segs.push(Cow::Borrowed("?"));
             k = o;
             // an index or a parenthesised expression: continue before it
-            if o >= 1 && toks[o - 1].is_ident() && !t.is(")") {
+            if o >= 1 && toks.at(o - 1).is_ident() && !t.is(")") {
                 k = o - 1;
-                segs.push(Cow::Borrowed(toks[o - 1].text()));
+                segs.push(Cow::Borrowed(toks.at(o - 1).text()));
             }
             continue;
         }
@@ -1412,7 +1420,7 @@ pub fn call_at<'c, 'a>(calls: &'c [Call<'a>], name_tok: usize) -> Option<&'c Cal
 /// Every call `name(args)` in the stream (and paren-less Ruby method calls);
 /// their arguments and receivers go to `table`.
 pub fn calls<'a, 'b>(
-    toks: &[Tok<'a>],
+    toks: Toks<'a>,
     st: &Structure,
     lang: Language,
     table: &'b mut CallTable<'a>,
@@ -1437,7 +1445,7 @@ pub fn calls<'a, 'b>(
     let args = &mut table.args;
     let recvs = &mut table.recv;
     for i in 0..toks.len() {
-        let t = &toks[i];
+        let t = toks.at(i);
         if t.kind() != Kind::Ident {
             continue;
         }
@@ -1448,18 +1456,22 @@ pub fn calls<'a, 'b>(
             let mut j = i + 2;
             while j < toks.len()
                 && j < i + 12
-                && (toks[j].is_ident() || toks[j].is(",") || toks[j].is(".") || toks[j].is("?"))
+                && (toks.at(j).is_ident()
+                    || toks.at(j).is(",")
+                    || toks.at(j).is(".")
+                    || toks.at(j).is("?"))
             {
                 j += 1;
             }
             if toks.get(j).is_some_and(|x| x.is(">"))
                 && toks.get(j + 1).is_some_and(|x| x.is("("))
-                && !toks[j + 1].nl()
+                && !toks.at(j + 1).nl()
             {
                 open = j + 1;
             }
         }
-        if toks.get(open).is_some_and(|n| n.is("(")) && !(lang == Language::Ruby && toks[open].nl())
+        if toks.get(open).is_some_and(|n| n.is("("))
+            && !(lang == Language::Ruby && toks.at(open).nl())
         {
             let Some(close) = st.matching.get(&open) else {
                 continue;
@@ -1480,7 +1492,7 @@ pub fn calls<'a, 'b>(
             continue;
         }
         // Ruby `recv.name arg, arg` (paren-less, same line)
-        if lang == Language::Ruby && i >= 1 && toks[i - 1].is(".") {
+        if lang == Language::Ruby && i >= 1 && toks.at(i - 1).is(".") {
             let Some(n) = next else { continue };
             if n.nl() {
                 continue;
@@ -1498,8 +1510,8 @@ pub fn calls<'a, 'b>(
             // the args run to the end of the line (continuing after a trailing comma)
             let mut k = i + 1;
             while k < toks.len() {
-                let x = &toks[k];
-                if k > i + 1 && x.nl() && !toks[k - 1].is(",") {
+                let x = toks.at(k);
+                if k > i + 1 && x.nl() && !toks.at(k - 1).is(",") {
                     break;
                 }
                 if x.is_ident()
@@ -1531,7 +1543,8 @@ pub fn calls<'a, 'b>(
             let mut s = i + 1;
             let mut j = i + 1;
             while j < k {
-                if toks[j].kind() == Kind::Punct && matches!(toks[j].text(), "(" | "[" | "{") {
+                if toks.at(j).kind() == Kind::Punct && matches!(toks.at(j).text(), "(" | "[" | "{")
+                {
                     if let Some(m) = st.matching.get(&j) {
                         if m > j && m < k {
                             j = m + 1;
@@ -1539,7 +1552,7 @@ pub fn calls<'a, 'b>(
                         }
                     }
                 }
-                if toks[j].is(",") {
+                if toks.at(j).is(",") {
                     args.push(make_arg(toks, s, j));
                     s = j + 1;
                 }

@@ -77,15 +77,15 @@ fn list_first(an: &Analyzer, a: usize, e: usize) -> Option<(usize, usize)> {
         return None;
     }
     let last = e - 1;
-    if !(toks[last].is(")") || toks[last].is("]") || toks[last].is("}")) {
+    if !(toks.at(last).is(")") || toks.at(last).is("]") || toks.at(last).is("}")) {
         return None;
     }
     let open = an.st.matching.get(&last)?;
     if open < a {
         return None;
     }
-    if toks[open].is("(") {
-        let ctor = open.checked_sub(1).map(|k| toks[k].text()).unwrap_or("");
+    if toks.at(open).is("(") {
+        let ctor = open.checked_sub(1).map(|k| toks.at(k).text()).unwrap_or("");
         if !matches!(
             ctor,
             "of" | "asList"
@@ -312,7 +312,7 @@ impl<'a> Analyzer<'a> {
     /// `boundValueOps(key)` in the receiver chain: its key argument.
     fn bound_key(&self, c: &Call) -> Option<(usize, usize)> {
         for k in c.recv_start..c.name_tok {
-            let t = &self.toks[k];
+            let t = self.toks.at(k);
             if t.is_ident()
                 && matches!(
                     t.text(),
@@ -331,7 +331,7 @@ impl<'a> Analyzer<'a> {
     /// The call's receiver chain binds a hash key (`boundHashOps(k)`).
     fn bound_hash(&self, c: &Call) -> bool {
         (c.recv_start..c.name_tok)
-            .any(|k| self.toks[k].is_ident() && self.toks[k].text() == "boundHashOps")
+            .any(|k| self.toks.at(k).is_ident() && self.toks.at(k).text() == "boundHashOps")
     }
 
     pub fn classify(&self, c: &Call, all: &[Call]) -> Vec<Draft> {
@@ -342,7 +342,7 @@ impl<'a> Analyzer<'a> {
         let toks = self.toks;
         // a declaration without a body: `Boolean setIfAbsent(String k, …);`, `def del(self, k)`
         if c.recv.is_empty() && c.name_tok > 0 {
-            let p = &toks[c.name_tok - 1];
+            let p = toks.at(c.name_tok - 1);
             let decl_prev = (p.is_ident()
                 && !matches!(
                     p.text(),
@@ -437,7 +437,7 @@ impl<'a> Analyzer<'a> {
         let value_at = |i: usize| pos.get(i).map(|a| self.vals.value(a.start, a.end, scope));
         let raw_first = pos
             .first()
-            .filter(|a| a.end == a.start + 1 && toks[a.start].kind() == Kind::Str);
+            .filter(|a| a.end == a.start + 1 && toks.at(a.start).kind() == Kind::Str);
         let lname = if self.cache_add(c, &lname) {
             "setnx".to_string()
         } else {
@@ -481,7 +481,7 @@ impl<'a> Analyzer<'a> {
             // ServiceStack.Redis `SetValue(k, v[, expireIn])`
             "set" | "stringset" | "setargs" | "setvalue" => {
                 if raw_first.is_some()
-                    && self.toks[raw_first.map(|a| a.start).unwrap_or(0)]
+                    && self.toks.at(raw_first.map(|a| a.start).unwrap_or(0))
                         .text()
                         .eq_ignore_ascii_case("set")
                     && c.args.len() > 3
@@ -623,12 +623,12 @@ impl<'a> Analyzer<'a> {
                     .is_some_and(|r| self.redis_recvs.contains(&r));
                 let mut out = Vec::new();
                 for a in &pos {
-                    if toks[a.start].is("new")
-                        || toks[a.start].is("{")
+                    if toks.at(a.start).is("new")
+                        || toks.at(a.start).is("{")
                         // a lambda (`k -> …`, `x => …`); in PHP `->` is member
                         // access (`del($this->lockName($job))`), its arrow fn `fn() =>`
                         || (a.start..a.end).any(|k| {
-                            (toks[k].is("->") && self.lang != Language::Php) || toks[k].is("=>")
+                            (toks.at(k).is("->") && self.lang != Language::Php) || toks.at(k).is("=>")
                         })
                     {
                         continue;
@@ -766,7 +766,7 @@ impl<'a> Analyzer<'a> {
         if !ttl {
             return false;
         }
-        let Some(prev) = c.recv_start.checked_sub(1).map(|k| &self.toks[k]) else {
+        let Some(prev) = c.recv_start.checked_sub(1).map(|k| self.toks.at(k)) else {
             return false;
         };
         // returned: an acquire only from a function named like one
@@ -880,7 +880,7 @@ impl<'a> Analyzer<'a> {
                 let t = self.arg_text(a);
                 if !t.contains("When.")
                     && !t.contains('{')
-                    && !(a.start..a.end).any(|k| toks[k].kind() == Kind::Str)
+                    && !(a.start..a.end).any(|k| toks.at(k).kind() == Kind::Str)
                 {
                     set_exp(!self.vals.is_zero_ttl(a.start, a.end), &mut expiry);
                 }
@@ -891,7 +891,7 @@ impl<'a> Analyzer<'a> {
         let mut k = start;
         let end = c.end.saturating_sub(1).max(start);
         while k < end {
-            let t = &toks[k];
+            let t = toks.at(k);
             // a constant bound to a flag literal: `SET_IF_NOT_EXIST = "NX"`
             let resolved = self.flag_const(k, scope_of(k));
             let low = resolved
@@ -904,7 +904,7 @@ impl<'a> Analyzer<'a> {
                 || resolved.is_some()
                 || (t.is_ident()
                     && (next.is_some_and(|n| n.is("(") || n.is(":") || n.is("="))
-                        || (k > 0 && toks[k - 1].is("."))));
+                        || (k > 0 && toks.at(k - 1).is("."))));
             if is_flag_tok {
                 match low.as_str() {
                     "nx" | "notexists" | "ifnotexists" => {
@@ -927,10 +927,10 @@ impl<'a> Analyzer<'a> {
                         } else {
                             let mut j = vs;
                             while j < end
-                                && !toks[j].is(",")
-                                && !toks[j].is("}")
-                                && !toks[j].is("]")
-                                && !toks[j].is(")")
+                                && !toks.at(j).is(",")
+                                && !toks.at(j).is("}")
+                                && !toks.at(j).is("]")
+                                && !toks.at(j).is(")")
                             {
                                 j += 1;
                             }
@@ -977,15 +977,15 @@ impl<'a> Analyzer<'a> {
         // expression (SPEC §2).
         if expiry.is_none() {
             for a in pos.iter().skip(from) {
-                if (a.start..a.end).any(|j| toks[j].kind() == Kind::Str)
+                if (a.start..a.end).any(|j| toks.at(j).kind() == Kind::Str)
                     || self.vals.is_zero_ttl(a.start, a.end)
                 {
                     continue;
                 }
                 let named_expiry = (a.start..a.end).any(|j| {
-                    toks[j].is_ident()
-                        && !(j + 1 < a.end && toks[j + 1].is("("))
-                        && crate::words::word_parts(toks[j].text()).iter().any(|w| {
+                    toks.at(j).is_ident()
+                        && !(j + 1 < a.end && toks.at(j + 1).is("("))
+                        && crate::words::word_parts(toks.at(j).text()).iter().any(|w| {
                             matches!(
                                 w.as_str(),
                                 "expiration" | "expiry" | "ttl" | "timeout" | "expire" | "lease"
@@ -1012,11 +1012,11 @@ impl<'a> Analyzer<'a> {
             return None;
         }
         let toks = self.toks;
-        let has_str = |a: &Arg| (a.start..a.end).any(|j| toks[j].kind() == Kind::Str);
+        let has_str = |a: &Arg| (a.start..a.end).any(|j| toks.at(j).kind() == Kind::Str);
         let idents = |a: &Arg| {
             (a.start..a.end)
-                .filter(|&j| toks[j].is_ident())
-                .map(|j| toks[j].text())
+                .filter(|&j| toks.at(j).is_ident())
+                .map(|j| toks.at(j).text())
                 .collect::<Vec<&str>>()
         };
         let words_of = |a: &Arg| {
@@ -1081,12 +1081,12 @@ impl<'a> Analyzer<'a> {
             }
         }
         for k in s..e {
-            let t = &self.toks[k];
+            let t = self.toks.at(k);
             if t.is_ident() {
                 let mut name = t.text().to_string();
                 if k >= 2
-                    && self.toks[k - 1].is(".")
-                    && matches!(self.toks[k - 2].text(), "this" | "self")
+                    && self.toks.at(k - 1).is(".")
+                    && matches!(self.toks.at(k - 2).text(), "this" | "self")
                 {
                     name = format!("this.{name}");
                 }
@@ -1119,9 +1119,9 @@ impl<'a> Analyzer<'a> {
         while i < rest.len() {
             let a = rest[i];
             // node-redis `{ keys: [k], arguments: [..] }`
-            if toks[a.start].is("{") {
+            if toks.at(a.start).is("{") {
                 for k in a.start..a.end {
-                    if toks[k].text() == "keys" && toks.get(k + 1).is_some_and(|x| x.is(":")) {
+                    if toks.at(k).text() == "keys" && toks.get(k + 1).is_some_and(|x| x.is(":")) {
                         let vs = k + 2;
                         if toks.get(vs).is_some_and(|x| x.is("[")) {
                             if let Some(m) = self.st.matching.get(&vs) {
@@ -1138,8 +1138,8 @@ impl<'a> Analyzer<'a> {
             if let Some((s, e)) = list_first(self, a.start, a.end) {
                 return self.vals.key(s, e, scope);
             }
-            if a.end == a.start + 1 && toks[a.start].kind() == Kind::Num {
-                if toks[a.start].text() == "0" {
+            if a.end == a.start + 1 && toks.at(a.start).kind() == Kind::Num {
+                if toks.at(a.start).text() == "0" {
                     return KeyExpr::unknown();
                 }
                 if let Some(n) = rest.get(i + 1) {
@@ -1224,8 +1224,8 @@ impl<'a> Analyzer<'a> {
         // (and `args = append(args, "PX", ttl)`) built just before
         if self.lang == Language::Go {
             if let Some(&(s, e)) = items.last() {
-                if e == s + 2 && toks[s].is_ident() && toks[s + 1].is("...") {
-                    if let Some(spread) = self.go_arg_list(toks[s].text(), s, scope) {
+                if e == s + 2 && toks.at(s).is_ident() && toks.at(s + 1).is("...") {
+                    if let Some(spread) = self.go_arg_list(toks.at(s).text(), s, scope) {
                         items.pop();
                         items.extend(spread);
                     }
@@ -1233,7 +1233,7 @@ impl<'a> Analyzer<'a> {
             }
         }
         // an array of the whole command
-        if items.len() == 1 && toks[items[0].0].is("[") {
+        if items.len() == 1 && toks.at(items[0].0).is("[") {
             if let Some(m) = self.st.matching.get(&items[0].0) {
                 items = super::calls::split_args(toks, self.st, items[0].0, m)
                     .into_iter()
@@ -1244,10 +1244,10 @@ impl<'a> Analyzer<'a> {
         let Some(&(cs, ce)) = items.first() else {
             return Vec::new();
         };
-        if ce != cs + 1 || toks[cs].kind() != Kind::Str {
+        if ce != cs + 1 || toks.at(cs).kind() != Kind::Str {
             return Vec::new();
         }
-        let cmd = toks[cs].text().to_ascii_lowercase();
+        let cmd = toks.at(cs).text().to_ascii_lowercase();
         let args = &items[1..];
         let mk = |kind: OpKind, key: KeyExpr, value| Draft {
             kind,
@@ -1262,8 +1262,8 @@ impl<'a> Analyzer<'a> {
             args.get(i)
                 .filter(|&&(s, e)| e == s + 1)
                 .and_then(|&(s, _)| {
-                    if toks[s].kind() == Kind::Str {
-                        Some(toks[s].text().to_ascii_lowercase())
+                    if toks.at(s).kind() == Kind::Str {
+                        Some(toks.at(s).text().to_ascii_lowercase())
                     } else {
                         self.flag_const(s, scope)
                     }
@@ -1354,8 +1354,8 @@ impl<'a> Analyzer<'a> {
                 let key = match args.get(1) {
                     Some(&(ns, ne))
                         if ne == ns + 1
-                            && toks[ns].kind() == Kind::Num
-                            && toks[ns].text() != "0" =>
+                            && toks.at(ns).kind() == Kind::Num
+                            && toks.at(ns).text() != "0" =>
                     {
                         args.get(2)
                             .map(|&(a, b)| self.vals.key(a, b, scope))
@@ -1382,8 +1382,8 @@ impl<'a> Analyzer<'a> {
             if !in_scope(k) {
                 break;
             }
-            if toks[k].text() == name
-                && toks[k].is_ident()
+            if toks.at(k).text() == name
+                && toks.at(k).is_ident()
                 && toks.get(k + 1).is_some_and(|t| t.is(":=") || t.is("="))
                 && toks.get(k + 2).is_some_and(|t| t.is("["))
                 && toks.get(k + 3).is_some_and(|t| t.is("]"))
@@ -1398,7 +1398,7 @@ impl<'a> Analyzer<'a> {
         let stop = (k + 10).min(at);
         let mut body = None;
         while open < stop {
-            if toks[open].is("{") {
+            if toks.at(open).is("{") {
                 let m = self.st.matching.get(&open)?;
                 if m == open + 1 && toks.get(m + 1).is_some_and(|t| t.is("{")) {
                     open = m + 1; // `interface{}` then the literal's `{`
@@ -1420,10 +1420,10 @@ impl<'a> Analyzer<'a> {
         // appends between the literal and the call
         let mut j = m;
         while j + 4 < at {
-            if toks[j].text() == name
-                && toks[j + 1].is("=")
-                && toks[j + 2].is("append")
-                && toks[j + 3].is("(")
+            if toks.at(j).text() == name
+                && toks.at(j + 1).is("=")
+                && toks.at(j + 2).is("append")
+                && toks.at(j + 3).is("(")
                 && toks.get(j + 4).is_some_and(|t| t.text() == name)
             {
                 if let Some(close) = self.st.matching.get(&(j + 3)) {
@@ -1455,7 +1455,7 @@ impl<'a> Analyzer<'a> {
             && toks.get(k + 2).is_some_and(|t| t.is("("))
         {
             guard += 1;
-            let name = toks[k + 1].text().to_ascii_lowercase();
+            let name = toks.at(k + 1).text().to_ascii_lowercase();
             let open = k + 2;
             let close = self.st.matching.get(&open)?;
             let inner = (open + 1, close);

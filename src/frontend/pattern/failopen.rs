@@ -9,10 +9,10 @@ use super::Analyzer;
 use crate::facts::{FailOpen, Op, OpKind, Span, ValueExpr};
 use rustc_hash::FxHashSet as HashSet;
 
-fn is_true(t: &Tok) -> bool {
+fn is_true(t: Tok) -> bool {
     t.is("true") || t.is("True")
 }
-fn is_null(t: &Tok) -> bool {
+fn is_null(t: Tok) -> bool {
     matches!(t.text(), "null" | "nil" | "None" | "undefined") && t.kind() == Kind::Ident
 }
 
@@ -32,7 +32,10 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
         };
         let mut push = |s: usize, e: usize| {
             let last = toks.len().saturating_sub(1);
-            let span = Span::new(toks[s.min(last)].start(), toks[e.max(s).min(last)].end());
+            let span = Span::new(
+                toks.at(s.min(last)).start(),
+                toks.at(e.max(s).min(last)).end(),
+            );
             if starts.insert(span.start) {
                 out.push(FailOpen {
                     span,
@@ -53,7 +56,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
             let Some(close) = an.st.matching.get(&(k + 2)) else {
                 break;
             };
-            let name = toks[k + 1].text();
+            let name = toks.at(k + 1).text();
             if matches!(
                 name,
                 "catch"
@@ -64,7 +67,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                     | "onErrorReturnItem"
                     | "rescue"
             ) && (k + 3..close).any(|j| {
-                is_true(&toks[j]) || (toks[j].kind() == Kind::Str && toks[j].text() == "OK")
+                is_true(toks.at(j)) || (toks.at(j).kind() == Kind::Str && toks.at(j).text() == "OK")
             }) {
                 push(k + 1, close);
             }
@@ -78,17 +81,17 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
         // 2. prefix: !Boolean.FALSE.equals(call), Boolean.FALSE != call
         let rs = call.recv_start;
         if rs >= 7
-            && toks[rs - 7].is("!")
-            && toks[rs - 6].is("Boolean")
-            && toks[rs - 4].is("FALSE")
-            && toks[rs - 2].is("equals")
+            && toks.at(rs - 7).is("!")
+            && toks.at(rs - 6).is("Boolean")
+            && toks.at(rs - 4).is("FALSE")
+            && toks.at(rs - 2).is("equals")
         {
             push(rs - 7, rs - 1);
         }
         if rs >= 4
-            && toks[rs - 4].is("Boolean")
-            && toks[rs - 2].is("FALSE")
-            && toks[rs - 1].is("!=")
+            && toks.at(rs - 4).is("Boolean")
+            && toks.at(rs - 2).is("FALSE")
+            && toks.at(rs - 1).is("!=")
         {
             push(rs - 4, rs - 1);
         }
@@ -102,14 +105,14 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
             while j > 0 && g < 12 {
                 j -= 1;
                 g += 1;
-                let t = &toks[j];
+                let t = toks.at(j);
                 if t.is("=") || t.is(":=") {
                     // idents before it on the same statement
                     let mut names = Vec::new();
                     let mut q = j;
                     while q > 0 {
                         q -= 1;
-                        let x = &toks[q];
+                        let x = toks.at(q);
                         if x.is_ident() {
                             names.push(x.text().to_string());
                         } else if !x.is(",") && !x.is(":") {
@@ -152,7 +155,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                 if !in_scope(j) {
                     break;
                 }
-                if toks[j].text() != v || toks[j].kind() != Kind::Ident {
+                if toks.at(j).text() != v || toks.at(j).kind() != Kind::Ident {
                     continue;
                 }
                 let a = toks.get(j + 1);
@@ -202,8 +205,8 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                 }
                 // null == v || …
                 if j >= 2
-                    && is_null(&toks[j - 2])
-                    && (toks[j - 1].is("==") || toks[j - 1].is("==="))
+                    && is_null(toks.at(j - 2))
+                    && (toks.at(j - 1).is("==") || toks.at(j - 1).is("==="))
                     && a.is("||")
                     && !negated(j + 2)
                 {
@@ -212,10 +215,10 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                 }
                 // !Boolean.FALSE.equals(v)
                 if j >= 6
-                    && toks[j - 6].is("!")
-                    && toks[j - 5].is("Boolean")
-                    && toks[j - 3].is("FALSE")
-                    && toks[j - 1].is("(")
+                    && toks.at(j - 6).is("!")
+                    && toks.at(j - 5).is("Boolean")
+                    && toks.at(j - 3).is("FALSE")
+                    && toks.at(j - 1).is("(")
                 {
                     push(j - 6, j + 1);
                     break;
@@ -228,7 +231,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                 if !in_scope(j) {
                     break;
                 }
-                if toks[j].is("if")
+                if toks.at(j).is("if")
                     && toks.get(j + 1).is_some_and(|t| t.text() == ev)
                     && toks.get(j + 2).is_some_and(|t| t.is("!="))
                     && toks.get(j + 3).is_some_and(|t| t.is("nil"))
@@ -238,7 +241,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                         break;
                     };
                     for q in j + 5..close {
-                        if toks[q].is("return") && toks.get(q + 1).is_some_and(is_true) {
+                        if toks.at(q).is("return") && toks.get(q + 1).is_some_and(is_true) {
                             push(q, q + 1);
                         }
                     }
@@ -257,10 +260,10 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                 break;
             }
             let dj = an.st.tok_depth[j];
-            let t = &toks[j];
+            let t = toks.at(j);
             let handler = t.is_ident()
                 && matches!(t.text(), "catch" | "except" | "rescue")
-                && !toks[j - 1].is(".");
+                && !toks.at(j - 1).is(".");
             if handler {
                 let ok_depth = if an.lang == crate::facts::Language::Ruby {
                     dj <= d
@@ -302,7 +305,7 @@ fn encloses(an: &Analyzer, at: usize, inner: usize) -> bool {
     let toks = an.toks;
     let mut k = at;
     for _ in 0..16 {
-        if k == 0 || !toks[k - 1].is("}") {
+        if k == 0 || !toks.at(k - 1).is("}") {
             return false;
         }
         let Some(open) = an.st.matching.get(&(k - 1)) else {
@@ -312,19 +315,19 @@ fn encloses(an: &Analyzer, at: usize, inner: usize) -> bool {
         let mut h = open;
         // `catch (E e)`, C# `catch (E) when (cond)`
         for _ in 0..2 {
-            if h >= 1 && toks[h - 1].is(")") {
+            if h >= 1 && toks.at(h - 1).is(")") {
                 match an.st.matching.get(&(h - 1)) {
                     Some(o) if o < h => h = o,
                     _ => return false,
                 }
             }
-            if h >= 1 && toks[h - 1].is("when") {
+            if h >= 1 && toks.at(h - 1).is("when") {
                 h -= 1;
             } else {
                 break;
             }
         }
-        if h >= 1 && toks[h - 1].is("catch") {
+        if h >= 1 && toks.at(h - 1).is("catch") {
             k = h - 1;
             continue;
         }
@@ -341,10 +344,10 @@ fn py_encloses(an: &Analyzer, from: usize, at: usize) -> bool {
     let d = an.st.tok_depth[at];
     let mut head = from;
     for k in from..at {
-        if toks[k].nl() {
+        if toks.at(k).nl() {
             head = k;
         }
-        if an.st.tok_depth[k] <= d && !toks[head].is("except") {
+        if an.st.tok_depth[k] <= d && !toks.at(head).is("except") {
             return false;
         }
     }
@@ -358,14 +361,14 @@ fn fail_open_in_handler(an: &Analyzer, bs: usize, be: usize, scope: u32) -> Opti
     let toks = an.toks;
     // Kotlin: `try { … } catch (e: Exception) { true }` is an expression whose
     // value is the handler's last expression
-    if an.lang == crate::facts::Language::Kotlin && be > bs + 1 && toks[be].is("}") {
+    if an.lang == crate::facts::Language::Kotlin && be > bs + 1 && toks.at(be).is("}") {
         let last = be - 1;
-        if is_true(&toks[last]) && (toks[last].nl() || toks[last - 1].is("{")) {
+        if is_true(toks.at(last)) && (toks.at(last).nl() || toks.at(last - 1).is("{")) {
             return Some((last, last));
         }
     }
     for q in bs..be {
-        if toks[q].is("return") {
+        if toks.at(q).is("return") {
             if toks.get(q + 1).is_some_and(is_true) {
                 return Some((q, q + 1));
             }
@@ -374,24 +377,24 @@ fn fail_open_in_handler(an: &Analyzer, bs: usize, be: usize, scope: u32) -> Opti
                 return Some((q, e - 1));
             }
         }
-        if an.lang == crate::facts::Language::Ruby && is_true(&toks[q]) && toks[q].nl() {
+        if an.lang == crate::facts::Language::Ruby && is_true(toks.at(q)) && toks.at(q).nl() {
             return Some((q, q));
         }
-        if toks[q].is("=>") && toks.get(q + 1).is_some_and(is_true) {
+        if toks.at(q).is("=>") && toks.get(q + 1).is_some_and(is_true) {
             return Some((q + 1, q + 1));
         }
         // `ok = true` … `return ok` after the handler
-        if toks[q].is_ident()
+        if toks.at(q).is_ident()
             && toks.get(q + 1).is_some_and(|t| t.is("="))
             && toks.get(q + 2).is_some_and(is_true)
             && q > bs
-            && !toks[q - 1].is(".")
-            && !toks[q - 1].is("->")
+            && !toks.at(q - 1).is(".")
+            && !toks.at(q - 1).is("->")
         {
-            let v = &toks[q].text();
+            let v = toks.at(q).text();
             let mut r = be;
             while r + 1 < toks.len() && an.st.tok_scope.get(r) == Some(&scope) {
-                if toks[r].is("return") && toks[r + 1].text() == *v {
+                if toks.at(r).is("return") && toks.at(r + 1).text() == v {
                     let after = toks.get(r + 2);
                     if after.is_none_or(|a| a.is(";") || a.is("}") || a.nl()) {
                         return Some((q, q + 2));
@@ -412,7 +415,7 @@ pub(super) fn handler_body(an: &Analyzer, at: usize) -> (usize, usize) {
         crate::facts::Language::Python => {
             let d = an.st.tok_depth[at];
             let mut s = at + 1;
-            while s < n && !toks[s].is(":") {
+            while s < n && !toks.at(s).is(":") {
                 s += 1;
             }
             let mut e = s + 1;
@@ -426,8 +429,8 @@ pub(super) fn handler_body(an: &Analyzer, at: usize) -> (usize, usize) {
             let mut e = at + 1;
             while e < n
                 && !(an.st.tok_depth[e] <= d
-                    && toks[e].is_ident()
-                    && matches!(toks[e].text(), "end" | "ensure" | "else" | "rescue"))
+                    && toks.at(e).is_ident()
+                    && matches!(toks.at(e).text(), "end" | "ensure" | "else" | "rescue"))
             {
                 e += 1;
             }

@@ -224,16 +224,16 @@ pub fn exclusive_of_acquire(an: &Analyzer, ops: &[Op]) -> Vec<crate::facts::Span
     out
 }
 
-fn is_null(t: &Tok) -> bool {
+fn is_null(t: Tok) -> bool {
     t.kind() == Kind::Ident && matches!(t.text(), "null" | "nil" | "None" | "undefined")
 }
-fn is_false(t: &Tok) -> bool {
+fn is_false(t: Tok) -> bool {
     t.kind() == Kind::Ident && matches!(t.text(), "false" | "False")
 }
-fn is_true(t: &Tok) -> bool {
+fn is_true(t: Tok) -> bool {
     t.kind() == Kind::Ident && matches!(t.text(), "true" | "True")
 }
-fn is_num(t: &Tok, n: &str) -> bool {
+fn is_num(t: Tok, n: &str) -> bool {
     t.kind() == Kind::Num && t.text() == n
 }
 /// The check is a `TTL`/`PTTL` (Spring `getExpire`): its reply is a time
@@ -243,10 +243,10 @@ fn is_ttl_call(c: &Call) -> bool {
         .iter()
         .any(|n| c.name.eq_ignore_ascii_case(n))
 }
-fn is_connective(t: &Tok) -> bool {
+fn is_connective(t: Tok) -> bool {
     t.is("&&") || t.is("||") || t.is("and") || t.is("or")
 }
-fn is_exit(t: &Tok) -> bool {
+fn is_exit(t: Tok) -> bool {
     t.kind() == Kind::Ident
         && matches!(
             t.text(),
@@ -255,7 +255,7 @@ fn is_exit(t: &Tok) -> bool {
 }
 
 impl Analyzer<'_> {
-    fn tok(&self, i: usize) -> Option<&Tok<'_>> {
+    fn tok(&self, i: usize) -> Option<Tok<'_>> {
         self.toks.get(i)
     }
 
@@ -308,7 +308,7 @@ impl Analyzer<'_> {
             while k > 0 && guard < 8 {
                 guard += 1;
                 k -= 1;
-                let t = &toks[k];
+                let t = toks.at(k);
                 if t.is("return") || t.is("=>") || (t.is("=") && self.lang == Language::Kotlin) {
                     returned = true;
                     break;
@@ -396,17 +396,17 @@ impl Analyzer<'_> {
             }
             break;
         }
-        if s > 0 && toks[s - 1].is("await") {
+        if s > 0 && toks.at(s - 1).is("await") {
             s -= 1;
         }
         // redigo: `redis.Bool(conn.Do("EXISTS", k))`, `redis.String(conn.Do("GET", k))`
         if s >= 4
-            && toks[s - 1].is("(")
+            && toks.at(s - 1).is("(")
             && self.matching(s - 1) == Some(e)
-            && toks[s - 3].is(".")
-            && toks[s - 4].is("redis")
+            && toks.at(s - 3).is(".")
+            && toks.at(s - 4).is("redis")
         {
-            let conv = toks[s - 2].text();
+            let conv = toks.at(s - 2).text();
             let conv_kind = match conv {
                 "Bool" | "Int" | "Int64" | "Uint64" => Some(Probe::Count),
                 "String" | "Bytes" => Some(Probe::Value),
@@ -431,9 +431,9 @@ impl Analyzer<'_> {
                 if self.st.tok_scope.get(j) != Some(&scope) {
                     break;
                 }
-                let t = &toks[j];
+                let t = toks.at(j);
                 if t.kind() == Kind::Ident && t.text() == name {
-                    let member = j > 0 && (toks[j - 1].is(".") || toks[j - 1].is("->"));
+                    let member = j > 0 && (toks.at(j - 1).is(".") || toks.at(j - 1).is("->"));
                     // reassigned: later tests say nothing about this check
                     if !member && self.tok_is(j + 1, "=") {
                         break;
@@ -454,7 +454,7 @@ impl Analyzer<'_> {
     /// token where their uses start.
     fn bindings_of(&self, s: usize, e: usize, kind: Probe) -> Vec<(String, Probe, usize)> {
         let toks = self.toks;
-        if s < 2 || !(toks[s - 1].is("=") || toks[s - 1].is(":=")) {
+        if s < 2 || !(toks.at(s - 1).is("=") || toks.at(s - 1).is(":=")) {
             return Vec::new();
         }
         // The bound expression is the probe, or the probe compared once.
@@ -471,14 +471,14 @@ impl Analyzer<'_> {
             return Vec::new();
         }
         let eq = s - 1;
-        let name = &toks[eq - 1];
+        let name = toks.at(eq - 1);
         if !name.is_ident() || is_null(name) {
             return Vec::new();
         }
         let mut out = Vec::new();
         // Go `v, err := rdb.Get(ctx, k).Result()`
-        if eq >= 3 && toks[eq - 2].is(",") && toks[eq - 3].is_ident() {
-            let value = toks[eq - 3].text();
+        if eq >= 3 && toks.at(eq - 2).is(",") && toks.at(eq - 3).is_ident() {
+            let value = toks.at(eq - 3).text();
             if value != "_" {
                 out.push((value.to_string(), kind, e));
             }
@@ -641,8 +641,8 @@ impl Analyzer<'_> {
             }
             // Yoda: `null == v`, `0 === n`
             if s >= cond.cs + 2 {
-                let op = &toks[s - 1];
-                let lhs = &toks[s - 2];
+                let op = toks.at(s - 1);
+                let lhs = toks.at(s - 2);
                 if (op.is("==") || op.is("===") || op.is("!=") || op.is("!=="))
                     && (is_null(lhs) || is_false(lhs) || lhs.kind() == Kind::Num)
                 {
@@ -658,13 +658,13 @@ impl Analyzer<'_> {
                     continue;
                 }
             }
-            if s > cond.cs && (toks[s - 1].is("!") || toks[s - 1].is("not")) {
+            if s > cond.cs && (toks.at(s - 1).is("!") || toks.at(s - 1).is("not")) {
                 let Some(b) = kind.truth() else { return };
                 kind = Probe::Bool(!b);
                 s -= 1;
                 continue;
             }
-            if s > cond.cs && toks[s - 1].is("(") && self.matching(s - 1) == Some(e) {
+            if s > cond.cs && toks.at(s - 1).is("(") && self.matching(s - 1) == Some(e) {
                 let w = s - 2;
                 let wrapper = toks.get(w).filter(|t| {
                     t.is_ident()
@@ -693,10 +693,10 @@ impl Analyzer<'_> {
             // Go `errors.Is(err, redis.Nil)`
             if kind == Probe::ErrNil
                 && s >= 4
-                && toks[s - 1].is("(")
-                && toks[s - 2].is("Is")
-                && toks[s - 3].is(".")
-                && toks[s - 4].is("errors")
+                && toks.at(s - 1).is("(")
+                && toks.at(s - 2).is("Is")
+                && toks.at(s - 3).is(".")
+                && toks.at(s - 4).is("errors")
                 && self.tok_is(e, ",")
                 && self.tok_is(e + 1, "redis")
                 && self.tok_is(e + 2, ".")
@@ -770,14 +770,15 @@ impl Analyzer<'_> {
     /// A test around the probe: `isNull(v)`, `Boolean.TRUE.equals(hasKey(k))`,
     /// `empty($v)`. `w` is the wrapper's name token; returns whether it is
     /// true when the key is absent, and where the wrapper expression starts.
-    fn wrapper(&self, name: &Tok, w: usize, kind: Probe) -> Option<(bool, usize)> {
+    fn wrapper(&self, name: Tok, w: usize, kind: Probe) -> Option<(bool, usize)> {
         let toks = self.toks;
         // start of the wrapper's receiver chain
         let mut ws = w;
-        while ws >= 2 && toks[ws - 1].is(".") && toks[ws - 2].is_ident() {
+        while ws >= 2 && toks.at(ws - 1).is(".") && toks.at(ws - 2).is_ident() {
             ws -= 2;
         }
-        let chain: Vec<&str> = toks[ws..=w]
+        let chain: Vec<&str> = toks
+            .slice(ws..=w)
             .iter()
             .filter(|t| t.is_ident())
             .map(|t| t.text())
@@ -816,7 +817,7 @@ impl Analyzer<'_> {
         let mut k = p;
         while k > low {
             k -= 1;
-            let t = &self.toks[k];
+            let t = self.toks.at(k);
             if t.kind() != Kind::Ident {
                 continue;
             }
@@ -824,7 +825,7 @@ impl Analyzer<'_> {
                 || (self.lang == Language::Ruby
                     && matches!(t.text(), "unless" | "until" | "elsif"))
                 || (self.lang == Language::Go && t.text() == "for");
-            if !kw || (k > 0 && self.toks[k - 1].is(".")) {
+            if !kw || (k > 0 && self.toks.at(k - 1).is(".")) {
                 continue;
             }
             if let Some(c) = self.cond_at(k, 0) {
@@ -842,7 +843,7 @@ impl Analyzer<'_> {
             return None;
         }
         let toks = self.toks;
-        let word = toks[k].text();
+        let word = toks.at(k).text();
         let kind = if matches!(word, "while" | "until" | "for") {
             CondKind::While
         } else {
@@ -851,14 +852,14 @@ impl Analyzer<'_> {
         let negated = matches!(word, "unless" | "until");
         match self.lang {
             Language::Python => {
-                let line_start = k == 0 || toks[k].nl();
+                let line_start = k == 0 || toks.at(k).nl();
                 if !line_start {
                     return None;
                 }
                 let level = self.st.tok_paren[k];
                 let mut c = k + 1;
-                while c < toks.len() && !(toks[c].is(":") && self.st.tok_paren[c] == level) {
-                    if toks[c].nl() && self.st.tok_paren[c] == level {
+                while c < toks.len() && !(toks.at(c).is(":") && self.st.tok_paren[c] == level) {
+                    if toks.at(c).nl() && self.st.tok_paren[c] == level {
                         return None;
                     }
                     c += 1;
@@ -898,16 +899,16 @@ impl Analyzer<'_> {
             }
             Language::Ruby => {
                 let stmt_start = k == 0
-                    || toks[k].nl()
-                    || toks[k - 1].is(";")
-                    || toks[k - 1].is("=")
-                    || toks[k - 1].is("(");
+                    || toks.at(k).nl()
+                    || toks.at(k - 1).is(";")
+                    || toks.at(k - 1).is("=")
+                    || toks.at(k - 1).is("(");
                 let mut ce = k + 1;
                 while ce < toks.len()
-                    && !toks[ce].nl()
-                    && !toks[ce].is("then")
-                    && !toks[ce].is(";")
-                    && (word == "if" || word == "unless" || !toks[ce].is("do"))
+                    && !toks.at(ce).nl()
+                    && !toks.at(ce).is("then")
+                    && !toks.at(ce).is(";")
+                    && (word == "if" || word == "unless" || !toks.at(ce).is("do"))
                 {
                     ce += 1;
                 }
@@ -917,7 +918,7 @@ impl Analyzer<'_> {
                 if !stmt_start {
                     // modifier: the statement before the keyword, on its line
                     let mut ls = k;
-                    while ls > 0 && !toks[ls].nl() {
+                    while ls > 0 && !toks.at(ls).nl() {
                         ls -= 1;
                     }
                     return Some(Cond {
@@ -939,7 +940,8 @@ impl Analyzer<'_> {
                     ce
                 };
                 let split = (body..end).find(|&j| {
-                    (toks[j].is("else") || toks[j].is("elsif")) && self.st.tok_depth[j] == inner
+                    (toks.at(j).is("else") || toks.at(j).is("elsif"))
+                        && self.st.tok_depth[j] == inner
                 });
                 let (then, els) = match split {
                     Some(j) => ((body, j), Some((j, end))),
@@ -960,14 +962,14 @@ impl Analyzer<'_> {
                 let level = self.st.tok_paren[k];
                 let mut b = k + 1;
                 let mut cs = k + 1;
-                while b < toks.len() && !(toks[b].is("{") && self.st.tok_paren[b] == level) {
-                    if toks[b].is(";") && self.st.tok_paren[b] == level {
+                while b < toks.len() && !(toks.at(b).is("{") && self.st.tok_paren[b] == level) {
+                    if toks.at(b).is(";") && self.st.tok_paren[b] == level {
                         if kind == CondKind::While {
                             return None; // three-clause `for`
                         }
                         cs = b + 1;
                     }
-                    if toks[b].is("range") || b > k + MAX_COND_BACK {
+                    if toks.at(b).is("range") || b > k + MAX_COND_BACK {
                         return None;
                     }
                     b += 1;
@@ -1025,7 +1027,7 @@ impl Analyzer<'_> {
         );
         let mut j = b;
         while j < toks.len() && j < b + MAX_COND_BACK {
-            let x = &toks[j];
+            let x = toks.at(j);
             if j > b && no_semicolons && x.nl() {
                 return Some(((b, j), j));
             }
@@ -1078,7 +1080,7 @@ impl Analyzer<'_> {
         let start = c + 1;
         if toks.get(start).is_some_and(|t| !t.nl()) {
             let mut j = start;
-            while j < toks.len() && !(j > start && toks[j].nl()) {
+            while j < toks.len() && !(j > start && toks.at(j).nl()) {
                 j += 1;
             }
             return ((start, j), j);
@@ -1100,22 +1102,22 @@ impl Analyzer<'_> {
             return false;
         }
         if kind == CondKind::Modifier {
-            return is_exit(&toks[a]);
+            return is_exit(toks.at(a));
         }
         let depth = self.st.tok_depth[a];
         let paren = self.st.tok_paren[a];
         (a..b).any(|j| {
-            let t = &toks[j];
+            let t = toks.at(j);
             if !is_exit(t) || self.st.tok_depth[j] != depth || self.st.tok_paren[j] != paren {
                 return false;
             }
             // not itself conditional: `if (x) return;`, `return if x`, `if x: return`
-            let prev = j.checked_sub(1).map(|p| &toks[p]);
+            let prev = j.checked_sub(1).map(|p| toks.at(p));
             let guarded_before = j > a && prev.is_some_and(|p| p.is(")") || p.is(":")) && !t.nl();
             let mut q = j + 1;
             let mut guarded_after = false;
-            while q < b && !toks[q].nl() {
-                if toks[q].is("if") || toks[q].is("unless") {
+            while q < b && !toks.at(q).nl() {
+                if toks.at(q).is("if") || toks.at(q).is("unless") {
                     guarded_after = true;
                 }
                 q += 1;
@@ -1134,10 +1136,10 @@ impl Analyzer<'_> {
         let mut k = p;
         while k > low {
             k -= 1;
-            let t = &self.toks[k];
+            let t = self.toks.at(k);
             if t.kind() != Kind::Ident
                 || !matches!(t.text(), "if" | "elif" | "elseif" | "elsif")
-                || (k > 0 && self.toks[k - 1].is("."))
+                || (k > 0 && self.toks.at(k - 1).is("."))
             {
                 continue;
             }
@@ -1156,9 +1158,9 @@ impl Analyzer<'_> {
             };
             let leaves = self.body_exits(body, c.kind)
                 && !(body.0..body.1).any(|j| {
-                    self.toks[j].is("break")
-                        || self.toks[j].is("continue")
-                        || self.toks[j].is("goto")
+                    self.toks.at(j).is("break")
+                        || self.toks.at(j).is("continue")
+                        || self.toks.at(j).is("goto")
                 });
             return leaves.then_some(body.1);
         }
@@ -1177,7 +1179,7 @@ impl Analyzer<'_> {
         let low = k.saturating_sub(MAX_WINDOW * 4);
         while j > low {
             j -= 1;
-            let t = &toks[j];
+            let t = toks.at(j);
             if t.is("}") {
                 match self.matching(j) {
                     Some(o) if o < j => j = o,
@@ -1200,7 +1202,7 @@ impl Analyzer<'_> {
             return false;
         }
         let mut ls = w;
-        while ls > from && !toks[ls].nl() {
+        while ls > from && !toks.at(ls).nl() {
             ls -= 1;
         }
         let start = ls.max(from);
@@ -1226,8 +1228,8 @@ impl Analyzer<'_> {
         // a Ruby/Python-style modifier after it on its line: `set(…) if x`
         let level = self.st.tok_paren.get(w).copied().unwrap_or(0);
         let mut j = w + 1;
-        while j < limit.min(toks.len()) && !toks[j].nl() {
-            let t = &toks[j];
+        while j < limit.min(toks.len()) && !toks.at(j).nl() {
+            let t = toks.at(j);
             if t.kind() != Kind::Str
                 && matches!(t.text(), "if" | "unless")
                 && self.st.tok_paren.get(j) == Some(&level)

@@ -4,10 +4,8 @@
 //! offsets to source offsets, and their interpolations as parts.
 
 use crate::facts::Language;
-use std::marker::PhantomData;
-use std::ptr::NonNull;
 
-/// The discriminants are the token's packed kind bits (`Tok::meta`).
+/// The discriminants are the token's packed kind bits (`Packed::meta`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Kind {
@@ -40,7 +38,10 @@ pub enum StrPart {
 pub struct StrLit<'a> {
     text: std::borrow::Cow<'a, str>,
     /// The source offset of `text` while it borrows the source.
-    at: usize,
+    at: u32,
+    /// One past the literal token's last source byte (its token keeps
+    /// the table index in place of the span length).
+    end: u32,
     /// The anchors and parts, once the literal is more than one run.
     pieces: Option<Box<Pieces>>,
 }
@@ -66,7 +67,10 @@ impl<'a> StrLit<'a> {
     /// text offset.
     pub fn anchors(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
         let (one, many) = match &self.pieces {
-            None => ((!self.text.is_empty()).then_some((0, self.at)), &[][..]),
+            None => (
+                (!self.text.is_empty()).then_some((0, self.at as usize)),
+                &[][..],
+            ),
             Some(p) => (None, p.anchors.as_slice()),
         };
         one.into_iter().chain(many.iter().copied())
@@ -106,13 +110,13 @@ impl<'a> StrLit<'a> {
         if self.pieces.is_none() {
             if self.text.is_empty() {
                 self.text = std::borrow::Cow::Borrowed(piece);
-                self.at = from;
+                self.at = from as u32;
                 return;
             }
             // the run goes on where it stopped: still one slice
             if let std::borrow::Cow::Borrowed(t) = self.text {
-                if self.at + t.len() == from {
-                    if let Some(run) = src.get(self.at..to) {
+                if self.at as usize + t.len() == from {
+                    if let Some(run) = src.get(self.at as usize..to) {
                         self.text = std::borrow::Cow::Borrowed(run);
                         return;
                     }
@@ -155,37 +159,20 @@ impl<'a> StrLit<'a> {
     }
 }
 
-/// One token: 16 bytes, no allocation of its own (tokens can come every
-/// two or three bytes of dense code). A pointer to its text and two plain
-/// `u32` words, laid out so that the hot readers (`kind`, `is`, `text`,
-/// `start`) cost a mask or a shift, never a branch on a class:
-/// - `at`: the first source byte (low [`OFF_BITS`] bits) and the
-///   line-break flag ([`NL_BIT`]);
-/// - `meta`: the span length (low [`OFF_BITS`] bits), the [`NOT_SRC`] flag
-///   and the kind (top two bits, [`Kind`]'s discriminant).
-///
-/// A token without [`NOT_SRC`] is a source token: `ptr` is its first
-/// source byte and its text is the span. With it, the text is elsewhere: a
-/// string literal's `ptr` is its entry of the side table `lex` fills (the
-/// decoded text), any other token's `ptr` is a `&'static str` (`/regex/`
-/// for a JS regex literal; empty for a span that is not a char-boundary
-/// slice of the source).
+/// One token, as read: its packed form and what it is read against (16
+/// bytes; made by [`Toks`] for each read, no allocation). The hot readers
+/// (`kind`, `is`, `start`, `nl`) cost a mask or a shift on the packed
+/// words; `text` of a plain source token a load and an add. A string
+/// literal's text is its decoded text, from the side table; a JS regex
+/// literal's is `/regex/`; a span that is not a char-boundary slice of
+/// the source has none.
 #[derive(Clone, Copy)]
 pub struct Tok<'a> {
-    ptr: NonNull<u8>,
-    at: u32,
-    meta: u32,
-    /// The token reads the source and the literal table for `'a`.
-    life: PhantomData<(&'a str, &'a StrLit<'a>)>,
+    p: Packed,
+    ctx: &'a Ctx<'a>,
 }
 
 const _: () = assert!(std::mem::size_of::<Tok>() == 16);
-
-// SAFETY: a `Tok` is a shared borrow of the source (`&'a str`), of an
-// entry of the literal table (`&'a StrLit`) or of a `&'static str`, plus
-// plain integers; all are `Send` and `Sync`.
-unsafe impl Send for Tok<'_> {}
-unsafe impl Sync for Tok<'_> {}
 
 /// Bits of a source offset or span length: every offset of a file the
 /// engine reads fits (the lexer reads no more than `OFF_MAX` bytes).
@@ -193,64 +180,50 @@ const OFF_BITS: u32 = 29;
 const OFF_MAX: usize = (1 << OFF_BITS) - 1;
 const OFF_MASK: u32 = OFF_MAX as u32;
 const _: () = assert!(crate::engine::MAX_FILE_BYTES <= OFF_MAX as u64);
-/// `Tok::at`: a line break stands before the token.
+/// `Packed::at`: a line break stands before the token.
 const NL_BIT: u32 = 1 << 31;
-/// `Tok::meta`: the text is not the source span (see [`Tok`]).
-const NOT_SRC: u32 = 1 << OFF_BITS;
+/// `Packed::meta`: the kind's two bits.
 const KIND_SHIFT: u32 = 30;
 /// The text of a JS regex literal token, and of a token without one.
 static REGEX_TEXT: &str = "/regex/";
 static NO_TEXT: &str = "";
 
-/// A token while lexing: its literal is an index into the side table. As
-/// large and aligned as a [`Tok`], so that the raw tokens' buffer becomes
-/// the tokens' (collected in place).
+/// A token as the lexer keeps it: 8 bytes (the tokens of a dense file were
+/// its largest table, at 16 bytes each). [`Toks`] pairs it with the source
+/// and the literal table when it is read, as a [`Tok`].
+/// - `at`: the first source byte (low [`OFF_BITS`] bits), the class
+///   ([`SPECIAL`]: plain, regex, bad span or string literal) and the
+///   line-break flag ([`NL_BIT`]);
+/// - `meta`: the kind (top two bits, [`Kind`]'s discriminant) and, in the
+///   low [`OFF_BITS`] bits, a string literal's index in the side table
+///   (its span ends at [`StrLit::end`]) or any other token's span length.
 #[derive(Clone, Copy)]
-#[repr(align(8))]
-struct Raw {
-    start: u32,
-    end: u32,
-    /// Index of the literal in the side table, or `NO_LIT`.
-    lit: u32,
-    kind: Kind,
-    nl: bool,
+pub struct Packed {
+    at: u32,
+    meta: u32,
 }
 
+const _: () = assert!(std::mem::size_of::<Packed>() == 8);
+
+/// `Packed::at`'s two class bits ([`SPECIAL`]): a plain source token has
+/// neither, so that making its [`Tok`] is a test, a mask and an add.
+const SPECIAL_SHIFT: u32 = OFF_BITS;
+const SPECIAL: u32 = 3 << SPECIAL_SHIFT;
+/// A JS regex literal, an opaque `/regex/`.
+const REGEX_CLASS: u32 = 1 << SPECIAL_SHIFT;
+/// A span that is not a char-boundary slice of the source (its text is
+/// empty).
+const BAD_SPAN_CLASS: u32 = 2 << SPECIAL_SHIFT;
+/// A string literal: `meta`'s low bits are its index in the side table.
+const STR_CLASS: u32 = 3 << SPECIAL_SHIFT;
+/// [`Lx::push`]'s `lit` of a token that is no string literal.
 const NO_LIT: u32 = u32::MAX;
-/// `Raw::lit` of a JS regex literal, an opaque `/regex/` token.
+/// [`Lx::push`]'s `lit` of a JS regex literal.
 const REGEX: u32 = u32::MAX - 1;
 
-impl<'a> Tok<'a> {
-    /// Identifier, number or punctuation text; for strings the decoded text
-    /// (the literal's own, from the side table); `/regex/` for a JS regex.
+impl Packed {
     #[inline]
-    pub fn text(&self) -> &'a str {
-        if self.meta & NOT_SRC == 0 {
-            // SAFETY: `ptr` and the span length were taken from a
-            // `&'a str` slice of the source at char boundaries.
-            unsafe {
-                std::str::from_utf8_unchecked(std::slice::from_raw_parts(
-                    self.ptr.as_ptr(),
-                    (self.meta & OFF_MASK) as usize,
-                ))
-            }
-        } else {
-            self.other_text()
-        }
-    }
-    /// The text of a token that is not a source span.
-    #[cold]
-    #[inline(never)]
-    fn other_text(&self) -> &'a str {
-        match self.lit() {
-            Some(l) => l.text_for(),
-            // SAFETY: a token with `NOT_SRC` that is no string literal
-            // points at `REGEX_TEXT` or `NO_TEXT` (see `Tok::new`).
-            None => unsafe { *(self.ptr.as_ptr() as *const &'static str) },
-        }
-    }
-    #[inline]
-    pub fn kind(&self) -> Kind {
+    fn kind(self) -> Kind {
         match self.meta >> KIND_SHIFT {
             0 => Kind::Ident,
             1 => Kind::Str,
@@ -258,73 +231,282 @@ impl<'a> Tok<'a> {
             _ => Kind::Punct,
         }
     }
+    #[inline]
+    fn start(self) -> u32 {
+        self.at & OFF_MASK
+    }
+}
+
+/// The tokens of one file: a slice of them, the way `&[Tok]` was (indexed
+/// from the slice's start; [`Toks::slice`] narrows it), handing out each
+/// [`Tok`] by value. Copy, and no larger than three slices.
+#[derive(Clone, Copy)]
+pub struct Toks<'a> {
+    packed: &'a [Packed],
+    /// (One pointer for both, so that a `Toks` is three words and its
+    /// iterator four: they are passed and copied everywhere.)
+    ctx: &'a Ctx<'a>,
+}
+
+/// What the packed tokens are read against: the source they were lexed
+/// from and their literal table.
+struct Ctx<'a> {
+    src: &'a str,
+    lits: &'a [StrLit<'a>],
+}
+
+impl<'a> Toks<'a> {
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.packed.len()
+    }
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.packed.is_empty()
+    }
+    /// Token `i` (panics past the end, as indexing a slice does).
+    #[inline]
+    pub fn at(&self, i: usize) -> Tok<'a> {
+        self.view(self.packed[i])
+    }
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<Tok<'a>> {
+        self.packed.get(i).map(|&p| self.view(p))
+    }
+    #[inline]
+    pub fn first(&self) -> Option<Tok<'a>> {
+        self.get(0)
+    }
+    #[inline]
+    pub fn last(&self) -> Option<Tok<'a>> {
+        self.packed.last().map(|&p| self.view(p))
+    }
+    /// The tokens of `range` (panics as slicing does).
+    #[inline]
+    pub fn slice<R>(&self, range: R) -> Toks<'a>
+    where
+        R: std::slice::SliceIndex<[Packed], Output = [Packed]>,
+    {
+        Toks {
+            packed: &self.packed[range],
+            ..*self
+        }
+    }
+    /// [`Toks::slice`], or `None` where slicing would panic.
+    #[inline]
+    pub fn get_slice<R>(&self, range: R) -> Option<Toks<'a>>
+    where
+        R: std::slice::SliceIndex<[Packed], Output = [Packed]>,
+    {
+        Some(Toks {
+            packed: self.packed.get(range)?,
+            ..*self
+        })
+    }
+    #[inline]
+    pub fn iter(&self) -> TokIter<'a> {
+        TokIter {
+            inner: self.packed.iter(),
+            toks: *self,
+        }
+    }
+    /// Every run of `n` tokens, as `slice::windows`.
+    pub fn windows(&self, n: usize) -> impl DoubleEndedIterator<Item = Toks<'a>> + 'a {
+        let toks = *self;
+        let count = (toks.len() + 1).saturating_sub(n.max(1));
+        (0..count).map(move |i| toks.slice(i..i + n))
+    }
+    /// The runs between tokens that match `pred`, as `slice::split`.
+    pub fn split(
+        &self,
+        pred: impl Fn(Tok<'a>) -> bool + 'a,
+    ) -> impl Iterator<Item = Toks<'a>> + 'a {
+        let toks = *self;
+        self.packed
+            .split(move |&p| pred(toks.view(p)))
+            .map(move |packed| Toks { packed, ..toks })
+    }
+    /// The first token and the rest, as `slice::split_first`.
+    pub fn split_first(&self) -> Option<(Tok<'a>, Toks<'a>)> {
+        let (&first, rest) = self.packed.split_first()?;
+        Some((
+            self.view(first),
+            Toks {
+                packed: rest,
+                ..*self
+            },
+        ))
+    }
+    /// The tokens, collected (for matching against slice patterns).
+    pub fn to_vec(&self) -> Vec<Tok<'a>> {
+        self.iter().collect()
+    }
+    /// The first index whose token fails `pred` (the tokens are
+    /// partitioned by it), as `slice::partition_point`.
+    pub fn partition_point(&self, mut pred: impl FnMut(Tok<'a>) -> bool) -> usize {
+        self.packed.partition_point(|&p| pred(self.view(p)))
+    }
+    /// The token a packed one stands for.
+    #[inline]
+    fn view(&self, p: Packed) -> Tok<'a> {
+        Tok { p, ctx: self.ctx }
+    }
+}
+
+impl<'a> IntoIterator for Toks<'a> {
+    type Item = Tok<'a>;
+    type IntoIter = TokIter<'a>;
+    fn into_iter(self) -> TokIter<'a> {
+        self.iter()
+    }
+}
+
+impl<'a> IntoIterator for &Toks<'a> {
+    type Item = Tok<'a>;
+    type IntoIter = TokIter<'a>;
+    fn into_iter(self) -> TokIter<'a> {
+        self.iter()
+    }
+}
+
+/// The tokens of a [`Toks`] one after another, by value.
+#[derive(Clone)]
+pub struct TokIter<'a> {
+    inner: std::slice::Iter<'a, Packed>,
+    toks: Toks<'a>,
+}
+
+impl<'a> Iterator for TokIter<'a> {
+    type Item = Tok<'a>;
+    #[inline]
+    fn next(&mut self) -> Option<Tok<'a>> {
+        self.inner.next().map(|&p| self.toks.view(p))
+    }
+    #[inline]
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+    #[inline]
+    fn nth(&mut self, n: usize) -> Option<Tok<'a>> {
+        self.inner.nth(n).map(|&p| self.toks.view(p))
+    }
+}
+
+impl DoubleEndedIterator for TokIter<'_> {
+    #[inline]
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.inner.next_back().map(|&p| self.toks.view(p))
+    }
+}
+
+impl ExactSizeIterator for TokIter<'_> {}
+
+/// The tokens of one file and the literal table they read: what [`lex`]
+/// returns, lent out as [`Toks`].
+pub struct Lexed<'a> {
+    packed: Vec<Packed>,
+    ctx: Ctx<'a>,
+}
+
+impl<'a> Lexed<'a> {
+    #[inline]
+    pub fn toks(&self) -> Toks<'_> {
+        Toks {
+            packed: &self.packed,
+            ctx: &self.ctx,
+        }
+    }
+    pub fn lits(&self) -> &'a [StrLit<'a>] {
+        self.ctx.lits
+    }
+}
+
+impl<'a> Tok<'a> {
+    /// Identifier, number or punctuation text; for strings the decoded text
+    /// (the literal's own, from the side table); `/regex/` for a JS regex.
+    #[inline]
+    pub fn text(&self) -> &'a str {
+        if self.p.at & SPECIAL == 0 {
+            // SAFETY: `Lx::push` gives the plain class only to a span that
+            // is a char-boundary slice of the source these tokens were
+            // lexed from (`ctx.src`).
+            unsafe {
+                std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+                    self.ctx.src.as_ptr().add(self.p.start() as usize),
+                    (self.p.meta & OFF_MASK) as usize,
+                ))
+            }
+        } else {
+            self.other_text()
+        }
+    }
+    /// The text of a token that is not a plain source span.
+    #[cold]
+    #[inline(never)]
+    fn other_text(&self) -> &'a str {
+        match self.p.at & SPECIAL {
+            REGEX_CLASS => REGEX_TEXT,
+            BAD_SPAN_CLASS => NO_TEXT,
+            _ => self.entry().text_for(),
+        }
+    }
+    /// A string literal token's entry of the side table.
+    #[inline]
+    fn entry(&self) -> &'a StrLit<'a> {
+        let i = (self.p.meta & OFF_MASK) as usize;
+        debug_assert!(self.p.at & SPECIAL == STR_CLASS && i < self.ctx.lits.len());
+        // SAFETY: `Lx::push_str` gives every literal token the index of
+        // its entry, and tokens are only ever read against the table they
+        // were lexed with (`Lexed`, whose fields are private to this
+        // module).
+        unsafe { self.ctx.lits.get_unchecked(i) }
+    }
+    #[inline]
+    pub fn kind(&self) -> Kind {
+        self.p.kind()
+    }
     /// A line break stands between the previous token and this one.
     #[inline]
     pub fn nl(&self) -> bool {
-        self.at & NL_BIT != 0
+        self.p.at & NL_BIT != 0
     }
     /// The token's first source byte.
     #[inline]
     pub fn start(&self) -> usize {
-        (self.at & OFF_MASK) as usize
+        self.p.start() as usize
     }
     /// One past the token's last source byte.
     #[inline]
     pub fn end(&self) -> usize {
-        self.start() + (self.meta & OFF_MASK) as usize
+        if self.p.at & SPECIAL == STR_CLASS {
+            return (self.entry().end as usize).max(self.start());
+        }
+        self.start() + (self.p.meta & OFF_MASK) as usize
     }
     /// Not a string literal, and its text is `s`.
     #[inline]
     pub fn is(&self, s: &str) -> bool {
-        // a source token (never a string) of `s`'s length: one compare
-        if self.meta & (NOT_SRC | OFF_MASK) == s.len() as u32 {
-            return self.text().as_bytes() == s.as_bytes();
+        // a plain source token of `s`'s length: one compare
+        if self.p.at & SPECIAL == 0 {
+            return (self.p.meta & OFF_MASK) as usize == s.len()
+                && self.text().as_bytes() == s.as_bytes();
         }
-        self.meta & NOT_SRC != 0 && self.kind() != Kind::Str && self.other_text() == s
+        self.p.at & SPECIAL != STR_CLASS && self.other_text() == s
     }
     #[inline]
     pub fn is_ident(&self) -> bool {
-        self.meta >> KIND_SHIFT == Kind::Ident as u32
+        self.p.meta >> KIND_SHIFT == Kind::Ident as u32
     }
     /// A string literal's pieces (every `Kind::Str` token has them).
     #[inline]
     pub fn lit(&self) -> Option<&'a StrLit<'a>> {
-        // SAFETY: a string literal token's pointer is an entry of the side
-        // table, borrowed (unmoved, unchanged) for `'a`.
-        (self.kind() == Kind::Str).then(|| unsafe { &*(self.ptr.as_ptr() as *const StrLit<'a>) })
-    }
-    /// The token of a raw one; `lits` is the finished side table.
-    fn new(src: &'a str, lits: &'a [StrLit<'a>], r: &Raw) -> Tok<'a> {
-        let lit = lits.get(r.lit as usize).filter(|_| r.kind == Kind::Str);
-        let (ptr, src_text) = match lit {
-            Some(l) => (NonNull::from(l).cast::<u8>(), false),
-            None if r.lit == REGEX => (NonNull::from(&REGEX_TEXT).cast::<u8>(), false),
-            None => match src.get(r.start as usize..r.end as usize) {
-                Some(span) => (NonNull::from(span.as_bytes()).cast::<u8>(), true),
-                None => (NonNull::from(&NO_TEXT).cast::<u8>(), false),
-            },
-        };
-        // A `Kind::Str` token's pointer is its literal (`lit()` reads it):
-        // `push_str` is the only maker of string tokens, so every one has
-        // its literal; a string without one (none is made) would be read
-        // as punctuation rather than through a pointer of another type.
-        let kind = match (r.kind, lit) {
-            (Kind::Str, None) => Kind::Punct,
-            (k, _) => k,
-        };
-        let len = r.end.saturating_sub(r.start);
-        Tok {
-            ptr,
-            at: r.start | if r.nl { NL_BIT } else { 0 },
-            meta: len | if src_text { 0 } else { NOT_SRC } | (kind as u32) << KIND_SHIFT,
-            life: PhantomData,
-        }
+        (self.p.at & SPECIAL == STR_CLASS).then(|| self.entry())
     }
 }
 
 impl PartialEq for Tok<'_> {
     fn eq(&self, other: &Self) -> bool {
-        self.at == other.at && self.meta == other.meta && self.text() == other.text()
+        self.p.at == other.p.at && self.p.meta == other.p.meta && self.text() == other.text()
     }
 }
 impl Eq for Tok<'_> {}
@@ -419,7 +601,7 @@ struct Lx<'a> {
     i: usize,
     lang: Language,
     fam: Family,
-    toks: Vec<Raw>,
+    toks: Vec<Packed>,
     lits: Vec<StrLit<'a>>,
     nl: bool,
     /// Ruby heredocs whose bodies start at the next line: (terminator, squiggly/dash, interpolating, literal index).
@@ -438,16 +620,7 @@ fn is_ident_char(c: u8) -> bool {
 /// Only the first `OFF_MAX` bytes (512 MiB) are read (token offsets are
 /// packed in 29 bits; the engine reads no file of more than
 /// `MAX_FILE_BYTES`).
-pub fn lex<'a>(src: &'a str, lang: Language, lits: &'a mut Vec<StrLit<'a>>) -> Vec<Tok<'a>> {
-    lex_with_lits(src, lang, lits).0
-}
-
-/// [`lex`], and the side table of the literals for [`Tok::lit`].
-pub fn lex_with_lits<'a>(
-    src: &'a str,
-    lang: Language,
-    lits: &'a mut Vec<StrLit<'a>>,
-) -> (Vec<Tok<'a>>, &'a [StrLit<'a>]) {
+pub fn lex<'a>(src: &'a str, lang: Language, lits: &'a mut Vec<StrLit<'a>>) -> Lexed<'a> {
     let mut cut = src.len().min(OFF_MAX);
     while !src.is_char_boundary(cut) {
         cut -= 1;
@@ -466,22 +639,24 @@ pub fn lex_with_lits<'a>(
     };
     lx.run();
     // Both tables grew by doubling: their spare room is given back (a
-    // large shrink is a remap, not a copy), then the raw tokens become the
-    // tokens in their own buffer.
-    let mut raw = lx.toks;
-    raw.shrink_to_fit();
+    // large shrink is a remap, not a copy).
+    let mut packed = lx.toks;
+    packed.shrink_to_fit();
     *lits = lx.lits;
     lits.shrink_to_fit();
-    let lits: &'a [StrLit<'a>] = lits;
-    let toks: Vec<Tok<'a>> = raw.into_iter().map(|r| Tok::new(src, lits, &r)).collect();
-    (toks, lits)
+    Lexed {
+        packed,
+        ctx: Ctx { src, lits },
+    }
 }
 
-/// Lexes `src` for a test or a short snippet: the literals' table is leaked.
+/// Lexes `src` for a test or a short snippet: the tokens and the
+/// literals' table are leaked.
 #[cfg(test)]
-pub fn lex_leak<'a>(src: &'a str, lang: Language) -> Vec<Tok<'a>> {
+pub fn lex_leak<'a>(src: &'a str, lang: Language) -> Toks<'a> {
     let lits: &'a mut Vec<StrLit<'a>> = Box::leak(Box::default());
-    lex(src, lang, lits)
+    let lexed: &'a Lexed<'a> = Box::leak(Box::new(lex(src, lang, lits)));
+    lexed.toks()
 }
 
 impl<'a> Lx<'a> {
@@ -501,13 +676,27 @@ impl<'a> Lx<'a> {
             None => 1,
         }
     }
+    /// A token of `kind` over `start..end`; `lit` is a string literal's
+    /// index in the side table, [`REGEX`] or [`NO_LIT`].
     fn push(&mut self, kind: Kind, start: usize, end: usize, lit: u32) {
-        self.toks.push(Raw {
-            kind,
-            start: start as u32,
-            end: end as u32,
-            lit,
-            nl: std::mem::take(&mut self.nl),
+        let mut at = start as u32 & OFF_MASK;
+        if std::mem::take(&mut self.nl) {
+            at |= NL_BIT;
+        }
+        let low = if kind == Kind::Str {
+            at |= STR_CLASS;
+            lit
+        } else {
+            if lit == REGEX {
+                at |= REGEX_CLASS;
+            } else if self.src.get(start..end).is_none() {
+                at |= BAD_SPAN_CLASS;
+            }
+            end.saturating_sub(start) as u32
+        };
+        self.toks.push(Packed {
+            at,
+            meta: (low & OFF_MASK) | (kind as u32) << KIND_SHIFT,
         });
     }
     /// A source token: its text is the source's.
@@ -515,17 +704,25 @@ impl<'a> Lx<'a> {
         self.push(kind, start, end, NO_LIT);
     }
     /// A string literal token, its pieces in the side table.
-    fn push_str(&mut self, start: usize, end: usize, lit: StrLit<'a>) {
+    fn push_str(&mut self, start: usize, end: usize, mut lit: StrLit<'a>) {
         let idx = self.lits.len() as u32;
+        lit.end = end as u32;
         self.lits.push(lit);
         self.push(Kind::Str, start, end, idx);
     }
-    fn prev(&self) -> Option<&Raw> {
-        self.toks.last()
+    fn prev(&self) -> Option<Packed> {
+        self.toks.last().copied()
     }
     /// The source text of a token (the previous one, for context).
-    fn raw_text(&self, t: &Raw) -> &'a str {
-        self.src.get(t.start as usize..t.end as usize).unwrap_or("")
+    fn raw_text(&self, t: Packed) -> &'a str {
+        let end = match t.kind() {
+            Kind::Str => self
+                .lits
+                .get((t.meta & OFF_MASK) as usize)
+                .map_or(0, |l| l.end),
+            _ => t.start() + (t.meta & OFF_MASK),
+        };
+        self.src.get(t.start() as usize..end as usize).unwrap_or("")
     }
 
     fn run(&mut self) {
@@ -874,7 +1071,7 @@ impl<'a> Lx<'a> {
     fn regex_allowed(&self) -> bool {
         match self.prev() {
             None => true,
-            Some(t) => match t.kind {
+            Some(t) => match t.kind() {
                 Kind::Ident => matches!(
                     self.raw_text(t),
                     "return"
@@ -889,7 +1086,8 @@ impl<'a> Lx<'a> {
                 ),
                 Kind::Num | Kind::Str => false,
                 Kind::Punct => {
-                    t.lit == REGEX || !matches!(self.raw_text(t), ")" | "]" | "}" | "++" | "--")
+                    t.at & SPECIAL == REGEX_CLASS
+                        || !matches!(self.raw_text(t), ")" | "]" | "}" | "++" | "--")
                 }
             },
         }
@@ -1233,7 +1431,7 @@ impl<'a> Lx<'a> {
         // %q{...} %Q{...} %w[...] %(...)
         if c == b'%'
             && !matches!(
-                self.prev().map(|t| t.kind),
+                self.prev().map(|t| t.kind()),
                 Some(Kind::Ident | Kind::Num | Kind::Str)
             )
         {

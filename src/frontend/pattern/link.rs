@@ -117,10 +117,10 @@ pub fn record(
         };
         // the call whose name starts where the op's does (calls are sorted
         // by name token, so by start)
-        let i = all.partition_point(|c| toks[c.name_tok].start() < op.name_span.start);
+        let i = all.partition_point(|c| toks.at(c.name_tok).start() < op.name_span.start);
         let Some(c) = all
             .get(i)
-            .filter(|c| toks[c.name_tok].start() == op.name_span.start)
+            .filter(|c| toks.at(c.name_tok).start() == op.name_span.start)
         else {
             continue;
         };
@@ -132,7 +132,7 @@ pub fn record(
         };
         // the value follows the key argument (`SetNX(ctx, key, val, ttl)`)
         let key_arg = c.args.iter().position(|a| {
-            toks[a.start..a.end.min(toks.len())]
+            toks.slice(a.start..a.end.min(toks.len()))
                 .iter()
                 .any(|t| t.is_ident() && in_key(&values::norm_name(t.text())))
         });
@@ -180,8 +180,8 @@ pub fn record(
         let texts: FxHashSet<&str> = all
             .iter()
             .flat_map(|c| c.args)
-            .filter(|a| a.end == a.start + 1 && toks[a.start].kind() == Kind::Ident)
-            .map(|a| toks[a.start].text())
+            .filter(|a| a.end == a.start + 1 && toks.at(a.start).kind() == Kind::Ident)
+            .map(|a| toks.at(a.start).text())
             .collect();
         texts.into_iter().map(values::norm_name).collect()
     };
@@ -194,7 +194,7 @@ pub fn record(
     let mut ident_args: FxHashMap<(u32, &str), (u32, u32)> = FxHashMap::default();
     // the calls recorded: neither client calls, declarations nor keywords
     let recorded = |ci: usize, c: &Call| {
-        let name = &toks[c.name_tok];
+        let name = toks.at(c.name_tok);
         !client_calls.contains(&ci)
             && !st.decl_names.contains(&c.name_tok)
             && name.kind() == Kind::Ident
@@ -216,7 +216,7 @@ pub fn record(
         if !recorded(ci, c) {
             continue;
         }
-        let name = &toks[c.name_tok];
+        let name = toks.at(c.name_tok);
         let scope = st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
         let depth = st.tok_depth.get(c.name_tok).copied().unwrap_or(0);
         // a Go method's call through its own receiver (`s.Delete(key)` in
@@ -267,8 +267,8 @@ pub fn record(
             .map(|(ai, a)| {
                 // one identifier: its key, value and type depend only on its
                 // text and the scope (the same local passed to many calls)
-                if a.end == a.start + 1 && toks[a.start].kind() == Kind::Ident {
-                    let text = toks[a.start].text();
+                if a.end == a.start + 1 && toks.at(a.start).kind() == Kind::Ident {
+                    let text = toks.at(a.start).text();
                     let earlier = ident_args
                         .get(&(scope, text))
                         .filter(|&&(site, _)| site < here)
@@ -404,7 +404,7 @@ pub fn record(
         };
         if let Some(c) = all.get(ci) {
             facts.link.fail_open_calls.push(CallFailOpen {
-                name_start: toks[c.name_tok].start(),
+                name_start: toks.at(c.name_tok).start(),
                 span: f.span,
             });
         }
@@ -453,7 +453,7 @@ fn returned_keys<'a>(an: &Analyzer<'a>, functions: &mut [FnSig], needed: &FxHash
         let mut pieces = Vec::new();
         let (mut from, mut k) = (b, b);
         while k < e {
-            let x = &toks[k];
+            let x = toks.at(k);
             if x.is("(") || x.is("[") || x.is("{") {
                 if let Some(m) = st.matching.get(&k).filter(|&m| m > k) {
                     k = m + 1;
@@ -475,7 +475,7 @@ fn returned_keys<'a>(an: &Analyzer<'a>, functions: &mut [FnSig], needed: &FxHash
             if e <= s || functions[fi].returns.len() >= MAX_RETURNS {
                 continue;
             }
-            let key = if e == s + 1 && toks[s].kind() == Kind::Ident {
+            let key = if e == s + 1 && toks.at(s).kind() == Kind::Ident {
                 ident_key(an, &mut ident_keys, s, scope)
             } else {
                 an.vals.key(s, e, scope)
@@ -494,7 +494,7 @@ type IdentKeys<'a> = FxHashMap<(u32, &'a str), KeyExpr>;
 /// ([`values::Values::key`] of it, which depends only on its text and the
 /// scope), worked out once per file.
 fn ident_key<'a>(an: &Analyzer<'a>, keys: &mut IdentKeys<'a>, at: usize, scope: u32) -> KeyExpr {
-    keys.entry((scope, an.toks[at].text()))
+    keys.entry((scope, an.toks.at(at).text()))
         .or_insert_with(|| an.vals.key(at, at + 1, scope))
         .clone()
 }
@@ -542,9 +542,9 @@ impl<'a> BindingRanges<'a> {
 fn bare_name(an: &Analyzer, s: usize, e: usize) -> Option<String> {
     let toks = an.toks;
     match e.checked_sub(s)? {
-        1 if toks[s].is_ident() => Some(values::norm_name(toks[s].text())),
-        2 if toks[s].is("@") && toks[s + 1].is_ident() => {
-            Some(values::norm_name(&format!("@{}", toks[s + 1].text())))
+        1 if toks.at(s).is_ident() => Some(values::norm_name(toks.at(s).text())),
+        2 if toks.at(s).is("@") && toks.at(s + 1).is_ident() => {
+            Some(values::norm_name(&format!("@{}", toks.at(s + 1).text())))
         }
         _ => None,
     }
@@ -566,10 +566,10 @@ fn converted_name(
     }
     let mut found: Option<String> = None;
     for k in s..e {
-        let t = &toks[k];
+        let t = toks.at(k);
         if t.is_ident() {
             let n = values::norm_name(t.text());
-            let member = k > s && toks[k - 1].is(".");
+            let member = k > s && toks.at(k - 1).is(".");
             let called = toks.get(k + 1).is_some_and(|x| x.is("("));
             if !member && !called && params.iter().any(|p| **p == *n) {
                 if found.as_ref().is_some_and(|f| *f != n) {
@@ -656,22 +656,22 @@ const TYPE_MODIFIERS: &[&str] = &[
 /// when `[]` follows or leads (Go), `None` for anything that is not one
 /// named type (a union, a function type, a tuple, an unbalanced generic
 /// list cut at a comma).
-fn type_of_tokens(r: &[super::lexer::Tok]) -> Option<String> {
+fn type_of_tokens(r: super::lexer::Toks) -> Option<String> {
     let mut i = 0;
     // annotations `@Nonnull`, `@Ann(x)`, and modifiers
     while i < r.len() {
-        let t = &r[i];
+        let t = r.at(i);
         if t.is("@") {
             i += 1;
-            while i < r.len() && (r[i].is_ident() || r[i].is(".")) {
+            while i < r.len() && (r.at(i).is_ident() || r.at(i).is(".")) {
                 i += 1;
             }
-            if i < r.len() && r[i].is("(") {
+            if i < r.len() && r.at(i).is("(") {
                 let mut d = 0;
                 while i < r.len() {
-                    if r[i].is("(") {
+                    if r.at(i).is("(") {
                         d += 1;
-                    } else if r[i].is(")") {
+                    } else if r.at(i).is(")") {
                         d -= 1;
                         if d == 0 {
                             i += 1;
@@ -687,7 +687,7 @@ fn type_of_tokens(r: &[super::lexer::Tok]) -> Option<String> {
             break;
         }
     }
-    let r = &r[i..];
+    let r = r.slice(i..);
     let (lt, gt) = r.iter().fold((0, 0), |(l, g), t| {
         (
             l + t.text().matches('<').count(),
@@ -707,15 +707,15 @@ fn type_of_tokens(r: &[super::lexer::Tok]) -> Option<String> {
     let mut j = 0;
     let mut array = false;
     // Go `[]T`, `*T`, `...T`
-    while j < r.len() && matches!(r[j].text(), "*" | "[" | "]" | "..." | "." | "&") {
-        if r[j].is("[") {
+    while j < r.len() && matches!(r.at(j).text(), "*" | "[" | "]" | "..." | "." | "&") {
+        if r.at(j).is("[") {
             array = true;
         }
         j += 1;
     }
     let mut head = String::new();
-    while j < r.len() && (r[j].is_ident() || (r[j].is(".") && !head.is_empty())) {
-        head.push_str(r[j].text());
+    while j < r.len() && (r.at(j).is_ident() || (r.at(j).is(".") && !head.is_empty())) {
+        head.push_str(r.at(j).text());
         j += 1;
     }
     if head.is_empty() || head.ends_with('.') {
@@ -725,7 +725,7 @@ fn type_of_tokens(r: &[super::lexer::Tok]) -> Option<String> {
         return Some("interface{}".into());
     }
     // what follows the head: generic arguments, `?`, `[]`, `...`
-    let rest = &r[j..];
+    let rest = r.slice(j..);
     if rest.iter().any(|t| t.is("[") || t.is("...")) {
         array = true;
     }
@@ -744,19 +744,19 @@ fn param_types(an: &Analyzer, open: usize, close: usize) -> Vec<Option<String>> 
     super::calls::split_args(toks, an.st, open, close)
         .iter()
         .filter_map(|a| {
-            let r = &toks[a.start.saturating_sub(if a.name.is_some() { 2 } else { 0 })..a.end];
+            let r = toks.slice(a.start.saturating_sub(if a.name.is_some() { 2 } else { 0 })..a.end);
             // the parameter's name, as `param_list` finds it
             let (name_at, ty) = if let Some(c) = r.iter().position(|t| t.is(":")) {
-                let n = r[..c].iter().rposition(|t| t.is_ident());
+                let n = r.slice(..c).iter().rposition(|t| t.is_ident());
                 let end = r.iter().position(|t| t.is("=")).unwrap_or(r.len());
-                (n, (c + 1 < end).then(|| &r[c + 1..end]))
+                (n, (c + 1 < end).then(|| r.slice(c + 1..end)))
             } else if an.lang == L::Go {
                 let n = r.iter().position(|t| t.is_ident());
-                (n, n.filter(|&n| n + 1 < r.len()).map(|n| &r[n + 1..]))
+                (n, n.filter(|&n| n + 1 < r.len()).map(|n| r.slice(n + 1..)))
             } else {
                 let end = r.iter().position(|t| t.is("=")).unwrap_or(r.len());
-                let n = r[..end].iter().rposition(|t| t.is_ident());
-                (n, n.filter(|&n| n > 0).map(|n| &r[..n]))
+                let n = r.slice(..end).iter().rposition(|t| t.is_ident());
+                (n, n.filter(|&n| n > 0).map(|n| r.slice(..n)))
             };
             let name = values::norm_name(r.get(name_at?)?.text());
             if name == "self" || name == "cls" {
@@ -811,7 +811,7 @@ impl LocalTypes {
             }
         }
         for i in 1..toks.len() {
-            let t = &toks[i];
+            let t = toks.at(i);
             if !t.is_ident() {
                 continue;
             }
@@ -820,7 +820,7 @@ impl LocalTypes {
                 continue;
             }
             let next = toks.get(i + 1);
-            let prev = &toks[i - 1];
+            let prev = toks.at(i - 1);
             // worked out only for a declaration (one allocation); `None` for
             // a name no argument has
             let name = || Some(values::norm_name(t.text())).filter(|n| asked.contains(n));
@@ -830,7 +830,7 @@ impl LocalTypes {
                     if !next.is_some_and(|n| n.is("=") || n.is(";")) || !prev.is_ident() {
                         continue;
                     }
-                    let before = i.checked_sub(2).map(|b| &toks[b]);
+                    let before = i.checked_sub(2).map(|b| toks.at(b));
                     let starts = before.is_none_or(|b| {
                         matches!(b.text(), ";" | "{" | "}" | "(" | ")" | "final")
                             || (b.is_ident() && TYPE_MODIFIERS.contains(&b.text()))
@@ -841,7 +841,7 @@ impl LocalTypes {
                     let ty = if matches!(prev.text(), "var" | "let" | "val") {
                         new_type(an, i + 2).map(|w| (w, true))
                     } else {
-                        type_of_tokens(&toks[i - 1..i]).map(|w| (w, false))
+                        type_of_tokens(toks.slice(i - 1..i)).map(|w| (w, false))
                     };
                     if let Some(n) = name() {
                         put(&mut map, (scope, n), ty.map(|(w, _)| w));
@@ -855,12 +855,12 @@ impl LocalTypes {
                         Some(c) if c.is(":") => {
                             let end = (i + 2..toks.len().min(i + 12))
                                 .find(|&k| {
-                                    toks[k].is("=")
-                                        || toks[k].is(";")
-                                        || (k > i + 2 && toks[k].nl())
+                                    toks.at(k).is("=")
+                                        || toks.at(k).is(";")
+                                        || (k > i + 2 && toks.at(k).nl())
                                 })
                                 .unwrap_or(i + 2);
-                            keep(type_of_tokens(&toks[i + 2..end]), false)
+                            keep(type_of_tokens(toks.slice(i + 2..end)), false)
                         }
                         Some(e) if e.is("=") => keep(new_type(an, i + 2), true),
                         _ => continue,
@@ -872,12 +872,12 @@ impl LocalTypes {
                 L::Go => {
                     let ty = if prev.is("var") {
                         let end = (i + 1..toks.len().min(i + 10))
-                            .find(|&k| toks[k].is("=") || toks[k].nl() || toks[k].is(";"))
+                            .find(|&k| toks.at(k).is("=") || toks.at(k).nl() || toks.at(k).is(";"))
                             .unwrap_or(i + 1);
                         if end == i + 1 {
                             new_type(an, i + 2)
                         } else {
-                            type_of_tokens(&toks[i + 1..end])
+                            type_of_tokens(toks.slice(i + 1..end))
                         }
                     } else if next.is_some_and(|n| n.is(":=")) && !prev.is(",") {
                         new_type(an, i + 2)
@@ -916,8 +916,8 @@ fn new_type(an: &Analyzer, s: usize) -> Option<String> {
         _ => return None,
     };
     let mut head = String::new();
-    while j < toks.len() && (toks[j].is_ident() || (toks[j].is(".") && !head.is_empty())) {
-        head.push_str(toks[j].text());
+    while j < toks.len() && (toks.at(j).is_ident() || (toks.at(j).is(".") && !head.is_empty())) {
+        head.push_str(toks.at(j).text());
         j += 1;
     }
     if head.is_empty() || head == "new" {
@@ -935,7 +935,7 @@ fn arg_type(an: &Analyzer, locals: &LocalTypes, scope: u32, a: usize, b: usize) 
         return None;
     }
     if b == a + 1 {
-        let t = &toks[a];
+        let t = toks.at(a);
         if t.kind() == Kind::Str {
             return Some("string".into());
         }
@@ -947,6 +947,6 @@ fn arg_type(an: &Analyzer, locals: &LocalTypes, scope: u32, a: usize, b: usize) 
     let w = new_type(an, a)?;
     // the construct must be the whole argument: its closing bracket is last
     let last = b - 1;
-    let close_first = (a..b).find(|&k| toks[k].is("(") || toks[k].is("{"))?;
+    let close_first = (a..b).find(|&k| toks.at(k).is("(") || toks.at(k).is("{"))?;
     (an.st.matching.get(&close_first) == Some(last)).then_some(w)
 }

@@ -30,7 +30,7 @@ use crate::facts::{
     Client, FileFacts, KeyExpr, Language, Op, OpCall, OpKind, ScriptFact, ScriptId, Span, ValueExpr,
 };
 use calls::{Call, Structure};
-use lexer::{Kind, Tok};
+use lexer::{Kind, Toks};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::path::Path;
 use values::Values;
@@ -50,7 +50,7 @@ pub struct Draft {
 pub struct Analyzer<'a> {
     pub src: &'a str,
     pub lang: Language,
-    pub toks: &'a [Tok<'a>],
+    pub toks: Toks<'a>,
     pub st: &'a Structure,
     pub vals: Values<'a>,
     /// The file mentions a Redis client library.
@@ -138,8 +138,9 @@ fn default_client(lang: Language, lower: &str) -> Client {
 pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     let mut facts = FileFacts::new(language);
     let mut lits = Vec::new();
-    let (toks, lits) = lexer::lex_with_lits(src, language, &mut lits);
-    let st = calls::structure(&toks, src, language);
+    let lexed = lexer::lex(src, language, &mut lits);
+    let (toks, lits) = (lexed.toks(), lexed.lits());
+    let st = calls::structure(toks, src, language);
     // the lower-cased copy of the file is dropped as soon as these are known
     let (has_redis, default_client) = {
         let lower = src.to_ascii_lowercase();
@@ -155,11 +156,11 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
         .any(|w| has(&lower, w));
         (has_redis, default_client(language, &lower))
     };
-    let vals = Values::new(src, &toks, lits, &st, language);
+    let vals = Values::new(src, toks, lits, &st, language);
     let mut an = Analyzer {
         src,
         lang: language,
-        toks: &toks,
+        toks,
         st: &st,
         vals,
         has_redis,
@@ -178,7 +179,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     an.spring_connection_params();
     an.link_script_setters();
     let mut call_table = calls::CallTable::default();
-    let all_calls = calls::calls(&toks, &st, language, &mut call_table);
+    let all_calls = calls::calls(toks, &st, language, &mut call_table);
     an.collect_redis_receivers(&all_calls);
     // Each draft becomes its op at once (its key and value moved, the
     // position facts filled in below): no list of drafts beside the ops.
@@ -240,7 +241,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
                 op.kind = OpKind::Release { checked: true };
             }
         }
-        let name = &toks[name_tok];
+        let name = toks.at(name_tok);
         let end = toks
             .get(end_tok.saturating_sub(1))
             .map(|t| t.end())
@@ -249,7 +250,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
         if let Some(c) = call {
             facts
                 .call_sites
-                .push(call_site(&toks, c, Span::new(name.start(), end)));
+                .push(call_site(toks, c, Span::new(name.start(), end)));
             if op.kind == (OpKind::Acquire { expiry: true }) {
                 facts.ttls.extend(
                     ttl::of_call(&an, c, name.start())
@@ -319,7 +320,7 @@ fn permute(ops: &mut [Op], at: &mut [(u32, u32, u32)], idx: &mut [u32]) {
 }
 
 /// Where the receiver and the arguments of `c` stand (for fixes).
-fn call_site(toks: &[Tok], c: &Call, span: Span) -> OpCall {
+fn call_site(toks: Toks, c: &Call, span: Span) -> OpCall {
     let byte = |i: usize, end: bool| toks.get(i).map(|t| if end { t.end() } else { t.start() });
     let receiver = if c.recv_start < c.name_tok {
         let start = byte(c.recv_start, false).unwrap_or(span.start);
@@ -429,7 +430,7 @@ impl<'a> Analyzer<'a> {
                 "txpipelined" => ranges.push((c.open, c.end, true, false)),
                 "watch"
                     if self.lang == Language::Go
-                        && c.args.iter().any(|a| self.toks[a.start].is("func")) =>
+                        && c.args.iter().any(|a| self.toks.at(a.start).is("func")) =>
                 {
                     ranges.push((c.open, c.end, false, true))
                 }
@@ -484,14 +485,14 @@ impl<'a> Analyzer<'a> {
                     continue;
                 }
                 let mut n = i - 1;
-                if self.toks[n].is(")") {
+                if self.toks.at(n).is(")") {
                     match self.st.matching.get(&n) {
                         Some(o) if o >= 1 => n = o - 1,
                         _ => continue,
                     }
                 }
-                let name = self.toks[n].text();
-                if n >= 1 && self.toks[n - 1].is(".") && (name == "multi" || name == "watch") {
+                let name = self.toks.at(n).text();
+                if n >= 1 && self.toks.at(n - 1).is(".") && (name == "multi" || name == "watch") {
                     let atomic = name == "multi";
                     ranges.push((i, m, atomic, !atomic));
                 }
@@ -507,16 +508,16 @@ impl<'a> Analyzer<'a> {
             return tok;
         }
         let mut k = tok;
-        while k > 0 && !self.toks[k].nl() {
+        while k > 0 && !self.toks.at(k).nl() {
             k -= 1;
-            let t = &self.toks[k];
+            let t = self.toks.at(k);
             if (t.is("if") || t.is("unless"))
                 && !t.nl()
                 && self.st.tok_paren[k] == self.st.tok_paren[tok]
             {
                 // the line's first token
                 let mut s = k;
-                while s > 0 && !self.toks[s].nl() {
+                while s > 0 && !self.toks.at(s).nl() {
                     s -= 1;
                 }
                 return s;
@@ -539,7 +540,7 @@ impl<'a> Analyzer<'a> {
         let mut k = tok;
         while k > 0 {
             k -= 1;
-            let t = &self.toks[k];
+            let t = self.toks.at(k);
             if t.is("}") {
                 match self.st.matching.get(&k) {
                     Some(o) if o < k => k = o,
@@ -548,7 +549,7 @@ impl<'a> Analyzer<'a> {
             } else if t.is("{") {
                 let close = self.st.matching.get(&k)?;
                 // only a branch: the token before the block closes a condition or is `else`
-                let prev = k.checked_sub(1).map(|p| &self.toks[p]);
+                let prev = k.checked_sub(1).map(|p| self.toks.at(p));
                 let branch = prev.is_some_and(|p| p.is(")") || p.is("else"));
                 return (close > tok && branch).then_some(close);
             }
@@ -610,7 +611,7 @@ impl<'a> Analyzer<'a> {
         let mut found: Vec<FoundScript> = Vec::new();
         let mut i = 0;
         while i < toks.len() {
-            if toks[i].kind() != Kind::Str {
+            if toks.at(i).kind() != Kind::Str {
                 i += 1;
                 continue;
             }
@@ -636,12 +637,12 @@ impl<'a> Analyzer<'a> {
             let mut text = String::new();
             let mut anchors = Vec::new();
             for &g in &group {
-                if let Some(lit) = toks[g].lit() {
+                if let Some(lit) = toks.at(g).lit() {
                     let base = text.len();
                     let before = anchors.len();
                     anchors.extend(lit.anchors().map(|(t, s)| (base + t, s)));
                     if anchors.len() == before {
-                        anchors.push((base, toks[g].start()));
+                        anchors.push((base, toks.at(g).start()));
                     }
                     text.push_str(lit.text());
                 }
@@ -710,7 +711,7 @@ impl<'a> Analyzer<'a> {
         while k > 0 && guard < 40 {
             k -= 1;
             guard += 1;
-            if self.toks[k].is("defineCommand") {
+            if self.toks.at(k).is("defineCommand") {
                 return self
                     .toks
                     .get(k + 2)
@@ -725,8 +726,8 @@ impl<'a> Analyzer<'a> {
     fn link_script_setters(&mut self) {
         let toks = self.toks;
         for i in 2..toks.len() {
-            if !(toks[i].is("setScriptText")
-                && toks[i - 1].is(".")
+            if !(toks.at(i).is("setScriptText")
+                && toks.at(i - 1).is(".")
                 && toks.get(i + 1).is_some_and(|t| t.is("(")))
             {
                 continue;
@@ -738,8 +739,9 @@ impl<'a> Analyzer<'a> {
             if sid.is_none() {
                 continue;
             }
-            let mut recv = toks[i - 2].text().to_string();
-            if i >= 4 && toks[i - 3].is(".") && matches!(toks[i - 4].text(), "this" | "self") {
+            let mut recv = toks.at(i - 2).text().to_string();
+            if i >= 4 && toks.at(i - 3).is(".") && matches!(toks.at(i - 4).text(), "this" | "self")
+            {
                 recv = format!("this.{recv}");
             }
             let recv = values::norm_name(&recv);
@@ -773,16 +775,16 @@ impl<'a> Analyzer<'a> {
                 // (not past a statement or, in Java, into an anonymous class body)
                 let java = self.lang == Language::Java;
                 let Some(arrow) = (i + 1..end)
-                    .take_while(|&k| !(toks[k].is(";") || (java && toks[k].is("{"))))
-                    .find(|&k| toks[k].is("->"))
+                    .take_while(|&k| !(toks.at(k).is(";") || (java && toks.at(k).is("{"))))
+                    .find(|&k| toks.at(k).is("->"))
                 else {
                     continue;
                 };
                 let mut k = arrow;
                 while k > i + 1 {
                     k -= 1;
-                    let p = &toks[k];
-                    if p.is_ident() && !toks[k - 1].is(".") && !toks[k - 1].is("<") {
+                    let p = toks.at(k);
+                    if p.is_ident() && !toks.at(k - 1).is(".") && !toks.at(k - 1).is("<") {
                         self.redis_vars.insert(p.text().to_string());
                         break;
                     }
@@ -800,8 +802,8 @@ impl<'a> Analyzer<'a> {
                         continue;
                     }
                 }
-                if i >= 2 && toks[i - 1].is(":") && toks[i - 2].is_ident() {
-                    self.redis_vars.insert(toks[i - 2].text().to_string());
+                if i >= 2 && toks.at(i - 1).is(":") && toks.at(i - 2).is_ident() {
+                    self.redis_vars.insert(toks.at(i - 2).text().to_string());
                 }
             }
         }
@@ -844,7 +846,7 @@ impl<'a> Analyzer<'a> {
                 }
                 if sid.is_none() {
                     for k in b.start..b.end {
-                        let t = &self.toks[k];
+                        let t = self.toks.at(k);
                         if t.is_ident() {
                             if let Some(&Some(id)) =
                                 self.script_names.get(&values::norm_name(t.text()))
@@ -907,12 +909,12 @@ impl<'a> Analyzer<'a> {
         // Python `with r.pipeline() as pipe:`
         if self.lang == Language::Python {
             for i in 0..self.toks.len() {
-                if self.toks[i].is("as") && i >= 2 && self.toks[i - 1].is(")") {
+                if self.toks.at(i).is("as") && i >= 2 && self.toks.at(i - 1).is(")") {
                     if let (Some(o), Some(n)) =
                         (self.st.matching.get(&(i - 1)), self.toks.get(i + 1))
                     {
                         if o >= 1
-                            && self.toks[o - 1].is("pipeline")
+                            && self.toks.at(o - 1).is("pipeline")
                             && !self.vals.text(o, i).contains("transaction=False")
                         {
                             let scope = self.st.tok_scope.get(i).copied().unwrap_or(0);
@@ -925,7 +927,7 @@ impl<'a> Analyzer<'a> {
         }
         // ioredis defineCommand("name", …)
         for i in 0..self.toks.len() {
-            if self.toks[i].is("defineCommand") {
+            if self.toks.at(i).is("defineCommand") {
                 if let Some(t) = self.toks.get(i + 2).filter(|t| t.kind() == Kind::Str) {
                     let mut sid = None;
                     let end = (i + 40).min(self.toks.len());
@@ -934,10 +936,10 @@ impl<'a> Analyzer<'a> {
                             sid = Some(id);
                             break;
                         }
-                        if self.toks[k].is_ident() {
+                        if self.toks.at(k).is_ident() {
                             if let Some(&Some(id)) = self
                                 .script_names
-                                .get(&values::norm_name(self.toks[k].text()))
+                                .get(&values::norm_name(self.toks.at(k).text()))
                             {
                                 if k > i + 2 {
                                     sid = Some(id);

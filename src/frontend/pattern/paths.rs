@@ -4,7 +4,7 @@
 //! front-end reports the byte ranges; what they mean for a lock is the
 //! rules' business (SPEC §2 once-only marker, validity guard).
 
-use super::lexer::{Kind, Tok};
+use super::lexer::{Kind, Tok, Toks};
 use super::Analyzer;
 use crate::facts::{Deferred, Language, Op, OpKind, Span};
 use crate::words;
@@ -19,11 +19,11 @@ const FAILURE_CALLBACKS: &[&str] = &[
     "fail",
 ];
 
-fn span_of(toks: &[Tok], s: usize, e: usize) -> Option<Span> {
+fn span_of(toks: Toks, s: usize, e: usize) -> Option<Span> {
     if e <= s || e > toks.len() {
         return None;
     }
-    Some(Span::new(toks[s].start(), toks[e - 1].end()))
+    Some(Span::new(toks.at(s).start(), toks.at(e - 1).end()))
 }
 
 /// An error variable: `err`, `error`, `e`, `ex`, `writeErr`, `lock_err`.
@@ -46,9 +46,13 @@ pub struct LineEnds {
 }
 
 impl LineEnds {
-    pub fn new(toks: &[Tok]) -> LineEnds {
+    pub fn new(toks: Toks) -> LineEnds {
         let mut starts = Vec::with_capacity(toks.iter().filter(|t| t.nl()).count());
-        starts.extend((0..toks.len()).filter(|&k| toks[k].nl()).map(|k| k as u32));
+        starts.extend(
+            (0..toks.len())
+                .filter(|&k| toks.at(k).nl())
+                .map(|k| k as u32),
+        );
         LineEnds {
             starts,
             len: toks.len() as u32,
@@ -71,11 +75,11 @@ pub fn failure_spans(an: &Analyzer, lines: &LineEnds, ops: &[Op]) -> Vec<Span> {
     let toks = an.toks;
     let mut out = Vec::new();
     for i in 0..toks.len() {
-        let t = &toks[i];
+        let t = toks.at(i);
         if !t.is_ident() {
             continue;
         }
-        let after_dot = i > 0 && (toks[i - 1].is(".") || toks[i - 1].is("?."));
+        let after_dot = i > 0 && (toks.at(i - 1).is(".") || toks.at(i - 1).is("?."));
         // promise / future chains: `.catch(err => …)`, `.onFailure { … }`
         if after_dot && FAILURE_CALLBACKS.contains(&t.text()) {
             if let Some(open) = toks.get(i + 1).filter(|n| n.is("(") || n.is("{")) {
@@ -113,7 +117,7 @@ pub fn failure_spans(an: &Analyzer, lines: &LineEnds, ops: &[Op]) -> Vec<Span> {
                 let Some((cs, ce, bs, be)) = if_parts(an, lines, i) else {
                     continue;
                 };
-                if is_error_test(&toks[cs..ce]) || is_failure_disjunction(&toks[cs..ce]) {
+                if is_error_test(toks.slice(cs..ce)) || is_failure_disjunction(toks.slice(cs..ce)) {
                     if let Some(sp) = span_of(toks, bs, be) {
                         out.push(sp);
                     }
@@ -141,14 +145,14 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
     let toks = an.toks;
     let n = toks.len();
     // (condition, first token of the rest, first token of the statement)
-    let (cond, after, stmt) = if an.lang == Language::Ruby && i > 0 && !toks[i].nl() {
+    let (cond, after, stmt) = if an.lang == Language::Ruby && i > 0 && !toks.at(i).nl() {
         // `return [value] if cond`
-        let ls = (i.saturating_sub(16)..i).rfind(|&k| toks[k].nl() || k == 0)?;
-        if !toks[ls].is("return") {
+        let ls = (i.saturating_sub(16)..i).rfind(|&k| toks.at(k).nl() || k == 0)?;
+        if !toks.at(ls).is("return") {
             return None;
         }
         let le = lines.from(i + 1).min(n);
-        (&toks[i + 1..le], le, ls)
+        (toks.slice(i + 1..le), le, ls)
     } else {
         let (cs, ce, bs, be) = if_parts(an, lines, i)?;
         if !toks.get(bs).is_some_and(|t| t.is("return")) {
@@ -157,7 +161,7 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
         let braced = bs > 0 && an.st.matching.get(&(bs - 1)) == Some(be);
         let closed =
             braced || (an.lang == Language::Ruby && toks.get(be).is_some_and(|t| t.is("end")));
-        (&toks[cs..ce], if closed { be + 1 } else { be }, i)
+        (toks.slice(cs..ce), if closed { be + 1 } else { be }, i)
     };
     if toks
         .get(after)
@@ -174,17 +178,19 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
     let lo = stmt.saturating_sub(BIND_WINDOW);
     let k = (lo..stmt).rev().find(|&k| {
         an.st.tok_scope[k] == scope
-            && toks[k].is_ident()
-            && toks[k].text() == subject.text()
-            && !(k > 0 && (toks[k - 1].is(".") || toks[k - 1].is("?.")))
+            && toks.at(k).is_ident()
+            && toks.at(k).text() == subject.text()
+            && !(k > 0 && (toks.at(k - 1).is(".") || toks.at(k - 1).is("?.")))
             && assigned_at(toks, k).is_some()
     })?;
     let eq = assigned_at(toks, k)?;
     let rhs_end = lines.from(eq + 1).min(n);
-    let rhs = &toks[eq + 1..rhs_end];
-    let calls = rhs.windows(2).any(|w| w[0].is_ident() && w[1].is("("));
+    let rhs = toks.slice(eq + 1..rhs_end);
+    let calls = rhs
+        .windows(2)
+        .any(|w| w.at(0).is_ident() && w.at(1).is("("));
     let (from, to) = (
-        toks[eq].end(),
+        toks.at(eq).end(),
         toks.get(rhs_end).map_or(usize::MAX, |t| t.start()),
     );
     let redis_result = ops
@@ -193,7 +199,7 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
     let after_acquire = ops.iter().any(|o| {
         o.scope == scope
             && matches!(o.kind, OpKind::Acquire { .. })
-            && o.name_span.start < toks[k].start()
+            && o.name_span.start < toks.at(k).start()
     });
     if !calls || redis_result || !after_acquire {
         return None;
@@ -203,7 +209,7 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
     let mut e = after;
     let limit = after.saturating_add(REST_WINDOW).min(n);
     while e < limit {
-        let t = &toks[e];
+        let t = toks.at(e);
         let td = an.st.tok_depth[e];
         let ends = match an.lang {
             Language::Python => t.nl() && td < d,
@@ -248,8 +254,8 @@ pub fn late_result_tests(
         let after = toks.partition_point(|t| t.start() < d.span.end);
         let limit = after.saturating_add(REST_WINDOW).min(n);
         let mut i = after;
-        while i < limit && toks[i].start() < d.runs_at {
-            if !(toks[i].is("if") && an.st.tok_scope[i] == d.scope) {
+        while i < limit && toks.at(i).start() < d.runs_at {
+            if !(toks.at(i).is("if") && an.st.tok_scope[i] == d.scope) {
                 i += 1;
                 continue;
             }
@@ -257,7 +263,7 @@ pub fn late_result_tests(
                 i += 1;
                 continue;
             };
-            let Some(subject) = failed_subject(&toks[cs..ce]) else {
+            let Some(subject) = failed_subject(toks.slice(cs..ce)) else {
                 i += 1;
                 continue;
             };
@@ -266,18 +272,18 @@ pub fn late_result_tests(
             let bound = (lo..kd)
                 .rev()
                 .find(|&k| {
-                    toks[k].is_ident()
-                        && toks[k].text() == subject
-                        && !(k > 0 && (toks[k - 1].is(".") || toks[k - 1].is("?.")))
+                    toks.at(k).is_ident()
+                        && toks.at(k).text() == subject
+                        && !(k > 0 && (toks.at(k - 1).is(".") || toks.at(k - 1).is("?.")))
                 })
                 .filter(|&k| an.st.tok_scope[k] == d.scope)
                 .and_then(|k| assigned_at(toks, k));
             if let Some(eq) = bound {
                 let rhs_end = lines.from(eq + 1).min(kd);
                 if let Some(name) = (eq + 1..rhs_end.saturating_sub(1))
-                    .find(|&k| toks[k].is_ident() && toks[k + 1].is("("))
+                    .find(|&k| toks.at(k).is_ident() && toks.at(k + 1).is("("))
                 {
-                    out.push((d.span.start, toks[name].start()));
+                    out.push((d.span.start, toks.at(name).start()));
                 }
             }
             break;
@@ -289,8 +295,8 @@ pub fn late_result_tests(
 /// The variable a condition tests for failure: `!ok`, `not ok`, `ok ==
 /// false`, `(!ok)`; never an error variable (`!err` says nothing of a
 /// result).
-fn failed_subject<'a>(cond: &[Tok<'a>]) -> Option<&'a str> {
-    let inner: Vec<&Tok> = cond.iter().filter(|t| !(t.is("(") || t.is(")"))).collect();
+fn failed_subject<'a>(cond: Toks<'a>) -> Option<&'a str> {
+    let inner: Vec<Tok> = cond.iter().filter(|t| !(t.is("(") || t.is(")"))).collect();
     let x = match inner.as_slice() {
         [neg, x] if neg.is("!") || neg.is("not") => x,
         [x, op, f] if (op.is("==") || op.is("===")) && (f.is("false") || f.is("False")) => x,
@@ -301,17 +307,17 @@ fn failed_subject<'a>(cond: &[Tok<'a>]) -> Option<&'a str> {
 
 /// The tested result of a success condition: `sent`, `res.ok`, `(captured)`,
 /// `err == nil`, `err is None`.
-fn success_subject<'a, 'b>(cond: &'b [Tok<'a>]) -> Option<&'b Tok<'a>> {
-    let inner: Vec<&Tok> = cond.iter().filter(|t| !(t.is("(") || t.is(")"))).collect();
+fn success_subject<'a>(cond: Toks<'a>) -> Option<Tok<'a>> {
+    let inner: Vec<Tok> = cond.iter().filter(|t| !(t.is("(") || t.is(")"))).collect();
     match inner.as_slice() {
         [e, op, nil]
             if is_err_name(e)
                 && (op.is("==") || op.is("==="))
                 && (nil.is("nil") || nil.is("null")) =>
         {
-            Some(e)
+            Some(*e)
         }
-        [e, is, none] if is_err_name(e) && is.is("is") && none.is("None") => Some(e),
+        [e, is, none] if is_err_name(e) && is.is("is") && none.is("None") => Some(*e),
         [first, ..] if first.is_ident() && !is_err_name(first) => {
             let path = inner.iter().enumerate().all(|(k, t)| {
                 if k % 2 == 0 {
@@ -328,7 +334,7 @@ fn success_subject<'a, 'b>(cond: &'b [Tok<'a>]) -> Option<&'b Tok<'a>> {
 
 /// `k` is assigned: `k = …`, `k := …`, `k, err := …`, `_, k = …`; the
 /// index of the `=`/`:=`.
-fn assigned_at(toks: &[Tok], k: usize) -> Option<usize> {
+fn assigned_at(toks: Toks, k: usize) -> Option<usize> {
     let mut j = k + 1;
     while toks.get(j).is_some_and(|t| t.is(",")) && toks.get(j + 1).is_some_and(|t| t.is_ident()) {
         j += 2;
@@ -340,8 +346,8 @@ fn assigned_at(toks: &[Tok], k: usize) -> Option<usize> {
 /// test: `!res || res === INVALID`, `err != nil || resp == nil`,
 /// `not sent or sent.status >= 400`. The branch runs on every failure of
 /// that result and only on outcomes of it.
-fn is_failure_disjunction(cond: &[Tok]) -> bool {
-    let mut parts: Vec<&[Tok]> = Vec::new();
+fn is_failure_disjunction(cond: Toks) -> bool {
+    let mut parts: Vec<Toks> = Vec::new();
     let (mut depth, mut s) = (0i32, 0usize);
     for (k, t) in cond.iter().enumerate() {
         if t.is("(") || t.is("[") {
@@ -349,17 +355,17 @@ fn is_failure_disjunction(cond: &[Tok]) -> bool {
         } else if t.is(")") || t.is("]") {
             depth -= 1;
         } else if depth == 0 && (t.is("||") || t.is("or")) {
-            parts.push(&cond[s..k]);
+            parts.push(cond.slice(s..k));
             s = k + 1;
         } else if depth == 0 && (t.is("&&") || t.is("and")) {
             return false;
         }
     }
-    parts.push(&cond[s..]);
+    parts.push(cond.slice(s..));
     if parts.len() < 2 {
         return false;
     }
-    let subject = |p: &[Tok]| {
+    let subject = |p: Toks| {
         p.iter()
             .find(|t| !(t.is("!") || t.is("not") || t.is("(")))
             .filter(|t| t.is_ident())
@@ -367,13 +373,13 @@ fn is_failure_disjunction(cond: &[Tok]) -> bool {
     };
     let failing: Vec<String> = parts
         .iter()
-        .filter(|p| is_error_test(p))
-        .filter_map(|p| subject(p))
+        .filter(|p| is_error_test(**p))
+        .filter_map(|p| subject(*p))
         .collect();
     !failing.is_empty()
         && parts
             .iter()
-            .all(|p| is_error_test(p) || subject(p).is_some_and(|s| failing.contains(&s)))
+            .all(|p| is_error_test(*p) || subject(*p).is_some_and(|s| failing.contains(&s)))
 }
 
 /// `err != nil`, `(err)`, `(error)`, `err is not None`: the branch runs on
@@ -381,8 +387,8 @@ fn is_failure_disjunction(cond: &[Tok]) -> bool {
 /// `result == null`, `sent is None`, `ok == false`. A field of the object
 /// itself (`this.processing === false`, `not self.conn`) is its state, not
 /// the result of work just done: a branch on it is no failure path.
-fn is_error_test(cond: &[Tok]) -> bool {
-    let path = |ts: &[&Tok]| {
+fn is_error_test(cond: Toks) -> bool {
+    let path = |ts: &[Tok]| {
         !ts.is_empty()
             && ts.len() % 2 == 1
             && !(ts.len() > 1 && matches!(ts[0].text(), "this" | "self" | "$this"))
@@ -394,7 +400,7 @@ fn is_error_test(cond: &[Tok]) -> bool {
                 }
             })
     };
-    let flat: Vec<&Tok> = cond.iter().collect();
+    let flat: Vec<Tok> = cond.iter().collect();
     if let Some((first, rest)) = flat.split_first() {
         if (first.is("not") || first.is("!")) && path(rest) {
             return true;
@@ -408,9 +414,9 @@ fn is_error_test(cond: &[Tok]) -> bool {
             return true;
         }
     }
-    let inner: Vec<&Tok> = cond.iter().filter(|t| !(t.is("(") || t.is(")"))).collect();
+    let inner: Vec<Tok> = cond.iter().filter(|t| !(t.is("(") || t.is(")"))).collect();
     // Go: `err != nil`, possibly after an init statement `x, err := f(); err != nil`
-    let tail: Vec<&Tok> = match inner.iter().rposition(|t| t.is(";")) {
+    let tail: Vec<Tok> = match inner.iter().rposition(|t| t.is(";")) {
         Some(p) => inner[p + 1..].to_vec(),
         None => inner.clone(),
     };
@@ -431,9 +437,9 @@ fn if_parts(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usize, 
         Language::Python | Language::Ruby => {
             let line_end = lines.from(i + 1).min(n);
             let colon = if an.lang == Language::Python {
-                (i + 1..line_end).rfind(|&k| toks[k].is(":"))?
+                (i + 1..line_end).rfind(|&k| toks.at(k).is(":"))?
             } else {
-                if i > 0 && !toks[i].nl() {
+                if i > 0 && !toks.at(i).nl() {
                     return None; // a modifier `x if cond`
                 }
                 line_end
@@ -446,7 +452,7 @@ fn if_parts(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usize, 
             };
             let mut e = bs;
             while e < n {
-                let t = &toks[e];
+                let t = toks.at(e);
                 let at_or_above = an.st.tok_depth[e] <= d && t.nl();
                 if an.lang == Language::Python && at_or_above {
                     break;
@@ -470,7 +476,7 @@ fn if_parts(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usize, 
                 (i + 2, c, c + 1)
             } else {
                 let mut k = i + 1;
-                while k < n && !toks[k].is("{") && !(toks[k].nl() && k > i + 1) {
+                while k < n && !toks.at(k).is("{") && !(toks.at(k).nl() && k > i + 1) {
                     k += 1;
                 }
                 (i + 1, k, k)
@@ -521,7 +527,7 @@ const LIMIT_WORDS: &[&str] = &[
     "lock",
 ];
 
-fn has_word(toks: &[Tok], set: &[&str]) -> bool {
+fn has_word(toks: Toks, set: &[&str]) -> bool {
     toks.iter().any(|t| {
         t.is_ident()
             && words::word_parts(t.text())
@@ -532,15 +538,15 @@ fn has_word(toks: &[Tok], set: &[&str]) -> bool {
 
 /// One comparison of an elapsed or current time below a lease's limit:
 /// `elapsed < ttl`, `now < deadline`, `ttl > elapsed`.
-fn lease_still_valid(cond: &[Tok]) -> bool {
+fn lease_still_valid(cond: Toks) -> bool {
     let Some(p) = cond
         .iter()
         .position(|t| t.is("<") || t.is("<=") || t.is(">") || t.is(">="))
     else {
         return false;
     };
-    let (left, right) = (&cond[..p], &cond[p + 1..]);
-    let (small, big) = if cond[p].is("<") || cond[p].is("<=") {
+    let (left, right) = (cond.slice(..p), cond.slice(p + 1..));
+    let (small, big) = if cond.at(p).is("<") || cond.at(p).is("<=") {
         (left, right)
     } else {
         (right, left)
@@ -558,7 +564,7 @@ pub fn validity_spans(an: &Analyzer, lines: &LineEnds) -> Vec<Span> {
         !(cond.iter().any(|t| t.is("||") || t.is("or"))
             || cond
                 .windows(2)
-                .any(|w| (w[0].is("!") || w[0].is("not")) && w[1].is("(")))
+                .any(|w| (w.at(0).is("!") || w.at(0).is("not")) && w.at(1).is("(")))
             && cond
                 .split(|t| t.is("&&") || t.is("and"))
                 .any(lease_still_valid)
@@ -573,10 +579,10 @@ const MODIFIER_WINDOW: usize = 64;
 /// body (condition start, condition end, body start, body end).
 fn modifier_if(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usize, usize, usize)> {
     let toks = an.toks;
-    if an.lang != Language::Ruby || i == 0 || toks[i].nl() {
+    if an.lang != Language::Ruby || i == 0 || toks.at(i).nl() {
         return None;
     }
-    let bs = (i.saturating_sub(MODIFIER_WINDOW)..i).rfind(|&k| toks[k].nl() || k == 0)?;
+    let bs = (i.saturating_sub(MODIFIER_WINDOW)..i).rfind(|&k| toks.at(k).nl() || k == 0)?;
     // the statement must start the line and stand in the `if`'s block
     if an.st.tok_depth[bs] != an.st.tok_depth[i] {
         return None;
@@ -591,12 +597,12 @@ fn if_body_spans(
     an: &Analyzer,
     lines: &LineEnds,
     max_cond: usize,
-    pred: impl Fn(&[Tok]) -> bool,
+    pred: impl Fn(Toks) -> bool,
 ) -> Vec<Span> {
     let toks = an.toks;
     let mut out = Vec::new();
     for i in 0..toks.len() {
-        if !toks[i].is("if") || (i > 0 && (toks[i - 1].is(".") || toks[i - 1].is("?."))) {
+        if !toks.at(i).is("if") || (i > 0 && (toks.at(i - 1).is(".") || toks.at(i - 1).is("?."))) {
             continue;
         }
         let Some((cs, ce, bs, be)) = if_parts(an, lines, i).or_else(|| modifier_if(an, lines, i))
@@ -606,7 +612,7 @@ fn if_body_spans(
         if ce <= cs || ce - cs > max_cond {
             continue;
         }
-        if pred(&toks[cs..ce]) {
+        if pred(toks.slice(cs..ce)) {
             if let Some(sp) = span_of(toks, bs, be) {
                 out.push(sp);
             }
@@ -618,13 +624,12 @@ fn if_body_spans(
 /// A flag that asks for a deliberate override: its last name part says
 /// `force`, `forced` or `override` (`$override`, `force`, `opts.force`,
 /// `this.forceRelease`), alone or compared `== true`.
-fn deliberate_flag(cond: &[Tok]) -> bool {
-    let cond = match cond {
-        [rest @ .., eq, t] if (eq.is("==") || eq.is("===")) && (t.is("true") || t.is("True")) => {
-            rest
-        }
-        _ => cond,
-    };
+fn deliberate_flag(cond: Toks) -> bool {
+    let n = cond.len();
+    let compared = n >= 2
+        && (cond.at(n - 2).is("==") || cond.at(n - 2).is("==="))
+        && (cond.at(n - 1).is("true") || cond.at(n - 1).is("True"));
+    let cond = if compared { cond.slice(..n - 2) } else { cond };
     let path_ok = !cond.is_empty()
         && cond.len() % 2 == 1
         && cond.iter().enumerate().all(|(k, t)| {
@@ -667,8 +672,8 @@ pub enum Default {
 }
 
 /// Classifies a parameter's default value (its tokens after `=`).
-pub fn classify_default(d: &[Tok]) -> Default {
-    match d {
+pub fn classify_default(d: Toks) -> Default {
+    match d.to_vec().as_slice() {
         [t] if t.kind() == Kind::Str => {
             if t.text().is_empty() {
                 Default::EmptyStr
@@ -699,7 +704,7 @@ pub fn classify_default(d: &[Tok]) -> Default {
 /// The parameter a test reads and whether it reads one of its members:
 /// `p`, `opts.ttl`, `opts?.ttl`, `$opts['ttl']`, `this`-less only.
 /// Returns (parameter, member read, through `?.`).
-fn tested_path<'a>(c: &'a [Tok]) -> Option<(&'a Tok<'a>, bool, bool)> {
+fn tested_path<'a>(c: Toks<'a>) -> Option<(Tok<'a>, bool, bool)> {
     let (first, rest) = c.split_first()?;
     if !first.is_ident() || matches!(first.text(), "not" | "is" | "and" | "or" | "this") {
         return None;
@@ -707,7 +712,7 @@ fn tested_path<'a>(c: &'a [Tok]) -> Option<(&'a Tok<'a>, bool, bool)> {
     let mut k = 0;
     let mut optional = false;
     while k < rest.len() {
-        let t = &rest[k];
+        let t = &rest.at(k);
         if (t.is(".") || t.is("?.") || t.is("->")) && rest.get(k + 1).is_some_and(|n| n.is_ident())
         {
             optional |= t.is("?.");
@@ -734,18 +739,21 @@ enum Test {
     Positive,
 }
 
-fn conjunct_test<'a>(c: &'a [Tok<'a>]) -> Option<(&'a Tok<'a>, bool, bool, Test)> {
-    let nullish = |t: &Tok| matches!(t.text(), "null" | "undefined" | "None" | "nil" | "NULL");
-    let (path, test) = match c {
-        [rest @ .., op, v] if (op.is("!=") || op.is("!==")) && nullish(v) => (rest, Test::NotNull),
-        [rest @ .., is, not, v] if is.is("is") && not.is("not") && v.is("None") => {
-            (rest, Test::NotNull)
+fn conjunct_test<'a>(c: Toks<'a>) -> Option<(Tok<'a>, bool, bool, Test)> {
+    let nullish = |t: Tok| matches!(t.text(), "null" | "undefined" | "None" | "nil" | "NULL");
+    let n = c.len();
+    let (path, test) = match c.to_vec().as_slice() {
+        [.., op, v] if (op.is("!=") || op.is("!==")) && nullish(*v) => {
+            (c.slice(..n - 2), Test::NotNull)
         }
-        [f, open, rest @ .., close] if f.is("isset") && open.is("(") && close.is(")") => {
-            (rest, Test::NotNull)
+        [.., is, not, v] if is.is("is") && not.is("not") && v.is("None") => {
+            (c.slice(..n - 3), Test::NotNull)
         }
-        [rest @ .., op, v] if op.is(">") && v.is("0") => (rest, Test::Positive),
-        [rest @ .., op, v] if op.is(">=") && v.is("1") => (rest, Test::Positive),
+        [f, open, .., close] if f.is("isset") && open.is("(") && close.is(")") => {
+            (c.slice(2..n - 1), Test::NotNull)
+        }
+        [.., op, v] if op.is(">") && v.is("0") => (c.slice(..n - 2), Test::Positive),
+        [.., op, v] if op.is(">=") && v.is("1") => (c.slice(..n - 2), Test::Positive),
         _ => (c, Test::Truthy),
     };
     let (p, member, optional) = tested_path(path)?;
@@ -798,7 +806,7 @@ pub fn arg_branches(
     let toks = an.toks;
     let mut out = Vec::new();
     for i in 0..toks.len() {
-        if !toks[i].is("if") || (i > 0 && (toks[i - 1].is(".") || toks[i - 1].is("?."))) {
+        if !toks.at(i).is("if") || (i > 0 && (toks.at(i - 1).is(".") || toks.at(i - 1).is("?."))) {
             continue;
         }
         let scope = an.st.tok_scope.get(i).copied().unwrap_or(0);
@@ -812,7 +820,7 @@ pub fn arg_branches(
         if ce <= cs || ce - cs > MAX_ARG_TEST {
             continue;
         }
-        let cond = &toks[cs..ce];
+        let cond = toks.slice(cs..ce);
         if cond.iter().any(|t| t.is("||") || t.is("or") || t.is("!")) {
             continue;
         }

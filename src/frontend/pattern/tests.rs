@@ -82,8 +82,10 @@ fn dump() {
 
 fn parts(src: &str, lang: Language) -> Vec<Vec<StrPart>> {
     let mut lits = Vec::new();
-    let toks = super::lexer::lex(src, lang, &mut lits);
-    toks.iter()
+    let lexed = super::lexer::lex(src, lang, &mut lits);
+    lexed
+        .toks()
+        .iter()
         .filter_map(|t| t.lit().map(|l| l.parts().collect()))
         .collect()
 }
@@ -137,7 +139,8 @@ fn string_forms() {
 fn token_texts_borrow_the_source() {
     let src = "r.set('lock:a', \"a\\tb\", `k${id}`, '', \"x\\n\")";
     let mut lits = Vec::new();
-    let (toks, lits) = super::lexer::lex_with_lits(src, Language::JavaScript, &mut lits);
+    let lexed = super::lexer::lex(src, Language::JavaScript, &mut lits);
+    let (toks, lits) = (lexed.toks(), lexed.lits());
     let in_src = |s: &str| src.as_bytes().as_ptr_range().contains(&s.as_ptr());
     let strs: Vec<&str> = toks
         .iter()
@@ -145,8 +148,8 @@ fn token_texts_borrow_the_source() {
         .map(|t| t.text())
         .collect();
     assert_eq!(strs, vec!["lock:a", "a\tb", "k", "", "x\n"]);
-    assert_eq!(toks[4].text(), "lock:a");
-    assert_eq!((toks[4].start(), toks[4].end()), (6, 14));
+    assert_eq!(toks.at(4).text(), "lock:a");
+    assert_eq!((toks.at(4).start(), toks.at(4).end()), (6, 14));
     // a literal's text is the side table's (not a copy), every other
     // token's a slice of the source
     let in_lits = |s: &str| {
@@ -155,14 +158,14 @@ fn token_texts_borrow_the_source() {
     };
     // a literal that is one run of the source borrows it; one with an
     // escape or an interpolation owns its decoded text
-    assert!(in_src(toks[4].text()));
+    assert!(in_src(toks.at(4).text()));
     assert!(!in_src(strs[1]) && !in_src(strs[4]));
     assert_eq!(
-        toks[4].lit().map(|l| l.anchors().collect::<Vec<_>>()),
+        toks.at(4).lit().map(|l| l.anchors().collect::<Vec<_>>()),
         Some(vec![(0, 7)])
     );
     assert_eq!(
-        toks[4].lit().map(|l| l.parts().collect::<Vec<_>>()),
+        toks.at(4).lit().map(|l| l.parts().collect::<Vec<_>>()),
         Some(vec![StrPart::Lit(0, 6)])
     );
     assert!(toks
@@ -173,7 +176,7 @@ fn token_texts_borrow_the_source() {
         .iter()
         .filter(|t| t.kind() != Kind::Str)
         .all(|t| in_src(t.text()) && t.text() == &src[t.start()..t.end()]));
-    assert!(toks[0].is_ident() && !toks[0].nl());
+    assert!(toks.at(0).is_ident() && !toks.at(0).nl());
     // the token itself is small: no allocation, a pointer to its text and
     // one word of packed offsets, kind and flags
     assert_eq!(std::mem::size_of::<super::lexer::Tok>(), 16);
@@ -183,8 +186,8 @@ fn token_texts_borrow_the_source() {
 fn anchors_map_escapes() {
     let src = "x = \"a\\nredis.call('del')\"";
     let mut lits = Vec::new();
-    let t = super::lexer::lex(src, Language::Java, &mut lits);
-    let lit = t.iter().find_map(|t| t.lit().cloned()).unwrap();
+    let lexed = super::lexer::lex(src, Language::Java, &mut lits);
+    let lit = lexed.toks().iter().find_map(|t| t.lit().cloned()).unwrap();
     let off = lit.text().find("redis").unwrap();
     let f = crate::facts::ScriptFact {
         name: None,
@@ -200,9 +203,9 @@ fn anchors_map_escapes() {
 fn calls_split_over_lines_and_chains() {
     let src = "class A { void f() {\n  redisTemplate\n    .opsForValue()\n    .setIfAbsent(\"lock:\" + id,\n      token, 10, TimeUnit.SECONDS);\n} }";
     let toks = lex(src, Language::Java);
-    let st = calls::structure(&toks, src, Language::Java);
+    let st = calls::structure(toks, src, Language::Java);
     let mut table = calls::CallTable::default();
-    let cs = calls::calls(&toks, &st, Language::Java, &mut table);
+    let cs = calls::calls(toks, &st, Language::Java, &mut table);
     let c = cs.iter().find(|c| c.name == "setIfAbsent").unwrap();
     assert_eq!(c.recv, vec!["redisTemplate", "opsForValue()"]);
     assert_eq!(c.args.len(), 4);
@@ -646,7 +649,7 @@ fn generic_methods_get_their_own_scope_and_parameters() {
     // a generic signature without a body declares a method, it calls nothing
     let ts = "interface Cache {\n  getJSON<T>(key: string): Promise<T | null>;\n}\n";
     let toks = lex(ts, Language::TypeScript);
-    let st = calls::structure(&toks, ts, Language::TypeScript);
+    let st = calls::structure(toks, ts, Language::TypeScript);
     let name = toks.iter().position(|t| t.text() == "getJSON").unwrap();
     assert!(st.decl_names.contains(&name));
 }
@@ -781,7 +784,7 @@ fn scope_column_widens_past_two_bytes() {
         src.push_str(&format!("function f{i}(){{g({i})}}\n"));
     }
     let toks = lex(&src, Language::JavaScript);
-    let st = calls::structure(&toks, &src, Language::JavaScript);
+    let st = calls::structure(toks, &src, Language::JavaScript);
     assert!(matches!(st.tok_scope, calls::ScopeColumn::Wide(_)));
     assert_eq!(st.tok_scope.len(), toks.len());
     // each function's `g` is in its own scope, numbered in order
@@ -805,7 +808,7 @@ fn scope_column_widens_past_two_bytes() {
     // a small file stays two bytes a token
     let small = "function a(){g(1)}\n";
     let toks = lex(small, Language::JavaScript);
-    let st = calls::structure(&toks, small, Language::JavaScript);
+    let st = calls::structure(toks, small, Language::JavaScript);
     assert!(matches!(st.tok_scope, calls::ScopeColumn::Narrow(_)));
     assert_eq!(
         st.tok_scope[toks.iter().position(|t| t.is("g")).unwrap()],

@@ -4,7 +4,7 @@
 //! Facts only: what they mean for a lock is the rules' business.
 
 use super::calls::Call;
-use super::lexer::{Kind, Tok};
+use super::lexer::{Kind, Toks};
 use super::Analyzer;
 use crate::facts::{Language, OpTtl};
 
@@ -19,7 +19,7 @@ pub fn of_call(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpTtl> {
     let end = c.end.min(toks.len());
     let mut k = c.open;
     while k + 1 < end {
-        let t = &toks[k];
+        let t = toks.at(k);
         let unit: u64 = match t.text().to_ascii_lowercase().as_str() {
             "ex" if t.kind() == Kind::Str || t.is_ident() => 1000,
             "px" if t.kind() == Kind::Str || t.is_ident() => 1,
@@ -28,7 +28,7 @@ pub fn of_call(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpTtl> {
                 continue;
             }
         };
-        let next = &toks[k + 1];
+        let next = toks.at(k + 1);
         let (vs, ve) = if next.is("(") {
             let close = an.st.matching.get(&(k + 1)).unwrap_or(k + 1);
             (k + 2, close.min(end))
@@ -103,20 +103,20 @@ pub fn task_limits(an: &Analyzer) -> TaskLimits {
     if an.lang != Language::Python {
         return (out, named);
     }
-    let toks: &[Tok] = an.toks;
+    let toks: Toks = an.toks;
     for i in 0..toks.len().saturating_sub(2) {
-        if !toks[i].is("@") {
+        if !toks.at(i).is("@") {
             continue;
         }
         // `@ a . b . task (`: the decorator's dotted name, then its arguments
         let mut j = i + 1;
-        while j + 1 < toks.len() && toks[j].is_ident() && toks[j + 1].is(".") {
+        while j + 1 < toks.len() && toks.at(j).is_ident() && toks.at(j + 1).is(".") {
             j += 2;
         }
         if !(j + 1 < toks.len()
-            && toks[j].is_ident()
-            && matches!(toks[j].text(), "task" | "shared_task")
-            && toks[j + 1].is("("))
+            && toks.at(j).is_ident()
+            && matches!(toks.at(j).text(), "task" | "shared_task")
+            && toks.at(j + 1).is("("))
         {
             continue;
         }
@@ -126,9 +126,9 @@ pub fn task_limits(an: &Analyzer) -> TaskLimits {
         let mut limit = None;
         let mut k = j + 2;
         while k + 2 < close {
-            if toks[k].text() == "time_limit"
-                && toks[k + 1].is("=")
-                && (toks[k - 1].is("(") || toks[k - 1].is(","))
+            if toks.at(k).text() == "time_limit"
+                && toks.at(k + 1).is("=")
+                && (toks.at(k - 1).is("(") || toks.at(k - 1).is(","))
             {
                 let end = value_end(an, k + 2, close);
                 limit = const_int(an, k + 2, end, 0, 0)
@@ -143,10 +143,13 @@ pub fn task_limits(an: &Analyzer) -> TaskLimits {
         };
         // further decorators, then `def name` (or `async def name`)
         let mut d = close + 1;
-        while d < toks.len() && toks[d].is("@") {
+        while d < toks.len() && toks.at(d).is("@") {
             let mut e = d + 1;
             // the decorator's name ends at its line's end (`def` is a word too)
-            while e < toks.len() && !toks[e].nl() && (toks[e].is_ident() || toks[e].is(".")) {
+            while e < toks.len()
+                && !toks.at(e).nl()
+                && (toks.at(e).is_ident() || toks.at(e).is("."))
+            {
                 e += 1;
             }
             d = match toks.get(e) {
@@ -154,10 +157,10 @@ pub fn task_limits(an: &Analyzer) -> TaskLimits {
                 _ => e,
             };
         }
-        if d < toks.len() && toks[d].is("async") {
+        if d < toks.len() && toks.at(d).is("async") {
             d += 1;
         }
-        if d + 1 < toks.len() && toks[d].is("def") {
+        if d + 1 < toks.len() && toks.at(d).is("def") {
             if let Some(&scope) = an.st.decl_scope.get(&(d + 1)) {
                 match limit {
                     Ok(l) => out.push((scope, l)),
@@ -174,29 +177,28 @@ pub fn task_limits(an: &Analyzer) -> TaskLimits {
 /// those): its last part, for the project's constants to resolve.
 fn sym_name(an: &Analyzer, s: usize, e: usize, scope: u32) -> Option<String> {
     let toks = an.toks;
-    let dotted =
-        |a: usize, b: usize| {
-            b > a
-                && b <= toks.len()
-                && (b - a) % 2 == 1
-                && toks[a..b].iter().enumerate().all(|(k, t)| {
-                    if k % 2 == 0 {
-                        t.is_ident()
-                    } else {
-                        t.is(".")
-                    }
-                })
-        };
+    let dotted = |a: usize, b: usize| {
+        b > a
+            && b <= toks.len()
+            && (b - a) % 2 == 1
+            && toks.slice(a..b).iter().enumerate().all(|(k, t)| {
+                if k % 2 == 0 {
+                    t.is_ident()
+                } else {
+                    t.is(".")
+                }
+            })
+    };
     if !dotted(s, e) {
         return None;
     }
     if e == s + 1 {
-        if let Some(b) = an.vals.lookup(scope, toks[s].text()) {
+        if let Some(b) = an.vals.lookup(scope, toks.at(s).text()) {
             let (bs, be) = (b.start, b.end.min(toks.len()));
-            return dotted(bs, be).then(|| toks[be - 1].text().to_string());
+            return dotted(bs, be).then(|| toks.at(be - 1).text().to_string());
         }
     }
-    Some(toks[e - 1].text().to_string())
+    Some(toks.at(e - 1).text().to_string())
 }
 
 /// Words that make a module constant a time (a TTL, a timeout, a limit).
@@ -214,12 +216,12 @@ pub fn module_consts(an: &Analyzer) -> Vec<(String, u64)> {
     if an.lang != Language::Python {
         return out;
     }
-    let toks: &[Tok] = an.toks;
+    let toks: Toks = an.toks;
     for i in 0..toks.len().saturating_sub(2) {
-        let t = &toks[i];
+        let t = toks.at(i);
         if !(t.is_ident()
             && (i == 0 || t.nl())
-            && toks[i + 1].is("=")
+            && toks.at(i + 1).is("=")
             && an.st.tok_scope.get(i).copied() == Some(0)
             && an.st.tok_depth.get(i).copied() == Some(0))
         {
@@ -237,10 +239,10 @@ pub fn module_consts(an: &Analyzer) -> Vec<(String, u64)> {
         let s = i + 2;
         let mut j = s;
         while j < toks.len() {
-            if j > s && toks[j].nl() {
+            if j > s && toks.at(j).nl() {
                 break;
             }
-            if toks[j].is("(") || toks[j].is("[") || toks[j].is("{") {
+            if toks.at(j).is("(") || toks.at(j).is("[") || toks.at(j).is("{") {
                 if let Some(m) = an.st.matching.get(&j).filter(|&m| m > j) {
                     j = m + 1;
                     continue;
@@ -261,7 +263,7 @@ fn value_end(an: &Analyzer, s: usize, end: usize) -> usize {
     let toks = an.toks;
     let mut j = s;
     while j < end {
-        let t = &toks[j];
+        let t = toks.at(j);
         if t.is(",") || t.is(")") || t.is("]") || t.is("}") || t.is(";") {
             break;
         }
@@ -282,16 +284,19 @@ fn value_end(an: &Analyzer, s: usize, end: usize) -> usize {
 /// The identifiers of `s..e`, and those of the binding of a single name
 /// (`interval` bound to `env.REVALIDATION_INTERVAL_SECONDS`).
 fn names(an: &Analyzer, s: usize, e: usize, scope: u32) -> Vec<String> {
-    let mut out: Vec<String> = an.toks[s..e]
+    let mut out: Vec<String> = an
+        .toks
+        .slice(s..e)
         .iter()
         .filter(|t| t.is_ident())
         .map(|t| t.text().to_string())
         .collect();
-    if e == s + 1 && an.toks[s].is_ident() {
-        if let Some(b) = an.vals.lookup(scope, an.toks[s].text()) {
+    if e == s + 1 && an.toks.at(s).is_ident() {
+        if let Some(b) = an.vals.lookup(scope, an.toks.at(s).text()) {
             let (bs, be) = (b.start, b.end.min(an.toks.len()));
             out.extend(
-                an.toks[bs.min(be)..be]
+                an.toks
+                    .slice(bs.min(be)..be)
                     .iter()
                     .filter(|t| t.is_ident())
                     .map(|t| t.text().to_string()),
@@ -311,29 +316,29 @@ pub fn const_int(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> O
     }
     // a trailing `;` or a TypeScript `as const`
     let mut e = e;
-    while e > s && (toks[e - 1].is(";") || toks[e - 1].is("const")) {
+    while e > s && (toks.at(e - 1).is(";") || toks.at(e - 1).is("const")) {
         e -= 1;
-        if e > s && toks[e - 1].is("as") {
+        if e > s && toks.at(e - 1).is("as") {
             e -= 1;
         }
     }
     if e <= s {
         return None;
     }
-    if toks[s].is("(") && an.st.matching.get(&s) == Some(e - 1) {
+    if toks.at(s).is("(") && an.st.matching.get(&s) == Some(e - 1) {
         return const_int(an, s + 1, e - 1, scope, depth);
     }
-    if an.lang == Language::Python && toks[e - 1].is(")") {
+    if an.lang == Language::Python && toks.at(e - 1).is(")") {
         if let Some(open) = an.st.matching.get(&(e - 1)).filter(|&o| o > s) {
-            let callee = &toks[s..open];
+            let callee = toks.slice(s..open);
             // `int(x)`: x
-            if open == s + 1 && toks[s].is("int") {
+            if open == s + 1 && toks.at(s).is("int") {
                 return const_int(an, s + 2, e - 1, scope, depth + 1);
             }
             // an environment variable's default: `os.environ.get('X', 4260)`,
             // `os.getenv('X', 60)`
-            let env = toks[open - 1].is("getenv")
-                || (toks[open - 1].is("get") && callee.iter().any(|t| t.is("environ")));
+            let env = toks.at(open - 1).is("getenv")
+                || (toks.at(open - 1).is("get") && callee.iter().any(|t| t.is("environ")));
             if env && callee.iter().all(|t| t.is_ident() || t.is(".")) {
                 let args = super::calls::split_args(toks, an.st, open, e - 1);
                 if let [_, d] = args.as_slice() {
@@ -348,7 +353,7 @@ pub fn const_int(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> O
     let mut terms: Vec<(bool, usize, usize)> = Vec::new();
     let (mut from, mut neg) = (s, false);
     for j in this_level(an, s, e) {
-        let t = &toks[j];
+        let t = toks.at(j);
         if (t.is("+") || t.is("-")) && j > from {
             terms.push((neg, from, j));
             neg = t.is("-");
@@ -369,7 +374,7 @@ pub fn const_int(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> O
     // a product at this level
     let mut parts = Vec::new();
     let mut from = s;
-    for j in this_level(an, s, e).filter(|&j| toks[j].is("*")) {
+    for j in this_level(an, s, e).filter(|&j| toks.at(j).is("*")) {
         parts.push((from, j));
         from = j + 1;
     }
@@ -380,7 +385,7 @@ pub fn const_int(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> O
         });
     }
     if e == s + 1 {
-        let t = &toks[s];
+        let t = toks.at(s);
         return match t.kind() {
             Kind::Num => number(t.text()),
             Kind::Ident => {
@@ -392,7 +397,8 @@ pub fn const_int(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> O
     }
     // `this.TTL`, `self.TTL`, `Self::TTL`
     let text = an.vals.text(s, e);
-    if toks[s..e]
+    if toks
+        .slice(s..e)
         .iter()
         .all(|t| t.is_ident() || t.is(".") || t.is("::") || t.is("->"))
     {
@@ -412,7 +418,7 @@ fn this_level<'a>(an: &'a Analyzer, s: usize, e: usize) -> impl Iterator<Item = 
             return None;
         }
         let at = j;
-        let t = &toks[at];
+        let t = toks.at(at);
         j = match an.st.matching.get(&at) {
             Some(m) if m > at && (t.is("(") || t.is("[") || t.is("{")) => m + 1,
             _ => at + 1,
@@ -439,31 +445,31 @@ pub fn run_limit(an: &Analyzer) -> Option<u64> {
     if !matches!(an.lang, Language::JavaScript | Language::TypeScript) {
         return None;
     }
-    let toks: &[Tok] = an.toks;
+    let toks: Toks = an.toks;
     let top = |i: usize| an.st.tok_scope.get(i).copied() == Some(0);
     for i in 2..toks.len().saturating_sub(1) {
-        if !(toks[i].is_ident() && toks[i].text() == "maxDuration" && top(i)) {
+        if !(toks.at(i).is_ident() && toks.at(i).text() == "maxDuration" && top(i)) {
             continue;
         }
         // export const maxDuration = 600;
-        if toks[i + 1].is("=") && toks[i - 1].is("const") && toks[i - 2].is("export") {
+        if toks.at(i + 1).is("=") && toks.at(i - 1).is("const") && toks.at(i - 2).is("export") {
             let end = statement_end(toks, i + 2);
             return const_int(an, i + 2, end, 0, 0);
         }
     }
     // export const config = { maxDuration: 600 }
     for i in 0..toks.len().saturating_sub(4) {
-        if toks[i].is("export")
-            && toks[i + 1].is("const")
-            && toks[i + 2].text() == "config"
-            && toks[i + 3].is("=")
-            && toks[i + 4].is("{")
+        if toks.at(i).is("export")
+            && toks.at(i + 1).is("const")
+            && toks.at(i + 2).text() == "config"
+            && toks.at(i + 3).is("=")
+            && toks.at(i + 4).is("{")
             && top(i)
         {
             let close = an.st.matching.get(&(i + 4))?;
             let mut k = i + 5;
             while k + 2 < close {
-                if toks[k].text() == "maxDuration" && toks[k + 1].is(":") {
+                if toks.at(k).text() == "maxDuration" && toks.at(k + 1).is(":") {
                     let end = value_end(an, k + 2, close);
                     return const_int(an, k + 2, end, 0, 0);
                 }
@@ -476,10 +482,10 @@ pub fn run_limit(an: &Analyzer) -> Option<u64> {
 
 /// One past the last token of a top-level statement starting at `s` (its
 /// `;`, or the next line break).
-fn statement_end(toks: &[Tok], s: usize) -> usize {
+fn statement_end(toks: Toks, s: usize) -> usize {
     let mut j = s;
     while j < toks.len() {
-        if toks[j].is(";") || (j > s && toks[j].nl()) {
+        if toks.at(j).is(";") || (j > s && toks.at(j).nl()) {
             break;
         }
         j += 1;
@@ -573,19 +579,19 @@ fn duration(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> Option
         return None;
     }
     let mut e = e;
-    while e > s && toks[e - 1].is(";") {
+    while e > s && toks.at(e - 1).is(";") {
         e -= 1;
     }
     if e <= s {
         return None;
     }
-    if toks[s].is("(") && an.st.matching.get(&s) == Some(e - 1) {
+    if toks.at(s).is("(") && an.st.matching.get(&s) == Some(e - 1) {
         return duration(an, s + 1, e - 1, scope, depth + 1);
     }
     // a product at this level
     let mut cuts = Vec::new();
     for j in this_level(an, s, e) {
-        let t = &toks[j];
+        let t = toks.at(j);
         if t.is("*") {
             cuts.push(j);
         }
@@ -619,16 +625,20 @@ fn duration(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> Option
         })
     };
     // Go `time.Second`
-    if e == s + 3 && toks[s].text() == "time" && toks[s + 1].is(".") && an.lang == Language::Go {
-        return unit(toks[s + 2].text()).map(|u| (u, true));
+    if e == s + 3
+        && toks.at(s).text() == "time"
+        && toks.at(s + 1).is(".")
+        && an.lang == Language::Go
+    {
+        return unit(toks.at(s + 2).text()).map(|u| (u, true));
     }
     // `Duration.ofSeconds(30)`, `TimeSpan.FromSeconds(30)`, Go `time.Duration(n)`
-    if toks[e - 1].is(")") {
+    if toks.at(e - 1).is(")") {
         let open = an.st.matching.get(&(e - 1))?;
-        if open < s + 1 || !toks[open - 1].is_ident() {
+        if open < s + 1 || !toks.at(open - 1).is_ident() {
             return None;
         }
-        let name = toks[open - 1].text();
+        let name = toks.at(open - 1).text();
         let inner = const_int(an, open + 1, e - 1, scope, depth + 1)
             .map(|n| (n, false))
             .or_else(|| duration(an, open + 1, e - 1, scope, depth + 1))?;
@@ -646,7 +656,8 @@ fn duration(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> Option
     }
     // a name bound once to a duration
     let text = an.vals.text(s, e);
-    if toks[s..e]
+    if toks
+        .slice(s..e)
         .iter()
         .all(|t| t.is_ident() || t.is(".") || t.is("::") || t.is("->"))
     {

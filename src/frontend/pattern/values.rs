@@ -3,7 +3,7 @@
 //! and the classification of written values (constant, unique, weak).
 
 use super::calls::Structure;
-use super::lexer::{self, Kind, StrLit, StrPart, Tok};
+use super::lexer::{self, Kind, StrLit, StrPart, Tok, Toks};
 use crate::facts::{KeyExpr, KeyPart, Language, ValueExpr};
 use crate::words::{self, holds};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -26,7 +26,7 @@ impl Binding {
 
 pub struct Values<'a> {
     pub src: &'a str,
-    pub toks: &'a [Tok<'a>],
+    pub toks: Toks<'a>,
     /// The string literals' side table of `toks` ([`Tok::lit`]).
     pub lits: &'a [StrLit<'a>],
     pub st: &'a Structure,
@@ -184,14 +184,14 @@ fn classify_lower(text: &str, lower: &str) -> Option<ValueExpr> {
 /// The texts of the last tokens of `toks` joined, at least four bytes of
 /// them (or all: then `true`): what `ends_with` of a word of up to four
 /// bytes reads of the whole joined text, without joining a whole callback.
-fn compact_tail(toks: &[Tok]) -> (String, bool) {
+fn compact_tail(toks: Toks) -> (String, bool) {
     let mut len = 0;
     let mut from = toks.len();
     while from > 0 && len < 4 {
         from -= 1;
-        len += toks[from].text().len();
+        len += toks.at(from).text().len();
     }
-    let tail: String = toks[from..].iter().map(|t| t.text()).collect();
+    let tail: String = toks.slice(from..).iter().map(|t| t.text()).collect();
     (tail, from == 0)
 }
 
@@ -233,7 +233,7 @@ fn semicolon_lang(lang: Language) -> bool {
     matches!(lang, Language::Java | Language::CSharp | Language::Php)
 }
 
-fn is_continuation_op(t: &Tok) -> bool {
+fn is_continuation_op(t: Tok) -> bool {
     t.kind() == Kind::Punct
         && matches!(
             t.text(),
@@ -257,14 +257,14 @@ fn is_continuation_op(t: &Tok) -> bool {
 }
 
 /// End (exclusive) of the expression starting at `s`.
-pub fn expr_end(toks: &[Tok], st: &Structure, lang: Language, s: usize) -> usize {
+pub fn expr_end(toks: Toks, st: &Structure, lang: Language, s: usize) -> usize {
     let mut k = s;
     while k < toks.len() {
-        let t = &toks[k];
+        let t = toks.at(k);
         if k > s
             && t.nl()
             && !semicolon_lang(lang)
-            && !is_continuation_op(&toks[k - 1])
+            && !is_continuation_op(toks.at(k - 1))
             && !(t.is(".") || t.is("+") || t.is("?."))
         {
             if st.tok_paren.get(k) <= st.tok_paren.get(s) {
@@ -296,7 +296,7 @@ pub fn expr_end(toks: &[Tok], st: &Structure, lang: Language, s: usize) -> usize
 impl<'a> Values<'a> {
     pub fn new(
         src: &'a str,
-        toks: &'a [Tok<'a>],
+        toks: Toks<'a>,
         lits: &'a [StrLit<'a>],
         st: &'a Structure,
         lang: Language,
@@ -341,9 +341,10 @@ impl<'a> Values<'a> {
         super::calls::split_args(toks, self.st, open, close)
             .iter()
             .filter_map(|a| {
-                let r = &toks[a.start.saturating_sub(if a.name.is_some() { 2 } else { 0 })..a.end];
+                let r =
+                    toks.slice(a.start.saturating_sub(if a.name.is_some() { 2 } else { 0 })..a.end);
                 let name = if let Some(c) = r.iter().position(|t| t.is(":")) {
-                    r[..c].iter().rev().find(|t| t.is_ident())
+                    r.slice(..c).iter().rev().find(|t| t.is_ident())
                 } else if self.lang == Language::Go {
                     r.iter().find(|t| t.is_ident())
                 } else {
@@ -360,24 +361,24 @@ impl<'a> Values<'a> {
     }
 
     /// What a parameter (its tokens `r`) holds when a call leaves it out.
-    fn param_default(&self, r: &[Tok]) -> Option<super::paths::Default> {
+    fn param_default(&self, r: Toks) -> Option<super::paths::Default> {
         use super::paths::{classify_default, Default};
         if self.lang == Language::Go {
             return None;
         }
         if let Some(eq) = r.iter().position(|t| t.is("=")) {
-            return Some(classify_default(&r[eq + 1..]));
+            return Some(classify_default(r.slice(eq + 1..)));
         }
         match self.lang {
             // a TS optional parameter `opts?: Options`
             Language::JavaScript | Language::TypeScript => r
                 .windows(2)
-                .any(|w| w[0].is_ident() && w[1].is("?"))
+                .any(|w| w.at(0).is_ident() && w.at(1).is("?"))
                 .then_some(Default::Null),
             // a Ruby keyword parameter with a default `ttl: nil`
-            Language::Ruby => match r {
-                [n, c, rest @ ..] if n.is_ident() && c.is(":") && !rest.is_empty() => {
-                    Some(classify_default(rest))
+            Language::Ruby => match (r.get(0), r.get(1)) {
+                (Some(n), Some(c)) if n.is_ident() && c.is(":") && r.len() > 2 => {
+                    Some(classify_default(r.slice(2..)))
                 }
                 _ => None,
             },
@@ -396,7 +397,9 @@ impl<'a> Values<'a> {
         super::calls::split_args(toks, self.st, open, close)
             .iter()
             .rev()
-            .take_while(|a| a.name.is_some() || toks[a.start..a.end].iter().any(|t| t.is("=")))
+            .take_while(|a| {
+                a.name.is_some() || toks.slice(a.start..a.end).iter().any(|t| t.is("="))
+            })
             .count()
     }
 
@@ -443,7 +446,7 @@ impl<'a> Values<'a> {
             if scope == 0 {
                 continue;
             }
-            let t = &toks[i];
+            let t = toks.at(i);
             // every test below wants an identifier or `=`/`:=`
             if !matches!(t.kind(), Kind::Ident | Kind::Punct) {
                 continue;
@@ -459,7 +462,7 @@ impl<'a> Values<'a> {
                 let mut names = Vec::new();
                 let mut done = false;
                 while k < limit {
-                    let x = &toks[k];
+                    let x = toks.at(k);
                     if x.is("in") || x.is("of") || x.is(":") || x.is(":=") || x.is(";") {
                         done = true;
                         break;
@@ -482,22 +485,22 @@ impl<'a> Values<'a> {
             // (statement level only: `f(a, nx=True)` is a keyword argument)
             if (t.is("=") || t.is(":="))
                 && i >= 2
-                && toks[i - 2].is(",")
+                && toks.at(i - 2).is(",")
                 && self.st.tok_paren[i] == 0
             {
                 let mut k = i;
-                while k >= 1 && (toks[k - 1].is_ident() || toks[k - 1].is(",")) {
+                while k >= 1 && (toks.at(k - 1).is_ident() || toks.at(k - 1).is(",")) {
                     k -= 1;
-                    if toks[k].is_ident() {
-                        found.push((scope, norm_name_cow(toks[k].text())));
+                    if toks.at(k).is_ident() {
+                        found.push((scope, norm_name_cow(toks.at(k).text())));
                     }
-                    if toks[k].nl() {
+                    if toks.at(k).nl() {
                         break;
                     }
                 }
             }
             if t.is("as") && toks.get(i + 1).is_some_and(|x| x.is_ident()) {
-                found.push((scope, norm_name_cow(toks[i + 1].text())));
+                found.push((scope, norm_name_cow(toks.at(i + 1).text())));
             }
         }
         self.locals.extend(found);
@@ -511,7 +514,7 @@ impl<'a> Values<'a> {
         if self.lang == Language::Go {
             group_depth = vec![0u32; toks.len()];
             for (i, t) in toks.iter().enumerate() {
-                if t.is("(") && i > 0 && (toks[i - 1].is("const") || toks[i - 1].is("var")) {
+                if t.is("(") && i > 0 && (toks.at(i - 1).is("const") || toks.at(i - 1).is("var")) {
                     if let Some(c) = self.st.matching.get(&i) {
                         for g in group_depth.iter_mut().take(c).skip(i + 1) {
                             *g += 1;
@@ -527,7 +530,7 @@ impl<'a> Values<'a> {
         // stack of blocks while the tokens are walked.
         let mut blocks: Vec<u32> = Vec::new();
         for i in 0..toks.len() {
-            let t = &toks[i];
+            let t = toks.at(i);
             // only punctuation opens or closes a block or binds
             if t.kind() != Kind::Punct {
                 continue;
@@ -552,13 +555,15 @@ impl<'a> Values<'a> {
             if self.st.tok_paren[i] != group + block_paren {
                 continue;
             }
-            let n = &toks[i - 1];
+            let n = toks.at(i - 1);
             if !n.is_ident() {
                 continue;
             }
             let mut name: Cow<'a, str> = Cow::Borrowed(n.text());
-            if i >= 3 && (toks[i - 2].is(".") || toks[i - 2].is("->") || toks[i - 2].is("::")) {
-                let owner = toks[i - 3].text();
+            if i >= 3
+                && (toks.at(i - 2).is(".") || toks.at(i - 2).is("->") || toks.at(i - 2).is("::"))
+            {
+                let owner = toks.at(i - 3).text();
                 if matches!(owner, "this" | "self" | "$this" | "static") {
                     name = Cow::Owned(format!("{owner}.{name}"));
                 } else {
@@ -566,19 +571,19 @@ impl<'a> Values<'a> {
                 }
             }
             // Go `a, b := …` binds the call to the first name only when single.
-            if i >= 2 && toks[i - 2].is(",") {
+            if i >= 2 && toks.at(i - 2).is(",") {
                 // `v, err := call(…)`: `v` is the call's result, for its value
                 if self.lang == Language::Go
                     && i >= 4
-                    && toks[i - 3].is_ident()
-                    && !toks[i - 4].is(",")
-                    && (toks[i - 1].text() == "err" || toks[i - 1].text().ends_with("Err"))
+                    && toks.at(i - 3).is_ident()
+                    && !toks.at(i - 4).is(",")
+                    && (toks.at(i - 1).text() == "err" || toks.at(i - 1).text().ends_with("Err"))
                 {
                     let start = i + 1;
                     let end = expr_end(toks, self.st, self.lang, start);
                     if end > start {
                         self.result_values
-                            .entry((self.st.tok_scope[i], norm_name_cow(toks[i - 3].text())))
+                            .entry((self.st.tok_scope[i], norm_name_cow(toks.at(i - 3).text())))
                             .or_insert_with(|| Vec::with_capacity(1))
                             .push(Binding { start, end });
                     }
@@ -632,18 +637,18 @@ impl<'a> Values<'a> {
             // `:` opens a Python body; elsewhere it starts a return type
             // (`): bool {`), and a body read from there would run on past
             // the function to wherever an expression happens to end.
-            let opens_body = |t: &Tok| match self.lang {
+            let opens_body = |t: Tok| match self.lang {
                 Language::Python => t.is(":") || t.is("="),
                 Language::Ruby => t.is("{") || t.is("=") || t.nl(),
                 _ => t.is("{") || t.is("="),
             };
-            while k < limit && !opens_body(&toks[k]) {
+            while k < limit && !opens_body(toks.at(k)) {
                 k += 1;
             }
             if k >= limit {
                 continue;
             }
-            let body_start = if toks[k].nl() && self.lang == Language::Ruby {
+            let body_start = if toks.at(k).nl() && self.lang == Language::Ruby {
                 k
             } else {
                 k + 1
@@ -663,7 +668,7 @@ impl<'a> Values<'a> {
                     .get(e)
                     .is_none_or(|t| t.nl() && self.st.tok_scope.get(e) != self.st.tok_scope.get(b)),
                 Language::Ruby => after == "end",
-                _ if toks[k].is("{") => {
+                _ if toks.at(k).is("{") => {
                     after == "}" || (after == ";" && toks.get(e + 1).is_some_and(|t| t.is("}")))
                 }
                 _ => true,
@@ -671,7 +676,7 @@ impl<'a> Values<'a> {
             if ok {
                 let scope = self.st.tok_scope.get(b).copied().unwrap_or(0);
                 found.push((
-                    toks[n].text().to_string(),
+                    toks.at(n).text().to_string(),
                     Helper {
                         params: params.into_iter().map(Cow::into_owned).collect(),
                         start: b,
@@ -761,7 +766,7 @@ impl<'a> Values<'a> {
             return "";
         }
         self.src
-            .get(self.toks[s].start()..self.toks[e - 1].end())
+            .get(self.toks.at(s).start()..self.toks.at(e - 1).end())
             .unwrap_or("")
     }
 
@@ -773,20 +778,24 @@ impl<'a> Values<'a> {
                 break;
             }
             // (expr)
-            if toks[s].is("(") && self.st.matching.get(&s) == Some(e - 1) {
+            if toks.at(s).is("(") && self.st.matching.get(&s) == Some(e - 1) {
                 // C# cast `(RedisKey)x`
                 s += 1;
                 e -= 1;
                 continue;
             }
-            if toks[s].is("(") && e > s + 3 && toks[s + 1].is_ident() && toks[s + 2].is(")") {
+            if toks.at(s).is("(")
+                && e > s + 3
+                && toks.at(s + 1).is_ident()
+                && toks.at(s + 2).is(")")
+            {
                 s += 3;
                 continue;
             }
             // str(x), String.valueOf(x), strval(x), String(x)
             let wrapper = |k: usize| {
                 matches!(
-                    toks[k].text(),
+                    toks.at(k).text(),
                     "str"
                         | "valueOf"
                         | "strval"
@@ -797,12 +806,12 @@ impl<'a> Values<'a> {
                         | "Bytes"
                 )
             };
-            if toks[e - 1].is(")") {
+            if toks.at(e - 1).is(")") {
                 if let Some(o) = self.st.matching.get(&(e - 1)) {
                     if o >= 1
                         && o > s
                         && wrapper(o - 1)
-                        && (o - 1 == s || (o - 1 == s + 2 && toks[s + 1].is(".")))
+                        && (o - 1 == s || (o - 1 == s + 2 && toks.at(s + 1).is(".")))
                     {
                         s = o + 1;
                         e -= 1;
@@ -811,9 +820,9 @@ impl<'a> Values<'a> {
                     // x.toString(), x.encode(), x.to_s
                     if o == e - 2
                         && o >= s + 3
-                        && toks[o - 2].is(".")
+                        && toks.at(o - 2).is(".")
                         && matches!(
-                            toks[o - 1].text(),
+                            toks.at(o - 1).text(),
                             "toString"
                                 | "getBytes"
                                 | "encode"
@@ -829,7 +838,9 @@ impl<'a> Values<'a> {
                     }
                 }
             }
-            if e >= s + 3 && toks[e - 2].is(".") && matches!(toks[e - 1].text(), "to_s" | "to_str")
+            if e >= s + 3
+                && toks.at(e - 2).is(".")
+                && matches!(toks.at(e - 1).text(), "to_s" | "to_str")
             {
                 e -= 2;
                 continue;
@@ -846,7 +857,7 @@ impl<'a> Values<'a> {
         let mut ps = s;
         let mut k = s;
         while k < e {
-            let t = &toks[k];
+            let t = toks.at(k);
             if t.kind() == Kind::Punct && matches!(t.text(), "(" | "[" | "{") {
                 if let Some(m) = self.st.matching.get(&k) {
                     if m > k && m < e {
@@ -894,50 +905,51 @@ impl<'a> Values<'a> {
         // Python `"lock:%s" % id`
         if self.lang == Language::Python
             && e >= s + 3
-            && toks[s].kind() == Kind::Str
-            && toks[s + 1].is("%")
+            && toks.at(s).kind() == Kind::Str
+            && toks.at(s + 1).is("%")
         {
             let args = self.arg_ranges(s + 2, e, true);
-            return self.format_key(toks[s].text(), &args, scope, depth);
+            return self.format_key(toks.at(s).text(), &args, scope, depth);
         }
         // Adjacent literals (Python implicit concatenation)
-        if toks[s..e].iter().all(|t| t.kind() == Kind::Str) {
+        if toks.slice(s..e).iter().all(|t| t.kind() == Kind::Str) {
             let mut k = KeyExpr::default();
-            for t in &toks[s..e] {
+            for t in toks.slice(s..e) {
                 k.append(self.lit_key(t, scope, depth));
             }
             return k;
         }
         // `"lock:{}".format(id)`, `"lock:%s".formatted(id)`, `"…" % (…)`
-        if toks[s].kind() == Kind::Str
+        if toks.at(s).kind() == Kind::Str
             && e > s + 3
-            && toks[s + 1].is(".")
-            && matches!(toks[s + 2].text(), "format" | "formatted")
-            && toks[s + 3].is("(")
+            && toks.at(s + 1).is(".")
+            && matches!(toks.at(s + 2).text(), "format" | "formatted")
+            && toks.at(s + 3).is("(")
         {
             if let Some(c) = self.st.matching.get(&(s + 3)) {
                 let args = super::calls::split_args(toks, self.st, s + 3, c);
                 let ranges: Vec<(usize, usize)> = args.iter().map(|a| (a.start, a.end)).collect();
-                return self.format_key(toks[s].text(), &ranges, scope, depth);
+                return self.format_key(toks.at(s).text(), &ranges, scope, depth);
             }
         }
         // String.format(fmt, …), fmt.Sprintf, sprintf, string.Format
-        if toks[e - 1].is(")") {
+        if toks.at(e - 1).is(")") {
             if let Some(o) = self.st.matching.get(&(e - 1)) {
                 if o >= 1 && o > s {
-                    let fname = toks[o - 1].text();
+                    let fname = toks.at(o - 1).text();
                     if matches!(
                         fname,
                         "format" | "Format" | "Sprintf" | "sprintf" | "formatted"
                     ) {
                         let args = super::calls::split_args(toks, self.st, o, e - 1);
                         if let Some(first) = args.first() {
-                            if first.end == first.start + 1 && toks[first.start].kind() == Kind::Str
+                            if first.end == first.start + 1
+                                && toks.at(first.start).kind() == Kind::Str
                             {
                                 let rest: Vec<(usize, usize)> =
                                     args[1..].iter().map(|a| (a.start, a.end)).collect();
                                 return self.format_key(
-                                    toks[first.start].text(),
+                                    toks.at(first.start).text(),
                                     &rest,
                                     scope,
                                     depth,
@@ -947,7 +959,7 @@ impl<'a> Values<'a> {
                     }
                     // join helpers: String.join(":", a, b) → unknown; a call `f(args)`
                     if o - 1 == s
-                        || (o >= s + 2 && toks[o - 2].is(".")
+                        || (o >= s + 2 && toks.at(o - 2).is(".")
                             || toks
                                 .get(o.wrapping_sub(2))
                                 .is_some_and(|t| t.is("->") || t.is("::")))
@@ -960,10 +972,10 @@ impl<'a> Values<'a> {
                                 .st
                                 .receivers
                                 .get(&scope)
-                                .is_some_and(|r| toks[s].text() == r.as_str());
+                                .is_some_and(|r| toks.at(s).text() == r.as_str());
                         let own = o - 1 == s
                             || go_recv
-                            || matches!(toks[s].text(), "this" | "self" | "$this" | "static");
+                            || matches!(toks.at(s).text(), "this" | "self" | "$this" | "static");
                         if own && depth < 4 {
                             let ranges: Vec<(usize, usize)> =
                                 super::calls::split_args(toks, self.st, o, e - 1)
@@ -971,7 +983,7 @@ impl<'a> Values<'a> {
                                     .map(|a| (a.start, a.end))
                                     .collect();
                             if let Some(k) =
-                                self.helper_key(toks[o - 1].text(), &ranges, scope, depth)
+                                self.helper_key(toks.at(o - 1).text(), &ranges, scope, depth)
                             {
                                 return k;
                             }
@@ -984,7 +996,7 @@ impl<'a> Values<'a> {
                         // `rawKey(key)`, `key.getBytes()`) is transparent: it stands
                         // for its arguments (or, without any, its receiver) and
                         // carries no evidence of its own.
-                        if !words::reads_like_lock(toks[o - 1].text()) {
+                        if !words::reads_like_lock(toks.at(o - 1).text()) {
                             // a string constant's own method: `KEY_FMT.format(id=x)`,
                             // `PREFIX.concat(id)` keep the constant's text
                             let recv = if o >= s + 3 && !own {
@@ -995,7 +1007,7 @@ impl<'a> Values<'a> {
                             let lit_recv = recv.parts.iter().any(|p| matches!(p, KeyPart::Lit(_)));
                             if lit_recv && !args.is_empty() {
                                 if let ([KeyPart::Lit(fmt)], "format" | "formatted") =
-                                    (recv.parts.as_slice(), toks[o - 1].text())
+                                    (recv.parts.as_slice(), toks.at(o - 1).text())
                                 {
                                     let ranges: Vec<(usize, usize)> =
                                         args.iter().map(|a| (a.start, a.end)).collect();
@@ -1016,11 +1028,11 @@ impl<'a> Values<'a> {
                             }
                             // `getKey()`: the same call matches within one function only
                             k.push(KeyPart::Var(format!("{short}()")));
-                            k.idents.push(toks[o - 1].text().to_string());
+                            k.idents.push(toks.at(o - 1).text().to_string());
                             return k;
                         }
                         k.push(KeyPart::Const(format!("{short}()")));
-                        k.idents.push(toks[o - 1].text().to_string());
+                        k.idents.push(toks.at(o - 1).text().to_string());
                         for a in args {
                             k.append(self.key_d(a.start, a.end, scope, depth + 1));
                         }
@@ -1031,7 +1043,7 @@ impl<'a> Values<'a> {
             return KeyExpr::unknown();
         }
         if e == s + 1 {
-            let t = &toks[s];
+            let t = toks.at(s);
             return match t.kind() {
                 Kind::Str => self.lit_key(t, scope, depth),
                 Kind::Num => KeyExpr::lit(t.text()),
@@ -1040,7 +1052,7 @@ impl<'a> Values<'a> {
             };
         }
         // a dotted path: this.x, self.x, Cls.CONST, $this->x, obj.field
-        if toks[s..e].iter().enumerate().all(|(k, t)| {
+        if toks.slice(s..e).iter().enumerate().all(|(k, t)| {
             if k % 2 == 0 {
                 t.is_ident()
             } else {
@@ -1056,7 +1068,7 @@ impl<'a> Values<'a> {
 
     fn arg_ranges(&self, s: usize, e: usize, tuple: bool) -> Vec<(usize, usize)> {
         let toks = self.toks;
-        if tuple && toks[s].is("(") && self.st.matching.get(&s) == Some(e - 1) {
+        if tuple && toks.at(s).is("(") && self.st.matching.get(&s) == Some(e - 1) {
             return super::calls::split_args(toks, self.st, s, e - 1)
                 .into_iter()
                 .map(|a| (a.start, a.end))
@@ -1140,7 +1152,7 @@ impl<'a> Values<'a> {
         }
     }
 
-    fn lit_key(&self, t: &Tok, scope: u32, depth: u32) -> KeyExpr {
+    fn lit_key(&self, t: Tok, scope: u32, depth: u32) -> KeyExpr {
         let Some(lit) = t.lit() else {
             return KeyExpr::lit(t.text());
         };
@@ -1163,9 +1175,10 @@ impl<'a> Values<'a> {
         };
         let text = text.trim();
         let mut lits = Vec::new();
-        let sub = lexer::lex(text, self.lang, &mut lits);
-        if sub.len() == 1 && sub[0].is_ident() {
-            return self.name_key(sub[0].text(), scope, depth + 1);
+        let lexed = lexer::lex(text, self.lang, &mut lits);
+        let sub = lexed.toks();
+        if sub.len() == 1 && sub.at(0).is_ident() {
+            return self.name_key(sub.at(0).text(), scope, depth + 1);
         }
         if sub.iter().enumerate().all(|(k, t)| {
             if k % 2 == 0 {
@@ -1267,7 +1280,7 @@ impl<'a> Values<'a> {
         }
         let toks = self.toks;
         if e == s + 1 {
-            let t = &toks[s];
+            let t = toks.at(s);
             match t.kind() {
                 Kind::Str => {
                     if t.lit().is_some_and(|l| l.has_interp()) {
@@ -1288,14 +1301,14 @@ impl<'a> Values<'a> {
             }
         }
         // b"x" style / negative numbers
-        if e == s + 2 && toks[s].is("-") && toks[s + 1].kind() == Kind::Num {
+        if e == s + 2 && toks.at(s).is("-") && toks.at(s + 1).kind() == Kind::Num {
             return words::constant(self.text(s, e));
         }
         // an empty array: `new byte[0]`, `new byte[]{}`, `[]byte{}`, `[]`, `b''`
-        let (tail, whole) = compact_tail(&toks[s..e]);
+        let (tail, whole) = compact_tail(toks.slice(s..e));
         if (tail.ends_with("[0]")
-            && toks[s].is("new")
-            && toks[s..e].iter().all(|t| t.kind() != Kind::Str))
+            && toks.at(s).is("new")
+            && toks.slice(s..e).iter().all(|t| t.kind() != Kind::Str))
             || (tail.ends_with("[]{}") && e - s <= 6)
             || (whole && tail == "[]")
         {
@@ -1303,7 +1316,7 @@ impl<'a> Values<'a> {
         }
         let text = self.text(s, e);
         // a name bound once: follow it
-        let is_path = toks[s..e].iter().enumerate().all(|(k, t)| {
+        let is_path = toks.slice(s..e).iter().enumerate().all(|(k, t)| {
             if k % 2 == 0 {
                 t.is_ident()
             } else {

@@ -493,16 +493,16 @@ pub fn find(
         let mut any = false;
         let mut k = a + 1;
         while k < end {
-            if toks[k].is("async") {
+            if toks.at(k).is("async") {
                 // skip an async function's body: its own awaits speak for it
                 let mut j = k + 1;
-                while j < end && !toks[j].is("{") && !toks[j].is("=>") {
+                while j < end && !toks.at(j).is("{") && !toks.at(j).is("=>") {
                     j += 1;
                 }
-                if j < end && toks[j].is("=>") && toks.get(j + 1).is_some_and(|t| t.is("{")) {
+                if j < end && toks.at(j).is("=>") && toks.get(j + 1).is_some_and(|t| t.is("{")) {
                     j += 1;
                 }
-                if j < end && toks[j].is("{") {
+                if j < end && toks.at(j).is("{") {
                     if let Some(m) = an.st.matching.get(&j) {
                         if m > j {
                             k = m + 1;
@@ -512,7 +512,7 @@ pub fn find(
                 }
             }
             if let Some(ci) = call_index(all, k) {
-                if !NOT_CALLS.contains(&toks[k].text()) {
+                if !NOT_CALLS.contains(&toks.at(k).text()) {
                     awaited.push(ci);
                     any = true;
                 }
@@ -546,7 +546,7 @@ pub fn find(
         .collect();
     trips.sort_unstable();
     let loop_waits = |k: usize| -> bool {
-        let t = &toks[k];
+        let t = toks.at(k);
         if !t.is_ident() || !matches!(t.text(), "for" | "while" | "foreach" | "until" | "loop") {
             return false;
         }
@@ -734,7 +734,7 @@ pub fn find(
         let bound = toks.partition_point(|t| t.start() < sec.end);
         let mut found: Option<usize> = None;
         for (i, &s) in sec.starts.iter().enumerate() {
-            if found.is_some_and(|f| toks[f].start() >= s) {
+            if found.is_some_and(|f| toks.at(f).start() >= s) {
                 continue;
             }
             // none after an earlier start: none after this one
@@ -824,7 +824,7 @@ fn quiet_call(
         return true;
     }
     let js = matches!(lang, Language::JavaScript | Language::TypeScript);
-    if c.name_tok > 0 && an.toks[c.name_tok - 1].is("new") && js {
+    if c.name_tok > 0 && an.toks.at(c.name_tok - 1).is("new") && js {
         return true;
     }
     // the receiver's root (`this.logger`, a key builder) only when it may
@@ -855,18 +855,18 @@ fn loop_body(an: &Analyzer, k: usize) -> Option<(usize, usize)> {
         // the header's `:` at its own nesting level, then the indented lines
         let mut j = k + 1;
         while j < toks.len() && j < k + MAX_HEADER {
-            if toks[j].is(":") && an.st.tok_paren[j] == an.st.tok_paren[k] {
+            if toks.at(j).is(":") && an.st.tok_paren[j] == an.st.tok_paren[k] {
                 break;
             }
             j += 1;
         }
-        if j >= toks.len() || !toks[j].is(":") {
+        if j >= toks.len() || !toks.at(j).is(":") {
             return None;
         }
-        let base = indent(an.src, toks[k].start());
+        let base = indent(an.src, toks.at(k).start());
         let mut e = j + 1;
         while e < toks.len() {
-            if toks[e].nl() && e > j + 1 && indent(an.src, toks[e].start()) <= base {
+            if toks.at(e).nl() && e > j + 1 && indent(an.src, toks.at(e).start()) <= base {
                 break;
             }
             e += 1;
@@ -877,13 +877,13 @@ fn loop_body(an: &Analyzer, k: usize) -> Option<(usize, usize)> {
         return None;
     }
     // `do { … } while (…)`: the block after `do`, read from the `while`
-    if k >= 1 && toks[k - 1].is("}") && toks[k].text() == "while" {
+    if k >= 1 && toks.at(k - 1).is("}") && toks.at(k).text() == "while" {
         let o = an.st.matching.get(&(k - 1))?;
         return Some((o, k - 1));
     }
     let mut j = k + 1;
     while j < toks.len() && j < k + MAX_HEADER {
-        let t = &toks[j];
+        let t = toks.at(j);
         if t.is("{") && an.st.tok_paren[j] == an.st.tok_paren[k] {
             let m = an.st.matching.get(&j)?;
             return (m > j).then_some((j, m));
@@ -929,7 +929,7 @@ pub fn deferred(an: &Analyzer) -> Vec<Deferred> {
     // each scope's range, worked out at the first `defer`
     let mut ranges: Option<Vec<Option<(usize, usize)>>> = None;
     for k in 0..toks.len() {
-        if !toks[k].is("defer") {
+        if !toks.at(k).is("defer") {
             continue;
         }
         let ranges = ranges.get_or_insert_with(|| scope_ranges(an));
@@ -943,7 +943,7 @@ pub fn deferred(an: &Analyzer) -> Vec<Deferred> {
         // the deferred call: up to the end of its line at its own nesting
         let mut e = k + 1;
         while e < toks.len() {
-            let t = &toks[e];
+            let t = toks.at(e);
             if e > k + 1 && t.nl() && an.st.tok_paren[e] == an.st.tok_paren[k] {
                 break;
             }
@@ -962,9 +962,9 @@ pub fn deferred(an: &Analyzer) -> Vec<Deferred> {
         }
         let end_tok = e.min(toks.len()).max(k + 1) - 1;
         out.push(Deferred {
-            span: Span::new(toks[k].start(), toks[end_tok].end()),
+            span: Span::new(toks.at(k).start(), toks.at(end_tok).end()),
             scope,
-            runs_at: toks[last].end(),
+            runs_at: toks.at(last).end(),
         });
     }
     out
