@@ -570,10 +570,34 @@ pub(crate) fn is_serialised_data_found(found: Needles) -> bool {
         || holds!(found, "to_json")
 }
 
+/// The longest constant text kept whole (see [`constant`]).
+pub const CONSTANT_MAX: usize = 256;
+/// How much of a longer one is kept: its first bytes (at most this many,
+/// cut at a character boundary).
+const CONSTANT_HEAD: usize = 64;
+
 /// A literal that is a constant lock value: any literal at all. Kept as a
-/// function so front-ends agree on what text is stored.
+/// function so front-ends agree on what text is stored. A literal longer
+/// than [`CONSTANT_MAX`] bytes (an SVG sprite, a template) is stored as
+/// its head, `…` and its closing quote: what a message can show of it,
+/// and a fact every call passing it along would otherwise copy whole.
 pub fn constant(text: &str) -> ValueExpr {
-    ValueExpr::Constant(text.to_string())
+    if text.len() <= CONSTANT_MAX {
+        return ValueExpr::Constant(text.to_string());
+    }
+    let mut cut = CONSTANT_HEAD;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let close = text
+        .chars()
+        .last()
+        .filter(|c| matches!(c, '"' | '\'' | '`'));
+    let mut short = String::with_capacity(cut + 4);
+    short.push_str(&text[..cut]);
+    short.push('…');
+    short.extend(close);
+    ValueExpr::Constant(short)
 }
 
 /// Test files by path convention (SPEC §1): `tests/`, `test/`, `spec/`,
@@ -776,6 +800,29 @@ impl TestPaths {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_constant_keeps_its_head_and_closing_quote() {
+        let text = |v: ValueExpr| match v {
+            ValueExpr::Constant(t) => t.to_string(),
+            other => panic!("not a constant: {other:?}"),
+        };
+        // up to the limit: whole
+        let whole = format!("\"{}\"", "a".repeat(CONSTANT_MAX - 2));
+        assert_eq!(text(constant(&whole)), whole);
+        // longer: the head, `…`, the closing quote
+        let long = format!("'{}'", "<svg>".repeat(2000));
+        let short = text(constant(&long));
+        assert!(short.len() < 80, "{short}");
+        assert!(
+            short.starts_with("'<svg><svg>") && short.ends_with("…'"),
+            "{short}"
+        );
+        // cut at a character boundary; no closing quote to keep
+        let wide = "é".repeat(CONSTANT_MAX);
+        let short = text(constant(&wide));
+        assert!(short.starts_with("éé") && short.ends_with('…'), "{short}");
+    }
 
     #[test]
     fn the_needles_of_a_text_are_the_words_it_contains() {

@@ -890,7 +890,7 @@ impl<'a> Extractor<'a> {
             _ => false,
         });
         if all_constant {
-            return ValueExpr::Constant(constant);
+            return crate::words::constant(&constant);
         }
         let mut unique = false;
         let mut unknown = false;

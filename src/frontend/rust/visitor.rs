@@ -897,7 +897,7 @@ impl<'f> Walker<'f, '_> {
         }
         let e = strip(e);
         match e {
-            Expr::Lit(l) => return ValueExpr::Constant(self.text_of(l)),
+            Expr::Lit(l) => return crate::words::constant(&self.text_of(l)),
             Expr::Call(c) => {
                 // A one-expression helper of the file: classify what it returns.
                 let path = call_path(e).unwrap_or_default();
