@@ -292,17 +292,6 @@ impl<'a> Toks<'a> {
             ..*self
         }
     }
-    /// [`Toks::slice`], or `None` where slicing would panic.
-    #[inline]
-    pub fn get_slice<R>(&self, range: R) -> Option<Toks<'a>>
-    where
-        R: std::slice::SliceIndex<[Packed], Output = [Packed]>,
-    {
-        Some(Toks {
-            packed: self.packed.get(range)?,
-            ..*self
-        })
-    }
     #[inline]
     pub fn iter(&self) -> TokIter<'a> {
         TokIter {
