@@ -317,7 +317,10 @@ def main():
                     help="output format of the runs (findings are counted with json only)")
     ap.add_argument("--out", default="")
     args = ap.parse_args()
-    only = [s for s in args.only.split(",") if s]
+    # shape names hold commas ("lines of calls, one scope"): a whole
+    # name is taken as it is, else the list is split on commas; each
+    # entry matches the shapes whose name contains it
+    only = [args.only] if args.only in SHAPES else [s.strip() for s in args.only.split(",") if s.strip()]
     FORMAT[0] = args.format
     binary = os.path.abspath(args.bin)
     scratch = tempfile.mkdtemp(prefix="locklint-scaling-")
