@@ -32,7 +32,7 @@ pub fn record(
     all: &[Call],
     client_calls: &HashSet<usize>,
     facts: &mut FileFacts,
-) -> Vec<(u32, Span)> {
+) -> Vec<super::waits::CallAt> {
     let toks = an.toks;
     let st = an.st;
     // per function, its defaulted parameters and their defaults
@@ -185,7 +185,7 @@ pub fn record(
             .collect();
         texts.into_iter().map(values::norm_name).collect()
     };
-    let mut resolvable: Vec<(u32, Span)> = Vec::new();
+    let mut resolvable: Vec<super::waits::CallAt> = Vec::new();
     // per (scope, identifier): a one-identifier expression's key, and as an
     // argument its value and type (the same local passed to many calls)
     // (the first argument worked out for each pair is pointed at, as (call
@@ -360,7 +360,11 @@ pub fn record(
             .filter(|k| !k.is_unknown() && !matches!(k.parts.as_slice(), [KeyPart::Var(_)]))
             .map(Box::new);
         if may_resolve {
-            resolvable.push((scope, Span::new(name.start(), end)));
+            resolvable.push(super::waits::CallAt {
+                scope,
+                start: name.start() as u32,
+                end: end as u32,
+            });
         }
         facts.link.calls.push(CallSite {
             callee: texts.get(name.text()),
@@ -378,7 +382,7 @@ pub fn record(
     // asked for them: those with an acquire of their own or a call the link
     // may resolve (`project::summary::summarise` reads `returns` only
     // against such an acquire's key)
-    let mut needed: FxHashSet<u32> = resolvable.iter().map(|&(s, _)| s).collect();
+    let mut needed: FxHashSet<u32> = resolvable.iter().map(|c| c.scope).collect();
     needed.extend(
         facts
             .ops

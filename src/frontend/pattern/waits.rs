@@ -294,6 +294,16 @@ fn scope_ranges(an: &Analyzer) -> Vec<Option<(usize, usize)>> {
     out
 }
 
+/// A call the link may resolve: its scope and span (byte offsets: a
+/// file's fit in 32 bits). Twelve bytes, not a `(u32, Span)`'s 24: a
+/// dense file holds one per call at its peak.
+#[derive(Clone, Copy, Debug)]
+pub struct CallAt {
+    pub scope: u32,
+    pub start: u32,
+    pub end: u32,
+}
+
 /// Where a short critical section may start and end in one function.
 #[derive(Debug, Default)]
 pub struct Section {
@@ -313,7 +323,7 @@ pub struct Section {
 /// a release is one of the function's own ops, or one the link
 /// instantiates at a call it may resolve (`resolvable`: the scope and span
 /// of each such call; its ops take the call's scope and span).
-pub fn sections(ops: &[Op], resolvable: &[(u32, Span)], deferred: &[Deferred]) -> Vec<Section> {
+pub fn sections(ops: &[Op], resolvable: &[CallAt], deferred: &[Deferred]) -> Vec<Section> {
     // where a release of `scope` at `at` closes its section (`rules::section_end`)
     let deferred = crate::facts::DeferredIndex::new(deferred);
     let section_end = |scope: u32, at: usize, start: usize| -> (u32, usize) {
@@ -323,33 +333,38 @@ pub fn sections(ops: &[Op], resolvable: &[(u32, Span)], deferred: &[Deferred]) -
         }
     };
     // one flat list of (scope, is an end, byte offset), grouped by scope
-    // after a sort: no map with a list per function
-    let mut marks: Vec<(u32, bool, usize)> = Vec::new();
+    // after a sort: no map with a list per function (offsets as `u32`, the
+    // list's room reserved once)
+    let own = ops
+        .iter()
+        .filter(|o| matches!(o.kind, OpKind::Acquire { .. } | OpKind::Release { .. }))
+        .count();
+    let mut marks: Vec<(u32, bool, u32)> = Vec::with_capacity(own + 2 * resolvable.len());
     for o in ops {
         match o.kind {
-            OpKind::Acquire { .. } => marks.push((o.scope, false, o.span.end)),
+            OpKind::Acquire { .. } => marks.push((o.scope, false, o.span.end as u32)),
             OpKind::Release { .. } => {
                 let (s, end) = section_end(o.scope, o.name_span.start, o.span.start);
-                marks.push((s, true, end));
+                marks.push((s, true, end as u32));
             }
             _ => {}
         }
     }
-    for &(scope, span) in resolvable {
-        marks.push((scope, false, span.end));
-        let (s, end) = section_end(scope, span.start, span.start);
-        marks.push((s, true, end));
+    for c in resolvable {
+        marks.push((c.scope, false, c.end));
+        let (s, end) = section_end(c.scope, c.start as usize, c.start as usize);
+        marks.push((s, true, end as u32));
     }
     marks.sort_unstable();
     let mut out: Vec<Section> = Vec::new();
     for group in marks.chunk_by(|a, b| a.0 == b.0) {
         // sorted: the starts first, in order, then the ends (the last is
         // the furthest)
-        let end = group.last().filter(|m| m.1).map_or(0, |m| m.2);
+        let end = group.last().filter(|m| m.1).map_or(0, |m| m.2 as usize);
         let mut starts: Vec<usize> = group
             .iter()
             .take_while(|m| !m.1)
-            .map(|m| m.2)
+            .map(|m| m.2 as usize)
             .filter(|&s| s < end)
             .collect();
         starts.dedup();
