@@ -36,18 +36,24 @@ pub enum StrPart {
 /// owned text with explicit anchors and parts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct StrLit<'a> {
-    text: std::borrow::Cow<'a, str>,
-    /// The source offset of `text` while it borrows the source.
+    /// The text while the literal is one run of the source (a slice of
+    /// it); empty once `pieces` holds the text.
+    run: &'a str,
+    /// The source offset of `run`.
     at: u32,
     /// One past the literal token's last source byte (its token keeps
     /// the table index in place of the span length).
     end: u32,
-    /// The anchors and parts, once the literal is more than one run.
+    /// The owned text, anchors and parts, once the literal is more than
+    /// one run. (Not a `Cow` beside it: 32 bytes a literal, not 40.)
     pieces: Option<Box<Pieces>>,
 }
 
+const _: () = assert!(std::mem::size_of::<StrLit>() == 32);
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Pieces {
+    text: String,
     anchors: Vec<(usize, usize)>,
     parts: Vec<StrPart>,
 }
@@ -55,12 +61,18 @@ struct Pieces {
 impl<'a> StrLit<'a> {
     /// The decoded text of the literal pieces (interpolations left out).
     pub fn text(&self) -> &str {
-        &self.text
+        match &self.pieces {
+            Some(p) => &p.text,
+            None => self.run,
+        }
     }
 
     /// [`StrLit::text`] for as long as the literal's table is borrowed.
     fn text_for(&'a self) -> &'a str {
-        &self.text
+        match &self.pieces {
+            Some(p) => &p.text,
+            None => self.run,
+        }
     }
 
     /// `(text offset, source offset)` of each run of the text, sorted by
@@ -68,7 +80,7 @@ impl<'a> StrLit<'a> {
     pub fn anchors(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
         let (one, many) = match &self.pieces {
             None => (
-                (!self.text.is_empty()).then_some((0, self.at as usize)),
+                (!self.run.is_empty()).then_some((0, self.at as usize)),
                 &[][..],
             ),
             Some(p) => (None, p.anchors.as_slice()),
@@ -80,7 +92,7 @@ impl<'a> StrLit<'a> {
     pub fn parts(&self) -> impl Iterator<Item = StrPart> + '_ {
         let (one, many) = match &self.pieces {
             None => (
-                (!self.text.is_empty()).then_some(StrPart::Lit(0, self.text.len())),
+                (!self.run.is_empty()).then_some(StrPart::Lit(0, self.run.len())),
                 &[][..],
             ),
             Some(p) => (None, p.parts.as_slice()),
@@ -88,14 +100,18 @@ impl<'a> StrLit<'a> {
         one.into_iter().chain(many.iter().copied())
     }
 
-    /// The literal stops being one run of the source: its anchors and parts
-    /// are written out and its text owned.
+    /// The literal stops being one run of the source: its text, anchors
+    /// and parts are written out.
     fn pieces(&mut self) -> &mut Pieces {
         if self.pieces.is_none() {
             let anchors: Vec<(usize, usize)> = self.anchors().collect();
             let parts: Vec<StrPart> = self.parts().collect();
-            self.text = std::borrow::Cow::Owned(std::mem::take(&mut self.text).into_owned());
-            self.pieces = Some(Box::new(Pieces { anchors, parts }));
+            let text = std::mem::take(&mut self.run).to_string();
+            self.pieces = Some(Box::new(Pieces {
+                text,
+                anchors,
+                parts,
+            }));
         }
         self.pieces.get_or_insert_with(Default::default)
     }
@@ -108,22 +124,20 @@ impl<'a> StrLit<'a> {
             return;
         };
         if self.pieces.is_none() {
-            if self.text.is_empty() {
-                self.text = std::borrow::Cow::Borrowed(piece);
+            if self.run.is_empty() {
+                self.run = piece;
                 self.at = from as u32;
                 return;
             }
             // the run goes on where it stopped: still one slice
-            if let std::borrow::Cow::Borrowed(t) = self.text {
-                if self.at as usize + t.len() == from {
-                    if let Some(run) = src.get(self.at as usize..to) {
-                        self.text = std::borrow::Cow::Borrowed(run);
-                        return;
-                    }
+            if self.at as usize + self.run.len() == from {
+                if let Some(run) = src.get(self.at as usize..to) {
+                    self.run = run;
+                    return;
                 }
             }
         }
-        let len = self.text.len();
+        let len = self.text().len();
         let p = self.pieces();
         let predicted = p.anchors.last().map(|&(t, s)| s + (len - t));
         if predicted != Some(from) {
@@ -131,19 +145,19 @@ impl<'a> StrLit<'a> {
             p.anchors.reserve_exact(1);
             p.anchors.push((len, from));
         }
-        self.text.to_mut().push_str(piece);
+        p.text.push_str(piece);
         self.push_lit(len);
     }
     fn push_decoded(&mut self, c: char) {
-        self.pieces();
-        let at = self.text.len();
-        self.text.to_mut().push(c);
+        let p = self.pieces();
+        let at = p.text.len();
+        p.text.push(c);
         self.push_lit(at);
     }
     /// The decoded text grew from `at` to its end: one literal piece more.
     fn push_lit(&mut self, at: usize) {
-        let end = self.text.len();
         let p = self.pieces();
+        let end = p.text.len();
         if let Some(StrPart::Lit(_, prev)) = p.parts.last_mut() {
             *prev = end;
         } else {
