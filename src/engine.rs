@@ -133,7 +133,22 @@ pub const MAX_OPS_PER_FILE: usize = 20_000;
 /// The facts the rules see for one file: the front-end's, without test code
 /// (unless `tests = true`) and bounded in size.
 fn facts_for(path: &Path, src: &str, language: Language, settings: &Settings) -> FileFacts {
-    let mut facts = frontend::extract(path, src, language);
+    let (mut facts, packed) = packed_facts_for(path, src, language, settings);
+    if let Some(p) = packed {
+        facts.link.calls = p.unpack(None, &mut facts.link.functions);
+    }
+    facts
+}
+
+/// [`facts_for`], the call sites left packed where the front-end packed
+/// them as it went (`frontend::extract_packed`; `facts.link.calls` empty).
+fn packed_facts_for(
+    path: &Path,
+    src: &str,
+    language: Language,
+    settings: &Settings,
+) -> (FileFacts, Option<crate::project::calls::PackedCalls>) {
+    let (mut facts, packed) = frontend::extract_packed(path, src, language);
     if !settings.tests {
         drop_test_code(&mut facts);
     }
@@ -144,7 +159,7 @@ fn facts_for(path: &Path, src: &str, language: Language, settings: &Settings) ->
         ));
         facts.ops.truncate(MAX_OPS_PER_FILE);
     }
-    facts
+    (facts, packed)
 }
 
 /// Removes the ops, scripts and fail-opens of test scopes: test code sets up
@@ -517,22 +532,30 @@ fn let_text_go(p: &mut Phase1) {
         p.src = String::new();
         p.loaded = false;
     }
-    if p.packed.is_none() {
-        // the calls the cache entry just made packed (not packed again)
-        let stored = p
-            .stored
-            .take()
-            .and_then(|b| crate::project::cache::packed_calls(&b))
-            .filter(|k| k.names.len() == p.facts.link.calls.len());
-        p.packed = match stored {
-            Some(k) => {
-                p.facts.link.calls = Vec::new();
-                Some(k)
+    // the calls the cache entry just made packed (not packed again)
+    let stored = p
+        .stored
+        .take()
+        .and_then(|b| crate::project::cache::packed_calls(&b));
+    match &p.packed {
+        // packed by the front-end: the cache entry holds the same bytes,
+        // a range of its buffer is kept instead (one copy, not two)
+        Some(own) if !own.is_shared() => {
+            if let Some(k) = stored.filter(|k| k.names.len() == own.names.len()) {
+                p.packed = Some(k);
             }
-            None => crate::project::calls::PackedCalls::take(&mut p.facts),
-        };
+        }
+        Some(_) => {}
+        None => {
+            p.packed = match stored.filter(|k| k.names.len() == p.facts.link.calls.len()) {
+                Some(k) => {
+                    p.facts.link.calls = Vec::new();
+                    Some(k)
+                }
+                None => crate::project::calls::PackedCalls::take(&mut p.facts),
+            };
+        }
     }
-    p.stored = None;
     // and the signatures only the link reads (a file with no call keeps
     // its few)
     if let Some(packed) = p.packed.as_mut() {
@@ -710,10 +733,14 @@ fn parse(
     settings: &Settings,
     store: Store,
     minified: Option<crate::minified::Why>,
-) -> (FileFacts, Option<crate::project::cache::Blob>) {
+) -> (
+    FileFacts,
+    Option<crate::project::calls::PackedCalls>,
+    Option<crate::project::cache::Blob>,
+) {
     let one_big_file =
         (src.len() > BIG_FILE_BYTES).then(|| BIG_FILE.lock().unwrap_or_else(|e| e.into_inner()));
-    let facts = facts_for(entry.path(), src, entry.language, settings);
+    let (facts, packed) = packed_facts_for(entry.path(), src, entry.language, settings);
     if one_big_file.is_some() {
         release_freed_memory();
     }
@@ -721,7 +748,7 @@ fn parse(
     let mut facts = facts;
     let mut stored = None;
     if let Some((c, key, stat, h)) = store {
-        if let Some(out) = crate::project::cache::encode(&mut facts) {
+        if let Some(out) = crate::project::cache::encode(&mut facts, packed.as_ref()) {
             if let crate::project::cache::Outcome::Facts(blob) = &out {
                 stored = Some(blob.clone());
             }
@@ -736,7 +763,7 @@ fn parse(
             c.put(key, stat, h, out);
         }
     }
-    (facts, stored)
+    (facts, packed, stored)
 }
 
 /// A cached phase-one outcome, decoded.
@@ -981,7 +1008,7 @@ fn read_code_entry(
         Ok(Loaded::Minified(why)) => outcome.said().skipped = Some(Skipped::of(&why)),
         Ok(Loaded::Text(src)) if src.is_empty() => {}
         Ok(Loaded::Text(src)) => {
-            let (facts, stored) = parse(entry, &src, settings, store, why);
+            let (facts, packed, stored) = parse(entry, &src, settings, store, why);
             outcome.note_facts(entry, &facts);
             let mut p = Phase1::new(
                 entry.display.clone(),
@@ -990,6 +1017,7 @@ fn read_code_entry(
                 true,
                 facts,
             );
+            p.packed = packed;
             p.stored = stored;
             outcome.phase1 = Some(Box::new(p));
         }
@@ -1682,7 +1710,7 @@ fn read_rejected<'c>(
         Ok(x) => x,
         Err(note) => return Some(Err(note)),
     };
-    let (facts, stored) = parse(entry, &src, settings, store, why);
+    let (facts, packed, stored) = parse(entry, &src, settings, store, why);
     let mut p = Phase1::new(
         entry.display.clone(),
         entry.path().to_path_buf(),
@@ -1690,6 +1718,7 @@ fn read_rejected<'c>(
         true,
         facts,
     );
+    p.packed = packed;
     p.stored = stored;
     Some(Ok(p))
 }

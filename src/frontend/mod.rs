@@ -23,6 +23,24 @@ pub fn extract(path: &Path, src: &str, language: Language) -> FileFacts {
     facts
 }
 
+/// [`extract`], the call sites of the link facts left packed where the
+/// front-end packs them as it goes (pattern mode; `facts.link.calls` is
+/// then empty), as a whole-project run keeps them until the link.
+pub fn extract_packed(
+    path: &Path,
+    src: &str,
+    language: Language,
+) -> (FileFacts, Option<crate::project::calls::PackedCalls>) {
+    let (mut facts, packed) = match language {
+        Language::Rust | Language::Lua | Language::Redis | Language::Shell => {
+            return (extract(path, src, language), None);
+        }
+        _ => pattern::extract_packed(path, src, language),
+    };
+    script_built_keys(&mut facts);
+    (facts, packed)
+}
+
 /// A script run on a key that builds the key it touches from `KEYS[1]`
 /// (`redis.call("del", "lock_" .. KEYS[1])`): the op's key becomes the
 /// caller's key with the script's prefix and suffix, so the release meets

@@ -639,17 +639,25 @@ impl Uses<'_> {
 
 /// The (callee, caller) name-hash pairs of a file's calls, sorted, once each.
 pub fn call_pairs(facts: &FileFacts) -> Vec<(u64, u64)> {
-    let mut pairs: Vec<(u64, u64)> = facts
-        .link
-        .calls
-        .iter()
-        .map(|c| {
+    pairs_of(
+        facts,
+        facts.link.calls.iter().map(|c| (&*c.callee, c.scope)),
+    )
+}
+
+/// [`call_pairs`] of the calls given as (callee, caller scope).
+fn pairs_of<'a>(
+    facts: &FileFacts,
+    calls: impl Iterator<Item = (&'a str, crate::facts::ScopeId)>,
+) -> Vec<(u64, u64)> {
+    let mut pairs: Vec<(u64, u64)> = calls
+        .map(|(callee, scope)| {
             let caller = facts
                 .scopes
-                .get(c.scope as usize)
+                .get(scope as usize)
                 .filter(|s| !s.name.is_empty())
                 .map_or(0, |s| name_hash(&s.name));
-            (name_hash(&c.callee), caller)
+            (name_hash(callee), caller)
         })
         .collect();
     pairs.sort_unstable();
@@ -660,13 +668,24 @@ pub fn call_pairs(facts: &FileFacts) -> Vec<(u64, u64)> {
 /// A file's facts as the cache keeps them: a [`Uses`] head, then the facts
 /// (MessagePack) with their calls apart, packed (`calls::PackedCalls`), so
 /// that a run taking the facts from the cache decodes only the calls the
-/// link can use, and a file the link cannot use not at all.
-pub fn encode(facts: &mut FileFacts) -> Option<Outcome> {
-    let packed = PackedCalls::of(&facts.link.calls);
-    if packed.is_none() && !facts.link.calls.is_empty() {
-        return None;
-    }
-    let pairs = call_pairs(facts);
+/// link can use, and a file the link cannot use not at all. `packed`: the
+/// calls already packed (`facts.link.calls` is then empty).
+pub fn encode(facts: &mut FileFacts, packed: Option<&PackedCalls>) -> Option<Outcome> {
+    let own;
+    let packed = match packed {
+        Some(p) => Some(p),
+        None => {
+            own = PackedCalls::of(&facts.link.calls);
+            if own.is_none() && !facts.link.calls.is_empty() {
+                return None;
+            }
+            own.as_ref()
+        }
+    };
+    let pairs = match packed {
+        Some(p) if facts.link.calls.is_empty() => pairs_of(facts, p.names.iter()),
+        _ => call_pairs(facts),
+    };
     let mut bytes = Vec::with_capacity(USES_HEAD + 16 * pairs.len());
     bytes.push(FACTS_MAGIC);
     bytes.push(facts.language as u8);
@@ -681,7 +700,7 @@ pub fn encode(facts: &mut FileFacts) -> Option<Outcome> {
         bytes.extend_from_slice(&b.to_le_bytes());
     }
     let calls = std::mem::take(&mut facts.link.calls);
-    let done = rmp_serde::encode::write(&mut bytes, &(&*facts, &packed)).ok();
+    let done = rmp_serde::encode::write(&mut bytes, &(&*facts, packed)).ok();
     facts.link.calls = calls;
     done?;
     Some(Outcome::Facts(Blob::own(bytes)?))

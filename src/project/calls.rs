@@ -76,6 +76,99 @@ impl CallNames {
     }
 }
 
+/// A file's call sites packed one by one as a front-end makes them (a
+/// dense file has one every twenty bytes or so: as values, 112 bytes and
+/// 80 an argument, they stood beside the front-end's tokens, calls and
+/// structure at its peak). The bytes are those [`PackedCalls::of`] makes of
+/// the same sites, kept in chunks of [`SitePacker::CHUNK`] until
+/// [`SitePacker::finish`] (one buffer grown by doubling had up to half of
+/// its room unused at the peak).
+#[derive(Default)]
+pub struct SitePacker {
+    chunks: Vec<Vec<u8>>,
+    /// One site's bytes, before they go to the last chunk.
+    scratch: Vec<u8>,
+    ids: HashMap<std::sync::Arc<str>, u32>,
+    names: CallNames,
+}
+
+impl SitePacker {
+    const CHUNK: usize = 64 * 1024;
+
+    /// How many sites are packed.
+    pub fn len(&self) -> usize {
+        self.names.calls.len()
+    }
+
+    /// No site is packed.
+    pub fn is_empty(&self) -> bool {
+        self.names.calls.is_empty()
+    }
+
+    /// Packs `site` after the others (a site that cannot be encoded, which
+    /// nothing in one can make happen, is left out whole).
+    pub fn push(&mut self, site: &CallSite) {
+        self.scratch.clear();
+        if rmp_serde::encode::write(&mut self.scratch, site).is_err() {
+            return;
+        }
+        let n = self.scratch.len();
+        if self
+            .chunks
+            .last()
+            .is_none_or(|c| c.capacity() - c.len() < n)
+        {
+            self.chunks.push(Vec::with_capacity(Self::CHUNK.max(n)));
+        }
+        if let Some(c) = self.chunks.last_mut() {
+            c.extend_from_slice(&self.scratch);
+        }
+        let names = &mut self.names.names;
+        let id = *self
+            .ids
+            .entry(std::sync::Arc::clone(&site.callee))
+            .or_insert_with(|| {
+                names.push(std::sync::Arc::clone(&site.callee));
+                (names.len() - 1) as u32
+            });
+        self.names.calls.push((id, site.scope));
+    }
+
+    /// The packed sites; `None` when there are none.
+    pub fn finish(self) -> Option<PackedCalls> {
+        let count = self.len();
+        if count == 0 {
+            return None;
+        }
+        let total: usize = self.chunks.iter().map(Vec::len).sum();
+        let mut bytes = Vec::with_capacity(5 + total);
+        // the MessagePack array head `rmp_serde` writes for a sequence of
+        // `count` (its shortest form)
+        match u32::try_from(count).ok()? {
+            n @ 0..=15 => bytes.push(0x90 | n as u8),
+            n @ 16..=0xffff => {
+                bytes.push(0xdc);
+                bytes.extend_from_slice(&(n as u16).to_be_bytes());
+            }
+            n => {
+                bytes.push(0xdd);
+                bytes.extend_from_slice(&n.to_be_bytes());
+            }
+        }
+        for c in self.chunks {
+            bytes.extend_from_slice(&c);
+        }
+        let mut names = self.names;
+        names.names.shrink_to_fit();
+        names.calls.shrink_to_fit();
+        Some(PackedCalls {
+            names,
+            bytes: PackedBytes::Own(bytes),
+            functions: Vec::new(),
+        })
+    }
+}
+
 /// A file's calls, packed while the rest of the project is read (and so
 /// kept in the phase-one cache: a cached file's calls are not decoded
 /// unless the link can use them).
@@ -669,6 +762,42 @@ mod tests {
             name_span: Span::default(),
             result_key: None,
         }
+    }
+
+    /// Sites packed one by one are the bytes and names of the same sites
+    /// packed at once, across chunk boundaries and array-head sizes.
+    #[test]
+    fn sites_packed_one_by_one_are_packed_at_once() {
+        for n in [1usize, 15, 16, 3000, 70_000] {
+            let sites: Vec<CallSite> = (0..n)
+                .map(|i| {
+                    let mut c = call(["lock", "get", "release"][i % 3], (i % 7) as ScopeId);
+                    c.args.push(CallArg {
+                        key: std::sync::Arc::new(KeyExpr::lit(&format!("k{i}"))),
+                        value: crate::facts::ValueExpr::Unknown,
+                        name: None,
+                        keyword: None,
+                        ty: None,
+                    });
+                    c
+                })
+                .collect();
+            let mut packer = SitePacker::default();
+            for c in &sites {
+                packer.push(c);
+            }
+            assert_eq!(packer.len(), n);
+            let one = packer.finish().expect("packed");
+            let all = PackedCalls::of(&sites).expect("packed");
+            assert_eq!(&*one.bytes, &*all.bytes, "{n} sites");
+            assert_eq!(
+                one.names.iter().collect::<Vec<_>>(),
+                all.names.iter().collect::<Vec<_>>()
+            );
+            let mut functions = Vec::new();
+            assert_eq!(one.unpack(None, &mut functions), sites);
+        }
+        assert!(SitePacker::default().finish().is_none());
     }
 
     fn scope(f: &mut FileFacts, name: &str) -> ScopeId {

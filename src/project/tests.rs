@@ -118,7 +118,7 @@ fn cached_facts_keep_their_calls_apart_and_give_them_back_unchanged() {
     let mut f = facts("svc.py", src);
     assert!(f.link.calls.len() >= 2, "{:?}", f.link.calls);
     let whole = rmp_serde::to_vec(&f).unwrap();
-    let Some(cache::Outcome::Facts(bytes)) = cache::encode(&mut f) else {
+    let Some(cache::Outcome::Facts(bytes)) = cache::encode(&mut f, None) else {
         panic!("facts not encoded");
     };
     // encoding leaves the facts as they were
@@ -135,7 +135,7 @@ fn cached_facts_keep_their_calls_apart_and_give_them_back_unchanged() {
     assert_eq!(rmp_serde::to_vec(&back).unwrap(), whole);
     // a file without calls has none packed
     let mut plain = facts("plain.py", "x = 1\n");
-    let Some(cache::Outcome::Facts(bytes)) = cache::encode(&mut plain) else {
+    let Some(cache::Outcome::Facts(bytes)) = cache::encode(&mut plain, None) else {
         panic!("facts not encoded");
     };
     assert!(cache::decode(&bytes).expect("decodes").1.is_none());
@@ -146,7 +146,7 @@ fn cached_calls_stay_in_the_shard_until_detached() {
     let src = "import redis\nr = redis.Redis()\n\ndef acquire(key, owner):\n    return r.set(key, owner, nx=True, ex=30)\n\ndef handler(user):\n    if acquire('lock:' + user, user):\n        audit(user, 'locked')\n";
     let mut f = facts("svc.py", src);
     let whole = rmp_serde::to_vec(&f).unwrap();
-    let Some(cache::Outcome::Facts(blob)) = cache::encode(&mut f) else {
+    let Some(cache::Outcome::Facts(blob)) = cache::encode(&mut f, None) else {
         panic!("facts not encoded");
     };
     let unpacked = |packed: calls::PackedCalls, keep: Option<&HashSet<String>>| {
@@ -197,7 +197,7 @@ fn cached_calls_stay_in_the_shard_until_detached() {
 fn cached_facts_say_what_the_link_can_use_without_being_decoded() {
     let src = "import redis\nr = redis.Redis()\n\ndef acquire(key, owner):\n    return r.set(key, owner, nx=True, ex=30)\n\ndef handler(user):\n    if acquire('lock:' + user, user):\n        audit(user)\n";
     let mut f = facts("svc.py", src);
-    let Some(cache::Outcome::Facts(bytes)) = cache::encode(&mut f) else {
+    let Some(cache::Outcome::Facts(bytes)) = cache::encode(&mut f, None) else {
         panic!("facts not encoded");
     };
     let uses = cache::uses(&bytes).expect("a head");
@@ -215,7 +215,7 @@ fn cached_facts_say_what_the_link_can_use_without_being_decoded() {
         "def run(u):\n    handler(u)\n\ndef main():\n    run(1)\n    print(2)\n\ndef other():\n    print(3)\n",
     );
     assert!(caller.ops.is_empty());
-    let Some(cache::Outcome::Facts(lazy)) = cache::encode(&mut caller) else {
+    let Some(cache::Outcome::Facts(lazy)) = cache::encode(&mut caller, None) else {
         panic!("facts not encoded");
     };
     let lazy_uses = cache::uses(&lazy).expect("a head");

@@ -10,6 +10,7 @@ use crate::facts::{
     ArgBranch, CallArg, CallFailOpen, CallSite, FileFacts, FnSig, KeyExpr, KeyPart, Op, OpKind,
     OpValueSource, Span, ValueExpr,
 };
+use crate::project::calls::SitePacker;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{HashMap, HashSet};
 
@@ -32,7 +33,7 @@ pub fn record(
     all: &[Call],
     client_calls: &HashSet<usize>,
     facts: &mut FileFacts,
-) -> Vec<super::waits::CallAt> {
+) -> (Vec<super::waits::CallAt>, SitePacker) {
     let toks = an.toks;
     let st = an.st;
     // per function, its defaulted parameters and their defaults
@@ -186,12 +187,6 @@ pub fn record(
         texts.into_iter().map(values::norm_name).collect()
     };
     let mut resolvable: Vec<super::waits::CallAt> = Vec::new();
-    // per (scope, identifier): a one-identifier expression's key, and as an
-    // argument its value and type (the same local passed to many calls)
-    // (the first argument worked out for each pair is pointed at, as (call
-    // site, argument), not copied: in a file of distinct names the copy
-    // doubled what the call sites hold)
-    let mut ident_args: FxHashMap<(u32, &str), (u32, u32)> = FxHashMap::default();
     // the calls recorded: neither client calls, declarations nor keywords
     let recorded = |ci: usize, c: &Call| {
         let name = toks.at(c.name_tok);
@@ -208,9 +203,10 @@ pub fn record(
         .filter(|&(ci, c)| recorded(ci, c))
         .take(MAX_CALL_SITES)
         .count();
-    facts.link.calls.reserve_exact(count);
+    // (packed as they are made: `SitePacker`)
+    let mut sites = SitePacker::default();
     for (ci, c) in all.iter().enumerate() {
-        if facts.link.calls.len() >= MAX_CALL_SITES {
+        if sites.len() >= count {
             break;
         }
         if !recorded(ci, c) {
@@ -258,51 +254,14 @@ pub fn record(
         // a slice of exactly the call's arguments (or none): collected at
         // their exact count, not from a filter's growing room
         let resolved_args = if may_resolve { c.args } else { &[] };
-        // this call site's index once pushed
-        let here = facts.link.calls.len() as u32;
-        let sites = &facts.link.calls;
         let args = resolved_args
             .iter()
-            .enumerate()
-            .map(|(ai, a)| {
-                // one identifier: its key, value and type depend only on its
-                // text and the scope (the same local passed to many calls)
-                if a.end == a.start + 1 && toks.at(a.start).kind() == Kind::Ident {
-                    let text = toks.at(a.start).text();
-                    let earlier = ident_args
-                        .get(&(scope, text))
-                        .filter(|&&(site, _)| site < here)
-                        .map(|&(site, i)| &sites[site as usize].args[i as usize]);
-                    let (key, value, ty) = match earlier {
-                        Some(e) => (e.key.clone(), e.value.clone(), e.ty.clone()),
-                        None => {
-                            ident_args.entry((scope, text)).or_insert((here, ai as u32));
-                            let ty = if typed(an.lang) {
-                                let l = locals.get_or_insert_with(|| {
-                                    LocalTypes::new(an, &facts.link.functions, &asked())
-                                });
-                                arg_type(an, l, scope, a.start, a.end)
-                            } else {
-                                None
-                            };
-                            (
-                                texts.key(an.vals.key(a.start, a.start + 1, scope)),
-                                an.vals.value(a.start, a.end, scope),
-                                ty.map(|t| texts.arg_text(&t)),
-                            )
-                        }
-                    };
-                    return CallArg {
-                        key,
-                        value,
-                        name: bare_name(an, a.start, a.end).map(|n| texts.arg_text(&n)),
-                        keyword: a.name.map(|n| texts.arg_text(&values::norm_name_cow(n))),
-                        ty,
-                    };
-                }
+            .map(|a| {
                 let short = a.end.saturating_sub(a.start) <= MAX_ARG_TOKENS;
                 CallArg {
-                    key: texts.key(if short {
+                    // (not shared: the site is encoded at once, and shared
+                    // again when decoded)
+                    key: std::sync::Arc::new(if short {
                         an.vals.key(a.start, a.end, scope)
                     } else {
                         KeyExpr::unknown()
@@ -366,7 +325,7 @@ pub fn record(
                 end: end as u32,
             });
         }
-        facts.link.calls.push(CallSite {
+        sites.push(&CallSite {
             callee: texts.get(name.text()),
             recv,
             args,
@@ -413,7 +372,7 @@ pub fn record(
             });
         }
     }
-    resolvable
+    (resolvable, sites)
 }
 
 /// Most keys recorded as returned by one function.

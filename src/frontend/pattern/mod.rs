@@ -135,7 +135,22 @@ fn default_client(lang: Language, lower: &str) -> Client {
 }
 
 /// Extracts the facts of one file in pattern mode.
-pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
+pub fn extract(path: &Path, src: &str, language: Language) -> FileFacts {
+    let (mut facts, packed) = extract_packed(path, src, language);
+    if let Some(p) = packed {
+        facts.link.calls = p.unpack(None, &mut facts.link.functions);
+    }
+    facts
+}
+
+/// [`extract`], the call sites of the link facts left packed (and
+/// `facts.link.calls` empty): as a whole-project run keeps them until the
+/// link ([`crate::project::calls`]).
+pub fn extract_packed(
+    _path: &Path,
+    src: &str,
+    language: Language,
+) -> (FileFacts, Option<crate::project::calls::PackedCalls>) {
     let mut facts = FileFacts::new(language);
     let mut lits = Vec::new();
     let lexed = lexer::lex(src, language, &mut lits);
@@ -285,7 +300,7 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     (facts.task_limits, facts.task_limit_names) = ttl::task_limits(&an);
     facts.int_consts = ttl::module_consts(&an);
     // project link facts (SPEC §2 "Project summaries")
-    let resolvable = link::record(&an, &all_calls, &client_calls, &mut facts);
+    let (resolvable, sites) = link::record(&an, &all_calls, &client_calls, &mut facts);
     // Ruby: a call without parentheses (`build`) reads as a name, so a
     // wait there cannot be told from a variable: waits unknown, never exempt
     facts.waits = (language != Language::Ruby).then(|| {
@@ -298,7 +313,12 @@ pub fn extract(_path: &Path, src: &str, language: Language) -> FileFacts {
     // bundle has a scope every forty bytes)
     drop(an);
     facts.scopes = st.scopes;
-    facts
+    // the call sites' bytes are joined once the tokens, the calls and the
+    // structure are gone
+    drop(all_calls);
+    drop(call_table);
+    drop(lexed);
+    (facts, sites.finish())
 }
 
 /// Reorders `ops` and `at` alike so that entry `i` becomes the one that
