@@ -95,6 +95,15 @@ pub struct SitePacker {
 impl SitePacker {
     const CHUNK: usize = 64 * 1024;
 
+    /// A packer for `count` sites (the list of their names and scopes
+    /// reserved at that size: grown by doubling, half of it could be
+    /// spare at the front-end's peak).
+    pub fn with_capacity(count: usize) -> SitePacker {
+        let mut p = SitePacker::default();
+        p.names.calls.reserve_exact(count);
+        p
+    }
+
     /// How many sites are packed.
     pub fn len(&self) -> usize {
         self.names.calls.len()

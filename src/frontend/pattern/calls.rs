@@ -1417,6 +1417,57 @@ pub fn call_at<'c, 'a>(calls: &'c [Call<'a>], name_tok: usize) -> Option<&'c Cal
     calls.get(i).filter(|c| c.name_tok == name_tok)
 }
 
+/// Room for the most calls and arguments [`calls`] can find in the
+/// stream, reserved once (grown by doubling, a list of a large file would
+/// have up to half its room spare at its peak). A call opens at a `(` right
+/// after a name (or a generic's `>`), and its arguments are cut at the
+/// commas directly inside that `(`: a comma of an array or object literal,
+/// of a declaration list or of a grouping is no argument's (a minified
+/// bundle has many, and the room once reserved for every `(` and every
+/// comma was most of its peak). Paren-less Ruby calls (a name after a `.`,
+/// cut at any comma of the line) keep the coarse count. The counts only
+/// size the lists: a stream with more (an unbalanced bracket) grows them.
+fn most_calls_and_args(toks: Toks, lang: Language) -> (usize, usize) {
+    let (mut calls, mut args) = (0usize, 0usize);
+    if lang == Language::Ruby {
+        for t in toks {
+            if t.kind() == Kind::Punct {
+                match t.text() {
+                    "(" | "." => calls += 1,
+                    "," => args += 1,
+                    _ => {}
+                }
+            }
+        }
+        return (calls, calls + args);
+    }
+    // per open bracket: whether it may open a call's arguments
+    let mut open: Vec<bool> = Vec::new();
+    let mut after_name = false;
+    for t in toks {
+        let name = t.kind() == Kind::Ident;
+        if t.kind() == Kind::Punct {
+            match t.text() {
+                "(" => {
+                    if after_name {
+                        calls += 1;
+                        args += 1;
+                    }
+                    open.push(after_name);
+                }
+                "[" | "{" => open.push(false),
+                ")" | "]" | "}" => {
+                    open.pop();
+                }
+                "," if open.last() == Some(&true) => args += 1,
+                _ => {}
+            }
+        }
+        after_name = name || t.is(">");
+    }
+    (calls, args)
+}
+
 /// Every call `name(args)` in the stream (and paren-less Ruby method calls);
 /// their arguments and receivers go to `table`.
 pub fn calls<'a, 'b>(
@@ -1425,23 +1476,9 @@ pub fn calls<'a, 'b>(
     lang: Language,
     table: &'b mut CallTable<'a>,
 ) -> Vec<Call<'b>> {
-    // Room for the most calls and arguments the stream can hold, reserved
-    // once (grown by doubling, a list of a large file would have up to half
-    // its room spare at its peak): a call is a `(` (or, paren-less in Ruby,
-    // a name after a `.`), and its arguments are cut at commas.
-    let (mut opens, mut commas) = (0usize, 0usize);
-    for t in toks {
-        if t.kind() == Kind::Punct {
-            match t.text() {
-                "(" => opens += 1,
-                "." if lang == Language::Ruby => opens += 1,
-                "," => commas += 1,
-                _ => {}
-            }
-        }
-    }
-    let mut out: Vec<RawCall<'a>> = Vec::with_capacity(opens);
-    table.args.reserve(opens + commas);
+    let (most_calls, most_args) = most_calls_and_args(toks, lang);
+    let mut out: Vec<RawCall<'a>> = Vec::with_capacity(most_calls);
+    table.args.reserve(most_args);
     let args = &mut table.args;
     let recvs = &mut table.recv;
     for i in 0..toks.len() {

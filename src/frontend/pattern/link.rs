@@ -204,7 +204,7 @@ pub fn record(
         .take(MAX_CALL_SITES)
         .count();
     // (packed as they are made: `SitePacker`)
-    let mut sites = SitePacker::default();
+    let mut sites = SitePacker::with_capacity(count);
     for (ci, c) in all.iter().enumerate() {
         if sites.len() >= count {
             break;
@@ -337,6 +337,13 @@ pub fn record(
             result_key,
         });
     }
+    // (the loop's tables, let go before the returned keys are worked out:
+    // the declared types of a typed file's locals stood at its peak)
+    drop(locals);
+    drop(bound);
+    drop(texts);
+    drop(recv_words);
+    drop(name_words);
     // the keys functions return, for the functions whose summary can be
     // asked for them: those with an acquire of their own or a call the link
     // may resolve (`project::summary::summarise` reads `returns` only
