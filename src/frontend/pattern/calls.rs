@@ -368,11 +368,48 @@ impl std::ops::Index<usize> for TokColumn {
 /// The scope of each token: two bytes a token while the file has at most
 /// 65,536 scopes (nearly every file), four from the first larger one on.
 /// Read like a `Vec<u32>` (`[i]`, `get(i)`, `iter()`); written with
-/// [`ScopeColumn::set`].
+/// [`ScopeColumn::set`]. Once the structure is built,
+/// [`ScopeColumn::compact`] keeps it as runs of tokens of one scope where
+/// that is smaller ([`ScopeRuns`]).
 #[derive(Debug, Clone)]
 pub enum ScopeColumn {
     Narrow(Vec<u16>),
     Wide(Vec<u32>),
+    Runs(Box<ScopeRuns>),
+}
+
+/// A scope column as runs: a run starts wherever the scope changes (twice
+/// a function, at its body and after it). Hand-written code has a run every
+/// few hundred tokens, a minified bundle one every ten or so; either way
+/// eight bytes a run and half a bit a token are less than two bytes a
+/// token. A token's run is found from the run its block of 64 tokens
+/// starts in, stepping over the runs that start before it in the block.
+#[derive(Debug, Clone)]
+pub struct ScopeRuns {
+    /// Tokens in the column.
+    len: usize,
+    /// The first token of each run, ascending (the first is 0).
+    starts: Vec<u32>,
+    /// The scope of each run.
+    scopes: Vec<u32>,
+    /// The run that token `64 * b` is in, for each block `b`.
+    blocks: Vec<u32>,
+}
+
+impl ScopeRuns {
+    const BLOCK: usize = 64;
+
+    #[inline]
+    fn get(&self, i: usize) -> Option<&u32> {
+        if i >= self.len {
+            return None;
+        }
+        let mut r = *self.blocks.get(i / Self::BLOCK)? as usize;
+        while self.starts.get(r + 1).is_some_and(|&s| s as usize <= i) {
+            r += 1;
+        }
+        self.scopes.get(r)
+    }
 }
 
 /// `NARROW[v] == v`: what a narrow [`ScopeColumn`] lends for a value (its
@@ -397,6 +434,7 @@ impl ScopeColumn {
         match self {
             ScopeColumn::Narrow(v) => v.get(i).map(|&s| &NARROW[s as usize]),
             ScopeColumn::Wide(v) => v.get(i),
+            ScopeColumn::Runs(r) => r.get(i),
         }
     }
 
@@ -404,15 +442,67 @@ impl ScopeColumn {
         match self {
             ScopeColumn::Narrow(v) => v.len(),
             ScopeColumn::Wide(v) => v.len(),
+            ScopeColumn::Runs(r) => r.len,
         }
+    }
+
+    /// Keeps the column as runs ([`ScopeRuns`]) when they take less room;
+    /// reads give the same answers.
+    pub fn compact(&mut self) {
+        let len = self.len();
+        let per_token = match self {
+            ScopeColumn::Narrow(_) => 2,
+            ScopeColumn::Wide(_) => 4,
+            ScopeColumn::Runs(_) => return,
+        };
+        let changes = match self {
+            ScopeColumn::Narrow(v) => v.windows(2).filter(|w| w[0] != w[1]).count(),
+            ScopeColumn::Wide(v) => v.windows(2).filter(|w| w[0] != w[1]).count(),
+            ScopeColumn::Runs(_) => return,
+        };
+        let runs = usize::from(len > 0) + changes;
+        let blocks = len.div_ceil(ScopeRuns::BLOCK);
+        if runs * 8 + blocks * 4 >= len * per_token {
+            return;
+        }
+        let mut out = ScopeRuns {
+            len,
+            starts: Vec::with_capacity(runs),
+            scopes: Vec::with_capacity(runs),
+            blocks: Vec::with_capacity(blocks),
+        };
+        let mut prev = None;
+        let mut push = |i: usize, s: u32| {
+            if prev != Some(s) {
+                prev = Some(s);
+                out.starts.push(i as u32);
+                out.scopes.push(s);
+            }
+            if i % ScopeRuns::BLOCK == 0 {
+                out.blocks.push((out.starts.len() - 1) as u32);
+            }
+        };
+        match self {
+            ScopeColumn::Narrow(v) => v
+                .iter()
+                .enumerate()
+                .for_each(|(i, &s)| push(i, u32::from(s))),
+            ScopeColumn::Wide(v) => v.iter().enumerate().for_each(|(i, &s)| push(i, s)),
+            ScopeColumn::Runs(_) => return,
+        }
+        *self = ScopeColumn::Runs(Box::new(out));
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &u32> + '_ {
-        (0..self.len()).map(|i| &self[i])
+    pub fn iter(&self) -> ScopeIter<'_> {
+        ScopeIter {
+            col: self,
+            next: 0,
+            run: 0,
+        }
     }
 
     /// Sets token `i`'s scope (`i` within the column, as `[i]` wants).
@@ -421,19 +511,18 @@ impl ScopeColumn {
         match self {
             ScopeColumn::Narrow(v) if scope <= u32::from(u16::MAX) => v[i] = scope as u16,
             ScopeColumn::Wide(v) => v[i] = scope,
-            ScopeColumn::Narrow(_) => self.widen(i, scope),
+            ScopeColumn::Narrow(_) | ScopeColumn::Runs(_) => self.widen(i, scope),
         }
     }
 
-    /// [`ScopeColumn::set`] of the first scope past two bytes: the column
-    /// becomes four bytes a token (once).
+    /// [`ScopeColumn::set`] of the first scope past two bytes, or of a
+    /// compacted column (none is set after the structure is built): the
+    /// column becomes four bytes a token (once).
     #[cold]
     fn widen(&mut self, i: usize, scope: u32) {
-        if let ScopeColumn::Narrow(v) = self {
-            let mut wide: Vec<u32> = v.iter().map(|&s| u32::from(s)).collect();
-            wide[i] = scope;
-            *self = ScopeColumn::Wide(wide);
-        }
+        let mut wide: Vec<u32> = self.iter().copied().collect();
+        wide[i] = scope;
+        *self = ScopeColumn::Wide(wide);
     }
 }
 
@@ -444,7 +533,56 @@ impl std::ops::Index<usize> for ScopeColumn {
         match self {
             ScopeColumn::Narrow(v) => &NARROW[v[i] as usize],
             ScopeColumn::Wide(v) => &v[i],
+            ScopeColumn::Runs(r) => match r.get(i) {
+                Some(s) => s,
+                None => out_of_range(i, r.len),
+            },
         }
+    }
+}
+
+/// (As a vector's index out of range.)
+#[cold]
+#[inline(never)]
+fn out_of_range(i: usize, len: usize) -> ! {
+    panic!("token {i} of a column of {len}")
+}
+
+/// The scopes of a [`ScopeColumn`]'s tokens in order (a compacted one's
+/// read run after run, not looked up token by token).
+pub struct ScopeIter<'a> {
+    col: &'a ScopeColumn,
+    next: usize,
+    /// The run of token `next` (compacted columns).
+    run: usize,
+}
+
+impl<'a> Iterator for ScopeIter<'a> {
+    type Item = &'a u32;
+
+    #[inline]
+    fn next(&mut self) -> Option<&'a u32> {
+        let i = self.next;
+        let s = match self.col {
+            ScopeColumn::Narrow(v) => v.get(i).map(|&s| &NARROW[s as usize]),
+            ScopeColumn::Wide(v) => v.get(i),
+            ScopeColumn::Runs(r) => {
+                if i >= r.len {
+                    return None;
+                }
+                while r.starts.get(self.run + 1).is_some_and(|&s| s as usize <= i) {
+                    self.run += 1;
+                }
+                r.scopes.get(self.run)
+            }
+        }?;
+        self.next += 1;
+        Some(s)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.col.len().saturating_sub(self.next);
+        (left, Some(left))
     }
 }
 
@@ -508,6 +646,7 @@ pub fn structure(toks: Toks, src: &str, lang: Language) -> Structure {
         ts_signatures(toks, &mut st);
     }
     st.matching.compact();
+    st.tok_scope.compact();
     st
 }
 
@@ -1748,5 +1887,49 @@ mod matching_tests {
         let mut empty = Matching::new(0);
         empty.compact();
         assert_eq!(empty.get(&0), None);
+    }
+}
+
+#[cfg(test)]
+mod scope_column_tests {
+    use super::ScopeColumn;
+
+    /// Runs of every length (within a block, across blocks, one token), a
+    /// scope past two bytes, then reads of every token as before.
+    #[test]
+    fn compacted_scopes_read_as_before() {
+        let n = 10_000;
+        let mut col = ScopeColumn::new(n);
+        let (mut i, mut run) = (0, 0usize);
+        while i < n {
+            let len = [1, 3, 64, 65, 200, 7][run % 6];
+            for k in i..(i + len).min(n) {
+                col.set(k, (run % 5) as u32 * 20_000);
+            }
+            i += len;
+            run += 1;
+        }
+        let before: Vec<u32> = col.iter().copied().collect();
+        col.compact();
+        assert!(matches!(col, ScopeColumn::Runs(_)));
+        assert_eq!(col.len(), n);
+        assert_eq!(col.iter().copied().collect::<Vec<_>>(), before);
+        for (k, &s) in before.iter().enumerate() {
+            assert_eq!(col[k], s);
+            assert_eq!(col.get(k), Some(&s));
+        }
+        assert_eq!(col.get(n), None);
+        // a set after the compaction still reads back
+        col.set(5, 7);
+        assert_eq!(col[5], 7);
+        assert_eq!(col[6], before[6]);
+        // a column of one scope per token stays dense; an empty one too
+        let mut dense = ScopeColumn::new(100);
+        (0..100).for_each(|k| dense.set(k, k as u32));
+        dense.compact();
+        assert!(matches!(dense, ScopeColumn::Narrow(_)));
+        let mut empty = ScopeColumn::new(0);
+        empty.compact();
+        assert_eq!(empty.get(0), None);
     }
 }

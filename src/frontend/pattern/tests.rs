@@ -777,7 +777,8 @@ fn tx_state_answers_as_a_scan_of_its_marks_and_ranges() {
 #[test]
 fn scope_column_widens_past_two_bytes() {
     // 70,000 functions: the scopes past 65,535 make the column four bytes
-    // a token; every token keeps its scope across the change
+    // a token; every token keeps its scope across the change, and across
+    // the compaction into runs once the structure is built
     let n = 70_000;
     let mut src = String::new();
     for i in 0..n {
@@ -785,7 +786,7 @@ fn scope_column_widens_past_two_bytes() {
     }
     let toks = lex(&src, Language::JavaScript);
     let st = calls::structure(toks, &src, Language::JavaScript);
-    assert!(matches!(st.tok_scope, calls::ScopeColumn::Wide(_)));
+    assert!(matches!(st.tok_scope, calls::ScopeColumn::Runs(_)));
     assert_eq!(st.tok_scope.len(), toks.len());
     // each function's `g` is in its own scope, numbered in order
     let scopes: Vec<u32> = toks
@@ -805,7 +806,7 @@ fn scope_column_widens_past_two_bytes() {
         format!("f{}", n - 1)
     );
     assert_eq!(st.tok_scope.get(toks.len()), None);
-    // a small file stays two bytes a token
+    // a small file stays two bytes a token (runs would take more)
     let small = "function a(){g(1)}\n";
     let toks = lex(small, Language::JavaScript);
     let st = calls::structure(toks, small, Language::JavaScript);

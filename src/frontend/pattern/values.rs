@@ -441,8 +441,9 @@ impl<'a> Values<'a> {
                 found.push((scope, p));
             }
         }
-        for i in 0..toks.len() {
-            let scope = self.st.tok_scope[i];
+        // (the scopes read in order: a compacted column's runs one after
+        // another)
+        for (i, &scope) in self.st.tok_scope.iter().enumerate().take(toks.len()) {
             if scope == 0 {
                 continue;
             }
