@@ -200,10 +200,39 @@ pub struct KeyExpr {
     pub idents: Vec<String>,
 }
 
+/// Longest literal part a key keeps whole: a longer one (a template, an
+/// SVG sprite passed where a key could be) is kept as its first
+/// [`KEY_LIT_HEAD`] bytes, `…` and a hash of the whole, so that equal
+/// literals still make equal keys (each call site that passed a 641 kB
+/// sprite by name carried a copy of it).
+pub const KEY_LIT_MAX: usize = 256;
+const KEY_LIT_HEAD: usize = 64;
+
+/// `s` as a key's literal part ([`KEY_LIT_MAX`]).
+fn key_lit(s: &str) -> String {
+    if s.len() <= KEY_LIT_MAX {
+        return s.to_string();
+    }
+    short_key_lit(s)
+}
+
+#[cold]
+fn short_key_lit(s: &str) -> String {
+    use std::hash::Hasher;
+    let mut cut = KEY_LIT_HEAD;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(s.as_bytes());
+    h.write_usize(s.len());
+    format!("{}…{:016x}", &s[..cut], h.finish())
+}
+
 impl KeyExpr {
     pub fn lit(s: &str) -> Self {
         KeyExpr {
-            parts: vec![KeyPart::Lit(s.to_string())],
+            parts: vec![KeyPart::Lit(key_lit(s))],
             idents: vec![],
         }
     }
@@ -229,14 +258,20 @@ impl KeyExpr {
 
     /// Appends `other`, merging adjacent literals, so concatenation and
     /// interpolation normalise to the same parts.
-    pub fn push(&mut self, part: KeyPart) {
-        if let KeyPart::Lit(s) = &part {
+    pub fn push(&mut self, mut part: KeyPart) {
+        if let KeyPart::Lit(s) = &mut part {
             if s.is_empty() {
                 return;
             }
             if let Some(KeyPart::Lit(prev)) = self.parts.last_mut() {
                 prev.push_str(s);
+                if prev.len() > KEY_LIT_MAX {
+                    *prev = short_key_lit(prev);
+                }
                 return;
+            }
+            if s.len() > KEY_LIT_MAX {
+                *s = short_key_lit(s);
             }
         }
         if self.parts.is_empty() {
@@ -1016,6 +1051,32 @@ pub struct OpValueSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_key_literal_keeps_its_head_and_tells_equal_from_other() {
+        let sprite = "<svg>".repeat(2000);
+        let a = KeyExpr::lit(&sprite);
+        let KeyPart::Lit(short) = &a.parts[0] else {
+            panic!("{a:?}")
+        };
+        assert!(
+            short.len() < 100 && short.starts_with("<svg><svg>"),
+            "{short}"
+        );
+        // equal literals, however built, are equal keys; others are not
+        let mut built = KeyExpr::default();
+        built.push(KeyPart::Lit(sprite[..300].to_string()));
+        built.push(KeyPart::Lit(sprite[300..].to_string()));
+        assert_eq!(KeyExpr::lit(&sprite), a);
+        let mut b = KeyExpr::default();
+        b.push(KeyPart::Lit(sprite.clone()));
+        assert_eq!(b, a);
+        assert_ne!(KeyExpr::lit(&format!("{sprite}x")), a);
+        assert!(matches!(&built.parts[..], [KeyPart::Lit(s)] if s.len() < 100));
+        // short literals are whole
+        let k = "lock:".repeat(51);
+        assert_eq!(KeyExpr::lit(&k).parts, vec![KeyPart::Lit(k.clone())]);
+    }
 
     #[test]
     fn call_texts_share_while_sharing_pays() {

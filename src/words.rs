@@ -603,6 +603,20 @@ pub fn constant(text: &str) -> ValueExpr {
     ValueExpr::Constant(short)
 }
 
+/// [`constant`] of `text` in double quotes, without a copy of all of a
+/// long `text` first.
+pub fn quoted_constant(text: &str) -> ValueExpr {
+    if text.len() + 2 <= CONSTANT_MAX {
+        return ValueExpr::Constant(format!("\"{text}\""));
+    }
+    // the head `constant` keeps: the opening quote and the text's first bytes
+    let mut cut = CONSTANT_HEAD - 1;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    ValueExpr::Constant(format!("\"{}…\"", &text[..cut]))
+}
+
 /// Test files by path convention (SPEC §1): `tests/`, `test/`, `spec/`,
 /// `__tests__/`, `*_test.go`, `*Test.java`, `*Tests.cs`, `test_*.py`,
 /// `*_spec.rb`, `*.test.ts`, `*.spec.ts` and the like.
@@ -803,6 +817,25 @@ impl TestPaths {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quoted_constant_is_the_constant_of_its_quoted_text() {
+        for text in [
+            String::new(),
+            "a".repeat(CONSTANT_MAX - 2),
+            "a".repeat(CONSTANT_MAX - 1),
+            "<svg>".repeat(2000),
+            "é".repeat(CONSTANT_MAX),
+            format!("x{}", "é".repeat(CONSTANT_MAX)),
+        ] {
+            assert_eq!(
+                quoted_constant(&text),
+                constant(&format!("\"{text}\"")),
+                "{} bytes",
+                text.len()
+            );
+        }
+    }
 
     #[test]
     fn a_long_constant_keeps_its_head_and_closing_quote() {

@@ -132,6 +132,10 @@ impl SitePacker {
         if let Some(c) = self.chunks.last_mut() {
             c.extend_from_slice(&self.scratch);
         }
+        if self.scratch.capacity() > Self::CHUNK {
+            // (a site of a huge argument: its room is not kept for the rest)
+            self.scratch = Vec::new();
+        }
         let names = &mut self.names.names;
         let id = *self
             .ids

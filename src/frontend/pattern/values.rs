@@ -1287,7 +1287,7 @@ impl<'a> Values<'a> {
                     if t.lit().is_some_and(|l| l.has_interp()) {
                         return classify(self.text(s, e)).unwrap_or(ValueExpr::Unknown);
                     }
-                    return words::constant(&format!("\"{}\"", t.text()));
+                    return words::quoted_constant(t.text());
                 }
                 Kind::Num => return words::constant(t.text()),
                 Kind::Ident
