@@ -11,27 +11,64 @@ use std::borrow::Cow;
 /// named arguments (`nx=True`, `px: ms`, `expiry: null`).
 #[derive(Clone, Debug)]
 pub struct Arg<'a> {
-    pub start: usize,
-    pub end: usize,
+    start: u32,
+    end: u32,
     pub name: Option<&'a str>,
 }
 
 #[derive(Clone, Debug)]
 pub struct Call<'a> {
     pub name: &'a str,
-    pub name_tok: usize,
+    name_tok: u32,
     /// First token of the receiver chain (== name_tok when there is none).
-    pub recv_start: usize,
+    recv_start: u32,
     /// Receiver segments, outermost first: `redisTemplate`, `opsForValue`
     /// (borrowed from the source but for `name()` segments); a slice of
     /// the stream's [`CallTable`].
     pub recv: &'a [Cow<'a, str>],
     /// Index of the `(` (or of the first argument for paren-less Ruby calls).
-    pub open: usize,
+    open: u32,
     /// Index one past the last token of the call.
-    pub end: usize,
+    end: u32,
     /// The arguments: a slice of the stream's [`CallTable`].
     pub args: &'a [Arg<'a>],
+}
+
+// The token indices of a call and of an argument are kept as `u32` (a
+// call is 64 bytes, not 80; an argument 24, not 32: dense code has a
+// call every ten or twenty bytes and two arguments a call) and read as
+// `usize`; the lexer reads no file of more than `u32::MAX` tokens.
+impl Call<'_> {
+    #[inline]
+    pub fn name_tok(&self) -> usize {
+        self.name_tok as usize
+    }
+    #[inline]
+    pub fn recv_start(&self) -> usize {
+        self.recv_start as usize
+    }
+    #[inline]
+    pub fn open(&self) -> usize {
+        self.open as usize
+    }
+    #[inline]
+    pub fn end(&self) -> usize {
+        self.end as usize
+    }
+}
+
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Call>() == 64 && std::mem::size_of::<Arg>() == 24);
+
+impl Arg<'_> {
+    #[inline]
+    pub fn start(&self) -> usize {
+        self.start as usize
+    }
+    #[inline]
+    pub fn end(&self) -> usize {
+        self.end as usize
+    }
 }
 
 /// The arguments and receiver segments of all the calls of one stream, one
@@ -49,11 +86,11 @@ pub struct CallTable<'a> {
 /// (an in-place collect), not beside a second list.
 struct RawCall<'a> {
     name: &'a str,
-    name_tok: usize,
-    recv_start: usize,
+    name_tok: u32,
+    recv_start: u32,
     recv: (usize, usize),
-    open: usize,
-    end: usize,
+    open: u32,
+    end: u32,
     args: (usize, usize),
 }
 
@@ -1516,22 +1553,22 @@ fn make_arg<'a>(toks: Toks<'a>, s: usize, e: usize) -> Arg<'a> {
         let sep = toks.at(s + 1);
         if sep.is("=") || sep.is(":") {
             return Arg {
-                start: s + 2,
-                end: e,
+                start: (s + 2) as u32,
+                end: e as u32,
                 name: Some(toks.at(s).text()),
             };
         }
     }
     if e > s + 2 && toks.at(s).kind() == Kind::Str && toks.at(s + 1).is("=>") {
         return Arg {
-            start: s + 2,
-            end: e,
+            start: (s + 2) as u32,
+            end: e as u32,
             name: Some(toks.at(s).text()),
         };
     }
     Arg {
-        start: s,
-        end: e,
+        start: s as u32,
+        end: e as u32,
         name: None,
     }
 }
@@ -1624,8 +1661,8 @@ fn receiver<'a>(
 /// them (sorted by name token, one call per token): a binary search, no
 /// index to build over every call of a file.
 pub fn call_at<'c, 'a>(calls: &'c [Call<'a>], name_tok: usize) -> Option<&'c Call<'a>> {
-    let i = calls.partition_point(|c| c.name_tok < name_tok);
-    calls.get(i).filter(|c| c.name_tok == name_tok)
+    let i = calls.partition_point(|c| c.name_tok() < name_tok);
+    calls.get(i).filter(|c| c.name_tok() == name_tok)
 }
 
 /// Room for the most calls and arguments [`calls`] can find in the
@@ -1730,11 +1767,11 @@ pub fn calls<'a, 'b>(
             split_args_into(toks, st, open, close, args);
             out.push(RawCall {
                 name: t.text(),
-                name_tok: i,
-                recv_start,
+                name_tok: i as u32,
+                recv_start: recv_start as u32,
                 recv: (r0, recvs.len()),
-                open,
-                end: close + 1,
+                open: open as u32,
+                end: (close + 1) as u32,
                 args: (a0, args.len()),
             });
             continue;
@@ -1811,11 +1848,11 @@ pub fn calls<'a, 'b>(
             }
             out.push(RawCall {
                 name: t.text(),
-                name_tok: i,
-                recv_start,
+                name_tok: i as u32,
+                recv_start: recv_start as u32,
                 recv: (r0, recvs.len()),
-                open: i,
-                end: k,
+                open: i as u32,
+                end: k as u32,
                 args: (a0, args.len()),
             });
         }

@@ -105,12 +105,12 @@ fn list_first(an: &Analyzer, a: usize, e: usize) -> Option<(usize, usize)> {
         }
     }
     let args = super::calls::split_args(toks, an.st, open, last);
-    args.first().map(|x| (x.start, x.end))
+    args.first().map(|x| (x.start(), x.end()))
 }
 
 impl<'a> Analyzer<'a> {
     fn arg_text(&self, a: &Arg) -> &'a str {
-        self.vals.text(a.start, a.end)
+        self.vals.text(a.start(), a.end())
     }
 
     fn is_ctx(&self, a: &Arg) -> bool {
@@ -134,7 +134,7 @@ impl<'a> Analyzer<'a> {
             segs.pop();
         }
         if self.lang == Language::Go {
-            let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
+            let scope = self.st.tok_scope.get(c.name_tok()).copied().unwrap_or(0);
             if let (Some(r), Some(first)) = (self.st.receivers.get(&scope), segs.first_mut()) {
                 if r.as_str() == *first {
                     *first = "this";
@@ -271,7 +271,7 @@ impl<'a> Analyzer<'a> {
         let recv = c.recv.join(".").to_ascii_lowercase();
         match self.lang {
             Language::Java | Language::Kotlin => {
-                let args_text = self.vals.text(c.open, c.end);
+                let args_text = self.vals.text(c.open(), c.end());
                 if recv.contains("opsforvalue")
                     || recv.contains("boundvalueops")
                     || lname == "setifabsent"
@@ -291,7 +291,7 @@ impl<'a> Analyzer<'a> {
             Language::JavaScript | Language::TypeScript => {
                 if c.name == "setNX"
                     || c.name == "pExpire"
-                    || self.vals.text(c.open, c.end).contains("NX:")
+                    || self.vals.text(c.open(), c.end()).contains("NX:")
                 {
                     Client::NodeRedis
                 } else {
@@ -311,7 +311,7 @@ impl<'a> Analyzer<'a> {
 
     /// `boundValueOps(key)` in the receiver chain: its key argument.
     fn bound_key(&self, c: &Call) -> Option<(usize, usize)> {
-        for k in c.recv_start..c.name_tok {
+        for k in c.recv_start()..c.name_tok() {
             let t = self.toks.at(k);
             if t.is_ident()
                 && matches!(
@@ -322,7 +322,7 @@ impl<'a> Analyzer<'a> {
             {
                 let close = self.st.matching.get(&(k + 1))?;
                 let args = super::calls::split_args(self.toks, self.st, k + 1, close);
-                return args.first().map(|a| (a.start, a.end));
+                return args.first().map(|a| (a.start(), a.end()));
             }
         }
         None
@@ -330,19 +330,19 @@ impl<'a> Analyzer<'a> {
 
     /// The call's receiver chain binds a hash key (`boundHashOps(k)`).
     fn bound_hash(&self, c: &Call) -> bool {
-        (c.recv_start..c.name_tok)
+        (c.recv_start()..c.name_tok())
             .any(|k| self.toks.at(k).is_ident() && self.toks.at(k).text() == "boundHashOps")
     }
 
     pub fn classify(&self, c: &Call, all: &[Call]) -> Vec<Draft> {
         let _ = all;
-        if self.st.decl_names.contains(&c.name_tok) {
+        if self.st.decl_names.contains(&c.name_tok()) {
             return Vec::new();
         }
         let toks = self.toks;
         // a declaration without a body: `Boolean setIfAbsent(String k, …);`, `def del(self, k)`
-        if c.recv.is_empty() && c.name_tok > 0 {
-            let p = toks.at(c.name_tok - 1);
+        if c.recv.is_empty() && c.name_tok() > 0 {
+            let p = toks.at(c.name_tok() - 1);
             let decl_prev = (p.is_ident()
                 && !matches!(
                     p.text(),
@@ -416,28 +416,31 @@ impl<'a> Analyzer<'a> {
                 pos.push(v);
             }
         }
-        let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
-        let key_of = |a: &Arg| self.vals.key(a.start, a.end, scope);
+        let scope = self.st.tok_scope.get(c.name_tok()).copied().unwrap_or(0);
+        let key_of = |a: &Arg| self.vals.key(a.start(), a.end(), scope);
         let bound = self.bound_key(c);
         let mk = |kind: OpKind, key: KeyExpr, value| Draft {
             kind,
             key,
             value,
-            name_tok: c.name_tok,
-            end_tok: c.end,
+            name_tok: c.name_tok(),
+            end_tok: c.end(),
             client,
         };
         // (key, value arg, rest) for key-first commands, honouring boundValueOps(k)
         // (worked out only for a command that takes it: most calls are none)
         let (key_at, vpos): (Option<(usize, usize)>, usize) = match bound {
             Some(ab) => (Some(ab), 0),
-            None => (pos.first().map(|a| (a.start, a.end)), 1),
+            None => (pos.first().map(|a| (a.start(), a.end())), 1),
         };
         let key = || key_at.map(|(a, b)| self.vals.key(a, b, scope));
-        let value_at = |i: usize| pos.get(i).map(|a| self.vals.value(a.start, a.end, scope));
+        let value_at = |i: usize| {
+            pos.get(i)
+                .map(|a| self.vals.value(a.start(), a.end(), scope))
+        };
         let raw_first = pos
             .first()
-            .filter(|a| a.end == a.start + 1 && toks.at(a.start).kind() == Kind::Str);
+            .filter(|a| a.end() == a.start() + 1 && toks.at(a.start()).kind() == Kind::Str);
         let lname = if self.cache_add(c, &lname) {
             "setnx".to_string()
         } else {
@@ -449,14 +452,14 @@ impl<'a> Analyzer<'a> {
                 let Some(key) = key() else { return Vec::new() };
                 let ttl = pos.get(vpos + 1);
                 let expiry = match ttl {
-                    Some(t) => !self.vals.is_zero_ttl(t.start, t.end),
+                    Some(t) => !self.vals.is_zero_ttl(t.start(), t.end()),
                     None => false,
                 };
                 let expiry = expiry
                     || c.args.iter().any(|a| {
                         a.name
                             .is_some_and(|n| matches!(n, "expiry" | "timeout" | "ttl"))
-                            && !self.vals.is_zero_ttl(a.start, a.end)
+                            && !self.vals.is_zero_ttl(a.start(), a.end())
                     });
                 let value = self.own_key_value(&key, pos.get(vpos).copied(), value_at(vpos));
                 vec![mk(OpKind::Acquire { expiry }, key, value)]
@@ -466,7 +469,7 @@ impl<'a> Analyzer<'a> {
                 let Some(key) = key() else { return Vec::new() };
                 let expiry = pos
                     .get(1)
-                    .is_some_and(|t| !self.vals.is_zero_ttl(t.start, t.end));
+                    .is_some_and(|t| !self.vals.is_zero_ttl(t.start(), t.end()));
                 vec![mk(OpKind::Acquire { expiry }, key, value_at(0))]
             }
             // ServiceStack.Redis `SetValueIfExists(k, v, expireIn)`: SET … XX PX
@@ -481,7 +484,7 @@ impl<'a> Analyzer<'a> {
             // ServiceStack.Redis `SetValue(k, v[, expireIn])`
             "set" | "stringset" | "setargs" | "setvalue" => {
                 if raw_first.is_some()
-                    && self.toks.at(raw_first.map(|a| a.start).unwrap_or(0))
+                    && self.toks.at(raw_first.map(|a| a.start()).unwrap_or(0))
                         .text()
                         .eq_ignore_ascii_case("set")
                     && c.args.len() > 3
@@ -497,7 +500,7 @@ impl<'a> Analyzer<'a> {
                 // non-zero time last — a TTL given as an expression (SPEC §2).
                 if nx && expiry.is_none() && pos.len() == vpos + 4 {
                     let last = pos[vpos + 3];
-                    expiry = Some(!self.vals.is_zero_ttl(last.start, last.end));
+                    expiry = Some(!self.vals.is_zero_ttl(last.start(), last.end()));
                 }
                 if !nx && !xx && expiry.is_none() {
                     expiry = self.spring_set_timeout(&pos, vpos + 1);
@@ -607,7 +610,7 @@ impl<'a> Analyzer<'a> {
             }
             // ServiceStack.Redis `Remove(k)`, `RemoveEntry(params keys)`
             "del" | "delete" | "unlink" | "keydelete" | "removeentry" => {
-                let text = self.vals.text(c.open, c.end);
+                let text = self.vals.text(c.open(), c.end());
                 let checked = text.contains("ifEquals") || text.contains("IfEquals");
                 if let Some((a, b)) = bound {
                     return vec![mk(
@@ -623,18 +626,18 @@ impl<'a> Analyzer<'a> {
                     .is_some_and(|r| self.redis_recvs.contains(&r));
                 let mut out = Vec::new();
                 for a in &pos {
-                    if toks.at(a.start).is("new")
-                        || toks.at(a.start).is("{")
+                    if toks.at(a.start()).is("new")
+                        || toks.at(a.start()).is("{")
                         // a lambda (`k -> …`, `x => …`); in PHP `->` is member
                         // access (`del($this->lockName($job))`), its arrow fn `fn() =>`
-                        || (a.start..a.end).any(|k| {
+                        || (a.start()..a.end()).any(|k| {
                             (toks.at(k).is("->") && self.lang != Language::Php) || toks.at(k).is("=>")
                         })
                     {
                         continue;
                     }
                     // a list of keys: its first element
-                    let k = match list_first(self, a.start, a.end) {
+                    let k = match list_first(self, a.start(), a.end()) {
                         Some((s, e)) => self.vals.key(s, e, scope),
                         None => key_of(a),
                     };
@@ -687,7 +690,7 @@ impl<'a> Analyzer<'a> {
                 let Some(script) = pos.first() else {
                     return Vec::new();
                 };
-                let sid = self.script_ref(script.start, script.end);
+                let sid = self.script_ref(script.start(), script.end());
                 let key = self.eval_key(c, &pos[1..], scope);
                 vec![mk(OpKind::Eval { script: sid }, key, None)]
             }
@@ -695,7 +698,7 @@ impl<'a> Analyzer<'a> {
                 let Some(script) = pos.first() else {
                     return Vec::new();
                 };
-                let sid = self.script_ref(script.start, script.end);
+                let sid = self.script_ref(script.start(), script.end());
                 let text = self.arg_text(script);
                 if sid.is_none()
                     && !text.contains("Script")
@@ -748,7 +751,7 @@ impl<'a> Analyzer<'a> {
         {
             return false;
         }
-        let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0) as usize;
+        let scope = self.st.tok_scope.get(c.name_tok()).copied().unwrap_or(0) as usize;
         if self
             .st
             .scopes
@@ -766,7 +769,7 @@ impl<'a> Analyzer<'a> {
         if !ttl {
             return false;
         }
-        let Some(prev) = c.recv_start.checked_sub(1).map(|k| self.toks.at(k)) else {
+        let Some(prev) = c.recv_start().checked_sub(1).map(|k| self.toks.at(k)) else {
             return false;
         };
         // returned: an acquire only from a function named like one
@@ -795,8 +798,8 @@ impl<'a> Analyzer<'a> {
             return value;
         };
         // the value's own normalised form: only variables, all of them the key's
-        let scope = self.st.tok_scope.get(a.start).copied().unwrap_or(0);
-        let vk = self.vals.key(a.start, a.end, scope);
+        let scope = self.st.tok_scope.get(a.start()).copied().unwrap_or(0);
+        let vk = self.vals.key(a.start(), a.end(), scope);
         let from_key = !vk.is_unknown()
             && vk.parts.iter().all(|p| match p {
                 KeyPart::Var(v) | KeyPart::Const(v) => key
@@ -807,7 +810,7 @@ impl<'a> Analyzer<'a> {
             })
             && key.parts.iter().any(|p| matches!(p, KeyPart::Lit(_)));
         if from_key {
-            let name = self.vals.text(a.start, a.end).trim();
+            let name = self.vals.text(a.start(), a.end()).trim();
             return Some(crate::words::constant(&format!(
                 "`{name}` (derived from the key's own variables)"
             )));
@@ -854,13 +857,13 @@ impl<'a> Analyzer<'a> {
         for a in c.args {
             let Some(n) = a.name else { continue };
             let n = n.to_ascii_lowercase();
-            let txt = self.vals.text(a.start, a.end);
+            let txt = self.vals.text(a.start(), a.end());
             match n.as_str() {
-                "nx" if !falsy(a.start, a.end) => nx = true,
-                "xx" if !falsy(a.start, a.end) => xx = true,
+                "nx" if !falsy(a.start(), a.end()) => nx = true,
+                "xx" if !falsy(a.start(), a.end()) => xx = true,
                 "px" | "ex" | "pxat" | "exat" | "expiry" | "ttl" | "expiration" | "timeout"
                 | "expire" | "pexpire" => {
-                    set_exp(!self.vals.is_zero_ttl(a.start, a.end), &mut expiry)
+                    set_exp(!self.vals.is_zero_ttl(a.start(), a.end()), &mut expiry)
                 }
                 "exist" if txt.contains("NOT_EXIST") => nx = true,
                 "exist" if txt.contains("IF_EXIST") => xx = true,
@@ -880,16 +883,16 @@ impl<'a> Analyzer<'a> {
                 let t = self.arg_text(a);
                 if !t.contains("When.")
                     && !t.contains('{')
-                    && !(a.start..a.end).any(|k| toks.at(k).kind() == Kind::Str)
+                    && !(a.start()..a.end()).any(|k| toks.at(k).kind() == Kind::Str)
                 {
-                    set_exp(!self.vals.is_zero_ttl(a.start, a.end), &mut expiry);
+                    set_exp(!self.vals.is_zero_ttl(a.start(), a.end()), &mut expiry);
                 }
             }
         }
         // flags inside the option arguments
-        let start = pos.get(from).map(|a| a.start).unwrap_or(c.end);
+        let start = pos.get(from).map(|a| a.start()).unwrap_or(c.end());
         let mut k = start;
-        let end = c.end.saturating_sub(1).max(start);
+        let end = c.end().saturating_sub(1).max(start);
         while k < end {
             let t = toks.at(k);
             // a constant bound to a flag literal: `SET_IF_NOT_EXIST = "NX"`
@@ -977,14 +980,14 @@ impl<'a> Analyzer<'a> {
         // expression (SPEC §2).
         if expiry.is_none() {
             for a in pos.iter().skip(from) {
-                if (a.start..a.end).any(|j| toks.at(j).kind() == Kind::Str)
-                    || self.vals.is_zero_ttl(a.start, a.end)
+                if (a.start()..a.end()).any(|j| toks.at(j).kind() == Kind::Str)
+                    || self.vals.is_zero_ttl(a.start(), a.end())
                 {
                     continue;
                 }
-                let named_expiry = (a.start..a.end).any(|j| {
+                let named_expiry = (a.start()..a.end()).any(|j| {
                     toks.at(j).is_ident()
-                        && !(j + 1 < a.end && toks.at(j + 1).is("("))
+                        && !(j + 1 < a.end() && toks.at(j + 1).is("("))
                         && crate::words::word_parts(toks.at(j).text()).iter().any(|w| {
                             matches!(
                                 w.as_str(),
@@ -1012,9 +1015,9 @@ impl<'a> Analyzer<'a> {
             return None;
         }
         let toks = self.toks;
-        let has_str = |a: &Arg| (a.start..a.end).any(|j| toks.at(j).kind() == Kind::Str);
+        let has_str = |a: &Arg| (a.start()..a.end()).any(|j| toks.at(j).kind() == Kind::Str);
         let idents = |a: &Arg| {
-            (a.start..a.end)
+            (a.start()..a.end())
                 .filter(|&j| toks.at(j).is_ident())
                 .map(|j| toks.at(j).text())
                 .collect::<Vec<&str>>()
@@ -1036,11 +1039,11 @@ impl<'a> Analyzer<'a> {
                     matches!(*i, "TimeUnit" | "ChronoUnit") || super::ttl::time_unit_ns(i).is_some()
                 }) || (unit_ids.len() == 1
                     && words_of(unit).iter().any(|w| w == "unit"));
-                is_unit.then(|| !self.vals.is_zero_ttl(timeout.start, timeout.end))
+                is_unit.then(|| !self.vals.is_zero_ttl(timeout.start(), timeout.end()))
             }
             1 => {
                 let d = pos[from];
-                if has_str(d) || self.vals.is_zero_ttl(d.start, d.end) {
+                if has_str(d) || self.vals.is_zero_ttl(d.start(), d.end()) {
                     return None;
                 }
                 let duration = idents(d)
@@ -1110,7 +1113,7 @@ impl<'a> Analyzer<'a> {
         let toks = self.toks;
         for a in c.args {
             if a.name.is_some_and(|n| n.eq_ignore_ascii_case("keys")) {
-                if let Some((s, e)) = list_first(self, a.start, a.end) {
+                if let Some((s, e)) = list_first(self, a.start(), a.end()) {
                     return self.vals.key(s, e, scope);
                 }
             }
@@ -1119,8 +1122,8 @@ impl<'a> Analyzer<'a> {
         while i < rest.len() {
             let a = rest[i];
             // node-redis `{ keys: [k], arguments: [..] }`
-            if toks.at(a.start).is("{") {
-                for k in a.start..a.end {
+            if toks.at(a.start()).is("{") {
+                for k in a.start()..a.end() {
                     if toks.at(k).text() == "keys" && toks.get(k + 1).is_some_and(|x| x.is(":")) {
                         let vs = k + 2;
                         if toks.get(vs).is_some_and(|x| x.is("[")) {
@@ -1135,15 +1138,15 @@ impl<'a> Analyzer<'a> {
                 i += 1;
                 continue;
             }
-            if let Some((s, e)) = list_first(self, a.start, a.end) {
+            if let Some((s, e)) = list_first(self, a.start(), a.end()) {
                 return self.vals.key(s, e, scope);
             }
-            if a.end == a.start + 1 && toks.at(a.start).kind() == Kind::Num {
-                if toks.at(a.start).text() == "0" {
+            if a.end() == a.start() + 1 && toks.at(a.start()).kind() == Kind::Num {
+                if toks.at(a.start()).text() == "0" {
                     return KeyExpr::unknown();
                 }
                 if let Some(n) = rest.get(i + 1) {
-                    return self.vals.key(n.start, n.end, scope);
+                    return self.vals.key(n.start(), n.end(), scope);
                 }
             }
             i += 1;
@@ -1154,7 +1157,7 @@ impl<'a> Analyzer<'a> {
     /// A call of a script object: `script(keys=[k])`, `script.Run(ctx, rdb, []string{k})`,
     /// `script.Do(conn, k, t)`, `redis.releaseLock(k, t)` (ioredis defineCommand).
     fn script_invocation(&self, c: &Call, lname: &str) -> Option<Draft> {
-        let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
+        let scope = self.st.tok_scope.get(c.name_tok()).copied().unwrap_or(0);
         let pos: Vec<&Arg> = c.args.iter().filter(|a| a.name.is_none()).collect();
         let own = if c.recv.len() == 1 && matches!(&*c.recv[0], "self" | "this" | "$this") {
             format!("this.{}", c.name)
@@ -1172,7 +1175,7 @@ impl<'a> Analyzer<'a> {
             let sid = *self.script_objs.get(&r)?;
             let key = if lname == "do" && self.lang == Language::Go {
                 pos.get(1)
-                    .map(|a| self.vals.key(a.start, a.end, scope))
+                    .map(|a| self.vals.key(a.start(), a.end(), scope))
                     .unwrap_or_else(KeyExpr::unknown)
             } else {
                 self.eval_key(c, &pos, scope)
@@ -1183,7 +1186,7 @@ impl<'a> Analyzer<'a> {
             let sid = *self.script_objs.get(c.name)?;
             let key = pos
                 .first()
-                .map(|a| self.vals.key(a.start, a.end, scope))
+                .map(|a| self.vals.key(a.start(), a.end(), scope))
                 .unwrap_or_else(KeyExpr::unknown);
             (sid, key)
         } else {
@@ -1193,8 +1196,8 @@ impl<'a> Analyzer<'a> {
             kind: OpKind::Eval { script: sid_key.0 },
             key: sid_key.1,
             value: None,
-            name_tok: c.name_tok,
-            end_tok: c.end,
+            name_tok: c.name_tok(),
+            end_tok: c.end(),
             client: self.default_client,
         })
     }
@@ -1207,7 +1210,7 @@ impl<'a> Analyzer<'a> {
             .args
             .iter()
             .filter(|a| a.name.is_none())
-            .map(|a| (a.start, a.end))
+            .map(|a| (a.start(), a.end()))
             .collect();
         if self.lang == Language::Go
             && items
@@ -1237,7 +1240,7 @@ impl<'a> Analyzer<'a> {
             if let Some(m) = self.st.matching.get(&items[0].0) {
                 items = super::calls::split_args(toks, self.st, items[0].0, m)
                     .into_iter()
-                    .map(|a| (a.start, a.end))
+                    .map(|a| (a.start(), a.end()))
                     .collect();
             }
         }
@@ -1253,8 +1256,8 @@ impl<'a> Analyzer<'a> {
             kind,
             key,
             value,
-            name_tok: c.name_tok,
-            end_tok: c.end,
+            name_tok: c.name_tok(),
+            end_tok: c.end(),
             client,
         };
         let key = || args.first().map(|&(s, e)| self.vals.key(s, e, scope));
@@ -1415,7 +1418,7 @@ impl<'a> Analyzer<'a> {
         }
         let mut out: Vec<(usize, usize)> = super::calls::split_args(toks, self.st, o, m)
             .into_iter()
-            .map(|a| (a.start, a.end))
+            .map(|a| (a.start(), a.end()))
             .collect();
         // appends between the literal and the call
         let mut j = m;
@@ -1428,7 +1431,7 @@ impl<'a> Analyzer<'a> {
             {
                 if let Some(close) = self.st.matching.get(&(j + 3)) {
                     let args = super::calls::split_args(toks, self.st, j + 3, close);
-                    out.extend(args.iter().skip(1).map(|a| (a.start, a.end)));
+                    out.extend(args.iter().skip(1).map(|a| (a.start(), a.end())));
                     j = close;
                 }
             }
@@ -1440,15 +1443,15 @@ impl<'a> Analyzer<'a> {
     /// rueidis: `B().Set().Key(k).Value(v).Nx().Px(ttl).Build()`, `B().Del().Key(k).Build()`.
     fn rueidis(&self, c: &Call, lname: &str) -> Option<Draft> {
         let toks = self.toks;
-        let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
+        let scope = self.st.tok_scope.get(c.name_tok()).copied().unwrap_or(0);
         // walk the chain forward
-        let mut k = c.end;
+        let mut k = c.end();
         let mut key = None;
         let mut value = None;
         let mut nx = false;
         let mut xx = false;
         let mut exp = false;
-        let mut end = c.end;
+        let mut end = c.end();
         let mut guard = 0;
         while guard < 32
             && toks.get(k).is_some_and(|t| t.is("."))
@@ -1505,7 +1508,7 @@ impl<'a> Analyzer<'a> {
             } else {
                 None
             },
-            name_tok: c.name_tok,
+            name_tok: c.name_tok(),
             end_tok: end,
             client: Client::Rueidis,
         })

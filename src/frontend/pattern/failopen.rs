@@ -46,7 +46,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
             }
         };
         // 1. on the call chain: .catch(() => true), ?: true, ?? true, .orElse(true)
-        let mut k = call.end;
+        let mut k = call.end();
         let mut guard = 0;
         while guard < 16
             && toks.get(k).is_some_and(|t| t.is(".") || t.is("?."))
@@ -79,7 +79,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
             }
         }
         // 2. prefix: !Boolean.FALSE.equals(call), Boolean.FALSE != call
-        let rs = call.recv_start;
+        let rs = call.recv_start();
         if rs >= 7
             && toks.at(rs - 7).is("!")
             && toks.at(rs - 6).is("Boolean")
@@ -148,10 +148,10 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                 }
             }
         }
-        let limit = (call.end + 400).min(toks.len());
+        let limit = (call.end() + 400).min(toks.len());
         let in_scope = |j: usize| an.st.tok_scope.get(j) == Some(&scope);
         if let Some(v) = var.as_deref() {
-            for j in call.end..limit {
+            for j in call.end()..limit {
                 if !in_scope(j) {
                     break;
                 }
@@ -227,7 +227,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
         }
         // Go: if err != nil { return true }
         if let Some(ev) = errvar.as_deref() {
-            for j in call.end..limit.min(call.end + 80) {
+            for j in call.end()..limit.min(call.end() + 80) {
                 if !in_scope(j) {
                     break;
                 }
@@ -255,7 +255,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
             an.lang,
             crate::facts::Language::Python | crate::facts::Language::Ruby
         );
-        for j in call.end..limit {
+        for j in call.end()..limit {
             if !in_scope(j) {
                 break;
             }
@@ -278,7 +278,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                 }
                 // braces (Python: indentation) tell which try a handler belongs to
                 let python = an.lang == crate::facts::Language::Python;
-                if (clike && !encloses(an, j, nt)) || (python && !py_encloses(an, call.end, j)) {
+                if (clike && !encloses(an, j, nt)) || (python && !py_encloses(an, call.end(), j)) {
                     continue;
                 }
                 let (bs, be) = handler_body(an, j);

@@ -106,7 +106,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<AbsenceGuard> {
     if writes.is_empty() {
         return Vec::new();
     }
-    let call_at: HashMap<usize, &Call> = calls.iter().map(|c| (c.name_tok, c)).collect();
+    let call_at: HashMap<usize, &Call> = calls.iter().map(|c| (c.name_tok(), c)).collect();
     let mut out = Vec::new();
     for op in ops {
         if !matches!(op.kind, OpKind::Get | OpKind::Exists) || op.key.is_unknown() {
@@ -146,7 +146,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<AbsenceGuard> {
     // `return Boolean(await redis.exists(LOCK_KEY))`), called without
     // arguments: its call is the check, on the helper's own key.
     for (c, op, negated) in an.check_helper_calls(calls, ops, &call_at) {
-        let scope = an.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
+        let scope = an.st.tok_scope.get(c.name_tok()).copied().unwrap_or(0);
         let Some(list) = writes.get(&(scope, op.key.parts.as_slice())) else {
             continue;
         };
@@ -158,7 +158,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<AbsenceGuard> {
         };
         let regions = an.absent_regions(c, kind, scope);
         for (w, wt) in list {
-            if *wt > c.name_tok && regions.iter().any(|r| an.in_region(*r, *wt)) {
+            if *wt > c.name_tok() && regions.iter().any(|r| an.in_region(*r, *wt)) {
                 out.push(AbsenceGuard {
                     check: op.name_span,
                     write: w.name_span,
@@ -301,7 +301,7 @@ impl Analyzer<'_> {
                 continue;
             }
             // `return [await] [!] [Boolean(] check`, or `fun f() = check`
-            let mut k = call.recv_start;
+            let mut k = call.recv_start();
             let mut negated = false;
             let mut returned = false;
             let mut guard = 0;
@@ -346,14 +346,14 @@ impl Analyzer<'_> {
             .iter()
             .filter(|c| {
                 c.args.is_empty()
-                    && !self.st.decl_names.contains(&c.name_tok)
+                    && !self.st.decl_names.contains(&c.name_tok())
                     && c.recv
                         .iter()
                         .all(|r| matches!(&**r, "this" | "self" | "$this" | "static"))
             })
             .filter_map(|c| {
                 let &(op, negated) = helpers.get(c.name)?;
-                let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
+                let scope = self.st.tok_scope.get(c.name_tok()).copied().unwrap_or(0);
                 (scope != op.scope).then_some((c, op, negated))
             })
             .collect()
@@ -362,7 +362,7 @@ impl Analyzer<'_> {
     /// The regions of code that run only when the check `call` found its key absent.
     fn absent_regions(&self, call: &Call, kind: Probe, scope: u32) -> Vec<Region> {
         let toks = self.toks;
-        let (mut s, mut e, mut kind) = (call.recv_start, call.end, kind);
+        let (mut s, mut e, mut kind) = (call.recv_start(), call.end(), kind);
         // `.Result()`, `.Val()`, `.get()`, `.block()`, Kotlin `!!`: the same answer.
         let mut guard = 0;
         while guard < 8 {

@@ -118,10 +118,10 @@ pub fn record(
         };
         // the call whose name starts where the op's does (calls are sorted
         // by name token, so by start)
-        let i = all.partition_point(|c| toks.at(c.name_tok).start() < op.name_span.start);
+        let i = all.partition_point(|c| toks.at(c.name_tok()).start() < op.name_span.start);
         let Some(c) = all
             .get(i)
-            .filter(|c| toks.at(c.name_tok).start() == op.name_span.start)
+            .filter(|c| toks.at(c.name_tok()).start() == op.name_span.start)
         else {
             continue;
         };
@@ -133,7 +133,7 @@ pub fn record(
         };
         // the value follows the key argument (`SetNX(ctx, key, val, ttl)`)
         let key_arg = c.args.iter().position(|a| {
-            toks.slice(a.start..a.end.min(toks.len()))
+            toks.slice(a.start()..a.end().min(toks.len()))
                 .iter()
                 .any(|t| t.is_ident() && in_key(&values::norm_name(t.text())))
         });
@@ -142,8 +142,8 @@ pub fn record(
             .iter()
             .skip(key_arg.map_or(0, |k| k + 1))
             .find_map(|a| {
-                let n = bare_name(an, a.start, a.end)
-                    .or_else(|| converted_name(an, a.start, a.end, params))?;
+                let n = bare_name(an, a.start(), a.end())
+                    .or_else(|| converted_name(an, a.start(), a.end(), params))?;
                 (params.iter().any(|p| **p == *n) && !in_key(&n)).then_some(n)
             });
         if let Some(var) = var {
@@ -181,17 +181,17 @@ pub fn record(
         let texts: FxHashSet<&str> = all
             .iter()
             .flat_map(|c| c.args)
-            .filter(|a| a.end == a.start + 1 && toks.at(a.start).kind() == Kind::Ident)
-            .map(|a| toks.at(a.start).text())
+            .filter(|a| a.end() == a.start() + 1 && toks.at(a.start()).kind() == Kind::Ident)
+            .map(|a| toks.at(a.start()).text())
             .collect();
         texts.into_iter().map(values::norm_name).collect()
     };
     let mut resolvable: Vec<super::waits::CallAt> = Vec::new();
     // the calls recorded: neither client calls, declarations nor keywords
     let recorded = |ci: usize, c: &Call| {
-        let name = toks.at(c.name_tok);
+        let name = toks.at(c.name_tok());
         !client_calls.contains(&ci)
-            && !st.decl_names.contains(&c.name_tok)
+            && !st.decl_names.contains(&c.name_tok())
             && name.kind() == Kind::Ident
             && !is_keyword(name.text())
     };
@@ -212,9 +212,9 @@ pub fn record(
         if !recorded(ci, c) {
             continue;
         }
-        let name = toks.at(c.name_tok);
-        let scope = st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
-        let depth = st.tok_depth.get(c.name_tok).copied().unwrap_or(0);
+        let name = toks.at(c.name_tok());
+        let scope = st.tok_scope.get(c.name_tok()).copied().unwrap_or(0);
+        let depth = st.tok_depth.get(c.name_tok()).copied().unwrap_or(0);
         // a Go method's call through its own receiver (`s.Delete(key)` in
         // `func (s *RedisStore) Unlock`) is a call on its own type, as
         // `this.delete(key)` is
@@ -257,27 +257,27 @@ pub fn record(
         let args = resolved_args
             .iter()
             .map(|a| {
-                let short = a.end.saturating_sub(a.start) <= MAX_ARG_TOKENS;
+                let short = a.end().saturating_sub(a.start()) <= MAX_ARG_TOKENS;
                 CallArg {
                     // (not shared: the site is encoded at once, and shared
                     // again when decoded)
                     key: std::sync::Arc::new(if short {
-                        an.vals.key(a.start, a.end, scope)
+                        an.vals.key(a.start(), a.end(), scope)
                     } else {
                         KeyExpr::unknown()
                     }),
                     value: if short {
-                        an.vals.value(a.start, a.end, scope)
+                        an.vals.value(a.start(), a.end(), scope)
                     } else {
                         ValueExpr::Unknown
                     },
-                    name: bare_name(an, a.start, a.end).map(|n| texts.arg_text(&n)),
+                    name: bare_name(an, a.start(), a.end()).map(|n| texts.arg_text(&n)),
                     keyword: a.name.map(|n| texts.arg_text(&values::norm_name_cow(n))),
                     ty: if typed(an.lang) && short {
                         let l = locals.get_or_insert_with(|| {
                             LocalTypes::new(an, &facts.link.functions, &asked())
                         });
-                        arg_type(an, l, scope, a.start, a.end).map(|t| texts.arg_text(&t))
+                        arg_type(an, l, scope, a.start(), a.end()).map(|t| texts.arg_text(&t))
                     } else {
                         None
                     },
@@ -285,7 +285,7 @@ pub fn record(
             })
             .collect();
         let end = toks
-            .get(c.end.saturating_sub(1))
+            .get(c.end().saturating_sub(1))
             .map(|t| t.end())
             .unwrap_or(name.end())
             .max(name.end());
@@ -297,7 +297,7 @@ pub fn record(
                 key: KeyExpr::lit(&ci.to_string()),
                 value: None,
                 scope,
-                order: c.name_tok as u32,
+                order: c.name_tok() as u32,
                 depth,
                 atomic: false,
                 watched: false,
@@ -313,8 +313,8 @@ pub fn record(
         // variable and is left alone)
         let result_key = Some(())
             .filter(|_| may_resolve)
-            .filter(|_| c.end - c.recv_start <= MAX_ARG_TOKENS)
-            .and_then(|_| bound.name_of(c.recv_start, c.end))
+            .filter(|_| c.end() - c.recv_start() <= MAX_ARG_TOKENS)
+            .and_then(|_| bound.name_of(c.recv_start(), c.end()))
             .map(|n| an.vals.key(n, n + 1, scope))
             .filter(|k| !k.is_unknown() && !matches!(k.parts.as_slice(), [KeyPart::Var(_)]))
             .map(Box::new);
@@ -330,7 +330,7 @@ pub fn record(
             recv,
             args,
             scope,
-            order: an.exec_order(c.name_tok) as u32,
+            order: an.exec_order(c.name_tok()) as u32,
             depth,
             span: Span::new(name.start(), end),
             name_span: Span::new(name.start(), name.end()),
@@ -374,7 +374,7 @@ pub fn record(
         };
         if let Some(c) = all.get(ci) {
             facts.link.fail_open_calls.push(CallFailOpen {
-                name_start: toks.at(c.name_tok).start(),
+                name_start: toks.at(c.name_tok()).start(),
                 span: f.span,
             });
         }
@@ -714,7 +714,10 @@ fn param_types(an: &Analyzer, open: usize, close: usize) -> Vec<Option<String>> 
     super::calls::split_args(toks, an.st, open, close)
         .iter()
         .filter_map(|a| {
-            let r = toks.slice(a.start.saturating_sub(if a.name.is_some() { 2 } else { 0 })..a.end);
+            let r = toks.slice(
+                a.start()
+                    .saturating_sub(if a.name.is_some() { 2 } else { 0 })..a.end(),
+            );
             // the parameter's name, as `param_list` finds it
             let (name_at, ty) = if let Some(c) = r.iter().position(|t| t.is(":")) {
                 let n = r.slice(..c).iter().rposition(|t| t.is_ident());

@@ -342,10 +342,10 @@ fn permute(ops: &mut [Op], at: &mut [(u32, u32, u32)], idx: &mut [u32]) {
 /// Where the receiver and the arguments of `c` stand (for fixes).
 fn call_site(toks: Toks, c: &Call, span: Span) -> OpCall {
     let byte = |i: usize, end: bool| toks.get(i).map(|t| if end { t.end() } else { t.start() });
-    let receiver = if c.recv_start < c.name_tok {
-        let start = byte(c.recv_start, false).unwrap_or(span.start);
+    let receiver = if c.recv_start() < c.name_tok() {
+        let start = byte(c.recv_start(), false).unwrap_or(span.start);
         // The receiver ends at its last token before the joining `.`/`->`/`::`.
-        let last = c.name_tok.saturating_sub(2).max(c.recv_start);
+        let last = c.name_tok().saturating_sub(2).max(c.recv_start());
         Span::new(start, byte(last, true).unwrap_or(start).max(start))
     } else {
         Span::new(span.start, span.start)
@@ -356,8 +356,8 @@ fn call_site(toks: Toks, c: &Call, span: Span) -> OpCall {
     args.extend(
         c.args
             .iter()
-            .filter(|a| a.end > a.start)
-            .filter_map(|a| Some(Span::new(byte(a.start, false)?, byte(a.end - 1, true)?))),
+            .filter(|a| a.end() > a.start())
+            .filter_map(|a| Some(Span::new(byte(a.start(), false)?, byte(a.end() - 1, true)?))),
     );
     OpCall {
         span,
@@ -441,50 +441,50 @@ impl<'a> Analyzer<'a> {
         let mut conditioned = HashSet::default();
         let mut state: HashMap<u32, (bool, bool)> = HashMap::default();
         for c in all {
-            let scope = self.st.tok_scope.get(c.name_tok).copied().unwrap_or(0);
+            let scope = self.st.tok_scope.get(c.name_tok()).copied().unwrap_or(0);
             let lname = c.name.to_ascii_lowercase();
             let cur = state.entry(scope).or_insert((false, false));
             // a block or callback argument: `TxPipelined(ctx, func…{…})`, Ruby `multi do … end`
             let block_end = self.block_after(c);
             match lname.as_str() {
-                "txpipelined" => ranges.push((c.open, c.end, true, false)),
+                "txpipelined" => ranges.push((c.open(), c.end(), true, false)),
                 "watch"
                     if self.lang == Language::Go
-                        && c.args.iter().any(|a| self.toks.at(a.start).is("func")) =>
+                        && c.args.iter().any(|a| self.toks.at(a.start()).is("func")) =>
                 {
-                    ranges.push((c.open, c.end, false, true))
+                    ranges.push((c.open(), c.end(), false, true))
                 }
                 "multi" | "watch" if block_end.is_some() => {
-                    let e = block_end.unwrap_or(c.end);
+                    let e = block_end.unwrap_or(c.end());
                     let atomic = lname == "multi";
-                    ranges.push((c.open, e, atomic, !atomic));
+                    ranges.push((c.open(), e, atomic, !atomic));
                 }
                 "multi" if c.recv.len() <= 2 && !self.call_continues(c) => {
                     cur.0 = true;
-                    marks.push((scope, c.name_tok, cur.0, cur.1));
+                    marks.push((scope, c.name_tok(), cur.0, cur.1));
                 }
                 "watch" | "watchasync" if !c.args.is_empty() => {
                     cur.1 = true;
-                    marks.push((scope, c.name_tok, cur.0, cur.1));
+                    marks.push((scope, c.name_tok(), cur.0, cur.1));
                 }
                 // an UNWATCH right before leaving (`if stale { UnWatch();
                 // return false; }`) leaves the code after that branch watched
                 "unwatch" | "unwatchasync" if self.exits_after(c) => {}
                 // an UNWATCH inside a branch (`if fresh { UnWatch() } else {
                 // MULTI … DEL … EXEC }`) ends the watch only in that branch
-                "unwatch" | "unwatchasync" if self.enclosing_block_end(c.name_tok).is_some() => {
-                    let end = self.enclosing_block_end(c.name_tok).unwrap_or(c.end);
-                    marks.push((scope, c.name_tok, cur.0, false));
+                "unwatch" | "unwatchasync" if self.enclosing_block_end(c.name_tok()).is_some() => {
+                    let end = self.enclosing_block_end(c.name_tok()).unwrap_or(c.end());
+                    marks.push((scope, c.name_tok(), cur.0, false));
                     marks.push((scope, end, cur.0, cur.1));
                 }
                 "exec" | "execute" | "discard" | "unwatch" => {
                     if lname != "execute" || cur.0 {
                         *cur = (false, false);
-                        marks.push((scope, c.name_tok, false, false));
+                        marks.push((scope, c.name_tok(), false, false));
                     }
                 }
                 "addcondition" => {
-                    let t = self.vals.text(c.open, c.end);
+                    let t = self.vals.text(c.open(), c.end());
                     if t.contains("StringEqual") || t.contains("HashEqual") {
                         conditioned.insert(scope);
                     }
@@ -580,7 +580,7 @@ impl<'a> Analyzer<'a> {
     /// The statement after this call leaves the block (`return`, `throw`,
     /// `raise`, `break`, `continue`).
     fn exits_after(&self, c: &Call) -> bool {
-        let mut k = c.end;
+        let mut k = c.end();
         // `.ConfigureAwait(false)` and the like
         while self.toks.get(k).is_some_and(|t| t.is("."))
             && self.toks.get(k + 1).is_some_and(|t| t.is_ident())
@@ -606,16 +606,16 @@ impl<'a> Analyzer<'a> {
     /// The chain goes on after this call (`multi().set(..).exec()`).
     fn call_continues(&self, c: &Call) -> bool {
         self.toks
-            .get(c.end)
+            .get(c.end())
             .is_some_and(|t| t.is(".") || t.is("->"))
     }
 
     /// For Ruby/Kotlin-style blocks: the end of a `do … end` / `{ … }` right after the call.
     fn block_after(&self, c: &Call) -> Option<usize> {
-        let t = self.toks.get(c.end)?;
+        let t = self.toks.get(c.end())?;
         if t.is("do") || t.is("{") {
-            let m = self.st.matching.get(&c.end)?;
-            return (m > c.end).then_some(m);
+            let m = self.st.matching.get(&c.end())?;
+            return (m > c.end()).then_some(m);
         }
         None
     }

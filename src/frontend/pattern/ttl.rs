@@ -16,8 +16,8 @@ const MAX_DEPTH: u32 = 4;
 /// `ex: 60`, `ex=60`, `.px(ms)`). `None` when the call has no such option.
 pub fn of_call(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpTtl> {
     let toks = an.toks;
-    let end = c.end.min(toks.len());
-    let mut k = c.open;
+    let end = c.end().min(toks.len());
+    let mut k = c.open();
     while k + 1 < end {
         let t = toks.at(k);
         let unit: u64 = match t.text().to_ascii_lowercase().as_str() {
@@ -69,7 +69,7 @@ pub fn of_cache_add(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpTtl>
         .iter()
         .find(|a| a.name == Some("timeout"))
         .or_else(|| c.args.iter().filter(|a| a.name.is_none()).nth(2))?;
-    let (vs, ve) = (arg.start, arg.end.min(an.toks.len()));
+    let (vs, ve) = (arg.start(), arg.end().min(an.toks.len()));
     if ve <= vs {
         return None;
     }
@@ -343,7 +343,7 @@ pub fn const_int(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> O
                 let args = super::calls::split_args(toks, an.st, open, e - 1);
                 if let [_, d] = args.as_slice() {
                     if d.name.is_none() {
-                        return const_int(an, d.start, d.end, scope, depth + 1);
+                        return const_int(an, d.start(), d.end(), scope, depth + 1);
                     }
                 }
             }
@@ -515,21 +515,21 @@ pub fn of_duration_arg(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpT
     let mut pos: Vec<_> = c.args.iter().filter(|a| a.name.is_none()).collect();
     if an.lang == Language::Go
         && pos.first().is_some_and(|a| {
-            let t = an.vals.text(a.start, a.end).to_ascii_lowercase();
+            let t = an.vals.text(a.start(), a.end()).to_ascii_lowercase();
             t.contains("ctx") || t.contains("context")
         })
     {
         pos.remove(0);
     }
     let arg = pos.get(2)?;
-    let (vs, ve) = (arg.start, arg.end.min(toks.len()));
+    let (vs, ve) = (arg.start(), arg.end().min(toks.len()));
     if ve <= vs {
         return None;
     }
     let scope = an.st.tok_scope.get(vs).copied().unwrap_or(0);
     let d = duration(an, vs, ve, scope, 0);
     let unit_ns = pos.get(3).and_then(|u| {
-        let t = an.vals.text(u.start, u.end);
+        let t = an.vals.text(u.start(), u.end());
         time_unit_ns(t.rsplit('.').next().unwrap_or(t))
     });
     let ms = match (d, unit_ns) {

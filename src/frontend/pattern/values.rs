@@ -341,8 +341,11 @@ impl<'a> Values<'a> {
         super::calls::split_args(toks, self.st, open, close)
             .iter()
             .filter_map(|a| {
-                let r =
-                    toks.slice(a.start.saturating_sub(if a.name.is_some() { 2 } else { 0 })..a.end);
+                let r = toks.slice(
+                    a.start()
+                        .saturating_sub(if a.name.is_some() { 2 } else { 0 })
+                        ..a.end(),
+                );
                 let name = if let Some(c) = r.iter().position(|t| t.is(":")) {
                     r.slice(..c).iter().rev().find(|t| t.is_ident())
                 } else if self.lang == Language::Go {
@@ -398,7 +401,7 @@ impl<'a> Values<'a> {
             .iter()
             .rev()
             .take_while(|a| {
-                a.name.is_some() || toks.slice(a.start..a.end).iter().any(|t| t.is("="))
+                a.name.is_some() || toks.slice(a.start()..a.end()).iter().any(|t| t.is("="))
             })
             .count()
     }
@@ -929,7 +932,8 @@ impl<'a> Values<'a> {
         {
             if let Some(c) = self.st.matching.get(&(s + 3)) {
                 let args = super::calls::split_args(toks, self.st, s + 3, c);
-                let ranges: Vec<(usize, usize)> = args.iter().map(|a| (a.start, a.end)).collect();
+                let ranges: Vec<(usize, usize)> =
+                    args.iter().map(|a| (a.start(), a.end())).collect();
                 return self.format_key(toks.at(s).text(), &ranges, scope, depth);
             }
         }
@@ -944,13 +948,13 @@ impl<'a> Values<'a> {
                     ) {
                         let args = super::calls::split_args(toks, self.st, o, e - 1);
                         if let Some(first) = args.first() {
-                            if first.end == first.start + 1
-                                && toks.at(first.start).kind() == Kind::Str
+                            if first.end() == first.start() + 1
+                                && toks.at(first.start()).kind() == Kind::Str
                             {
                                 let rest: Vec<(usize, usize)> =
-                                    args[1..].iter().map(|a| (a.start, a.end)).collect();
+                                    args[1..].iter().map(|a| (a.start(), a.end())).collect();
                                 return self.format_key(
-                                    toks.at(first.start).text(),
+                                    toks.at(first.start()).text(),
                                     &rest,
                                     scope,
                                     depth,
@@ -981,7 +985,7 @@ impl<'a> Values<'a> {
                             let ranges: Vec<(usize, usize)> =
                                 super::calls::split_args(toks, self.st, o, e - 1)
                                     .iter()
-                                    .map(|a| (a.start, a.end))
+                                    .map(|a| (a.start(), a.end()))
                                     .collect();
                             if let Some(k) =
                                 self.helper_key(toks.at(o - 1).text(), &ranges, scope, depth)
@@ -1011,7 +1015,7 @@ impl<'a> Values<'a> {
                                     (recv.parts.as_slice(), toks.at(o - 1).text())
                                 {
                                     let ranges: Vec<(usize, usize)> =
-                                        args.iter().map(|a| (a.start, a.end)).collect();
+                                        args.iter().map(|a| (a.start(), a.end())).collect();
                                     let mut f = self.format_key(fmt, &ranges, scope, depth);
                                     f.idents.extend(recv.idents.iter().cloned());
                                     return f;
@@ -1020,7 +1024,7 @@ impl<'a> Values<'a> {
                             }
                             if !args.is_empty() {
                                 for a in args {
-                                    k.append(self.key_d(a.start, a.end, scope, depth + 1));
+                                    k.append(self.key_d(a.start(), a.end(), scope, depth + 1));
                                 }
                                 return k;
                             }
@@ -1035,7 +1039,7 @@ impl<'a> Values<'a> {
                         k.push(KeyPart::Const(format!("{short}()")));
                         k.idents.push(toks.at(o - 1).text().to_string());
                         for a in args {
-                            k.append(self.key_d(a.start, a.end, scope, depth + 1));
+                            k.append(self.key_d(a.start(), a.end(), scope, depth + 1));
                         }
                         return k;
                     }
@@ -1072,7 +1076,7 @@ impl<'a> Values<'a> {
         if tuple && toks.at(s).is("(") && self.st.matching.get(&s) == Some(e - 1) {
             return super::calls::split_args(toks, self.st, s, e - 1)
                 .into_iter()
-                .map(|a| (a.start, a.end))
+                .map(|a| (a.start(), a.end()))
                 .collect();
         }
         vec![(s, e)]

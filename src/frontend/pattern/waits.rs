@@ -445,10 +445,10 @@ pub fn find(
         .filter_map(|c| {
             // the first positional argument that is not Go's context
             let a = c.args.iter().find(|a| {
-                let t = an.vals.text(a.start, a.end).to_ascii_lowercase();
+                let t = an.vals.text(a.start(), a.end()).to_ascii_lowercase();
                 a.name.is_none() && !t.contains("ctx") && !t.contains("context")
             })?;
-            Some((a.start, a.end))
+            Some((a.start(), a.end()))
         })
         .collect();
     // sorted by start, each with the furthest end of it and those before it:
@@ -464,11 +464,11 @@ pub fn find(
         })
         .collect();
     if let (Some(&(first, _)), Some(&(_, last))) = (spans.first(), spans.last()) {
-        let lo = all.partition_point(|c| c.name_tok < first);
-        let hi = all.partition_point(|c| c.name_tok < last);
+        let lo = all.partition_point(|c| c.name_tok() < first);
+        let hi = all.partition_point(|c| c.name_tok() < last);
         for c in &all[lo..hi] {
-            let i = spans.partition_point(|&(s, _)| s <= c.name_tok);
-            if i > 0 && c.name_tok < spans[i - 1].1 {
+            let i = spans.partition_point(|&(s, _)| s <= c.name_tok());
+            if i > 0 && c.name_tok() < spans[i - 1].1 {
                 if let Some(r) = an.recv_root(c) {
                     key_builders.insert(r);
                 }
@@ -557,7 +557,7 @@ pub fn find(
                 .iter()
                 .any(|w| root.contains(w))
         })
-        .map(|c| c.name_tok)
+        .map(|c| c.name_tok())
         .collect();
     trips.sort_unstable();
     let loop_waits = |k: usize| -> bool {
@@ -631,7 +631,7 @@ pub fn find(
             }
         };
         for &ci in &awaited {
-            if inside(&spans, all[ci].name_tok) && !quiet(ci, &mut is_redis) {
+            if inside(&spans, all[ci].name_tok()) && !quiet(ci, &mut is_redis) {
                 if let Some(ss) = own_fn(&all[ci]) {
                     mark(ss, &mut needed, &mut work);
                 }
@@ -641,8 +641,8 @@ pub fn find(
             let Some((a, b)) = ranges[s as usize] else {
                 continue;
             };
-            let lo = all.partition_point(|c| c.name_tok < a);
-            let hi = all.partition_point(|c| c.name_tok <= b);
+            let lo = all.partition_point(|c| c.name_tok() < a);
+            let hi = all.partition_point(|c| c.name_tok() <= b);
             for (ci, c) in all.iter().enumerate().take(hi).skip(lo) {
                 if let Some(ss) = own_fn(c) {
                     if !quiet(ci, &mut is_redis) {
@@ -662,8 +662,8 @@ pub fn find(
         let mut calls: Vec<usize> = Vec::new();
         let mut fixed: Vec<usize> = Vec::new();
         for &(a, b) in &whole {
-            let lo = all.partition_point(|c| c.name_tok < a);
-            let hi = all.partition_point(|c| c.name_tok <= b);
+            let lo = all.partition_point(|c| c.name_tok() < a);
+            let hi = all.partition_point(|c| c.name_tok() <= b);
             calls.extend((lo..hi).filter(|&ci| !quiet(ci, &mut is_redis)));
             fixed.extend((a..=b).filter(|&k| loop_waits(k)));
         }
@@ -671,12 +671,12 @@ pub fn find(
         let mut redis_toks: Vec<usize> = whole
             .iter()
             .flat_map(|&(a, b)| {
-                let lo = all.partition_point(|c| c.name_tok < a);
-                let hi = all.partition_point(|c| c.name_tok <= b);
+                let lo = all.partition_point(|c| c.name_tok() < a);
+                let hi = all.partition_point(|c| c.name_tok() <= b);
                 lo..hi
             })
             .filter(|&ci| is_redis(ci))
-            .map(|ci| all[ci].name_tok)
+            .map(|ci| all[ci].name_tok())
             .chain(client_awaits.iter().copied())
             .collect();
         redis_toks.sort_unstable();
@@ -692,8 +692,8 @@ pub fn find(
         let mut own_calls: Vec<(usize, &Vec<u32>)> = Vec::new();
         for &ci in &calls {
             match own_fn(&all[ci]) {
-                Some(ss) => own_calls.push((all[ci].name_tok, ss)),
-                None => foreign.push(all[ci].name_tok),
+                Some(ss) => own_calls.push((all[ci].name_tok(), ss)),
+                None => foreign.push(all[ci].name_tok()),
             }
         }
         foreign.sort_unstable();
@@ -711,7 +711,7 @@ pub fn find(
             sites.extend(fixed.iter().copied());
             for &ci in &calls {
                 if js_call_waits(&all[ci], &awaited, ci, &own_fn, &ok) {
-                    sites.push(all[ci].name_tok);
+                    sites.push(all[ci].name_tok());
                 }
             }
             sites.sort_unstable();
@@ -758,9 +758,9 @@ pub fn find(
             }
             found = None;
             let from = tok_at(s);
-            let mut ci = all.partition_point(|c| c.name_tok < from);
+            let mut ci = all.partition_point(|c| c.name_tok() < from);
             for (k, tok) in toks.iter().enumerate().take(bound).skip(from) {
-                let call = (all.get(ci).is_some_and(|c| c.name_tok == k)).then(|| {
+                let call = (all.get(ci).is_some_and(|c| c.name_tok() == k)).then(|| {
                     ci += 1;
                     ci - 1
                 });
@@ -807,8 +807,8 @@ fn js_call_waits<'f>(
 
 /// The call whose name is token `k`, by index into `all` (sorted by name token).
 fn call_index(all: &[Call], k: usize) -> Option<usize> {
-    let i = all.partition_point(|c| c.name_tok < k);
-    all.get(i).filter(|c| c.name_tok == k).map(|_| i)
+    let i = all.partition_point(|c| c.name_tok() < k);
+    all.get(i).filter(|c| c.name_tok() == k).map(|_| i)
 }
 
 /// A call that can never wait: a declaration or keyword, a Redis command
@@ -826,7 +826,7 @@ fn quiet_call(
     // (a Go or JS callback parameter: `fn()` runs unknown code)
     if NOT_CALLS.contains(&c.name)
         || (lang == Language::Php && c.name == "fn")
-        || an.st.decl_names.contains(&c.name_tok)
+        || an.st.decl_names.contains(&c.name_tok())
     {
         return true;
     }
@@ -839,7 +839,7 @@ fn quiet_call(
         return true;
     }
     let js = matches!(lang, Language::JavaScript | Language::TypeScript);
-    if c.name_tok > 0 && an.toks.at(c.name_tok - 1).is("new") && js {
+    if c.name_tok() > 0 && an.toks.at(c.name_tok() - 1).is("new") && js {
         return true;
     }
     // the receiver's root (`this.logger`, a key builder) only when it may
