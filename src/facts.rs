@@ -281,6 +281,14 @@ impl KeyExpr {
         self.parts.push(part);
     }
 
+    /// Gives back the spare room of a finished key: its parts and names grew
+    /// by doubling while it was put together, and the facts keep it to the
+    /// end of the run.
+    pub fn shrink_to_fit(&mut self) {
+        self.parts.shrink_to_fit();
+        self.idents.shrink_to_fit();
+    }
+
     pub fn append(&mut self, other: KeyExpr) {
         for p in other.parts {
             self.push(p);

@@ -684,6 +684,9 @@ pub fn structure(toks: Toks, src: &str, lang: Language) -> Structure {
     }
     st.matching.compact();
     st.tok_scope.compact();
+    // the scopes become the facts' and are kept to the end of the run:
+    // no room left spare from growing by doubling
+    st.scopes.shrink_to_fit();
     st
 }
 

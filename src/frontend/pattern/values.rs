@@ -886,7 +886,9 @@ impl<'a> Values<'a> {
     }
 
     pub fn key(&self, s: usize, e: usize, scope: u32) -> KeyExpr {
-        self.key_d(s, e, scope, 0)
+        let mut k = self.key_d(s, e, scope, 0);
+        k.shrink_to_fit();
+        k
     }
 
     fn key_d(&self, s: usize, e: usize, scope: u32, depth: u32) -> KeyExpr {
