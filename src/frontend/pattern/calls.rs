@@ -18,7 +18,7 @@ pub struct Arg<'a> {
 
 #[derive(Clone, Debug)]
 pub struct Call<'a> {
-    pub name: &'a str,
+    /// The name's token (its text is [`Call::name`]).
     name_tok: u32,
     /// First token of the receiver chain (== name_tok when there is none).
     recv_start: u32,
@@ -38,7 +38,14 @@ pub struct Call<'a> {
 // call is 64 bytes, not 80; an argument 24, not 32: dense code has a
 // call every ten or twenty bytes and two arguments a call) and read as
 // `usize`; the lexer reads no file of more than `u32::MAX` tokens.
-impl Call<'_> {
+impl<'a> Call<'a> {
+    /// The called name as written: the text of its token in `toks`, the
+    /// stream the call was found in (kept as the token only: 16 bytes less
+    /// a call).
+    #[inline]
+    pub fn name(&self, toks: Toks<'a>) -> &'a str {
+        toks.at(self.name_tok()).text()
+    }
     #[inline]
     pub fn name_tok(&self) -> usize {
         self.name_tok as usize
@@ -58,7 +65,7 @@ impl Call<'_> {
 }
 
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<Call>() == 64 && std::mem::size_of::<Arg>() == 24);
+const _: () = assert!(std::mem::size_of::<Call>() == 48 && std::mem::size_of::<Arg>() == 24);
 
 impl Arg<'_> {
     #[inline]
@@ -84,8 +91,7 @@ pub struct CallTable<'a> {
 /// as a [`Call`] (each range as wide as the slice that replaces it), so
 /// that the list of raw calls becomes the list of calls in its own buffer
 /// (an in-place collect), not beside a second list.
-struct RawCall<'a> {
-    name: &'a str,
+struct RawCall {
     name_tok: u32,
     recv_start: u32,
     recv: (usize, usize),
@@ -1728,7 +1734,7 @@ pub fn calls<'a, 'b>(
     table: &'b mut CallTable<'a>,
 ) -> Vec<Call<'b>> {
     let (most_calls, most_args) = most_calls_and_args(toks, lang);
-    let mut out: Vec<RawCall<'a>> = Vec::with_capacity(most_calls);
+    let mut out: Vec<RawCall> = Vec::with_capacity(most_calls);
     table.args.reserve(most_args);
     let args = &mut table.args;
     let recvs = &mut table.recv;
@@ -1769,7 +1775,6 @@ pub fn calls<'a, 'b>(
             let a0 = args.len();
             split_args_into(toks, st, open, close, args);
             out.push(RawCall {
-                name: t.text(),
                 name_tok: i as u32,
                 recv_start: recv_start as u32,
                 recv: (r0, recvs.len()),
@@ -1850,7 +1855,6 @@ pub fn calls<'a, 'b>(
                 args.push(make_arg(toks, s, k));
             }
             out.push(RawCall {
-                name: t.text(),
                 name_tok: i as u32,
                 recv_start: recv_start as u32,
                 recv: (r0, recvs.len()),
@@ -1870,7 +1874,6 @@ pub fn calls<'a, 'b>(
     let slice = |(s, e): (usize, usize)| s..e;
     out.into_iter()
         .map(|c| Call {
-            name: c.name,
             name_tok: c.name_tok,
             recv_start: c.recv_start,
             recv: &table.recv[slice(c.recv)],

@@ -173,7 +173,7 @@ impl<'a> Analyzer<'a> {
             if c.recv.is_empty() {
                 continue;
             }
-            let mut lname = c.name.to_ascii_lowercase().replace('_', "");
+            let mut lname = c.name(self.toks).to_ascii_lowercase().replace('_', "");
             if self.lang == Language::CSharp && lname.len() > 5 && lname.ends_with("async") {
                 lname.truncate(lname.len() - 5);
             }
@@ -289,8 +289,8 @@ impl<'a> Analyzer<'a> {
                 }
             }
             Language::JavaScript | Language::TypeScript => {
-                if c.name == "setNX"
-                    || c.name == "pExpire"
+                if c.name(self.toks) == "setNX"
+                    || c.name(self.toks) == "pExpire"
                     || self.vals.text(c.open(), c.end()).contains("NX:")
                 {
                     Client::NodeRedis
@@ -372,7 +372,7 @@ impl<'a> Analyzer<'a> {
                 return Vec::new();
             }
         }
-        let mut lname = c.name.to_ascii_lowercase().replace('_', "");
+        let mut lname = c.name(self.toks).to_ascii_lowercase().replace('_', "");
         if self.lang == Language::CSharp && lname.len() > 5 && lname.ends_with("async") {
             lname.truncate(lname.len() - 5);
         }
@@ -392,7 +392,8 @@ impl<'a> Analyzer<'a> {
         // go-redis methods take a context first: `c.Del(ctx, key)` is Redis evidence enough
         let go_ctx = self.lang == Language::Go
             && self.has_redis
-            && c.name.starts_with(|ch: char| ch.is_ascii_uppercase())
+            && c.name(self.toks)
+                .starts_with(|ch: char| ch.is_ascii_uppercase())
             && c.args.first().is_some_and(|a| self.is_ctx(a));
         if AMBIGUOUS.contains(&lname.as_str()) && !go_ctx && !self.redis_receiver(c) {
             return Vec::new();
@@ -1160,9 +1161,9 @@ impl<'a> Analyzer<'a> {
         let scope = self.st.tok_scope.get(c.name_tok()).copied().unwrap_or(0);
         let pos: Vec<&Arg> = c.args.iter().filter(|a| a.name.is_none()).collect();
         let own = if c.recv.len() == 1 && matches!(&*c.recv[0], "self" | "this" | "$this") {
-            format!("this.{}", c.name)
+            format!("this.{}", c.name(self.toks))
         } else {
-            c.name.to_string()
+            c.name(self.toks).to_string()
         };
         let sid_key = if c.recv.is_empty() || own.starts_with("this.") {
             let sid = *self.script_objs.get(&values::norm_name(&own))?;
@@ -1181,9 +1182,10 @@ impl<'a> Analyzer<'a> {
                 self.eval_key(c, &pos, scope)
             };
             (sid, key)
-        } else if self.script_objs.contains_key(c.name) && self.lang != Language::Python {
+        } else if self.script_objs.contains_key(c.name(self.toks)) && self.lang != Language::Python
+        {
             // ioredis custom command: redis.releaseLock(key, token)
-            let sid = *self.script_objs.get(c.name)?;
+            let sid = *self.script_objs.get(c.name(self.toks))?;
             let key = pos
                 .first()
                 .map(|a| self.vals.key(a.start(), a.end(), scope))
@@ -1220,7 +1222,10 @@ impl<'a> Analyzer<'a> {
             items.remove(0);
         }
         // radix `Cmd`/`FlatCmd`: the reply's receiver (`nil`, `&out`) comes first
-        if self.lang == Language::Go && matches!(c.name, "Cmd" | "FlatCmd") && !items.is_empty() {
+        if self.lang == Language::Go
+            && matches!(c.name(self.toks), "Cmd" | "FlatCmd")
+            && !items.is_empty()
+        {
             items.remove(0);
         }
         // Go: `Do("SET", args...)` with `args := []interface{}{key, v, "NX"}`

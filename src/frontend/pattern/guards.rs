@@ -11,7 +11,7 @@
 //! nothing.
 
 use super::calls::Call;
-use super::lexer::{Kind, Tok};
+use super::lexer::{Kind, Tok, Toks};
 use super::Analyzer;
 use crate::facts::{AbsenceGuard, KeyPart, Language, Op, OpKind};
 use rustc_hash::FxHashMap as HashMap;
@@ -128,7 +128,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<AbsenceGuard> {
             continue;
         };
         let kind = match op.kind {
-            OpKind::Exists if is_ttl_call(call) => Probe::Ttl,
+            OpKind::Exists if is_ttl_call(call, toks) => Probe::Ttl,
             OpKind::Exists => Probe::Count,
             _ => Probe::Value,
         };
@@ -238,10 +238,10 @@ fn is_num(t: Tok, n: &str) -> bool {
 }
 /// The check is a `TTL`/`PTTL` (Spring `getExpire`): its reply is a time
 /// to live, -2 when the key is absent.
-fn is_ttl_call(c: &Call) -> bool {
+fn is_ttl_call(c: &Call, toks: Toks) -> bool {
     ["ttl", "pttl", "getexpire"]
         .iter()
-        .any(|n| c.name.eq_ignore_ascii_case(n))
+        .any(|n| c.name(toks).eq_ignore_ascii_case(n))
 }
 fn is_connective(t: Tok) -> bool {
     t.is("&&") || t.is("||") || t.is("and") || t.is("or")
@@ -297,7 +297,7 @@ impl Analyzer<'_> {
                 continue;
             };
             // a helper handing back a TTL is no yes/no answer
-            if is_ttl_call(call) {
+            if is_ttl_call(call, toks) {
                 continue;
             }
             // `return [await] [!] [Boolean(] check`, or `fun f() = check`
@@ -352,7 +352,7 @@ impl Analyzer<'_> {
                         .all(|r| matches!(&**r, "this" | "self" | "$this" | "static"))
             })
             .filter_map(|c| {
-                let &(op, negated) = helpers.get(c.name)?;
+                let &(op, negated) = helpers.get(c.name(toks))?;
                 let scope = self.st.tok_scope.get(c.name_tok()).copied().unwrap_or(0);
                 (scope != op.scope).then_some((c, op, negated))
             })

@@ -442,7 +442,7 @@ impl<'a> Analyzer<'a> {
         let mut state: HashMap<u32, (bool, bool)> = HashMap::default();
         for c in all {
             let scope = self.st.tok_scope.get(c.name_tok()).copied().unwrap_or(0);
-            let lname = c.name.to_ascii_lowercase();
+            let lname = c.name(self.toks).to_ascii_lowercase();
             let cur = state.entry(scope).or_insert((false, false));
             // a block or callback argument: `TxPipelined(ctx, func…{…})`, Ruby `multi do … end`
             let block_end = self.block_after(c);

@@ -206,7 +206,7 @@ fn calls_split_over_lines_and_chains() {
     let st = calls::structure(toks, src, Language::Java);
     let mut table = calls::CallTable::default();
     let cs = calls::calls(toks, &st, Language::Java, &mut table);
-    let c = cs.iter().find(|c| c.name == "setIfAbsent").unwrap();
+    let c = cs.iter().find(|c| c.name(toks) == "setIfAbsent").unwrap();
     assert_eq!(c.recv, vec!["redisTemplate", "opsForValue()"]);
     assert_eq!(c.args.len(), 4);
     assert_eq!(st.scopes[1].name, "f");

@@ -61,7 +61,7 @@ pub fn of_call(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpTtl> {
 /// Flask-Caching: seconds): its `timeout=` argument or its third positional
 /// one. `None` for another call or one without a TTL.
 pub fn of_cache_add(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpTtl> {
-    if an.lang != Language::Python || c.name != "add" {
+    if an.lang != Language::Python || c.name(an.toks) != "add" {
         return None;
     }
     let arg = c
@@ -501,7 +501,7 @@ fn statement_end(toks: Toks, s: usize) -> usize {
 /// When.NotExists)`. `ms` only when the duration and its unit
 /// are constants.
 pub fn of_duration_arg(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpTtl> {
-    let mut lname = c.name.to_ascii_lowercase();
+    let mut lname = c.name(an.toks).to_ascii_lowercase();
     if an.lang == Language::CSharp && lname.ends_with("async") {
         lname.truncate(lname.len() - 5);
     }

@@ -6,6 +6,7 @@
 //! `defer`). Facts only: what they mean for a lock is the rules' business.
 
 use super::calls::Call;
+use super::lexer::Toks;
 use super::{values, Analyzer};
 use crate::facts::{Deferred, Language, Op, OpKind, Span};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -599,7 +600,7 @@ pub fn find(
         if !(c.recv.is_empty() || (c.recv.len() == 1 && matches!(first, "this" | "self"))) {
             return None;
         }
-        by_name.get(c.name)
+        by_name.get(c.name(an.toks))
     };
     // JS/TS: settle which awaited functions of this file wait (optimistic
     // start): those awaited in the sections, those awaited in them, …
@@ -710,7 +711,7 @@ pub fn find(
             sites.clear();
             sites.extend(fixed.iter().copied());
             for &ci in &calls {
-                if js_call_waits(&all[ci], &awaited, ci, &own_fn, &ok) {
+                if js_call_waits(&all[ci], an.toks, &awaited, ci, &own_fn, &ok) {
                     sites.push(all[ci].name_tok());
                 }
             }
@@ -772,7 +773,7 @@ pub fn find(
                     }
                     || call.is_some_and(|ci| {
                         !quiet(ci, &mut is_redis)
-                            && (!js || js_call_waits(&all[ci], &awaited, ci, &own_fn, &ok))
+                            && (!js || js_call_waits(&all[ci], an.toks, &awaited, ci, &own_fn, &ok))
                     });
                 if site {
                     found = Some(k);
@@ -793,6 +794,7 @@ pub fn find(
 /// (a synchronous call cannot wait for I/O otherwise).
 fn js_call_waits<'f>(
     c: &Call,
+    toks: Toks,
     awaited: &[usize],
     ci: usize,
     own_fn: &impl Fn(&Call) -> Option<&'f Vec<u32>>,
@@ -801,7 +803,7 @@ fn js_call_waits<'f>(
     if awaited.binary_search(&ci).is_ok() {
         !own_fn(c).is_some_and(|ss| ss.iter().all(|s| ok.contains(s)))
     } else {
-        c.name.ends_with("Sync") || c.name.eq_ignore_ascii_case("sleep")
+        c.name(toks).ends_with("Sync") || c.name(toks).eq_ignore_ascii_case("sleep")
     }
 }
 
@@ -824,18 +826,18 @@ fn quiet_call(
     let lang = an.lang;
     // PHP `fn($x) => …` is an arrow function; elsewhere `fn` is a name
     // (a Go or JS callback parameter: `fn()` runs unknown code)
-    if NOT_CALLS.contains(&c.name)
-        || (lang == Language::Php && c.name == "fn")
+    if NOT_CALLS.contains(&c.name(an.toks))
+        || (lang == Language::Php && c.name(an.toks) == "fn")
         || an.st.decl_names.contains(&c.name_tok())
     {
         return true;
     }
     let first = c.recv.first().map(|s| &**s).unwrap_or("");
     // `log.Info(…)`, `blog.V(4).Infof(…)`, a bare `console`-less `print`
-    if (!first.is_empty() && is_logger(first)) || (first.is_empty() && is_logger(c.name)) {
+    if (!first.is_empty() && is_logger(first)) || (first.is_empty() && is_logger(c.name(an.toks))) {
         return true;
     }
-    if pure_call(lang, first, c.name) {
+    if pure_call(lang, first, c.name(an.toks)) {
         return true;
     }
     let js = matches!(lang, Language::JavaScript | Language::TypeScript);
