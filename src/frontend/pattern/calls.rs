@@ -7,13 +7,16 @@ use crate::facts::{Language, Scope};
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::borrow::Cow;
 
-/// One argument: token range `[start, end)`, and its name for keyword /
-/// named arguments (`nx=True`, `px: ms`, `expiry: null`).
-#[derive(Clone, Debug)]
-pub struct Arg<'a> {
+/// One argument: token range `[start, end)`, and whether it is a keyword
+/// / named argument (`nx=True`, `px: ms`, `expiry: null`, `'px' => 5`),
+/// whose name is then the token two before its start ([`Arg::name`]).
+/// Eight bytes: a dense file has two arguments a call and a call every
+/// ten or twenty bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct Arg {
+    /// The first token, with [`Arg::NAMED`] set for a named argument.
     start: u32,
     end: u32,
-    pub name: Option<&'a str>,
 }
 
 #[derive(Clone, Debug)]
@@ -31,7 +34,7 @@ pub struct Call<'a> {
     /// Index one past the last token of the call.
     end: u32,
     /// The arguments: a slice of the stream's [`CallTable`].
-    pub args: &'a [Arg<'a>],
+    pub args: &'a [Arg],
 }
 
 // The token indices of a call and of an argument are kept as `u32` (a
@@ -65,12 +68,36 @@ impl<'a> Call<'a> {
 }
 
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<Call>() == 48 && std::mem::size_of::<Arg>() == 24);
+const _: () = assert!(std::mem::size_of::<Call>() == 48);
 
-impl Arg<'_> {
+const _: () = assert!(std::mem::size_of::<Arg>() == 8);
+
+impl Arg {
+    /// `start`'s bit for a named argument (token indices stay far below
+    /// it: the lexer reads at most 256 MiB).
+    const NAMED: u32 = 1 << 31;
+
+    fn new(start: usize, end: usize, named: bool) -> Arg {
+        Arg {
+            start: start as u32 | if named { Arg::NAMED } else { 0 },
+            end: end as u32,
+        }
+    }
     #[inline]
     pub fn start(&self) -> usize {
-        self.start as usize
+        (self.start & !Arg::NAMED) as usize
+    }
+    /// Whether the argument is named (`name=value`, `name: value`,
+    /// `'name' => value`).
+    #[inline]
+    pub fn is_named(&self) -> bool {
+        self.start & Arg::NAMED != 0
+    }
+    /// A named argument's name as written, read from `toks`, the stream
+    /// the call was found in.
+    #[inline]
+    pub fn name<'a>(&self, toks: Toks<'a>) -> Option<&'a str> {
+        self.is_named().then(|| toks.at(self.start() - 2).text())
     }
     #[inline]
     pub fn end(&self) -> usize {
@@ -83,7 +110,7 @@ impl Arg<'_> {
 /// allocates (dense code has a call every ten or twenty bytes).
 #[derive(Default)]
 pub struct CallTable<'a> {
-    args: Vec<Arg<'a>>,
+    args: Vec<Arg>,
     recv: Vec<Cow<'a, str>>,
 }
 
@@ -1519,7 +1546,7 @@ fn ruby_scopes(toks: Toks, st: &mut Structure) {
 }
 
 /// Splits `(`…`)` contents at top-level commas.
-pub fn split_args<'a>(toks: Toks<'a>, st: &Structure, open: usize, close: usize) -> Vec<Arg<'a>> {
+pub fn split_args<'a>(toks: Toks<'a>, st: &Structure, open: usize, close: usize) -> Vec<Arg> {
     let mut out = Vec::new();
     split_args_into(toks, st, open, close, &mut out);
     out
@@ -1531,7 +1558,7 @@ fn split_args_into<'a>(
     st: &Structure,
     open: usize,
     close: usize,
-    out: &mut Vec<Arg<'a>>,
+    out: &mut Vec<Arg>,
 ) {
     let mut s = open + 1;
     let mut k = open + 1;
@@ -1556,30 +1583,18 @@ fn split_args_into<'a>(
     }
 }
 
-fn make_arg<'a>(toks: Toks<'a>, s: usize, e: usize) -> Arg<'a> {
+fn make_arg(toks: Toks, s: usize, e: usize) -> Arg {
     // `name=value`, `name: value`, `name => value` (named/keyword arguments)
     if e > s + 2 && toks.at(s).is_ident() {
         let sep = toks.at(s + 1);
         if sep.is("=") || sep.is(":") {
-            return Arg {
-                start: (s + 2) as u32,
-                end: e as u32,
-                name: Some(toks.at(s).text()),
-            };
+            return Arg::new(s + 2, e, true);
         }
     }
     if e > s + 2 && toks.at(s).kind() == Kind::Str && toks.at(s + 1).is("=>") {
-        return Arg {
-            start: (s + 2) as u32,
-            end: e as u32,
-            name: Some(toks.at(s).text()),
-        };
+        return Arg::new(s + 2, e, true);
     }
-    Arg {
-        start: s as u32,
-        end: e as u32,
-        name: None,
-    }
+    Arg::new(s, e, false)
 }
 
 /// `( (T) x )` between `open` and `close` (C#/Java casts): `(T, x)`.

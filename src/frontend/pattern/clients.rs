@@ -149,8 +149,8 @@ impl<'a> Analyzer<'a> {
     }
 
     /// Positional arguments, without Go's leading context.
-    fn positional<'c>(&self, c: &'c Call<'a>) -> Vec<&'c Arg<'a>> {
-        let mut pos: Vec<&Arg> = c.args.iter().filter(|a| a.name.is_none()).collect();
+    fn positional<'c>(&self, c: &'c Call<'a>) -> Vec<&'c Arg> {
+        let mut pos: Vec<&Arg> = c.args.iter().filter(|a| !a.is_named()).collect();
         if self.lang == Language::Go && pos.first().is_some_and(|a| self.is_ctx(a)) {
             pos.remove(0);
         }
@@ -405,7 +405,7 @@ impl<'a> Analyzer<'a> {
         let named = |names: &[&str]| {
             c.args
                 .iter()
-                .find(|a| a.name.is_some_and(|n| names.contains(&n)))
+                .find(|a| a.name(toks).is_some_and(|n| names.contains(&n)))
         };
         if pos.is_empty() {
             if let Some(k) = named(&["name", "key", "lock_key"]) {
@@ -458,7 +458,7 @@ impl<'a> Analyzer<'a> {
                 };
                 let expiry = expiry
                     || c.args.iter().any(|a| {
-                        a.name
+                        a.name(toks)
                             .is_some_and(|n| matches!(n, "expiry" | "timeout" | "ttl"))
                             && !self.vals.is_zero_ttl(a.start(), a.end())
                     });
@@ -764,9 +764,10 @@ impl<'a> Analyzer<'a> {
         let pos = self.positional(c);
         let ttl = pos.len() == 3
             || (pos.len() == 2
-                && c.args
-                    .iter()
-                    .any(|a| a.name.is_some_and(|n| matches!(n, "timeout" | "ttl"))));
+                && c.args.iter().any(|a| {
+                    a.name(self.toks)
+                        .is_some_and(|n| matches!(n, "timeout" | "ttl"))
+                }));
         if !ttl {
             return false;
         }
@@ -856,7 +857,7 @@ impl<'a> Analyzer<'a> {
         };
         // named arguments
         for a in c.args {
-            let Some(n) = a.name else { continue };
+            let Some(n) = a.name(toks) else { continue };
             let n = n.to_ascii_lowercase();
             let txt = self.vals.text(a.start(), a.end());
             match n.as_str() {
@@ -1113,7 +1114,7 @@ impl<'a> Analyzer<'a> {
     fn eval_key(&self, c: &Call, rest: &[&Arg], scope: u32) -> KeyExpr {
         let toks = self.toks;
         for a in c.args {
-            if a.name.is_some_and(|n| n.eq_ignore_ascii_case("keys")) {
+            if a.name(toks).is_some_and(|n| n.eq_ignore_ascii_case("keys")) {
                 if let Some((s, e)) = list_first(self, a.start(), a.end()) {
                     return self.vals.key(s, e, scope);
                 }
@@ -1159,7 +1160,7 @@ impl<'a> Analyzer<'a> {
     /// `script.Do(conn, k, t)`, `redis.releaseLock(k, t)` (ioredis defineCommand).
     fn script_invocation(&self, c: &Call, lname: &str) -> Option<Draft> {
         let scope = self.st.tok_scope.get(c.name_tok()).copied().unwrap_or(0);
-        let pos: Vec<&Arg> = c.args.iter().filter(|a| a.name.is_none()).collect();
+        let pos: Vec<&Arg> = c.args.iter().filter(|a| !a.is_named()).collect();
         let own = if c.recv.len() == 1 && matches!(&*c.recv[0], "self" | "this" | "$this") {
             format!("this.{}", c.name(self.toks))
         } else {
@@ -1211,7 +1212,7 @@ impl<'a> Analyzer<'a> {
         let mut items: Vec<(usize, usize)> = c
             .args
             .iter()
-            .filter(|a| a.name.is_none())
+            .filter(|a| !a.is_named())
             .map(|a| (a.start(), a.end()))
             .collect();
         if self.lang == Language::Go

@@ -275,7 +275,9 @@ pub fn record(
                         ValueExpr::Unknown
                     },
                     name: bare_name(an, a.start(), a.end()).map(|n| texts.arg_text(&n)),
-                    keyword: a.name.map(|n| texts.arg_text(&values::norm_name_cow(n))),
+                    keyword: a
+                        .name(toks)
+                        .map(|n| texts.arg_text(&values::norm_name_cow(n))),
                     ty: if typed(an.lang) && short {
                         let l = locals.get_or_insert_with(|| {
                             LocalTypes::new(an, &facts.link.functions, &asked())
@@ -717,10 +719,7 @@ fn param_types(an: &Analyzer, open: usize, close: usize) -> Vec<Option<String>> 
     super::calls::split_args(toks, an.st, open, close)
         .iter()
         .filter_map(|a| {
-            let r = toks.slice(
-                a.start()
-                    .saturating_sub(if a.name.is_some() { 2 } else { 0 })..a.end(),
-            );
+            let r = toks.slice(a.start().saturating_sub(if a.is_named() { 2 } else { 0 })..a.end());
             // the parameter's name, as `param_list` finds it
             let (name_at, ty) = if let Some(c) = r.iter().position(|t| t.is(":")) {
                 let n = r.slice(..c).iter().rposition(|t| t.is_ident());

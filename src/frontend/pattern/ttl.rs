@@ -67,8 +67,8 @@ pub fn of_cache_add(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpTtl>
     let arg = c
         .args
         .iter()
-        .find(|a| a.name == Some("timeout"))
-        .or_else(|| c.args.iter().filter(|a| a.name.is_none()).nth(2))?;
+        .find(|a| a.name(an.toks) == Some("timeout"))
+        .or_else(|| c.args.iter().filter(|a| !a.is_named()).nth(2))?;
     let (vs, ve) = (arg.start(), arg.end().min(an.toks.len()));
     if ve <= vs {
         return None;
@@ -342,7 +342,7 @@ pub fn const_int(an: &Analyzer, s: usize, e: usize, scope: u32, depth: u32) -> O
             if env && callee.iter().all(|t| t.is_ident() || t.is(".")) {
                 let args = super::calls::split_args(toks, an.st, open, e - 1);
                 if let [_, d] = args.as_slice() {
-                    if d.name.is_none() {
+                    if !d.is_named() {
                         return const_int(an, d.start(), d.end(), scope, depth + 1);
                     }
                 }
@@ -512,7 +512,7 @@ pub fn of_duration_arg(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpT
         return None;
     }
     let toks = an.toks;
-    let mut pos: Vec<_> = c.args.iter().filter(|a| a.name.is_none()).collect();
+    let mut pos: Vec<_> = c.args.iter().filter(|a| !a.is_named()).collect();
     if an.lang == Language::Go
         && pos.first().is_some_and(|a| {
             let t = an.vals.text(a.start(), a.end()).to_ascii_lowercase();

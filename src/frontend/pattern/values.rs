@@ -341,11 +341,8 @@ impl<'a> Values<'a> {
         super::calls::split_args(toks, self.st, open, close)
             .iter()
             .filter_map(|a| {
-                let r = toks.slice(
-                    a.start()
-                        .saturating_sub(if a.name.is_some() { 2 } else { 0 })
-                        ..a.end(),
-                );
+                let r =
+                    toks.slice(a.start().saturating_sub(if a.is_named() { 2 } else { 0 })..a.end());
                 let name = if let Some(c) = r.iter().position(|t| t.is(":")) {
                     r.slice(..c).iter().rev().find(|t| t.is_ident())
                 } else if self.lang == Language::Go {
@@ -401,7 +398,7 @@ impl<'a> Values<'a> {
             .iter()
             .rev()
             .take_while(|a| {
-                a.name.is_some() || toks.slice(a.start()..a.end()).iter().any(|t| t.is("="))
+                a.is_named() || toks.slice(a.start()..a.end()).iter().any(|t| t.is("="))
             })
             .count()
     }

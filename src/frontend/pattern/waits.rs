@@ -447,7 +447,7 @@ pub fn find(
             // the first positional argument that is not Go's context
             let a = c.args.iter().find(|a| {
                 let t = an.vals.text(a.start(), a.end()).to_ascii_lowercase();
-                a.name.is_none() && !t.contains("ctx") && !t.contains("context")
+                !a.is_named() && !t.contains("ctx") && !t.contains("context")
             })?;
             Some((a.start(), a.end()))
         })
