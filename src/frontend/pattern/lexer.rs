@@ -5,14 +5,14 @@
 
 use crate::facts::Language;
 
-/// The discriminants are the token's packed kind bits (`Packed::meta`).
+/// The discriminants are the low two bits of a packed token's tag (`Packed::at`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Kind {
     Ident = 0,
-    Str = 1,
-    Num = 2,
-    Punct = 3,
+    Num = 1,
+    Punct = 2,
+    Str = 3,
 }
 
 /// One piece of a string literal: literal text or an interpolated expression.
@@ -188,62 +188,85 @@ pub struct Tok<'a> {
 
 const _: () = assert!(std::mem::size_of::<Tok>() == 16);
 
-/// Bits of a source offset or span length: every offset of a file the
-/// engine reads fits (the lexer reads no more than `OFF_MAX` bytes).
-const OFF_BITS: u32 = 29;
-const OFF_MAX: usize = (1 << OFF_BITS) - 1;
-const OFF_MASK: u32 = OFF_MAX as u32;
-const _: () = assert!(crate::engine::MAX_FILE_BYTES <= OFF_MAX as u64);
+/// Bits of a token's first source byte: every offset of a file the
+/// engine reads fits (the lexer reads no more than `OFF_LIMIT` bytes).
+const OFF_BITS: u32 = 28;
+const OFF_LIMIT: usize = 1 << OFF_BITS;
+const OFF_MASK: u32 = (OFF_LIMIT - 1) as u32;
+const _: () = assert!(crate::engine::MAX_FILE_BYTES <= OFF_LIMIT as u64);
 /// `Packed::at`: a line break stands before the token.
 const NL_BIT: u32 = 1 << 31;
-/// `Packed::meta`: the kind's two bits.
-const KIND_SHIFT: u32 = 30;
-/// The text of a JS regex literal token, and of a token without one.
-static REGEX_TEXT: &str = "/regex/";
-static NO_TEXT: &str = "";
-
-/// A token as the lexer keeps it: 8 bytes (the tokens of a dense file were
-/// its largest table, at 16 bytes each). [`Toks`] pairs it with the source
-/// and the literal table when it is read, as a [`Tok`].
-/// - `at`: the first source byte (low [`OFF_BITS`] bits), the class
-///   ([`SPECIAL`]: plain, regex, bad span or string literal) and the
-///   line-break flag ([`NL_BIT`]);
-/// - `meta`: the kind (top two bits, [`Kind`]'s discriminant) and, in the
-///   low [`OFF_BITS`] bits, a string literal's index in the side table
-///   (its span ends at [`StrLit::end`]) or any other token's span length.
-#[derive(Clone, Copy)]
-pub struct Packed {
-    at: u32,
-    meta: u32,
-}
-
-const _: () = assert!(std::mem::size_of::<Packed>() == 8);
-
-/// `Packed::at`'s two class bits ([`SPECIAL`]): a plain source token has
-/// neither, so that making its [`Tok`] is a test, a mask and an add.
-const SPECIAL_SHIFT: u32 = OFF_BITS;
-const SPECIAL: u32 = 3 << SPECIAL_SHIFT;
-/// A JS regex literal, an opaque `/regex/`.
-const REGEX_CLASS: u32 = 1 << SPECIAL_SHIFT;
-/// A span that is not a char-boundary slice of the source (its text is
-/// empty).
-const BAD_SPAN_CLASS: u32 = 2 << SPECIAL_SHIFT;
-/// A string literal: `meta`'s low bits are its index in the side table.
-const STR_CLASS: u32 = 3 << SPECIAL_SHIFT;
+/// `Packed::at`'s three tag bits: the kind (the low two, as [`Kind`]'s
+/// discriminant) and whether the token is read from [`Ctx::longs`].
+const TAG_SHIFT: u32 = OFF_BITS;
+const TAG: u32 = 7 << TAG_SHIFT;
+/// Plain source tokens, whose text is their span of fewer than [`LONG`]
+/// bytes: an identifier, a number, punctuation.
+const PLAIN_IDENT: u32 = (Kind::Ident as u32) << TAG_SHIFT;
+const PLAIN_NUM: u32 = (Kind::Num as u32) << TAG_SHIFT;
+const PLAIN_PUNCT: u32 = (Kind::Punct as u32) << TAG_SHIFT;
+/// A string literal: its entry of the side table is found by its start.
+const STR_TAG: u32 = (Kind::Str as u32) << TAG_SHIFT;
+/// An identifier, a number, punctuation as the plain tags with this bit,
+/// whose span is of [`LONG`] bytes or more, is not a char-boundary slice
+/// of the source (its text then empty) or is a JS regex literal (an
+/// opaque `/regex/`, punctuation): its length and which it is in
+/// [`Ctx::longs`].
+const OTHER: u32 = 4 << TAG_SHIFT;
+/// [`Ctx::longs`]: the span is not a char-boundary slice of the source.
+const BAD_BIT: u32 = 1 << 31;
+/// [`Ctx::longs`]: the span is a JS regex literal.
+const REGEX_BIT: u32 = 1 << 30;
 /// [`Lx::push`]'s `lit` of a token that is no string literal.
 const NO_LIT: u32 = u32::MAX;
 /// [`Lx::push`]'s `lit` of a JS regex literal.
 const REGEX: u32 = u32::MAX - 1;
+/// `Packed::len` of a span of this length or more (and of a bad span or a
+/// regex): its length is in the table of long tokens ([`Ctx::longs`]).
+const LONG: u8 = u8::MAX;
+/// The text of a JS regex literal token, and of a token without one.
+static REGEX_TEXT: &str = "/regex/";
+static NO_TEXT: &str = "";
+
+/// A token as the lexer keeps it: 5 bytes (the tokens of a dense file are
+/// its largest table: minified code has a token every two bytes). [`Toks`]
+/// pairs it with the source and the side tables when it is read, as a
+/// [`Tok`].
+/// - `at`: the first source byte (low [`OFF_BITS`] bits), the tag
+///   ([`TAG`]: plain identifier, number or punctuation, string literal,
+///   or an identifier, number or punctuation read from [`Ctx::longs`]:
+///   long, bad span or regex) and the line-break flag ([`NL_BIT`]);
+/// - `len`: a plain token's span length, [`LONG`] for the others; unused
+///   for a string literal, whose entry in the literal table is the first
+///   that ends after its start (the entries are in source order, as their
+///   tokens).
+#[derive(Clone, Copy)]
+#[repr(C, packed)]
+pub struct Packed {
+    at: u32,
+    len: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<Packed>() == 5);
 
 impl Packed {
     #[inline]
+    fn tag(self) -> u32 {
+        self.at & TAG
+    }
+    #[inline]
     fn kind(self) -> Kind {
-        match self.meta >> KIND_SHIFT {
+        match (self.at >> TAG_SHIFT) & 3 {
             0 => Kind::Ident,
-            1 => Kind::Str,
-            2 => Kind::Num,
-            _ => Kind::Punct,
+            1 => Kind::Num,
+            2 => Kind::Punct,
+            _ => Kind::Str,
         }
+    }
+    /// A plain source token: its text is its span, its length `len`.
+    #[inline]
+    fn plain(self) -> bool {
+        self.tag() < STR_TAG
     }
     #[inline]
     fn start(self) -> u32 {
@@ -267,6 +290,36 @@ pub struct Toks<'a> {
 struct Ctx<'a> {
     src: &'a str,
     lits: &'a [StrLit<'a>],
+    /// (start, length) of every token of [`LONG`] bytes or more, of every
+    /// bad span (its length with [`BAD_BIT`]) and of every JS regex
+    /// literal (with [`REGEX_BIT`]), in source order.
+    longs: Vec<(u32, u32)>,
+    /// Per block of `1 << LIT_BLOCK_SHIFT` source bytes, the index of the
+    /// first literal that ends after the block's start ([`Tok::entry`]:
+    /// a search among a block's literals, not the whole table's).
+    lit_blocks: Vec<u32>,
+}
+
+/// [`Ctx::lit_blocks`]' block: 128 source bytes (4 bytes of index).
+const LIT_BLOCK_SHIFT: u32 = 7;
+
+/// [`Ctx::lit_blocks`] of `lits` over a source of `len` bytes.
+fn lit_blocks(lits: &[StrLit], len: usize) -> Vec<u32> {
+    let blocks = if lits.is_empty() {
+        0
+    } else {
+        (len >> LIT_BLOCK_SHIFT) + 1
+    };
+    let mut out = Vec::with_capacity(blocks);
+    let mut i = 0;
+    for b in 0..blocks {
+        let at = (b << LIT_BLOCK_SHIFT) as u32;
+        while i < lits.len() && lits[i].end <= at {
+            i += 1;
+        }
+        out.push(i as u32);
+    }
+    out
 }
 
 impl<'a> Toks<'a> {
@@ -429,40 +482,75 @@ impl<'a> Tok<'a> {
     /// (the literal's own, from the side table); `/regex/` for a JS regex.
     #[inline]
     pub fn text(&self) -> &'a str {
-        if self.p.at & SPECIAL == 0 {
-            // SAFETY: `Lx::push` gives the plain class only to a span that
-            // is a char-boundary slice of the source these tokens were
-            // lexed from (`ctx.src`).
+        if self.p.plain() {
+            // SAFETY: `Lx::push` gives a plain tag only to a span of fewer
+            // than `LONG` bytes, its length in `len`, that is a
+            // char-boundary slice of the source these tokens were lexed
+            // from (`ctx.src`).
             unsafe {
                 std::str::from_utf8_unchecked(std::slice::from_raw_parts(
                     self.ctx.src.as_ptr().add(self.p.start() as usize),
-                    (self.p.meta & OFF_MASK) as usize,
+                    self.p.len as usize,
                 ))
             }
         } else {
             self.other_text()
         }
     }
-    /// The text of a token that is not a plain source span.
+    /// The text of a token that is not a short plain source span.
     #[cold]
     #[inline(never)]
     fn other_text(&self) -> &'a str {
-        match self.p.at & SPECIAL {
-            REGEX_CLASS => REGEX_TEXT,
-            BAD_SPAN_CLASS => NO_TEXT,
-            _ => self.entry().text_for(),
+        match self.p.tag() {
+            STR_TAG => self.entry().text_for(),
+            _ => {
+                // a long span, a bad one (no text) or a regex
+                let (len, flags) = self.long();
+                let start = self.start();
+                match flags {
+                    0 => self.ctx.src.get(start..start + len).unwrap_or(""),
+                    REGEX_BIT => REGEX_TEXT,
+                    _ => NO_TEXT,
+                }
+            }
         }
     }
-    /// A string literal token's entry of the side table.
+    /// The length of a token read from [`Ctx::longs`], and its flags
+    /// ([`BAD_BIT`], [`REGEX_BIT`]).
+    #[cold]
+    #[inline(never)]
+    fn long(&self) -> (usize, u32) {
+        let start = self.p.start();
+        let longs = &self.ctx.longs;
+        match longs.binary_search_by_key(&start, |l| l.0) {
+            Ok(i) => {
+                let flags = BAD_BIT | REGEX_BIT;
+                ((longs[i].1 & !flags) as usize, longs[i].1 & flags)
+            }
+            Err(_) => (usize::from(self.p.len), 0),
+        }
+    }
+    /// A string literal token's entry of the side table: the first that
+    /// ends after the token's start.
     #[inline]
     fn entry(&self) -> &'a StrLit<'a> {
-        let i = (self.p.meta & OFF_MASK) as usize;
-        debug_assert!(self.p.at & SPECIAL == STR_CLASS && i < self.ctx.lits.len());
-        // SAFETY: `Lx::push_str` gives every literal token the index of
-        // its entry, and tokens are only ever read against the table they
-        // were lexed with (`Lexed`, whose fields are private to this
-        // module).
-        unsafe { self.ctx.lits.get_unchecked(i) }
+        debug_assert!(self.p.tag() == STR_TAG);
+        let start = self.p.start();
+        let lits = self.ctx.lits;
+        // the entries that can be the token's: from the first that ends
+        // in its block of the source to the first that ends past it
+        let b = start as usize >> LIT_BLOCK_SHIFT;
+        let from = self.ctx.lit_blocks.get(b).map_or(0, |&i| i as usize);
+        let to = self
+            .ctx
+            .lit_blocks
+            .get(b + 1)
+            .map_or(lits.len(), |&i| (i as usize + 1).min(lits.len()));
+        let i = from + lits[from..to.max(from)].partition_point(|l| l.end <= start);
+        // every literal token has its entry (`Lx::push_str`), and tokens
+        // are only ever read against the table they were lexed with
+        // (`Lexed`, whose fields are private to this module)
+        &lits[i.min(lits.len().saturating_sub(1))]
     }
     #[inline]
     pub fn kind(&self) -> Kind {
@@ -481,35 +569,39 @@ impl<'a> Tok<'a> {
     /// One past the token's last source byte.
     #[inline]
     pub fn end(&self) -> usize {
-        if self.p.at & SPECIAL == STR_CLASS {
+        if self.p.tag() == STR_TAG {
             return (self.entry().end as usize).max(self.start());
         }
-        self.start() + (self.p.meta & OFF_MASK) as usize
+        if self.p.tag() >= OTHER {
+            return self.start() + self.long().0;
+        }
+        self.start() + self.p.len as usize
     }
     /// Not a string literal, and its text is `s`.
     #[inline]
     pub fn is(&self, s: &str) -> bool {
         // a plain source token of `s`'s length: one compare
-        if self.p.at & SPECIAL == 0 {
-            return (self.p.meta & OFF_MASK) as usize == s.len()
-                && self.text().as_bytes() == s.as_bytes();
+        if self.p.plain() {
+            return self.p.len as usize == s.len() && self.text().as_bytes() == s.as_bytes();
         }
-        self.p.at & SPECIAL != STR_CLASS && self.other_text() == s
+        self.p.tag() != STR_TAG && self.other_text() == s
     }
     #[inline]
     pub fn is_ident(&self) -> bool {
-        self.p.meta >> KIND_SHIFT == Kind::Ident as u32
+        // a plain or bad-span identifier: the tag's two low bits clear
+        self.p.at & (3 << TAG_SHIFT) == 0
     }
     /// A string literal's pieces (every `Kind::Str` token has them).
     #[inline]
     pub fn lit(&self) -> Option<&'a StrLit<'a>> {
-        (self.p.at & SPECIAL == STR_CLASS).then(|| self.entry())
+        (self.p.tag() == STR_TAG).then(|| self.entry())
     }
 }
 
 impl PartialEq for Tok<'_> {
     fn eq(&self, other: &Self) -> bool {
-        self.p.at == other.p.at && self.p.meta == other.p.meta && self.text() == other.text()
+        let (a, b) = (self.p, other.p);
+        (a.at, a.len) == (b.at, b.len) && self.text() == other.text()
     }
 }
 impl Eq for Tok<'_> {}
@@ -606,6 +698,8 @@ struct Lx<'a> {
     fam: Family,
     toks: Vec<Packed>,
     lits: Vec<StrLit<'a>>,
+    /// [`Ctx::longs`].
+    longs: Vec<(u32, u32)>,
     nl: bool,
     /// Ruby heredocs whose bodies start at the next line: (terminator, squiggly/dash, interpolating, literal index).
     pending_heredocs: Vec<(String, bool, usize)>,
@@ -620,11 +714,11 @@ fn is_ident_char(c: u8) -> bool {
 
 /// Lexes `src` as `lang`; the string literals' pieces go to `lits`, which
 /// the tokens borrow. Never panics; unterminated constructs end at EOF.
-/// Only the first `OFF_MAX` bytes (512 MiB) are read (token offsets are
-/// packed in 29 bits; the engine reads no file of more than
+/// Only the first `OFF_LIMIT` bytes (256 MiB) are read (token offsets are
+/// packed in 28 bits; the engine reads no file of more than
 /// `MAX_FILE_BYTES`).
 pub fn lex<'a>(src: &'a str, lang: Language, lits: &'a mut Vec<StrLit<'a>>) -> Lexed<'a> {
-    let mut cut = src.len().min(OFF_MAX);
+    let mut cut = src.len().min(OFF_LIMIT);
     while !src.is_char_boundary(cut) {
         cut -= 1;
     }
@@ -637,6 +731,7 @@ pub fn lex<'a>(src: &'a str, lang: Language, lits: &'a mut Vec<StrLit<'a>>) -> L
         fam: family(lang),
         toks: Vec::new(),
         lits: Vec::new(),
+        longs: Vec::new(),
         nl: false,
         pending_heredocs: Vec::new(),
     };
@@ -647,9 +742,17 @@ pub fn lex<'a>(src: &'a str, lang: Language, lits: &'a mut Vec<StrLit<'a>>) -> L
     packed.shrink_to_fit();
     *lits = lx.lits;
     lits.shrink_to_fit();
+    let mut longs = lx.longs;
+    longs.shrink_to_fit();
+    let lit_blocks = lit_blocks(lits, src.len());
     Lexed {
         packed,
-        ctx: Ctx { src, lits },
+        ctx: Ctx {
+            src,
+            lits,
+            longs,
+            lit_blocks,
+        },
     }
 }
 
@@ -686,21 +789,31 @@ impl<'a> Lx<'a> {
         if std::mem::take(&mut self.nl) {
             at |= NL_BIT;
         }
-        let low = if kind == Kind::Str {
-            at |= STR_CLASS;
-            lit
-        } else {
-            if lit == REGEX {
-                at |= REGEX_CLASS;
-            } else if self.src.get(start..end).is_none() {
-                at |= BAD_SPAN_CLASS;
-            }
-            end.saturating_sub(start) as u32
+        let len = end.saturating_sub(start);
+        let tag = match kind {
+            Kind::Ident => PLAIN_IDENT,
+            Kind::Num => PLAIN_NUM,
+            Kind::Punct => PLAIN_PUNCT,
+            Kind::Str => STR_TAG,
         };
-        self.toks.push(Packed {
-            at,
-            meta: (low & OFF_MASK) | (kind as u32) << KIND_SHIFT,
-        });
+        let flags = if kind == Kind::Str {
+            0
+        } else if lit == REGEX {
+            REGEX_BIT
+        } else if self.src.get(start..end).is_none() {
+            BAD_BIT
+        } else {
+            0
+        };
+        let len = if kind != Kind::Str && (len >= LONG as usize || flags != 0) {
+            // read from the table of long tokens
+            at |= OTHER;
+            self.longs.push((start as u32, len as u32 | flags));
+            LONG
+        } else {
+            len as u8
+        };
+        self.toks.push(Packed { at: at | tag, len });
     }
     /// A source token: its text is the source's.
     fn push_src(&mut self, kind: Kind, start: usize, end: usize) {
@@ -717,13 +830,25 @@ impl<'a> Lx<'a> {
         self.toks.last().copied()
     }
     /// The source text of a token (the previous one, for context).
+    /// `t` (the previous token) is a JS regex literal.
+    fn is_regex(&self, t: Packed) -> bool {
+        t.tag() >= OTHER
+            && self
+                .longs
+                .binary_search_by_key(&t.start(), |l| l.0)
+                .is_ok_and(|i| self.longs[i].1 & REGEX_BIT != 0)
+    }
     fn raw_text(&self, t: Packed) -> &'a str {
         let end = match t.kind() {
-            Kind::Str => self
-                .lits
-                .get((t.meta & OFF_MASK) as usize)
-                .map_or(0, |l| l.end),
-            _ => t.start() + (t.meta & OFF_MASK),
+            Kind::Str => {
+                let i = self.lits.partition_point(|l| l.end <= t.start());
+                self.lits.get(i).map_or(0, |l| l.end)
+            }
+            _ if t.len == LONG => match self.longs.binary_search_by_key(&t.start(), |l| l.0) {
+                Ok(i) => self.longs[i].0 + (self.longs[i].1 & !(BAD_BIT | REGEX_BIT)),
+                Err(_) => 0,
+            },
+            _ => t.start() + u32::from(t.len),
         };
         self.src.get(t.start() as usize..end as usize).unwrap_or("")
     }
@@ -1089,8 +1214,7 @@ impl<'a> Lx<'a> {
                 ),
                 Kind::Num | Kind::Str => false,
                 Kind::Punct => {
-                    t.at & SPECIAL == REGEX_CLASS
-                        || !matches!(self.raw_text(t), ")" | "]" | "}" | "++" | "--")
+                    self.is_regex(t) || !matches!(self.raw_text(t), ")" | "]" | "}" | "++" | "--")
                 }
             },
         }
@@ -1528,7 +1652,11 @@ impl<'a> Lx<'a> {
                 self.i += 1;
             }
             if let Some(l) = self.lits.get_mut(idx) {
+                // the placeholder's end stays: the table is in source
+                // order by it (`Tok::entry`)
+                let end = l.end;
                 *l = lit;
+                l.end = end;
             }
         }
     }

@@ -182,6 +182,66 @@ fn token_texts_borrow_the_source() {
     assert_eq!(std::mem::size_of::<super::lexer::Tok>(), 16);
 }
 
+/// A token is packed in 5 bytes: a span of 255 bytes or more, a regex and
+/// a bad span read their length from a side table, a literal finds its
+/// entry by its start. Each reads back as the token it was.
+#[test]
+fn long_tokens_regexes_and_literals_read_back() {
+    let long = "x".repeat(300);
+    let num = "9".repeat(255);
+    let mut src = format!("a.{long}(b, {num}); c = /[a-z]{{3}}/g.test(d);\n");
+    // literals far apart and close together, past many blocks of the
+    // literal index
+    for i in 0..200 {
+        src.push_str(&format!(
+            "f('k{i}', \"v\", '', 'w{i}');{}\n",
+            " ".repeat(i % 7 * 40)
+        ));
+    }
+    let toks = lex(&src, Language::JavaScript);
+    let t = toks.at(2);
+    assert_eq!(
+        (t.text(), t.kind(), t.start(), t.end()),
+        (long.as_str(), Kind::Ident, 2, 302)
+    );
+    assert!(t.is(&long) && t.is_ident() && !t.is("x"));
+    let n = toks.iter().find(|t| t.kind() == Kind::Num).unwrap();
+    assert_eq!((n.text(), n.end() - n.start()), (num.as_str(), 255));
+    assert!(n.is(&num) && !n.is_ident());
+    let re = toks.iter().find(|t| t.text() == "/regex/").unwrap();
+    assert_eq!(re.kind(), Kind::Punct);
+    assert_eq!(&src[re.start()..re.end()], "/[a-z]{3}/g");
+    assert!(re.is("/regex/") && !re.is("/"));
+    // every literal is its own, in order, with its own span
+    let lits: Vec<(String, usize, usize)> = toks
+        .iter()
+        .filter(|t| t.kind() == Kind::Str)
+        .map(|t| (t.text().to_string(), t.start(), t.end()))
+        .collect();
+    assert_eq!(lits.len(), 800);
+    for (i, w) in lits.chunks(4).enumerate() {
+        assert_eq!(w[0].0, format!("k{i}"));
+        assert_eq!((w[1].0.as_str(), w[2].0.as_str()), ("v", ""));
+        assert_eq!(w[3].0, format!("w{i}"));
+        for (text, start, end) in w {
+            let quoted = &src[*start..*end];
+            assert_eq!(&quoted[1..quoted.len() - 1], text.as_str());
+        }
+    }
+    // a Ruby heredoc's literal is its body, its span the opener's
+    let src = "r.eval(<<~LUA, keys: [k])\n  return redis.call('del', KEYS[1])\nLUA\nx = 'y'\n";
+    let toks = lex(src, Language::Ruby);
+    let h = toks.iter().find(|t| t.kind() == Kind::Str).unwrap();
+    assert!(h.text().contains("redis.call('del', KEYS[1])"));
+    assert_eq!(&src[h.start()..h.end()], "<<~LUA");
+    assert_eq!(toks.last().map(|t| t.text()), Some("y"));
+    // a line break is kept on a long token as on any other
+    let src = format!("a\n{long}");
+    let toks = lex(&src, Language::Go);
+    assert!(toks.at(1).nl() && toks.at(1).text() == long);
+    assert_eq!(std::mem::size_of::<super::lexer::Packed>(), 5);
+}
+
 #[test]
 fn anchors_map_escapes() {
     let src = "x = \"a\\nredis.call('del')\"";
