@@ -353,11 +353,103 @@ impl Matching {
 /// A `u32` per token that is nearly always small (block depth, bracket
 /// nesting): one byte per token, the rare value of [`TokColumn::BIG`] or
 /// more in a side map. Read like a `Vec<u32>` (`[i]`, `get(i)`); written
-/// with [`TokColumn::set`].
+/// with [`TokColumn::set`] until [`TokColumn::compact`] keeps the bytes as
+/// steps ([`Steps`]).
 #[derive(Debug, Default, Clone)]
 pub struct TokColumn {
     small: Vec<u8>,
     big: HashMap<u32, u32>,
+    /// The bytes once compacted (`small` is then empty).
+    steps: Option<Box<Steps>>,
+}
+
+/// A column of bytes kept as its steps: from one token to the next the
+/// byte nearly always stays, goes one up or one down (a bracket, a block),
+/// so each block of 64 tokens keeps its first byte and a bit per token
+/// for each way it steps by one; a larger jump (into a function's body,
+/// where depth starts again) is listed with the byte it jumps to. 24
+/// bytes a block, read in one place: about a third of a byte a token, not
+/// one.
+#[derive(Debug, Clone)]
+pub struct Steps {
+    len: usize,
+    blocks: Vec<StepBlock>,
+    /// (token, byte) of each token that is not the first of its block and
+    /// differs from the one before by more than one, in token order.
+    jumps: Vec<(u32, u8)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct StepBlock {
+    /// The tokens one above / one below the token before.
+    up: u64,
+    down: u64,
+    /// Its first entry in `jumps`, and how many it has.
+    jump_at: u32,
+    jump_count: u8,
+    /// The byte of its first token.
+    base: u8,
+}
+
+impl Steps {
+    const BLOCK: usize = 64;
+
+    fn new(bytes: &[u8]) -> Steps {
+        let mut st = Steps {
+            len: bytes.len(),
+            blocks: Vec::with_capacity(bytes.len().div_ceil(Self::BLOCK)),
+            jumps: Vec::new(),
+        };
+        for (b, chunk) in bytes.chunks(Self::BLOCK).enumerate() {
+            let jump_at = st.jumps.len() as u32;
+            let (mut up, mut down) = (0u64, 0u64);
+            for (o, w) in chunk.windows(2).enumerate() {
+                let (prev, cur) = (w[0], w[1]);
+                let bit = 1u64 << (o + 1);
+                if cur == prev.wrapping_add(1) && prev != u8::MAX {
+                    up |= bit;
+                } else if cur.wrapping_add(1) == prev && cur != u8::MAX {
+                    down |= bit;
+                } else if cur != prev {
+                    st.jumps.push(((b * Self::BLOCK + o + 1) as u32, cur));
+                }
+            }
+            st.blocks.push(StepBlock {
+                up,
+                down,
+                jump_at,
+                // (at most 63 a block)
+                jump_count: (st.jumps.len() as u32 - jump_at) as u8,
+                base: chunk[0],
+            });
+        }
+        st.jumps.shrink_to_fit();
+        st
+    }
+
+    /// Token `i`'s byte (`i < len`).
+    #[inline]
+    fn byte(&self, i: usize) -> u8 {
+        let (b, o) = (i / Self::BLOCK, i % Self::BLOCK);
+        let blk = &self.blocks[b];
+        let (mut from, mut at) = (0, blk.base);
+        if blk.jump_count > 0 {
+            // the last jump of the block at or before `i`, if any
+            let j0 = blk.jump_at as usize;
+            let jumps = &self.jumps[j0..j0 + blk.jump_count as usize];
+            let n = jumps.partition_point(|&(t, _)| t as usize <= i);
+            if n > 0 {
+                let (t, v) = jumps[n - 1];
+                from = t as usize - b * Self::BLOCK;
+                at = v;
+            }
+        }
+        // the steps after `from`, up to and with `i`
+        let mask = (2u64 << o).wrapping_sub(1) & !((2u64 << from).wrapping_sub(1));
+        let up = (blk.up & mask).count_ones() as u8;
+        let down = (blk.down & mask).count_ones() as u8;
+        at.wrapping_add(up).wrapping_sub(down)
+    }
 }
 
 /// `SMALL[v] == v`: what [`TokColumn`] lends for a value held in a byte
@@ -380,12 +472,29 @@ impl TokColumn {
         TokColumn {
             small: vec![0; tokens],
             big: HashMap::default(),
+            steps: None,
+        }
+    }
+
+    /// Keeps the column as its steps from here on (a `set` after it
+    /// writes the bytes out again).
+    pub fn compact(&mut self) {
+        self.steps = Some(Box::new(Steps::new(&self.small)));
+        self.small = Vec::new();
+    }
+
+    /// Token `i`'s byte, if the column has it.
+    #[inline]
+    fn byte(&self, i: usize) -> Option<u8> {
+        match &self.steps {
+            None => self.small.get(i).copied(),
+            Some(s) => (i < s.len).then(|| s.byte(i)),
         }
     }
 
     #[inline]
     pub fn get(&self, i: usize) -> Option<&u32> {
-        let b = *self.small.get(i)?;
+        let b = self.byte(i)?;
         Some(self.value(i, b))
     }
 
@@ -404,6 +513,9 @@ impl TokColumn {
     /// Sets token `i`'s value (`i` within the column, as `[i]` wants).
     #[inline]
     pub fn set(&mut self, i: usize, v: u32) {
+        if let Some(steps) = self.steps.take() {
+            self.small = (0..steps.len).map(|k| steps.byte(k)).collect();
+        }
         let b = &mut self.small[i];
         if *b != Self::BIG && v < u32::from(Self::BIG) {
             *b = v as u8;
@@ -431,7 +543,10 @@ impl std::ops::Index<usize> for TokColumn {
     type Output = u32;
     #[inline]
     fn index(&self, i: usize) -> &u32 {
-        self.value(i, self.small[i])
+        match self.byte(i) {
+            Some(b) => self.value(i, b),
+            None => panic!("token {i} out of the column"),
+        }
     }
 }
 
@@ -717,6 +832,8 @@ pub fn structure(toks: Toks, src: &str, lang: Language) -> Structure {
     }
     st.matching.compact();
     st.tok_scope.compact();
+    st.tok_depth.compact();
+    st.tok_paren.compact();
     // the scopes become the facts' and are kept to the end of the run:
     // no room left spare from growing by doubling
     st.scopes.shrink_to_fit();
@@ -1901,7 +2018,7 @@ pub fn calls<'a, 'b>(
 
 #[cfg(test)]
 mod column_tests {
-    use super::{Matching, ScopeColumn};
+    use super::{Matching, ScopeColumn, TokColumn};
 
     /// Pairs of every distance (near, far, across blocks of 64), then
     /// reads of every token before and after compaction, and inserts after.
@@ -1949,6 +2066,46 @@ mod column_tests {
 
     /// Runs of every length (within a block, across blocks, one token), a
     /// scope past two bytes, then reads of every token as before.
+    #[test]
+    fn compacted_depths_read_as_before() {
+        // steps of one, jumps of more (into and out of a function), runs
+        // that stay, values over a byte (a side map), both byte ends
+        let n = 5_000;
+        let mut col = TokColumn::new(n);
+        let mut v: u32 = 0;
+        for k in 0..n {
+            v = match k % 97 {
+                0 => 0,
+                13 => v + 40,
+                29 => 254,
+                30 => 255,
+                31 => 300 + k as u32,
+                32 => 255,
+                33 => 254,
+                50..=60 => v + 1,
+                61..=70 => v.saturating_sub(1),
+                _ if k % 5 == 0 => v + 1,
+                _ if k % 7 == 0 => v.saturating_sub(1),
+                _ => v,
+            };
+            col.set(k, v);
+        }
+        let before: Vec<u32> = (0..n).map(|k| col[k]).collect();
+        col.compact();
+        assert!(col.small.is_empty() && col.steps.is_some());
+        for (k, &want) in before.iter().enumerate() {
+            assert_eq!(col[k], want, "token {k}");
+            assert_eq!(col.get(k), Some(&want));
+        }
+        assert_eq!(col.get(n), None);
+        // a set after the compaction writes the bytes out again
+        col.set(7, 9);
+        assert_eq!((col[7], col[8]), (9, before[8]));
+        let mut empty = TokColumn::new(0);
+        empty.compact();
+        assert_eq!(empty.get(0), None);
+    }
+
     #[test]
     fn compacted_scopes_read_as_before() {
         let n = 10_000;
