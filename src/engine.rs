@@ -133,7 +133,8 @@ pub const MAX_OPS_PER_FILE: usize = 20_000;
 /// The facts the rules see for one file: the front-end's, without test code
 /// (unless `tests = true`) and bounded in size.
 fn facts_for(path: &Path, src: &str, language: Language, settings: &Settings) -> FileFacts {
-    let (mut facts, packed) = packed_facts_for(path, src, language, settings);
+    let sites = frontend::CallSites::Record;
+    let (mut facts, packed) = packed_facts_for(path, src, language, settings, sites);
     if let Some(p) = packed {
         facts.link.calls = p.unpack(None, &mut facts.link.functions);
     }
@@ -147,8 +148,12 @@ fn packed_facts_for(
     src: &str,
     language: Language,
     settings: &Settings,
+    sites: frontend::CallSites,
 ) -> (FileFacts, Option<crate::project::calls::PackedCalls>) {
-    let (mut facts, packed) = frontend::extract_packed(path, src, language);
+    let (mut facts, packed) = frontend::extract_packed(path, src, language, sites);
+    if sites == frontend::CallSites::Skip {
+        facts.notes.push(crate::minified::REDUCED_NOTE.to_string());
+    }
     if !settings.tests {
         drop_test_code(&mut facts);
     }
@@ -740,7 +745,14 @@ fn parse(
 ) {
     let one_big_file =
         (src.len() > BIG_FILE_BYTES).then(|| BIG_FILE.lock().unwrap_or_else(|e| e.into_inner()));
-    let (facts, packed) = packed_facts_for(entry.path(), src, entry.language, settings);
+    // a large minified file is read in reduced mode: no call sites
+    let sites = match minified {
+        Some(why) if !why.is_generated() && src.len() > crate::minified::REDUCED_BYTES => {
+            frontend::CallSites::Skip
+        }
+        _ => frontend::CallSites::Record,
+    };
+    let (facts, packed) = packed_facts_for(entry.path(), src, entry.language, settings, sites);
     if one_big_file.is_some() {
         release_freed_memory();
     }
@@ -2002,6 +2014,12 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
                 skipped,
             } = *said;
             report.errors.extend(error);
+            if notes
+                .iter()
+                .any(|(_, n)| n == crate::minified::REDUCED_NOTE)
+            {
+                report.minified_reduced += 1;
+            }
             report.notes.extend(notes);
             if let Some(skipped) = skipped {
                 report.count_skipped(skipped.generated);
@@ -2031,6 +2049,19 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         for (path, skipped) in skipped {
             report.count_skipped(skipped.generated);
             report.notes.push((path, skipped.note));
+        }
+        // (a file of the paths given, read for its calls: a large bundle's
+        // reduced mode is said as for one the prefilter let through)
+        for p in &callers {
+            if p.facts
+                .notes
+                .iter()
+                .any(|n| n == crate::minified::REDUCED_NOTE)
+            {
+                report.minified_reduced += 1;
+                let note = crate::minified::REDUCED_NOTE.to_string();
+                report.notes.push((p.display.clone(), note));
+            }
         }
         files.extend(callers.into_iter().map(|mut p| {
             let_text_go(&mut p);

@@ -146,6 +146,9 @@ pub struct Report {
     /// How many were generated and skipped (each has a note;
     /// `Settings::include_generated`).
     pub generated_skipped: usize,
+    /// How many minified files were scanned in reduced mode (each has a
+    /// note: `crate::minified::REDUCED_NOTE`).
+    pub minified_reduced: usize,
 }
 
 impl Report {

@@ -439,6 +439,12 @@ fn run_check(args: CheckArgs) -> ExitCode {
                 report.minified_skipped
             ));
         }
+        if report.minified_reduced > 0 {
+            table.push_str(&format!(
+                "{} minified file(s) scanned in reduced mode: their calls of other functions are not followed (`-v` names them)\n",
+                report.minified_reduced
+            ));
+        }
         if report.generated_skipped > 0 {
             table.push_str(&format!(
                 "{} generated file(s) skipped (`-v` names them, `--include-generated` scans them)\n",

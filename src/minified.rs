@@ -93,6 +93,20 @@ impl Why {
     }
 }
 
+/// A minified file of more bytes than this that is scanned (named, or
+/// `include-minified`) is read in reduced mode ([`REDUCED_NOTE`]): every
+/// op of its own read and checked, its calls of other functions not
+/// recorded for the project link ([`crate::frontend::CallSites::Skip`]).
+/// A bundle's call sites are the largest of its facts (a call every ten
+/// bytes); without them a vendor bundle of hundreds of kilobytes is read
+/// in under ten bytes of memory a source byte, with them in up to twelve.
+/// A smaller bundle (an application's own code, whose calls of the
+/// project's wrappers are worth following) is read in full.
+pub const REDUCED_BYTES: usize = 256 * 1024;
+
+/// The note (`-v`) of a minified file read in reduced mode.
+pub const REDUCED_NOTE: &str = "minified and over 256 KiB: scanned in reduced mode (its own Redis calls are all checked; its calls of other functions are not followed through the project)";
+
 /// Whether a file is machine output a folder walk skips: minified
 /// ([`detect`]) or else generated ([`crate::generated::detect`]). A file
 /// that is both is minified: the `include-minified` setting alone decides.

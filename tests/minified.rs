@@ -1,7 +1,8 @@
 //! Minified JavaScript/TypeScript (issue 9, `src/minified.rs`): a bundle
 //! met in a folder walk is skipped with a note (`-v`) and counted
 //! (`--stats`); `--include-minified` or the config's `include-minified`
-//! scans it; a file named on the command line is always scanned; a
+//! scans it; a file named on the command line is always scanned (one over
+//! 256 KiB in reduced mode: its calls of other functions not followed); a
 //! hand-written file with a long line is never taken for minified.
 
 #[path = "gate_common/mod.rs"]
@@ -136,6 +137,71 @@ fn a_named_bundle_is_scanned_in_full() {
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("2 minified file(s) skipped"),
         "{out:?}"
+    );
+}
+
+#[test]
+fn a_large_bundle_is_scanned_in_reduced_mode() {
+    // over 256 KiB: its own ops are all checked, its calls of the
+    // project's wrappers are not followed; a note and a count say so
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path();
+    write(root, "src/jobs.ts", JOBS_WRAPPER_TS);
+    let calls = "async function h(i){const k=\"job:\"+i;if(await jobs.grabJob(k,\"1\",5e3)){try{await w(i)}finally{await jobs.dropJob(k)}}}";
+    write(root, "dist/small.js", &minified_line(calls, 64 * 1024));
+    write(root, "dist/large.js", &minified_line(calls, 300 * 1024));
+    write(
+        root,
+        "dist/vendor.js",
+        &minified_line(BUNDLED_DEFECT, 300 * 1024),
+    );
+    let named = [
+        "dist/small.js",
+        "dist/large.js",
+        "dist/vendor.js",
+        "src/jobs.ts",
+    ];
+    let found = findings(root, &named);
+    // the large bundle's own defect is found as in a small one
+    assert!(ll002_in(&found, "dist/vendor.js"), "{found:?}");
+    // the wrapper call is followed from the small bundle only
+    let ll001_at = |path: &str| {
+        found
+            .iter()
+            .any(|(c, p, l)| c == "LL001" && p.ends_with(path) && *l == 2)
+    };
+    assert!(ll001_at("dist/small.js"), "{found:?}");
+    assert!(!ll001_at("dist/large.js"), "{found:?}");
+    // the same with the cache, cold and warm
+    for _ in 0..2 {
+        let out = locklint(root)
+            .args(["--format", "json", "--exit-zero"])
+            .args(named)
+            .output()
+            .unwrap();
+        assert_eq!(gate_common::json_findings(&out.stdout), found);
+    }
+    // `-v` names both large bundles, `--stats` counts them
+    let out = locklint(root)
+        .args(["--no-cache", "-v", "--stats", "--exit-zero"])
+        .args(named)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    for f in ["dist/large.js", "dist/vendor.js"] {
+        assert!(
+            text.contains(&format!("{f}: {}", locklint::minified::REDUCED_NOTE)),
+            "{text}"
+        );
+    }
+    assert!(!text.contains(&format!(
+        "dist/small.js: {}",
+        locklint::minified::REDUCED_NOTE
+    )));
+    assert!(
+        text.contains("2 minified file(s) scanned in reduced mode"),
+        "{text}"
     );
 }
 

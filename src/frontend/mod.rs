@@ -23,6 +23,17 @@ pub fn extract(path: &Path, src: &str, language: Language) -> FileFacts {
     facts
 }
 
+/// Whether a file's calls of other functions are recorded for the project
+/// link ([`crate::facts::CallSite`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallSites {
+    Record,
+    /// Not recorded: a minified bundle named to be scanned, whose own ops
+    /// are all read but whose calls are not followed (they were the
+    /// largest of its facts; `crate::minified::REDUCED_NOTE`).
+    Skip,
+}
+
 /// [`extract`], the call sites of the link facts left packed where the
 /// front-end packs them as it goes (pattern mode; `facts.link.calls` is
 /// then empty), as a whole-project run keeps them until the link.
@@ -30,12 +41,13 @@ pub fn extract_packed(
     path: &Path,
     src: &str,
     language: Language,
+    sites: CallSites,
 ) -> (FileFacts, Option<crate::project::calls::PackedCalls>) {
     let (mut facts, packed) = match language {
         Language::Rust | Language::Lua | Language::Redis | Language::Shell => {
             return (extract(path, src, language), None);
         }
-        _ => pattern::extract_packed(path, src, language),
+        _ => pattern::extract_packed(path, src, language, sites),
     };
     script_built_keys(&mut facts);
     (facts, packed)

@@ -33,7 +33,11 @@ pub fn record(
     all: &[Call],
     client_calls: &HashSet<usize>,
     facts: &mut FileFacts,
+    record_sites: crate::frontend::CallSites,
 ) -> (Vec<super::waits::CallAt>, SitePacker) {
+    // (the calls that may resolve are still worked out without their
+    // sites: they bound the critical sections `waits` looks in)
+    let record_sites = record_sites == crate::frontend::CallSites::Record;
     let toks = an.toks;
     let st = an.st;
     // per function, its defaulted parameters and their defaults
@@ -207,9 +211,11 @@ pub fn record(
         .take(MAX_CALL_SITES)
         .count();
     // (packed as they are made: `SitePacker`)
-    let mut sites = SitePacker::with_capacity(count);
+    let mut sites = SitePacker::with_capacity(if record_sites { count } else { 0 });
+    // (the recorded calls met: as many as `count`, sites packed or not)
+    let mut met = 0;
     for (ci, c) in all.iter().enumerate() {
-        if sites.len() >= count {
+        if (if record_sites { sites.len() } else { met }) >= count {
             break;
         }
         if !recorded(ci, c) {
@@ -256,7 +262,11 @@ pub fn record(
         let may_resolve = redis_name || own_fns.contains(name.text()) || owner_recv;
         // a slice of exactly the call's arguments (or none): collected at
         // their exact count, not from a filter's growing room
-        let resolved_args = if may_resolve { c.args } else { &[] };
+        let resolved_args = if may_resolve && record_sites {
+            c.args
+        } else {
+            &[]
+        };
         let args = resolved_args
             .iter()
             .map(|a| {
@@ -329,6 +339,10 @@ pub fn record(
                 start: name.start() as u32,
                 end: end as u32,
             });
+        }
+        met += 1;
+        if !record_sites {
+            continue;
         }
         sites.push(&CallSite {
             callee: texts.get(name.text()),

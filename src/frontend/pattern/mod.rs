@@ -136,7 +136,7 @@ fn default_client(lang: Language, lower: &str) -> Client {
 
 /// Extracts the facts of one file in pattern mode.
 pub fn extract(path: &Path, src: &str, language: Language) -> FileFacts {
-    let (mut facts, packed) = extract_packed(path, src, language);
+    let (mut facts, packed) = extract_packed(path, src, language, super::CallSites::Record);
     if let Some(p) = packed {
         facts.link.calls = p.unpack(None, &mut facts.link.functions);
     }
@@ -150,6 +150,7 @@ pub fn extract_packed(
     _path: &Path,
     src: &str,
     language: Language,
+    sites: super::CallSites,
 ) -> (FileFacts, Option<crate::project::calls::PackedCalls>) {
     let mut facts = FileFacts::new(language);
     let mut lits = Vec::new();
@@ -300,7 +301,7 @@ pub fn extract_packed(
     (facts.task_limits, facts.task_limit_names) = ttl::task_limits(&an);
     facts.int_consts = ttl::module_consts(&an);
     // project link facts (SPEC §2 "Project summaries")
-    let (resolvable, sites) = link::record(&an, &all_calls, &client_calls, &mut facts);
+    let (resolvable, sites) = link::record(&an, &all_calls, &client_calls, &mut facts, sites);
     // Ruby: a call without parentheses (`build`) reads as a name, so a
     // wait there cannot be told from a variable: waits unknown, never exempt
     facts.waits = (language != Language::Ruby).then(|| {
