@@ -226,9 +226,14 @@ fn findings_for(
     let path_norm = filter::baseline::normalise_path(display_path);
     // one copy of the path for all the findings of the file
     let shared_path: std::sync::Arc<str> = display_path.into();
+    // per line with a finding, the id of its normalised text: lines that
+    // read alike (whitespace aside) share one, found by a hash of that
+    // text and compared word by word (no copy of a line: a minified one
+    // is megabytes long); per hash, (a line, its id)
     let mut line_ids: HashMap<usize, usize> = HashMap::new();
-    let mut norm_ids: HashMap<String, usize> = HashMap::new();
-    let mut norm_texts: Vec<String> = Vec::new();
+    let mut norm_ids: HashMap<u64, Vec<(usize, usize)>> = HashMap::new();
+    let keyed = std::collections::hash_map::RandomState::new();
+    let mut next_id = 0;
     // (a memo of the hash state after the code, path and line, for the
     // findings that share a line: a minified line holds thousands. Only
     // the last few lines' are kept — a state is over a hundred bytes, and a
@@ -270,12 +275,21 @@ fn findings_for(
                 })
                 .collect();
             let text_id = *line_ids.entry(line).or_insert_with(|| {
-                let norm = filter::baseline::normalise_line(index.line_text(line));
-                let next = norm_texts.len();
-                *norm_ids.entry(norm).or_insert_with_key(|k| {
-                    norm_texts.push(k.clone());
-                    next
-                })
+                let text = index.line_text(line);
+                let same = norm_ids
+                    .entry(filter::baseline::normalised_hash(text, &keyed))
+                    .or_default();
+                match same
+                    .iter()
+                    .find(|&&(l, _)| filter::baseline::reads_alike(index.line_text(l), text))
+                {
+                    Some(&(_, id)) => id,
+                    None => {
+                        same.push((line, next_id));
+                        next_id += 1;
+                        next_id - 1
+                    }
+                }
             });
             let n = seen_fp.entry((meta.code, text_id)).or_insert(0);
             *n += 1;
@@ -283,7 +297,11 @@ fn findings_for(
                 prefixes.clear();
             }
             let prefix = prefixes.entry((meta.code, line)).or_insert_with(|| {
-                filter::baseline::fingerprint_prefix(meta.code, &path_norm, &norm_texts[text_id])
+                filter::baseline::fingerprint_prefix_of_line(
+                    meta.code,
+                    &path_norm,
+                    index.line_text(line),
+                )
             });
             let fingerprint = filter::baseline::fingerprint_finish(prefix, *n);
             out.push(Finding {

@@ -38,6 +38,36 @@ pub fn normalise_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// Feeds [`normalise_line`]'s bytes of `text` to `h`, without writing
+/// them out (a minified line of findings is megabytes long).
+fn update_normalised(h: &mut Sha256, text: &str) {
+    for (i, word) in text.split_whitespace().enumerate() {
+        if i > 0 {
+            h.update(b" ");
+        }
+        h.update(word.as_bytes());
+    }
+}
+
+/// A hash of [`normalise_line`] of `text` by `state` (lines that read
+/// alike have the same), without a copy of it; [`reads_alike`] tells a
+/// collision apart (a keyed `state`, `RandomState`, leaves no input a way
+/// to make many).
+pub fn normalised_hash(text: &str, state: &impl std::hash::BuildHasher) -> u64 {
+    use std::hash::Hasher;
+    let mut h = state.build_hasher();
+    for word in text.split_whitespace() {
+        h.write(word.as_bytes());
+        h.write_u8(0xff);
+    }
+    h.finish()
+}
+
+/// [`normalise_line`] of `a` and of `b` are the same.
+pub fn reads_alike(a: &str, b: &str) -> bool {
+    a.split_whitespace().eq(b.split_whitespace())
+}
+
 /// The fingerprint of the `occurrence`-th (1-based) finding of `code` on a
 /// line reading `line_text` in `path`.
 pub fn fingerprint(code: &str, path: &str, line_text: &str, occurrence: usize) -> String {
@@ -55,6 +85,19 @@ pub fn fingerprint_prefix(code: &str, normalised_path: &str, normalised_line: &s
     h.update(normalised_path.as_bytes());
     h.update(b"\0");
     h.update(normalised_line.as_bytes());
+    h.update(b"\0");
+    h
+}
+
+/// [`fingerprint_prefix`] of the line `text` as written (normalised as it
+/// is hashed: the same state, no normalised copy).
+pub fn fingerprint_prefix_of_line(code: &str, normalised_path: &str, text: &str) -> Sha256 {
+    let mut h = Sha256::new();
+    h.update(code.as_bytes());
+    h.update(b"\0");
+    h.update(normalised_path.as_bytes());
+    h.update(b"\0");
+    update_normalised(&mut h, text);
     h.update(b"\0");
     h
 }
@@ -156,6 +199,36 @@ pub fn write(path: &Path, report: &Report) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_hashes_as_its_normalised_copy() {
+        let rs = std::collections::hash_map::RandomState::new();
+        let lines = [
+            "",
+            "   ",
+            "redis.del(key)",
+            "  \tredis.del( key ,\t tok )  ",
+            "a\u{3000}b\u{a0}c  d",
+            "x",
+        ];
+        for text in lines {
+            let norm = normalise_line(text);
+            let by_copy = fingerprint_prefix("LL002", "src/a.py", &norm).finalize();
+            let by_line = fingerprint_prefix_of_line("LL002", "src/a.py", text).finalize();
+            assert_eq!(by_copy, by_line, "{text:?}");
+            assert!(reads_alike(text, &norm), "{text:?}");
+            assert_eq!(
+                normalised_hash(text, &rs),
+                normalised_hash(&norm, &rs),
+                "{text:?}"
+            );
+        }
+        // lines alike but for whitespace read alike and hash alike
+        assert!(reads_alike("a  b\t", " a b"));
+        assert_eq!(normalised_hash("a  b\t", &rs), normalised_hash(" a b", &rs));
+        assert!(!reads_alike("a b", "ab") && !reads_alike("a b", "a b c"));
+        assert_ne!(normalised_hash("a b", &rs), normalised_hash("ab", &rs));
+    }
 
     #[test]
     fn paths_are_normalised() {
