@@ -297,11 +297,7 @@ fn findings_for(
                 prefixes.clear();
             }
             let prefix = prefixes.entry((meta.code, line)).or_insert_with(|| {
-                filter::baseline::fingerprint_prefix_of_line(
-                    meta.code,
-                    &path_norm,
-                    index.line_text(line),
-                )
+                filter::baseline::fingerprint_prefix(meta.code, &path_norm, index.line_text(line))
             });
             let fingerprint = filter::baseline::fingerprint_finish(prefix, *n);
             out.push(Finding {

@@ -71,27 +71,16 @@ pub fn reads_alike(a: &str, b: &str) -> bool {
 /// The fingerprint of the `occurrence`-th (1-based) finding of `code` on a
 /// line reading `line_text` in `path`.
 pub fn fingerprint(code: &str, path: &str, line_text: &str, occurrence: usize) -> String {
-    let prefix = fingerprint_prefix(code, &normalise_path(path), &normalise_line(line_text));
+    let prefix = fingerprint_prefix(code, &normalise_path(path), line_text);
     fingerprint_finish(&prefix, occurrence)
 }
 
 /// The hash state of [`fingerprint`] before the occurrence index, from the
-/// normalised path and line: the engine hashes a line once and finishes it
-/// per finding, so a huge line is not hashed again for each of its findings.
-pub fn fingerprint_prefix(code: &str, normalised_path: &str, normalised_line: &str) -> Sha256 {
-    let mut h = Sha256::new();
-    h.update(code.as_bytes());
-    h.update(b"\0");
-    h.update(normalised_path.as_bytes());
-    h.update(b"\0");
-    h.update(normalised_line.as_bytes());
-    h.update(b"\0");
-    h
-}
-
-/// [`fingerprint_prefix`] of the line `text` as written (normalised as it
-/// is hashed: the same state, no normalised copy).
-pub fn fingerprint_prefix_of_line(code: &str, normalised_path: &str, text: &str) -> Sha256 {
+/// normalised path and the line as written (normalised as it is hashed,
+/// [`normalise_line`]'s bytes without a copy of them): the engine hashes a
+/// line once and finishes it per finding, so a huge line is not hashed
+/// again for each of its findings.
+pub fn fingerprint_prefix(code: &str, normalised_path: &str, text: &str) -> Sha256 {
     let mut h = Sha256::new();
     h.update(code.as_bytes());
     h.update(b"\0");
@@ -213,8 +202,9 @@ mod tests {
         ];
         for text in lines {
             let norm = normalise_line(text);
-            let by_copy = fingerprint_prefix("LL002", "src/a.py", &norm).finalize();
-            let by_line = fingerprint_prefix_of_line("LL002", "src/a.py", text).finalize();
+            // the bytes hashed: code, path and the normalised copy
+            let by_copy = Sha256::digest(format!("LL002\0src/a.py\0{norm}\0").as_bytes());
+            let by_line = fingerprint_prefix("LL002", "src/a.py", text).finalize();
             assert_eq!(by_copy, by_line, "{text:?}");
             assert!(reads_alike(text, &norm), "{text:?}");
             assert_eq!(

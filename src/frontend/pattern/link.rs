@@ -327,7 +327,7 @@ pub fn record(
         // argument naming it is; a local bound more than once stays a bare
         // variable and is left alone)
         let result_key = Some(())
-            .filter(|_| may_resolve)
+            .filter(|_| may_resolve && record_sites)
             .filter(|_| c.end() - c.recv_start() <= MAX_ARG_TOKENS)
             .and_then(|_| bound.name_of(c.recv_start(), c.end()))
             .map(|n| an.vals.key(n, n + 1, scope))
