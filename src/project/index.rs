@@ -48,36 +48,100 @@ fn visible_ops<'a>(f: &'a ProjectFile, view: &'a FileView) -> impl Iterator<Item
 
 /// Fills `views[i].foreign` with the ops of other files on file `i`'s keys.
 pub fn fill_foreign(files: &[ProjectFile], views: &mut [FileView]) {
-    // key parts → (file, op) from every file, one per (file, kind)
-    let mut by_key: HashMap<Vec<KeyPart>, Vec<(usize, Op)>> = HashMap::new();
+    if files.len() < 2 {
+        return;
+    }
+    let foreign = foreign_ops(files, views);
+    for (view, ops) in views.iter_mut().zip(foreign) {
+        view.foreign = ops;
+    }
+}
+
+/// The ops of file `fi` that other files may see: visible, on a key with
+/// evidence, outside a deliberate release function, and not the TTL an
+/// acquire sequence sets on its own key (no extend).
+fn shared_ops<'a>(f: &'a ProjectFile, view: &'a FileView) -> impl Iterator<Item = &'a Op> + 'a {
+    let visible = visible_ops(f, view).collect::<Vec<&Op>>();
+    let scope_name = |s: u32| {
+        f.facts
+            .scopes
+            .get(s as usize)
+            .map(|x| x.name.as_str())
+            .unwrap_or("")
+    };
+    let untimed: HashSet<(u32, &[KeyPart])> = visible
+        .iter()
+        .filter(|o| o.kind == (OpKind::Acquire { expiry: false }))
+        .map(|o| (o.scope, o.key.parts.as_slice()))
+        .collect();
+    visible.into_iter().filter(move |op| {
+        evidence(&op.key)
+            && !words::is_deliberate_release_fn(scope_name(op.scope))
+            && !(op.kind == OpKind::Expire
+                && untimed.contains(&(op.scope, op.key.parts.as_slice())))
+    })
+}
+
+/// [`fill_foreign`]'s lists, one a file. Only the ops of keys some other
+/// file has are copied: a key of one file alone (every key of a one-file
+/// run) costs no copy of its ops.
+fn foreign_ops(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec<Op>> {
+    // key parts → the first file that shares it, and whether another does
+    let mut sharers: HashMap<&[KeyPart], (usize, bool)> = HashMap::new();
+    for (fi, f) in files.iter().enumerate() {
+        for op in shared_ops(f, &views[fi]) {
+            let e = sharers
+                .entry(op.key.parts.as_slice())
+                .or_insert((fi, false));
+            e.1 |= e.0 != fi;
+        }
+    }
+    // each file's keys with evidence, first time each
+    let keys_of: Vec<Vec<&[KeyPart]>> = files
+        .iter()
+        .zip(views)
+        .map(|(f, view)| {
+            let mut done: HashSet<&[KeyPart]> = HashSet::new();
+            f.facts
+                .ops
+                .iter()
+                .chain(view.insts.iter().map(|i| &i.op))
+                .filter(|o| evidence(&o.key))
+                .map(|o| o.key.parts.as_slice())
+                .filter(|k| done.insert(k))
+                .collect()
+        })
+        .collect();
+    // the shared keys a file other than their sharer has
+    let mut wanted: HashSet<&[KeyPart]> = HashSet::new();
+    for (fi, keys) in keys_of.iter().enumerate() {
+        for &k in keys {
+            if sharers
+                .get(k)
+                .is_some_and(|&(first, more)| more || first != fi)
+            {
+                wanted.insert(k);
+            }
+        }
+    }
+    drop(sharers);
+    // key parts → (file, op), one per (file, kind)
+    let mut by_key: HashMap<&[KeyPart], Vec<(usize, Op)>> = HashMap::new();
     #[allow(clippy::type_complexity)]
     let mut seen: HashSet<(
-        Vec<KeyPart>,
+        &[KeyPart],
         usize,
         std::mem::Discriminant<OpKind>,
         bool,
         bool,
     )> = HashSet::new();
     for (fi, f) in files.iter().enumerate() {
-        let visible = visible_ops(f, &views[fi]).collect::<Vec<&Op>>();
-        let scope_name = |s: u32| {
-            f.facts
-                .scopes
-                .get(s as usize)
-                .map(|x| x.name.as_str())
-                .unwrap_or("")
-        };
-        let untimed: HashSet<(u32, &[KeyPart])> = visible
-            .iter()
-            .filter(|o| o.kind == (OpKind::Acquire { expiry: false }))
-            .map(|o| (o.scope, o.key.parts.as_slice()))
-            .collect();
-        for op in visible.iter().copied() {
-            if !evidence(&op.key) || words::is_deliberate_release_fn(scope_name(op.scope)) {
-                continue;
-            }
-            // the TTL an acquire sequence sets on its own key is no extend
-            if op.kind == OpKind::Expire && untimed.contains(&(op.scope, op.key.parts.as_slice())) {
+        if wanted.is_empty() {
+            break;
+        }
+        for op in shared_ops(f, &views[fi]) {
+            let parts = op.key.parts.as_slice();
+            if !wanted.contains(parts) {
                 continue;
             }
             let checked = matches!(op.kind, OpKind::Release { checked: true });
@@ -86,14 +150,7 @@ pub fn fill_foreign(files: &[ProjectFile], views: &mut [FileView]) {
                 op.kind,
                 OpKind::Acquire { expiry: true } | OpKind::Set { expiry: true }
             );
-            let k = (
-                op.key.parts.clone(),
-                fi,
-                std::mem::discriminant(&op.kind),
-                checked,
-                timed,
-            );
-            if !seen.insert(k) {
+            if !seen.insert((parts, fi, std::mem::discriminant(&op.kind), checked, timed)) {
                 continue;
             }
             let mut o = op.clone();
@@ -105,41 +162,29 @@ pub fn fill_foreign(files: &[ProjectFile], views: &mut [FileView]) {
             if let OpKind::Eval { .. } = o.kind {
                 o.kind = OpKind::Eval { script: None };
             }
-            by_key
-                .entry(op.key.parts.clone())
-                .or_default()
-                .push((fi, o));
+            by_key.entry(parts).or_default().push((fi, o));
         }
     }
-    if by_key.values().all(|v| v.iter().all(|(f, _)| *f == v[0].0)) {
-        return;
-    }
-    for (fi, f) in files.iter().enumerate() {
-        let mut keys: Vec<&[KeyPart]> = f
-            .facts
-            .ops
-            .iter()
-            .chain(views[fi].insts.iter().map(|i| &i.op))
-            .filter(|o| evidence(&o.key))
-            .map(|o| o.key.parts.as_slice())
-            .collect();
-        let mut done: HashSet<&[KeyPart]> = HashSet::new();
-        keys.retain(|k| done.insert(k));
-        let mut foreign = Vec::new();
-        for k in keys {
-            let Some(list) = by_key.get(k) else { continue };
-            foreign.extend(
-                list.iter()
-                    .filter(|(other, _)| *other != fi)
-                    .take(MAX_PER_KEY)
-                    .map(|(_, o)| Op {
-                        scope: crate::facts::FOREIGN_SCOPE,
-                        ..o.clone()
-                    }),
-            );
-        }
-        views[fi].foreign = foreign;
-    }
+    keys_of
+        .iter()
+        .enumerate()
+        .map(|(fi, keys)| {
+            let mut foreign = Vec::new();
+            for &k in keys {
+                let Some(list) = by_key.get(k) else { continue };
+                foreign.extend(
+                    list.iter()
+                        .filter(|(other, _)| *other != fi)
+                        .take(MAX_PER_KEY)
+                        .map(|(_, o)| Op {
+                            scope: crate::facts::FOREIGN_SCOPE,
+                            ..o.clone()
+                        }),
+                );
+            }
+            foreign
+        })
+        .collect()
 }
 
 /// Fills `views[i].plain_writes`: the shapes of file `i`'s lock-named keys

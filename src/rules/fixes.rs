@@ -6,37 +6,76 @@ use super::ll003_setnx_then_expire::following_expire;
 use super::{Context, Diagnostic};
 use crate::advice::{self, CallParts, FixDraft};
 use crate::facts::{Op, OpCall, OpKind, Span};
-use std::collections::HashMap;
 
 /// Finds the fixes of one file's diagnostics; indexes acquires and call
 /// sites once, so a file with many findings stays linear.
 pub struct Fixer<'a> {
-    /// Acquires and plain releases by the span a finding points at.
-    ops: HashMap<Span, &'a Op>,
-    sites: HashMap<Span, &'a OpCall>,
+    /// Acquires and plain releases by the span a finding points at
+    /// ([`Context::call_span`]), sorted by it.
+    ops: BySpan<&'a Op>,
+    /// The file's call sites, sorted by their span.
+    sites: BySpan<&'a OpCall>,
     /// Expires and plain SETs (LL007, LL011) by the same span.
-    writes: HashMap<Span, &'a Op>,
+    writes: BySpan<&'a Op>,
+}
+
+/// Items sorted by a span of theirs, looked up by it: a pointer an item
+/// (a hash map from span to item took about three times that, and a file
+/// of dense findings has as many entries as ops).
+struct BySpan<T> {
+    items: Vec<T>,
+    span: fn(T) -> Span,
+}
+
+impl<T: Copy> BySpan<T> {
+    fn new(items: impl Iterator<Item = T>, span: fn(T) -> Span) -> Self {
+        let mut items: Vec<T> = items.collect();
+        // stable: of equal spans the last given wins, as a map's insert would
+        items.sort_by_key(|&t| {
+            let s = span(t);
+            (s.start, s.end)
+        });
+        items.shrink_to_fit();
+        BySpan { items, span }
+    }
+
+    fn get(&self, at: &Span) -> Option<T> {
+        let key = (at.start, at.end);
+        let n = self.items.partition_point(|&t| {
+            let s = (self.span)(t);
+            (s.start, s.end) <= key
+        });
+        let item = *self.items.get(n.checked_sub(1)?)?;
+        ((self.span)(item) == *at).then_some(item)
+    }
+}
+
+fn op_span(op: &Op) -> Span {
+    Context::call_span(op)
+}
+
+fn site_span(site: &OpCall) -> Span {
+    site.span
 }
 
 impl<'a> Fixer<'a> {
     pub fn new(cx: &Context<'a>) -> Self {
         Fixer {
-            ops: cx
-                .ops()
-                .filter(|o| {
+            ops: BySpan::new(
+                cx.ops().filter(|o| {
                     matches!(
                         o.kind,
                         OpKind::Acquire { .. } | OpKind::Release { checked: false }
                     )
-                })
-                .map(|o| (Context::call_span(o), o))
-                .collect(),
-            sites: cx.facts.call_sites.iter().map(|c| (c.span, c)).collect(),
-            writes: cx
-                .ops()
-                .filter(|o| matches!(o.kind, OpKind::Expire | OpKind::Set { .. }))
-                .map(|o| (Context::call_span(o), o))
-                .collect(),
+                }),
+                op_span,
+            ),
+            sites: BySpan::new(cx.facts.call_sites.iter(), site_span),
+            writes: BySpan::new(
+                cx.ops()
+                    .filter(|o| matches!(o.kind, OpKind::Expire | OpKind::Set { .. })),
+                op_span,
+            ),
         }
     }
 
@@ -49,7 +88,7 @@ impl<'a> Fixer<'a> {
         src: &str,
     ) -> Option<FixDraft> {
         if matches!(code, "LL007" | "LL011") {
-            let op = *self.writes.get(&d.span)?;
+            let op = self.writes.get(&d.span)?;
             return write_fix(code, cx, op, src, |op| self.parts(op));
         }
         if !matches!(
@@ -58,12 +97,12 @@ impl<'a> Fixer<'a> {
         ) {
             return None;
         }
-        let op = *self.ops.get(&d.span)?;
+        let op = self.ops.get(&d.span)?;
         fix_for(code, cx, op, src, |op| self.parts(op))
     }
 
     fn parts(&self, op: &Op) -> Option<CallParts<'a>> {
-        let site = *self.sites.get(&op.span)?;
+        let site = self.sites.get(&op.span)?;
         let start = if site.receiver.end > site.receiver.start {
             site.receiver.start
         } else {

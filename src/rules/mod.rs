@@ -188,7 +188,10 @@ pub struct Context<'a> {
     /// [`Context::key_reads_like_lock`] by key, once asked: the same-key
     /// questions ask it of one key for every pair of a key group (word
     /// splitting each time made 4,000 copies of a lock pair take 21 s).
-    lock_like: RefCell<HashMap<KeyExpr, bool>>,
+    /// Keyed by the file's own op keys (borrowed, compared by content: no
+    /// copy of each key), then by copies of keys from elsewhere.
+    lock_like: RefCell<HashMap<&'a KeyExpr, bool>>,
+    lock_like_other: RefCell<HashMap<KeyExpr, bool>>,
     /// `facts.failure_spans`, `deliberate_spans` and `validity_spans`,
     /// indexed: a rule asks of every op of a key group whether it lies in
     /// one (a scan of every span each time made a file of many guarded
@@ -890,6 +893,7 @@ impl<'a> Context<'a> {
             group_traits: RefCell::new(HashMap::new()),
             type_takes: RefCell::new(HashMap::new()),
             lock_like: RefCell::new(HashMap::new()),
+            lock_like_other: RefCell::new(HashMap::new()),
             failure_at: SpanIndex::new(&facts.failure_spans),
             deliberate_at: SpanIndex::new(&facts.deliberate_spans),
             validity_at: SpanIndex::new(&facts.validity_spans),
@@ -965,12 +969,35 @@ impl<'a> Context<'a> {
     /// Lock key (b) or (c): an identifier or literal of the key reads like a
     /// lock, or the key matches a configured pattern.
     pub fn key_reads_like_lock(&self, key: &KeyExpr) -> bool {
-        if let Some(&known) = self.lock_like.borrow().get(key) {
+        let own = self.own_op_key(key);
+        let known = match own {
+            Some(k) => self.lock_like.borrow().get(k).copied(),
+            None => self.lock_like_other.borrow().get(key).copied(),
+        };
+        if let Some(known) = known {
             return known;
         }
         let answer = self.key_reads_like_lock_now(key);
-        self.lock_like.borrow_mut().insert(key.clone(), answer);
+        match own {
+            Some(k) => self.lock_like.borrow_mut().insert(k, answer),
+            None => self
+                .lock_like_other
+                .borrow_mut()
+                .insert(key.clone(), answer),
+        };
         answer
+    }
+
+    /// `key` as the file's own borrow, when it is the key of one of the
+    /// file's ops (found by its address, checked by identity): nearly
+    /// every key a rule asks about.
+    fn own_op_key(&self, key: &KeyExpr) -> Option<&'a KeyExpr> {
+        let ops: &'a [Op] = &self.facts.ops;
+        let first = (ops.as_ptr() as usize).checked_add(std::mem::offset_of!(Op, key))?;
+        let at = (key as *const KeyExpr as usize).checked_sub(first)?;
+        let size = std::mem::size_of::<Op>();
+        let op = ops.get(at / size).filter(|_| at % size == 0)?;
+        std::ptr::eq(&op.key, key).then_some(&op.key)
     }
 
     /// [`Context::key_reads_like_lock`], worked out.
