@@ -62,6 +62,11 @@ pub const COMMON: &[&str] = &[
 pub fn link(files: &[ProjectFile]) -> Vec<FileView> {
     let mut views: Vec<FileView> = files.iter().map(|_| FileView::default()).collect();
     let mut sums: Vec<Summary> = Vec::new();
+    // the names calls use: a summary of any other name is never looked up
+    let called: FxHashSet<&str> = files
+        .iter()
+        .flat_map(|f| f.facts.link.calls.iter().map(|c| &*c.callee))
+        .collect();
     for round in 0..ROUNDS {
         // the last round's summaries are not read again: freed before the
         // new ones are made (a file of many functions held three copies)
@@ -71,7 +76,9 @@ pub fn link(files: &[ProjectFile]) -> Vec<FileView> {
         let mut per_file: Vec<Vec<Summary>> = files
             .par_iter()
             .enumerate()
-            .map(|(i, f)| summary::summarise(i, f.stem, f.facts, &views[i].insts))
+            .map(|(i, f)| {
+                summary::summarise_called(i, f.stem, f.facts, &views[i].insts, Some(&called))
+            })
             .collect();
         // the last round's instantiations served only those summaries (and
         // their count the test for a change): let go before the new ones

@@ -96,6 +96,20 @@ pub struct Summary {
 /// Summaries of the functions of one file. `insts` are the ops linked into
 /// this file by the previous round (with the variable their value came from).
 pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> Vec<Summary> {
+    summarise_called(file, stem, facts, insts, None)
+}
+
+/// [`summarise`], keeping with `called` only the summaries a call may
+/// reach (their name is in it) or that the facade marking reads (a facade,
+/// or one that is a facade if its callee is): a file of many functions
+/// nobody calls by name holds none of theirs.
+pub fn summarise_called(
+    file: usize,
+    stem: &str,
+    facts: &FileFacts,
+    insts: &[Inst],
+    called: Option<&FxHashSet<&str>>,
+) -> Vec<Summary> {
     let mut own: HashMap<ScopeId, Vec<&Op>> = HashMap::default();
     for op in &facts.ops {
         own.entry(op.scope).or_default().push(op);
@@ -181,15 +195,17 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
         })
     };
     // room for every function with an op (a summary is large: growing by
-    // doubling kept up to twice the room, and a copy while it grew)
-    let mut out = Vec::with_capacity(
-        facts
+    // doubling kept up to twice the room, and a copy while it grew); when
+    // only some are kept, grown and trimmed at the end
+    let mut out = Vec::with_capacity(match called {
+        Some(_) => 0,
+        None => facts
             .link
             .functions
             .iter()
             .filter(|sig| own.contains_key(&sig.scope) || linked.contains_key(&sig.scope))
             .count(),
-    );
+    });
     for sig in &facts.link.functions {
         let Some(scope) = facts.scopes.get(sig.scope as usize) else {
             continue;
@@ -366,6 +382,12 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             .then(|| linked_ops.first().map(|i| i.via.clone()))
             .flatten()
             .filter(|via| via.rsplit('.').next() == Some(scope.name.as_str()));
+        if called.is_some_and(|c| !c.contains(scope.name.as_str()))
+            && !facade
+            && facade_if.is_none()
+        {
+            continue;
+        }
         let own_object_only = ops.iter().all(|o| o.own_object);
         out.push(Summary {
             file,
@@ -385,6 +407,9 @@ pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> 
             returns_own,
             own_object_only,
         });
+    }
+    if called.is_some() {
+        out.shrink_to_fit();
     }
     out
 }

@@ -215,7 +215,7 @@ pub struct Context<'a> {
     /// The file's ops by the [`key_shape`] of their key, for keys whose
     /// shape holds a letter or digit: what [`Context::expirable`] falls back
     /// to when no op of the exact key shows how it is taken.
-    by_shape: HashMap<String, Vec<&'a Op>>,
+    by_shape: Groups<'a, String>,
     /// [`Context::shape_expirable`] by shape, built on first use.
     shape_expiry: RefCell<HashMap<String, Option<bool>>>,
     /// Per owner type: whether one of its ops makes a key expire, and
@@ -835,12 +835,14 @@ impl<'a> Context<'a> {
             }));
         let mut acquired_shapes: Vec<String> = Vec::new();
         let mut acquire_literals = HashSet::new();
-        let mut by_shape: HashMap<String, Vec<&'a Op>> = HashMap::new();
-        for op in &own {
+        let by_shape = Groups::new(own.iter().filter_map(|&op| {
             let shape = key_shape(&op.key);
-            if shape.chars().any(|c| c.is_alphanumeric()) {
-                by_shape.entry(shape).or_default().push(op);
-            }
+            shape
+                .chars()
+                .any(|c| c.is_alphanumeric())
+                .then_some((shape, op))
+        }));
+        for op in &own {
             if matches!(op.kind, OpKind::Acquire { .. }) {
                 acquire_literals.insert(literal_shape(&op.key));
             }
