@@ -350,33 +350,40 @@ impl Matching {
     }
 }
 
-/// A `u32` per token that is nearly always small (block depth, bracket
-/// nesting): one byte per token, the rare value of [`TokColumn::BIG`] or
-/// more in a side map. Read like a `Vec<u32>` (`[i]`, `get(i)`); written
-/// with [`TokColumn::set`] until [`TokColumn::compact`] keeps the bytes as
-/// steps ([`Steps`]).
-#[derive(Debug, Default, Clone)]
+/// A `u32` per token that from one token to the next nearly always stays
+/// or steps by one (block depth, bracket nesting), kept as its steps
+/// ([`Steps`]) while it is written, not a value per token: the builders
+/// write the tokens in order ([`TokColumn::set`]; a token may be written
+/// again), each block of [`Steps::BLOCK`] tokens is encoded when a later
+/// one is first written to, and a token not yet written reads 0. Read by
+/// value, `at(i)` (as `[i]` of a `Vec<u32>`) and `get(i)`; any `u32` is
+/// held as it is, however deep the nesting. A write into a block already
+/// encoded (no builder makes one) turns the column into a plain vector,
+/// once; [`TokColumn::compact`] encodes it again.
+#[derive(Debug, Clone)]
 pub struct TokColumn {
-    small: Vec<u8>,
-    big: HashMap<u32, u32>,
-    /// The bytes once compacted (`small` is then empty).
-    steps: Option<Box<Steps>>,
+    len: usize,
+    /// The blocks before the open one.
+    steps: Steps,
+    /// The open block (the one after `steps`), as written.
+    open: [u32; Steps::BLOCK],
+    /// The column as a vector once a write fell behind the open block
+    /// (`steps` is then empty), else empty.
+    dense: Vec<u32>,
 }
 
-/// A column of bytes kept as its steps: from one token to the next the
-/// byte nearly always stays, goes one up or one down (a bracket, a block),
-/// so each block of 64 tokens keeps its first byte and a bit per token
-/// for each way it steps by one; a larger jump (into a function's body,
-/// where depth starts again) is listed with the byte it jumps to. 24
-/// bytes a block, read in one place: about a third of a byte a token, not
-/// one.
-#[derive(Debug, Clone)]
+/// A column as its steps: from one token to the next the value nearly
+/// always stays, goes one up or one down (a bracket, a block), so each
+/// block of 64 tokens keeps its first value and a bit per token for each
+/// way it steps by one; a larger jump (into a function's body, where depth
+/// starts again) is listed with the value it jumps to. 24 bytes a block:
+/// about a third of a byte a token, at any depth.
+#[derive(Debug, Clone, Default)]
 pub struct Steps {
-    len: usize,
     blocks: Vec<StepBlock>,
-    /// (token, byte) of each token that is not the first of its block and
+    /// (token, value) of each token that is not the first of its block and
     /// differs from the one before by more than one, in token order.
-    jumps: Vec<(u32, u8)>,
+    jumps: Vec<(u32, u32)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -384,59 +391,57 @@ struct StepBlock {
     /// The tokens one above / one below the token before.
     up: u64,
     down: u64,
-    /// Its first entry in `jumps`, and how many it has.
+    /// Its first entry in `jumps` (the next block's first, or the end of
+    /// `jumps`, ends its entries).
     jump_at: u32,
-    jump_count: u8,
-    /// The byte of its first token.
-    base: u8,
+    /// The value of its first token.
+    base: u32,
 }
+
+const _: () = assert!(std::mem::size_of::<StepBlock>() == 24);
 
 impl Steps {
     const BLOCK: usize = 64;
 
-    fn new(bytes: &[u8]) -> Steps {
-        let mut st = Steps {
-            len: bytes.len(),
-            blocks: Vec::with_capacity(bytes.len().div_ceil(Self::BLOCK)),
-            jumps: Vec::new(),
-        };
-        for (b, chunk) in bytes.chunks(Self::BLOCK).enumerate() {
-            let jump_at = st.jumps.len() as u32;
-            let (mut up, mut down) = (0u64, 0u64);
-            for (o, w) in chunk.windows(2).enumerate() {
-                let (prev, cur) = (w[0], w[1]);
-                let bit = 1u64 << (o + 1);
-                if cur == prev.wrapping_add(1) && prev != u8::MAX {
-                    up |= bit;
-                } else if cur.wrapping_add(1) == prev && cur != u8::MAX {
-                    down |= bit;
-                } else if cur != prev {
-                    st.jumps.push(((b * Self::BLOCK + o + 1) as u32, cur));
-                }
+    /// Encodes the next block from the values of its tokens (at most
+    /// `BLOCK`).
+    fn push(&mut self, vals: &[u32]) {
+        let first = self.blocks.len() * Self::BLOCK;
+        let jump_at = self.jumps.len() as u32;
+        let (mut up, mut down) = (0u64, 0u64);
+        for (o, w) in vals.windows(2).enumerate() {
+            let (prev, cur) = (w[0], w[1]);
+            let bit = 1u64 << (o + 1);
+            if prev != u32::MAX && cur == prev + 1 {
+                up |= bit;
+            } else if cur != u32::MAX && cur + 1 == prev {
+                down |= bit;
+            } else if cur != prev {
+                self.jumps.push(((first + o + 1) as u32, cur));
             }
-            st.blocks.push(StepBlock {
-                up,
-                down,
-                jump_at,
-                // (at most 63 a block)
-                jump_count: (st.jumps.len() as u32 - jump_at) as u8,
-                base: chunk[0],
-            });
         }
-        st.jumps.shrink_to_fit();
-        st
+        self.blocks.push(StepBlock {
+            up,
+            down,
+            jump_at,
+            base: vals.first().copied().unwrap_or(0),
+        });
     }
 
-    /// Token `i`'s byte (`i < len`).
+    /// Token `i`'s value (`i` in an encoded block).
     #[inline]
-    fn byte(&self, i: usize) -> u8 {
+    fn value(&self, i: usize) -> u32 {
         let (b, o) = (i / Self::BLOCK, i % Self::BLOCK);
         let blk = &self.blocks[b];
         let (mut from, mut at) = (0, blk.base);
-        if blk.jump_count > 0 {
+        let j0 = blk.jump_at as usize;
+        let j1 = self
+            .blocks
+            .get(b + 1)
+            .map_or(self.jumps.len(), |n| n.jump_at as usize);
+        if j1 > j0 {
             // the last jump of the block at or before `i`, if any
-            let j0 = blk.jump_at as usize;
-            let jumps = &self.jumps[j0..j0 + blk.jump_count as usize];
+            let jumps = &self.jumps[j0..j1];
             let n = jumps.partition_point(|&(t, _)| t as usize <= i);
             if n > 0 {
                 let (t, v) = jumps[n - 1];
@@ -444,109 +449,112 @@ impl Steps {
                 at = v;
             }
         }
-        // the steps after `from`, up to and with `i`
+        // the steps after `from`, up to and with `i` (the sum is the
+        // value's; wrapping only on the way)
         let mask = (2u64 << o).wrapping_sub(1) & !((2u64 << from).wrapping_sub(1));
-        let up = (blk.up & mask).count_ones() as u8;
-        let down = (blk.down & mask).count_ones() as u8;
+        let up = (blk.up & mask).count_ones();
+        let down = (blk.down & mask).count_ones();
         at.wrapping_add(up).wrapping_sub(down)
     }
 }
 
-/// `SMALL[v] == v`: what [`TokColumn`] lends for a value held in a byte
-/// (its readers borrow a `&u32`, as they would from a vector).
-static SMALL: [u32; 256] = {
-    let mut t = [0u32; 256];
-    let mut k = 0;
-    while k < 256 {
-        t[k] = k as u32;
-        k += 1;
-    }
-    t
-};
-
 impl TokColumn {
-    /// The byte that says "in `big`"; every smaller value is held inline.
-    const BIG: u8 = u8::MAX;
-
     pub fn new(tokens: usize) -> TokColumn {
         TokColumn {
-            small: vec![0; tokens],
-            big: HashMap::default(),
-            steps: None,
+            len: tokens,
+            steps: Steps {
+                blocks: Vec::with_capacity(tokens.div_ceil(Steps::BLOCK)),
+                jumps: Vec::new(),
+            },
+            open: [0; Steps::BLOCK],
+            dense: Vec::new(),
         }
     }
 
-    /// Keeps the column as its steps from here on (a `set` after it
-    /// writes the bytes out again).
+    /// Encodes the rest of the column (its last writes; a column that
+    /// became a vector, whole), and gives back the jump list's spare room.
     pub fn compact(&mut self) {
-        self.steps = Some(Box::new(Steps::new(&self.small)));
-        self.small = Vec::new();
-    }
-
-    /// Token `i`'s byte, if the column has it.
-    #[inline]
-    fn byte(&self, i: usize) -> Option<u8> {
-        match &self.steps {
-            None => self.small.get(i).copied(),
-            Some(s) => (i < s.len).then(|| s.byte(i)),
-        }
-    }
-
-    #[inline]
-    pub fn get(&self, i: usize) -> Option<&u32> {
-        let b = self.byte(i)?;
-        Some(self.value(i, b))
-    }
-
-    #[inline]
-    fn value(&self, i: usize, b: u8) -> &u32 {
-        if b != Self::BIG {
-            &SMALL[b as usize]
+        if self.dense.is_empty() {
+            self.seal(self.len.div_ceil(Steps::BLOCK));
         } else {
-            // every `BIG` byte has its entry (`set`)
-            self.big
-                .get(&(i as u32))
-                .unwrap_or(&SMALL[Self::BIG as usize])
+            let dense = std::mem::take(&mut self.dense);
+            self.steps = Steps {
+                blocks: Vec::with_capacity(dense.len().div_ceil(Steps::BLOCK)),
+                jumps: Vec::new(),
+            };
+            dense.chunks(Steps::BLOCK).for_each(|c| self.steps.push(c));
         }
+        self.steps.jumps.shrink_to_fit();
+    }
+
+    /// Encodes the open block and the blocks after it up to `end` (not
+    /// written: zeros).
+    fn seal(&mut self, end: usize) {
+        while self.steps.blocks.len() < end {
+            let first = self.steps.blocks.len() * Steps::BLOCK;
+            let n = (self.len - first).min(Steps::BLOCK);
+            self.steps.push(&self.open[..n]);
+            self.open = [0; Steps::BLOCK];
+        }
+    }
+
+    /// Token `i`'s value (`i < len`).
+    #[inline]
+    fn value(&self, i: usize) -> u32 {
+        if !self.dense.is_empty() {
+            return self.dense[i];
+        }
+        match (i / Steps::BLOCK).cmp(&self.steps.blocks.len()) {
+            std::cmp::Ordering::Less => self.steps.value(i),
+            std::cmp::Ordering::Equal => self.open[i % Steps::BLOCK],
+            std::cmp::Ordering::Greater => 0,
+        }
+    }
+
+    /// Token `i`'s value, if the column has the token.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<u32> {
+        (i < self.len).then(|| self.value(i))
+    }
+
+    /// Token `i`'s value (as a vector's `[i]`: panics past the end).
+    #[inline]
+    pub fn at(&self, i: usize) -> u32 {
+        if i >= self.len {
+            out_of_range(i, self.len);
+        }
+        self.value(i)
     }
 
     /// Sets token `i`'s value (`i` within the column, as `[i]` wants).
     #[inline]
     pub fn set(&mut self, i: usize, v: u32) {
-        if let Some(steps) = self.steps.take() {
-            self.small = (0..steps.len).map(|k| steps.byte(k)).collect();
+        if i >= self.len {
+            out_of_range(i, self.len);
         }
-        let b = &mut self.small[i];
-        if *b != Self::BIG && v < u32::from(Self::BIG) {
-            *b = v as u8;
+        if self.dense.is_empty() && i / Steps::BLOCK == self.steps.blocks.len() {
+            self.open[i % Steps::BLOCK] = v;
         } else {
-            self.set_slow(i, v);
+            self.set_later(i, v);
         }
     }
 
-    /// [`TokColumn::set`] of a value in `big`, or over one.
-    #[cold]
-    fn set_slow(&mut self, i: usize, v: u32) {
-        if self.small[i] == Self::BIG {
-            self.big.remove(&(i as u32));
+    /// [`TokColumn::set`] past the open block (it is encoded, and the
+    /// token's block opened), or behind it (the column becomes a vector).
+    #[inline(never)]
+    fn set_later(&mut self, i: usize, v: u32) {
+        if self.dense.is_empty() {
+            let b = i / Steps::BLOCK;
+            if b > self.steps.blocks.len() {
+                self.seal(b);
+                self.open[i % Steps::BLOCK] = v;
+                return;
+            }
+            self.dense = (0..self.len).map(|k| self.value(k)).collect();
+            self.steps = Steps::default();
+            self.open = [0; Steps::BLOCK];
         }
-        if v < u32::from(Self::BIG) {
-            self.small[i] = v as u8;
-        } else {
-            self.small[i] = Self::BIG;
-            self.big.insert(i as u32, v);
-        }
-    }
-}
-
-impl std::ops::Index<usize> for TokColumn {
-    type Output = u32;
-    #[inline]
-    fn index(&self, i: usize) -> &u32 {
-        match self.byte(i) {
-            Some(b) => self.value(i, b),
-            None => panic!("token {i} out of the column"),
-        }
+        self.dense[i] = v;
     }
 }
 
@@ -883,7 +891,7 @@ fn ts_signatures(toks: Toks, st: &mut Structure) {
     }
 }
 
-#[derive(Clone)]
+/// What a header opens (a `{`, a Python line, a Ruby keyword).
 enum Frame {
     Class(String),
     Func(u32),
@@ -893,71 +901,104 @@ enum Frame {
     TypeLit,
 }
 
+/// An open [`Frame`] as [`Frames`] keeps it (a class's name aside).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Open {
+    Class,
+    Func(u32),
+    Block,
+    TypeLit,
+}
+
+/// The owner of a method declared here: the innermost open class.
 fn owner_of(frames: &Frames) -> Option<String> {
-    let k = frames.class.last().copied().flatten()?;
-    match &frames.items[k].1 {
-        Frame::Class(n) => Some(n.clone()),
-        _ => None,
-    }
+    frames.names.last().cloned()
 }
 
 /// The scope and block depth at the top of `frames`: the innermost function
 /// and the blocks above it (file scope inside a class or at the top).
 fn current(frames: &Frames) -> (u32, u32) {
-    frames.cur.last().copied().flatten().unwrap_or((0, 0))
+    match frames.items.last() {
+        Some(top) if top.scope != Frames::NONE => (top.scope, top.depth),
+        _ => (0, 0),
+    }
 }
 
 /// The stack of open frames, with [`current`]'s answer kept for every
 /// prefix, so that it costs O(1) per token instead of a walk down the
-/// stack (quadratic in the nesting depth).
+/// stack (quadratic in the nesting depth). 20 bytes a frame.
 #[derive(Default)]
 struct Frames {
-    items: Vec<(usize, Frame)>,
-    /// `cur[k]`: the innermost function and its block depth in `items[..=k]`,
-    /// `None` when a class or nothing comes first.
-    cur: Vec<Option<(u32, u32)>>,
-    /// How many `Frame::Func` are open.
+    items: Vec<OpenFrame>,
+    /// The names of the open classes, innermost last.
+    names: Vec<String>,
+    /// How many `Open::Func` are open.
     funcs: usize,
-    /// `class[k]`: the index of the innermost `Frame::Class` in `items[..=k]`.
-    class: Vec<Option<usize>>,
 }
 
-impl std::ops::Deref for Frames {
-    type Target = [(usize, Frame)];
-    fn deref(&self) -> &Self::Target {
-        &self.items
-    }
+#[derive(Clone, Copy)]
+struct OpenFrame {
+    /// Its opening token (Python: its line's indent).
+    at: u32,
+    open: Open,
+    /// The innermost function in the stack up to and with this frame, and
+    /// its block depth there; `scope` is [`Frames::NONE`] when a class or
+    /// nothing comes first.
+    scope: u32,
+    depth: u32,
 }
+
+const _: () = assert!(std::mem::size_of::<OpenFrame>() == 20);
 
 impl Frames {
-    fn push(&mut self, item: (usize, Frame)) {
-        let below = self.cur.last().copied().flatten();
-        let here = match &item.1 {
-            Frame::Func(s) => Some((*s, 0)),
-            Frame::Block => below.map(|(s, d)| (s, d + 1)),
-            Frame::TypeLit => below,
-            Frame::Class(_) => None,
+    const NONE: u32 = u32::MAX;
+
+    fn push(&mut self, (at, frame): (usize, Frame)) {
+        let (below, depth) = match self.items.last() {
+            Some(top) => (top.scope, top.depth),
+            None => (Self::NONE, 0),
         };
-        if matches!(item.1, Frame::Func(_)) {
+        let (open, scope, depth) = match frame {
+            Frame::Func(s) => (Open::Func(s), s, 0),
+            Frame::Block if below != Self::NONE => (Open::Block, below, depth + 1),
+            Frame::Block => (Open::Block, Self::NONE, 0),
+            Frame::TypeLit => (Open::TypeLit, below, depth),
+            Frame::Class(name) => {
+                self.names.push(name);
+                (Open::Class, Self::NONE, 0)
+            }
+        };
+        if matches!(open, Open::Func(_)) {
             self.funcs += 1;
         }
-        let class = match item.1 {
-            Frame::Class(_) => Some(self.items.len()),
-            _ => self.class.last().copied().flatten(),
-        };
-        self.items.push(item);
-        self.cur.push(here);
-        self.class.push(class);
+        self.items.push(OpenFrame {
+            // (a token index or an indent: within a file's 256 MiB)
+            at: u32::try_from(at).unwrap_or(u32::MAX),
+            open,
+            scope,
+            depth,
+        });
     }
 
-    fn pop(&mut self) -> Option<(usize, Frame)> {
-        let item = self.items.pop()?;
-        self.cur.pop();
-        self.class.pop();
-        if matches!(item.1, Frame::Func(_)) {
-            self.funcs -= 1;
+    fn pop(&mut self) -> Option<(usize, Open)> {
+        let top = self.items.pop()?;
+        match top.open {
+            Open::Func(_) => self.funcs -= 1,
+            Open::Class => {
+                self.names.pop();
+            }
+            _ => {}
         }
-        Some(item)
+        Some((top.at as usize, top.open))
+    }
+
+    fn last(&self) -> Option<(usize, Open)> {
+        self.items.last().map(|f| (f.at as usize, f.open))
+    }
+
+    /// Frame `k`'s opening token (from the bottom).
+    fn at(&self, k: usize) -> usize {
+        self.items[k].at as usize
     }
 
     fn truncate(&mut self, len: usize) {
@@ -1003,12 +1044,12 @@ fn clike_scopes(toks: Toks, lang: Language, st: &mut Structure) {
         }
         match t.text() {
             ";" => {
-                if !matches!(frames.last(), Some((_, Frame::TypeLit))) {
+                if !matches!(frames.last(), Some((_, Open::TypeLit))) {
                     head = i + 1;
                 }
             }
             "}" => {
-                if !matches!(frames.pop(), Some((_, Frame::TypeLit))) {
+                if !matches!(frames.pop(), Some((_, Open::TypeLit))) {
                     head = i + 1;
                 }
             }
@@ -1017,7 +1058,8 @@ fn clike_scopes(toks: Toks, lang: Language, st: &mut Structure) {
                 let type_lit = match lang {
                     Language::Go => {
                         matches!(prev, "interface" | "struct")
-                            && (st.tok_paren[i] > 0 || toks.get(i + 1).is_some_and(|n| n.is("}")))
+                            && (st.tok_paren.at(i) > 0
+                                || toks.get(i + 1).is_some_and(|n| n.is("}")))
                     }
                     Language::TypeScript => {
                         matches!(prev, ":" | "<" | "|" | "&")
@@ -1026,7 +1068,7 @@ fn clike_scopes(toks: Toks, lang: Language, st: &mut Structure) {
                     }
                     _ => false,
                 } || destructured_param(toks, head, i, lang, &frames, st);
-                if type_lit || matches!(frames.last(), Some((_, Frame::TypeLit))) {
+                if type_lit || matches!(frames.last(), Some((_, Open::TypeLit))) {
                     frames.push((i, Frame::TypeLit));
                     continue;
                 }
@@ -1055,13 +1097,13 @@ fn destructured_param(
         || i == 0
         || !(toks.at(i - 1).is("(") || toks.at(i - 1).is(",") || toks.at(i - 1).is("="))
         || head >= i
-        || st.tok_paren[i] <= st.tok_paren[head]
+        || st.tok_paren.at(i) <= st.tok_paren.at(head)
     {
         return false;
     }
-    let level = st.tok_paren[head];
+    let level = st.tok_paren.at(head);
     // the header's first parenthesis at its own level, and what precedes it
-    let Some(open) = (head..i).find(|&k| toks.at(k).is("(") && st.tok_paren[k] == level) else {
+    let Some(open) = (head..i).find(|&k| toks.at(k).is("(") && st.tok_paren.at(k) == level) else {
         return false;
     };
     // a generic method's type parameters stand between its name and the list
@@ -1069,7 +1111,7 @@ fn destructured_param(
     if name_end <= head || !toks.at(name_end - 1).is_ident() {
         return false;
     }
-    let in_class = matches!(frames.last(), Some((_, Frame::Class(_))));
+    let in_class = matches!(frames.last(), Some((_, Open::Class)));
     let declares = (head..open).any(|k| toks.at(k).is("function"));
     declares || in_class
 }
@@ -1078,7 +1120,7 @@ fn destructured_param(
 /// follows `return`, `=`, `(`, `,`, `:` or `[` (a block follows `)`, `=>`,
 /// `else`, `try`, or ends a statement).
 fn in_object_literal(toks: Toks, frames: &Frames) -> bool {
-    let Some(&(open, Frame::Block)) = frames.last() else {
+    let Some((open, Open::Block)) = frames.last() else {
         return false;
     };
     open.checked_sub(1)
@@ -1104,7 +1146,7 @@ fn expression_body(
             }
             (j, j + 1)
         }
-        Language::CSharp if t.is_ident() && matches!(frames.last(), Some((_, Frame::Class(_)))) => {
+        Language::CSharp if t.is_ident() && matches!(frames.last(), Some((_, Open::Class))) => {
             (i, skip_type_params(toks, i + 1, lang))
         }
         _ => return None,
@@ -1321,13 +1363,13 @@ fn classify_header(
         // `func` is then the last one that starts a line outside the
         // parentheses — one inside them types a parameter, and one later
         // on the line types a result (`func F() func() error {`)
-        let level = st.tok_paren[open];
+        let level = st.tok_paren.at(open);
         let last = if decl {
             Some(0)
         } else {
             h.iter()
                 .enumerate()
-                .rposition(|(k, t)| t.is("func") && t.nl() && st.tok_paren[base + k] == level)
+                .rposition(|(k, t)| t.is("func") && t.nl() && st.tok_paren.at(base + k) == level)
                 .or_else(|| h.iter().rposition(|t| t.is("func")))
         };
         if let Some(f) = last {
@@ -1414,11 +1456,11 @@ fn classify_header(
     {
         // the last top-level `=`: without semicolons the header can span
         // earlier statements (`const a = 1\nconst f = (k) => {`)
-        let level = st.tok_paren[open];
+        let level = st.tok_paren.at(open);
         if let Some(eq) = h
             .iter()
             .enumerate()
-            .rposition(|(k, t)| t.is("=") && st.tok_paren[base + k] == level)
+            .rposition(|(k, t)| t.is("=") && st.tok_paren.at(base + k) == level)
         {
             if eq >= 1 && h.at(eq - 1).is_ident() && !in_func {
                 return mk(st, h.at(eq - 1).text(), base + eq - 1, owner, false);
@@ -1471,7 +1513,7 @@ fn classify_header(
         }
     }
     // methods: `mods Type name(params) [throws X] {` directly in a class (or top level)
-    let direct_in_class = matches!(frames.last(), Some((_, Frame::Class(_))));
+    let direct_in_class = matches!(frames.last(), Some((_, Open::Class)));
     if direct_in_class {
         if let Some(p) = h.iter().position(|t| t.is("(")) {
             // C# generic method: the name precedes its `<T>` (`Get<T>(`)
@@ -1497,7 +1539,7 @@ fn python_scopes(toks: Toks, src: &str, st: &mut Structure) {
         // (black's `) -> bool:` after a multi-line parameter list)
         if i == toks.len()
             || (toks.at(i).nl()
-                && st.tok_paren[i] == 0
+                && st.tok_paren.at(i) == 0
                 && !toks.at(i - 1).is("\\")
                 && !is_close(toks.at(i)))
         {
@@ -1510,7 +1552,7 @@ fn python_scopes(toks: Toks, src: &str, st: &mut Structure) {
     let mut frames = Frames::default(); // (indent, frame)
     for (ls, le) in lines {
         let ind = line_indent(src, toks.at(ls).start());
-        while frames.last().is_some_and(|(fi, _)| *fi >= ind) {
+        while frames.last().is_some_and(|(fi, _)| fi >= ind) {
             frames.pop();
         }
         let (sc, d) = current(&frames);
@@ -1650,7 +1692,7 @@ fn ruby_scopes(toks: Toks, st: &mut Structure) {
             }
             "end" => {
                 if let Some(pos) = braces.iter().rposition(|b| !b) {
-                    let (o, _) = frames[pos];
+                    let o = frames.at(pos);
                     st.matching.insert(o, i);
                     st.matching.insert(i, o);
                     frames.truncate(pos);
@@ -2064,14 +2106,15 @@ mod column_tests {
         assert_eq!(empty.get(&0), None);
     }
 
-    /// Runs of every length (within a block, across blocks, one token), a
-    /// scope past two bytes, then reads of every token as before.
+    /// Steps of one, jumps of more (into and out of a function), runs that
+    /// stay, values past a byte, both ends of a `u32`; tokens written again
+    /// and tokens skipped; read while written, once compacted, after a write
+    /// behind the open block (a vector) and compacted again.
     #[test]
-    fn compacted_depths_read_as_before() {
-        // steps of one, jumps of more (into and out of a function), runs
-        // that stay, values over a byte (a side map), both byte ends
+    fn depths_read_as_written() {
         let n = 5_000;
         let mut col = TokColumn::new(n);
+        let mut want = vec![0u32; n];
         let mut v: u32 = 0;
         for k in 0..n {
             v = match k % 97 {
@@ -2082,28 +2125,86 @@ mod column_tests {
                 31 => 300 + k as u32,
                 32 => 255,
                 33 => 254,
+                40 => u32::MAX,
+                41 => 0,
+                42 => u32::MAX - 1,
+                43 => u32::MAX,
+                44 => 7,
                 50..=60 => v + 1,
                 61..=70 => v.saturating_sub(1),
                 _ if k % 5 == 0 => v + 1,
                 _ if k % 7 == 0 => v.saturating_sub(1),
                 _ => v,
             };
+            if k % 211 == 100 {
+                continue; // never written: reads 0
+            }
             col.set(k, v);
+            want[k] = v;
+            if k % 3 == 0 {
+                // written again (a builder's second word on a token)
+                col.set(k, v / 2);
+                col.set(k, v);
+            }
+            assert_eq!(col.at(k), v, "token {k} as written");
+            let back = k.saturating_sub(k % 150);
+            assert_eq!(
+                col.get(back),
+                Some(want[back]),
+                "token {back} while written"
+            );
         }
-        let before: Vec<u32> = (0..n).map(|k| col[k]).collect();
+        assert!(col.dense.is_empty());
         col.compact();
-        assert!(col.small.is_empty() && col.steps.is_some());
-        for (k, &want) in before.iter().enumerate() {
-            assert_eq!(col[k], want, "token {k}");
-            assert_eq!(col.get(k), Some(&want));
-        }
+        assert!(col.dense.is_empty() && col.steps.blocks.len() == n.div_ceil(64));
+        let read = |col: &TokColumn| (0..n).map(|k| col.at(k)).collect::<Vec<u32>>();
+        assert_eq!(read(&col), want);
+        assert_eq!(
+            (0..n).map(|k| col.get(k).unwrap()).collect::<Vec<_>>(),
+            want
+        );
         assert_eq!(col.get(n), None);
-        // a set after the compaction writes the bytes out again
+        // a set behind the open block: the column as a vector, then steps
         col.set(7, 9);
-        assert_eq!((col[7], col[8]), (9, before[8]));
+        want[7] = 9;
+        assert!(!col.dense.is_empty());
+        assert_eq!(read(&col), want);
+        col.compact();
+        assert!(col.dense.is_empty());
+        assert_eq!(read(&col), want);
         let mut empty = TokColumn::new(0);
         empty.compact();
         assert_eq!(empty.get(0), None);
+    }
+
+    /// Nesting thousands deep (blocks and brackets past a byte, the steps
+    /// only) and a write far ahead (the blocks between read 0).
+    #[test]
+    fn deep_columns_read_as_written() {
+        let n = 40_000;
+        let mut col = TokColumn::new(n);
+        let want: Vec<u32> = (0..n as u32)
+            .map(|k| if k < 30_000 { k / 3 } else { 40_000 - k })
+            .collect();
+        for (k, &v) in want.iter().enumerate() {
+            col.set(k, v);
+        }
+        col.compact();
+        assert!(col.steps.jumps.is_empty());
+        assert!((0..n).all(|k| col.at(k) == want[k]));
+        let mut far = TokColumn::new(1_000);
+        far.set(3, 70_000);
+        far.set(900, 5);
+        assert_eq!(
+            (far.at(3), far.at(64), far.at(899), far.at(900)),
+            (70_000, 0, 0, 5)
+        );
+        far.compact();
+        assert_eq!(
+            (far.at(3), far.at(64), far.at(899), far.at(900)),
+            (70_000, 0, 0, 5)
+        );
+        assert_eq!(far.at(999), 0);
     }
 
     #[test]

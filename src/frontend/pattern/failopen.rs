@@ -259,7 +259,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
             if !in_scope(j) {
                 break;
             }
-            let dj = an.st.tok_depth[j];
+            let dj = an.st.tok_depth.at(j);
             let t = toks.at(j);
             let handler = t.is_ident()
                 && matches!(t.text(), "catch" | "except" | "rescue")
@@ -341,13 +341,13 @@ fn encloses(an: &Analyzer, at: usize, inner: usize) -> bool {
 /// of earlier `except` clauses of the same statement.
 fn py_encloses(an: &Analyzer, from: usize, at: usize) -> bool {
     let toks = an.toks;
-    let d = an.st.tok_depth[at];
+    let d = an.st.tok_depth.at(at);
     let mut head = from;
     for k in from..at {
         if toks.at(k).nl() {
             head = k;
         }
-        if an.st.tok_depth[k] <= d && !toks.at(head).is("except") {
+        if an.st.tok_depth.at(k) <= d && !toks.at(head).is("except") {
             return false;
         }
     }
@@ -413,22 +413,22 @@ pub(super) fn handler_body(an: &Analyzer, at: usize) -> (usize, usize) {
     let n = toks.len();
     match an.lang {
         crate::facts::Language::Python => {
-            let d = an.st.tok_depth[at];
+            let d = an.st.tok_depth.at(at);
             let mut s = at + 1;
             while s < n && !toks.at(s).is(":") {
                 s += 1;
             }
             let mut e = s + 1;
-            while e < n && an.st.tok_depth[e] > d {
+            while e < n && an.st.tok_depth.at(e) > d {
                 e += 1;
             }
             (s.min(n), e.min(n))
         }
         crate::facts::Language::Ruby => {
-            let d = an.st.tok_depth[at];
+            let d = an.st.tok_depth.at(at);
             let mut e = at + 1;
             while e < n
-                && !(an.st.tok_depth[e] <= d
+                && !(an.st.tok_depth.at(e) <= d
                     && toks.at(e).is_ident()
                     && matches!(toks.at(e).text(), "end" | "ensure" | "else" | "rescue"))
             {

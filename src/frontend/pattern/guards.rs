@@ -721,10 +721,10 @@ impl Analyzer<'_> {
         let Some(absent) = kind.truth() else {
             return;
         };
-        let level = self.st.tok_paren.get(cond.cs).copied().unwrap_or(0);
+        let level = self.st.tok_paren.get(cond.cs).unwrap_or(0);
         let (mut has_and, mut has_or) = (false, false);
         for (k, t) in toks.iter().enumerate().take(cond.ce).skip(cond.cs) {
-            if self.st.tok_paren.get(k) != Some(&level) || t.kind() == Kind::Str {
+            if self.st.tok_paren.get(k) != Some(level) || t.kind() == Kind::Str {
                 continue;
             }
             has_and |= t.is("&&") || t.is("and");
@@ -761,7 +761,7 @@ impl Analyzer<'_> {
             out.push(Region::After {
                 from: cond.stmt_end,
                 end: self.block_end(cond.kw),
-                depth: self.st.tok_depth.get(cond.kw).copied().unwrap_or(0),
+                depth: self.st.tok_depth.get(cond.kw).unwrap_or(0),
                 scope,
             });
         }
@@ -856,10 +856,10 @@ impl Analyzer<'_> {
                 if !line_start {
                     return None;
                 }
-                let level = self.st.tok_paren[k];
+                let level = self.st.tok_paren.at(k);
                 let mut c = k + 1;
-                while c < toks.len() && !(toks.at(c).is(":") && self.st.tok_paren[c] == level) {
-                    if toks.at(c).nl() && self.st.tok_paren[c] == level {
+                while c < toks.len() && !(toks.at(c).is(":") && self.st.tok_paren.at(c) == level) {
+                    if toks.at(c).nl() && self.st.tok_paren.at(c) == level {
                         return None;
                     }
                     c += 1;
@@ -871,7 +871,7 @@ impl Analyzer<'_> {
                 let mut els = None;
                 let mut stmt_end2 = stmt_end;
                 if let Some(t) = toks.get(stmt_end) {
-                    if self.st.tok_depth[stmt_end] == self.st.tok_depth[k]
+                    if self.st.tok_depth.at(stmt_end) == self.st.tok_depth.at(k)
                         && self.st.tok_scope[stmt_end] == self.st.tok_scope[k]
                     {
                         if t.is("else") && self.tok_is(stmt_end + 1, ":") {
@@ -933,7 +933,7 @@ impl Analyzer<'_> {
                     });
                 }
                 let end = self.matching(k).filter(|&m| m > k)?;
-                let inner = self.st.tok_depth[k] + 1;
+                let inner = self.st.tok_depth.at(k) + 1;
                 let body = if toks.get(ce).is_some_and(|t| t.is("then") || t.is(";")) {
                     ce + 1
                 } else {
@@ -941,7 +941,7 @@ impl Analyzer<'_> {
                 };
                 let split = (body..end).find(|&j| {
                     (toks.at(j).is("else") || toks.at(j).is("elsif"))
-                        && self.st.tok_depth[j] == inner
+                        && self.st.tok_depth.at(j) == inner
                 });
                 let (then, els) = match split {
                     Some(j) => ((body, j), Some((j, end))),
@@ -959,11 +959,11 @@ impl Analyzer<'_> {
                 })
             }
             Language::Go => {
-                let level = self.st.tok_paren[k];
+                let level = self.st.tok_paren.at(k);
                 let mut b = k + 1;
                 let mut cs = k + 1;
-                while b < toks.len() && !(toks.at(b).is("{") && self.st.tok_paren[b] == level) {
-                    if toks.at(b).is(";") && self.st.tok_paren[b] == level {
+                while b < toks.len() && !(toks.at(b).is("{") && self.st.tok_paren.at(b) == level) {
+                    if toks.at(b).is(";") && self.st.tok_paren.at(b) == level {
                         if kind == CondKind::While {
                             return None; // three-clause `for`
                         }
@@ -1085,10 +1085,10 @@ impl Analyzer<'_> {
             }
             return ((start, j), j);
         }
-        let d = self.st.tok_depth[k];
+        let d = self.st.tok_depth.at(k);
         let sc = self.st.tok_scope[k];
         let mut j = start;
-        while j < toks.len() && self.st.tok_depth[j] > d && self.st.tok_scope[j] == sc {
+        while j < toks.len() && self.st.tok_depth.at(j) > d && self.st.tok_scope[j] == sc {
             j += 1;
         }
         ((start, j), j)
@@ -1104,11 +1104,11 @@ impl Analyzer<'_> {
         if kind == CondKind::Modifier {
             return is_exit(toks.at(a));
         }
-        let depth = self.st.tok_depth[a];
-        let paren = self.st.tok_paren[a];
+        let depth = self.st.tok_depth.at(a);
+        let paren = self.st.tok_paren.at(a);
         (a..b).any(|j| {
             let t = toks.at(j);
-            if !is_exit(t) || self.st.tok_depth[j] != depth || self.st.tok_paren[j] != paren {
+            if !is_exit(t) || self.st.tok_depth.at(j) != depth || self.st.tok_paren.at(j) != paren {
                 return false;
             }
             // not itself conditional: `if (x) return;`, `return if x`, `if x: return`
@@ -1198,7 +1198,7 @@ impl Analyzer<'_> {
     /// set(k, …) }` inside the absent branch is not the acquire.
     fn unconditional(&self, from: usize, w: usize, depth: u32, limit: usize) -> bool {
         let toks = self.toks;
-        if self.st.tok_depth.get(w) != Some(&depth) {
+        if self.st.tok_depth.get(w) != Some(depth) {
             return false;
         }
         let mut ls = w;
@@ -1226,13 +1226,13 @@ impl Analyzer<'_> {
             }
         }
         // a Ruby/Python-style modifier after it on its line: `set(…) if x`
-        let level = self.st.tok_paren.get(w).copied().unwrap_or(0);
+        let level = self.st.tok_paren.get(w).unwrap_or(0);
         let mut j = w + 1;
         while j < limit.min(toks.len()) && !toks.at(j).nl() {
             let t = toks.at(j);
             if t.kind() != Kind::Str
                 && matches!(t.text(), "if" | "unless")
-                && self.st.tok_paren.get(j) == Some(&level)
+                && self.st.tok_paren.get(j) == Some(level)
             {
                 return false;
             }
@@ -1247,7 +1247,7 @@ impl Analyzer<'_> {
             Region::Range(a, b) => {
                 a <= w
                     && w < b
-                    && self.unconditional(a, w, self.st.tok_depth.get(a).copied().unwrap_or(0), b)
+                    && self.unconditional(a, w, self.st.tok_depth.get(a).unwrap_or(0), b)
             }
             Region::After {
                 from,
@@ -1260,7 +1260,7 @@ impl Analyzer<'_> {
                     && w - from < MAX_WINDOW
                     && self.unconditional(from, w, depth, end)
                     && (from..=w).all(|j| {
-                        self.st.tok_depth.get(j).is_some_and(|&d| d >= depth)
+                        self.st.tok_depth.get(j).is_some_and(|d| d >= depth)
                             && self.st.tok_scope.get(j) == Some(&scope)
                     })
             }

@@ -223,7 +223,7 @@ pub fn record(
         }
         let name = toks.at(c.name_tok());
         let scope = st.tok_scope.get(c.name_tok()).copied().unwrap_or(0);
-        let depth = st.tok_depth.get(c.name_tok()).copied().unwrap_or(0);
+        let depth = st.tok_depth.get(c.name_tok()).unwrap_or(0);
         // a Go method's call through its own receiver (`s.Delete(key)` in
         // `func (s *RedisStore) Unlock`) is a call on its own type, as
         // `this.delete(key)` is

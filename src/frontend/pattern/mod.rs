@@ -236,7 +236,7 @@ pub fn extract_packed(
     for (op, &(name_tok, end_tok, ci)) in facts.ops.iter_mut().zip(&at) {
         let (name_tok, end_tok) = (name_tok as usize, end_tok as usize);
         let scope = st.tok_scope.get(name_tok).copied().unwrap_or(0);
-        let depth = st.tok_depth.get(name_tok).copied().unwrap_or(0);
+        let depth = st.tok_depth.get(name_tok).unwrap_or(0);
         let (mut atomic, watched) = tx.at(name_tok, scope);
         let call = all_calls.get(ci as usize);
         if let Some(c) = call {
@@ -534,7 +534,7 @@ impl<'a> Analyzer<'a> {
             let t = self.toks.at(k);
             if (t.is("if") || t.is("unless"))
                 && !t.nl()
-                && self.st.tok_paren[k] == self.st.tok_paren[tok]
+                && self.st.tok_paren.at(k) == self.st.tok_paren.at(tok)
             {
                 // the line's first token
                 let mut s = k;
@@ -554,7 +554,7 @@ impl<'a> Analyzer<'a> {
         if matches!(self.lang, Language::Python | Language::Ruby) {
             return None;
         }
-        let depth = *self.st.tok_depth.get(tok)?;
+        let depth = self.st.tok_depth.get(tok)?;
         if depth == 0 {
             return None;
         }

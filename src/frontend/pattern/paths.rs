@@ -205,12 +205,12 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
         return None;
     }
     // the rest of the enclosing block
-    let d = an.st.tok_depth[stmt];
+    let d = an.st.tok_depth.at(stmt);
     let mut e = after;
     let limit = after.saturating_add(REST_WINDOW).min(n);
     while e < limit {
         let t = toks.at(e);
-        let td = an.st.tok_depth[e];
+        let td = an.st.tok_depth.at(e);
         let ends = match an.lang {
             Language::Python => t.nl() && td < d,
             Language::Ruby => {
@@ -444,7 +444,7 @@ fn if_parts(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usize, 
                 }
                 line_end
             };
-            let d = an.st.tok_depth[i];
+            let d = an.st.tok_depth.at(i);
             let bs = if an.lang == Language::Python {
                 colon + 1
             } else {
@@ -453,14 +453,14 @@ fn if_parts(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usize, 
             let mut e = bs;
             while e < n {
                 let t = toks.at(e);
-                let at_or_above = an.st.tok_depth[e] <= d && t.nl();
+                let at_or_above = an.st.tok_depth.at(e) <= d && t.nl();
                 if an.lang == Language::Python && at_or_above {
                     break;
                 }
                 // the `if`'s own `end`/`else`/`elsif` stand inside its frame,
                 // one deeper than the `if`; a nested block's are deeper still
                 if an.lang == Language::Ruby
-                    && an.st.tok_depth[e] <= d + 1
+                    && an.st.tok_depth.at(e) <= d + 1
                     && matches!(t.text(), "end" | "else" | "elsif")
                 {
                     break;
@@ -584,7 +584,7 @@ fn modifier_if(an: &Analyzer, lines: &LineEnds, i: usize) -> Option<(usize, usiz
     }
     let bs = (i.saturating_sub(MODIFIER_WINDOW)..i).rfind(|&k| toks.at(k).nl() || k == 0)?;
     // the statement must start the line and stand in the `if`'s block
-    if an.st.tok_depth[bs] != an.st.tok_depth[i] {
+    if an.st.tok_depth.at(bs) != an.st.tok_depth.at(i) {
         return None;
     }
     let ce = lines.from(i + 1).min(toks.len());

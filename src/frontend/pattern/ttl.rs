@@ -223,7 +223,7 @@ pub fn module_consts(an: &Analyzer) -> Vec<(String, u64)> {
             && (i == 0 || t.nl())
             && toks.at(i + 1).is("=")
             && an.st.tok_scope.get(i).copied() == Some(0)
-            && an.st.tok_depth.get(i).copied() == Some(0))
+            && an.st.tok_depth.get(i) == Some(0))
         {
             continue;
         }

@@ -487,7 +487,7 @@ impl<'a> Values<'a> {
             if (t.is("=") || t.is(":="))
                 && i >= 2
                 && toks.at(i - 2).is(",")
-                && self.st.tok_paren[i] == 0
+                && self.st.tok_paren.at(i) == 0
             {
                 let mut k = i;
                 while k >= 1 && (toks.at(k - 1).is_ident() || toks.at(k - 1).is(",")) {
@@ -542,7 +542,7 @@ impl<'a> Values<'a> {
                     continue;
                 }
                 "{" => {
-                    blocks.push(self.st.tok_paren[i]);
+                    blocks.push(self.st.tok_paren.at(i));
                     continue;
                 }
                 "=" | ":=" => {}
@@ -553,7 +553,7 @@ impl<'a> Values<'a> {
                 continue;
             }
             let group = group_depth.get(i).copied().unwrap_or(0);
-            if self.st.tok_paren[i] != group + block_paren {
+            if self.st.tok_paren.at(i) != group + block_paren {
                 continue;
             }
             let n = toks.at(i - 1);

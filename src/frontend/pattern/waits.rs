@@ -872,7 +872,7 @@ fn loop_body(an: &Analyzer, k: usize) -> Option<(usize, usize)> {
         // the header's `:` at its own nesting level, then the indented lines
         let mut j = k + 1;
         while j < toks.len() && j < k + MAX_HEADER {
-            if toks.at(j).is(":") && an.st.tok_paren[j] == an.st.tok_paren[k] {
+            if toks.at(j).is(":") && an.st.tok_paren.at(j) == an.st.tok_paren.at(k) {
                 break;
             }
             j += 1;
@@ -901,11 +901,11 @@ fn loop_body(an: &Analyzer, k: usize) -> Option<(usize, usize)> {
     let mut j = k + 1;
     while j < toks.len() && j < k + MAX_HEADER {
         let t = toks.at(j);
-        if t.is("{") && an.st.tok_paren[j] == an.st.tok_paren[k] {
+        if t.is("{") && an.st.tok_paren.at(j) == an.st.tok_paren.at(k) {
             let m = an.st.matching.get(&j)?;
             return (m > j).then_some((j, m));
         }
-        if t.is(";") && an.st.tok_paren[j] == an.st.tok_paren[k] {
+        if t.is(";") && an.st.tok_paren.at(j) == an.st.tok_paren.at(k) {
             // a braceless body: the statement up to its `;`
             return None;
         }
@@ -961,7 +961,7 @@ pub fn deferred(an: &Analyzer) -> Vec<Deferred> {
         let mut e = k + 1;
         while e < toks.len() {
             let t = toks.at(e);
-            if e > k + 1 && t.nl() && an.st.tok_paren[e] == an.st.tok_paren[k] {
+            if e > k + 1 && t.nl() && an.st.tok_paren.at(e) == an.st.tok_paren.at(k) {
                 break;
             }
             if t.is("{") || t.is("(") || t.is("[") {
@@ -972,7 +972,7 @@ pub fn deferred(an: &Analyzer) -> Vec<Deferred> {
                     }
                 }
             }
-            if t.is(";") || (t.is("}") && an.st.tok_paren[e] == an.st.tok_paren[k]) {
+            if t.is(";") || (t.is("}") && an.st.tok_paren.at(e) == an.st.tok_paren.at(k)) {
                 break;
             }
             e += 1;
