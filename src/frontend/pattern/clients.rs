@@ -336,7 +336,7 @@ impl<'a> Analyzer<'a> {
 
     pub fn classify(&self, c: &Call, all: &[Call]) -> Vec<Draft> {
         let _ = all;
-        if self.st.decl_names.contains(&c.name_tok()) {
+        if self.st.decls.is_name(c.name_tok()) {
             return Vec::new();
         }
         let toks = self.toks;

@@ -346,7 +346,7 @@ impl Analyzer<'_> {
             .iter()
             .filter(|c| {
                 c.args.is_empty()
-                    && !self.st.decl_names.contains(&c.name_tok())
+                    && !self.st.decls.is_name(c.name_tok())
                     && c.recv
                         .iter()
                         .all(|r| matches!(&**r, "this" | "self" | "$this" | "static"))

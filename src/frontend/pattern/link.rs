@@ -45,8 +45,21 @@ pub fn record(
     // the call sites' names and receivers and the functions' parameters,
     // one shared copy of each text
     let mut texts = crate::facts::CallTexts::default();
-    let mut decls: Vec<(usize, u32)> = st.decl_scope.iter().map(|(&n, &s)| (n, s)).collect();
-    decls.sort_unstable();
+    // Without call sites nothing is linked into a function of this file,
+    // so only a function with an op of its own gets a summary, and only
+    // such a function's signature is read, by the summaries and the rules
+    // (the engine forgets the others before the link:
+    // `engine::forget_idle_functions`). A minified bundle declares a
+    // function every few dozen bytes: their signatures were its largest
+    // link facts.
+    let busy: Option<FxHashSet<u32>> =
+        (!record_sites).then(|| facts.ops.iter().map(|o| o.scope).collect());
+    let decls: Vec<(usize, u32)> = st
+        .decls
+        .scopes()
+        .filter(|(_, s)| busy.as_ref().is_none_or(|b| b.contains(s)))
+        .collect();
+    drop(busy);
     // one signature a declaration, kept to the end of the run: no room
     // grown by doubling (a file of a thousand methods left half of it spare)
     facts.link.functions.reserve_exact(decls.len());
@@ -170,14 +183,23 @@ pub fn record(
     // function's owner (`project::link::resolve`, `project::calls::Reach`).
     // A call that fits none of these is only a name and a place to the
     // project pass (`failure`), so its arguments are not worked out.
-    let own_fns: FxHashSet<&str> = st
-        .scopes
-        .iter()
-        .filter(|s| !s.is_test && !s.name.is_empty())
-        .map(|s| s.name.as_str())
+    // (the scopes' indices sorted by name: four bytes a function, where a
+    // set of names took 17 a slot and a minified bundle declares a
+    // function every fifty bytes)
+    let mut own_fns: Vec<u32> = (0..st.scopes.len() as u32)
+        .filter(|&i| {
+            let s = &st.scopes[i as usize];
+            !s.is_test && !s.name.is_empty()
+        })
         .collect();
-    // per name: (reads like an acquire, says Redis)
-    let mut name_words: FxHashMap<&str, (bool, bool)> = FxHashMap::default();
+    let fn_name = |i: &u32| st.scopes[*i as usize].name.as_str();
+    own_fns.sort_unstable_by(|a, b| fn_name(a).cmp(fn_name(b)));
+    own_fns.dedup_by(|a, b| fn_name(a) == fn_name(b));
+    own_fns.shrink_to_fit();
+    let own_fn = |name: &str| own_fns.binary_search_by(|i| fn_name(i).cmp(name)).is_ok();
+    // per name: (reads like an acquire, says Redis, names a function of
+    // the file)
+    let mut name_words: FxHashMap<&str, (bool, bool, bool)> = FxHashMap::default();
     // per one-segment receiver text: its normalised name, and whether it
     // may name an owner
     let mut recv_words: FxHashMap<&str, (std::sync::Arc<str>, bool)> = FxHashMap::default();
@@ -198,7 +220,7 @@ pub fn record(
     let recorded = |ci: usize, c: &Call| {
         let name = toks.at(c.name_tok());
         !client_calls.contains(&ci)
-            && !st.decl_names.contains(&c.name_tok())
+            && !st.decls.is_name(c.name_tok())
             && name.kind() == Kind::Ident
             && !is_keyword(name.text())
     };
@@ -253,13 +275,15 @@ pub fn record(
                 }
             }
         };
-        let (acquire_fn, redis_name) = *name_words.entry(name.text()).or_insert_with(|| {
-            (
-                crate::words::is_acquire_fn(name.text()),
-                crate::project::link::says_redis(name.text()),
-            )
-        });
-        let may_resolve = redis_name || own_fns.contains(name.text()) || owner_recv;
+        let (acquire_fn, redis_name, own_name) =
+            *name_words.entry(name.text()).or_insert_with(|| {
+                (
+                    crate::words::is_acquire_fn(name.text()),
+                    crate::project::link::says_redis(name.text()),
+                    own_fn(name.text()),
+                )
+            });
+        let may_resolve = redis_name || own_name || owner_recv;
         // a slice of exactly the call's arguments (or none): collected at
         // their exact count, not from a filter's growing room
         let resolved_args = if may_resolve && record_sites {
@@ -469,8 +493,11 @@ fn returned_keys<'a>(an: &Analyzer<'a>, functions: &mut [FnSig], needed: &FxHash
             } else {
                 an.vals.key(s, e, scope)
             };
-            if !key.is_unknown() && !functions[fi].returns.contains(&key) {
-                functions[fi].returns.push(key);
+            let returns = &mut functions[fi].returns;
+            if !key.is_unknown() && !returns.contains(&key) {
+                // (most functions return one key: no room for four)
+                returns.reserve_exact(1);
+                returns.push(key);
             }
         }
     }

@@ -711,7 +711,7 @@ fn generic_methods_get_their_own_scope_and_parameters() {
     let toks = lex(ts, Language::TypeScript);
     let st = calls::structure(toks, ts, Language::TypeScript);
     let name = toks.iter().position(|t| t.text() == "getJSON").unwrap();
-    assert!(st.decl_names.contains(&name));
+    assert!(st.decls.is_name(name));
 }
 
 /// A test of the object's own field is its state, not a failed result: no
@@ -874,5 +874,44 @@ fn scope_column_widens_past_two_bytes() {
     assert_eq!(
         st.tok_scope[toks.iter().position(|t| t.is("g")).unwrap()],
         1
+    );
+}
+
+#[test]
+fn a_reduced_read_keeps_the_signatures_of_functions_with_ops_only() {
+    // nothing is linked into a function of a file read without its call
+    // sites: only a function with an op of its own gets a summary
+    let src = "function take(c,k){return c.set(k,'1','NX','PX',3e4)}function idle(a,b){return a+b}function free(c,k){c.del(k)}";
+    let path = std::path::Path::new("b.min.js");
+    let read = |sites| extract_packed(path, src, Language::JavaScript, sites).0;
+    let full = read(crate::frontend::CallSites::Record);
+    let reduced = read(crate::frontend::CallSites::Skip);
+    let sigs = |f: &crate::facts::FileFacts| {
+        f.link
+            .functions
+            .iter()
+            .map(|s| {
+                let params: Vec<String> = s.params.iter().map(|p| p.to_string()).collect();
+                (f.scopes[s.scope as usize].name.clone(), params)
+            })
+            .collect::<Vec<_>>()
+    };
+    let pair = |n: &str, p: &[&str]| (n.to_string(), p.iter().map(|s| s.to_string()).collect());
+    assert_eq!(
+        sigs(&full),
+        vec![
+            pair("take", &["c", "k"]),
+            pair("idle", &["a", "b"]),
+            pair("free", &["c", "k"])
+        ]
+    );
+    assert_eq!(
+        sigs(&reduced),
+        vec![pair("take", &["c", "k"]), pair("free", &["c", "k"])]
+    );
+    assert_eq!(format!("{:?}", full.ops), format!("{:?}", reduced.ops));
+    assert_eq!(
+        format!("{:?}", full.link.op_values),
+        format!("{:?}", reduced.link.op_values)
     );
 }

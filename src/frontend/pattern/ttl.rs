@@ -161,7 +161,7 @@ pub fn task_limits(an: &Analyzer) -> TaskLimits {
             d += 1;
         }
         if d + 1 < toks.len() && toks.at(d).is("def") {
-            if let Some(&scope) = an.st.decl_scope.get(&(d + 1)) {
+            if let Some(scope) = an.st.decls.scope_of(d + 1) {
                 match limit {
                     Ok(l) => out.push((scope, l)),
                     Err(n) => named.push((scope, n)),

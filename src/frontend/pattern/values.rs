@@ -6,7 +6,7 @@ use super::calls::Structure;
 use super::lexer::{self, Kind, StrLit, StrPart, Tok, Toks};
 use crate::facts::{KeyExpr, KeyPart, Language, ValueExpr};
 use crate::words::{self, holds};
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashMap as HashMap;
 use std::borrow::Cow;
 
 /// A binding `name = expr`: the token range of `expr` in the token stream
@@ -42,11 +42,12 @@ pub struct Values<'a> {
     result_values: HashMap<(u32, Cow<'a, str>), Vec<Binding>>,
     /// Same-file helpers whose body returns one expression:
     /// name → (parameter names, expression token range, its scope).
-    pub helpers: HashMap<String, Helper>,
+    /// (Sorted by name, a name at most once.)
+    helpers: Vec<(&'a str, Helper)>,
     /// (scope, normalised name) of names a function declares without a
     /// single resolvable binding: parameters, `for` targets, multi-assignment
     /// targets. They shadow file-level bindings of the same name.
-    pub locals: HashSet<(u32, Cow<'a, str>)>,
+    locals: ScopedNames<'a>,
     /// Names being resolved right now: `key = "lock:" + key` refers to the
     /// previous value (a parameter) inside its own right-hand side.
     resolving: std::cell::RefCell<Vec<String>>,
@@ -123,10 +124,97 @@ fn scoped(scope: u32, name: &str) -> (u32, &str) {
 
 #[derive(Clone, Debug)]
 pub struct Helper {
-    pub params: Vec<String>,
-    pub start: usize,
-    pub end: usize,
+    pub params: Box<[Box<str>]>,
+    pub start: u32,
+    pub end: u32,
     pub scope: u32,
+}
+
+/// A set of (scope, name) pairs, per scope its names sorted: eight bytes a
+/// name and four a scope (a hash set of `(u32, Cow<str>)` took 33 bytes a
+/// slot, and a minified bundle declares a parameter every thirty bytes).
+/// A name is a range of the source, or of `extra` for one normalising
+/// wrote anew (`this.x` of `@x`): offsets from `src.len()` on.
+struct ScopedNames<'a> {
+    src: &'a str,
+    extra: String,
+    /// Scope `s`'s names are `names[starts[s]..starts[s + 1]]`.
+    starts: Vec<u32>,
+    names: Vec<(u32, u32)>,
+}
+
+impl<'a> ScopedNames<'a> {
+    fn empty(src: &'a str) -> Self {
+        ScopedNames {
+            src,
+            extra: String::new(),
+            starts: Vec::new(),
+            names: Vec::new(),
+        }
+    }
+
+    /// The (offset, length) of `name` in the source, or of a copy in `extra`.
+    fn place(src: &str, extra: &mut String, name: &str) -> (u32, u32) {
+        let (base, at) = (src.as_ptr() as usize, name.as_ptr() as usize);
+        let off = if at >= base && at + name.len() <= base + src.len() {
+            at - base
+        } else {
+            extra.push_str(name);
+            src.len() + extra.len() - name.len()
+        };
+        (off as u32, name.len() as u32)
+    }
+
+    fn text(&self, (off, len): (u32, u32)) -> &str {
+        let (off, len) = (off as usize, len as usize);
+        match off.checked_sub(self.src.len()) {
+            None => &self.src[off..off + len],
+            Some(e) => &self.extra[e..e + len],
+        }
+    }
+
+    /// The set of `found`'s pairs (any order, repeats allowed).
+    fn of(src: &'a str, found: Vec<(u32, Cow<'_, str>)>) -> Self {
+        let mut set = ScopedNames::empty(src);
+        let Some(top) = found.iter().map(|(s, _)| *s).max() else {
+            return set;
+        };
+        let mut placed: Vec<(u32, (u32, u32))> = found
+            .iter()
+            .map(|(s, n)| (*s, Self::place(src, &mut set.extra, n)))
+            .collect();
+        drop(found);
+        set.extra.shrink_to_fit();
+        placed
+            .sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| set.text(a.1).cmp(set.text(b.1))));
+        placed.dedup_by(|a, b| a.0 == b.0 && set.text(a.1) == set.text(b.1));
+        let mut starts = Vec::with_capacity(top as usize + 2);
+        let mut k = 0;
+        for scope in 0..=top {
+            starts.push(k as u32);
+            while k < placed.len() && placed[k].0 == scope {
+                k += 1;
+            }
+        }
+        starts.push(placed.len() as u32);
+        set.starts = starts;
+        // (a buffer of their own: collected in place, they kept the
+        // twelve bytes of each entry)
+        let mut names = Vec::with_capacity(placed.len());
+        names.extend(placed.iter().map(|&(_, n)| n));
+        set.names = names;
+        set
+    }
+
+    fn contains(&self, scope: u32, name: &str) -> bool {
+        let s = scope as usize;
+        let (Some(&lo), Some(&hi)) = (self.starts.get(s), self.starts.get(s + 1)) else {
+            return false;
+        };
+        self.names[lo as usize..hi as usize]
+            .binary_search_by(|&n| self.text(n).cmp(name))
+            .is_ok()
+    }
 }
 
 /// Value words, plus per-language spellings the shared table does not know.
@@ -309,8 +397,8 @@ impl<'a> Values<'a> {
             lang,
             bindings: HashMap::default(),
             result_values: HashMap::default(),
-            helpers: HashMap::default(),
-            locals: HashSet::default(),
+            helpers: Vec::new(),
+            locals: ScopedNames::empty(src),
             resolving: std::cell::RefCell::new(Vec::new()),
         };
         v.collect_bindings();
@@ -427,7 +515,7 @@ impl<'a> Values<'a> {
     fn collect_locals(&mut self) {
         let toks = self.toks;
         let mut found: Vec<(u32, Cow<'a, str>)> = Vec::new();
-        for (&n, &scope) in &self.st.decl_scope {
+        for (n, scope) in self.st.decls.scopes() {
             let Some(open) = self.param_open(n) else {
                 continue;
             };
@@ -504,7 +592,7 @@ impl<'a> Values<'a> {
                 found.push((scope, norm_name_cow(toks.at(i + 1).text())));
             }
         }
-        self.locals.extend(found);
+        self.locals = ScopedNames::of(self.src, found);
     }
 
     fn collect_bindings(&mut self) {
@@ -617,13 +705,11 @@ impl<'a> Values<'a> {
     /// Functions whose body is one `return EXPR` (or a Ruby/Kotlin expression body).
     fn collect_helpers(&mut self) {
         let toks = self.toks;
-        let mut seen: HashMap<String, usize> = HashMap::default();
+        let mut seen: HashMap<&'a str, usize> = HashMap::default();
         let mut found = Vec::new();
-        let mut decls: Vec<usize> = self.st.decl_names.iter().copied().collect();
-        decls.sort_unstable();
-        for n in decls {
+        for n in self.st.decls.names() {
             let Some(nt) = toks.get(n) else { continue };
-            *seen.entry(nt.text().to_string()).or_insert(0) += 1;
+            *seen.entry(nt.text()).or_insert(0) += 1;
             let open = n + 1;
             if !toks.get(open).is_some_and(|t| t.is("(")) {
                 continue;
@@ -677,21 +763,30 @@ impl<'a> Values<'a> {
             if ok {
                 let scope = self.st.tok_scope.get(b).copied().unwrap_or(0);
                 found.push((
-                    toks.at(n).text().to_string(),
+                    toks.at(n).text(),
                     Helper {
-                        params: params.into_iter().map(Cow::into_owned).collect(),
-                        start: b,
-                        end: e,
+                        params: params.iter().map(|p| Box::from(&**p)).collect(),
+                        start: b as u32,
+                        end: e as u32,
                         scope,
                     },
                 ));
             }
         }
-        for (name, h) in found {
-            if seen.get(&name) == Some(&1) {
-                self.helpers.insert(name, h);
-            }
-        }
+        // (a name declared more than once is no helper)
+        found.retain(|(name, _)| seen.get(*name) == Some(&1));
+        found.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        found.shrink_to_fit();
+        self.helpers = found;
+    }
+
+    /// The helper of that name.
+    fn helper(&self, name: &str) -> Option<&Helper> {
+        let i = self
+            .helpers
+            .binary_search_by(|(n, _)| (*n).cmp(name))
+            .ok()?;
+        Some(&self.helpers[i].1)
     }
 
     /// The key a helper call stands for: its returned expression with the
@@ -703,15 +798,15 @@ impl<'a> Values<'a> {
         scope: u32,
         depth: u32,
     ) -> Option<KeyExpr> {
-        let h = self.helpers.get(name)?;
-        let body = self.key_d(h.start, h.end, h.scope, depth + 1);
+        let h = self.helper(name)?;
+        let body = self.key_d(h.start as usize, h.end as usize, h.scope, depth + 1);
         if body.is_unknown() {
             return None;
         }
         let mut out = KeyExpr::default();
         for p in body.parts {
             match &p {
-                KeyPart::Var(v) => match h.params.iter().position(|x| x == v) {
+                KeyPart::Var(v) => match h.params.iter().position(|x| **x == **v) {
                     Some(i) => match args.get(i) {
                         Some(&(a, b)) => out.append(self.key_d(a, b, scope, depth + 1)),
                         None => out.push(KeyPart::Unknown),
@@ -721,8 +816,11 @@ impl<'a> Values<'a> {
                 _ => out.push(p.clone()),
             }
         }
-        out.idents
-            .extend(body.idents.into_iter().filter(|i| !h.params.contains(i)));
+        out.idents.extend(
+            body.idents
+                .into_iter()
+                .filter(|i| !h.params.iter().any(|p| **p == **i)),
+        );
         out.idents.push(name.to_string());
         Some(out)
     }
@@ -751,8 +849,7 @@ impl<'a> Values<'a> {
 
     /// `name` (normalised) is one of `scope`'s [`Values::locals`].
     fn is_local(&self, scope: u32, name: &str) -> bool {
-        self.locals
-            .contains(&scoped(scope, name) as &dyn ScopedName)
+        self.locals.contains(scope, name)
     }
 
     fn is_null(&self, b: &Binding) -> bool {

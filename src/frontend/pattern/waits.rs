@@ -589,7 +589,7 @@ pub fn find(
         }
         awaited.sort_unstable();
         awaited.dedup();
-        for (&tok, &scope) in &an.st.decl_scope {
+        for (tok, scope) in an.st.decls.scopes() {
             if let Some(t) = toks.get(tok) {
                 by_name.entry(t.text()).or_default().push(scope);
             }
@@ -828,7 +828,7 @@ fn quiet_call(
     // (a Go or JS callback parameter: `fn()` runs unknown code)
     if NOT_CALLS.contains(&c.name(an.toks))
         || (lang == Language::Php && c.name(an.toks) == "fn")
-        || an.st.decl_names.contains(&c.name_tok())
+        || an.st.decls.is_name(c.name_tok())
     {
         return true;
     }
