@@ -31,11 +31,7 @@ pub fn summarised_names<'a>(
         // functions whose ops take their key or value from a parameter
         // (a function whose ops all act on fixed keys is reached only from
         // its own file: no other file's call of it is worth a read)
-        let summarised: HashSet<u32> = super::summary::summarise(0, "", f, &[])
-            .iter()
-            .filter(|s| !s.own_object_only)
-            .map(|s| s.scope)
-            .collect();
+        let summarised: HashSet<u32> = super::summary::summarised_scopes(f);
         let busy: HashSet<u32> = summarised
             .iter()
             .copied()

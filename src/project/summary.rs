@@ -93,16 +93,44 @@ pub struct Summary {
     pub own_object_only: bool,
 }
 
-/// Summaries of the functions of one file. `insts` are the ops linked into
-/// this file by the previous round (with the variable their value came from).
-pub fn summarise(file: usize, stem: &str, facts: &FileFacts, insts: &[Inst]) -> Vec<Summary> {
-    summarise_called(file, stem, facts, insts, None)
+/// The scopes of the functions of a file that have a summary (with no op
+/// linked in, and every one kept) whose ops are not all
+/// [`SumOp::own_object`] — without holding the summaries (a file of 10,000
+/// lock functions held 7 MB of them to learn their scopes).
+pub fn summarised_scopes(facts: &FileFacts) -> FxHashSet<ScopeId> {
+    let mut out = Scopes(FxHashSet::default());
+    summarise_each(0, "", facts, &[], None, &mut out);
+    out.0
 }
 
-/// [`summarise`], keeping with `called` only the summaries a call may
-/// reach (their name is in it) or that the facade marking reads (a facade,
-/// or one that is a facade if its callee is): a file of many functions
-/// nobody calls by name holds none of theirs.
+/// Where [`summarise_each`] puts each summary it builds.
+trait Sink {
+    fn put(&mut self, s: Summary);
+}
+
+impl Sink for Vec<Summary> {
+    fn put(&mut self, s: Summary) {
+        self.push(s);
+    }
+}
+
+/// Keeps the scopes of summaries not all of whose ops are own-object ones.
+struct Scopes(FxHashSet<ScopeId>);
+
+impl Sink for Scopes {
+    fn put(&mut self, s: Summary) {
+        if !s.own_object_only {
+            self.0.insert(s.scope);
+        }
+    }
+}
+
+/// Summaries of the functions of one file. `insts` are the ops linked into
+/// this file by the previous round (with the variable their value came
+/// from). With `called`, only the summaries a call may reach (their name is
+/// in it) or that the facade marking reads (a facade, or one that is a
+/// facade if its callee is): a file of many functions nobody calls by name
+/// holds none of theirs.
 pub fn summarise_called(
     file: usize,
     stem: &str,
@@ -110,6 +138,22 @@ pub fn summarise_called(
     insts: &[Inst],
     called: Option<&FxHashSet<&str>>,
 ) -> Vec<Summary> {
+    let mut out = Vec::new();
+    summarise_each(file, stem, facts, insts, called, &mut out);
+    // grown as they came (a summary is large), trimmed now
+    out.shrink_to_fit();
+    out
+}
+
+/// Builds the summaries of [`summarise_called`] one at a time into `out`.
+fn summarise_each(
+    file: usize,
+    stem: &str,
+    facts: &FileFacts,
+    insts: &[Inst],
+    called: Option<&FxHashSet<&str>>,
+    out: &mut impl Sink,
+) {
     let mut own: HashMap<ScopeId, Vec<&Op>> = HashMap::default();
     for op in &facts.ops {
         own.entry(op.scope).or_default().push(op);
@@ -194,18 +238,6 @@ pub fn summarise_called(
                 && crate::rules::redis_work_between(&op_starts, op, s, end)
         })
     };
-    // room for every function with an op (a summary is large: growing by
-    // doubling kept up to twice the room, and a copy while it grew); when
-    // only some are kept, grown and trimmed at the end
-    let mut out = Vec::with_capacity(match called {
-        Some(_) => 0,
-        None => facts
-            .link
-            .functions
-            .iter()
-            .filter(|sig| own.contains_key(&sig.scope) || linked.contains_key(&sig.scope))
-            .count(),
-    });
     for sig in &facts.link.functions {
         let Some(scope) = facts.scopes.get(sig.scope as usize) else {
             continue;
@@ -389,7 +421,7 @@ pub fn summarise_called(
             continue;
         }
         let own_object_only = ops.iter().all(|o| o.own_object);
-        out.push(Summary {
+        out.put(Summary {
             file,
             scope: sig.scope,
             name: scope.name.clone(),
@@ -408,10 +440,6 @@ pub fn summarise_called(
             own_object_only,
         });
     }
-    if called.is_some() {
-        out.shrink_to_fit();
-    }
-    out
 }
 
 /// `name` begins with the name of the function `via` (`Owner.name`) and

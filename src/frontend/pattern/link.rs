@@ -389,7 +389,7 @@ pub fn record(
     drop(name_words);
     // the keys functions return, for the functions whose summary can be
     // asked for them: those with an acquire of their own or a call the link
-    // may resolve (`project::summary::summarise` reads `returns` only
+    // may resolve (`project::summary::summarise_called` reads `returns` only
     // against such an acquire's key)
     let mut needed: FxHashSet<u32> = resolvable.iter().map(|c| c.scope).collect();
     needed.extend(
