@@ -14,12 +14,20 @@ A per-file sweep finds what the named-file benchmarks miss: in session
 40 two SVG-sprite files went from 5.4 to 7.5 B/B after a change that made
 every other figure better.
 
+With --shapes it measures instead the single-file shapes of the scaling
+benchmark (`bench/scaling.py`), each at its N and 2N, beside the run's
+fixed cost (the peak on a one-line file: tables, the prefilter's automata,
+a worker's read buffer). A small file's total is mostly that fixed cost,
+so each row gives the ratio above it too, as scaling.py's RSS column does.
+
 Needs heaptrack and heaptrack_print (`apt-get install heaptrack`).
 
     python3 bench/memory.py ROOT [--bin target/release/locklint]
                             [--min-bytes 256000] [--jobs 2] [--top 15]
                             [--out FILE.tsv] [--compare EARLIER.tsv]
                             [--tolerance 0.03]
+    python3 bench/memory.py --shapes [--bin target/release/locklint]
+                            [--only shape,...] [--scale 1.0]
 """
 
 import argparse
@@ -92,9 +100,49 @@ def read_tsv(path):
     return rows
 
 
+def shapes(binary, only, scale):
+    """Peak heap of each single-file scaling shape at N and 2N."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import scaling
+    with tempfile.TemporaryDirectory() as scratch:
+        tiny = os.path.join(scratch, "tiny.js")
+        with open(tiny, "w") as f:
+            f.write("async function f(c, t) { await c.set('lock:a', t, 'NX', 'PX', 30000) }\n")
+        fixed = peak_of(binary, tiny, scratch) or 0.0
+        print(f"fixed cost (a one-line file): {fixed / 1e6:.2f} MB")
+        print("| shape | size | peak heap | bytes per source byte | above the fixed cost |")
+        print("|---|---|---|---|---|")
+        worst = 0.0
+        for name, (gen, n) in scaling.SHAPES.items():
+            if only and not any(o in name for o in only):
+                continue
+            for k in (1, 2):
+                files = gen(max(1, int(n * scale)) * k)
+                if len(files) != 1:
+                    break
+                folder = os.path.join(scratch, "shape")
+                shutil.rmtree(folder, ignore_errors=True)
+                os.makedirs(folder)
+                scaling.write(folder, files)
+                path = os.path.join(folder, next(iter(files)))
+                size = os.path.getsize(path)
+                peak = peak_of(binary, path, scratch)
+                if peak is None:
+                    print(f"memory.py: no heaptrack peak for {name}", file=sys.stderr)
+                    continue
+                above = (peak - fixed) / size
+                worst = max(worst, above)
+                print(f"| {name}{' (2N)' if k == 2 else ''} | {size / 1e3:.0f} kB | "
+                      f"{peak / 1e6:.2f} MB | {peak / size:.2f} | {above:.2f} |")
+        print(f"largest above the fixed cost: {worst:.2f} B/B (target {TARGET:g})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("root")
+    ap.add_argument("root", nargs="?")
+    ap.add_argument("--shapes", action="store_true")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--bin", default="target/release/locklint")
     ap.add_argument("--min-bytes", type=int, default=256_000)
     ap.add_argument("--jobs", type=int, default=2)
@@ -107,6 +155,11 @@ def main():
         if shutil.which(tool) is None:
             sys.exit(f"memory.py: {tool} is not installed (apt-get install heaptrack)")
     binary = os.path.abspath(args.bin)
+    if args.shapes:
+        shapes(binary, [o.strip() for o in args.only.split(",") if o.strip()], args.scale)
+        return
+    if args.root is None:
+        sys.exit("memory.py: name a ROOT folder, or --shapes")
     root = os.path.abspath(args.root)
     files = files_of(root, args.min_bytes)
     if not files:
