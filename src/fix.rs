@@ -217,7 +217,7 @@ pub fn fix_source(
         }
         // All at once first; when that fails, one at a time, so one bad fix
         // does not hold back the others.
-        let all: Vec<&Fix> = candidates.iter().filter_map(|f| f.fix.as_ref()).collect();
+        let all: Vec<&Fix> = candidates.iter().filter_map(|f| f.fix.as_deref()).collect();
         let (text, _) = apply(&out.fixed, &all);
         if acceptable(display, &out.fixed, &text, language, settings, &findings) {
             for f in &candidates {
@@ -227,7 +227,7 @@ pub fn fix_source(
             continue;
         }
         let first = candidates[0];
-        let fix = first.fix.as_ref().map(|f| vec![f]).unwrap_or_default();
+        let fix = first.fix.as_deref().map(|f| vec![f]).unwrap_or_default();
         let (text, n) = apply(&out.fixed, &fix);
         if n == 1 && acceptable(display, &out.fixed, &text, language, settings, &findings) {
             *out.applied.entry(first.code).or_insert(0) += 1;

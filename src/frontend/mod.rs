@@ -20,6 +20,11 @@ pub fn extract(path: &Path, src: &str, language: Language) -> FileFacts {
         _ => pattern::extract(path, src, language),
     };
     script_built_keys(&mut facts);
+    // The ops and their call sites are kept to the end of the run; those
+    // front-ends that push them one by one left up to half their room spare
+    // (20,000 redis-cli commands: 6.3 MB for 3.8 MB of them).
+    facts.ops.shrink_to_fit();
+    facts.call_sites.shrink_to_fit();
     facts
 }
 

@@ -111,7 +111,7 @@ impl Emitter for Json {
                     note: f.note,
                     language: f.language,
                     fingerprint: &f.fingerprint,
-                    fix: f.fix.as_ref().map(json_fix),
+                    fix: f.fix.as_deref().map(json_fix),
                 })
                 .collect(),
             errors: &report.errors,

@@ -1,4 +1,4 @@
-use super::{Context, Diagnostic, Rule, RuleMeta, Want};
+use super::{Context, Diagnostic, Diags, Rule, RuleMeta, Want};
 use crate::advice;
 use crate::facts::{OpKind, ValueExpr};
 use crate::finding::Severity;
@@ -20,7 +20,7 @@ impl Rule for ConstantLockValue {
         &META
     }
 
-    fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
+    fn check(&self, cx: &Context, out: &mut Diags) {
         for op in cx.ops() {
             let (OpKind::Acquire { .. }, Some(ValueExpr::Constant(v))) = (&op.kind, &op.value)
             else {

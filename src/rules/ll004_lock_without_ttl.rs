@@ -1,6 +1,6 @@
 use super::ll003_setnx_then_expire::following_expire;
 use super::ll010_legacy_takeover_lock::legacy_takeover;
-use super::{Context, Diagnostic, Rule, RuleMeta};
+use super::{Context, Diagnostic, Diags, Rule, RuleMeta};
 use crate::advice;
 use crate::facts::OpKind;
 use crate::finding::Severity;
@@ -21,7 +21,7 @@ impl Rule for LockWithoutTtl {
         &META
     }
 
-    fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
+    fn check(&self, cx: &Context, out: &mut Diags) {
         for op in cx.ops() {
             if op.kind != (OpKind::Acquire { expiry: false }) || following_expire(cx, op).is_some()
             {

@@ -1,5 +1,5 @@
 use super::ll002_unconditional_release::get_before;
-use super::{Context, Diagnostic, Rule, RuleMeta};
+use super::{Context, Diagnostic, Diags, Rule, RuleMeta};
 use crate::advice;
 use crate::facts::OpKind;
 use crate::finding::Severity;
@@ -20,7 +20,7 @@ impl Rule for CheckThenDelete {
         &META
     }
 
-    fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
+    fn check(&self, cx: &Context, out: &mut Diags) {
         for op in cx.ops() {
             if op.kind != (OpKind::Release { checked: false }) || op.watched || op.atomic {
                 continue;

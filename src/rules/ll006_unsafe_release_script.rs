@@ -1,4 +1,4 @@
-use super::{Context, Diagnostic, Rule, RuleMeta};
+use super::{Context, Diagnostic, Diags, Rule, RuleMeta};
 use crate::advice;
 use crate::facts::{LuaArg, LuaCall, Op, OpKind, ScriptFact, Span};
 use crate::finding::Severity;
@@ -97,7 +97,7 @@ impl Rule for UnsafeReleaseScript {
         &META
     }
 
-    fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
+    fn check(&self, cx: &Context, out: &mut Diags) {
         if cx.facts.scripts.is_empty() {
             return;
         }

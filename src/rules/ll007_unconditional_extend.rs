@@ -1,5 +1,5 @@
 use super::ll011_non_atomic_acquire::check_then_set;
-use super::{Context, Diagnostic, Rule, RuleMeta};
+use super::{Context, Diagnostic, Diags, Rule, RuleMeta};
 use crate::advice;
 use crate::facts::{Op, OpKind};
 use crate::finding::Severity;
@@ -42,7 +42,7 @@ impl Rule for UnconditionalExtend {
         &META
     }
 
-    fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
+    fn check(&self, cx: &Context, out: &mut Diags) {
         for op in cx.ops() {
             let overwrite = match op.kind {
                 OpKind::Expire => false,

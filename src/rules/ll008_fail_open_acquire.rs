@@ -1,4 +1,4 @@
-use super::{Context, Diagnostic, Rule, RuleMeta};
+use super::{Context, Diagnostic, Diags, Rule, RuleMeta};
 use crate::advice;
 use crate::facts::{Op, OpKind};
 use crate::finding::Severity;
@@ -20,7 +20,7 @@ impl Rule for FailOpenAcquire {
         &META
     }
 
-    fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
+    fn check(&self, cx: &Context, out: &mut Diags) {
         for f in &cx.facts.fail_opens {
             // A probe op standing for the acquire, to ask the usual key questions.
             let probe = Op {

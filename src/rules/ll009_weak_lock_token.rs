@@ -1,5 +1,5 @@
 use super::ll010_legacy_takeover_lock::legacy_takeover;
-use super::{Context, Diagnostic, Rule, RuleMeta};
+use super::{Context, Diagnostic, Diags, Rule, RuleMeta};
 use crate::advice;
 use crate::facts::{OpKind, ValueExpr};
 use crate::finding::Severity;
@@ -22,7 +22,7 @@ impl Rule for WeakLockToken {
         &META
     }
 
-    fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
+    fn check(&self, cx: &Context, out: &mut Diags) {
         for op in cx.ops() {
             let (OpKind::Acquire { .. }, Some(ValueExpr::Weak(what))) = (&op.kind, &op.value)
             else {

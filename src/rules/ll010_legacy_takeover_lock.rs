@@ -1,4 +1,4 @@
-use super::{Context, Diagnostic, Rule, RuleMeta};
+use super::{Context, Diagnostic, Diags, Rule, RuleMeta};
 use crate::advice;
 use crate::facts::{Op, OpKind};
 use crate::finding::Severity;
@@ -68,7 +68,7 @@ impl Rule for LegacyTakeoverLock {
         &META
     }
 
-    fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
+    fn check(&self, cx: &Context, out: &mut Diags) {
         for op in cx.ops() {
             let Some(getset) = legacy_takeover(cx, op) else {
                 continue;

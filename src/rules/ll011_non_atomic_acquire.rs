@@ -1,5 +1,5 @@
 use super::ll010_legacy_takeover_lock::legacy_takeover;
-use super::{Context, Diagnostic, Rule, RuleMeta, Want};
+use super::{Context, Diagnostic, Diags, Rule, RuleMeta, Want};
 use crate::advice;
 use crate::facts::{Op, OpKind};
 use crate::finding::Severity;
@@ -122,7 +122,7 @@ impl Rule for NonAtomicAcquire {
         &META
     }
 
-    fn check(&self, cx: &Context, out: &mut Vec<Diagnostic>) {
+    fn check(&self, cx: &Context, out: &mut Diags) {
         for op in cx.ops() {
             let (check, takeover) = match check_then_set(cx, op) {
                 Some(check) => (check, false),
