@@ -12,7 +12,7 @@ use crate::facts::{
 };
 use crate::project::calls::SitePacker;
 use rustc_hash::{FxHashMap, FxHashSet};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// Most call sites recorded per file (a generated file is cut here).
 const MAX_CALL_SITES: usize = 50_000;
@@ -31,7 +31,7 @@ const MAX_ARG_TOKENS: usize = 64;
 pub fn record(
     an: &Analyzer,
     all: &[Call],
-    client_calls: &HashSet<usize>,
+    client_calls: &super::ClientCalls,
     facts: &mut FileFacts,
     record_sites: crate::frontend::CallSites,
 ) -> (Vec<super::waits::CallAt>, SitePacker) {
