@@ -536,9 +536,8 @@ impl<'a> BindingRanges<'a> {
         let ranges = self.ranges.get_or_insert_with(|| {
             let mut r: Vec<(u32, u32)> = an
                 .vals
-                .bindings
-                .values()
-                .flatten()
+                .bindings()
+                .map(|(_, _, b)| b)
                 .filter(|b| b.eq() >= 1 && b.end - b.start <= MAX_ARG_TOKENS)
                 .map(|b| (b.start as u32, b.end as u32))
                 .collect();

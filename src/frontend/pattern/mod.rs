@@ -153,9 +153,8 @@ pub fn extract_packed(
     sites: super::CallSites,
 ) -> (FileFacts, Option<crate::project::calls::PackedCalls>) {
     let mut facts = FileFacts::new(language);
-    let mut lits = Vec::new();
-    let lexed = lexer::lex(src, language, &mut lits);
-    let (toks, lits) = (lexed.toks(), lexed.lits());
+    let lexed = lexer::lex(src, language);
+    let toks = lexed.toks();
     let st = calls::structure(toks, src, language);
     // the lower-cased copy of the file is dropped as soon as these are known
     let (has_redis, default_client) = {
@@ -172,7 +171,7 @@ pub fn extract_packed(
         .any(|w| has(&lower, w));
         (has_redis, default_client(language, &lower))
     };
-    let vals = Values::new(src, toks, lits, &st, language);
+    let vals = Values::new(src, toks, &st, language);
     let mut an = Analyzer {
         src,
         lang: language,
@@ -284,6 +283,9 @@ pub fn extract_packed(
         op.name_span = Span::new(name.start(), name.end());
     }
     drop(at);
+    // (kept to the end of the run, and grown by doubling: a bundle with a
+    // lock every few hundred bytes left a third of their room spare)
+    facts.ttls.shrink_to_fit();
     facts.fail_opens = failopen::find(&an, &all_calls, &facts.ops);
     facts.absence_guards = guards::find(&an, &all_calls, &facts.ops);
     facts.exclusive_of_acquire = guards::exclusive_of_acquire(&an, &facts.ops);
@@ -703,15 +705,13 @@ impl<'a> Analyzer<'a> {
     /// binding: a file of thousands of registered scripts was quadratic.
     fn script_names(&self, firsts: &[usize]) -> Vec<Option<String>> {
         let mut best: Vec<Option<(usize, &str)>> = vec![None; firsts.len()];
-        for ((_, name), bs) in &self.vals.bindings {
-            for b in bs {
-                let lo = firsts.partition_point(|&t| t < b.start);
-                let hi = firsts.partition_point(|&t| t < b.end).max(lo);
-                let w = b.end - b.start;
-                for slot in &mut best[lo..hi] {
-                    if slot.is_none_or(|(bw, _)| w < bw) {
-                        *slot = Some((w, name));
-                    }
+        for (_, name, b) in self.vals.bindings() {
+            let lo = firsts.partition_point(|&t| t < b.start);
+            let hi = firsts.partition_point(|&t| t < b.end).max(lo);
+            let w = b.end - b.start;
+            for slot in &mut best[lo..hi] {
+                if slot.is_none_or(|(bw, _)| w < bw) {
+                    *slot = Some((w, name));
                 }
             }
         }
@@ -841,83 +841,80 @@ impl<'a> Analyzer<'a> {
     fn classify_bindings(&mut self) {
         let mut objs = Vec::new();
         let mut alias = Vec::new();
-        for ((scope, name), bs) in &self.vals.bindings {
-            for b in bs {
-                let text = self.vals.text(b.start, b.end);
-                let lower = text.to_ascii_lowercase();
-                let is_script_obj = [
-                    "register_script",
-                    "newscript",
-                    "newluascript",
-                    "defaultredisscript",
-                    "redisscript.of",
-                    "luascript.prepare",
-                    "script.new",
-                    "registerscript",
-                ]
-                .iter()
-                .any(|w| lower.contains(w));
-                // the script text it holds: a literal group inside, or a name of one
-                let mut sid = None;
-                for k in b.start..b.end {
-                    if let Some(&id) = self.script_at.get(&k) {
-                        sid = Some(id);
-                        break;
-                    }
+        for (scope, name, b) in self.vals.bindings() {
+            let text = self.vals.text(b.start, b.end);
+            let lower = text.to_ascii_lowercase();
+            let is_script_obj = [
+                "register_script",
+                "newscript",
+                "newluascript",
+                "defaultredisscript",
+                "redisscript.of",
+                "luascript.prepare",
+                "script.new",
+                "registerscript",
+            ]
+            .iter()
+            .any(|w| lower.contains(w));
+            // the script text it holds: a literal group inside, or a name of one
+            let mut sid = None;
+            for k in b.start..b.end {
+                if let Some(&id) = self.script_at.get(&k) {
+                    sid = Some(id);
+                    break;
                 }
-                if sid.is_none() {
-                    for k in b.start..b.end {
-                        let t = self.toks.at(k);
-                        if t.is_ident() {
-                            if let Some(&Some(id)) =
-                                self.script_names.get(&values::norm_name(t.text()))
-                            {
-                                sid = Some(id);
-                                break;
-                            }
+            }
+            if sid.is_none() {
+                for k in b.start..b.end {
+                    let t = self.toks.at(k);
+                    if t.is_ident() {
+                        if let Some(&Some(id)) = self.script_names.get(&values::norm_name(t.text()))
+                        {
+                            sid = Some(id);
+                            break;
                         }
                     }
                 }
-                if is_script_obj {
-                    objs.push((name.to_string(), sid));
-                } else if sid.is_some() && b.end - b.start == 1 {
-                    alias.push((name.to_string(), sid));
-                }
-                let client_ctor = [
-                    "redis",
-                    "jedis",
-                    "createclient",
-                    "getresource",
-                    "connectionmultiplexer",
-                    "getdatabase",
-                    "predis",
-                    "rueidis",
-                    "lettuce",
-                    "connect(",
-                ]
-                .iter()
-                .any(|w| lower.contains(w));
-                if client_ctor && !is_script_obj {
-                    self.redis_vars.insert(name.to_string());
-                }
-                if lower.contains("pipeline(")
-                    && !lower.contains("transaction=false")
-                    && self.lang == Language::Python
-                    || lower.contains("txpipeline(")
-                    || lower.contains(".multi(")
-                {
-                    // a field (`this.tx`) is seen from every method
-                    let at = if name.starts_with("this.") { 0 } else { *scope };
-                    self.atomic_vars.insert((at, name.to_string()));
-                    self.redis_vars.insert(name.to_string());
-                }
-                if lower.contains("createtransaction(") {
-                    self.tx_vars.insert(name.to_string());
-                    self.redis_vars.insert(name.to_string());
-                }
-                if lower.contains("pipeline(") || lower.contains("pipelined(") {
-                    self.redis_vars.insert(name.to_string());
-                }
+            }
+            if is_script_obj {
+                objs.push((name.to_string(), sid));
+            } else if sid.is_some() && b.end - b.start == 1 {
+                alias.push((name.to_string(), sid));
+            }
+            let client_ctor = [
+                "redis",
+                "jedis",
+                "createclient",
+                "getresource",
+                "connectionmultiplexer",
+                "getdatabase",
+                "predis",
+                "rueidis",
+                "lettuce",
+                "connect(",
+            ]
+            .iter()
+            .any(|w| lower.contains(w));
+            if client_ctor && !is_script_obj {
+                self.redis_vars.insert(name.to_string());
+            }
+            if lower.contains("pipeline(")
+                && !lower.contains("transaction=false")
+                && self.lang == Language::Python
+                || lower.contains("txpipeline(")
+                || lower.contains(".multi(")
+            {
+                // a field (`this.tx`) is seen from every method
+                let at = if name.starts_with("this.") { 0 } else { scope };
+                self.atomic_vars.insert((at, name.to_string()));
+                self.redis_vars.insert(name.to_string());
+            }
+            if lower.contains("createtransaction(") {
+                self.tx_vars.insert(name.to_string());
+                self.redis_vars.insert(name.to_string());
+            }
+            if lower.contains("pipeline(") || lower.contains("pipelined(") {
+                self.redis_vars.insert(name.to_string());
             }
         }
         for (n, sid) in objs {

@@ -81,8 +81,7 @@ fn dump() {
 }
 
 fn parts(src: &str, lang: Language) -> Vec<Vec<StrPart>> {
-    let mut lits = Vec::new();
-    let lexed = super::lexer::lex(src, lang, &mut lits);
+    let lexed = super::lexer::lex(src, lang);
     lexed
         .toks()
         .iter()
@@ -138,9 +137,8 @@ fn string_forms() {
 #[test]
 fn token_texts_borrow_the_source() {
     let src = "r.set('lock:a', \"a\\tb\", `k${id}`, '', \"x\\n\")";
-    let mut lits = Vec::new();
-    let lexed = super::lexer::lex(src, Language::JavaScript, &mut lits);
-    let (toks, lits) = (lexed.toks(), lexed.lits());
+    let lexed = super::lexer::lex(src, Language::JavaScript);
+    let toks = lexed.toks();
     let in_src = |s: &str| src.as_bytes().as_ptr_range().contains(&s.as_ptr());
     let strs: Vec<&str> = toks
         .iter()
@@ -153,7 +151,8 @@ fn token_texts_borrow_the_source() {
     // a literal's text is the side table's (not a copy), every other
     // token's a slice of the source
     let in_lits = |s: &str| {
-        lits.iter()
+        lexed
+            .lits()
             .any(|l| std::ptr::eq(l.text().as_ptr(), s.as_ptr()))
     };
     // a literal that is one run of the source borrows it; one with an
@@ -245,9 +244,8 @@ fn long_tokens_regexes_and_literals_read_back() {
 #[test]
 fn anchors_map_escapes() {
     let src = "x = \"a\\nredis.call('del')\"";
-    let mut lits = Vec::new();
-    let lexed = super::lexer::lex(src, Language::Java, &mut lits);
-    let lit = lexed.toks().iter().find_map(|t| t.lit().cloned()).unwrap();
+    let lexed = super::lexer::lex(src, Language::Java);
+    let lit = lexed.toks().iter().find_map(|t| t.lit()).unwrap();
     let off = lit.text().find("redis").unwrap();
     let f = crate::facts::ScriptFact {
         name: None,
