@@ -239,16 +239,16 @@ pub fn extract_packed(
         let (mut atomic, watched) = tx.at(name_tok, scope);
         let call = all_calls.get(ci as usize);
         if let Some(c) = call {
-            if c.recv
+            if c.recv()
                 .iter()
                 .any(|r| r.eq_ignore_ascii_case("multi()") || r == "TxPipeline()")
-                || c.recv.first().is_some_and(|r| an.atomic_var(scope, r))
+                || c.recv().first().is_some_and(|r| an.atomic_var(scope, r))
             {
                 atomic = true;
             }
         }
         if let (OpKind::Release { checked: false }, Some(c)) = (&op.kind, call) {
-            if c.recv
+            if c.recv()
                 .first()
                 .is_some_and(|r| an.tx_vars.contains(&values::norm_name(r)))
                 && tx.conditioned.contains(&scope)
@@ -311,16 +311,15 @@ pub fn extract_packed(
         let need = waits::sections(&facts.ops, &resolvable, &facts.deferred);
         waits::find(&an, &all_calls, &client_calls, &need)
     });
-    // the structure's scopes become the facts' at the end, moved: a copy
-    // made earlier stood beside them through the link facts (a minified
-    // bundle has a scope every forty bytes)
     drop(an);
-    facts.scopes = st.scopes;
-    // the call sites' bytes are joined once the tokens, the calls and the
-    // structure are gone
     drop(all_calls);
     drop(call_table);
     drop(lexed);
+    // the facts' scopes are made from the structure's at the end, once the
+    // tokens and the calls are gone (the structure's table is a third of
+    // their size; a minified bundle has a scope every seventy bytes); then
+    // the call sites' bytes are joined
+    facts.scopes = st.into_scopes().into_facts();
     (facts, sites.finish())
 }
 
@@ -355,9 +354,9 @@ fn call_site(toks: Toks, c: &Call, span: Span) -> OpCall {
     };
     // room for every argument up front: a filtered iterator would start at
     // four (one allocation per op site)
-    let mut args = Vec::with_capacity(c.args.len());
+    let mut args = Vec::with_capacity(c.args().len());
     args.extend(
-        c.args
+        c.args()
             .iter()
             .filter(|a| a.end() > a.start())
             .filter_map(|a| Some(Span::new(byte(a.start(), false)?, byte(a.end() - 1, true)?))),
@@ -453,7 +452,7 @@ impl<'a> Analyzer<'a> {
                 "txpipelined" => ranges.push((c.open(), c.end(), true, false)),
                 "watch"
                     if self.lang == Language::Go
-                        && c.args.iter().any(|a| self.toks.at(a.start()).is("func")) =>
+                        && c.args().iter().any(|a| self.toks.at(a.start()).is("func")) =>
                 {
                     ranges.push((c.open(), c.end(), false, true))
                 }
@@ -462,11 +461,11 @@ impl<'a> Analyzer<'a> {
                     let atomic = lname == "multi";
                     ranges.push((c.open(), e, atomic, !atomic));
                 }
-                "multi" if c.recv.len() <= 2 && !self.call_continues(c) => {
+                "multi" if c.recv().len() <= 2 && !self.call_continues(c) => {
                     cur.0 = true;
                     marks.push((scope, c.name_tok(), cur.0, cur.1));
                 }
-                "watch" | "watchasync" if !c.args.is_empty() => {
+                "watch" | "watchasync" if !c.args().is_empty() => {
                     cur.1 = true;
                     marks.push((scope, c.name_tok(), cur.0, cur.1));
                 }

@@ -265,10 +265,10 @@ fn calls_split_over_lines_and_chains() {
     let mut table = calls::CallTable::default();
     let cs = calls::calls(toks, &st, Language::Java, &mut table);
     let c = cs.iter().find(|c| c.name(toks) == "setIfAbsent").unwrap();
-    assert_eq!(c.recv, vec!["redisTemplate", "opsForValue()"]);
-    assert_eq!(c.args.len(), 4);
-    assert_eq!(st.scopes[1].name, "f");
-    assert_eq!(st.scopes[1].owner.as_deref(), Some("A"));
+    assert_eq!(c.recv(), vec!["redisTemplate", "opsForValue()"]);
+    assert_eq!(c.args().len(), 4);
+    assert_eq!(st.scopes.name(1), "f");
+    assert_eq!(st.scopes.get(1).and_then(|s| s.owner), Some("A"));
 }
 
 fn key_of(src: &str, lang: Language) -> Vec<KeyPart> {
@@ -860,7 +860,7 @@ fn scope_column_widens_past_two_bytes() {
     );
     assert_eq!(scopes[n - 1] as usize, n);
     assert_eq!(
-        st.scopes[scopes[n - 1] as usize].name,
+        st.scopes.name(scopes[n - 1] as usize),
         format!("f{}", n - 1)
     );
     assert_eq!(st.tok_scope.get(toks.len()), None);
