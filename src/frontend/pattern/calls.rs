@@ -5,7 +5,6 @@
 use super::lexer::{Kind, Tok, Toks};
 use crate::facts::{Language, Scope};
 use rustc_hash::FxHashMap as HashMap;
-use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
@@ -31,7 +30,7 @@ pub struct Arg {
 #[derive(Clone, Copy)]
 pub struct Call<'a> {
     /// The first of [`Call::recv`] in the table's receiver segments.
-    recv: NonNull<Cow<'a, str>>,
+    recv: NonNull<Seg<'a>>,
     /// The first of [`Call::args`] in the table's arguments.
     args: NonNull<Arg>,
     /// The name's token, and the `(`'s distance from it above [`IDX_BITS`].
@@ -45,7 +44,7 @@ pub struct Call<'a> {
     /// receiver segments above [`IDX_BITS`].
     nargs: u32,
     /// What `recv` and `args` point into: the table, borrowed.
-    _table: PhantomData<&'a [Cow<'a, str>]>,
+    _table: PhantomData<&'a [Seg<'a>]>,
 }
 
 // SAFETY: a `Call` reads its table only through shared borrows for as
@@ -89,7 +88,7 @@ impl<'a> Call<'a> {
     /// Receiver segments, outermost first: `redisTemplate`, `opsForValue`
     /// (borrowed from the source but for `name()` segments).
     #[inline]
-    pub fn recv(&self) -> &'a [Cow<'a, str>] {
+    pub fn recv(&self) -> &'a [Seg<'a>] {
         let n = (self.recv_start >> IDX_BITS) | (self.nargs >> IDX_BITS) << 4;
         // SAFETY: `recv` is the address of this call's first segment in
         // its table (or the table's start when it has none), and the
@@ -162,7 +161,77 @@ impl Arg {
 #[derive(Default)]
 pub struct CallTable<'a> {
     args: Vec<Arg>,
-    recv: Vec<Cow<'a, str>>,
+    recv: Vec<Seg<'a>>,
+    /// The texts of the `name()` receiver segments, which the source does
+    /// not hold as written: `recv` points into them (each boxed once and
+    /// never changed or dropped while the table lives).
+    owned: Vec<Box<str>>,
+}
+
+/// A receiver segment's text, read as a `str` (`Deref`): 16 bytes, where
+/// a `Cow<str>` took 24 (a minified bundle has a segment every sixty
+/// bytes). It is a slice of the source, or of a `name()` text its
+/// [`CallTable`] owns; segments are only handed out through the table,
+/// borrowed (`Call::recv`).
+#[derive(Clone, Copy)]
+pub struct Seg<'a> {
+    ptr: NonNull<u8>,
+    len: usize,
+    _text: PhantomData<&'a str>,
+}
+
+// SAFETY: a `Seg` is a shared borrow of a `str` (see `Seg::deref`).
+unsafe impl Send for Seg<'_> {}
+unsafe impl Sync for Seg<'_> {}
+
+impl Seg<'_> {
+    /// The segment of `text`: a slice of the source, or one of the table's
+    /// `owned` texts.
+    fn of(text: &str) -> Self {
+        Seg {
+            ptr: NonNull::from(text.as_bytes()).cast(),
+            len: text.len(),
+            _text: PhantomData,
+        }
+    }
+}
+
+impl std::ops::Deref for Seg<'_> {
+    type Target = str;
+    #[inline]
+    fn deref(&self) -> &str {
+        // SAFETY: `ptr` and `len` are those of a `str` (`Seg::of`) that
+        // outlives the table the segment is read through: the source, or
+        // a box of the table's `owned`, never changed or dropped before
+        // the table; and the table is borrowed while it is read
+        unsafe {
+            std::str::from_utf8_unchecked(std::slice::from_raw_parts(self.ptr.as_ptr(), self.len))
+        }
+    }
+}
+
+impl std::borrow::Borrow<str> for Seg<'_> {
+    fn borrow(&self) -> &str {
+        self
+    }
+}
+
+impl PartialEq<str> for Seg<'_> {
+    fn eq(&self, other: &str) -> bool {
+        **self == *other
+    }
+}
+
+impl PartialEq<&str> for Seg<'_> {
+    fn eq(&self, other: &&str) -> bool {
+        **self == **other
+    }
+}
+
+impl std::fmt::Debug for Seg<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
 }
 
 /// A call while the tables grow: the indices of its first receiver
@@ -2080,7 +2149,8 @@ fn receiver<'a>(
     toks: Toks<'a>,
     st: &Structure,
     name_tok: usize,
-    segs: &mut Vec<Cow<'a, str>>,
+    segs: &mut Vec<Seg<'a>>,
+    owned: &mut Vec<Box<str>>,
 ) -> usize {
     let first = segs.len();
     let mut k = name_tok;
@@ -2098,7 +2168,7 @@ fn receiver<'a>(
         }
         let t = toks.at(j);
         if t.is_ident() || t.kind() == Kind::Str {
-            segs.push(Cow::Borrowed(t.text()));
+            segs.push(Seg::of(t.text()));
             k = j;
             continue;
         }
@@ -2108,23 +2178,25 @@ fn receiver<'a>(
                 break;
             }
             if t.is(")") && o >= 1 && toks.at(o - 1).is_ident() {
-                segs.push(Cow::Owned(format!("{}()", toks.at(o - 1).text())));
+                let text: Box<str> = format!("{}()", toks.at(o - 1).text()).into();
+                segs.push(Seg::of(&text));
+                owned.push(text);
                 k = o - 1;
                 continue;
             }
             // a cast `((RedisNativeClient)r).Get(k)`: the variable and its type
             if let Some((ty, var)) = cast_in_parens(toks, st, o, j) {
-                segs.push(Cow::Borrowed(var));
-                segs.push(Cow::Borrowed(ty));
+                segs.push(Seg::of(var));
+                segs.push(Seg::of(ty));
                 k = o;
                 continue;
             }
-            segs.push(Cow::Borrowed("?"));
+            segs.push(Seg::of("?"));
             k = o;
             // an index or a parenthesised expression: continue before it
             if o >= 1 && toks.at(o - 1).is_ident() && !t.is(")") {
                 k = o - 1;
-                segs.push(Cow::Borrowed(toks.at(o - 1).text()));
+                segs.push(Seg::of(toks.at(o - 1).text()));
             }
             continue;
         }
@@ -2206,6 +2278,7 @@ pub fn calls<'a, 'b>(
     table.args.reserve(most_args);
     let args = &mut table.args;
     let recvs = &mut table.recv;
+    let owned = &mut table.owned;
     for i in 0..toks.len() {
         let t = toks.at(i);
         if t.kind() != Kind::Ident {
@@ -2239,7 +2312,7 @@ pub fn calls<'a, 'b>(
                 continue;
             };
             let r0 = recvs.len();
-            let recv_start = receiver(toks, st, i, recvs);
+            let recv_start = receiver(toks, st, i, recvs, owned);
             let a0 = args.len();
             split_args_into(toks, st, open, close, args);
             out.push(RawCall::new(
@@ -2298,7 +2371,7 @@ pub fn calls<'a, 'b>(
                 k += 1;
             }
             let r0 = recvs.len();
-            let recv_start = receiver(toks, st, i, recvs);
+            let recv_start = receiver(toks, st, i, recvs, owned);
             // split at top-level commas of [i+1, k)
             let a0 = args.len();
             let mut s = i + 1;
@@ -2344,7 +2417,7 @@ pub fn calls<'a, 'b>(
         .map(|c| Call {
             // SAFETY: a raw call's first indices are at most its table's
             // length (the tables only grew after they were taken)
-            recv: unsafe { NonNull::new_unchecked(recv.add(c.recv) as *mut Cow<'b, str>) },
+            recv: unsafe { NonNull::new_unchecked(recv.add(c.recv) as *mut Seg<'b>) },
             args: unsafe { NonNull::new_unchecked(args.add(c.args) as *mut Arg) },
             name: c.name,
             recv_start: c.recv_start,

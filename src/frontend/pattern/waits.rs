@@ -101,7 +101,7 @@ fn is_logger(root: &str) -> bool {
 /// Some segment of the receiver holds a word every logger name holds
 /// ([`is_logger`]), case aside: without one, no root built from those
 /// segments is a logger.
-fn may_be_logger(recv: &[std::borrow::Cow<str>]) -> bool {
+fn may_be_logger(recv: &[super::calls::Seg]) -> bool {
     recv.iter().any(|seg| {
         let b = seg.as_bytes();
         (0..b.len()).any(|i| {
