@@ -281,8 +281,7 @@ fn pattern_mode(language: Language) -> bool {
 fn balanced(src: &str, language: Language) -> bool {
     use crate::frontend::pattern::lexer::{self, Kind};
     let mut open: Vec<char> = Vec::new();
-    let mut lits = Vec::new();
-    let lexed = lexer::lex(src, language, &mut lits);
+    let lexed = lexer::lex(src, language);
     for t in lexed.toks() {
         if t.kind() != Kind::Punct {
             continue;

@@ -5,7 +5,8 @@
 use super::lexer::{Kind, Tok, Toks};
 use crate::facts::{Language, Scope};
 use rustc_hash::FxHashMap as HashMap;
-use std::borrow::Cow;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
 
 /// One argument: token range `[start, end)`, and whether it is a keyword
 /// / named argument (`nx=True`, `px: ms`, `expiry: null`, `'px' => 5`),
@@ -19,28 +20,44 @@ pub struct Arg {
     end: u32,
 }
 
-#[derive(Clone, Debug)]
+/// One call: 32 bytes (a dense file has a call every thirty bytes; one
+/// of 48, with a slice of each table and four token indices, was an
+/// eighth of a minified bundle's peak). Its receiver segments and
+/// arguments are runs of the stream's [`CallTable`], held as their first
+/// entries' addresses with their counts packed beside the token indices:
+/// a token index is below 2^28 (the lexer reads at most 256 MiB), which
+/// leaves the top four bits of three words free.
+#[derive(Clone, Copy)]
 pub struct Call<'a> {
-    /// The name's token (its text is [`Call::name`]).
-    name_tok: u32,
-    /// First token of the receiver chain (== name_tok when there is none).
+    /// The first of [`Call::recv`] in the table's receiver segments.
+    recv: NonNull<Seg<'a>>,
+    /// The first of [`Call::args`] in the table's arguments.
+    args: NonNull<Arg>,
+    /// The name's token, and the `(`'s distance from it above [`IDX_BITS`].
+    name: u32,
+    /// The receiver chain's first token, and the low four bits of the
+    /// number of receiver segments above [`IDX_BITS`].
     recv_start: u32,
-    /// Receiver segments, outermost first: `redisTemplate`, `opsForValue`
-    /// (borrowed from the source but for `name()` segments); a slice of
-    /// the stream's [`CallTable`].
-    pub recv: &'a [Cow<'a, str>],
-    /// Index of the `(` (or of the first argument for paren-less Ruby calls).
-    open: u32,
-    /// Index one past the last token of the call.
+    /// One past the call's last token.
     end: u32,
-    /// The arguments: a slice of the stream's [`CallTable`].
-    pub args: &'a [Arg],
+    /// The number of arguments, and the high four bits of the number of
+    /// receiver segments above [`IDX_BITS`].
+    nargs: u32,
+    /// What `recv` and `args` point into: the table, borrowed.
+    _table: PhantomData<&'a [Seg<'a>]>,
 }
 
-// The token indices of a call and of an argument are kept as `u32` (a
-// call is 64 bytes, not 80; an argument 24, not 32: dense code has a
-// call every ten or twenty bytes and two arguments a call) and read as
-// `usize`; the lexer reads no file of more than `u32::MAX` tokens.
+// SAFETY: a `Call` reads its table only through shared borrows for as
+// long as it lives (`_table`), as the two slices it replaces did.
+unsafe impl Send for Call<'_> {}
+unsafe impl Sync for Call<'_> {}
+
+/// Bits of a token index in a [`Call`]'s packed words; the four above
+/// them hold a small count.
+const IDX_BITS: u32 = 28;
+const IDX_MASK: u32 = (1 << IDX_BITS) - 1;
+const _: () = assert!(crate::engine::MAX_FILE_BYTES <= 1 << IDX_BITS);
+
 impl<'a> Call<'a> {
     /// The called name as written: the text of its token in `toks`, the
     /// stream the call was found in (kept as the token only: 16 bytes less
@@ -51,24 +68,57 @@ impl<'a> Call<'a> {
     }
     #[inline]
     pub fn name_tok(&self) -> usize {
-        self.name_tok as usize
+        (self.name & IDX_MASK) as usize
     }
+    /// First token of the receiver chain (== name_tok when there is none).
     #[inline]
     pub fn recv_start(&self) -> usize {
-        self.recv_start as usize
+        (self.recv_start & IDX_MASK) as usize
     }
+    /// Index of the `(` (or of the first argument for paren-less Ruby calls).
     #[inline]
     pub fn open(&self) -> usize {
-        self.open as usize
+        self.name_tok() + (self.name >> IDX_BITS) as usize
     }
+    /// Index one past the last token of the call.
     #[inline]
     pub fn end(&self) -> usize {
         self.end as usize
     }
+    /// Receiver segments, outermost first: `redisTemplate`, `opsForValue`
+    /// (borrowed from the source but for `name()` segments).
+    #[inline]
+    pub fn recv(&self) -> &'a [Seg<'a>] {
+        let n = (self.recv_start >> IDX_BITS) | (self.nargs >> IDX_BITS) << 4;
+        // SAFETY: `recv` is the address of this call's first segment in
+        // its table (or the table's start when it has none), and the
+        // table holds `n` segments from there (`calls`); the table is
+        // borrowed for `'a` and no longer changes.
+        unsafe { std::slice::from_raw_parts(self.recv.as_ptr(), n as usize) }
+    }
+    /// The arguments.
+    #[inline]
+    pub fn args(&self) -> &'a [Arg] {
+        // SAFETY: as for `recv`, of the argument table
+        unsafe { std::slice::from_raw_parts(self.args.as_ptr(), (self.nargs & IDX_MASK) as usize) }
+    }
+}
+
+impl std::fmt::Debug for Call<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("name_tok", &self.name_tok())
+            .field("recv_start", &self.recv_start())
+            .field("recv", &self.recv())
+            .field("open", &self.open())
+            .field("end", &self.end())
+            .field("args", &self.args())
+            .finish()
+    }
 }
 
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<Call>() == 48);
+const _: () = assert!(std::mem::size_of::<Call>() == 32);
 
 const _: () = assert!(std::mem::size_of::<Arg>() == 8);
 
@@ -111,21 +161,123 @@ impl Arg {
 #[derive(Default)]
 pub struct CallTable<'a> {
     args: Vec<Arg>,
-    recv: Vec<Cow<'a, str>>,
+    recv: Vec<Seg<'a>>,
+    /// The texts of the `name()` receiver segments, which the source does
+    /// not hold as written: `recv` points into them (each boxed once and
+    /// never changed or dropped while the table lives).
+    owned: Vec<Box<str>>,
 }
 
-/// A call while the tables grow: its slices as ranges. Laid out exactly
-/// as a [`Call`] (each range as wide as the slice that replaces it), so
-/// that the list of raw calls becomes the list of calls in its own buffer
-/// (an in-place collect), not beside a second list.
-struct RawCall {
-    name_tok: u32,
-    recv_start: u32,
-    recv: (usize, usize),
-    open: u32,
-    end: u32,
-    args: (usize, usize),
+/// A receiver segment's text, read as a `str` (`Deref`): 16 bytes, where
+/// a `Cow<str>` took 24 (a minified bundle has a segment every sixty
+/// bytes). It is a slice of the source, or of a `name()` text its
+/// [`CallTable`] owns; segments are only handed out through the table,
+/// borrowed (`Call::recv`).
+#[derive(Clone, Copy)]
+pub struct Seg<'a> {
+    ptr: NonNull<u8>,
+    len: usize,
+    _text: PhantomData<&'a str>,
 }
+
+// SAFETY: a `Seg` is a shared borrow of a `str` (see `Seg::deref`).
+unsafe impl Send for Seg<'_> {}
+unsafe impl Sync for Seg<'_> {}
+
+impl Seg<'_> {
+    /// The segment of `text`: a slice of the source, or one of the table's
+    /// `owned` texts.
+    fn of(text: &str) -> Self {
+        Seg {
+            ptr: NonNull::from(text.as_bytes()).cast(),
+            len: text.len(),
+            _text: PhantomData,
+        }
+    }
+}
+
+impl std::ops::Deref for Seg<'_> {
+    type Target = str;
+    #[inline]
+    fn deref(&self) -> &str {
+        // SAFETY: `ptr` and `len` are those of a `str` (`Seg::of`) that
+        // outlives the table the segment is read through: the source, or
+        // a box of the table's `owned`, never changed or dropped before
+        // the table; and the table is borrowed while it is read
+        unsafe {
+            std::str::from_utf8_unchecked(std::slice::from_raw_parts(self.ptr.as_ptr(), self.len))
+        }
+    }
+}
+
+impl std::borrow::Borrow<str> for Seg<'_> {
+    fn borrow(&self) -> &str {
+        self
+    }
+}
+
+impl PartialEq<str> for Seg<'_> {
+    fn eq(&self, other: &str) -> bool {
+        **self == *other
+    }
+}
+
+impl PartialEq<&str> for Seg<'_> {
+    fn eq(&self, other: &&str) -> bool {
+        **self == **other
+    }
+}
+
+impl std::fmt::Debug for Seg<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
+/// A call while the tables grow: the indices of its first receiver
+/// segment and first argument in place of their addresses, its words
+/// packed as a [`Call`]'s. Laid out exactly as a [`Call`], so that the
+/// list of raw calls becomes the list of calls in its own buffer (an
+/// in-place collect), not beside a second list.
+struct RawCall {
+    recv: usize,
+    args: usize,
+    name: u32,
+    recv_start: u32,
+    end: u32,
+    nargs: u32,
+}
+
+impl RawCall {
+    /// A call named at `name_tok`, `(` at `open` (at most a dozen tokens
+    /// on), ending before `end`; its receiver segments `recv` and its
+    /// arguments `args` are ranges of the tables.
+    fn new(
+        name_tok: usize,
+        open: usize,
+        recv_start: usize,
+        end: usize,
+        recv: (usize, usize),
+        args: (usize, usize),
+    ) -> RawCall {
+        // (token indices and argument counts stay below 2^28: a token
+        // takes a byte at least; a receiver chain is read for at most 64
+        // links of two segments, an open paren a dozen tokens on at most)
+        let nrecv = (recv.1 - recv.0) as u32;
+        let gap = (open - name_tok) as u32;
+        debug_assert!(nrecv < 256 && gap < 16 && end as u64 <= u32::MAX as u64);
+        RawCall {
+            recv: recv.0,
+            args: args.0,
+            name: name_tok as u32 & IDX_MASK | gap << IDX_BITS,
+            recv_start: recv_start as u32 & IDX_MASK | (nrecv & 15) << IDX_BITS,
+            end: end as u32,
+            nargs: (args.1 - args.0) as u32 & IDX_MASK | (nrecv >> 4 & 15) << IDX_BITS,
+        }
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<ScopeRec>() == 12);
 
 const _: () = assert!(
     std::mem::size_of::<RawCall>() == std::mem::size_of::<Call>()
@@ -134,7 +286,7 @@ const _: () = assert!(
 
 /// Scopes, depth and brackets of one token stream.
 pub struct Structure {
-    pub scopes: Vec<Scope>,
+    pub scopes: ScopeTable,
     /// The scope of each token.
     pub tok_scope: ScopeColumn,
     /// Block depth inside the function at each token.
@@ -148,6 +300,158 @@ pub struct Structure {
     pub decls: Decls,
     /// Go methods: scope → receiver variable (`l` in `func (l *RedisLock) Unlock()`).
     pub receivers: HashMap<u32, String>,
+}
+
+impl Structure {
+    /// The scopes, the rest of the structure dropped.
+    pub fn into_scopes(self) -> ScopeTable {
+        self.scopes
+    }
+}
+
+/// The scopes of one stream while the front end reads them: 12 bytes a
+/// scope, with every name and owner in one text (a [`Scope`] is 56 bytes
+/// and an allocation for its name, and a minified bundle has a scope every
+/// seventy bytes: 1.9 MB of its peak). Scope 0 is the file's top level.
+/// [`ScopeTable::into_facts`] makes the facts' scopes once the rest of
+/// the structure is gone.
+pub struct ScopeTable {
+    text: String,
+    all: Vec<ScopeRec>,
+    /// The owners' (offset, length) in `text`: one entry for the methods of
+    /// a class declared one after another.
+    owners: Vec<(u32, u32)>,
+}
+
+/// A scope of a [`ScopeTable`]: its name as a range of the table's text,
+/// and its owner's index in [`ScopeTable::owners`] ([`ScopeRec::NO_OWNER`]
+/// for none) with [`ScopeRec::TEST`] for a test scope.
+#[derive(Clone, Copy)]
+struct ScopeRec {
+    name: u32,
+    name_len: u32,
+    owner: u32,
+}
+
+impl ScopeRec {
+    const TEST: u32 = 1 << 31;
+    const NO_OWNER: u32 = ScopeRec::TEST - 1;
+}
+
+/// A scope of a [`ScopeTable`] as read: what a [`Scope`] holds, borrowed.
+#[derive(Clone, Copy, Debug)]
+pub struct ScopeView<'s> {
+    /// Function or method name (`""` for the file's top level).
+    pub name: &'s str,
+    /// The enclosing type, impl, class, module or trait name, if any.
+    pub owner: Option<&'s str>,
+    pub is_test: bool,
+}
+
+impl ScopeTable {
+    /// The table with the file's top level.
+    fn new() -> ScopeTable {
+        let mut t = ScopeTable {
+            text: String::new(),
+            all: Vec::new(),
+            owners: Vec::new(),
+        };
+        t.push("", None, false);
+        t
+    }
+
+    pub fn len(&self) -> usize {
+        self.all.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.all.is_empty()
+    }
+
+    /// Adds a scope (its index is the length before).
+    pub fn push(&mut self, name: &str, owner: Option<&str>, is_test: bool) {
+        let name_at = self.add(name);
+        // (the methods of a class follow each other: their owner is
+        // written once)
+        let owner = match owner {
+            None => ScopeRec::NO_OWNER,
+            Some(o) => match self.owners.last() {
+                Some(&(at, len)) if self.at(at, len) == o => (self.owners.len() - 1) as u32,
+                _ => {
+                    let at = self.add(o);
+                    self.owners.push((at, o.len() as u32));
+                    // (past 2^31 - 1 owners, which no file of 256 MiB
+                    // declares, a scope reads as having none)
+                    ((self.owners.len() - 1) as u32).min(ScopeRec::NO_OWNER)
+                }
+            },
+        };
+        self.all.push(ScopeRec {
+            name: name_at,
+            name_len: name.len() as u32,
+            owner: owner | if is_test { ScopeRec::TEST } else { 0 },
+        });
+    }
+
+    /// Appends `s` to the text: its offset. (A stream's names are its
+    /// tokens' texts, less than the 256 MiB the lexer reads: past
+    /// `u32::MAX` bytes a name reads as empty rather than wrap.)
+    fn add(&mut self, s: &str) -> u32 {
+        let at = self.text.len();
+        if at + s.len() >= u32::MAX as usize {
+            return u32::MAX;
+        }
+        self.text.push_str(s);
+        at as u32
+    }
+
+    fn at(&self, at: u32, len: u32) -> &str {
+        let (at, len) = (at as usize, len as usize);
+        self.text.get(at..at + len).unwrap_or("")
+    }
+
+    fn view(&self, r: &ScopeRec) -> ScopeView<'_> {
+        let owner = r.owner & !ScopeRec::TEST;
+        ScopeView {
+            name: self.at(r.name, r.name_len),
+            owner: (owner != ScopeRec::NO_OWNER)
+                .then(|| self.owners.get(owner as usize))
+                .flatten()
+                .map(|&(at, len)| self.at(at, len)),
+            is_test: r.owner & ScopeRec::TEST != 0,
+        }
+    }
+
+    pub fn get(&self, i: usize) -> Option<ScopeView<'_>> {
+        self.all.get(i).map(|r| self.view(r))
+    }
+
+    /// The name of scope `i` (`""` for none): its owner is not looked up
+    /// (sorting the functions by name reads it a few times a function).
+    pub fn name(&self, i: usize) -> &str {
+        self.all.get(i).map_or("", |r| self.at(r.name, r.name_len))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = ScopeView<'_>> + '_ {
+        self.all.iter().map(|r| self.view(r))
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.text.shrink_to_fit();
+        self.all.shrink_to_fit();
+        self.owners.shrink_to_fit();
+    }
+
+    /// The facts' scopes (kept to the end of the run: no spare room).
+    pub fn into_facts(self) -> Vec<Scope> {
+        let mut out = Vec::with_capacity(self.all.len());
+        out.extend(self.iter().map(|s| Scope {
+            name: s.name.to_string(),
+            owner: s.owner.map(str::to_string),
+            is_test: s.is_test,
+        }));
+        out
+    }
 }
 
 /// The name tokens of function declarations, each with the scope of its
@@ -855,7 +1159,7 @@ impl<'a> Iterator for ScopeIter<'a> {
 
 pub fn structure(toks: Toks, src: &str, lang: Language) -> Structure {
     let mut st = Structure {
-        scopes: vec![Scope::default()],
+        scopes: ScopeTable::new(),
         tok_scope: ScopeColumn::new(toks.len()),
         tok_depth: TokColumn::new(toks.len()),
         tok_paren: TokColumn::new(toks.len()),
@@ -916,7 +1220,6 @@ pub fn structure(toks: Toks, src: &str, lang: Language) -> Structure {
     st.tok_scope.compact();
     st.tok_depth.compact();
     st.tok_paren.compact();
-    // the scopes become the facts' and are kept to the end of the run:
     // no room left spare from growing by doubling
     st.scopes.shrink_to_fit();
     st
@@ -1249,11 +1552,8 @@ fn expression_body(
     st.decls.add_name(name_tok);
     let owner = owner_of(frames);
     let is_test = test_class(&owner);
-    st.scopes.push(Scope {
-        name: toks.at(name_tok).text().to_string(),
-        owner,
-        is_test,
-    });
+    st.scopes
+        .push(toks.at(name_tok).text(), owner.as_deref(), is_test);
     st.decls.add_scope(name_tok, (st.scopes.len() - 1) as u32);
     Some((end, (st.scopes.len() - 1) as u32))
 }
@@ -1415,11 +1715,8 @@ fn classify_header(
     let mk =
         |st: &mut Structure, name: &str, name_tok: usize, owner: Option<String>, test: bool| {
             st.decls.add_name(name_tok);
-            st.scopes.push(Scope {
-                name: name.to_string(),
-                owner,
-                is_test: test || class_is_test,
-            });
+            st.scopes
+                .push(name, owner.as_deref(), test || class_is_test);
             st.decls.add_scope(name_tok, (st.scopes.len() - 1) as u32);
             Frame::Func((st.scopes.len() - 1) as u32)
         };
@@ -1651,11 +1948,7 @@ fn python_scopes(toks: Toks, src: &str, st: &mut Structure) {
                 let owner = owner_of(&frames);
                 let test = n.text().starts_with("test") || test_class(&owner);
                 st.decls.add_name(k + 1);
-                st.scopes.push(Scope {
-                    name: n.text().to_string(),
-                    owner,
-                    is_test: test,
-                });
+                st.scopes.push(n.text(), owner.as_deref(), test);
                 st.decls.add_scope(k + 1, (st.scopes.len() - 1) as u32);
                 frames.push((ind, Frame::Func((st.scopes.len() - 1) as u32)));
                 continue;
@@ -1728,11 +2021,7 @@ fn ruby_scopes(toks: Toks, st: &mut Structure) {
                 let owner = owner_of(&frames);
                 let test = name.starts_with("test_") || test_class(&owner);
                 st.decls.add_name(k);
-                st.scopes.push(Scope {
-                    name,
-                    owner,
-                    is_test: test,
-                });
+                st.scopes.push(&name, owner.as_deref(), test);
                 st.decls.add_scope(k, (st.scopes.len() - 1) as u32);
                 frames.push((i, Frame::Func((st.scopes.len() - 1) as u32)));
                 braces.push(false);
@@ -1860,7 +2149,8 @@ fn receiver<'a>(
     toks: Toks<'a>,
     st: &Structure,
     name_tok: usize,
-    segs: &mut Vec<Cow<'a, str>>,
+    segs: &mut Vec<Seg<'a>>,
+    owned: &mut Vec<Box<str>>,
 ) -> usize {
     let first = segs.len();
     let mut k = name_tok;
@@ -1878,7 +2168,7 @@ fn receiver<'a>(
         }
         let t = toks.at(j);
         if t.is_ident() || t.kind() == Kind::Str {
-            segs.push(Cow::Borrowed(t.text()));
+            segs.push(Seg::of(t.text()));
             k = j;
             continue;
         }
@@ -1888,23 +2178,25 @@ fn receiver<'a>(
                 break;
             }
             if t.is(")") && o >= 1 && toks.at(o - 1).is_ident() {
-                segs.push(Cow::Owned(format!("{}()", toks.at(o - 1).text())));
+                let text: Box<str> = format!("{}()", toks.at(o - 1).text()).into();
+                segs.push(Seg::of(&text));
+                owned.push(text);
                 k = o - 1;
                 continue;
             }
             // a cast `((RedisNativeClient)r).Get(k)`: the variable and its type
             if let Some((ty, var)) = cast_in_parens(toks, st, o, j) {
-                segs.push(Cow::Borrowed(var));
-                segs.push(Cow::Borrowed(ty));
+                segs.push(Seg::of(var));
+                segs.push(Seg::of(ty));
                 k = o;
                 continue;
             }
-            segs.push(Cow::Borrowed("?"));
+            segs.push(Seg::of("?"));
             k = o;
             // an index or a parenthesised expression: continue before it
             if o >= 1 && toks.at(o - 1).is_ident() && !t.is(")") {
                 k = o - 1;
-                segs.push(Cow::Borrowed(toks.at(o - 1).text()));
+                segs.push(Seg::of(toks.at(o - 1).text()));
             }
             continue;
         }
@@ -1986,6 +2278,7 @@ pub fn calls<'a, 'b>(
     table.args.reserve(most_args);
     let args = &mut table.args;
     let recvs = &mut table.recv;
+    let owned = &mut table.owned;
     for i in 0..toks.len() {
         let t = toks.at(i);
         if t.kind() != Kind::Ident {
@@ -2019,17 +2312,17 @@ pub fn calls<'a, 'b>(
                 continue;
             };
             let r0 = recvs.len();
-            let recv_start = receiver(toks, st, i, recvs);
+            let recv_start = receiver(toks, st, i, recvs, owned);
             let a0 = args.len();
             split_args_into(toks, st, open, close, args);
-            out.push(RawCall {
-                name_tok: i as u32,
-                recv_start: recv_start as u32,
-                recv: (r0, recvs.len()),
-                open: open as u32,
-                end: (close + 1) as u32,
-                args: (a0, args.len()),
-            });
+            out.push(RawCall::new(
+                i,
+                open,
+                recv_start,
+                close + 1,
+                (r0, recvs.len()),
+                (a0, args.len()),
+            ));
             continue;
         }
         // Ruby `recv.name arg, arg` (paren-less, same line)
@@ -2078,7 +2371,7 @@ pub fn calls<'a, 'b>(
                 k += 1;
             }
             let r0 = recvs.len();
-            let recv_start = receiver(toks, st, i, recvs);
+            let recv_start = receiver(toks, st, i, recvs, owned);
             // split at top-level commas of [i+1, k)
             let a0 = args.len();
             let mut s = i + 1;
@@ -2102,14 +2395,14 @@ pub fn calls<'a, 'b>(
             if s < k {
                 args.push(make_arg(toks, s, k));
             }
-            out.push(RawCall {
-                name_tok: i as u32,
-                recv_start: recv_start as u32,
-                recv: (r0, recvs.len()),
-                open: i as u32,
-                end: k as u32,
-                args: (a0, args.len()),
-            });
+            out.push(RawCall::new(
+                i,
+                i,
+                recv_start,
+                k,
+                (r0, recvs.len()),
+                (a0, args.len()),
+            ));
         }
     }
     // the room the list and the argument table were given for the most
@@ -2119,15 +2412,18 @@ pub fn calls<'a, 'b>(
     table.args.shrink_to_fit();
     table.recv.shrink_to_fit();
     let table: &'b CallTable<'a> = table;
-    let slice = |(s, e): (usize, usize)| s..e;
+    let (recv, args) = (table.recv.as_ptr(), table.args.as_ptr());
     out.into_iter()
         .map(|c| Call {
-            name_tok: c.name_tok,
+            // SAFETY: a raw call's first indices are at most its table's
+            // length (the tables only grew after they were taken)
+            recv: unsafe { NonNull::new_unchecked(recv.add(c.recv) as *mut Seg<'b>) },
+            args: unsafe { NonNull::new_unchecked(args.add(c.args) as *mut Arg) },
+            name: c.name,
             recv_start: c.recv_start,
-            recv: &table.recv[slice(c.recv)],
-            open: c.open,
             end: c.end,
-            args: &table.args[slice(c.args)],
+            nargs: c.nargs,
+            _table: PhantomData,
         })
         .collect()
 }

@@ -123,7 +123,7 @@ impl<'a> Analyzer<'a> {
     /// `this`, and trailing Spring/Lettuce accessors (`opsForValue()`,
     /// `sync()`) dropped. `None` for a bare `this`/`self`.
     pub fn recv_root(&self, c: &Call) -> Option<String> {
-        let mut segs: Vec<&str> = c.recv.iter().map(|s| &**s).collect();
+        let mut segs: Vec<&str> = c.recv().iter().map(|s| &**s).collect();
         while segs.len() > 1
             && segs.last().is_some_and(|s| {
                 let l = s.to_ascii_lowercase();
@@ -150,7 +150,7 @@ impl<'a> Analyzer<'a> {
 
     /// Positional arguments, without Go's leading context.
     fn positional<'c>(&self, c: &'c Call<'a>) -> Vec<&'c Arg> {
-        let mut pos: Vec<&Arg> = c.args.iter().filter(|a| !a.is_named()).collect();
+        let mut pos: Vec<&Arg> = c.args().iter().filter(|a| !a.is_named()).collect();
         if self.lang == Language::Go && pos.first().is_some_and(|a| self.is_ctx(a)) {
             pos.remove(0);
         }
@@ -170,7 +170,7 @@ impl<'a> Analyzer<'a> {
     pub fn collect_redis_receivers(&mut self, all: &[Call]) {
         let mut found = HashSet::default();
         for c in all {
-            if c.recv.is_empty() {
+            if c.recv().is_empty() {
                 continue;
             }
             let mut lname = c.name(self.toks).to_ascii_lowercase().replace('_', "");
@@ -233,12 +233,12 @@ impl<'a> Analyzer<'a> {
         {
             return true;
         }
-        if !self.has_redis || c.recv.is_empty() {
+        if !self.has_redis || c.recv().is_empty() {
             return false;
         }
-        let segs: Vec<String> = c.recv.iter().map(|s| s.to_ascii_lowercase()).collect();
+        let segs: Vec<String> = c.recv().iter().map(|s| s.to_ascii_lowercase()).collect();
         let last = segs.last().cloned().unwrap_or_default();
-        let words = crate::words::word_parts(&c.recv.join("."));
+        let words = crate::words::word_parts(&c.recv().join("."));
         if words.iter().any(|w| NOT_REDIS_RECV.contains(&w.as_str())) {
             return false;
         }
@@ -254,8 +254,8 @@ impl<'a> Analyzer<'a> {
         ) {
             return true;
         }
-        let first = values::norm_name(&c.recv[0]);
-        let joined = values::norm_name(&c.recv.join("."));
+        let first = values::norm_name(&c.recv()[0]);
+        let joined = values::norm_name(&c.recv().join("."));
         self.redis_vars.contains(&first) || self.redis_vars.contains(&joined)
     }
 
@@ -268,7 +268,7 @@ impl<'a> Analyzer<'a> {
         {
             return Client::Unknown;
         }
-        let recv = c.recv.join(".").to_ascii_lowercase();
+        let recv = c.recv().join(".").to_ascii_lowercase();
         match self.lang {
             Language::Java | Language::Kotlin => {
                 let args_text = self.vals.text(c.open(), c.end());
@@ -341,7 +341,7 @@ impl<'a> Analyzer<'a> {
         }
         let toks = self.toks;
         // a declaration without a body: `Boolean setIfAbsent(String k, …);`, `def del(self, k)`
-        if c.recv.is_empty() && c.name_tok() > 0 {
+        if c.recv().is_empty() && c.name_tok() > 0 {
             let p = toks.at(c.name_tok() - 1);
             let decl_prev = (p.is_ident()
                 && !matches!(
@@ -381,12 +381,12 @@ impl<'a> Analyzer<'a> {
             return vec![d];
         }
         // rueidis builder: client.B().Set().Key(k).Value(v).Nx().Px(ttl).Build()
-        if c.recv.last().is_some_and(|r| r == "B()") {
+        if c.recv().last().is_some_and(|r| r == "B()") {
             return self.rueidis(c, &lname).into_iter().collect();
         }
         // A bare call is a local function, a builtin (PHP `unlink`, JS `eval`)
         // or a declaration: client commands are always called on something.
-        if c.recv.is_empty() {
+        if c.recv().is_empty() {
             return Vec::new();
         }
         // go-redis methods take a context first: `c.Del(ctx, key)` is Redis evidence enough
@@ -394,7 +394,7 @@ impl<'a> Analyzer<'a> {
             && self.has_redis
             && c.name(self.toks)
                 .starts_with(|ch: char| ch.is_ascii_uppercase())
-            && c.args.first().is_some_and(|a| self.is_ctx(a));
+            && c.args().first().is_some_and(|a| self.is_ctx(a));
         if AMBIGUOUS.contains(&lname.as_str()) && !go_ctx && !self.redis_receiver(c) {
             return Vec::new();
         }
@@ -403,7 +403,7 @@ impl<'a> Analyzer<'a> {
         let mut pos = self.positional(c);
         // keyword key/value: redis-py `set(name=k, value=v, nx=True)`, C# `key:`/`value:`
         let named = |names: &[&str]| {
-            c.args
+            c.args()
                 .iter()
                 .find(|a| a.name(toks).is_some_and(|n| names.contains(&n)))
         };
@@ -457,7 +457,7 @@ impl<'a> Analyzer<'a> {
                     None => false,
                 };
                 let expiry = expiry
-                    || c.args.iter().any(|a| {
+                    || c.args().iter().any(|a| {
                         a.name(toks)
                             .is_some_and(|n| matches!(n, "expiry" | "timeout" | "ttl"))
                             && !self.vals.is_zero_ttl(a.start(), a.end())
@@ -488,7 +488,7 @@ impl<'a> Analyzer<'a> {
                     && self.toks.at(raw_first.map(|a| a.start()).unwrap_or(0))
                         .text()
                         .eq_ignore_ascii_case("set")
-                    && c.args.len() > 3
+                    && c.args().len() > 3
                 {
                     // `call('set', k, v, …)` style handled as a raw command
                     return self.raw(c, client, scope);
@@ -584,7 +584,7 @@ impl<'a> Analyzer<'a> {
             "putifabsent"
                 if pos.len() == vpos + 2
                     && (bound.is_some_and(|_| self.bound_hash(c))
-                        || c.recv.last().is_some_and(|r| &**r == "opsForHash()")) =>
+                        || c.recv().last().is_some_and(|r| &**r == "opsForHash()")) =>
             {
                 key().map(|k| vec![mk(OpKind::FieldAcquire, k, None)])
                     .unwrap_or_default()
@@ -592,7 +592,7 @@ impl<'a> Analyzer<'a> {
             // StackExchange.Redis `HashSet(k, f, v, When.NotExists)` (also `…Async`)
             "hashset"
                 if pos.len() >= 3
-                    && c.args
+                    && c.args()
                         .iter()
                         .any(|a| self.arg_text(a).contains("When.NotExists")) =>
             {
@@ -602,7 +602,7 @@ impl<'a> Analyzer<'a> {
             // Spring `opsForZSet().add(k, m, score)`, `opsForSet().add`, `opsForList().leftPush`, …
             "add" | "remove" | "incrementscore" | "removerangebyscore" | "leftpush"
             | "rightpush" | "leftpushall" | "rightpushall"
-                if c.recv.last().is_some_and(|r| {
+                if c.recv().last().is_some_and(|r| {
                     matches!(&**r, "opsForZSet()" | "opsForSet()" | "opsForList()")
                 }) =>
             {
@@ -657,7 +657,7 @@ impl<'a> Analyzer<'a> {
                 if self.lang == Language::CSharp
                     && pos.len() == 1
                     && bound.is_none()
-                    && (c.recv.iter().any(|r| r.to_ascii_lowercase().contains("redis"))
+                    && (c.recv().iter().any(|r| r.to_ascii_lowercase().contains("redis"))
                         || self
                             .recv_root(c)
                             .is_some_and(|r| self.redis_recvs.contains(&r))) =>
@@ -685,7 +685,7 @@ impl<'a> Analyzer<'a> {
                     .unwrap_or_default()
             }
             "eval" | "evalsha" | "evalro" | "evalsharo" | "scriptevaluate" | "fcall" => {
-                if c.recv.is_empty() {
+                if c.recv().is_empty() {
                     return Vec::new();
                 }
                 let Some(script) = pos.first() else {
@@ -715,7 +715,7 @@ impl<'a> Analyzer<'a> {
             // radix (v3, v4): `radix.Cmd(&rcv, "SET", k, v, "NX", "EX", n)`,
             // `radix.FlatCmd(nil, "DEL", k)`: a raw command after the receiver
             "cmd" | "flatcmd"
-                if self.lang == Language::Go && c.recv.last().is_some_and(|r| r == "radix") =>
+                if self.lang == Language::Go && c.recv().last().is_some_and(|r| r == "radix") =>
             {
                 self.raw(c, client, scope)
             }
@@ -729,7 +729,7 @@ impl<'a> Analyzer<'a> {
     /// `cache()` (a `$this->cache` is the project's own object, linked to
     /// its class).
     fn cache_receiver(&self, c: &Call) -> bool {
-        c.recv.last().is_some_and(|r| match self.lang {
+        c.recv().last().is_some_and(|r| match self.lang {
             Language::Python => r.to_ascii_lowercase().ends_with("cache"),
             Language::Php => r.eq_ignore_ascii_case("cache") || r.eq_ignore_ascii_case("cache()"),
             _ => false,
@@ -764,7 +764,7 @@ impl<'a> Analyzer<'a> {
         let pos = self.positional(c);
         let ttl = pos.len() == 3
             || (pos.len() == 2
-                && c.args.iter().any(|a| {
+                && c.args().iter().any(|a| {
                     a.name(self.toks)
                         .is_some_and(|n| matches!(n, "timeout" | "ttl"))
                 }));
@@ -778,7 +778,7 @@ impl<'a> Analyzer<'a> {
         // (`acquire_lock`), not from a generic write helper (`set_status`)
         if prev.is("return") {
             return self.st.scopes.get(scope).is_some_and(|s| {
-                crate::words::is_acquire_fn(&s.name) || crate::words::reads_like_lock(&s.name)
+                crate::words::is_acquire_fn(s.name) || crate::words::reads_like_lock(s.name)
             });
         }
         prev.kind() == Kind::Punct && matches!(prev.text(), "(" | "=" | "!" | "&&" | "||" | ":=")
@@ -856,7 +856,7 @@ impl<'a> Analyzer<'a> {
             )
         };
         // named arguments
-        for a in c.args {
+        for a in c.args() {
             let Some(n) = a.name(toks) else { continue };
             let n = n.to_ascii_lowercase();
             let txt = self.vals.text(a.start(), a.end());
@@ -1113,7 +1113,7 @@ impl<'a> Analyzer<'a> {
     /// The first key handed to a script call (after the script argument).
     fn eval_key(&self, c: &Call, rest: &[&Arg], scope: u32) -> KeyExpr {
         let toks = self.toks;
-        for a in c.args {
+        for a in c.args() {
             if a.name(toks).is_some_and(|n| n.eq_ignore_ascii_case("keys")) {
                 if let Some((s, e)) = list_first(self, a.start(), a.end()) {
                     return self.vals.key(s, e, scope);
@@ -1160,20 +1160,20 @@ impl<'a> Analyzer<'a> {
     /// `script.Do(conn, k, t)`, `redis.releaseLock(k, t)` (ioredis defineCommand).
     fn script_invocation(&self, c: &Call, lname: &str) -> Option<Draft> {
         let scope = self.st.tok_scope.get(c.name_tok()).copied().unwrap_or(0);
-        let pos: Vec<&Arg> = c.args.iter().filter(|a| !a.is_named()).collect();
-        let own = if c.recv.len() == 1 && matches!(&*c.recv[0], "self" | "this" | "$this") {
+        let pos: Vec<&Arg> = c.args().iter().filter(|a| !a.is_named()).collect();
+        let own = if c.recv().len() == 1 && matches!(&*c.recv()[0], "self" | "this" | "$this") {
             format!("this.{}", c.name(self.toks))
         } else {
             c.name(self.toks).to_string()
         };
-        let sid_key = if c.recv.is_empty() || own.starts_with("this.") {
+        let sid_key = if c.recv().is_empty() || own.starts_with("this.") {
             let sid = *self.script_objs.get(&values::norm_name(&own))?;
             (sid, self.eval_key(c, &pos, scope))
         } else if matches!(
             lname,
             "run" | "exec" | "do" | "eval" | "evalsha" | "evalro" | "execute" | "evaluate" | "call"
         ) {
-            let r = values::norm_name(&c.recv.join("."));
+            let r = values::norm_name(&c.recv().join("."));
             let sid = *self.script_objs.get(&r)?;
             let key = if lname == "do" && self.lang == Language::Go {
                 pos.get(1)
@@ -1210,7 +1210,7 @@ impl<'a> Analyzer<'a> {
     fn raw(&self, c: &Call, client: Client, scope: u32) -> Vec<Draft> {
         let toks = self.toks;
         let mut items: Vec<(usize, usize)> = c
-            .args
+            .args()
             .iter()
             .filter(|a| !a.is_named())
             .map(|a| (a.start(), a.end()))

@@ -326,16 +326,16 @@ impl Analyzer<'_> {
             if !returned {
                 continue;
             }
-            let name = self.st.scopes.get(*scope as usize).map(|s| s.name.as_str());
+            let name = self.st.scopes.get(*scope as usize).map(|s| s.name);
             if let Some(n) = name.filter(|n| !n.is_empty()) {
                 helpers.insert(n, (op, negated));
             }
         }
         // two functions of one name (overloads, two classes): neither is known
         for (i, sc) in self.st.scopes.iter().enumerate() {
-            if let Some(&(op, _)) = helpers.get(sc.name.as_str()) {
+            if let Some(&(op, _)) = helpers.get(sc.name) {
                 if op.scope as usize != i {
-                    helpers.remove(sc.name.as_str());
+                    helpers.remove(sc.name);
                 }
             }
         }
@@ -345,9 +345,9 @@ impl Analyzer<'_> {
         calls
             .iter()
             .filter(|c| {
-                c.args.is_empty()
+                c.args().is_empty()
                     && !self.st.decls.is_name(c.name_tok())
-                    && c.recv
+                    && c.recv()
                         .iter()
                         .all(|r| matches!(&**r, "this" | "self" | "$this" | "static"))
             })

@@ -26,50 +26,22 @@ pub enum StrPart {
 
 /// A string literal: its decoded text (interpolations left out), its
 /// anchors (`(text offset, source offset)`, sorted by text offset: where
-/// the text's runs stand in the source) and its parts.
-///
-/// Nearly every literal is one run of the source (no escape, no
-/// interpolation): its text then borrows the source, its one anchor is
-/// `(0, at)` and its one part the whole text, so it allocates nothing (a
-/// dense file holds a literal every hundred bytes, and each took three
-/// small allocations). The first escape or interpolation moves it to an
-/// owned text with explicit anchors and parts.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// the text's runs stand in the source) and its parts. A view of its
+/// entry in the literal table ([`Tok::lit`]), made for each read.
+#[derive(Clone, Copy, Debug)]
 pub struct StrLit<'a> {
     /// The text while the literal is one run of the source (a slice of
-    /// it); empty once `pieces` holds the text.
+    /// it); empty when `pieces` holds the text.
     run: &'a str,
     /// The source offset of `run`.
     at: u32,
-    /// One past the literal token's last source byte (its token keeps
-    /// the table index in place of the span length).
-    end: u32,
-    /// The owned text, anchors and parts, once the literal is more than
-    /// one run. (Not a `Cow` beside it: 32 bytes a literal, not 40.)
-    pieces: Option<Box<Pieces>>,
-}
-
-const _: () = assert!(std::mem::size_of::<StrLit>() == 32);
-
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-struct Pieces {
-    text: String,
-    anchors: Vec<(usize, usize)>,
-    parts: Vec<StrPart>,
+    pieces: Option<&'a Pieces>,
 }
 
 impl<'a> StrLit<'a> {
     /// The decoded text of the literal pieces (interpolations left out).
-    pub fn text(&self) -> &str {
-        match &self.pieces {
-            Some(p) => &p.text,
-            None => self.run,
-        }
-    }
-
-    /// [`StrLit::text`] for as long as the literal's table is borrowed.
-    fn text_for(&'a self) -> &'a str {
-        match &self.pieces {
+    pub fn text(&self) -> &'a str {
+        match self.pieces {
             Some(p) => &p.text,
             None => self.run,
         }
@@ -77,8 +49,8 @@ impl<'a> StrLit<'a> {
 
     /// `(text offset, source offset)` of each run of the text, sorted by
     /// text offset.
-    pub fn anchors(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
-        let (one, many) = match &self.pieces {
+    pub fn anchors(&self) -> impl Iterator<Item = (usize, usize)> + 'a {
+        let (one, many) = match self.pieces {
             None => (
                 (!self.run.is_empty()).then_some((0, self.at as usize)),
                 &[][..],
@@ -89,8 +61,8 @@ impl<'a> StrLit<'a> {
     }
 
     /// The literal text and interpolated expressions, in order.
-    pub fn parts(&self) -> impl Iterator<Item = StrPart> + '_ {
-        let (one, many) = match &self.pieces {
+    pub fn parts(&self) -> impl Iterator<Item = StrPart> + 'a {
+        let (one, many) = match self.pieces {
             None => (
                 (!self.run.is_empty()).then_some(StrPart::Lit(0, self.run.len())),
                 &[][..],
@@ -100,18 +72,85 @@ impl<'a> StrLit<'a> {
         one.into_iter().chain(many.iter().copied())
     }
 
+    pub fn has_interp(&self) -> bool {
+        self.parts().any(|p| matches!(p, StrPart::Interp(..)))
+    }
+}
+
+/// A string literal as its table keeps it: 8 bytes (a dense file holds
+/// a literal every few dozen bytes; the 32-byte literal that borrowed its
+/// run and boxed its pieces made a third of the lexer's tables on a
+/// minified bundle). Nearly every literal is one run of the source (no
+/// escape, no interpolation) that starts a few bytes into its token (past
+/// the quote and any prefix): `run` is its length ([`RUN_LEN`]) and that
+/// distance ([`RUN_SKIP`]), and nothing is allocated. The others (and a
+/// run farther from its token's start, as a heredoc's body) keep their
+/// owned text, anchors and parts in [`Ctx::pieces`], `run` their index
+/// there with [`PIECES_BIT`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct LitEntry {
+    run: u32,
+    /// One past the literal token's last source byte (its token keeps
+    /// the table index in place of the span length).
+    end: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<LitEntry>() == 8);
+
+/// [`LitEntry::run`]: the literal's pieces are in [`Ctx::pieces`], at the
+/// index in the low bits.
+const PIECES_BIT: u32 = 1 << 31;
+/// [`LitEntry::run`] of a run: its length (shorter than [`OFF_LIMIT`])…
+const RUN_LEN: u32 = (1 << OFF_BITS) - 1;
+/// …and above it, how far into its token it starts (at most
+/// [`RUN_SKIP_MAX`]).
+const RUN_SKIP: u32 = OFF_BITS;
+const RUN_SKIP_MAX: u32 = 7;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Pieces {
+    text: String,
+    anchors: Vec<(usize, usize)>,
+    parts: Vec<StrPart>,
+}
+
+/// A string literal while it is lexed: one run of the source (`run`
+/// borrowing it) until the first escape or interpolation moves it to an
+/// owned text with explicit anchors and parts.
+#[derive(Default)]
+struct LitBuf<'a> {
+    run: &'a str,
+    at: u32,
+    pieces: Option<Pieces>,
+}
+
+impl<'a> LitBuf<'a> {
+    fn text_len(&self) -> usize {
+        match &self.pieces {
+            Some(p) => p.text.len(),
+            None => self.run.len(),
+        }
+    }
+
     /// The literal stops being one run of the source: its text, anchors
     /// and parts are written out.
     fn pieces(&mut self) -> &mut Pieces {
         if self.pieces.is_none() {
-            let anchors: Vec<(usize, usize)> = self.anchors().collect();
-            let parts: Vec<StrPart> = self.parts().collect();
-            let text = std::mem::take(&mut self.run).to_string();
-            self.pieces = Some(Box::new(Pieces {
-                text,
-                anchors,
-                parts,
-            }));
+            let run = std::mem::take(&mut self.run);
+            let mut p = Pieces {
+                text: run.to_string(),
+                anchors: Vec::new(),
+                parts: Vec::new(),
+            };
+            if !run.is_empty() {
+                // Most literals have one anchor and one part: room for
+                // one, not the default four.
+                p.anchors.reserve_exact(1);
+                p.anchors.push((0, self.at as usize));
+                p.parts.reserve_exact(1);
+                p.parts.push(StrPart::Lit(0, run.len()));
+            }
+            self.pieces = Some(p);
         }
         self.pieces.get_or_insert_with(Default::default)
     }
@@ -137,7 +176,7 @@ impl<'a> StrLit<'a> {
                 }
             }
         }
-        let len = self.text().len();
+        let len = self.text_len();
         let p = self.pieces();
         let predicted = p.anchors.last().map(|&(t, s)| s + (len - t));
         if predicted != Some(from) {
@@ -167,9 +206,6 @@ impl<'a> StrLit<'a> {
     }
     fn push_interp(&mut self, start: usize, end: usize) {
         self.pieces().parts.push(StrPart::Interp(start, end));
-    }
-    pub fn has_interp(&self) -> bool {
-        self.parts().any(|p| matches!(p, StrPart::Interp(..)))
     }
 }
 
@@ -289,7 +325,11 @@ pub struct Toks<'a> {
 /// from and their literal table.
 struct Ctx<'a> {
     src: &'a str,
-    lits: &'a [StrLit<'a>],
+    /// The string literals, in source order.
+    lits: Vec<LitEntry>,
+    /// The owned text, anchors and parts of the literals that are more
+    /// than one run of the source ([`PIECES_BIT`]).
+    pieces: Vec<Pieces>,
     /// (start, length) of every token of [`LONG`] bytes or more, of every
     /// bad span (its length with [`BAD_BIT`]) and of every JS regex
     /// literal (with [`REGEX_BIT`]), in source order.
@@ -300,11 +340,34 @@ struct Ctx<'a> {
     lit_blocks: Vec<u32>,
 }
 
+impl<'a> Ctx<'a> {
+    /// The literal of a table entry, whose token starts at `start`.
+    #[inline]
+    fn lit(&'a self, e: &LitEntry, start: u32) -> StrLit<'a> {
+        if e.run & PIECES_BIT != 0 {
+            StrLit {
+                run: "",
+                at: 0,
+                pieces: self.pieces.get((e.run & !PIECES_BIT) as usize),
+            }
+        } else {
+            let at = start + (e.run >> RUN_SKIP);
+            let (from, len) = (at as usize, (e.run & RUN_LEN) as usize);
+            StrLit {
+                // (a run is a char-boundary slice of the source: `LitBuf::push_src`)
+                run: self.src.get(from..from + len).unwrap_or(""),
+                at,
+                pieces: None,
+            }
+        }
+    }
+}
+
 /// [`Ctx::lit_blocks`]' block: 128 source bytes (4 bytes of index).
 const LIT_BLOCK_SHIFT: u32 = 7;
 
 /// [`Ctx::lit_blocks`] of `lits` over a source of `len` bytes.
-fn lit_blocks(lits: &[StrLit], len: usize) -> Vec<u32> {
+fn lit_blocks(lits: &[LitEntry], len: usize) -> Vec<u32> {
     let blocks = if lits.is_empty() {
         0
     } else {
@@ -472,8 +535,10 @@ impl<'a> Lexed<'a> {
             ctx: &self.ctx,
         }
     }
-    pub fn lits(&self) -> &'a [StrLit<'a>] {
-        self.ctx.lits
+    /// The string literals, in source order.
+    #[cfg(test)]
+    pub fn lits(&self) -> impl Iterator<Item = StrLit<'_>> {
+        self.toks().iter().filter_map(|t| t.lit())
     }
 }
 
@@ -502,7 +567,7 @@ impl<'a> Tok<'a> {
     #[inline(never)]
     fn other_text(&self) -> &'a str {
         match self.p.tag() {
-            STR_TAG => self.entry().text_for(),
+            STR_TAG => self.ctx.lit(self.entry(), self.p.start()).text(),
             _ => {
                 // a long span, a bad one (no text) or a regex
                 let (len, flags) = self.long();
@@ -533,10 +598,10 @@ impl<'a> Tok<'a> {
     /// A string literal token's entry of the side table: the first that
     /// ends after the token's start.
     #[inline]
-    fn entry(&self) -> &'a StrLit<'a> {
+    fn entry(&self) -> &'a LitEntry {
         debug_assert!(self.p.tag() == STR_TAG);
         let start = self.p.start();
-        let lits = self.ctx.lits;
+        let lits = &self.ctx.lits[..];
         // the entries that can be the token's: from the first that ends
         // in its block of the source to the first that ends past it
         let b = start as usize >> LIT_BLOCK_SHIFT;
@@ -593,8 +658,8 @@ impl<'a> Tok<'a> {
     }
     /// A string literal's pieces (every `Kind::Str` token has them).
     #[inline]
-    pub fn lit(&self) -> Option<&'a StrLit<'a>> {
-        (self.p.tag() == STR_TAG).then(|| self.entry())
+    pub fn lit(&self) -> Option<StrLit<'a>> {
+        (self.p.tag() == STR_TAG).then(|| self.ctx.lit(self.entry(), self.p.start()))
     }
 }
 
@@ -697,12 +762,15 @@ struct Lx<'a> {
     lang: Language,
     fam: Family,
     toks: Vec<Packed>,
-    lits: Vec<StrLit<'a>>,
+    lits: Vec<LitEntry>,
+    /// [`Ctx::pieces`].
+    pieces: Vec<Pieces>,
     /// [`Ctx::longs`].
     longs: Vec<(u32, u32)>,
     nl: bool,
-    /// Ruby heredocs whose bodies start at the next line: (terminator, squiggly/dash, interpolating, literal index).
-    pending_heredocs: Vec<(String, bool, usize)>,
+    /// Ruby heredocs whose bodies start at the next line: (terminator,
+    /// interpolating, literal index, its token's start).
+    pending_heredocs: Vec<(String, bool, usize, u32)>,
 }
 
 fn is_ident_start(c: u8) -> bool {
@@ -712,12 +780,11 @@ fn is_ident_char(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
 }
 
-/// Lexes `src` as `lang`; the string literals' pieces go to `lits`, which
-/// the tokens borrow. Never panics; unterminated constructs end at EOF.
+/// Lexes `src` as `lang`. Never panics; unterminated constructs end at EOF.
 /// Only the first `OFF_LIMIT` bytes (256 MiB) are read (token offsets are
 /// packed in 28 bits; the engine reads no file of more than
 /// `MAX_FILE_BYTES`).
-pub fn lex<'a>(src: &'a str, lang: Language, lits: &'a mut Vec<StrLit<'a>>) -> Lexed<'a> {
+pub fn lex(src: &str, lang: Language) -> Lexed<'_> {
     let mut cut = src.len().min(OFF_LIMIT);
     while !src.is_char_boundary(cut) {
         cut -= 1;
@@ -731,25 +798,29 @@ pub fn lex<'a>(src: &'a str, lang: Language, lits: &'a mut Vec<StrLit<'a>>) -> L
         fam: family(lang),
         toks: Vec::new(),
         lits: Vec::new(),
+        pieces: Vec::new(),
         longs: Vec::new(),
         nl: false,
         pending_heredocs: Vec::new(),
     };
     lx.run();
-    // Both tables grew by doubling: their spare room is given back (a
+    // The tables grew by doubling: their spare room is given back (a
     // large shrink is a remap, not a copy).
     let mut packed = lx.toks;
     packed.shrink_to_fit();
-    *lits = lx.lits;
+    let mut lits = lx.lits;
     lits.shrink_to_fit();
+    let mut pieces = lx.pieces;
+    pieces.shrink_to_fit();
     let mut longs = lx.longs;
     longs.shrink_to_fit();
-    let lit_blocks = lit_blocks(lits, src.len());
+    let lit_blocks = lit_blocks(&lits, src.len());
     Lexed {
         packed,
         ctx: Ctx {
             src,
             lits,
+            pieces,
             longs,
             lit_blocks,
         },
@@ -760,8 +831,7 @@ pub fn lex<'a>(src: &'a str, lang: Language, lits: &'a mut Vec<StrLit<'a>>) -> L
 /// literals' table are leaked.
 #[cfg(test)]
 pub fn lex_leak<'a>(src: &'a str, lang: Language) -> Toks<'a> {
-    let lits: &'a mut Vec<StrLit<'a>> = Box::leak(Box::default());
-    let lexed: &'a Lexed<'a> = Box::leak(Box::new(lex(src, lang, lits)));
+    let lexed: &'a Lexed<'a> = Box::leak(Box::new(lex(src, lang)));
     lexed.toks()
 }
 
@@ -820,11 +890,38 @@ impl<'a> Lx<'a> {
         self.push(kind, start, end, NO_LIT);
     }
     /// A string literal token, its pieces in the side table.
-    fn push_str(&mut self, start: usize, end: usize, mut lit: StrLit<'a>) {
+    fn push_str(&mut self, start: usize, end: usize, lit: LitBuf<'a>) {
         let idx = self.lits.len() as u32;
-        lit.end = end as u32;
-        self.lits.push(lit);
+        let entry = self.entry(lit, start as u32, end as u32);
+        self.lits.push(entry);
         self.push(Kind::Str, start, end, idx);
+    }
+    /// The table entry of `lit`, whose token spans `start..end`; its
+    /// pieces (if any) are moved to their table.
+    fn entry(&mut self, mut lit: LitBuf<'a>, start: u32, end: u32) -> LitEntry {
+        if lit.pieces.is_none() {
+            if lit.run.is_empty() {
+                return LitEntry { run: 0, end };
+            }
+            match lit.at.checked_sub(start) {
+                Some(skip) if skip <= RUN_SKIP_MAX => {
+                    return LitEntry {
+                        run: skip << RUN_SKIP | lit.run.len() as u32 & RUN_LEN,
+                        end,
+                    };
+                }
+                // a run away from its token (a heredoc's body): written
+                // out, as it reads the same
+                _ => {
+                    lit.pieces();
+                }
+            }
+        }
+        self.pieces.push(lit.pieces.unwrap_or_default());
+        LitEntry {
+            run: PIECES_BIT | (self.pieces.len() - 1) as u32,
+            end,
+        }
     }
     fn prev(&self) -> Option<Packed> {
         self.toks.last().copied()
@@ -1220,8 +1317,8 @@ impl<'a> Lx<'a> {
         }
     }
 
-    fn php_single(&mut self) -> StrLit<'a> {
-        let mut lit = StrLit::default();
+    fn php_single(&mut self) -> LitBuf<'a> {
+        let mut lit = LitBuf::default();
         let mut from = self.i;
         while self.i < self.b.len() {
             let ch = self.b[self.i];
@@ -1252,8 +1349,8 @@ impl<'a> Lx<'a> {
         escapes: bool,
         interp: Interp,
         single_line: bool,
-    ) -> StrLit<'a> {
-        let mut lit = StrLit::default();
+    ) -> LitBuf<'a> {
+        let mut lit = LitBuf::default();
         let mut from = self.i;
         let n = self.b.len();
         // every caller's delimiter is a quote (one to three bytes)
@@ -1327,8 +1424,8 @@ impl<'a> Lx<'a> {
     }
 
     /// C# verbatim/raw bodies: `""` is a quote, no backslash escapes.
-    fn verbatim_body(&mut self, delim: &str, interp: Interp) -> StrLit<'a> {
-        let mut lit = StrLit::default();
+    fn verbatim_body(&mut self, delim: &str, interp: Interp) -> LitBuf<'a> {
+        let mut lit = LitBuf::default();
         let mut from = self.i;
         let n = self.b.len();
         while self.i < n {
@@ -1364,8 +1461,8 @@ impl<'a> Lx<'a> {
     }
 
     /// A heredoc body (PHP or Ruby): lines up to one whose trimmed text is `term`.
-    fn heredoc_body(&mut self, term: &str, interp: Interp) -> StrLit<'a> {
-        let mut lit = StrLit::default();
+    fn heredoc_body(&mut self, term: &str, interp: Interp) -> LitBuf<'a> {
+        let mut lit = LitBuf::default();
         let n = self.b.len();
         loop {
             if self.i >= n {
@@ -1548,7 +1645,7 @@ impl<'a> Lx<'a> {
                 while j < self.b.len() && is_ident_char(self.b[j]) {
                     j += 1;
                 }
-                let mut lit = StrLit::default();
+                let mut lit = LitBuf::default();
                 lit.push_src(self.src, start + 1, j);
                 self.i = j;
                 self.push_str(start, j, lit);
@@ -1598,7 +1695,7 @@ impl<'a> Lx<'a> {
                 j += 1;
             }
             let end = j.min(self.b.len());
-            let mut lit = StrLit::default();
+            let mut lit = LitBuf::default();
             lit.push_src(self.src, body_start.min(end), end);
             self.i = (end + 1).min(self.b.len());
             self.push_str(start, self.i, lit);
@@ -1633,10 +1730,10 @@ impl<'a> Lx<'a> {
             }
             self.i = j.min(self.b.len());
             // placeholder token; the body is filled at the next line break
-            self.push_str(start, self.i, StrLit::default());
+            self.push_str(start, self.i, LitBuf::default());
             let idx = self.lits.len() - 1;
             self.pending_heredocs
-                .push((term, quote != Some(b'\''), idx));
+                .push((term, quote != Some(b'\''), idx, start as u32));
             return true;
         }
         false
@@ -1644,19 +1741,17 @@ impl<'a> Lx<'a> {
 
     fn ruby_heredoc_bodies(&mut self) {
         let pending = std::mem::take(&mut self.pending_heredocs);
-        for (term, interp, idx) in pending {
+        for (term, interp, idx, start) in pending {
             let mode = if interp { Interp::Hash } else { Interp::None };
             let lit = self.heredoc_body(&term, mode);
             // skip the rest of the terminator line
             while self.i < self.b.len() && self.b[self.i] != b'\n' {
                 self.i += 1;
             }
-            if let Some(l) = self.lits.get_mut(idx) {
+            if let Some(end) = self.lits.get(idx).map(|l| l.end) {
                 // the placeholder's end stays: the table is in source
                 // order by it (`Tok::entry`)
-                let end = l.end;
-                *l = lit;
-                l.end = end;
+                self.lits[idx] = self.entry(lit, start, end);
             }
         }
     }

@@ -152,13 +152,13 @@ pub fn record(
                 .any(|p| matches!(p, KeyPart::Var(v) if v == n))
         };
         // the value follows the key argument (`SetNX(ctx, key, val, ttl)`)
-        let key_arg = c.args.iter().position(|a| {
+        let key_arg = c.args().iter().position(|a| {
             toks.slice(a.start()..a.end().min(toks.len()))
                 .iter()
                 .any(|t| t.is_ident() && in_key(&values::norm_name(t.text())))
         });
         let var = c
-            .args
+            .args()
             .iter()
             .skip(key_arg.map_or(0, |k| k + 1))
             .find_map(|a| {
@@ -188,11 +188,12 @@ pub fn record(
     // function every fifty bytes)
     let mut own_fns: Vec<u32> = (0..st.scopes.len() as u32)
         .filter(|&i| {
-            let s = &st.scopes[i as usize];
-            !s.is_test && !s.name.is_empty()
+            st.scopes
+                .get(i as usize)
+                .is_some_and(|s| !s.is_test && !s.name.is_empty())
         })
         .collect();
-    let fn_name = |i: &u32| st.scopes[*i as usize].name.as_str();
+    let fn_name = |i: &u32| st.scopes.name(*i as usize);
     own_fns.sort_unstable_by(|a, b| fn_name(a).cmp(fn_name(b)));
     own_fns.dedup_by(|a, b| fn_name(a) == fn_name(b));
     own_fns.shrink_to_fit();
@@ -209,7 +210,7 @@ pub fn record(
     let asked = || -> FxHashSet<String> {
         let texts: FxHashSet<&str> = all
             .iter()
-            .flat_map(|c| c.args)
+            .flat_map(|c| c.args())
             .filter(|a| a.end() == a.start() + 1 && toks.at(a.start()).kind() == Kind::Ident)
             .map(|a| toks.at(a.start()).text())
             .collect();
@@ -250,14 +251,14 @@ pub fn record(
         // `func (s *RedisStore) Unlock`) is a call on its own type, as
         // `this.delete(key)` is
         let own_recv = an.lang == crate::facts::Language::Go
-            && c.recv.len() == 1
-            && st.receivers.get(&scope).map(|r| r.as_str()) == c.recv.first().map(|r| &**r);
+            && c.recv().len() == 1
+            && st.receivers.get(&scope).map(|r| r.as_str()) == c.recv().first().map(|r| &**r);
         // the receiver, and whether it may name the callee's owner
         let owner_word = |r: &str| crate::project::link::receiver_word_len(r) >= 3;
         let (recv, owner_recv) = if own_recv {
             (Some(texts.get("this")), owner_word("this"))
         } else {
-            match c.recv {
+            match c.recv() {
                 [] => (None, false),
                 // (once per receiver text, and no joined copy)
                 [one] => {
@@ -269,7 +270,7 @@ pub fn record(
                     (Some(std::sync::Arc::clone(r)), *w)
                 }
                 _ => {
-                    let r = values::norm_name(&c.recv.join("."));
+                    let r = values::norm_name(&c.recv().join("."));
                     let w = owner_word(&r);
                     (Some(texts.get(&r)), w)
                 }
@@ -287,7 +288,7 @@ pub fn record(
         // a slice of exactly the call's arguments (or none): collected at
         // their exact count, not from a filter's growing room
         let resolved_args = if may_resolve && record_sites {
-            c.args
+            c.args()
         } else {
             &[]
         };
@@ -536,9 +537,8 @@ impl<'a> BindingRanges<'a> {
         let ranges = self.ranges.get_or_insert_with(|| {
             let mut r: Vec<(u32, u32)> = an
                 .vals
-                .bindings
-                .values()
-                .flatten()
+                .bindings()
+                .map(|(_, _, b)| b)
                 .filter(|b| b.eq() >= 1 && b.end - b.start <= MAX_ARG_TOKENS)
                 .map(|b| (b.start as u32, b.end as u32))
                 .collect();

@@ -153,9 +153,8 @@ pub fn extract_packed(
     sites: super::CallSites,
 ) -> (FileFacts, Option<crate::project::calls::PackedCalls>) {
     let mut facts = FileFacts::new(language);
-    let mut lits = Vec::new();
-    let lexed = lexer::lex(src, language, &mut lits);
-    let (toks, lits) = (lexed.toks(), lexed.lits());
+    let lexed = lexer::lex(src, language);
+    let toks = lexed.toks();
     let st = calls::structure(toks, src, language);
     // the lower-cased copy of the file is dropped as soon as these are known
     let (has_redis, default_client) = {
@@ -172,7 +171,7 @@ pub fn extract_packed(
         .any(|w| has(&lower, w));
         (has_redis, default_client(language, &lower))
     };
-    let vals = Values::new(src, toks, lits, &st, language);
+    let vals = Values::new(src, toks, &st, language);
     let mut an = Analyzer {
         src,
         lang: language,
@@ -240,16 +239,16 @@ pub fn extract_packed(
         let (mut atomic, watched) = tx.at(name_tok, scope);
         let call = all_calls.get(ci as usize);
         if let Some(c) = call {
-            if c.recv
+            if c.recv()
                 .iter()
                 .any(|r| r.eq_ignore_ascii_case("multi()") || r == "TxPipeline()")
-                || c.recv.first().is_some_and(|r| an.atomic_var(scope, r))
+                || c.recv().first().is_some_and(|r| an.atomic_var(scope, r))
             {
                 atomic = true;
             }
         }
         if let (OpKind::Release { checked: false }, Some(c)) = (&op.kind, call) {
-            if c.recv
+            if c.recv()
                 .first()
                 .is_some_and(|r| an.tx_vars.contains(&values::norm_name(r)))
                 && tx.conditioned.contains(&scope)
@@ -284,6 +283,9 @@ pub fn extract_packed(
         op.name_span = Span::new(name.start(), name.end());
     }
     drop(at);
+    // (kept to the end of the run, and grown by doubling: a bundle with a
+    // lock every few hundred bytes left a third of their room spare)
+    facts.ttls.shrink_to_fit();
     facts.fail_opens = failopen::find(&an, &all_calls, &facts.ops);
     facts.absence_guards = guards::find(&an, &all_calls, &facts.ops);
     facts.exclusive_of_acquire = guards::exclusive_of_acquire(&an, &facts.ops);
@@ -309,16 +311,15 @@ pub fn extract_packed(
         let need = waits::sections(&facts.ops, &resolvable, &facts.deferred);
         waits::find(&an, &all_calls, &client_calls, &need)
     });
-    // the structure's scopes become the facts' at the end, moved: a copy
-    // made earlier stood beside them through the link facts (a minified
-    // bundle has a scope every forty bytes)
     drop(an);
-    facts.scopes = st.scopes;
-    // the call sites' bytes are joined once the tokens, the calls and the
-    // structure are gone
     drop(all_calls);
     drop(call_table);
     drop(lexed);
+    // the facts' scopes are made from the structure's at the end, once the
+    // tokens and the calls are gone (the structure's table is a third of
+    // their size; a minified bundle has a scope every seventy bytes); then
+    // the call sites' bytes are joined
+    facts.scopes = st.into_scopes().into_facts();
     (facts, sites.finish())
 }
 
@@ -375,9 +376,9 @@ fn call_site(toks: Toks, c: &Call, span: Span) -> OpCall {
     };
     // room for every argument up front: a filtered iterator would start at
     // four (one allocation per op site)
-    let mut args = Vec::with_capacity(c.args.len());
+    let mut args = Vec::with_capacity(c.args().len());
     args.extend(
-        c.args
+        c.args()
             .iter()
             .filter(|a| a.end() > a.start())
             .filter_map(|a| Some(Span::new(byte(a.start(), false)?, byte(a.end() - 1, true)?))),
@@ -473,7 +474,7 @@ impl<'a> Analyzer<'a> {
                 "txpipelined" => ranges.push((c.open(), c.end(), true, false)),
                 "watch"
                     if self.lang == Language::Go
-                        && c.args.iter().any(|a| self.toks.at(a.start()).is("func")) =>
+                        && c.args().iter().any(|a| self.toks.at(a.start()).is("func")) =>
                 {
                     ranges.push((c.open(), c.end(), false, true))
                 }
@@ -482,11 +483,11 @@ impl<'a> Analyzer<'a> {
                     let atomic = lname == "multi";
                     ranges.push((c.open(), e, atomic, !atomic));
                 }
-                "multi" if c.recv.len() <= 2 && !self.call_continues(c) => {
+                "multi" if c.recv().len() <= 2 && !self.call_continues(c) => {
                     cur.0 = true;
                     marks.push((scope, c.name_tok(), cur.0, cur.1));
                 }
-                "watch" | "watchasync" if !c.args.is_empty() => {
+                "watch" | "watchasync" if !c.args().is_empty() => {
                     cur.1 = true;
                     marks.push((scope, c.name_tok(), cur.0, cur.1));
                 }
@@ -725,15 +726,13 @@ impl<'a> Analyzer<'a> {
     /// binding: a file of thousands of registered scripts was quadratic.
     fn script_names(&self, firsts: &[usize]) -> Vec<Option<String>> {
         let mut best: Vec<Option<(usize, &str)>> = vec![None; firsts.len()];
-        for ((_, name), bs) in &self.vals.bindings {
-            for b in bs {
-                let lo = firsts.partition_point(|&t| t < b.start);
-                let hi = firsts.partition_point(|&t| t < b.end).max(lo);
-                let w = b.end - b.start;
-                for slot in &mut best[lo..hi] {
-                    if slot.is_none_or(|(bw, _)| w < bw) {
-                        *slot = Some((w, name));
-                    }
+        for (_, name, b) in self.vals.bindings() {
+            let lo = firsts.partition_point(|&t| t < b.start);
+            let hi = firsts.partition_point(|&t| t < b.end).max(lo);
+            let w = b.end - b.start;
+            for slot in &mut best[lo..hi] {
+                if slot.is_none_or(|(bw, _)| w < bw) {
+                    *slot = Some((w, name));
                 }
             }
         }
@@ -863,83 +862,80 @@ impl<'a> Analyzer<'a> {
     fn classify_bindings(&mut self) {
         let mut objs = Vec::new();
         let mut alias = Vec::new();
-        for ((scope, name), bs) in &self.vals.bindings {
-            for b in bs {
-                let text = self.vals.text(b.start, b.end);
-                let lower = text.to_ascii_lowercase();
-                let is_script_obj = [
-                    "register_script",
-                    "newscript",
-                    "newluascript",
-                    "defaultredisscript",
-                    "redisscript.of",
-                    "luascript.prepare",
-                    "script.new",
-                    "registerscript",
-                ]
-                .iter()
-                .any(|w| lower.contains(w));
-                // the script text it holds: a literal group inside, or a name of one
-                let mut sid = None;
-                for k in b.start..b.end {
-                    if let Some(&id) = self.script_at.get(&k) {
-                        sid = Some(id);
-                        break;
-                    }
+        for (scope, name, b) in self.vals.bindings() {
+            let text = self.vals.text(b.start, b.end);
+            let lower = text.to_ascii_lowercase();
+            let is_script_obj = [
+                "register_script",
+                "newscript",
+                "newluascript",
+                "defaultredisscript",
+                "redisscript.of",
+                "luascript.prepare",
+                "script.new",
+                "registerscript",
+            ]
+            .iter()
+            .any(|w| lower.contains(w));
+            // the script text it holds: a literal group inside, or a name of one
+            let mut sid = None;
+            for k in b.start..b.end {
+                if let Some(&id) = self.script_at.get(&k) {
+                    sid = Some(id);
+                    break;
                 }
-                if sid.is_none() {
-                    for k in b.start..b.end {
-                        let t = self.toks.at(k);
-                        if t.is_ident() {
-                            if let Some(&Some(id)) =
-                                self.script_names.get(&values::norm_name(t.text()))
-                            {
-                                sid = Some(id);
-                                break;
-                            }
+            }
+            if sid.is_none() {
+                for k in b.start..b.end {
+                    let t = self.toks.at(k);
+                    if t.is_ident() {
+                        if let Some(&Some(id)) = self.script_names.get(&values::norm_name(t.text()))
+                        {
+                            sid = Some(id);
+                            break;
                         }
                     }
                 }
-                if is_script_obj {
-                    objs.push((name.to_string(), sid));
-                } else if sid.is_some() && b.end - b.start == 1 {
-                    alias.push((name.to_string(), sid));
-                }
-                let client_ctor = [
-                    "redis",
-                    "jedis",
-                    "createclient",
-                    "getresource",
-                    "connectionmultiplexer",
-                    "getdatabase",
-                    "predis",
-                    "rueidis",
-                    "lettuce",
-                    "connect(",
-                ]
-                .iter()
-                .any(|w| lower.contains(w));
-                if client_ctor && !is_script_obj {
-                    self.redis_vars.insert(name.to_string());
-                }
-                if lower.contains("pipeline(")
-                    && !lower.contains("transaction=false")
-                    && self.lang == Language::Python
-                    || lower.contains("txpipeline(")
-                    || lower.contains(".multi(")
-                {
-                    // a field (`this.tx`) is seen from every method
-                    let at = if name.starts_with("this.") { 0 } else { *scope };
-                    self.atomic_vars.insert((at, name.to_string()));
-                    self.redis_vars.insert(name.to_string());
-                }
-                if lower.contains("createtransaction(") {
-                    self.tx_vars.insert(name.to_string());
-                    self.redis_vars.insert(name.to_string());
-                }
-                if lower.contains("pipeline(") || lower.contains("pipelined(") {
-                    self.redis_vars.insert(name.to_string());
-                }
+            }
+            if is_script_obj {
+                objs.push((name.to_string(), sid));
+            } else if sid.is_some() && b.end - b.start == 1 {
+                alias.push((name.to_string(), sid));
+            }
+            let client_ctor = [
+                "redis",
+                "jedis",
+                "createclient",
+                "getresource",
+                "connectionmultiplexer",
+                "getdatabase",
+                "predis",
+                "rueidis",
+                "lettuce",
+                "connect(",
+            ]
+            .iter()
+            .any(|w| lower.contains(w));
+            if client_ctor && !is_script_obj {
+                self.redis_vars.insert(name.to_string());
+            }
+            if lower.contains("pipeline(")
+                && !lower.contains("transaction=false")
+                && self.lang == Language::Python
+                || lower.contains("txpipeline(")
+                || lower.contains(".multi(")
+            {
+                // a field (`this.tx`) is seen from every method
+                let at = if name.starts_with("this.") { 0 } else { scope };
+                self.atomic_vars.insert((at, name.to_string()));
+                self.redis_vars.insert(name.to_string());
+            }
+            if lower.contains("createtransaction(") {
+                self.tx_vars.insert(name.to_string());
+                self.redis_vars.insert(name.to_string());
+            }
+            if lower.contains("pipeline(") || lower.contains("pipelined(") {
+                self.redis_vars.insert(name.to_string());
             }
         }
         for (n, sid) in objs {

@@ -81,8 +81,7 @@ fn dump() {
 }
 
 fn parts(src: &str, lang: Language) -> Vec<Vec<StrPart>> {
-    let mut lits = Vec::new();
-    let lexed = super::lexer::lex(src, lang, &mut lits);
+    let lexed = super::lexer::lex(src, lang);
     lexed
         .toks()
         .iter()
@@ -138,9 +137,8 @@ fn string_forms() {
 #[test]
 fn token_texts_borrow_the_source() {
     let src = "r.set('lock:a', \"a\\tb\", `k${id}`, '', \"x\\n\")";
-    let mut lits = Vec::new();
-    let lexed = super::lexer::lex(src, Language::JavaScript, &mut lits);
-    let (toks, lits) = (lexed.toks(), lexed.lits());
+    let lexed = super::lexer::lex(src, Language::JavaScript);
+    let toks = lexed.toks();
     let in_src = |s: &str| src.as_bytes().as_ptr_range().contains(&s.as_ptr());
     let strs: Vec<&str> = toks
         .iter()
@@ -153,7 +151,8 @@ fn token_texts_borrow_the_source() {
     // a literal's text is the side table's (not a copy), every other
     // token's a slice of the source
     let in_lits = |s: &str| {
-        lits.iter()
+        lexed
+            .lits()
             .any(|l| std::ptr::eq(l.text().as_ptr(), s.as_ptr()))
     };
     // a literal that is one run of the source borrows it; one with an
@@ -245,9 +244,8 @@ fn long_tokens_regexes_and_literals_read_back() {
 #[test]
 fn anchors_map_escapes() {
     let src = "x = \"a\\nredis.call('del')\"";
-    let mut lits = Vec::new();
-    let lexed = super::lexer::lex(src, Language::Java, &mut lits);
-    let lit = lexed.toks().iter().find_map(|t| t.lit().cloned()).unwrap();
+    let lexed = super::lexer::lex(src, Language::Java);
+    let lit = lexed.toks().iter().find_map(|t| t.lit()).unwrap();
     let off = lit.text().find("redis").unwrap();
     let f = crate::facts::ScriptFact {
         name: None,
@@ -267,10 +265,10 @@ fn calls_split_over_lines_and_chains() {
     let mut table = calls::CallTable::default();
     let cs = calls::calls(toks, &st, Language::Java, &mut table);
     let c = cs.iter().find(|c| c.name(toks) == "setIfAbsent").unwrap();
-    assert_eq!(c.recv, vec!["redisTemplate", "opsForValue()"]);
-    assert_eq!(c.args.len(), 4);
-    assert_eq!(st.scopes[1].name, "f");
-    assert_eq!(st.scopes[1].owner.as_deref(), Some("A"));
+    assert_eq!(c.recv(), vec!["redisTemplate", "opsForValue()"]);
+    assert_eq!(c.args().len(), 4);
+    assert_eq!(st.scopes.name(1), "f");
+    assert_eq!(st.scopes.get(1).and_then(|s| s.owner), Some("A"));
 }
 
 fn key_of(src: &str, lang: Language) -> Vec<KeyPart> {
@@ -862,7 +860,7 @@ fn scope_column_widens_past_two_bytes() {
     );
     assert_eq!(scopes[n - 1] as usize, n);
     assert_eq!(
-        st.scopes[scopes[n - 1] as usize].name,
+        st.scopes.name(scopes[n - 1] as usize),
         format!("f{}", n - 1)
     );
     assert_eq!(st.tok_scope.get(toks.len()), None);

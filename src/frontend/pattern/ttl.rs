@@ -65,10 +65,10 @@ pub fn of_cache_add(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpTtl>
         return None;
     }
     let arg = c
-        .args
+        .args()
         .iter()
         .find(|a| a.name(an.toks) == Some("timeout"))
-        .or_else(|| c.args.iter().filter(|a| !a.is_named()).nth(2))?;
+        .or_else(|| c.args().iter().filter(|a| !a.is_named()).nth(2))?;
     let (vs, ve) = (arg.start(), arg.end().min(an.toks.len()));
     if ve <= vs {
         return None;
@@ -512,7 +512,7 @@ pub fn of_duration_arg(an: &Analyzer, c: &Call, name_start: usize) -> Option<OpT
         return None;
     }
     let toks = an.toks;
-    let mut pos: Vec<_> = c.args.iter().filter(|a| !a.is_named()).collect();
+    let mut pos: Vec<_> = c.args().iter().filter(|a| !a.is_named()).collect();
     if an.lang == Language::Go
         && pos.first().is_some_and(|a| {
             let t = an.vals.text(a.start(), a.end()).to_ascii_lowercase();

@@ -3,7 +3,7 @@
 //! and the classification of written values (constant, unique, weak).
 
 use super::calls::Structure;
-use super::lexer::{self, Kind, StrLit, StrPart, Tok, Toks};
+use super::lexer::{self, Kind, StrPart, Tok, Toks};
 use crate::facts::{KeyExpr, KeyPart, Language, ValueExpr};
 use crate::words::{self, holds};
 use rustc_hash::FxHashMap as HashMap;
@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 /// A binding `name = expr`: the token range of `expr` in the token stream
 /// it was found in (`sub` for bindings found in a re-lexed snippet: none).
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct Binding {
     pub start: usize,
     pub end: usize,
@@ -27,19 +27,22 @@ impl Binding {
 pub struct Values<'a> {
     pub src: &'a str,
     pub toks: Toks<'a>,
-    /// The string literals' side table of `toks` ([`Tok::lit`]).
-    pub lits: &'a [StrLit<'a>],
     pub st: &'a Structure,
     pub lang: Language,
-    /// (scope, normalised name) → every binding of it in that scope. (A
-    /// name borrows the source unless normalising rewrote it, and a list
-    /// starts with room for one binding: most names are bound once, and a
-    /// dense file holds one entry every few dozen bytes.)
-    pub bindings: HashMap<(u32, Cow<'a, str>), Vec<Binding>>,
+    /// (scope, normalised name) → every binding of it in that scope, in
+    /// source order ([`Values::bindings`]).
+    bindings: HashMap<BindKey, Bind>,
     /// Go `v, err := call(…)`: (scope, `v`) → every such binding, for the
     /// value's words only (`raw, err := json.Marshal(b)` is serialised data);
     /// never a key.
-    result_values: HashMap<(u32, Cow<'a, str>), Vec<Binding>>,
+    result_values: HashMap<BindKey, Bind>,
+    /// The names of [`Values::bindings`]' and [`Values::result_values`]'
+    /// keys that normalising wrote anew (`this.x`): the keys point into
+    /// them, so they are kept as long as the maps and never changed.
+    names: Vec<Box<str>>,
+    /// The bindings of the names of both maps that are bound more than
+    /// once ([`Bind::MANY`]).
+    many: Vec<Vec<Bind>>,
     /// Same-file helpers whose body returns one expression:
     /// name → (parameter names, expression token range, its scope).
     /// (Sorted by name, a name at most once.)
@@ -115,6 +118,152 @@ impl PartialEq for dyn ScopedName + '_ {
 }
 
 impl Eq for dyn ScopedName + '_ {}
+
+/// A key of [`Values::bindings`]: a scope and a normalised name, 16
+/// bytes (a `(u32, Cow<str>)` took 32, and a minified bundle binds a name
+/// every eighty bytes). The name is a slice of the source or of one of
+/// [`Values::names`] (both outlive the map and never move), held as a
+/// pointer and a length. It hashes and compares as `(scope, name)` does,
+/// the way the `(u32, Cow<str>)` key did: the map's order (which the
+/// passes over every binding follow) is the same.
+#[derive(Clone, Copy)]
+struct BindKey {
+    ptr: std::ptr::NonNull<u8>,
+    len: u32,
+    scope: u32,
+}
+
+impl BindKey {
+    /// The key of `name`: a slice of the source or of a [`Values::names`]
+    /// entry (a name is a token's text, shorter than the 256 MiB the
+    /// lexer reads, or made of one).
+    fn new(scope: u32, name: &str) -> BindKey {
+        BindKey {
+            ptr: std::ptr::NonNull::from(name.as_bytes()).cast(),
+            len: name.len() as u32,
+            scope,
+        }
+    }
+    fn name(&self) -> &str {
+        // SAFETY: `ptr` and `len` are those of a `str` that outlives the
+        // map holding this key and is never moved or changed
+        // (`BindKey::new`: the source, or a boxed name of
+        // `Values::names`), and a key is only read through its map.
+        unsafe {
+            std::str::from_utf8_unchecked(std::slice::from_raw_parts(
+                self.ptr.as_ptr(),
+                self.len as usize,
+            ))
+        }
+    }
+}
+
+impl ScopedName for BindKey {
+    fn scope(&self) -> u32 {
+        self.scope
+    }
+    fn name(&self) -> &str {
+        BindKey::name(self)
+    }
+}
+
+impl<'a> std::borrow::Borrow<dyn ScopedName + 'a> for BindKey {
+    fn borrow(&self) -> &(dyn ScopedName + 'a) {
+        self
+    }
+}
+
+impl std::hash::Hash for BindKey {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        // as `(u32, Cow<str>)` hashes
+        self.scope.hash(h);
+        self.name().hash(h);
+    }
+}
+
+impl PartialEq for BindKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.scope == other.scope && self.name() == other.name()
+    }
+}
+
+impl Eq for BindKey {}
+
+/// A [`Binding`] as [`Values::bindings`] keeps it (token indices stay far
+/// below 2^31: the lexer reads at most 256 MiB). Most names are bound
+/// once in a scope, and their binding is the map's value itself (eight
+/// bytes, where a list took 24 and an allocation a name); the value of a
+/// name bound more than once has [`Bind::MANY`] in `end` and the index of
+/// its list in [`Values::many`] as `start`.
+#[derive(Clone, Copy)]
+struct Bind {
+    start: u32,
+    end: u32,
+}
+
+impl Bind {
+    const MANY: u32 = 1 << 31;
+
+    fn get(self) -> Binding {
+        Binding {
+            start: self.start as usize,
+            end: self.end as usize,
+        }
+    }
+}
+
+/// The bindings of a map's value `b`, in source order.
+fn all_of<'s>(many: &'s [Vec<Bind>], b: &'s Bind) -> &'s [Bind] {
+    if b.end & Bind::MANY != 0 {
+        many.get(b.start as usize).map_or(&[], |v| v.as_slice())
+    } else {
+        std::slice::from_ref(b)
+    }
+}
+
+/// Adds `b` to the bindings of `(scope, name)` in `map`; a name that
+/// normalising wrote anew is kept in `names` for the key to point into.
+fn bind(
+    map: &mut HashMap<BindKey, Bind>,
+    names: &mut Vec<Box<str>>,
+    many: &mut Vec<Vec<Bind>>,
+    scope: u32,
+    name: Cow<'_, str>,
+    b: Bind,
+) {
+    let key = match name {
+        Cow::Borrowed(n) => BindKey::new(scope, n),
+        Cow::Owned(n) => match map.get_key_value(&scoped(scope, &n) as &dyn ScopedName) {
+            Some((k, _)) => *k,
+            None => {
+                let n: Box<str> = n.into();
+                let k = BindKey::new(scope, &n);
+                names.push(n);
+                k
+            }
+        },
+    };
+    // (`entry` as before: the map grows at the same insert)
+    match map.entry(key) {
+        std::collections::hash_map::Entry::Occupied(mut e) => {
+            let v = e.get_mut();
+            if v.end & Bind::MANY != 0 {
+                if let Some(list) = many.get_mut(v.start as usize) {
+                    list.push(b);
+                }
+            } else {
+                many.push(vec![*v, b]);
+                *v = Bind {
+                    start: (many.len() - 1) as u32,
+                    end: Bind::MANY,
+                };
+            }
+        }
+        std::collections::hash_map::Entry::Vacant(e) => {
+            e.insert(b);
+        }
+    }
+}
 
 /// The key `(scope, name)` to look up as [`ScopedName`] (it fixes the
 /// tuple's types: a literal scope, a `&String` or a `Cow` name).
@@ -382,21 +531,16 @@ pub fn expr_end(toks: Toks, st: &Structure, lang: Language, s: usize) -> usize {
 }
 
 impl<'a> Values<'a> {
-    pub fn new(
-        src: &'a str,
-        toks: Toks<'a>,
-        lits: &'a [StrLit<'a>],
-        st: &'a Structure,
-        lang: Language,
-    ) -> Self {
+    pub fn new(src: &'a str, toks: Toks<'a>, st: &'a Structure, lang: Language) -> Self {
         let mut v = Values {
             src,
             toks,
-            lits,
             st,
             lang,
             bindings: HashMap::default(),
             result_values: HashMap::default(),
+            names: Vec::new(),
+            many: Vec::new(),
             helpers: Vec::new(),
             locals: ScopedNames::empty(src),
             resolving: std::cell::RefCell::new(Vec::new()),
@@ -671,10 +815,17 @@ impl<'a> Values<'a> {
                     let start = i + 1;
                     let end = expr_end(toks, self.st, self.lang, start);
                     if end > start {
-                        self.result_values
-                            .entry((self.st.tok_scope[i], norm_name_cow(toks.at(i - 3).text())))
-                            .or_insert_with(|| Vec::with_capacity(1))
-                            .push(Binding { start, end });
+                        bind(
+                            &mut self.result_values,
+                            &mut self.names,
+                            &mut self.many,
+                            self.st.tok_scope[i],
+                            norm_name_cow(toks.at(i - 3).text()),
+                            Bind {
+                                start: start as u32,
+                                end: end as u32,
+                            },
+                        );
                     }
                 }
                 continue;
@@ -693,10 +844,17 @@ impl<'a> Values<'a> {
             } else {
                 self.st.tok_scope[i]
             };
-            self.bindings
-                .entry((scope, name))
-                .or_insert_with(|| Vec::with_capacity(1))
-                .push(Binding { start, end });
+            bind(
+                &mut self.bindings,
+                &mut self.names,
+                &mut self.many,
+                scope,
+                name,
+                Bind {
+                    start: start as u32,
+                    end: end as u32,
+                },
+            );
         }
         // Go `var x = …` / `const x = …` inside `const ( … )` groups are covered
         // above; Python/others `for x in` are not bindings.
@@ -828,23 +986,34 @@ impl<'a> Values<'a> {
     /// The single binding of `name` visible from `scope` (a local bound once,
     /// else a file-level constant bound once). A local first bound to
     /// null/None/nil ("not taken yet") and then once to a value is bound once.
-    pub fn lookup(&self, scope: u32, name: &str) -> Option<&Binding> {
+    pub fn lookup(&self, scope: u32, name: &str) -> Option<Binding> {
         let name = norm_name_cow(name);
         let name = name.as_ref();
         if scope != 0 {
             if let Some(v) = self.bindings.get(&scoped(scope, name) as &dyn ScopedName) {
-                if v.len() == 2 && self.is_null(&v[0]) && !self.is_null(&v[1]) {
-                    return v.get(1);
+                let v = all_of(&self.many, v);
+                if v.len() == 2 && self.is_null(&v[0].get()) && !self.is_null(&v[1].get()) {
+                    return Some(v[1].get());
                 }
-                return if v.len() == 1 { v.first() } else { None };
+                return if v.len() == 1 { Some(v[0].get()) } else { None };
             }
             // a parameter or loop variable shadows the file-level name
             if self.is_local(scope, name) {
                 return None;
             }
         }
-        let v = self.bindings.get(&scoped(0, name) as &dyn ScopedName)?;
-        (v.len() == 1).then(|| v.first()).flatten()
+        let b = self.bindings.get(&scoped(0, name) as &dyn ScopedName)?;
+        (b.end & Bind::MANY == 0).then(|| b.get())
+    }
+
+    /// Every binding: (scope, normalised name, binding), the names in the
+    /// map's order and each name's bindings in source order.
+    pub fn bindings(&self) -> impl Iterator<Item = (u32, &str, Binding)> + '_ {
+        self.bindings.iter().flat_map(|(k, bs)| {
+            all_of(&self.many, bs)
+                .iter()
+                .map(move |b| (k.scope, k.name(), b.get()))
+        })
     }
 
     /// `name` (normalised) is one of `scope`'s [`Values::locals`].
@@ -1275,8 +1444,7 @@ impl<'a> Values<'a> {
             return KeyExpr::unknown();
         };
         let text = text.trim();
-        let mut lits = Vec::new();
-        let lexed = lexer::lex(text, self.lang, &mut lits);
+        let lexed = lexer::lex(text, self.lang);
         let sub = lexed.toks();
         if sub.len() == 1 && sub.at(0).is_ident() {
             return self.name_key(sub.at(0).text(), scope, depth + 1);
@@ -1430,13 +1598,13 @@ impl<'a> Values<'a> {
                 if v != ValueExpr::Unknown {
                     return v;
                 }
-            } else if let Some([b]) = self
+            } else if let Some(b) = self
                 .result_values
                 .get(&scoped(scope, &norm_name_cow(text)) as &dyn ScopedName)
-                .map(Vec::as_slice)
+                .filter(|b| b.end & Bind::MANY == 0)
             {
                 // the first result of one call: only its words say something
-                if let Some(v) = classify(self.text(b.start, b.end)) {
+                if let Some(v) = classify(self.text(b.start as usize, b.end as usize)) {
                     return v;
                 }
             }

@@ -101,7 +101,7 @@ fn is_logger(root: &str) -> bool {
 /// Some segment of the receiver holds a word every logger name holds
 /// ([`is_logger`]), case aside: without one, no root built from those
 /// segments is a logger.
-fn may_be_logger(recv: &[std::borrow::Cow<str>]) -> bool {
+fn may_be_logger(recv: &[super::calls::Seg]) -> bool {
     recv.iter().any(|seg| {
         let b = seg.as_bytes();
         (0..b.len()).any(|i| {
@@ -448,7 +448,7 @@ pub fn find(
             .filter_map(|ci| all.get(ci))
             .filter_map(|c| {
                 // the first positional argument that is not Go's context
-                let a = c.args.iter().find(|a| {
+                let a = c.args().iter().find(|a| {
                     let t = an.vals.text(a.start(), a.end()).to_ascii_lowercase();
                     !a.is_named() && !t.contains("ctx") && !t.contains("context")
                 })?;
@@ -558,7 +558,7 @@ pub fn find(
         .iter()
         .filter_map(|ci| all.get(ci))
         .filter(|c| {
-            let root = c.recv.join(".").to_ascii_lowercase();
+            let root = c.recv().join(".").to_ascii_lowercase();
             !["pipe", "multi", "tx", "batch", "transaction"]
                 .iter()
                 .any(|w| root.contains(w))
@@ -601,8 +601,8 @@ pub fn find(
         }
     }
     let own_fn = |c: &Call| -> Option<&Vec<u32>> {
-        let first = c.recv.first().map(|s| &**s).unwrap_or("");
-        if !(c.recv.is_empty() || (c.recv.len() == 1 && matches!(first, "this" | "self"))) {
+        let first = c.recv().first().map(|s| &**s).unwrap_or("");
+        if !(c.recv().is_empty() || (c.recv().len() == 1 && matches!(first, "this" | "self"))) {
             return None;
         }
         by_name.get(c.name(an.toks))
@@ -837,7 +837,7 @@ fn quiet_call(
     {
         return true;
     }
-    let first = c.recv.first().map(|s| &**s).unwrap_or("");
+    let first = c.recv().first().map(|s| &**s).unwrap_or("");
     // `log.Info(…)`, `blog.V(4).Infof(…)`, a bare `console`-less `print`
     if (!first.is_empty() && is_logger(first)) || (first.is_empty() && is_logger(c.name(an.toks))) {
         return true;
@@ -851,7 +851,7 @@ fn quiet_call(
     }
     // the receiver's root (`this.logger`, a key builder) only when it may
     // be one of those: building it costs a few allocations
-    if !c.recv.is_empty() && (!key_builders.is_empty() || may_be_logger(c.recv)) {
+    if !c.recv().is_empty() && (!key_builders.is_empty() || may_be_logger(c.recv())) {
         let root = an.recv_root(c);
         if root
             .as_deref()
