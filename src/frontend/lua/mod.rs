@@ -103,8 +103,11 @@ pub fn analyse(text: &str) -> LuaFacts {
     let lexed = lexer::lex(text);
     let mut a = Analyser::new(text, &lexed.toks, &lexed.strings);
     a.run();
+    // (kept with the script's facts to the end of the run: at their count)
+    let mut calls = a.calls;
+    calls.shrink_to_fit();
     LuaFacts {
-        calls: a.calls,
+        calls,
         partial: lexed.partial || a.partial,
     }
 }
