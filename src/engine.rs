@@ -292,9 +292,11 @@ fn findings_for(
             );
             let text_id = *line_ids.entry(line).or_insert_with(|| {
                 let text = index.line_text(line);
+                // (room for one: lines that hash alike but read otherwise
+                // are rare; a default vector took room for four)
                 let same = norm_ids
                     .entry(filter::baseline::normalised_hash(text, &keyed))
-                    .or_default();
+                    .or_insert_with(|| Vec::with_capacity(1));
                 match same
                     .iter()
                     .find(|&&(l, _)| filter::baseline::reads_alike(index.line_text(l), text))
