@@ -518,15 +518,85 @@ impl ScriptFact {
 /// Where the parts of one call stand, for fixes that rewrite it (see
 /// `src/fix.rs`). Matched to its op by `span`, which equals the op's `span`.
 /// Front-ends that know a call's arguments record it; nothing else reads it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// Positions are `u32` (files are capped at 256 MiB) and the arguments sit
+/// in the file's one list ([`CallSites`]): a site with a list of its own
+/// took about 120 bytes, a dense file holds one per op.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OpCall {
-    pub span: Span,
+    span: [u32; 2],
     /// The receiver chain before the method name (`r`, `$redis`,
     /// `template.opsForValue()`), without the `.`/`->` that joins it; empty
     /// when there is none.
-    pub receiver: Span,
-    /// Each argument in order, without the commas.
-    pub args: Vec<Span>,
+    receiver: [u32; 2],
+    /// Its arguments: where they start in [`CallSites::args`], how many.
+    args: [u32; 2],
+}
+
+/// A byte offset as the `u32` of the compact facts.
+fn offset32(at: usize) -> u32 {
+    u32::try_from(at).unwrap_or(u32::MAX)
+}
+
+impl OpCall {
+    pub fn span(&self) -> Span {
+        Span::new(self.span[0] as usize, self.span[1] as usize)
+    }
+
+    pub fn receiver(&self) -> Span {
+        Span::new(self.receiver[0] as usize, self.receiver[1] as usize)
+    }
+}
+
+/// The call sites of a file's ops ([`OpCall`]), their arguments in one list.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CallSites {
+    sites: Vec<OpCall>,
+    /// Each argument in order, without the commas, site after site.
+    args: Vec<Span>,
+}
+
+impl CallSites {
+    /// A call at `span`, its receiver and its arguments in order.
+    pub fn push(&mut self, span: Span, receiver: Span, args: impl IntoIterator<Item = Span>) {
+        let from = self.args.len();
+        self.args.extend(args);
+        self.sites.push(OpCall {
+            span: [offset32(span.start), offset32(span.end)],
+            receiver: [offset32(receiver.start), offset32(receiver.end)],
+            args: [offset32(from), offset32(self.args.len() - from)],
+        });
+    }
+
+    /// Room for `sites` more sites of `args` arguments in all.
+    pub fn reserve_exact(&mut self, sites: usize, args: usize) {
+        self.sites.reserve_exact(sites);
+        self.args.reserve_exact(args);
+    }
+
+    pub fn shrink_to_fit(&mut self) {
+        self.sites.shrink_to_fit();
+        self.args.shrink_to_fit();
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, OpCall> {
+        self.sites.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.sites.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sites.is_empty()
+    }
+
+    /// The arguments of `site`, one of this list's.
+    pub fn args(&self, site: &OpCall) -> &[Span] {
+        let from = site.args[0] as usize;
+        self.args
+            .get(from..from + site.args[1] as usize)
+            .unwrap_or(&[])
+    }
 }
 
 /// Everything one front-end learned about one file.
@@ -559,7 +629,7 @@ pub struct FileFacts {
     /// Notes for verbose output (e.g. "syn could not parse; pattern fallback").
     pub notes: Vec<String>,
     /// The calls behind ops, for fixes (not every op has one).
-    pub call_sites: Vec<OpCall>,
+    pub call_sites: CallSites,
     /// What the project link (phase two) needs from this file.
     pub link: LinkFacts,
     /// The TTL arguments of set-if-absent writes the front-end could read
@@ -724,7 +794,7 @@ impl FileFacts {
             validity_spans: Vec::new(),
             deliberate_spans: Vec::new(),
             notes: Vec::new(),
-            call_sites: Vec::new(),
+            call_sites: CallSites::default(),
             link: LinkFacts::default(),
             ttls: Vec::new(),
             run_limit_secs: None,

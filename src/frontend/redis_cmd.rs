@@ -11,8 +11,8 @@
 mod shell;
 
 use crate::facts::{
-    AbsenceGuard, Client, FileFacts, KeyExpr, KeyPart, Language, Op, OpCall, OpKind, Scope,
-    ScopeId, ScriptFact, Span, ValueExpr,
+    AbsenceGuard, Client, FileFacts, KeyExpr, KeyPart, Language, Op, OpKind, Scope, ScopeId,
+    ScriptFact, Span, ValueExpr,
 };
 use crate::frontend::lua;
 use crate::words;
@@ -657,11 +657,11 @@ impl<'a> Extractor<'a> {
         );
         // Where the command's arguments stand, for fixes (`src/fix.rs`).
         if !args.is_empty() {
-            self.facts.call_sites.push(OpCall {
+            self.facts.call_sites.push(
                 span,
-                receiver: Span::new(span.start, span.start),
-                args: args.iter().map(|w| w.span).collect(),
-            });
+                Span::new(span.start, span.start),
+                args.iter().map(|w| w.span),
+            );
         }
         let upper = |w: &Word| w.literal().map(|s| s.to_ascii_uppercase());
         let has = |from: usize, opts: &[&str]| {

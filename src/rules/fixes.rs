@@ -5,7 +5,7 @@
 use super::ll003_setnx_then_expire::following_expire;
 use super::{Context, Diagnostic};
 use crate::advice::{self, CallParts, FixDraft};
-use crate::facts::{Op, OpCall, OpKind, Span};
+use crate::facts::{CallSites, Op, OpCall, OpKind, Span};
 
 /// Finds the fixes of one file's diagnostics; indexes acquires and call
 /// sites once, so a file with many findings stays linear.
@@ -15,6 +15,8 @@ pub struct Fixer<'a> {
     ops: BySpan<&'a Op>,
     /// The file's call sites, sorted by their span.
     sites: BySpan<&'a OpCall>,
+    /// Where the sites' arguments are.
+    call_sites: &'a CallSites,
     /// Expires and plain SETs (LL007, LL011) by the same span.
     writes: BySpan<&'a Op>,
 }
@@ -55,7 +57,7 @@ fn op_span(op: &Op) -> Span {
 }
 
 fn site_span(site: &OpCall) -> Span {
-    site.span
+    site.span()
 }
 
 impl<'a> Fixer<'a> {
@@ -71,6 +73,7 @@ impl<'a> Fixer<'a> {
                 op_span,
             ),
             sites: BySpan::new(cx.facts.call_sites.iter(), site_span),
+            call_sites: &cx.facts.call_sites,
             writes: BySpan::new(
                 cx.ops()
                     .filter(|o| matches!(o.kind, OpKind::Expire | OpKind::Set { .. })),
@@ -103,8 +106,9 @@ impl<'a> Fixer<'a> {
 
     fn parts(&self, op: &Op) -> Option<CallParts<'a>> {
         let site = self.sites.get(&op.span)?;
-        let start = if site.receiver.end > site.receiver.start {
-            site.receiver.start
+        let receiver = site.receiver();
+        let start = if receiver.end > receiver.start {
+            receiver.start
         } else {
             op.name_span.start
         };
@@ -113,7 +117,7 @@ impl<'a> Fixer<'a> {
             start,
             name: op.name_span,
             end: op.span.end,
-            args: &site.args,
+            args: self.call_sites.args(site),
         })
     }
 }

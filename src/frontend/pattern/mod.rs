@@ -27,7 +27,7 @@ pub mod waits;
 mod tests;
 
 use crate::facts::{
-    Client, FileFacts, KeyExpr, Language, Op, OpCall, OpKind, ScriptFact, ScriptId, Span, ValueExpr,
+    Client, FileFacts, KeyExpr, Language, Op, OpKind, ScriptFact, ScriptId, Span, ValueExpr,
 };
 use calls::{Call, Structure};
 use lexer::{Kind, Toks};
@@ -231,7 +231,14 @@ pub fn extract_packed(
     let tx = an.tx_state(&all_calls);
     // project link facts need the calls that became ops
     let client_calls = ClientCalls::new(at.iter().map(|a| a.2).collect());
-    facts.call_sites.reserve_exact(at.len());
+    // (room for every site and argument up front: the list is kept to
+    // the end of the run)
+    let args: usize = at
+        .iter()
+        .filter_map(|a| all_calls.get(a.2 as usize))
+        .map(|c| c.args().len())
+        .sum();
+    facts.call_sites.reserve_exact(at.len(), args);
     for (op, &(name_tok, end_tok, ci)) in facts.ops.iter_mut().zip(&at) {
         let (name_tok, end_tok) = (name_tok as usize, end_tok as usize);
         let scope = st.tok_scope.get(name_tok).copied().unwrap_or(0);
@@ -263,9 +270,7 @@ pub fn extract_packed(
             .unwrap_or(name.end())
             .max(name.end());
         if let Some(c) = call {
-            facts
-                .call_sites
-                .push(call_site(toks, c, Span::new(name.start(), end)));
+            push_call_site(&mut facts.call_sites, toks, c, Span::new(name.start(), end));
             if op.kind == (OpKind::Acquire { expiry: true }) {
                 facts.ttls.extend(
                     ttl::of_call(&an, c, name.start())
@@ -363,8 +368,8 @@ fn permute(ops: &mut [Op], at: &mut [(u32, u32, u32)], idx: &mut [u32]) {
     }
 }
 
-/// Where the receiver and the arguments of `c` stand (for fixes).
-fn call_site(toks: Toks, c: &Call, span: Span) -> OpCall {
+/// Records where the receiver and the arguments of `c` stand (for fixes).
+fn push_call_site(sites: &mut crate::facts::CallSites, toks: Toks, c: &Call, span: Span) {
     let byte = |i: usize, end: bool| toks.get(i).map(|t| if end { t.end() } else { t.start() });
     let receiver = if c.recv_start() < c.name_tok() {
         let start = byte(c.recv_start(), false).unwrap_or(span.start);
@@ -374,20 +379,12 @@ fn call_site(toks: Toks, c: &Call, span: Span) -> OpCall {
     } else {
         Span::new(span.start, span.start)
     };
-    // room for every argument up front: a filtered iterator would start at
-    // four (one allocation per op site)
-    let mut args = Vec::with_capacity(c.args().len());
-    args.extend(
-        c.args()
-            .iter()
-            .filter(|a| a.end() > a.start())
-            .filter_map(|a| Some(Span::new(byte(a.start(), false)?, byte(a.end() - 1, true)?))),
-    );
-    OpCall {
-        span,
-        receiver,
-        args,
-    }
+    let args = c
+        .args()
+        .iter()
+        .filter(|a| a.end() > a.start())
+        .filter_map(|a| Some(Span::new(byte(a.start(), false)?, byte(a.end() - 1, true)?)));
+    sites.push(span, receiver, args);
 }
 
 /// MULTI/EXEC and WATCH state by position.

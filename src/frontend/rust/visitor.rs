@@ -7,8 +7,8 @@
 
 use super::syntax::*;
 use crate::facts::{
-    AbsenceGuard, Client, FailOpen, FileFacts, KeyExpr, KeyPart, Op, OpCall, OpKind, Scope,
-    ScopeId, ScriptFact, ScriptId, Span, ValueExpr,
+    AbsenceGuard, Client, FailOpen, FileFacts, KeyExpr, KeyPart, Op, OpKind, Scope, ScopeId,
+    ScriptFact, ScriptId, Span, ValueExpr,
 };
 use crate::frontend::lua;
 use crate::words;
@@ -1763,12 +1763,9 @@ impl<'f> Walker<'f, '_> {
             };
             if !found.is_empty() {
                 // Where the call's parts stand, for fixes (`src/fix.rs`).
-                let call_site = OpCall {
-                    span,
-                    receiver: self.receiver_before(chain_start, ns.start),
-                    args: l.args.iter().map(|a| self.span_of(*a)).collect(),
-                };
-                self.facts.call_sites.push(call_site);
+                let receiver = self.receiver_before(chain_start, ns.start);
+                let args: Vec<Span> = l.args.iter().map(|a| self.span_of(*a)).collect();
+                self.facts.call_sites.push(span, receiver, args);
             }
             for f in found {
                 if matches!(f.kind, OpKind::Acquire { .. }) && acquired.is_none() {
