@@ -219,7 +219,29 @@ fn findings_for(
     let diags = rules::run_all(&cx, |code| settings.rule_enabled(code));
     let verdicts = cx.expiry_verdicts();
     let index = LineIndex::new(src);
-    let fixer = rules::fixes::Fixer::new(&cx);
+    // The fixes first, while the rules' context stands (they ask it which
+    // ops rewrite together); then the context, its indexes of every op,
+    // is let go before the findings grow (at 12,000 findings it stood
+    // through them: 1.5 MB).
+    let mut fixes: Vec<Option<Box<crate::finding::Fix>>> = Vec::with_capacity(diags.len());
+    {
+        let fixer = rules::fixes::Fixer::new(&cx);
+        // the fixes read the lines of their calls: the file's line starts,
+        // found once
+        let mut line_starts: Vec<usize> = std::iter::once(0)
+            .chain(memchr::memchr_iter(b'\n', src.as_bytes()).map(|i| i + 1))
+            .collect();
+        crate::advice::with_line_starts(src, &mut line_starts, || {
+            fixes.extend(diags.iter().map(|(meta, d)| {
+                fixer
+                    .fix_for(meta.code, &cx, d, src)
+                    .map(|draft| Box::new(crate::fix::resolve(draft, &index)))
+            }));
+        });
+    }
+    let language = facts.language;
+    drop(cx);
+    drop(fielded);
     // The diagnostics are let go as they become findings, which are grown
     // to their count by quarters: the two full lists stood side by side
     // (136 and 240 bytes an entry; 10,000 findings held 1 MB more). Taken
@@ -249,83 +271,75 @@ fn findings_for(
         .filter(|(_, d)| d.own_flow)
         .map(|(meta, d)| (d.span.start, meta.code))
         .collect();
-    // the fixes read the lines of their calls: the file's line starts,
-    // found once
-    let mut line_starts: Vec<usize> = std::iter::once(0)
-        .chain(memchr::memchr_iter(b'\n', src.as_bytes()).map(|i| i + 1))
-        .collect();
     diags.reverse();
-    crate::advice::with_line_starts(src, &mut line_starts, || {
-        while let Some((meta, d)) = diags.pop() {
-            if diags.capacity() > 64 && diags.len() <= diags.capacity() / 4 * 3 {
-                diags.shrink_to_fit();
-            }
-            if out.len() == out.capacity() {
-                // (at least 16, at most the rest: `diags` no longer holds this one)
-                out.reserve_exact((out.len() / 4).max(16).min(diags.len() + 1));
-            }
-            let fix = fixer
-                .fix_for(meta.code, &cx, &d, src)
-                .map(|draft| crate::fix::resolve(draft, &index));
-            let (line, column) = index.line_col(d.span.start);
-            let (end_line, end_column) = index.line_col(d.span.end.max(d.span.start));
-            // (at their exact count: collected through a filter, one label
-            // took room for four — 2.7 MB for a file of 12,000 findings)
-            let mut labels = Vec::with_capacity(d.labels.len());
-            labels.extend(
-                d.labels
-                    .into_iter()
-                    // ops of other files (the project key index) have no span here
-                    .filter(|(span, _)| *span != Span::default())
-                    .map(|(span, text)| {
-                        let (line, column) = index.line_col(span.start);
-                        Label {
-                            span,
-                            line,
-                            column,
-                            text,
-                        }
-                    }),
-            );
-            let text_id = line_ids.id(line, &index);
-            let n = line_ids.count(meta.code, text_id);
-            if prefixes.len() >= PREFIX_MEMO && !prefixes.contains_key(&(meta.code, line)) {
-                prefixes.clear();
-            }
-            let prefix = prefixes.entry((meta.code, line)).or_insert_with(|| {
-                filter::baseline::fingerprint_prefix(meta.code, &path_norm, index.line_text(line))
-            });
-            let fingerprint = filter::baseline::fingerprint_finish(prefix, n);
-            out.push(Finding {
-                code: meta.code,
-                name: meta.name,
-                severity: settings
-                    .severity
-                    .get(meta.code)
-                    .copied()
-                    .unwrap_or(meta.severity),
-                path: std::sync::Arc::clone(&shared_path),
-                line,
-                column,
-                end_line,
-                end_column,
-                message: d.message,
-                label: d.label,
-                help: d.help,
-                note: d.note,
-                language: facts.language,
-                fingerprint,
-                span: Span::new(d.span.start, d.span.end.max(d.span.start)),
-                labels,
-                fix: fix.map(Box::new),
-            });
+    fixes.reverse();
+    while let Some((meta, d)) = diags.pop() {
+        let fix = fixes.pop().flatten();
+        if diags.capacity() > 64 && diags.len() <= diags.capacity() / 4 * 3 {
+            diags.shrink_to_fit();
+            fixes.shrink_to_fit();
         }
-    });
-    drop(line_starts);
+        if out.len() == out.capacity() {
+            // (at least 16, at most the rest: `diags` no longer holds this one)
+            out.reserve_exact((out.len() / 4).max(16).min(diags.len() + 1));
+        }
+        let (line, column) = index.line_col(d.span.start);
+        let (end_line, end_column) = index.line_col(d.span.end.max(d.span.start));
+        // (at their exact count: collected through a filter, one label
+        // took room for four — 2.7 MB for a file of 12,000 findings)
+        let mut labels = Vec::with_capacity(d.labels.len());
+        labels.extend(
+            d.labels
+                .into_iter()
+                // ops of other files (the project key index) have no span here
+                .filter(|(span, _)| *span != Span::default())
+                .map(|(span, text)| {
+                    let (line, column) = index.line_col(span.start);
+                    Label {
+                        span,
+                        line,
+                        column,
+                        text,
+                    }
+                }),
+        );
+        let text_id = line_ids.id(line, &index);
+        let n = line_ids.count(meta.code, text_id);
+        if prefixes.len() >= PREFIX_MEMO && !prefixes.contains_key(&(meta.code, line)) {
+            prefixes.clear();
+        }
+        let prefix = prefixes.entry((meta.code, line)).or_insert_with(|| {
+            filter::baseline::fingerprint_prefix(meta.code, &path_norm, index.line_text(line))
+        });
+        let fingerprint = filter::baseline::fingerprint_finish(prefix, n);
+        out.push(Finding {
+            code: meta.code,
+            name: meta.name,
+            severity: settings
+                .severity
+                .get(meta.code)
+                .copied()
+                .unwrap_or(meta.severity),
+            path: std::sync::Arc::clone(&shared_path),
+            line,
+            column,
+            end_line,
+            end_column,
+            message: d.message,
+            label: d.label,
+            help: d.help,
+            note: d.note,
+            language,
+            fingerprint,
+            span: Span::new(d.span.start, d.span.end.max(d.span.start)),
+            labels,
+            fix,
+        });
+    }
     crate::finding::sort_findings(&mut out);
     out.dedup_by(|a, b| a.code == b.code && a.line == b.line && a.column == b.column);
     (
-        filter::suppress::apply(display_path, src, facts.language, out, settings),
+        filter::suppress::apply(display_path, src, language, out, settings),
         verdicts,
         own_flow,
     )
