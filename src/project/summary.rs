@@ -106,6 +106,14 @@ pub fn summarised_scopes(facts: &FileFacts) -> FxHashSet<ScopeId> {
 /// Where [`summarise_each`] puts each summary it builds.
 trait Sink {
     fn put(&mut self, s: Summary);
+
+    /// A sink that keeps only the scopes of the summaries with an op that
+    /// is not [`SumOp::own_object`] ([`Scopes`]) hands out that set: the
+    /// summaries are then not built (a function of 10,000 ops built 3 MB
+    /// of summary to give its scope).
+    fn scopes_only(&mut self) -> Option<&mut FxHashSet<ScopeId>> {
+        None
+    }
 }
 
 impl Sink for Vec<Summary> {
@@ -122,6 +130,10 @@ impl Sink for Scopes {
         if !s.own_object_only {
             self.0.insert(s.scope);
         }
+    }
+
+    fn scopes_only(&mut self) -> Option<&mut FxHashSet<ScopeId>> {
+        Some(&mut self.0)
     }
 }
 
@@ -250,6 +262,20 @@ fn summarise_each(
         if own_ops.is_empty() && linked_ops.is_empty() {
             continue;
         }
+        // forwards to one client call (or the same call on several clients),
+        // or to one project function that does the Redis work
+        let one_call = match (own_ops.first(), linked_ops.first()) {
+            (Some(first), None) => own_ops.iter().all(|o| o.kind == first.kind),
+            (None, Some(first)) => linked_ops.iter().all(|i| i.via == first.via),
+            _ => false,
+        };
+        // A summary no call may reach is kept only as a facade (or one if
+        // its callee is), and both need `one_call`: without it, none is
+        // built (a function of 10,000 ops nobody calls by name built 3 MB
+        // of summary to let it go).
+        if !one_call && called.is_some_and(|c| !c.contains(scope.name.as_str())) {
+            continue;
+        }
         // at their exact count: most functions have one or two
         let mut ops = Vec::with_capacity(own_ops.len() + linked_ops.len());
         let mut own_key_lockish = false;
@@ -282,6 +308,27 @@ fn summarise_each(
                 })
                 .is_ok()
         };
+        if let Some(scopes) = out.scopes_only() {
+            // what `put` would keep: a summary (some op kept, as below)
+            // with an op that is not own-object
+            let mut own_kept = |op: &Op| {
+                !forced(op)
+                    && !other_path(op)
+                    && !(op.kind == (OpKind::Release { checked: false })
+                        && (validity_at.holds(op) || short(op)))
+            };
+            let params = &sig.params;
+            if own_ops.iter().copied().filter(|op| own_kept(op)).any(|op| {
+                let var = value_var.get(&op.name_span.start).copied();
+                !own_object(op, var, params)
+            }) || linked_ops
+                .iter()
+                .any(|i| !forced(&i.op) && !own_object(&i.op, i.value_var.as_deref(), params))
+            {
+                scopes.insert(sig.scope);
+            }
+            continue;
+        }
         for op in own_ops {
             if forced(op) || other_path(op) {
                 continue;
@@ -330,13 +377,6 @@ fn summarise_each(
             || words::is_release_fn(&scope.name)
             || words::reads_like_lock(&scope.name)
             || scope.owner.as_deref().is_some_and(words::reads_like_lock);
-        // forwards to one client call (or the same call on several clients),
-        // or to one project function that does the Redis work
-        let one_call = match (own_ops.first(), linked_ops.first()) {
-            (Some(first), None) => own_ops.iter().all(|o| o.kind == first.kind),
-            (None, Some(first)) => linked_ops.iter().all(|i| i.via == first.via),
-            _ => false,
-        };
         // A lock type's or lock file's methods are lock functions, but one
         // that only forwards its parameters (`delete(key)` of a lock
         // template) is still a pass-through: its own name or key must read
@@ -479,6 +519,19 @@ pub(super) fn generic_command_name(name: &str) -> bool {
     ];
     let parts = words::word_parts(name);
     parts.is_empty() || parts.iter().all(|p| GENERIC.contains(&p.as_str()))
+}
+
+/// [`SumOp::own_object`] of [`templ`]`(op, value_var, params, …)`, without
+/// building it: neither its key nor its value comes from a parameter.
+fn own_object(op: &Op, value_var: Option<&str>, params: &[std::sync::Arc<str>]) -> bool {
+    let param = |v: &str| params.iter().any(|p| **p == *v);
+    let key_param = op
+        .key
+        .parts
+        .iter()
+        .any(|p| matches!(p, KeyPart::Var(v) if param(v)));
+    let value_param = matches!(op.value, Some(ValueExpr::Unknown)) && value_var.is_some_and(param);
+    !key_param && !value_param
 }
 
 fn templ(
