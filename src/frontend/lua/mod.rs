@@ -101,7 +101,7 @@ type ArgRanges = Vec<(usize, usize)>;
 /// Analyses one Lua script text. Never panics; linear time.
 pub fn analyse(text: &str) -> LuaFacts {
     let lexed = lexer::lex(text);
-    let mut a = Analyser::new(text, &lexed.toks, &lexed.strings);
+    let mut a = Analyser::new(text, &lexed.toks, &lexed.decoded);
     a.run();
     // (kept with the script's facts to the end of the run: at their count)
     let mut calls = a.calls;
@@ -222,7 +222,8 @@ impl Frame {
 struct Analyser<'a> {
     src: &'a str,
     toks: &'a [Tok],
-    strings: &'a [String],
+    /// The decoded values of the strings with an escape (see [`lexer::str_value`]).
+    decoded: &'a [(u32, String)],
     /// For an opening bracket, the index of its closing one (`NONE` otherwise).
     close: Vec<u32>,
     partial: bool,
@@ -246,11 +247,11 @@ struct Analyser<'a> {
 }
 
 impl<'a> Analyser<'a> {
-    fn new(src: &'a str, toks: &'a [Tok], strings: &'a [String]) -> Self {
+    fn new(src: &'a str, toks: &'a [Tok], decoded: &'a [(u32, String)]) -> Self {
         let mut a = Analyser {
             src,
             toks,
-            strings,
+            decoded,
             close: vec![NONE; toks.len()],
             partial: false,
             callee_alias: HashSet::new(),
@@ -271,7 +272,7 @@ impl<'a> Analyser<'a> {
     fn match_brackets(&mut self) {
         let mut stack: Vec<(usize, u8)> = Vec::new();
         for (i, t) in self.toks.iter().enumerate() {
-            if t.kind != Kind::Sym {
+            if t.kind() != Kind::Sym {
                 continue;
             }
             let c = self
@@ -309,13 +310,13 @@ impl<'a> Analyser<'a> {
     fn text(&self, i: usize) -> &'a str {
         let src: &'a str = self.src;
         match self.toks.get(i) {
-            Some(t) => src.get(t.start as usize..t.end as usize).unwrap_or(""),
+            Some(t) => src.get(t.start as usize..t.end() as usize).unwrap_or(""),
             None => "",
         }
     }
 
     fn kind(&self, i: usize) -> Option<Kind> {
-        self.toks.get(i).map(|t| t.kind)
+        self.toks.get(i).map(|t| t.kind())
     }
 
     fn is_sym(&self, i: usize, s: &str) -> bool {
@@ -334,12 +335,7 @@ impl<'a> Analyser<'a> {
     }
 
     fn str_value(&self, i: usize) -> Option<&'a str> {
-        let t = self.toks.get(i)?;
-        if t.kind != Kind::Str {
-            return None;
-        }
-        let strings: &'a [String] = self.strings;
-        strings.get(t.str_index as usize).map(String::as_str)
+        lexer::str_value(self.src, self.toks, self.decoded, i)
     }
 
     /// Index after the bracket group opened at `i` (or `i + 1` when unmatched).
@@ -515,7 +511,7 @@ impl<'a> Analyser<'a> {
         let n = self.toks.len();
         let mut i = 0;
         while i < n {
-            let kind = self.toks[i].kind;
+            let kind = self.toks[i].kind();
             let text = self.text(i);
             if kind == Kind::Name {
                 match text {
@@ -589,13 +585,13 @@ impl<'a> Analyser<'a> {
         let closed = self
             .toks
             .get(close)
-            .is_some_and(|t| t.kind == Kind::Sym && self.text(close) == ")");
+            .is_some_and(|t| t.kind() == Kind::Sym && self.text(close) == ")");
         let end = if closed {
-            self.toks[close].end as usize
+            self.toks[close].end() as usize
         } else {
             self.partial = true;
             let last = close.saturating_sub(1).max(i);
-            self.toks.get(last).map_or(0, |t| t.end as usize)
+            self.toks.get(last).map_or(0, |t| t.end() as usize)
         };
         let args = args
             .iter()
@@ -619,7 +615,7 @@ impl<'a> Analyser<'a> {
         let n = self.toks.len();
         let mut j = i + 1;
         while j < n {
-            match (self.toks[j].kind, self.text(j)) {
+            match (self.toks[j].kind(), self.text(j)) {
                 (Kind::Name, "then") => return self.check_in(i + 1, j),
                 (
                     Kind::Name,
@@ -876,7 +872,7 @@ impl<'a> Analyser<'a> {
         let mut depth = 0usize;
         while j > 0 && at - j < OPERAND_SCAN {
             let k = j - 1;
-            match (self.toks[k].kind, self.text(k)) {
+            match (self.toks[k].kind(), self.text(k)) {
                 (Kind::Sym, ")" | "]" | "}") => depth += 1,
                 (Kind::Sym, "(" | "[" | "{") => {
                     if depth == 0 {
@@ -913,7 +909,7 @@ impl<'a> Analyser<'a> {
         let mut j = i;
         let mut want_operand = true;
         while j < limit {
-            let kind = self.toks[j].kind;
+            let kind = self.toks[j].kind();
             let x = self.text(j);
             if want_operand {
                 match kind {
@@ -1201,7 +1197,7 @@ impl<'a> Analyser<'a> {
         let n = self.toks.len();
         let mut want_operand = true;
         while i < n {
-            let kind = self.toks[i].kind;
+            let kind = self.toks[i].kind();
             let x = self.text(i);
             if want_operand {
                 match kind {
