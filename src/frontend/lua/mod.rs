@@ -19,7 +19,9 @@ mod lexer;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use crate::facts::{Client, FileFacts, Language, LuaArg, LuaCall, LuaFacts, ScriptFact, Span};
+use crate::facts::{
+    AffixedKey, Client, FileFacts, Language, LuaArg, LuaCall, LuaFacts, ScriptFact, Span,
+};
 use lexer::{Kind, Tok};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -122,11 +124,7 @@ pub fn first_key_affix(lua: &LuaFacts) -> Option<(&str, &str)> {
     for arg in lua.calls.iter().flat_map(|c| &c.args) {
         let this = match arg {
             LuaArg::Keys(1) => ("", ""),
-            LuaArg::KeysAffixed {
-                index: 1,
-                prefix,
-                suffix,
-            } => (prefix.as_str(), suffix.as_str()),
+            LuaArg::KeysAffixed(k) if k.index == 1 => (k.prefix.as_str(), k.suffix.as_str()),
             _ => continue,
         };
         match found {
@@ -431,8 +429,8 @@ impl<'a> Analyser<'a> {
     fn classify(&self, s: usize, e: usize) -> LuaArg {
         if e == s + 1 {
             return match self.kind(s) {
-                Some(Kind::Str) => LuaArg::Literal(self.str_value(s).unwrap_or("").to_string()),
-                Some(Kind::Num) => LuaArg::Literal(self.text(s).to_string()),
+                Some(Kind::Str) => LuaArg::Literal(self.str_value(s).unwrap_or("").into()),
+                Some(Kind::Num) => LuaArg::Literal(self.text(s).into()),
                 Some(Kind::Name) if self.is_plain_name(s) => {
                     let n = self.text(s);
                     if let Some(&k) = self.key_alias.get(n) {
@@ -447,7 +445,7 @@ impl<'a> Analyser<'a> {
             };
         }
         if e == s + 2 && self.is_sym(s, "-") && self.kind(s + 1) == Some(Kind::Num) {
-            return LuaArg::Literal(format!("-{}", self.text(s + 1)));
+            return LuaArg::Literal(format!("-{}", self.text(s + 1)).into());
         }
         if let Some(k) = self.indexed(s, e, "KEYS") {
             return k.map_or(LuaArg::Other, LuaArg::Keys);
@@ -500,11 +498,11 @@ impl<'a> Analyser<'a> {
         Some(if prefix.is_empty() && suffix.is_empty() {
             LuaArg::Keys(index)
         } else {
-            LuaArg::KeysAffixed {
+            LuaArg::KeysAffixed(Box::new(AffixedKey {
                 index,
                 prefix,
                 suffix,
-            }
+            }))
         })
     }
 

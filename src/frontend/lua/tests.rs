@@ -185,10 +185,12 @@ fn non_literal_command_and_index() {
 
 #[test]
 fn literal_joined_to_a_key() {
-    let affixed = |index: u32, prefix: &str, suffix: &str| LuaArg::KeysAffixed {
-        index,
-        prefix: prefix.into(),
-        suffix: suffix.into(),
+    let affixed = |index: u32, prefix: &str, suffix: &str| {
+        LuaArg::KeysAffixed(Box::new(crate::facts::AffixedKey {
+            index,
+            prefix: prefix.into(),
+            suffix: suffix.into(),
+        }))
     };
     let src = "local k = KEYS[2]\nredis.call('del', 'lock_' .. KEYS[1], KEYS[1] .. ':lock', 'a:' .. k .. ':b' .. 'c', '' .. KEYS[3])";
     let c = calls(src);
