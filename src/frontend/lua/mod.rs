@@ -12,8 +12,9 @@
 //! check failed (the `else` of an `==` check, the `then` of a `~=` check).
 //!
 //! Every pass is linear in the number of tokens (bracket pairs are matched
-//! once and jumped over; operand scans are bounded), so arbitrary input never
-//! hangs, and nothing indexes past the token vector, so it never panics.
+//! once and jumped over, a jump being a binary search among the pairs;
+//! operand scans are bounded), so arbitrary input never hangs, and nothing
+//! indexes past the token vector, so it never panics.
 
 mod lexer;
 #[cfg(test)]
@@ -225,8 +226,10 @@ struct Analyser<'a> {
     toks: &'a [Tok],
     /// The decoded values of the strings with an escape (see [`lexer::str_value`]).
     decoded: &'a [(u32, String)],
-    /// For an opening bracket, the index of its closing one (`NONE` otherwise).
-    close: Vec<u32>,
+    /// Each opening bracket's token index and its closing one's (`NONE`
+    /// when unmatched), in token order: 8 bytes an opening bracket, not 4
+    /// bytes a token (a script of calls has one for every 7 tokens).
+    brackets: Vec<(u32, u32)>,
     partial: bool,
     /// Locals bound to `redis.call`/`redis.pcall`.
     callee_alias: HashSet<&'a str>,
@@ -253,7 +256,7 @@ impl<'a> Analyser<'a> {
             src,
             toks,
             decoded,
-            close: vec![NONE; toks.len()],
+            brackets: Vec::new(),
             partial: false,
             callee_alias: HashSet::new(),
             key_alias: HashMap::new(),
@@ -271,6 +274,7 @@ impl<'a> Analyser<'a> {
     }
 
     fn match_brackets(&mut self) {
+        // (index in `brackets`, the bracket)
         let mut stack: Vec<(usize, u8)> = Vec::new();
         for (i, t) in self.toks.iter().enumerate() {
             if t.kind() != Kind::Sym {
@@ -283,7 +287,10 @@ impl<'a> Analyser<'a> {
                 .copied()
                 .unwrap_or(0);
             match c {
-                b'(' | b'[' | b'{' => stack.push((i, c)),
+                b'(' | b'[' | b'{' => {
+                    stack.push((self.brackets.len(), c));
+                    self.brackets.push((i as u32, NONE));
+                }
                 b')' | b']' | b'}' => {
                     let open = match c {
                         b')' => b'(',
@@ -292,7 +299,7 @@ impl<'a> Analyser<'a> {
                     };
                     if stack.last().is_some_and(|&(_, o)| o == open) {
                         if let Some((j, _)) = stack.pop() {
-                            self.close[j] = i as u32;
+                            self.brackets[j].1 = i as u32;
                         }
                     } else {
                         self.partial = true;
@@ -301,6 +308,7 @@ impl<'a> Analyser<'a> {
                 _ => {}
             }
         }
+        self.brackets.shrink_to_fit();
         if !stack.is_empty() {
             self.partial = true;
         }
@@ -339,12 +347,19 @@ impl<'a> Analyser<'a> {
         lexer::str_value(self.src, self.toks, self.decoded, i)
     }
 
+    /// The closing bracket of the opening one at `i`, if matched.
+    fn close_of(&self, i: usize) -> Option<usize> {
+        let k = self
+            .brackets
+            .binary_search_by_key(&u32::try_from(i).ok()?, |b| b.0)
+            .ok()?;
+        let c = self.brackets[k].1;
+        (c != NONE).then_some(c as usize)
+    }
+
     /// Index after the bracket group opened at `i` (or `i + 1` when unmatched).
     fn skip(&self, i: usize) -> usize {
-        match self.close.get(i) {
-            Some(&c) if c != NONE => c as usize + 1,
-            _ => i + 1,
-        }
+        self.close_of(i).map_or(i + 1, |c| c + 1)
     }
 
     /// `redis.call`/`redis.pcall` or an alias of them starting at `i`: the
@@ -374,10 +389,9 @@ impl<'a> Analyser<'a> {
     fn args(&self, open: usize) -> (ArgRanges, usize) {
         // An unclosed call takes what follows as its arguments, up to a bound
         // (nested unclosed calls would otherwise each scan to the end).
-        let close = match self.close.get(open) {
-            Some(&c) if c != NONE => c as usize,
-            _ => self.toks.len().min(open + 1 + UNCLOSED_ARGS),
-        };
+        let close = self
+            .close_of(open)
+            .unwrap_or_else(|| self.toks.len().min(open + 1 + UNCLOSED_ARGS));
         let mut out = Vec::new();
         let mut start = open + 1;
         let mut i = start;

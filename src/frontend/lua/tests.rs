@@ -634,3 +634,23 @@ fn random_strings_have_a_value() {
         }
     }
 }
+
+#[test]
+fn bracket_groups_are_jumped_over() {
+    // commas inside nested groups do not split a call's arguments
+    let c = calls("redis.call('del', f(a, g(b, c)), {1, {2, 3}}, t[k(1, 2)], KEYS[1])");
+    assert_eq!(c.len(), 1);
+    assert_eq!(
+        c[0].args,
+        vec![LuaArg::Other, LuaArg::Other, LuaArg::Other, LuaArg::Keys(1)]
+    );
+    // a mismatched closing bracket leaves its group unmatched: the call takes
+    // what follows, up to its bound, and the script is partial
+    let f = analyse("redis.call('del', (KEYS[1]], ARGV[1])");
+    assert_eq!(f.calls.len(), 1);
+    assert!(f.partial);
+    // a call inside a matched group after an unmatched one is still found
+    let f = analyse("x = ( redis.call('get', KEYS[1]) if (a) then redis.call('del', KEYS[1]) end");
+    assert_eq!(f.calls.len(), 2);
+    assert!(f.partial);
+}
