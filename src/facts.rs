@@ -447,19 +447,25 @@ pub enum LuaArg {
     Keys(u32),
     /// `KEYS[i]` with string literals joined before and/or after it
     /// (`"lock_" .. KEYS[1]`, `KEYS[1] .. ":lock"`): the script builds the
-    /// key it touches from the caller's key. At least one of `prefix` and
-    /// `suffix` is non-empty.
-    KeysAffixed {
-        index: u32,
-        prefix: String,
-        suffix: String,
-    },
+    /// key it touches from the caller's key. Boxed: it is rare, and its two
+    /// strings inline would make every argument 56 bytes instead of 24.
+    KeysAffixed(Box<AffixedKey>),
     /// `ARGV[i]` (1-based), or a local alias of it.
     Argv(u32),
     /// A string or number literal.
-    Literal(String),
+    Literal(Box<str>),
     /// Anything else.
     Other,
+}
+
+/// A `KEYS` entry with string literals joined to it ([`LuaArg::KeysAffixed`]).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AffixedKey {
+    /// The `KEYS` index (1-based).
+    pub index: u32,
+    /// At least one of `prefix` and `suffix` is non-empty.
+    pub prefix: String,
+    pub suffix: String,
 }
 
 /// One `redis.call`/`redis.pcall` in a script.

@@ -142,6 +142,28 @@ fn cached_facts_keep_their_calls_apart_and_give_them_back_unchanged() {
 }
 
 #[test]
+fn cached_lua_facts_come_back_unchanged() {
+    // every kind of argument, a boxed affixed key and literals read from
+    // the text or decoded from escapes among them
+    let src = "local k = KEYS[2]\nif redis.call('get', 'lock_' .. KEYS[1]) == ARGV[1] then\n  \
+               redis.call('set', k .. ':x', ARGV[2], 'N\\x58', [[PX]], -1, 7, y)\n  \
+               return redis.call(\"DEL\", 'lock_' .. KEYS[1])\nend\n";
+    let mut f = facts("release.lua", src);
+    let args = &f.scripts[0].lua.calls[1].args;
+    assert!(
+        matches!(&args[0], crate::facts::LuaArg::KeysAffixed(k) if k.index == 2 && k.suffix == ":x"),
+        "{args:?}"
+    );
+    assert_eq!(args[2], crate::facts::LuaArg::Literal("NX".into()));
+    let whole = f.clone();
+    let Some(cache::Outcome::Facts(bytes)) = cache::encode(&mut f, None) else {
+        panic!("facts not encoded");
+    };
+    let (back, _) = cache::decode(&bytes).expect("decodes");
+    assert_eq!(back.scripts, whole.scripts);
+}
+
+#[test]
 fn cached_calls_stay_in_the_shard_until_detached() {
     let src = "import redis\nr = redis.Redis()\n\ndef acquire(key, owner):\n    return r.set(key, owner, nx=True, ex=30)\n\ndef handler(user):\n    if acquire('lock:' + user, user):\n        audit(user, 'locked')\n";
     let mut f = facts("svc.py", src);

@@ -1,35 +1,118 @@
 //! A small Lua lexer: names, numbers, strings (short and long brackets, with
 //! escapes decoded), operators; comments and whitespace are dropped. It never
 //! fails: whatever it cannot read sets [`Lexed::partial`] and is skipped.
+//!
+//! A string literal's value is read from the text itself (see [`str_value`]);
+//! only the short strings with an escape keep a decoded copy, in
+//! [`Lexed::decoded`].
 
 /// What a token is. Names include keywords; the analyser compares text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     Name,
     Num,
-    /// A string literal; its decoded text is `Lexed::strings[str_index]`.
+    /// A string literal; its value is [`str_value`].
     Str,
     Sym,
 }
 
-/// One token. Offsets are `u32` to keep the token vector small (files are
-/// capped far below 4 GiB by the engine); `start` always stands on an ASCII
-/// byte, and so does `end` unless it is the end of the text.
+/// Longest text lexed (1 GiB − 1): a token's end and kind share one `u32`.
+/// Longer texts (never met: files are capped far below) are cut there and
+/// marked partial.
+const MAX_TEXT: usize = (1 << 30) - 1;
+
+/// One token: its byte range, kind in the top two bits of the end, in 8
+/// bytes (a script of calls has a token for every 2.4 bytes of text).
+/// `start` always stands on an ASCII byte, and so does `end` unless it is
+/// the end of the text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tok {
-    pub kind: Kind,
     pub start: u32,
-    pub end: u32,
-    /// Index into `Lexed::strings` for `Kind::Str`.
-    pub str_index: u32,
+    end_kind: u32,
+}
+
+impl Tok {
+    fn new(kind: Kind, start: usize, end: usize) -> Self {
+        Tok {
+            start: start as u32,
+            end_kind: (end as u32 & MAX_TEXT as u32) | (kind as u32) << 30,
+        }
+    }
+
+    pub fn end(self) -> u32 {
+        self.end_kind & MAX_TEXT as u32
+    }
+
+    pub fn kind(self) -> Kind {
+        match self.end_kind >> 30 {
+            0 => Kind::Name,
+            1 => Kind::Num,
+            2 => Kind::Str,
+            _ => Kind::Sym,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
 pub struct Lexed {
     pub toks: Vec<Tok>,
-    pub strings: Vec<String>,
+    /// The decoded value of each short string that holds an escape, by its
+    /// token index (ascending); every other string's value is its text.
+    pub decoded: Vec<(u32, String)>,
     /// Something was not understood (unterminated string or comment, a stray byte).
     pub partial: bool,
+}
+
+/// The value of the string literal `toks[i]` of `src` (as lexed by
+/// [`lex`]): its decoded copy if it has one, else the text between its
+/// quotes or long brackets (after the newline that may follow the opening
+/// bracket). `None` when `toks[i]` is not a string.
+pub fn str_value<'a>(
+    src: &'a str,
+    toks: &[Tok],
+    decoded: &'a [(u32, String)],
+    i: usize,
+) -> Option<&'a str> {
+    let t = *toks.get(i)?;
+    if t.kind() != Kind::Str {
+        return None;
+    }
+    if !decoded.is_empty() {
+        if let Ok(k) = decoded.binary_search_by_key(&(i as u32), |d| d.0) {
+            return Some(&decoded[k].1);
+        }
+    }
+    let b = src.as_bytes();
+    let (s, e) = (t.start as usize, t.end() as usize);
+    let (from, to) = match b.get(s) {
+        Some(&q @ (b'\'' | b'"')) => {
+            let closed = e >= s + 2 && b.get(e - 1) == Some(&q);
+            (s + 1, if closed { e - 1 } else { e })
+        }
+        _ => {
+            let level = long_open(b, s).unwrap_or(0);
+            let body = s + level + 2;
+            // closed when the text ends with the closing bracket of the
+            // level (an unclosed string runs to the end of the text, and
+            // holds none)
+            let closed = e >= body + level + 2
+                && b.get(e - level - 2) == Some(&b']')
+                && b.get(e - 1) == Some(&b']')
+                && b.get(e - level - 1..e - 1)
+                    .is_some_and(|x| x.iter().all(|&c| c == b'='));
+            let body_end = if closed { e - level - 2 } else { e };
+            // A newline right after the opening bracket is not part of the string.
+            let mut from = body;
+            if from < body_end && b.get(from) == Some(&b'\r') {
+                from += 1;
+            }
+            if from < body_end && b.get(from) == Some(&b'\n') {
+                from += 1;
+            }
+            (from.min(body_end), body_end)
+        }
+    };
+    Some(src.get(from..to).unwrap_or(""))
 }
 
 /// Length of the multi-byte operator at `i` (`...`, `..`, `==`, `~=`,
@@ -54,14 +137,14 @@ fn sym_len(b: &[u8], i: usize, n: usize) -> usize {
 }
 const SINGLE_SYMS: &[u8] = b"+-*/%^#&~|<>=(){}[];:,.";
 
-/// Lexes `text`. Texts longer than `u32::MAX` bytes are cut there (and
+/// Lexes `text`. Texts longer than [`MAX_TEXT`] bytes are cut there (and
 /// marked partial).
 pub fn lex(text: &str) -> Lexed {
     let mut out = Lexed::default();
     let b = text.as_bytes();
-    let n = if b.len() > u32::MAX as usize {
+    let n = if b.len() > MAX_TEXT {
         out.partial = true;
-        u32::MAX as usize
+        MAX_TEXT
     } else {
         b.len()
     };
@@ -90,42 +173,30 @@ pub fn lex(text: &str) -> Lexed {
                 while i < n && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
                     i += 1;
                 }
-                out.push(Kind::Name, start, i, 0);
+                out.push(Kind::Name, start, i);
             }
             b'0'..=b'9' => i = number(b, i, n, &mut out),
             b'.' if b.get(i + 1).is_some_and(u8::is_ascii_digit) => i = number(b, i, n, &mut out),
             b'\'' | b'"' => i = short_string(b, i, n, &mut out),
             b'[' if long_open(b, i).is_some() => {
                 let level = long_open(b, i).unwrap_or(0);
-                let body = i + level + 2;
-                let (end, body_end) = match long_close(b, body, level, n) {
-                    Some(end) => (end, end - level - 2),
+                let end = match long_close(b, i + level + 2, level, n) {
+                    Some(end) => end,
                     None => {
                         out.partial = true;
-                        (n, n)
+                        n
                     }
                 };
-                // A newline right after the opening bracket is not part of the string.
-                let mut s = body;
-                if s < body_end && b[s] == b'\r' {
-                    s += 1;
-                }
-                if s < body_end && b[s] == b'\n' {
-                    s += 1;
-                }
-                let value = String::from_utf8_lossy(&b[s.min(body_end)..body_end]).into_owned();
-                let idx = out.strings.len() as u32;
-                out.strings.push(value);
-                out.push(Kind::Str, i, end, idx);
+                out.push(Kind::Str, i, end);
                 i = end;
             }
             _ => {
                 let len = sym_len(b, i, n);
                 if len > 1 {
-                    out.push(Kind::Sym, i, i + len, 0);
+                    out.push(Kind::Sym, i, i + len);
                     i += len;
                 } else if SINGLE_SYMS.contains(&c) {
-                    out.push(Kind::Sym, i, i + 1, 0);
+                    out.push(Kind::Sym, i, i + 1);
                     i += 1;
                 } else {
                     // A stray byte (`!`, `$`, `@`, a non-ASCII character, …):
@@ -142,18 +213,13 @@ pub fn lex(text: &str) -> Lexed {
     // the tokens stand through the analysis: no room left from their
     // growth (a 654 kB script of calls held 1 MB of it)
     out.toks.shrink_to_fit();
-    out.strings.shrink_to_fit();
+    out.decoded.shrink_to_fit();
     out
 }
 
 impl Lexed {
-    fn push(&mut self, kind: Kind, start: usize, end: usize, str_index: u32) {
-        self.toks.push(Tok {
-            kind,
-            start: start as u32,
-            end: end as u32,
-            str_index,
-        });
+    fn push(&mut self, kind: Kind, start: usize, end: usize) {
+        self.toks.push(Tok::new(kind, start, end));
     }
 }
 
@@ -206,16 +272,31 @@ fn number(b: &[u8], start: usize, n: usize, out: &mut Lexed) -> usize {
             break;
         }
     }
-    out.push(Kind::Num, start, i, 0);
+    out.push(Kind::Num, start, i);
     i
 }
 
 /// A `'…'` or `"…"` string with Lua escapes. An unterminated string ends at
-/// the end of the line (partial).
+/// the end of the line (partial). Only a string with an escape keeps a
+/// decoded copy.
 fn short_string(b: &[u8], start: usize, n: usize, out: &mut Lexed) -> usize {
     let quote = b[start];
+    let stop = |x: u8| x == quote || x == b'\\' || x == b'\n' || x == b'\r';
     let mut i = start + 1;
-    let mut value: Vec<u8> = Vec::new();
+    // The run of plain bytes up to the closing quote, an escape or the line end.
+    i = b[i..n].iter().position(|&x| stop(x)).map_or(n, |p| i + p);
+    if i == n || b[i] != b'\\' {
+        // No escape: the value is the text itself.
+        let closed = i < n && b[i] == quote;
+        if closed {
+            i += 1;
+        } else {
+            out.partial = true;
+        }
+        out.push(Kind::Str, start, i);
+        return i;
+    }
+    let mut value: Vec<u8> = b[start + 1..i].to_vec();
     let mut closed = false;
     while i < n {
         let c = b[i];
@@ -229,10 +310,7 @@ fn short_string(b: &[u8], start: usize, n: usize, out: &mut Lexed) -> usize {
         }
         if c != b'\\' {
             // Copy a run of plain bytes at once.
-            let run_end = b[i..n]
-                .iter()
-                .position(|&x| x == quote || x == b'\\' || x == b'\n' || x == b'\r')
-                .map_or(n, |p| i + p);
+            let run_end = b[i..n].iter().position(|&x| stop(x)).map_or(n, |p| i + p);
             value.extend_from_slice(&b[i..run_end]);
             i = run_end;
             continue;
@@ -307,10 +385,10 @@ fn short_string(b: &[u8], start: usize, n: usize, out: &mut Lexed) -> usize {
     if !closed {
         out.partial = true;
     }
-    let idx = out.strings.len() as u32;
-    out.strings
-        .push(String::from_utf8_lossy(&value).into_owned());
-    out.push(Kind::Str, start, i, idx);
+    let index = out.toks.len() as u32;
+    out.decoded
+        .push((index, String::from_utf8_lossy(&value).into_owned()));
+    out.push(Kind::Str, start, i);
     i
 }
 
@@ -322,13 +400,13 @@ mod tests {
         let l = lex(src);
         l.toks
             .iter()
-            .map(|t| {
-                let text = if t.kind == Kind::Str {
-                    l.strings[t.str_index as usize].clone()
-                } else {
-                    src[t.start as usize..t.end as usize].to_string()
+            .enumerate()
+            .map(|(i, t)| {
+                let text = match str_value(src, &l.toks, &l.decoded, i) {
+                    Some(v) => v.to_string(),
+                    None => src[t.start as usize..t.end() as usize].to_string(),
                 };
-                (t.kind, text)
+                (t.kind(), text)
             })
             .collect()
     }

@@ -185,10 +185,12 @@ fn non_literal_command_and_index() {
 
 #[test]
 fn literal_joined_to_a_key() {
-    let affixed = |index: u32, prefix: &str, suffix: &str| LuaArg::KeysAffixed {
-        index,
-        prefix: prefix.into(),
-        suffix: suffix.into(),
+    let affixed = |index: u32, prefix: &str, suffix: &str| {
+        LuaArg::KeysAffixed(Box::new(crate::facts::AffixedKey {
+            index,
+            prefix: prefix.into(),
+            suffix: suffix.into(),
+        }))
     };
     let src = "local k = KEYS[2]\nredis.call('del', 'lock_' .. KEYS[1], KEYS[1] .. ':lock', 'a:' .. k .. ':b' .. 'c', '' .. KEYS[3])";
     let c = calls(src);
@@ -546,4 +548,109 @@ fn random_bytes_never_panic() {
         let src = String::from_utf8_lossy(&bytes);
         let _ = analyse(&src);
     }
+}
+
+/// The value of every string literal of `src`, in order.
+fn string_values(src: &str) -> Vec<String> {
+    let l = lexer::lex(src);
+    (0..l.toks.len())
+        .filter_map(|i| lexer::str_value(src, &l.toks, &l.decoded, i))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn strings_with_and_without_escapes_read_the_same() {
+    let src = "a = 'SET' b = \"SET\" c = 'S\\69T' d = \"\\x53ET\" e = '\\83\\69\\84' \
+               f = [[SET]] g = [==[SET]==] h = [[\nSET]] i = 'S\\\nT' j = \"it's\" k = 'say \"x\"'";
+    let v = string_values(src);
+    assert_eq!(v[..8], ["SET"; 8]);
+    assert_eq!(v[8], "S\nT");
+    assert_eq!(v[9], "it's");
+    assert_eq!(v[10], "say \"x\"");
+    // only the strings with an escape keep a decoded copy
+    let l = lexer::lex(src);
+    assert_eq!(l.decoded.len(), 4);
+    assert!(!l.partial);
+    // the same commands either way
+    let c = calls(
+        "redis.call('D\\x45L', KEYS[1]) redis.call([[del]], KEYS[1]) redis.call(\"del\", KEYS[1])",
+    );
+    assert!(c.iter().all(|c| c.command == "del"), "{c:?}");
+}
+
+#[test]
+fn long_bracket_and_unclosed_strings() {
+    for (src, want, partial) in [
+        ("[[\r\nx]]", "x", false),
+        ("[[\n\nx]]", "\nx", false),
+        ("[[\r]]", "", false),
+        ("[==[a]]b]=]c]==]", "a]]b]=]c", false),
+        ("[[]]", "", false),
+        ("[=[]=]", "", false),
+        ("[==[\n]==]", "", false),
+        ("[[é]]", "é", false),
+        ("'héllo'", "héllo", false),
+        ("''", "", false),
+        ("[[abc", "abc", true),
+        ("[==[ab]=]", "ab]=]", true),
+        ("[=[]", "]", true),
+        ("[[\n", "", true),
+        ("[[", "", true),
+        ("'abc", "abc", true),
+        ("'", "", true),
+        ("'ab\nc", "ab", true),
+        ("'a\\tb\n", "a\tb", true),
+        ("\"a\\", "a", true),
+    ] {
+        let l = lexer::lex(src);
+        assert_eq!(l.partial, partial, "{src:?}");
+        assert_eq!(string_values(src)[0], want, "{src:?}");
+    }
+}
+
+#[test]
+fn random_strings_have_a_value() {
+    const PIECES: &[&str] = &[
+        "'", "\"", "\\", "\\n", "\\x4", "\\z", "\\u{48}", "\\9", "[[", "[=[", "]]", "]=]", "=",
+        "]", "[", "\n", "\r", " ", "a", "é", "--",
+    ];
+    let mut rng = Rng(7);
+    for _ in 0..3000 {
+        let len = (rng.next() % 24) as usize;
+        let mut src = String::new();
+        for _ in 0..len {
+            src.push_str(PIECES[(rng.next() % PIECES.len() as u64) as usize]);
+        }
+        let l = lexer::lex(&src);
+        for (i, t) in l.toks.iter().enumerate() {
+            let v = lexer::str_value(&src, &l.toks, &l.decoded, i);
+            assert_eq!(v.is_some(), t.kind() == lexer::Kind::Str, "{src:?}");
+            // a value without a decoded copy is a part of the token's text
+            if let Some(v) = v.filter(|_| l.decoded.iter().all(|d| d.0 as usize != i)) {
+                let text = &src[t.start as usize..t.end() as usize];
+                assert!(text.contains(v), "{src:?}: {v:?} in {text:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn bracket_groups_are_jumped_over() {
+    // commas inside nested groups do not split a call's arguments
+    let c = calls("redis.call('del', f(a, g(b, c)), {1, {2, 3}}, t[k(1, 2)], KEYS[1])");
+    assert_eq!(c.len(), 1);
+    assert_eq!(
+        c[0].args,
+        vec![LuaArg::Other, LuaArg::Other, LuaArg::Other, LuaArg::Keys(1)]
+    );
+    // a mismatched closing bracket leaves its group unmatched: the call takes
+    // what follows, up to its bound, and the script is partial
+    let f = analyse("redis.call('del', (KEYS[1]], ARGV[1])");
+    assert_eq!(f.calls.len(), 1);
+    assert!(f.partial);
+    // a call inside a matched group after an unmatched one is still found
+    let f = analyse("x = ( redis.call('get', KEYS[1]) if (a) then redis.call('del', KEYS[1]) end");
+    assert_eq!(f.calls.len(), 2);
+    assert!(f.partial);
 }
