@@ -251,7 +251,12 @@ struct RawCall {
 impl RawCall {
     /// A call named at `name_tok`, `(` at `open` (at most a dozen tokens
     /// on), ending before `end`; its receiver segments `recv` and its
-    /// arguments `args` are ranges of the tables.
+    /// arguments `args` are ranges of the tables. `None` for a call whose
+    /// words do not fit their bits — none does: token indices and argument
+    /// counts stay below 2^28 (a token takes a byte at least, a file at
+    /// most 256 MiB), a receiver chain is read for at most 64 links of two
+    /// segments, an open paren a dozen tokens on at most; but should that
+    /// change, such a call is left out rather than packed wrong.
     fn new(
         name_tok: usize,
         open: usize,
@@ -259,21 +264,30 @@ impl RawCall {
         end: usize,
         recv: (usize, usize),
         args: (usize, usize),
-    ) -> RawCall {
-        // (token indices and argument counts stay below 2^28: a token
-        // takes a byte at least; a receiver chain is read for at most 64
-        // links of two segments, an open paren a dozen tokens on at most)
-        let nrecv = (recv.1 - recv.0) as u32;
-        let gap = (open - name_tok) as u32;
-        debug_assert!(nrecv < 256 && gap < 16 && end as u64 <= u32::MAX as u64);
-        RawCall {
+    ) -> Option<RawCall> {
+        let nrecv = recv.1 - recv.0;
+        let gap = open - name_tok;
+        let nargs = args.1 - args.0;
+        let fits = |x: usize| x <= IDX_MASK as usize;
+        if nrecv >= 256
+            || gap >= 16
+            || !fits(name_tok)
+            || !fits(recv_start)
+            || !fits(nargs)
+            || end > u32::MAX as usize
+        {
+            debug_assert!(false, "a call's words do not fit their bits");
+            return None;
+        }
+        let (nrecv, gap) = (nrecv as u32, gap as u32);
+        Some(RawCall {
             recv: recv.0,
             args: args.0,
-            name: name_tok as u32 & IDX_MASK | gap << IDX_BITS,
-            recv_start: recv_start as u32 & IDX_MASK | (nrecv & 15) << IDX_BITS,
+            name: name_tok as u32 | gap << IDX_BITS,
+            recv_start: recv_start as u32 | (nrecv & 15) << IDX_BITS,
             end: end as u32,
-            nargs: (args.1 - args.0) as u32 & IDX_MASK | (nrecv >> 4 & 15) << IDX_BITS,
-        }
+            nargs: nargs as u32 | (nrecv >> 4 & 15) << IDX_BITS,
+        })
     }
 }
 
@@ -2315,7 +2329,7 @@ pub fn calls<'a, 'b>(
             let recv_start = receiver(toks, st, i, recvs, owned);
             let a0 = args.len();
             split_args_into(toks, st, open, close, args);
-            out.push(RawCall::new(
+            out.extend(RawCall::new(
                 i,
                 open,
                 recv_start,
@@ -2395,7 +2409,7 @@ pub fn calls<'a, 'b>(
             if s < k {
                 args.push(make_arg(toks, s, k));
             }
-            out.push(RawCall::new(
+            out.extend(RawCall::new(
                 i,
                 i,
                 recv_start,
