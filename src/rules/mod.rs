@@ -917,7 +917,13 @@ impl<'a> Context<'a> {
         let by_shape = Groups::new(
             own.iter()
                 .copied()
-                .filter(|op| key_shape(&op.key).chars().any(|c| c.is_alphanumeric())),
+                // (a shape's placeholders hold no alphanumeric: the test of
+                // `key_shape`'s text, without writing it)
+                .filter(|op| {
+                    op.key.parts.iter().any(
+                        |p| matches!(p, KeyPart::Lit(s) if s.chars().any(char::is_alphanumeric)),
+                    )
+                }),
             |op| key_shape(&op.key),
         );
         for op in &own {
