@@ -28,12 +28,12 @@ const MAX_SYN_BYTES: usize = 8 << 20;
 
 /// Files larger than this are parsed in pieces of consecutive top-level
 /// items (`visitor::run_by_pieces`): a whole file's syntax tree takes about
-/// 100 bytes per byte of source (a 1.4 MB file peaked at 152 MB), a piece's
-/// only its own. Each piece is parsed twice (collect, then walk): on a
-/// file that is mostly many small items, where parsing is nearly all the
-/// work, that costs up to half as much time again, so smaller files, whose
-/// whole tree stays under about 25 MB, are parsed whole.
-const PIECEWISE_BYTES: usize = 256 << 10;
+/// 100 bytes per byte of source (a 1.4 MB file peaked at 152 MB; real files
+/// of 170 to 230 kB at 35 to 42 bytes a byte), a piece's only its own.
+/// Each piece is parsed twice (collect, then walk): on files of 200 kB that
+/// costs a fifth more time (31 → 37 ms), a file of many tiny items up to
+/// half as much again; only a file of at most two pieces is parsed whole.
+const PIECEWISE_BYTES: usize = 32 << 10;
 
 /// Words one of which every Rust file that can produce a finding contains:
 /// a client crate, a command-like method, a script or a raw command.

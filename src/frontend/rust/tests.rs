@@ -56,6 +56,60 @@ fn a_file_read_piece_by_piece_gives_the_facts_of_the_whole() {
     assert!(ops >= 100, "{ops} ops");
 }
 
+/// A piece cut where no item ends (a brace closed inside an attribute's
+/// parentheses ends an item for `scan::top_level_items`) is joined to the
+/// next and read by pieces all the same, with the whole parse's facts.
+#[test]
+fn a_piece_cut_inside_an_attribute_is_joined_to_the_next() {
+    let src = r#"use redis::Commands;
+
+#[derive(Debug, ToSchema)]
+#[schema(example = json!({
+    "id": "e3e3",
+    "name": "Trieve",
+}))]
+pub struct Org {
+    pub id: String,
+}
+
+fn take(con: &mut redis::Connection) -> redis::RedisResult<()> {
+    let _: bool = con.set_nx("lock:org", 1)?;
+    let _: () = con.del("lock:org")?;
+    Ok(())
+}
+"#;
+    let text = super::scan::blank_bom_and_shebang(src);
+    let items = super::scan::top_level_items(&text);
+    // the cut this test is about: the attribute's `})` left alone
+    assert!(
+        items
+            .iter()
+            .any(|r| syn::parse_file(&text[r.clone()]).is_err()),
+        "{items:?}"
+    );
+    let mut f = FileFacts::new(Language::Rust);
+    assert!(super::visitor::run_by_pieces(&text, &items, &mut f));
+    let whole = super::extract_with(src, super::MAX_NESTING, usize::MAX);
+    assert_eq!(f, whole);
+    assert_eq!(whole.ops.len(), 2);
+    assert_eq!(super::extract_with(src, super::MAX_NESTING, 0), whole);
+}
+
+/// A piece that no join mends (a file cut short) sends the file to the
+/// whole parse, as before.
+#[test]
+fn a_piece_no_join_mends_falls_back_to_the_whole_parse() {
+    let src = "fn a() { let x = (1; }\nfn b() {}\n";
+    let text = super::scan::blank_bom_and_shebang(src);
+    let mut f = FileFacts::new(Language::Rust);
+    assert!(!super::visitor::run_by_pieces(
+        &text,
+        &super::scan::top_level_items(&text),
+        &mut f
+    ));
+    assert_eq!(f, FileFacts::new(Language::Rust));
+}
+
 #[test]
 fn dump() {
     let src = std::env::var("LL_DUMP").unwrap_or_default();

@@ -360,23 +360,25 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
 /// `scan::top_level_items`), in pieces of consecutive items each parsed
 /// alone, twice (the walk needs what
 /// is collected from them all): only one piece's syntax tree is held at a
-/// time (a whole file's takes about 100 bytes per byte of source). `false`,
-/// and `facts` untouched, when a piece does not parse alone (a piece cut
-/// where no item ends): the file is then parsed whole.
+/// time (a whole file's takes about 100 bytes per byte of source). A piece
+/// that does not parse alone was cut where no item ends (a brace closed
+/// inside an attribute's parentheses, `#[schema(example = json!({ … }))]`):
+/// it is joined to the pieces after it until it parses, a few at most.
+/// `false`, and `facts` untouched, when that does not mend it: the file is
+/// then parsed whole.
 pub fn run_by_pieces(src: &str, items: &[std::ops::Range<usize>], facts: &mut FileFacts) -> bool {
     // consecutive items in pieces of about `PIECE_BYTES` (one parse per
     // piece: a file of 100,000 one-line items parsed item by item spent
     // 40% more time than whole, on syn's and proc-macro2's per-parse work)
-    let mut pieces: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut cut: Vec<std::ops::Range<usize>> = Vec::new();
     for r in items {
-        match pieces.last_mut() {
+        match cut.last_mut() {
             Some(last) if last.end == r.start && last.end - last.start < PIECE_BYTES => {
                 last.end = r.end;
             }
-            _ => pieces.push(r.clone()),
+            _ => cut.push(r.clone()),
         }
     }
-    let pieces = &pieces[..];
     // the items of a piece (the first may open with inner attributes);
     // `None` when it does not parse
     let parse = |r: &std::ops::Range<usize>| -> Option<Vec<syn::Item>> {
@@ -384,9 +386,25 @@ pub fn run_by_pieces(src: &str, items: &[std::ops::Range<usize>], facts: &mut Fi
         syn::parse_file(piece).map(|f| f.items).ok()
     };
     let mut info: FileInfo<'static> = FileInfo::default();
-    for r in pieces {
-        let Some(items) = parse(r) else {
-            return false;
+    let mut pieces: Vec<std::ops::Range<usize>> = Vec::with_capacity(cut.len());
+    let mut next = 0;
+    while next < cut.len() {
+        // (each join parses the piece again: a few joins keep it linear)
+        let mut r = cut[next].clone();
+        next += 1;
+        let mut joins = 0;
+        let items = loop {
+            if let Some(items) = parse(&r) {
+                break items;
+            }
+            match cut.get(next) {
+                Some(more) if joins < MAX_PIECE_JOINS && more.start == r.end => {
+                    r.end = more.end;
+                    next += 1;
+                    joins += 1;
+                }
+                _ => return false,
+            }
         };
         let mut part = FileInfo::default();
         let mut c = Collect {
@@ -397,9 +415,10 @@ pub fn run_by_pieces(src: &str, items: &[std::ops::Range<usize>], facts: &mut Fi
             c.visit_item(item);
         }
         info.absorb(part);
+        pieces.push(r);
     }
     let mut state = WalkState::default();
-    for r in pieces {
+    for r in &pieces {
         // (each parsed above)
         let items = parse(r).unwrap_or_default();
         let mut w = Walker::new(src, &info, facts, state);
@@ -414,8 +433,12 @@ pub fn run_by_pieces(src: &str, items: &[std::ops::Range<usize>], facts: &mut Fi
     true
 }
 
+/// How many pieces after it [`run_by_pieces`] joins to a piece that does
+/// not parse alone before it parses the file whole.
+const MAX_PIECE_JOINS: usize = 3;
+
 /// The size past which [`run_by_pieces`] starts a new piece.
-const PIECE_BYTES: usize = 32 << 10;
+const PIECE_BYTES: usize = 16 << 10;
 
 /// Ops in source order with a dense order number, guards sorted, calls
 /// ordered: the end of [`run`] and [`run_by_pieces`].
