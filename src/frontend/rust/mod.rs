@@ -121,7 +121,12 @@ fn extract_with(src: &str, max_nesting: usize, piecewise_bytes: usize) -> FileFa
     let text = scan::blank_bom_and_shebang(src);
     // a large file item by item, when each piece parses alone
     if text.len() > piecewise_bytes
-        && visitor::run_by_pieces(&text, &scan::top_level_items(&text), &mut facts)
+        && visitor::run_by_pieces(
+            &text,
+            &scan::top_level_items(&text),
+            &mut facts,
+            piecewise_bytes.min(visitor::PIECE_BYTES),
+        )
     {
         return facts;
     }

@@ -42,7 +42,12 @@ fn a_file_read_piece_by_piece_gives_the_facts_of_the_whole() {
         assert_eq!(by_pieces, whole, "{}", path.display());
         let text = super::scan::blank_bom_and_shebang(&src);
         let mut f = FileFacts::new(Language::Rust);
-        if super::visitor::run_by_pieces(&text, &super::scan::top_level_items(&text), &mut f) {
+        if super::visitor::run_by_pieces(
+            &text,
+            &super::scan::top_level_items(&text),
+            &mut f,
+            super::visitor::PIECE_BYTES,
+        ) {
             pieces += 1;
             ops += f.ops.len();
         }
@@ -88,11 +93,53 @@ fn take(con: &mut redis::Connection) -> redis::RedisResult<()> {
         "{items:?}"
     );
     let mut f = FileFacts::new(Language::Rust);
-    assert!(super::visitor::run_by_pieces(&text, &items, &mut f));
+    assert!(super::visitor::run_by_pieces(
+        &text,
+        &items,
+        &mut f,
+        super::visitor::PIECE_BYTES
+    ));
     let whole = super::extract_with(src, super::MAX_NESTING, usize::MAX);
     assert_eq!(f, whole);
     assert_eq!(whole.ops.len(), 2);
     assert_eq!(super::extract_with(src, super::MAX_NESTING, 0), whole);
+}
+
+/// A module larger than two pieces is read by pieces of its items, each
+/// under the module's header (and those of the modules around it): the
+/// same facts as the whole parse, test code still test code, the module
+/// still the owner.
+#[test]
+fn a_large_module_is_read_by_pieces_of_its_items() {
+    let mut src =
+        String::from("use redis::Commands;\n\npub mod outer {\n/// the store\npub mod store {\n");
+    for i in 0..40 {
+        src.push_str(&format!(
+            "    fn take_{i}(con: &mut redis::Connection) -> redis::RedisResult<()> {{\n        \
+             let _: bool = con.set_nx(\"lock:s{i}\", 1)?;\n        let _: () = con.del(\"lock:s{i}\")?;\n        \
+             Ok(())\n    }}\n\n"
+        ));
+    }
+    src.push_str("}\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n");
+    for i in 0..40 {
+        src.push_str(&format!(
+            "    #[test]\n    fn t_{i}() {{\n        let mut con = client();\n        \
+             let _: bool = con.set_nx(\"lock:t{i}\", 1).unwrap();\n    }}\n\n"
+        ));
+    }
+    src.push_str("}\n");
+    let text = super::scan::blank_bom_and_shebang(&src);
+    let items = super::scan::top_level_items(&text);
+    assert_eq!(items.len(), 3);
+    let whole = super::extract_with(&src, super::MAX_NESTING, usize::MAX);
+    assert_eq!(whole.ops.len(), 120);
+    // pieces of 256 bytes: each module in many pieces
+    let mut f = FileFacts::new(Language::Rust);
+    assert!(super::visitor::run_by_pieces(&text, &items, &mut f, 256));
+    assert_eq!(f, whole);
+    assert_eq!(super::extract_with(&src, super::MAX_NESTING, 0), whole);
+    let test_scopes = whole.scopes.iter().filter(|s| s.is_test).count();
+    assert_eq!(test_scopes, 40, "{:?}", whole.scopes);
 }
 
 /// A piece that no join mends (a file cut short) sends the file to the
@@ -105,7 +152,8 @@ fn a_piece_no_join_mends_falls_back_to_the_whole_parse() {
     assert!(!super::visitor::run_by_pieces(
         &text,
         &super::scan::top_level_items(&text),
-        &mut f
+        &mut f,
+        super::visitor::PIECE_BYTES
     ));
     assert_eq!(f, FileFacts::new(Language::Rust));
 }
@@ -925,3 +973,4 @@ async fn a(c: &mut C) {
         ]
     );
 }
+

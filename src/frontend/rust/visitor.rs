@@ -5,6 +5,7 @@
 //! resolves keys and values through constants, `let` bindings, `format!`
 //! and one-expression helper fns of the same file.
 
+use super::scan;
 use super::syntax::*;
 use crate::facts::{
     AbsenceGuard, Client, FailOpen, FileFacts, KeyExpr, KeyPart, Op, OpKind, Scope, ScopeId,
@@ -356,6 +357,94 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
     finish(w.facts);
 }
 
+/// One piece of [`run_by_pieces`]: a range of the source parsed alone, or
+/// a run of the items of a large module parsed inside the module's header
+/// (`#[cfg(test)] mod tests {`, from the item's start to its `{`; the
+/// headers of the modules around it first, for a module in a module), at
+/// the offsets they have in the source.
+#[derive(Clone)]
+struct Piece {
+    range: std::ops::Range<usize>,
+    headers: Vec<std::ops::Range<usize>>,
+}
+
+/// The items inside a module item at `r` of more than `2 * piece_bytes`
+/// (a test module of 70 kB held a 3 MB syntax tree alone): where its header
+/// ends (after its `{`) and its items. `None` for any other item, a module
+/// whose body opens with an inner attribute (it would stand in the first
+/// piece only), or one whose body holds more than its items.
+fn module_items(
+    src: &str,
+    r: &std::ops::Range<usize>,
+    piece_bytes: usize,
+) -> Option<(usize, Vec<std::ops::Range<usize>>)> {
+    if r.end - r.start <= 2 * piece_bytes {
+        return None;
+    }
+    let piece = src.get(r.clone())?;
+    let (_, body) = scan::container_body(piece)?;
+    // `mod name {` right before the body, nothing else
+    let mut words = piece.get(..body.start - 1)?.split_whitespace().rev();
+    let name = words.next()?;
+    if words.next() != Some("mod") || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+        return None;
+    }
+    let inside = piece.get(body.clone())?;
+    if inside.trim_start().starts_with("#!") || inside.trim_start().starts_with("//!") {
+        return None;
+    }
+    let inner = scan::top_level_items_in(piece, body.clone());
+    let last = inner.last().map_or(body.start, |i| i.end);
+    if !piece.get(last..body.end)?.trim().is_empty()
+        || inner.first().is_some_and(|i| i.start != body.start)
+    {
+        return None;
+    }
+    let at = r.start;
+    Some((
+        at + body.start,
+        inner
+            .into_iter()
+            .map(|i| at + i.start..at + i.end)
+            .collect(),
+    ))
+}
+
+/// Adds the item at `r` to the pieces `cut`, inside the modules whose
+/// `headers` stand around it: to the last piece when that one is of the
+/// same modules, ends where it starts and is smaller than `piece_bytes`;
+/// a large module's items one by one inside its header
+/// ([`module_items`]).
+fn cut_into(
+    src: &str,
+    r: &std::ops::Range<usize>,
+    piece_bytes: usize,
+    headers: &mut Vec<std::ops::Range<usize>>,
+    cut: &mut Vec<Piece>,
+) {
+    if let Some((open, inner)) = module_items(src, r, piece_bytes) {
+        headers.push(r.start..open);
+        for i in &inner {
+            cut_into(src, i, piece_bytes, headers, cut);
+        }
+        headers.pop();
+        return;
+    }
+    match cut.last_mut() {
+        Some(last)
+            if last.headers == *headers
+                && last.range.end == r.start
+                && last.range.end - last.range.start < piece_bytes =>
+        {
+            last.range.end = r.end;
+        }
+        _ => cut.push(Piece {
+            range: r.clone(),
+            headers: headers.clone(),
+        }),
+    }
+}
+
 /// [`run`] over the top-level items of `src` at `items` (byte ranges,
 /// `scan::top_level_items`), in pieces of consecutive items each parsed
 /// alone, twice (the walk needs what
@@ -365,41 +454,59 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
 /// inside an attribute's parentheses, `#[schema(example = json!({ … }))]`):
 /// it is joined to the pieces after it until it parses, a few at most.
 /// `false`, and `facts` untouched, when that does not mend it: the file is
-/// then parsed whole.
-pub fn run_by_pieces(src: &str, items: &[std::ops::Range<usize>], facts: &mut FileFacts) -> bool {
-    // consecutive items in pieces of about `PIECE_BYTES` (one parse per
+/// then parsed whole. Pieces are of about `piece_bytes` ([`PIECE_BYTES`];
+/// the tests read a file item by item with 0), and a module item of more
+/// than two pieces is read by pieces of its items ([`module_items`]).
+pub fn run_by_pieces(
+    src: &str,
+    items: &[std::ops::Range<usize>],
+    facts: &mut FileFacts,
+    piece_bytes: usize,
+) -> bool {
+    // consecutive items in pieces of about `piece_bytes` (one parse per
     // piece: a file of 100,000 one-line items parsed item by item spent
-    // 40% more time than whole, on syn's and proc-macro2's per-parse work)
-    let mut cut: Vec<std::ops::Range<usize>> = Vec::new();
+    // 40% more time than whole, on syn's and proc-macro2's per-parse work);
+    // a large module's items in pieces of their own under its header
+    let mut cut: Vec<Piece> = Vec::new();
+    let mut headers = Vec::new();
     for r in items {
-        match cut.last_mut() {
-            Some(last) if last.end == r.start && last.end - last.start < PIECE_BYTES => {
-                last.end = r.end;
-            }
-            _ => cut.push(r.clone()),
-        }
+        cut_into(src, r, piece_bytes, &mut headers, &mut cut);
     }
-    // the items of a piece (the first may open with inner attributes);
-    // `None` when it does not parse
-    let parse = |r: &std::ops::Range<usize>| -> Option<Vec<syn::Item>> {
-        let piece = src.get(r.clone())?;
-        syn::parse_file(piece).map(|f| f.items).ok()
+    // the items of a piece (the first may open with inner attributes) and
+    // the base of its offsets; `None` when it does not parse
+    let parse = |p: &Piece| -> Option<(Vec<syn::Item>, usize)> {
+        let body = src.get(p.range.clone())?;
+        if p.headers.is_empty() {
+            return syn::parse_file(body).ok().map(|f| (f.items, p.range.start));
+        }
+        let mut text = String::new();
+        for h in &p.headers {
+            text.push_str(src.get(h.clone())?);
+        }
+        let base = p.range.start - text.len();
+        text.push_str(body);
+        text.extend(std::iter::repeat_n('}', p.headers.len()));
+        syn::parse_file(&text).ok().map(|f| (f.items, base))
     };
     let mut info: FileInfo<'static> = FileInfo::default();
-    let mut pieces: Vec<std::ops::Range<usize>> = Vec::with_capacity(cut.len());
+    let mut pieces: Vec<Piece> = Vec::with_capacity(cut.len());
     let mut next = 0;
     while next < cut.len() {
         // (each join parses the piece again: a few joins keep it linear)
-        let mut r = cut[next].clone();
+        let mut p = cut[next].clone();
         next += 1;
         let mut joins = 0;
-        let items = loop {
-            if let Some(items) = parse(&r) {
-                break items;
+        let (items, base) = loop {
+            if let Some(parsed) = parse(&p) {
+                break parsed;
             }
             match cut.get(next) {
-                Some(more) if joins < MAX_PIECE_JOINS && more.start == r.end => {
-                    r.end = more.end;
+                Some(more)
+                    if joins < MAX_PIECE_JOINS
+                        && more.range.start == p.range.end
+                        && more.headers == p.headers =>
+                {
+                    p.range.end = more.range.end;
                     next += 1;
                     joins += 1;
                 }
@@ -409,20 +516,20 @@ pub fn run_by_pieces(src: &str, items: &[std::ops::Range<usize>], facts: &mut Fi
         let mut part = FileInfo::default();
         let mut c = Collect {
             info: &mut part,
-            base: r.start,
+            base,
         };
         for item in &items {
             c.visit_item(item);
         }
         info.absorb(part);
-        pieces.push(r);
+        pieces.push(p);
     }
     let mut state = WalkState::default();
-    for r in &pieces {
+    for p in &pieces {
         // (each parsed above)
-        let items = parse(r).unwrap_or_default();
+        let (items, base) = parse(p).unwrap_or_default();
         let mut w = Walker::new(src, &info, facts, state);
-        w.base.set(r.start);
+        w.base.set(base);
         w.s.owner = None;
         for item in &items {
             w.visit_item(item);
@@ -438,7 +545,7 @@ pub fn run_by_pieces(src: &str, items: &[std::ops::Range<usize>], facts: &mut Fi
 const MAX_PIECE_JOINS: usize = 3;
 
 /// The size past which [`run_by_pieces`] starts a new piece.
-const PIECE_BYTES: usize = 16 << 10;
+pub(super) const PIECE_BYTES: usize = 16 << 10;
 
 /// Ops in source order with a dense order number, guards sorted, calls
 /// ordered: the end of [`run`] and [`run_by_pieces`].
