@@ -124,9 +124,16 @@ pub fn max_nesting(src: &str) -> usize {
 
 /// The text with a leading BOM and a shebang line replaced by spaces, so that
 /// byte offsets stay those of the original.
-pub fn blank_bom_and_shebang(src: &str) -> String {
+pub fn blank_bom_and_shebang(src: &str) -> std::borrow::Cow<'_, str> {
+    let bom = src.starts_with('\u{feff}');
+    let rest = src.trim_start_matches('\u{feff}').trim_start_matches(' ');
+    let shebang = rest.starts_with("#!") && !rest[2..].trim_start().starts_with('[');
+    if !bom && !shebang {
+        // (nearly every file: no copy of its text)
+        return std::borrow::Cow::Borrowed(src);
+    }
     let mut out = src.to_string();
-    if out.starts_with('\u{feff}') {
+    if bom {
         out.replace_range(0..3, "   ");
     }
     let rest = out.trim_start_matches(' ');
@@ -136,7 +143,7 @@ pub fn blank_bom_and_shebang(src: &str) -> String {
         let blanks = " ".repeat(end - at);
         out.replace_range(at..end, &blanks);
     }
-    out
+    std::borrow::Cow::Owned(out)
 }
 
 /// Splits the whole text into top-level items (brace-balanced; an item ends

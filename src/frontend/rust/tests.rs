@@ -973,4 +973,3 @@ async fn a(c: &mut C) {
         ]
     );
 }
-
