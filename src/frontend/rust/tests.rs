@@ -105,9 +105,9 @@ fn take(con: &mut redis::Connection) -> redis::RedisResult<()> {
     assert_eq!(super::extract_with(src, super::MAX_NESTING, 0), whole);
 }
 
-/// A module larger than two pieces is read by pieces of its items, each
-/// under the module's header (and those of the modules around it): the
-/// same facts as the whole parse, test code still test code, the module
+/// A module or `impl` larger than two pieces is read by pieces of its
+/// items, each under its header (and those of the modules around it): the
+/// same facts as the whole parse, test code still test code, the type
 /// still the owner.
 #[test]
 fn a_large_module_is_read_by_pieces_of_its_items() {
@@ -120,7 +120,16 @@ fn a_large_module_is_read_by_pieces_of_its_items() {
              Ok(())\n    }}\n\n"
         ));
     }
-    src.push_str("}\n}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n");
+    src.push_str(
+        "}\n}\n\npub struct Store;\n\n/// its methods\n#[allow(dead_code)]\nimpl Store {\n",
+    );
+    for i in 0..40 {
+        src.push_str(&format!(
+            "    pub fn put_{i}(&self, con: &mut redis::Connection) -> redis::RedisResult<()> {{\n        \
+             let _: bool = con.set_nx(\"lock:p{i}\", 1)?;\n        Ok(())\n    }}\n\n"
+        ));
+    }
+    src.push_str("}\n\n#[cfg(test)]\nmod tests {\n    use super::*;\n");
     for i in 0..40 {
         src.push_str(&format!(
             "    #[test]\n    fn t_{i}() {{\n        let mut con = client();\n        \
@@ -130,9 +139,13 @@ fn a_large_module_is_read_by_pieces_of_its_items() {
     src.push_str("}\n");
     let text = super::scan::blank_bom_and_shebang(&src);
     let items = super::scan::top_level_items(&text);
-    assert_eq!(items.len(), 3);
+    assert_eq!(items.len(), 5);
     let whole = super::extract_with(&src, super::MAX_NESTING, usize::MAX);
-    assert_eq!(whole.ops.len(), 120);
+    assert_eq!(whole.ops.len(), 160);
+    assert!(whole
+        .scopes
+        .iter()
+        .any(|s| s.owner.as_deref() == Some("Store")));
     // pieces of 256 bytes: each module in many pieces
     let mut f = FileFacts::new(Language::Rust);
     assert!(super::visitor::run_by_pieces(&text, &items, &mut f, 256));

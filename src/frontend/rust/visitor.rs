@@ -368,11 +368,12 @@ struct Piece {
     headers: Vec<std::ops::Range<usize>>,
 }
 
-/// The items inside a module item at `r` of more than `2 * piece_bytes`
-/// (a test module of 70 kB held a 3 MB syntax tree alone): where its header
-/// ends (after its `{`) and its items. `None` for any other item, a module
-/// whose body opens with an inner attribute (it would stand in the first
-/// piece only), or one whose body holds more than its items.
+/// The items inside a module or `impl` item at `r` of more than
+/// `2 * piece_bytes` (a test module of 70 kB held a 3 MB syntax tree
+/// alone, an `impl` of a 108 kB file 6 MB): where its header ends (after
+/// its `{`) and its items. `None` for any other item, one whose body
+/// opens with an inner attribute (it would stand in the first piece only),
+/// or one whose body holds more than its items.
 fn module_items(
     src: &str,
     r: &std::ops::Range<usize>,
@@ -383,10 +384,13 @@ fn module_items(
     }
     let piece = src.get(r.clone())?;
     let (_, body) = scan::container_body(piece)?;
-    // `mod name {` right before the body, nothing else
-    let mut words = piece.get(..body.start - 1)?.split_whitespace().rev();
+    // `mod name {` right before the body, nothing else; or an `impl`
+    let header = piece.get(..body.start - 1)?;
+    let mut words = header.split_whitespace().rev();
     let name = words.next()?;
-    if words.next() != Some("mod") || !name.chars().all(|c| c.is_alphanumeric() || c == '_') {
+    let module =
+        words.next() == Some("mod") && name.chars().all(|c| c.is_alphanumeric() || c == '_');
+    if !module && !is_impl_header(header) {
         return None;
     }
     let inside = piece.get(body.clone())?;
@@ -408,6 +412,50 @@ fn module_items(
             .map(|i| at + i.start..at + i.end)
             .collect(),
     ))
+}
+
+/// An item's text before its body opens as an `impl` (`impl<T> Store for
+/// Cache<T>`, `unsafe impl …`), past its attributes and comments.
+fn is_impl_header(header: &str) -> bool {
+    let mut rest = header;
+    loop {
+        rest = rest.trim_start();
+        if rest.starts_with("//") {
+            rest = rest.find('\n').map_or("", |n| &rest[n..]);
+        } else if rest.starts_with("/*") {
+            match rest.find("*/") {
+                Some(e) => rest = &rest[e + 2..],
+                None => return false,
+            }
+        } else if rest.starts_with("#[") {
+            // to the bracket that closes the attribute
+            let mut depth = 0usize;
+            let mut end = None;
+            for (i, c) in rest.char_indices() {
+                match c {
+                    '[' => depth += 1,
+                    ']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = Some(i + 1);
+                            break;
+                        }
+                    }
+                    '"' => return false,
+                    _ => {}
+                }
+            }
+            match end {
+                Some(e) => rest = &rest[e..],
+                None => return false,
+            }
+        } else {
+            break;
+        }
+    }
+    let rest = rest.strip_prefix("unsafe").map_or(rest, str::trim_start);
+    rest.strip_prefix("impl")
+        .is_some_and(|r| r.starts_with(|c: char| c == '<' || c.is_whitespace()))
 }
 
 /// Adds the item at `r` to the pieces `cut`, inside the modules whose
