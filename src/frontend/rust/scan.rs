@@ -160,26 +160,40 @@ pub fn top_level_items_in(src: &str, range: Range<usize>) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     // Braces decide where items end; parentheses and brackets only keep a
     // `;` inside them from ending one, and are forgotten at a closing brace
-    // so that one unbalanced `(` does not swallow the rest of the file.
+    // so that one unbalanced `(` does not swallow the rest of the file —
+    // unless the outer brace opened inside them and what follows it goes on
+    // inside them (`static M: Lazy<T> = Lazy::new(|| { … });`,
+    // `#[schema(example = json!({ … }))]`): that one ends no item.
+    let bytes = part.as_bytes();
     let mut braces = 0usize;
     let mut parens = 0usize;
+    let mut parens_at_open = 0usize;
     let mut start = 0usize;
     let mut ends: Vec<usize> = Vec::new();
     for_each_code_byte(part, |i, c| match c {
-        b'{' => braces += 1,
+        b'{' => {
+            if braces == 0 {
+                parens_at_open = parens;
+            }
+            braces += 1;
+        }
         b'(' | b'[' => parens += 1,
         b')' | b']' => parens = parens.saturating_sub(1),
         b'}' => {
             braces = braces.saturating_sub(1);
             if braces == 0 {
-                parens = 0;
-                ends.push(i + 1);
+                let next = bytes[i + 1..].iter().find(|b| !b.is_ascii_whitespace());
+                if parens_at_open > 0 && next.is_some_and(|b| b")],.?".contains(b)) {
+                    parens = parens_at_open;
+                } else {
+                    parens = 0;
+                    ends.push(i + 1);
+                }
             }
         }
         b';' if braces == 0 && parens == 0 => ends.push(i + 1),
         _ => {}
     });
-    let bytes = part.as_bytes();
     let mut k = 0;
     while k < ends.len() {
         let mut end = ends[k];

@@ -61,11 +61,14 @@ fn a_file_read_piece_by_piece_gives_the_facts_of_the_whole() {
     assert!(ops >= 100, "{ops} ops");
 }
 
-/// A piece cut where no item ends (a brace closed inside an attribute's
-/// parentheses ends an item for `scan::top_level_items`) is joined to the
-/// next and read by pieces all the same, with the whole parse's facts.
+/// A piece cut where no item ends (a constant's struct literal closed
+/// before a method called on it: `scan::top_level_items` ends an item at
+/// a closing brace outside parentheses) is joined to the next and read by
+/// pieces all the same, with the whole parse's facts. A brace closed
+/// inside parentheses (an attribute's `json!({…})`, a `Lazy::new(|| {…})`)
+/// ends no item.
 #[test]
-fn a_piece_cut_inside_an_attribute_is_joined_to_the_next() {
+fn a_piece_cut_where_no_item_ends_is_joined_to_the_next() {
     let src = r#"use redis::Commands;
 
 #[derive(Debug, ToSchema)]
@@ -77,6 +80,12 @@ pub struct Org {
     pub id: String,
 }
 
+pub static NAMES: Lazy<Vec<String>> = Lazy::new(|| {
+    vec!["a".to_string()]
+});
+
+const OPTS: Opts = Opts { ttl: 30 }.tuned();
+
 fn take(con: &mut redis::Connection) -> redis::RedisResult<()> {
     let _: bool = con.set_nx("lock:org", 1)?;
     let _: () = con.del("lock:org")?;
@@ -85,20 +94,17 @@ fn take(con: &mut redis::Connection) -> redis::RedisResult<()> {
 "#;
     let text = super::scan::blank_bom_and_shebang(src);
     let items = super::scan::top_level_items(&text);
-    // the cut this test is about: the attribute's `})` left alone
-    assert!(
-        items
-            .iter()
-            .any(|r| syn::parse_file(&text[r.clone()]).is_err()),
-        "{items:?}"
-    );
+    let cut: Vec<&str> = items
+        .iter()
+        .map(|r| &text[r.clone()])
+        .filter(|t| syn::parse_file(t).is_err())
+        .collect();
+    // the cut this test is about: the constant's `.tuned();` left alone
+    // (and the constant before it), nothing else
+    assert_eq!(cut.len(), 2, "{cut:?}");
+    assert!(cut[1].trim() == ".tuned();", "{cut:?}");
     let mut f = FileFacts::new(Language::Rust);
-    assert!(super::visitor::run_by_pieces(
-        &text,
-        &items,
-        &mut f,
-        super::visitor::PIECE_BYTES
-    ));
+    assert!(super::visitor::run_by_pieces(&text, &items, &mut f, 0));
     let whole = super::extract_with(src, super::MAX_NESTING, usize::MAX);
     assert_eq!(f, whole);
     assert_eq!(whole.ops.len(), 2);

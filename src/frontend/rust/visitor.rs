@@ -14,8 +14,8 @@ use crate::facts::{
 use crate::frontend::lua;
 use crate::words;
 use quote::ToTokens;
-use std::borrow::Cow;
 use std::collections::HashMap;
+use std::rc::Rc;
 use syn::spanned::Spanned;
 use syn::visit::{self, Visit};
 use syn::{Expr, Lit, Pat};
@@ -48,51 +48,73 @@ const MAX_RESOLVE: u32 = 6;
 // File-level collection
 // ---------------------------------------------------------------------------
 
-struct Helper<'f> {
+struct Helper {
     params: Vec<String>,
-    body: Cow<'f, Expr>,
-    /// The base offset of its unit.
-    base: usize,
+    /// Its block: braces and all.
+    body: Deferred,
+}
+
+/// An expression of another item (a constant's value, a helper's body, a
+/// script field's source) by where its text stands in the file: the walk
+/// parses it again when it needs it ([`Walker::deferred`]). A file read by
+/// pieces holds one piece's syntax tree at a time, and every constant of
+/// the file held as a tree kept them all (51 bytes a source byte on a file
+/// of 600 statics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Deferred {
+    start: usize,
+    end: usize,
+    /// A block (`{ expr }`) whose single expression is meant.
+    block: bool,
+    /// It makes a `Script` ([`find_script_new`]): known without parsing it
+    /// again (a method called on a constant asks).
+    script: bool,
+}
+
+impl Deferred {
+    /// An expression's text between two tokens (`=` and `;`).
+    /// A constant's expression `e`, between its `=` and `;`.
+    fn between(base: usize, e: &Expr, eq: &syn::token::Eq, semi: &syn::token::Semi) -> Self {
+        Deferred {
+            start: base + eq.spans[0].byte_range().end,
+            end: base + semi.spans[0].byte_range().start,
+            block: false,
+            script: find_script_new(e).is_some(),
+        }
+    }
+    fn of_expr(base: usize, e: &Expr) -> Self {
+        let r = e.span().byte_range();
+        Deferred {
+            start: base + r.start,
+            end: base + r.end,
+            block: false,
+            script: find_script_new(e).is_some(),
+        }
+    }
 }
 
 #[derive(Default)]
-struct FileInfo<'f> {
-    /// Constants and statics by name, with the base offset of their unit.
-    consts: HashMap<String, (usize, Cow<'f, Expr>)>,
+struct FileInfo {
+    /// Constants and statics by name.
+    consts: HashMap<String, Deferred>,
     /// `lazy_static! { static ref NAME: T = expr; }` items, parsed out of the macro.
-    macro_consts: HashMap<String, (usize, Expr)>,
-    helpers: HashMap<String, Helper<'f>>,
+    macro_consts: HashMap<String, Deferred>,
+    helpers: HashMap<String, Helper>,
     /// Struct fields initialised with `Script::new(x)`: field name → `x`.
-    script_fields: HashMap<String, (usize, Cow<'f, Expr>)>,
+    script_fields: HashMap<String, Deferred>,
     crates: Vec<Client>,
     /// Struct fields whose type is a map, set, vector or cache (`self.local.get(..)`).
     non_redis_fields: Vec<String>,
 }
 
-impl FileInfo<'_> {
+impl FileInfo {
     /// What `other` (collected from the items after these) adds, as one
-    /// collection of them all would hold it (a later name wins), the
-    /// expressions copied out of their items.
-    fn absorb(&mut self, other: FileInfo<'_>) {
-        let own = |e: Cow<'_, Expr>| Cow::Owned(e.into_owned());
-        for (n, (b, e)) in other.consts {
-            self.consts.insert(n, (b, own(e)));
-        }
+    /// collection of them all would hold it (a later name wins).
+    fn absorb(&mut self, other: FileInfo) {
+        self.consts.extend(other.consts);
         self.macro_consts.extend(other.macro_consts);
-        for (n, h) in other.helpers {
-            let body = own(h.body);
-            self.helpers.insert(
-                n,
-                Helper {
-                    params: h.params,
-                    body,
-                    base: h.base,
-                },
-            );
-        }
-        for (n, (b, e)) in other.script_fields {
-            self.script_fields.insert(n, (b, own(e)));
-        }
+        self.helpers.extend(other.helpers);
+        self.script_fields.extend(other.script_fields);
         for c in other.crates {
             if !self.crates.contains(&c) {
                 self.crates.push(c);
@@ -109,8 +131,8 @@ impl FileInfo<'_> {
     }
 }
 
-struct Collect<'f, 'i> {
-    info: &'i mut FileInfo<'f>,
+struct Collect<'i> {
+    info: &'i mut FileInfo,
     base: usize,
 }
 
@@ -133,12 +155,20 @@ fn single_expr_body(block: &syn::Block) -> Option<&Expr> {
     }
 }
 
-fn helper_of<'f>(
-    sig: &'f syn::Signature,
-    block: &'f syn::Block,
-    base: usize,
-) -> Option<Helper<'f>> {
-    let body = single_expr_body(block)?;
+/// [`single_expr_body`] of a block parsed again, by value.
+fn single_expr_owned(mut stmts: Vec<syn::Stmt>) -> Option<Expr> {
+    if stmts.len() != 1 {
+        return None;
+    }
+    match stmts.pop()? {
+        syn::Stmt::Expr(Expr::Return(r), _) => r.expr.map(|e| *e),
+        syn::Stmt::Expr(e, None) => Some(e),
+        _ => None,
+    }
+}
+
+fn helper_of(sig: &syn::Signature, block: &syn::Block, base: usize) -> Option<Helper> {
+    single_expr_body(block)?;
     let mut params = Vec::new();
     for input in &sig.inputs {
         match input {
@@ -146,30 +176,32 @@ fn helper_of<'f>(
             syn::FnArg::Typed(t) => params.push(pat_name(&t.pat).unwrap_or_default()),
         }
     }
+    let braces = block.brace_token.span;
     Some(Helper {
         params,
-        body: Cow::Borrowed(body),
-        base,
+        body: Deferred {
+            start: base + braces.open().byte_range().start,
+            end: base + braces.close().byte_range().end,
+            block: true,
+            script: false,
+        },
     })
 }
 
-impl<'f> Visit<'f> for Collect<'f, '_> {
+impl<'f> Visit<'f> for Collect<'_> {
     fn visit_item_const(&mut self, i: &'f syn::ItemConst) {
-        self.info
-            .consts
-            .insert(i.ident.to_string(), (self.base, Cow::Borrowed(&i.expr)));
+        let at = Deferred::between(self.base, &i.expr, &i.eq_token, &i.semi_token);
+        self.info.consts.insert(i.ident.to_string(), at);
         visit::visit_item_const(self, i);
     }
     fn visit_item_static(&mut self, i: &'f syn::ItemStatic) {
-        self.info
-            .consts
-            .insert(i.ident.to_string(), (self.base, Cow::Borrowed(&i.expr)));
+        let at = Deferred::between(self.base, &i.expr, &i.eq_token, &i.semi_token);
+        self.info.consts.insert(i.ident.to_string(), at);
         visit::visit_item_static(self, i);
     }
     fn visit_impl_item_const(&mut self, i: &'f syn::ImplItemConst) {
-        self.info
-            .consts
-            .insert(i.ident.to_string(), (self.base, Cow::Borrowed(&i.expr)));
+        let at = Deferred::between(self.base, &i.expr, &i.eq_token, &i.semi_token);
+        self.info.consts.insert(i.ident.to_string(), at);
         visit::visit_impl_item_const(self, i);
     }
     fn visit_item_fn(&mut self, i: &'f syn::ItemFn) {
@@ -189,7 +221,7 @@ impl<'f> Visit<'f> for Collect<'f, '_> {
             if let Some(arg) = find_script_new(&i.expr) {
                 self.info
                     .script_fields
-                    .insert(name.to_string(), (self.base, Cow::Borrowed(arg)));
+                    .insert(name.to_string(), Deferred::of_expr(self.base, arg));
             }
         }
         visit::visit_field_value(self, i);
@@ -215,7 +247,8 @@ impl<'f> Visit<'f> for Collect<'f, '_> {
     fn visit_item_macro(&mut self, i: &'f syn::ItemMacro) {
         if macro_name(&i.mac) == "lazy_static" {
             for (name, e) in lazy_statics(&i.mac.tokens) {
-                self.info.macro_consts.insert(name, (self.base, e));
+                let at = Deferred::of_expr(self.base, &e);
+                self.info.macro_consts.insert(name, at);
             }
         }
         visit::visit_item_macro(self, i);
@@ -324,7 +357,7 @@ impl Found {
 
 struct Walker<'f, 'o> {
     src: &'f str,
-    info: &'f FileInfo<'f>,
+    info: &'f FileInfo,
     facts: &'o mut FileFacts,
     /// The byte offset the spans of the unit being read count from (a
     /// cell: an expression of another unit, a constant's or a helper's, is
@@ -544,7 +577,7 @@ pub fn run_by_pieces(
         text.extend(std::iter::repeat_n('}', p.headers.len()));
         syn::parse_file(&text).ok().map(|f| (f.items, base))
     };
-    let mut info: FileInfo<'static> = FileInfo::default();
+    let mut info = FileInfo::default();
     let mut pieces: Vec<Piece> = Vec::with_capacity(cut.len());
     let mut next = 0;
     while next < cut.len() {
@@ -578,9 +611,13 @@ pub fn run_by_pieces(
             c.visit_item(item);
         }
         info.absorb(part);
+        drop(items);
+        // (what was collected holds no span: the piece's text can go)
+        proc_macro2::extra::invalidate_current_thread_spans();
         pieces.push(p);
     }
     let mut state = WalkState::default();
+    let mut walked = 0;
     for p in &pieces {
         // (each parsed above)
         let (items, base) = parse(p).unwrap_or_default();
@@ -591,6 +628,22 @@ pub fn run_by_pieces(
             w.visit_item(item);
         }
         state = w.s;
+        drop(items);
+        // Each parse adds its text to proc-macro2's map of spans, which
+        // lives as long as the thread: twice the file's size, and the lines
+        // of each piece. It is emptied once a piece's tree is gone, unless
+        // the other items' expressions the walk parsed again since took more
+        // than half as much text as the pieces (they would be parsed again:
+        // a large helper every piece calls keeps them).
+        walked += p.range.len() + p.headers.iter().map(|h| h.len()).sum::<usize>();
+        let reparsed = state.deferred.get_mut();
+        if walked >= 2 * reparsed.bytes {
+            reparsed.exprs.clear();
+            reparsed.held = 0;
+            reparsed.bytes = 0;
+            walked = 0;
+            proc_macro2::extra::invalidate_current_thread_spans();
+        }
     }
     finish(facts);
     true
@@ -643,12 +696,31 @@ struct WalkState {
     params: Vec<String>,
     /// The call sites' texts, shared.
     call_texts: crate::facts::CallTexts,
+    /// Expressions of other items parsed again ([`Walker::deferred`]).
+    deferred: std::cell::RefCell<Reparsed>,
 }
+
+/// [`Walker::deferred`]'s expressions, and the bytes of source they were
+/// parsed from: their spans live as long as the pieces' ([`run_by_pieces`]).
+#[derive(Default)]
+struct Reparsed {
+    exprs: HashMap<Deferred, Option<Rc<Expr>>>,
+    /// Bytes of text parsed since the spans were last invalidated.
+    bytes: usize,
+    /// Bytes of text of the expressions held in `exprs`.
+    held: usize,
+    /// Bytes of text parsed in the whole file.
+    total: usize,
+}
+
+/// The text of the expressions [`Reparsed`] holds before it lets them all
+/// go (a function registering 600 statics held the trees of them all).
+const REPARSED_HELD_BYTES: usize = 16 << 10;
 
 impl<'f, 'o> Walker<'f, 'o> {
     fn new(
         src: &'f str,
-        info: &'f FileInfo<'f>,
+        info: &'f FileInfo,
         facts: &'o mut FileFacts,
         s: WalkState,
     ) -> Walker<'f, 'o> {
@@ -765,19 +837,55 @@ impl<'f> Walker<'f, '_> {
         }
     }
 
-    fn const_expr(&self, path: &syn::Path) -> Option<(String, &'f Expr)> {
-        self.const_entry(path).map(|(n, _, e)| (n, e))
+    /// Where the constant named by the path's last segment stands.
+    fn const_at(&self, path: &syn::Path) -> Option<(String, Deferred)> {
+        let last = path.segments.last()?.ident.to_string();
+        let at = match self.info.consts.get(&last) {
+            Some(at) => *at,
+            None => *self.info.macro_consts.get(&last)?,
+        };
+        Some((last, at))
     }
 
-    /// A constant's name, the base offset of its unit and its expression.
-    fn const_entry(&self, path: &syn::Path) -> Option<(String, usize, &'f Expr)> {
-        let last = path.segments.last()?.ident.to_string();
-        let info: &'f FileInfo<'f> = self.info;
-        if let Some((b, e)) = info.consts.get(&last) {
-            return Some((last, *b, e));
+    /// A constant's name, the base offset of its expression's spans and
+    /// its expression.
+    fn const_entry(&self, path: &syn::Path) -> Option<(String, usize, Rc<Expr>)> {
+        let (name, at) = self.const_at(path)?;
+        let e = self.deferred(at)?;
+        Some((name, at.start, e))
+    }
+
+    /// The expression of another item at `at`, parsed again from its text
+    /// (once while its spans are valid): its spans count from `at.start`.
+    /// `None` when it no longer parses (it did when it was collected).
+    fn deferred(&self, at: Deferred) -> Option<Rc<Expr>> {
+        let mut cache = self.s.deferred.borrow_mut();
+        if let Some(e) = cache.exprs.get(&at) {
+            return e.clone();
         }
-        let (b, e) = info.macro_consts.get(&last)?;
-        Some((last, *b, e))
+        let len = at.end.saturating_sub(at.start);
+        // Past a budget of several times the file's text (one large
+        // expression used all over the file with others) they are all held.
+        if cache.held + len > REPARSED_HELD_BYTES && cache.total <= 8 * self.src.len() {
+            cache.exprs.clear();
+            cache.held = 0;
+        }
+        let text = self.src.get(at.start..at.end);
+        let e = text
+            .and_then(|t| {
+                if at.block {
+                    let block = syn::parse_str::<syn::Block>(t).ok()?;
+                    single_expr_owned(block.stmts)
+                } else {
+                    syn::parse_str::<Expr>(t).ok()
+                }
+            })
+            .map(Rc::new);
+        cache.bytes += len;
+        cache.held += len;
+        cache.total += len;
+        cache.exprs.insert(at, e.clone());
+        e
     }
 
     // --- keys ------------------------------------------------------------
@@ -811,7 +919,7 @@ impl<'f> Walker<'f, '_> {
                     }
                 }
                 if let Some((name, base, ce)) = self.const_entry(&p.path) {
-                    let mut k = self.at_base(base, || self.key_d(ce, d + 1, None));
+                    let mut k = self.at_base(base, || self.key_d(&ce, d + 1, None));
                     if k.is_unknown() {
                         k = KeyExpr {
                             parts: vec![KeyPart::Const(name.clone())],
@@ -922,7 +1030,10 @@ impl<'f> Walker<'f, '_> {
             .zip(args)
             .map(|(p, a)| (p.clone(), self.key_d(a, d + 1, sub)))
             .collect();
-        let mut k = self.at_base(h.base, || self.key_d(&h.body, d + 1, Some(&map)));
+        let Some(body) = self.deferred(h.body) else {
+            return KeyExpr::unknown();
+        };
+        let mut k = self.at_base(h.body.start, || self.key_d(&body, d + 1, Some(&map)));
         k.idents.push(name.to_string());
         k
     }
@@ -1094,7 +1205,9 @@ impl<'f> Walker<'f, '_> {
                 if path.len() == 1 || (path.len() == 2 && path[0] == "Self") {
                     if let Some(h) = path.last().and_then(|n| self.info.helpers.get(n)) {
                         if h.params.len() == c.args.len() {
-                            return self.at_base(h.base, || self.value_d(&h.body, d + 1));
+                            if let Some(body) = self.deferred(h.body) {
+                                return self.at_base(h.body.start, || self.value_d(&body, d + 1));
+                            }
                         }
                     }
                 }
@@ -1106,7 +1219,7 @@ impl<'f> Walker<'f, '_> {
                     }
                 }
                 if let Some((name, base, ce)) = self.const_entry(&p.path) {
-                    return match self.at_base(base, || self.value_d(ce, d + 1)) {
+                    return match self.at_base(base, || self.value_d(&ce, d + 1)) {
                         ValueExpr::Unknown => {
                             words::classify_value_words(&name).unwrap_or(ValueExpr::Unknown)
                         }
@@ -1142,7 +1255,7 @@ impl<'f> Walker<'f, '_> {
                     }
                 }
                 let (_, base, ce) = self.const_entry(&p.path)?;
-                self.at_base(base, || self.const_str_d(ce, d + 1))
+                self.at_base(base, || self.const_str_d(&ce, d + 1))
             }
             _ => None,
         }
@@ -1183,7 +1296,7 @@ impl<'f> Walker<'f, '_> {
                     }
                 }
                 let (cname, base, ce) = self.const_entry(&p.path)?;
-                let inner = find_script_new(ce).unwrap_or(ce);
+                let inner = find_script_new(&ce).unwrap_or(&ce);
                 let saved = self.base.replace(base);
                 let id = self.script_d(inner, Some(cname), d + 1);
                 self.base.set(saved);
@@ -1193,10 +1306,10 @@ impl<'f> Walker<'f, '_> {
                 let syn::Member::Named(m) = &f.member else {
                     return None;
                 };
-                let info: &'f FileInfo<'f> = self.info;
-                let (base, arg) = info.script_fields.get(&m.to_string())?;
-                let saved = self.base.replace(*base);
-                let id = self.script_d(arg, Some(m.to_string()), d + 1);
+                let at = *self.info.script_fields.get(&m.to_string())?;
+                let arg = self.deferred(at)?;
+                let saved = self.base.replace(at.start);
+                let id = self.script_d(&arg, Some(m.to_string()), d + 1);
                 self.base.set(saved);
                 id
             }
@@ -1827,8 +1940,8 @@ impl<'f> Walker<'f, '_> {
                     }
                     acquired = l.acquire.clone();
                 } else if let Expr::Path(p) = base {
-                    if let Some((_, ce)) = self.const_expr(&p.path) {
-                        if find_script_new(ce).is_some() {
+                    if let Some((_, at)) = self.const_at(&p.path) {
+                        if at.script {
                             let id = self.script_of(base, None);
                             script = Some(id);
                         }
