@@ -494,9 +494,11 @@ const PREFIX_MEMO: usize = 64;
 /// Largest read buffer a worker thread keeps between files. A larger one
 /// is let go once its file is decoded: kept, it would stand beside that
 /// file's text, tokens and facts through the analysis (one byte per source
-/// byte more at the peak of any file above this size; nearly every file of
-/// real code is far smaller, so the buffer is still reused between them).
-const KEEP_BUFFER_BYTES: usize = 256 << 10;
+/// byte more at the peak of any file above this size, measured on files of
+/// 100 kB; nearly every file of real code is far smaller, so the buffer is
+/// still reused between them, and a larger file's analysis costs far more
+/// than allocating its buffer again).
+const KEEP_BUFFER_BYTES: usize = 64 << 10;
 
 thread_local! {
     static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
