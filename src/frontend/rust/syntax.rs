@@ -158,20 +158,26 @@ pub(super) fn strip(mut e: &Expr) -> &Expr {
 /// Splits a macro body at top-level `,`, `;` and `=>`.
 pub(super) fn split_tokens(tokens: TokenStream) -> Vec<TokenStream> {
     let mut out = Vec::new();
+    split_tokens_each(tokens, |t| out.push(t));
+    out
+}
+
+/// [`split_tokens`], each part handed to `f` as it is cut.
+fn split_tokens_each(tokens: TokenStream, mut f: impl FnMut(TokenStream)) {
     let mut cur: Vec<TokenTree> = Vec::new();
     let mut iter = tokens.into_iter().peekable();
     while let Some(tt) = iter.next() {
         if let TokenTree::Punct(p) = &tt {
             let ch = p.as_char();
             if ch == ',' || ch == ';' {
-                out.push(cur.drain(..).collect());
+                f(cur.drain(..).collect());
                 continue;
             }
             if ch == '=' && p.spacing() == proc_macro2::Spacing::Joint {
                 if let Some(TokenTree::Punct(n)) = iter.peek() {
                     if n.as_char() == '>' {
                         iter.next();
-                        out.push(cur.drain(..).collect());
+                        f(cur.drain(..).collect());
                         continue;
                     }
                 }
@@ -180,9 +186,36 @@ pub(super) fn split_tokens(tokens: TokenStream) -> Vec<TokenStream> {
         cur.push(tt);
     }
     if !cur.is_empty() {
-        out.push(cur.into_iter().collect());
+        f(cur.into_iter().collect());
     }
-    out
+}
+
+/// A macro body of more bytes than this is read part by part
+/// ([`for_each_macro_expr`]).
+const WHOLE_MACRO_BYTES: usize = 16 << 10;
+
+/// The expressions of [`macro_exprs`] handed to `f` one at a time. A body
+/// larger than [`WHOLE_MACRO_BYTES`] is not parsed as one expression list
+/// first but part by part, each part's expression dropped after `f`:
+/// redis-rs's `implement_commands!` (150 kB of methods) built a 1.3 MB
+/// token buffer only to fail as a list, then held every part's expression
+/// at once. (Such a body that is a list with a comma outside brackets in
+/// one of its expressions, a closure's `|a, b|` or a turbofish's
+/// `::<A, B>`, loses that expression, as one failing as a list does.)
+pub(super) fn for_each_macro_expr(m: &syn::Macro, mut f: impl FnMut(&Expr)) {
+    if m.delimiter.span().join().byte_range().len() <= WHOLE_MACRO_BYTES {
+        for e in macro_exprs(&m.tokens) {
+            f(&e);
+        }
+        return;
+    }
+    split_tokens_each(m.tokens.clone(), |t| {
+        if !t.is_empty() {
+            if let Ok(e) = syn::parse2::<Expr>(t) {
+                f(&e);
+            }
+        }
+    });
 }
 
 /// The comma-separated expressions of a macro body: parsed as a whole when

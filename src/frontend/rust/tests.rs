@@ -992,3 +992,30 @@ async fn a(c: &mut C) {
         ]
     );
 }
+
+/// A macro body of more than 16 kB is read part by part
+/// (`syntax::for_each_macro_expr`): the ops of its expressions are found
+/// as in a small one, at their places.
+#[test]
+fn a_large_macro_body_is_read_part_by_part() {
+    let body = |n: usize| {
+        let mut src = String::from(
+            "use redis::Commands;\n\nfn clear(con: &mut redis::Connection) {\n    run! {\n",
+        );
+        for i in 0..n {
+            src.push_str(&format!("        con.del(\"lock:{i}\");\n"));
+        }
+        src.push_str("    }\n}\n");
+        src
+    };
+    for n in [10, 1000] {
+        let src = body(n);
+        assert_eq!(src.len() > 16 << 10, n == 1000);
+        let ops = ops(&src);
+        assert_eq!(ops.len(), n);
+        assert!(ops
+            .iter()
+            .all(|o| &src[o.name_span.start..o.name_span.end] == "del"));
+        assert_eq!(ops[n - 1].key.display(), format!("lock:{}", n - 1));
+    }
+}

@@ -2830,9 +2830,7 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
         if name == "macro_rules" {
             return;
         }
-        for e in macro_exprs(&m.tokens) {
-            self.visit_expr(&e);
-        }
+        for_each_macro_expr(m, |e| self.visit_expr(e));
     }
 
     fn visit_item_macro(&mut self, i: &'ast syn::ItemMacro) {
