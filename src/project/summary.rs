@@ -308,41 +308,44 @@ fn summarise_each(
                 })
                 .is_ok()
         };
+        // an own op the summary reads (a forced one or the other path is
+        // not even seen)
+        let seen = |op: &Op| !forced(op) && !other_path(op);
+        // a release that runs only while the holder's clock says the lease
+        // is valid (SPEC §2 validity guard) stays the wrapper's own
+        // business: its callers see no unconditional release; so is one
+        // that ends a critical section made only of Redis commands under a
+        // TTL of a second or more (SPEC §2 "Short critical section"). Its
+        // key is still read.
+        let mut own_business = |op: &Op| {
+            op.kind == (OpKind::Release { checked: false }) && (validity_at.holds(op) || short(op))
+        };
         if let Some(scopes) = out.scopes_only() {
             // what `put` would keep: a summary (some op kept, as below)
             // with an op that is not own-object
-            let mut own_kept = |op: &Op| {
-                !forced(op)
-                    && !other_path(op)
-                    && !(op.kind == (OpKind::Release { checked: false })
-                        && (validity_at.holds(op) || short(op)))
-            };
             let params = &sig.params;
-            if own_ops.iter().copied().filter(|op| own_kept(op)).any(|op| {
-                let var = value_var.get(&op.name_span.start).copied();
-                !own_object(op, var, params)
-            }) || linked_ops
+            if own_ops
                 .iter()
-                .any(|i| !forced(&i.op) && !own_object(&i.op, i.value_var.as_deref(), params))
+                .copied()
+                .filter(|op| seen(op) && !own_business(op))
+                .any(|op| {
+                    let var = value_var.get(&op.name_span.start).copied();
+                    !own_object(op, var, params)
+                })
+                || linked_ops
+                    .iter()
+                    .any(|i| !forced(&i.op) && !own_object(&i.op, i.value_var.as_deref(), params))
             {
                 scopes.insert(sig.scope);
             }
             continue;
         }
         for op in own_ops {
-            if forced(op) || other_path(op) {
+            if !seen(op) {
                 continue;
             }
             own_key_lockish |= key_reads_like_lock(op);
-            // a release that runs only while the holder's clock says the
-            // lease is valid (SPEC §2 validity guard) stays the wrapper's own
-            // business: its callers see no unconditional release
-            // so is one that ends a critical section made only of Redis
-            // commands under a TTL of a second or more (SPEC §2 "Short
-            // critical section")
-            if op.kind == (OpKind::Release { checked: false })
-                && (validity_at.holds(op) || short(op))
-            {
+            if own_business(op) {
                 continue;
             }
             let var = value_var.get(&op.name_span.start).copied();
