@@ -1019,3 +1019,66 @@ fn a_large_macro_body_is_read_part_by_part() {
         assert_eq!(ops[n - 1].key.display(), format!("lock:{}", n - 1));
     }
 }
+
+/// What the walk looks up in other items (a constant, a static, a
+/// `lazy_static!` entry, a one-expression helper, a struct field made with
+/// `Script::new`) is parsed again from where its text stands: read item by
+/// item (every piece's spans let go before the next), the keys, values and
+/// scripts resolve as in the whole parse.
+#[test]
+fn other_items_expressions_resolve_when_read_item_by_item() {
+    let src = r#"use redis::{Commands, Script};
+
+const PREFIX: &str = "lock:";
+static HOLDER: &str = "holder-1";
+lazy_static! {
+    static ref FENCE: String = format!("{}fence", PREFIX);
+}
+const UNLOCK: &str = r"if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
+fn order_key(id: u64) -> String {
+    format!("{}order:{}", PREFIX, id)
+}
+
+struct Locks {
+    unlock: Script,
+}
+
+impl Locks {
+    fn new() -> Self {
+        Locks {
+            unlock: Script::new(UNLOCK),
+        }
+    }
+
+    fn take(&self, con: &mut redis::Connection, id: u64) -> redis::RedisResult<()> {
+        let _: bool = con.set_nx(order_key(id), HOLDER)?;
+        let _: bool = con.set_nx(FENCE.as_str(), HOLDER)?;
+        let _: i32 = self.unlock.key(order_key(id)).arg(HOLDER).invoke(con)?;
+        Ok(())
+    }
+}
+"#;
+    let whole = super::extract_with(src, super::MAX_NESTING, usize::MAX);
+    let by_items = super::extract_with(src, super::MAX_NESTING, 0);
+    assert_eq!(by_items, whole);
+    let keys: Vec<String> = whole.ops.iter().map(|o| o.key.display()).collect();
+    assert!(keys.iter().any(|k| k == "lock:order:{id}"), "{keys:?}");
+    assert!(keys.iter().any(|k| k.contains("fence")), "{keys:?}");
+    assert!(
+        whole
+            .ops
+            .iter()
+            .any(|o| matches!(&o.value, Some(ValueExpr::Constant(v)) if v.contains("holder-1"))),
+        "{:?}",
+        whole.ops
+    );
+    assert!(
+        whole
+            .ops
+            .iter()
+            .any(|o| matches!(o.kind, OpKind::Eval { script: Some(_) })),
+        "{:?}",
+        whole.ops
+    );
+}
