@@ -72,7 +72,6 @@ struct Deferred {
 }
 
 impl Deferred {
-    /// An expression's text between two tokens (`=` and `;`).
     /// A constant's expression `e`, between its `=` and `;`.
     fn between(base: usize, e: &Expr, eq: &syn::token::Eq, semi: &syn::token::Semi) -> Self {
         Deferred {
@@ -151,18 +150,6 @@ fn single_expr_body(block: &syn::Block) -> Option<&Expr> {
             _ => Some(e),
         },
         [syn::Stmt::Expr(Expr::Return(r), Some(_))] => r.expr.as_deref(),
-        _ => None,
-    }
-}
-
-/// [`single_expr_body`] of a block parsed again, by value.
-fn single_expr_owned(mut stmts: Vec<syn::Stmt>) -> Option<Expr> {
-    if stmts.len() != 1 {
-        return None;
-    }
-    match stmts.pop()? {
-        syn::Stmt::Expr(Expr::Return(r), _) => r.expr.map(|e| *e),
-        syn::Stmt::Expr(e, None) => Some(e),
         _ => None,
     }
 }
@@ -864,11 +851,11 @@ impl<'f> Walker<'f, '_> {
             return e.clone();
         }
         let len = at.end.saturating_sub(at.start);
-        // Past a budget of twice the file's text parsed again (large
-        // expressions used by turns all over the file: two helpers of 28
-        // kB, each called by 2,000 functions, took 0.72 s before they were
-        // parsed again, 1.09 s with a budget of eight times) they are all
-        // held.
+        // Past a budget of twice the file's text parsed again they are all
+        // held (large expressions used by turns all over the file: two
+        // helpers of 28 kB, each called by 2,000 functions, took 2.3 G
+        // instructions held as trees, 3.1 G with this budget, 5.4 G with
+        // one of eight times).
         if cache.held + len > REPARSED_HELD_BYTES && cache.total <= 2 * self.src.len() {
             cache.exprs.clear();
             cache.held = 0;
@@ -878,7 +865,7 @@ impl<'f> Walker<'f, '_> {
             .and_then(|t| {
                 if at.block {
                     let block = syn::parse_str::<syn::Block>(t).ok()?;
-                    single_expr_owned(block.stmts)
+                    single_expr_body(&block).cloned()
                 } else {
                     syn::parse_str::<Expr>(t).ok()
                 }
