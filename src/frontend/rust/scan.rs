@@ -122,6 +122,34 @@ pub fn max_nesting(src: &str) -> usize {
     max
 }
 
+/// Where the first `b` of the code stands (outside comments and literals).
+pub fn first_code_byte(src: &str, b: u8) -> Option<usize> {
+    let mut found = None;
+    for_each_code_byte(src, |i, c| {
+        if c == b && found.is_none() {
+            found = Some(i);
+        }
+    });
+    found
+}
+
+/// Just past each `;` of the code in `range` of `src` outside any bracket
+/// opened in that range (a block's statements), offsets relative to `src`.
+pub fn semicolons_at_level(src: &str, range: Range<usize>) -> Vec<usize> {
+    let Some(part) = src.get(range.clone()) else {
+        return Vec::new();
+    };
+    let mut depth = 0usize;
+    let mut out = Vec::new();
+    for_each_code_byte(part, |i, c| match c {
+        b'(' | b'[' | b'{' => depth += 1,
+        b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+        b';' if depth == 0 => out.push(range.start + i + 1),
+        _ => {}
+    });
+    out
+}
+
 /// The text with a leading BOM and a shebang line replaced by spaces, so that
 /// byte offsets stay those of the original.
 pub fn blank_bom_and_shebang(src: &str) -> std::borrow::Cow<'_, str> {
@@ -217,15 +245,7 @@ pub fn top_level_items_in(src: &str, range: Range<usize>) -> Vec<Range<usize>> {
 
 /// For an `impl`/`trait`/`mod` item text: the owner name and the range inside its braces.
 pub fn container_body(piece: &str) -> Option<(Option<String>, Range<usize>)> {
-    let open = {
-        let mut found = None;
-        for_each_code_byte(piece, |i, c| {
-            if c == b'{' && found.is_none() {
-                found = Some(i);
-            }
-        });
-        found?
-    };
+    let open = first_code_byte(piece, b'{')?;
     let close = piece.rfind('}')?;
     if close <= open {
         return None;

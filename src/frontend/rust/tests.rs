@@ -161,6 +161,67 @@ fn a_large_module_is_read_by_pieces_of_its_items() {
     assert_eq!(test_scopes, 40, "{:?}", whole.scopes);
 }
 
+/// A fn larger than two pieces is read by parts of its body, each under
+/// its header (and those of the impl and module around it), the fn entered
+/// at the first part and left at the last: locals, a check's exit and a
+/// raw command carried from one part to the next, test code still test
+/// code, the same facts as the whole parse.
+#[test]
+fn a_long_fn_is_read_part_by_part() {
+    let mut body = String::new();
+    for i in 0..30 {
+        body.push_str(&format!(
+            "        let k{i} = format!(\"lock:{{}}:{i}\", id);\n        \
+             let _: bool = con.set_nx(&k{i}, HOLDER)?;\n"
+        ));
+    }
+    let tail = "        if con.exists(\"lock:guard\")? {\n            return Ok(());\n        }\n\
+                \x20       let mut c = redis::cmd(\"SET\");\n        c.arg(&k0);\n";
+    let mut src = String::from(
+        "use redis::Commands;\nconst HOLDER: &str = \"1\";\n\npub mod store {\n\
+         pub struct Store;\nimpl Store {\n    \
+         pub fn take(&self, con: &mut redis::Connection, id: u64) -> redis::RedisResult<()> {\n",
+    );
+    src.push_str(&body);
+    src.push_str(tail);
+    src.push_str(&body.replace("set_nx", "set"));
+    src.push_str(
+        "        c.arg(\"v\").arg(\"NX\").query::<()>(con)?;\n        \
+         let _: () = con.set(\"lock:guard\", 1)?;\n        Ok(())\n    }\n}\n}\n\n\
+         #[test]\nfn checks(con: &mut redis::Connection) {\n",
+    );
+    src.push_str(&body);
+    src.push_str("    let _: () = con.del(&k1).unwrap();\n}\n");
+    let text = super::scan::blank_bom_and_shebang(&src);
+    let items = super::scan::top_level_items(&text);
+    let whole = super::extract_with(&src, super::MAX_NESTING, usize::MAX);
+    assert!(whole.ops.len() >= 90, "{:?}", whole.ops);
+    assert!(
+        !whole.absence_guards.is_empty(),
+        "{:?}",
+        whole.absence_guards
+    );
+    assert!(whole
+        .ops
+        .iter()
+        .any(|o| matches!(&o.value, Some(ValueExpr::Constant(v)) if v == "1")));
+    // pieces of 256 bytes: both fns in many parts (the one after the raw
+    // command's `let` in one)
+    let parts = super::visitor::body_pieces(&text, &items, 256);
+    assert!(parts >= 10, "{parts} parts");
+    let mut f = FileFacts::new(Language::Rust);
+    assert!(super::visitor::run_by_pieces(&text, &items, &mut f, 256));
+    assert_eq!(f, whole);
+    assert_eq!(super::extract_with(&src, super::MAX_NESTING, 0), whole);
+    let scopes: Vec<(&str, bool)> = whole
+        .scopes
+        .iter()
+        .map(|s| (s.name.as_str(), s.is_test))
+        .collect();
+    assert!(scopes.contains(&("take", false)), "{scopes:?}");
+    assert!(scopes.contains(&("checks", true)), "{scopes:?}");
+}
+
 /// A piece that no join mends (a file cut short) sends the file to the
 /// whole parse, as before.
 #[test]

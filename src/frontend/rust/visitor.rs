@@ -133,6 +133,9 @@ impl FileInfo {
 struct Collect<'i> {
     info: &'i mut FileInfo,
     base: usize,
+    /// The piece is a part of a fn's body (under that fn's header): the
+    /// first fn met is that one, read only in part, so no helper.
+    part_of_body: bool,
 }
 
 fn note_crate(info: &mut FileInfo, name: &str) {
@@ -192,14 +195,18 @@ impl<'f> Visit<'f> for Collect<'_> {
         visit::visit_impl_item_const(self, i);
     }
     fn visit_item_fn(&mut self, i: &'f syn::ItemFn) {
-        if let Some(h) = helper_of(&i.sig, &i.block, self.base) {
-            self.info.helpers.insert(i.sig.ident.to_string(), h);
+        if !std::mem::take(&mut self.part_of_body) {
+            if let Some(h) = helper_of(&i.sig, &i.block, self.base) {
+                self.info.helpers.insert(i.sig.ident.to_string(), h);
+            }
         }
         visit::visit_item_fn(self, i);
     }
     fn visit_impl_item_fn(&mut self, i: &'f syn::ImplItemFn) {
-        if let Some(h) = helper_of(&i.sig, &i.block, self.base) {
-            self.info.helpers.insert(i.sig.ident.to_string(), h);
+        if !std::mem::take(&mut self.part_of_body) {
+            if let Some(h) = helper_of(&i.sig, &i.block, self.base) {
+                self.info.helpers.insert(i.sig.ident.to_string(), h);
+            }
         }
         visit::visit_impl_item_fn(self, i);
     }
@@ -352,6 +359,9 @@ struct Walker<'f, 'o> {
     base: std::cell::Cell<usize>,
     /// The rest of its state, carried from one top-level item to the next.
     s: WalkState,
+    /// The piece walked is a part of a fn's body: the first fn entered is
+    /// that one, and this says whether the part is its first and its last.
+    part_of_body: Option<(bool, bool)>,
 }
 
 mod link;
@@ -362,6 +372,7 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
         let mut c = Collect {
             info: &mut info,
             base: 0,
+            part_of_body: false,
         };
         for u in units {
             c.base = u.base;
@@ -386,6 +397,9 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
 struct Piece {
     range: std::ops::Range<usize>,
     headers: Vec<std::ops::Range<usize>>,
+    /// Statements of a large fn's body, the last header that fn's up to
+    /// its `{` ([`fn_statements`]).
+    body: bool,
 }
 
 /// The items inside a module or `impl` item at `r` of more than
@@ -437,6 +451,52 @@ fn module_items(
 /// An item's text before its body opens as an `impl` (`impl<T> Store for
 /// Cache<T>`, `unsafe impl …`), past its attributes and comments.
 fn is_impl_header(header: &str) -> bool {
+    let Some(rest) = past_attributes(header) else {
+        return false;
+    };
+    let rest = rest.strip_prefix("unsafe").map_or(rest, str::trim_start);
+    rest.strip_prefix("impl")
+        .is_some_and(|r| r.starts_with(|c: char| c == '<' || c.is_whitespace()))
+}
+
+/// An item's text before its body opens as a fn's (`pub(crate) async fn
+/// name(…) -> T where …`), past its attributes and comments.
+fn is_fn_header(header: &str) -> bool {
+    let Some(mut rest) = past_attributes(header) else {
+        return false;
+    };
+    if let Some(r) = rest.strip_prefix("pub") {
+        rest = r.trim_start();
+        if rest.starts_with('(') {
+            rest = rest.find(')').map_or("", |e| rest[e + 1..].trim_start());
+        }
+    }
+    loop {
+        let word = rest
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .next()
+            .unwrap_or("");
+        match word {
+            "default" | "const" | "async" | "unsafe" | "extern" => {
+                rest = rest[word.len()..].trim_start();
+                if rest.starts_with('"') {
+                    // the ABI of `extern "C"`
+                    rest = rest[1..]
+                        .find('"')
+                        .map_or("", |e| rest[e + 2..].trim_start());
+                }
+            }
+            "fn" => {
+                return rest[2..].starts_with(char::is_whitespace);
+            }
+            _ => return false,
+        }
+    }
+}
+
+/// `header` past its leading attributes and comments; `None` when one of
+/// them does not close (or an attribute holds a string).
+fn past_attributes(header: &str) -> Option<&str> {
     let mut rest = header;
     loop {
         rest = rest.trim_start();
@@ -445,7 +505,7 @@ fn is_impl_header(header: &str) -> bool {
         } else if rest.starts_with("/*") {
             match rest.find("*/") {
                 Some(e) => rest = &rest[e + 2..],
-                None => return false,
+                None => return None,
             }
         } else if rest.starts_with("#[") {
             // to the bracket that closes the attribute
@@ -461,21 +521,19 @@ fn is_impl_header(header: &str) -> bool {
                             break;
                         }
                     }
-                    '"' => return false,
+                    '"' => return None,
                     _ => {}
                 }
             }
             match end {
                 Some(e) => rest = &rest[e..],
-                None => return false,
+                None => return None,
             }
         } else {
             break;
         }
     }
-    let rest = rest.strip_prefix("unsafe").map_or(rest, str::trim_start);
-    rest.strip_prefix("impl")
-        .is_some_and(|r| r.starts_with(|c: char| c == '<' || c.is_whitespace()))
+    Some(rest)
 }
 
 /// Adds the item at `r` to the pieces `cut`, inside the modules whose
@@ -506,9 +564,29 @@ fn cut_into(
         headers.pop();
         return;
     }
+    if let Some((open, stmts)) = fn_statements(src, r, piece_bytes) {
+        headers.push(r.start..open);
+        for s in &stmts {
+            add_to_pieces(s, headers, true, piece_bytes, cut);
+        }
+        headers.pop();
+        return;
+    }
+    add_to_pieces(r, headers, false, piece_bytes, cut);
+}
+
+/// `r` to the last piece when that one is of the same `headers`, ends
+/// where `r` starts and is smaller than `piece_bytes`; else a new piece.
+fn add_to_pieces(
+    r: &std::ops::Range<usize>,
+    headers: &[std::ops::Range<usize>],
+    body: bool,
+    piece_bytes: usize,
+    cut: &mut Vec<Piece>,
+) {
     match cut.last_mut() {
         Some(last)
-            if last.headers == *headers
+            if last.headers == headers
                 && last.range.end == r.start
                 && last.range.end - last.range.start < piece_bytes =>
         {
@@ -516,9 +594,60 @@ fn cut_into(
         }
         _ => cut.push(Piece {
             range: r.clone(),
-            headers: headers.clone(),
+            headers: headers.to_vec(),
+            body,
         }),
     }
+}
+
+/// The statements of a fn item at `r` of more than `2 * piece_bytes` (a
+/// function of 44 kB held a syntax tree of 2.6 MB): where its header ends
+/// (after the `{` of its body) and the body cut after each `;` at its own
+/// level, the last range to the body's `}`. `None` for any other item, or
+/// a body of one statement. The body is not cut after a `let` of a raw
+/// command (`let mut c = cmd("SET");`): the walker keeps that command's
+/// argument expressions on the local until it is sent, and they are
+/// trees of the piece they were read in.
+fn fn_statements(
+    src: &str,
+    r: &std::ops::Range<usize>,
+    piece_bytes: usize,
+) -> Option<(usize, Vec<std::ops::Range<usize>>)> {
+    if r.end - r.start <= 2 * piece_bytes {
+        return None;
+    }
+    let piece = src.get(r.clone())?;
+    let open = scan::first_code_byte(piece, b'{')?;
+    if !is_fn_header(piece.get(..open)?) || !piece.trim_end().ends_with('}') {
+        return None;
+    }
+    let close = piece.trim_end().len() - 1;
+    let body = open + 1..close;
+    let ends = scan::semicolons_at_level(piece, body.clone());
+    let mut out: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut start = body.start;
+    for end in ends {
+        out.push(start..end);
+        start = end;
+        let stmt = piece.get(out.last()?.clone())?.trim_start();
+        if stmt.starts_with("let") && (stmt.contains("cmd") || stmt.contains("Cmd")) {
+            break;
+        }
+    }
+    if piece.get(start..body.end)?.trim().is_empty() {
+        out.last_mut()?.end = body.end;
+    } else {
+        out.push(start..body.end);
+    }
+    if out.len() < 2 {
+        return None;
+    }
+    Some((
+        r.start + open + 1,
+        out.into_iter()
+            .map(|s| r.start + s.start..r.start + s.end)
+            .collect(),
+    ))
 }
 
 /// [`run`] over the top-level items of `src` at `items` (byte ranges,
@@ -543,11 +672,7 @@ pub fn run_by_pieces(
     // piece: a file of 100,000 one-line items parsed item by item spent
     // 40% more time than whole, on syn's and proc-macro2's per-parse work);
     // a large module's items in pieces of their own under its header
-    let mut cut: Vec<Piece> = Vec::new();
-    let mut headers = Vec::new();
-    for r in items {
-        cut_into(src, r, piece_bytes, &mut headers, &mut cut);
-    }
+    let cut = cut_pieces(src, items, piece_bytes);
     // the items of a piece (the first may open with inner attributes) and
     // the base of its offsets; `None` when it does not parse
     let parse = |p: &Piece| -> Option<(Vec<syn::Item>, usize)> {
@@ -593,6 +718,7 @@ pub fn run_by_pieces(
         let mut c = Collect {
             info: &mut part,
             base,
+            part_of_body: p.body,
         };
         for item in &items {
             c.visit_item(item);
@@ -605,12 +731,19 @@ pub fn run_by_pieces(
     }
     let mut state = WalkState::default();
     let mut walked = 0;
-    for p in &pieces {
+    for (k, p) in pieces.iter().enumerate() {
         // (each parsed above)
         let (items, base) = parse(p).unwrap_or_default();
+        let same_fn = |q: Option<&Piece>| q.is_some_and(|q| q.body && q.headers == p.headers);
+        let part_of_body = p.body.then(|| {
+            let first = !same_fn(k.checked_sub(1).and_then(|j| pieces.get(j)));
+            let last = !same_fn(pieces.get(k + 1));
+            (first, last)
+        });
         let mut w = Walker::new(src, &info, facts, state);
         w.base.set(base);
         w.s.owner = None;
+        w.part_of_body = part_of_body;
         for item in &items {
             w.visit_item(item);
         }
@@ -634,6 +767,29 @@ pub fn run_by_pieces(
     }
     finish(facts);
     true
+}
+
+/// The pieces of [`run_by_pieces`], before any is joined.
+fn cut_pieces(src: &str, items: &[std::ops::Range<usize>], piece_bytes: usize) -> Vec<Piece> {
+    let mut cut: Vec<Piece> = Vec::new();
+    let mut headers = Vec::new();
+    for r in items {
+        cut_into(src, r, piece_bytes, &mut headers, &mut cut);
+    }
+    cut
+}
+
+/// How many of the pieces [`run_by_pieces`] cuts are parts of a fn's body.
+#[cfg(test)]
+pub(super) fn body_pieces(
+    src: &str,
+    items: &[std::ops::Range<usize>],
+    piece_bytes: usize,
+) -> usize {
+    cut_pieces(src, items, piece_bytes)
+        .iter()
+        .filter(|p| p.body)
+        .count()
 }
 
 /// How deep in modules and impls [`cut_into`] splits items: deeper ones
@@ -685,6 +841,28 @@ struct WalkState {
     call_texts: crate::facts::CallTexts,
     /// Expressions of other items parsed again ([`Walker::deferred`]).
     deferred: std::cell::RefCell<Reparsed>,
+    /// A fn whose body is walked part by part, between its parts.
+    open_fn: Option<OpenFn>,
+}
+
+/// What [`Walker::with_fn`] holds from a fn's entry to its exit when the
+/// body is walked over several pieces: the state to restore after it, and
+/// the body's exits found so far ([`Walker::visit_stmts`]).
+struct OpenFn {
+    outer: FnOuter,
+    exits: Vec<(usize, usize)>,
+}
+
+/// The walker's state around a fn, restored when the fn is left.
+struct FnOuter {
+    scope: ScopeId,
+    depth: u32,
+    locals: Vec<Local>,
+    txns: Vec<Txn>,
+    watched: Vec<KeyExpr>,
+    checks: Vec<(String, usize)>,
+    in_test: bool,
+    params: Vec<String>,
 }
 
 /// [`Walker::deferred`]'s expressions, and the bytes of source they were
@@ -717,6 +895,7 @@ impl<'f, 'o> Walker<'f, 'o> {
             facts,
             base: std::cell::Cell::new(0),
             s,
+            part_of_body: None,
         }
     }
 }
@@ -761,7 +940,38 @@ impl<'f> Walker<'f, '_> {
 
     // --- scopes ----------------------------------------------------------
 
+    /// A fn: its scope, its parameters, its body's statements. A body
+    /// walked part by part ([`Walker::part_of_body`]) is entered at its
+    /// first part and left at its last, [`WalkState::open_fn`] between.
     fn with_fn(&mut self, sig: &syn::Signature, attrs: &[syn::Attribute], body: &syn::Block) {
+        let (first, last) = self.part_of_body.take().unwrap_or((true, true));
+        let open = if first { None } else { self.s.open_fn.take() };
+        let (outer, mut exits) = match open {
+            Some(o) => {
+                // (the headers of the part set what they did at the first)
+                self.s.in_test = self.s.in_test || is_test_attrs(attrs);
+                (o.outer, o.exits)
+            }
+            None => (self.enter_fn(sig, attrs), Vec::new()),
+        };
+        self.visit_stmts_in(&body.stmts, &mut exits);
+        if !last {
+            self.s.open_fn = Some(OpenFn { outer, exits });
+            return;
+        }
+        self.guard_exits(exits);
+        self.s.scope = outer.scope;
+        self.s.depth = outer.depth;
+        self.s.locals = outer.locals;
+        self.s.txns = outer.txns;
+        self.s.fn_watched = outer.watched;
+        self.s.checks = outer.checks;
+        self.s.in_test = outer.in_test;
+        self.s.params = outer.params;
+    }
+
+    /// Enters a fn: its scope, its parameters as locals; what was before.
+    fn enter_fn(&mut self, sig: &syn::Signature, attrs: &[syn::Attribute]) -> FnOuter {
         let name = sig.ident.to_string();
         let is_test = self.s.in_test || is_test_attrs(attrs);
         let id = self.facts.add_scope(Scope {
@@ -769,14 +979,17 @@ impl<'f> Walker<'f, '_> {
             owner: self.s.owner.clone(),
             is_test,
         });
-        let saved_params = self.link_fn(id, sig);
-        let saved_scope = std::mem::replace(&mut self.s.scope, id);
-        let saved_depth = std::mem::replace(&mut self.s.depth, 0);
-        let saved_locals = std::mem::take(&mut self.s.locals);
-        let saved_txns = std::mem::take(&mut self.s.txns);
-        let saved_watched = std::mem::take(&mut self.s.fn_watched);
-        let saved_checks = std::mem::take(&mut self.s.checks);
-        let saved_test = std::mem::replace(&mut self.s.in_test, is_test);
+        let params = self.link_fn(id, sig);
+        let outer = FnOuter {
+            scope: std::mem::replace(&mut self.s.scope, id),
+            depth: std::mem::replace(&mut self.s.depth, 0),
+            locals: std::mem::take(&mut self.s.locals),
+            txns: std::mem::take(&mut self.s.txns),
+            watched: std::mem::take(&mut self.s.fn_watched),
+            checks: std::mem::take(&mut self.s.checks),
+            in_test: std::mem::replace(&mut self.s.in_test, is_test),
+            params,
+        };
         for input in &sig.inputs {
             if let syn::FnArg::Typed(t) = input {
                 if let Some(pname) = pat_name(&t.pat) {
@@ -791,15 +1004,7 @@ impl<'f> Walker<'f, '_> {
                 }
             }
         }
-        self.visit_stmts(&body.stmts);
-        self.s.scope = saved_scope;
-        self.s.depth = saved_depth;
-        self.s.locals = saved_locals;
-        self.s.txns = saved_txns;
-        self.s.fn_watched = saved_watched;
-        self.s.checks = saved_checks;
-        self.s.in_test = saved_test;
-        self.s.params = saved_params;
+        outer
     }
 
     fn with_owner(&mut self, owner: Option<String>, test: bool, f: impl FnOnce(&mut Self)) {
@@ -2359,6 +2564,13 @@ impl Walker<'_, '_> {
     /// is present (`if exists(k) { return }`) the rest runs only when absent.
     fn visit_stmts(&mut self, stmts: &[syn::Stmt]) {
         let mut exits: Vec<(usize, usize)> = Vec::new();
+        self.visit_stmts_in(stmts, &mut exits);
+        self.guard_exits(exits);
+    }
+
+    /// [`Walker::visit_stmts`] over a part of a block: its exits (the
+    /// check, the first op after the `if`) are added to `exits`.
+    fn visit_stmts_in(&mut self, stmts: &[syn::Stmt], exits: &mut Vec<(usize, usize)>) {
         for s in stmts {
             self.s.exit_guard = None;
             self.visit_stmt(s);
@@ -2368,6 +2580,10 @@ impl Walker<'_, '_> {
                 }
             }
         }
+    }
+
+    /// At the end of a block: the ops after each exit to its end guarded.
+    fn guard_exits(&mut self, exits: Vec<(usize, usize)>) {
         let end = self.facts.ops.len();
         for (check, from) in exits {
             self.guard_ops(check, from..end, self.s.depth);
