@@ -150,6 +150,68 @@ pub fn semicolons_at_level(src: &str, range: Range<usize>) -> Vec<usize> {
     out
 }
 
+/// How many bytes of `body` (a module's text inside its braces) its inner
+/// attributes and inner doc comments take (`#![allow(…)]`, `//! …`),
+/// with the plain comments between them; 0 when it opens with neither.
+pub fn inner_attributes_len(body: &str) -> usize {
+    let b = body.as_bytes();
+    let mut end = 0;
+    let mut i = 0;
+    loop {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let rest = &body[i..];
+        if rest.starts_with("//") && !rest.starts_with("///") || rest.starts_with("////") {
+            i += rest.find('\n').unwrap_or(rest.len());
+            if rest.starts_with("//!") {
+                end = i;
+            }
+        } else if rest.starts_with("/*!") {
+            let Some(e) = rest.find("*/") else {
+                return end;
+            };
+            i += e + 2;
+            end = i;
+        } else if rest.starts_with("#![") {
+            // to the bracket that closes it, past strings
+            let mut depth = 0usize;
+            let mut j = 2;
+            let mut closed = false;
+            while j < rest.len() {
+                match rest.as_bytes()[j] {
+                    b'[' => depth += 1,
+                    b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            closed = true;
+                            break;
+                        }
+                    }
+                    b'"' => {
+                        j += 1;
+                        while j < rest.len() && rest.as_bytes()[j] != b'"' {
+                            if rest.as_bytes()[j] == b'\\' {
+                                j += 1;
+                            }
+                            j += 1;
+                        }
+                    }
+                    _ => {}
+                }
+                j += 1;
+            }
+            if !closed {
+                return end;
+            }
+            i += j + 1;
+            end = i;
+        } else {
+            return end;
+        }
+    }
+}
+
 /// The text with a leading BOM and a shebang line replaced by spaces, so that
 /// byte offsets stay those of the original.
 pub fn blank_bom_and_shebang(src: &str) -> std::borrow::Cow<'_, str> {

@@ -111,14 +111,14 @@ fn take(con: &mut redis::Connection) -> redis::RedisResult<()> {
     assert_eq!(super::extract_with(src, super::MAX_NESTING, 0), whole);
 }
 
-/// A module or `impl` larger than two pieces is read by pieces of its
+/// A module or `impl` larger than a piece is read by pieces of its
 /// items, each under its header (and those of the modules around it): the
 /// same facts as the whole parse, test code still test code, the type
 /// still the owner.
 #[test]
 fn a_large_module_is_read_by_pieces_of_its_items() {
     let mut src =
-        String::from("use redis::Commands;\n\npub mod outer {\n/// the store\npub mod store {\n");
+        String::from("use redis::Commands;\n\npub mod outer {\n/// the store\npub mod store {\n    //! Its locks.\n    #![cfg(test)]\n    // (and a comment)\n");
     for i in 0..40 {
         src.push_str(&format!(
             "    fn take_{i}(con: &mut redis::Connection) -> redis::RedisResult<()> {{\n        \
@@ -152,16 +152,23 @@ fn a_large_module_is_read_by_pieces_of_its_items() {
         .scopes
         .iter()
         .any(|s| s.owner.as_deref() == Some("Store")));
-    // pieces of 256 bytes: each module in many pieces
+    // pieces of 256 bytes: each module in many pieces (`store`, which
+    // opens with inner attributes, under both headers)
+    let (pieces, _, deepest) = super::visitor::cut_counts(&text, &items, 256);
+    assert!(
+        pieces >= 30 && deepest == 2,
+        "{pieces} pieces, {deepest} headers"
+    );
     let mut f = FileFacts::new(Language::Rust);
     assert!(super::visitor::run_by_pieces(&text, &items, &mut f, 256));
     assert_eq!(f, whole);
     assert_eq!(super::extract_with(&src, super::MAX_NESTING, 0), whole);
     let test_scopes = whole.scopes.iter().filter(|s| s.is_test).count();
-    assert_eq!(test_scopes, 40, "{:?}", whole.scopes);
+    // (`store` is test code by its inner attribute)
+    assert_eq!(test_scopes, 80, "{:?}", whole.scopes);
 }
 
-/// A fn larger than two pieces is read by parts of its body, each under
+/// A fn larger than a piece is read by parts of its body, each under
 /// its header (and those of the impl and module around it), the fn entered
 /// at the first part and left at the last: locals, a check's exit and a
 /// raw command carried from one part to the next, test code still test
@@ -207,7 +214,7 @@ fn a_long_fn_is_read_part_by_part() {
         .any(|o| matches!(&o.value, Some(ValueExpr::Constant(v)) if v == "1")));
     // pieces of 256 bytes: both fns in many parts (the one after the raw
     // command's `let` in one)
-    let parts = super::visitor::body_pieces(&text, &items, 256);
+    let (_, parts, _) = super::visitor::cut_counts(&text, &items, 256);
     assert!(parts >= 10, "{parts} parts");
     let mut f = FileFacts::new(Language::Rust);
     assert!(super::visitor::run_by_pieces(&text, &items, &mut f, 256));

@@ -403,17 +403,16 @@ struct Piece {
 }
 
 /// The items inside a module or `impl` item at `r` of more than
-/// `2 * piece_bytes` (a test module of 70 kB held a 3 MB syntax tree
+/// `piece_bytes` (a test module of 70 kB held a 3 MB syntax tree
 /// alone, an `impl` of a 108 kB file 6 MB): where its header ends (after
-/// its `{`) and its items. `None` for any other item, one whose body
-/// opens with an inner attribute (it would stand in the first piece only),
-/// or one whose body holds more than its items.
+/// its `{` and the inner attributes that open its body) and its items.
+/// `None` for any other item, or one whose body holds more than its items.
 fn module_items(
     src: &str,
     r: &std::ops::Range<usize>,
     piece_bytes: usize,
 ) -> Option<(usize, Vec<std::ops::Range<usize>>)> {
-    if r.end - r.start <= 2 * piece_bytes {
+    if r.end - r.start <= piece_bytes {
         return None;
     }
     let piece = src.get(r.clone())?;
@@ -427,10 +426,9 @@ fn module_items(
     if !module && !is_impl_header(header) {
         return None;
     }
-    let inside = piece.get(body.clone())?;
-    if inside.trim_start().starts_with("#!") || inside.trim_start().starts_with("//!") {
-        return None;
-    }
+    // inner attributes go with the header, to stand in every piece
+    let mut body = body;
+    body.start += scan::inner_attributes_len(piece.get(body.clone())?);
     let inner = scan::top_level_items_in(piece, body.clone());
     let last = inner.last().map_or(body.start, |i| i.end);
     if !piece.get(last..body.end)?.trim().is_empty()
@@ -576,7 +574,9 @@ fn cut_into(
 }
 
 /// `r` to the last piece when that one is of the same `headers`, ends
-/// where `r` starts and is smaller than `piece_bytes`; else a new piece.
+/// where `r` starts and stays within `piece_bytes` with it; else a new
+/// piece (a piece of 8 kB joined by an item of 15 kB held the syntax tree
+/// of both).
 fn add_to_pieces(
     r: &std::ops::Range<usize>,
     headers: &[std::ops::Range<usize>],
@@ -588,7 +588,7 @@ fn add_to_pieces(
         Some(last)
             if last.headers == headers
                 && last.range.end == r.start
-                && last.range.end - last.range.start < piece_bytes =>
+                && r.end - last.range.start <= piece_bytes =>
         {
             last.range.end = r.end;
         }
@@ -600,9 +600,10 @@ fn add_to_pieces(
     }
 }
 
-/// The statements of a fn item at `r` of more than `2 * piece_bytes` (a
+/// The statements of a fn item at `r` of more than `piece_bytes` (a
 /// function of 44 kB held a syntax tree of 2.6 MB): where its header ends
-/// (after the `{` of its body) and the body cut after each `;` at its own
+/// (after the `{` of its body and its inner attributes) and the body cut
+/// after each `;` at its own
 /// level, the last range to the body's `}`. `None` for any other item, or
 /// a body of one statement. The body is not cut after a `let` of a raw
 /// command (`let mut c = cmd("SET");`): the walker keeps that command's
@@ -613,7 +614,7 @@ fn fn_statements(
     r: &std::ops::Range<usize>,
     piece_bytes: usize,
 ) -> Option<(usize, Vec<std::ops::Range<usize>>)> {
-    if r.end - r.start <= 2 * piece_bytes {
+    if r.end - r.start <= piece_bytes {
         return None;
     }
     let piece = src.get(r.clone())?;
@@ -622,7 +623,9 @@ fn fn_statements(
         return None;
     }
     let close = piece.trim_end().len() - 1;
-    let body = open + 1..close;
+    let mut body = open + 1..close;
+    // inner attributes go with the header, to stand in every part
+    body.start += scan::inner_attributes_len(piece.get(body.clone())?);
     let ends = scan::semicolons_at_level(piece, body.clone());
     let mut out: Vec<std::ops::Range<usize>> = Vec::new();
     let mut start = body.start;
@@ -643,7 +646,7 @@ fn fn_statements(
         return None;
     }
     Some((
-        r.start + open + 1,
+        r.start + body.start,
         out.into_iter()
             .map(|s| r.start + s.start..r.start + s.end)
             .collect(),
@@ -659,9 +662,11 @@ fn fn_statements(
 /// inside an attribute's parentheses, `#[schema(example = json!({ … }))]`):
 /// it is joined to the pieces after it until it parses, a few at most.
 /// `false`, and `facts` untouched, when that does not mend it: the file is
-/// then parsed whole. Pieces are of about `piece_bytes` ([`PIECE_BYTES`];
-/// the tests read a file item by item with 0), and a module item of more
-/// than two pieces is read by pieces of its items ([`module_items`]).
+/// then parsed whole. Pieces are of at most `piece_bytes` ([`PIECE_BYTES`];
+/// the tests read a file item by item with 0) but for an item larger
+/// alone; a module or `impl` item larger than a piece is read by pieces of
+/// its items ([`module_items`]), a fn by parts of its body
+/// ([`fn_statements`]).
 pub fn run_by_pieces(
     src: &str,
     items: &[std::ops::Range<usize>],
@@ -779,17 +784,18 @@ fn cut_pieces(src: &str, items: &[std::ops::Range<usize>], piece_bytes: usize) -
     cut
 }
 
-/// How many of the pieces [`run_by_pieces`] cuts are parts of a fn's body.
+/// How many pieces [`run_by_pieces`] cuts, and how many of them are
+/// parts of a fn's body, under how many headers at most.
 #[cfg(test)]
-pub(super) fn body_pieces(
+pub(super) fn cut_counts(
     src: &str,
     items: &[std::ops::Range<usize>],
     piece_bytes: usize,
-) -> usize {
-    cut_pieces(src, items, piece_bytes)
-        .iter()
-        .filter(|p| p.body)
-        .count()
+) -> (usize, usize, usize) {
+    let cut = cut_pieces(src, items, piece_bytes);
+    let body = cut.iter().filter(|p| p.body).count();
+    let deepest = cut.iter().map(|p| p.headers.len()).max().unwrap_or(0);
+    (cut.len(), body, deepest)
 }
 
 /// How deep in modules and impls [`cut_into`] splits items: deeper ones
