@@ -885,8 +885,10 @@ struct Reparsed {
 }
 
 /// The text of the expressions [`Reparsed`] holds before it lets them all
-/// go (a function registering 600 statics held the trees of them all).
-const REPARSED_HELD_BYTES: usize = 16 << 10;
+/// go (a function registering 600 statics held the trees of them all; at
+/// 16 kB of text, the trees of its last ones were still a third of the
+/// file's peak).
+const REPARSED_HELD_BYTES: usize = 4 << 10;
 
 impl<'f, 'o> Walker<'f, 'o> {
     fn new(
