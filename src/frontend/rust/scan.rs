@@ -150,6 +150,26 @@ pub fn semicolons_at_level(src: &str, range: Range<usize>) -> Vec<usize> {
     out
 }
 
+/// Just past each `,`, `;` and `=>` of the code in `range` of `src`
+/// outside any bracket opened in that range (where a macro body's
+/// expressions end), offsets relative to `src`.
+pub fn separators_at_level(src: &str, range: Range<usize>) -> Vec<usize> {
+    let Some(part) = src.get(range.clone()) else {
+        return Vec::new();
+    };
+    let bytes = part.as_bytes();
+    let mut depth = 0usize;
+    let mut out = Vec::new();
+    for_each_code_byte(part, |i, c| match c {
+        b'(' | b'[' | b'{' => depth += 1,
+        b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+        b',' | b';' if depth == 0 => out.push(range.start + i + 1),
+        b'=' if depth == 0 && bytes.get(i + 1) == Some(&b'>') => out.push(range.start + i + 2),
+        _ => {}
+    });
+    out
+}
+
 /// How many bytes of `body` (a module's text inside its braces) its inner
 /// attributes and inner doc comments take (`#![allow(…)]`, `//! …`),
 /// with the plain comments between them; 0 when it opens with neither.

@@ -192,7 +192,7 @@ fn split_tokens_each(tokens: TokenStream, mut f: impl FnMut(TokenStream)) {
 
 /// A macro body of more bytes than this is read part by part
 /// ([`for_each_macro_expr`]).
-const WHOLE_MACRO_BYTES: usize = 16 << 10;
+pub(super) const WHOLE_MACRO_BYTES: usize = 16 << 10;
 
 /// The expressions of [`macro_exprs`] handed to `f` one at a time. A body
 /// larger than [`WHOLE_MACRO_BYTES`] is not parsed as one expression list
@@ -202,13 +202,22 @@ const WHOLE_MACRO_BYTES: usize = 16 << 10;
 /// at once. (Such a body that is a list with a comma outside brackets in
 /// one of its expressions, a closure's `|a, b|` or a turbofish's
 /// `::<A, B>`, loses that expression, as one failing as a list does.)
-pub(super) fn for_each_macro_expr(m: &syn::Macro, mut f: impl FnMut(&Expr)) {
+pub(super) fn for_each_macro_expr(m: &syn::Macro, f: impl FnMut(&Expr)) {
     if m.delimiter.span().join().byte_range().len() <= WHOLE_MACRO_BYTES {
+        let mut f = f;
         for e in macro_exprs(&m.tokens) {
             f(&e);
         }
         return;
     }
+    for_each_macro_part(m, f);
+}
+
+/// The expressions of a macro body cut at each `,`, `;` and `=>` outside
+/// brackets, handed to `f` one at a time: how [`for_each_macro_expr`]
+/// reads a large body, and how the walker reads each part of one read by
+/// pieces (`visitor::macro_parts`).
+pub(super) fn for_each_macro_part(m: &syn::Macro, mut f: impl FnMut(&Expr)) {
     split_tokens_each(m.tokens.clone(), |t| {
         if !t.is_empty() {
             if let Ok(e) = syn::parse2::<Expr>(t) {

@@ -229,6 +229,40 @@ fn a_long_fn_is_read_part_by_part() {
     assert!(scopes.contains(&("checks", true)), "{scopes:?}");
 }
 
+/// A macro item larger than a piece (`name! { … }`) is read by parts of
+/// its body cut where its expressions end (`,`, `;`, `=>` outside
+/// brackets), each under its header, with the facts of the whole parse.
+#[test]
+fn a_large_macro_item_is_read_part_by_part() {
+    let mut src = String::from("use redis::Commands;\n\nroutes! {\n");
+    // (a body of more than 16 kB: one of less is parsed as a list first)
+    for i in 0..100 {
+        src.push_str(&format!(
+            "    \"r{i}\" => con.set_nx(format!(\"lock:{{}}:{i}\", id), \"1\"),\n    \
+             con.del(\"lock:d{i}\"); by::<A, B>(|a, b| con.set_nx(a, b)),\n    \
+             /// a doc\n    fn f{i}<K: ToRedisArgs, V>(k: K) {{ cmd(\"SET\").arg(k).arg(\"NX\") }}\n"
+        ));
+    }
+    // (closures whose commas cut them where the whole body is cut too)
+    for _ in 0..20 {
+        src.push_str("    |a, b| con.set_nx(\"lock:t\", \"1\"),\n");
+    }
+    src.push_str("}\n");
+    let text = super::scan::blank_bom_and_shebang(&src);
+    let items = super::scan::top_level_items(&text);
+    let whole = super::extract_with(&src, super::MAX_NESTING, usize::MAX);
+    assert!(whole.ops.len() >= 200, "{:?}", whole.ops);
+    let (pieces, _, deepest) = super::visitor::cut_counts(&text, &items, 256);
+    assert!(
+        pieces >= 50 && deepest == 1,
+        "{pieces} pieces, {deepest} headers"
+    );
+    let mut f = FileFacts::new(Language::Rust);
+    assert!(super::visitor::run_by_pieces(&text, &items, &mut f, 256));
+    assert_eq!(f, whole);
+    assert_eq!(super::extract_with(&src, super::MAX_NESTING, 0), whole);
+}
+
 /// A piece that no join mends (a file cut short) sends the file to the
 /// whole parse, as before.
 #[test]

@@ -362,6 +362,10 @@ struct Walker<'f, 'o> {
     /// The piece walked is a part of a fn's body: the first fn entered is
     /// that one, and this says whether the part is its first and its last.
     part_of_body: Option<(bool, bool)>,
+    /// The piece walked is a part of a large macro item's body: the first
+    /// macro item met is that one, read as a large body is
+    /// ([`syntax::for_each_macro_expr`]).
+    part_of_macro: bool,
 }
 
 mod link;
@@ -400,6 +404,9 @@ struct Piece {
     /// Statements of a large fn's body, the last header that fn's up to
     /// its `{` ([`fn_statements`]).
     body: bool,
+    /// A part of a large macro item's body, the last header the macro's
+    /// up to its `{` ([`macro_parts`]).
+    macro_body: bool,
 }
 
 /// The items inside a module or `impl` item at `r` of more than
@@ -442,6 +449,63 @@ fn module_items(
         inner
             .into_iter()
             .map(|i| at + i.start..at + i.end)
+            .collect(),
+    ))
+}
+
+/// The parts of a macro item at `r` of more than `piece_bytes`, its body
+/// larger than [`WHOLE_MACRO_BYTES`], invoked with braces and no name (redis-rs's `implement_commands! { … }`, 150 kB
+/// of methods, was one token stream of 3 MB): where its header ends (after
+/// its `{`) and its body cut after each `,`, `;` and `=>` at its own level,
+/// where the walker cuts a large macro body into expressions
+/// ([`syntax::for_each_macro_expr`]). `None` for any other item, and for
+/// `macro_rules!` and `lazy_static!` (read as a whole).
+fn macro_parts(
+    src: &str,
+    r: &std::ops::Range<usize>,
+    piece_bytes: usize,
+) -> Option<(usize, Vec<std::ops::Range<usize>>)> {
+    if r.end - r.start <= piece_bytes {
+        return None;
+    }
+    let piece = src.get(r.clone())?;
+    let open = scan::first_code_byte(piece, b'{')?;
+    let head = past_attributes(piece.get(..open)?)?.trim_end();
+    let path = head.strip_suffix('!')?.trim_end();
+    let name = path.rsplit("::").next()?.trim();
+    if path.is_empty()
+        || !path
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == ':' || c.is_whitespace())
+        || matches!(name, "macro_rules" | "lazy_static")
+        || !piece.trim_end().ends_with('}')
+    {
+        return None;
+    }
+    let close = piece.trim_end().len() - 1;
+    // (a smaller body is parsed as one list first: its parts would not be)
+    if close + 1 - open <= WHOLE_MACRO_BYTES {
+        return None;
+    }
+    let body = open + 1..close;
+    let mut out: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut start = body.start;
+    for end in scan::separators_at_level(piece, body.clone()) {
+        out.push(start..end);
+        start = end;
+    }
+    if piece.get(start..body.end)?.trim().is_empty() {
+        out.last_mut()?.end = body.end;
+    } else {
+        out.push(start..body.end);
+    }
+    if out.len() < 2 {
+        return None;
+    }
+    Some((
+        r.start + body.start,
+        out.into_iter()
+            .map(|s| r.start + s.start..r.start + s.end)
             .collect(),
     ))
 }
@@ -565,12 +629,20 @@ fn cut_into(
     if let Some((open, stmts)) = fn_statements(src, r, piece_bytes) {
         headers.push(r.start..open);
         for s in &stmts {
-            add_to_pieces(s, headers, true, piece_bytes, cut);
+            add_to_pieces(s, headers, (true, false), piece_bytes, cut);
         }
         headers.pop();
         return;
     }
-    add_to_pieces(r, headers, false, piece_bytes, cut);
+    if let Some((open, parts)) = macro_parts(src, r, piece_bytes) {
+        headers.push(r.start..open);
+        for s in &parts {
+            add_to_pieces(s, headers, (false, true), piece_bytes, cut);
+        }
+        headers.pop();
+        return;
+    }
+    add_to_pieces(r, headers, (false, false), piece_bytes, cut);
 }
 
 /// `r` to the last piece when that one is of the same `headers`, ends
@@ -580,7 +652,7 @@ fn cut_into(
 fn add_to_pieces(
     r: &std::ops::Range<usize>,
     headers: &[std::ops::Range<usize>],
-    body: bool,
+    (body, macro_body): (bool, bool),
     piece_bytes: usize,
     cut: &mut Vec<Piece>,
 ) {
@@ -596,6 +668,7 @@ fn add_to_pieces(
             range: r.clone(),
             headers: headers.to_vec(),
             body,
+            macro_body,
         }),
     }
 }
@@ -749,6 +822,7 @@ pub fn run_by_pieces(
         w.base.set(base);
         w.s.owner = None;
         w.part_of_body = part_of_body;
+        w.part_of_macro = p.macro_body;
         for item in &items {
             w.visit_item(item);
         }
@@ -904,6 +978,7 @@ impl<'f, 'o> Walker<'f, 'o> {
             base: std::cell::Cell::new(0),
             s,
             part_of_body: None,
+            part_of_macro: false,
         }
     }
 }
@@ -3057,6 +3132,10 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
                 }
                 self.visit_expr(&e);
             }
+            return;
+        }
+        if std::mem::take(&mut self.part_of_macro) {
+            for_each_macro_part(&i.mac, |e| self.visit_expr(e));
             return;
         }
         if i.ident.is_none() {
