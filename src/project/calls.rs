@@ -441,10 +441,8 @@ impl PackedCalls {
             reach,
         };
         let mut de = rmp_serde::Deserializer::from_read_ref(&*self.bytes);
-        let mut calls: Vec<CallSite> =
-            serde::de::DeserializeSeed::deserialize(only, &mut de).unwrap_or_default();
-        share(&mut calls);
-        calls
+        // (shared as they are decoded: `Only`)
+        serde::de::DeserializeSeed::deserialize(only, &mut de).unwrap_or_default()
     }
 }
 
@@ -454,28 +452,31 @@ impl PackedCalls {
 fn share(calls: &mut [CallSite]) {
     let mut texts = crate::facts::CallTexts::default();
     for c in calls.iter_mut() {
-        c.callee = texts.share_text(&c.callee);
-        if let Some(r) = c.recv.as_mut() {
-            *r = texts.share_text(r);
-        }
-        for a in c.args.iter_mut() {
-            for t in [&mut a.name, &mut a.keyword, &mut a.ty]
-                .into_iter()
-                .flatten()
-            {
-                *t = texts.share_arg_text(t);
-            }
-        }
+        share_one(&mut texts, c);
     }
-    for c in calls.iter_mut() {
-        for a in c.args.iter_mut() {
-            a.key = texts.share_key(&a.key);
+}
+
+/// [`share`] for one call, with the copies shared so far in `texts`.
+fn share_one(texts: &mut crate::facts::CallTexts, c: &mut CallSite) {
+    c.callee = texts.share_text(&c.callee);
+    if let Some(r) = c.recv.as_mut() {
+        *r = texts.share_text(r);
+    }
+    for a in c.args.iter_mut() {
+        for t in [&mut a.name, &mut a.keyword, &mut a.ty]
+            .into_iter()
+            .flatten()
+        {
+            *t = texts.share_arg_text(t);
         }
+        a.key = texts.share_key(&a.key);
     }
 }
 
 /// Decodes a packed sequence of calls, building only those whose flag (in
-/// order, one per call) is set.
+/// order, one per call) is set, each call's texts and keys shared with the
+/// calls before it as soon as it is built ([`share_one`]: shared at the
+/// end, a facade's 1,100 calls held every copy of `key` at once).
 struct Only<'r, I> {
     kept: I,
     wanted: usize,
@@ -504,6 +505,7 @@ impl<'de, I: Iterator<Item = bool>> serde::de::Visitor<'de> for Only<'_, I> {
         mut seq: A,
     ) -> Result<Self::Value, A::Error> {
         let mut out = Vec::with_capacity(self.wanted);
+        let mut texts = crate::facts::CallTexts::default();
         for keep in self.kept.by_ref() {
             if keep {
                 let call = match self.reach {
@@ -511,7 +513,10 @@ impl<'de, I: Iterator<Item = bool>> serde::de::Visitor<'de> for Only<'_, I> {
                     None => seq.next_element::<CallSite>()?,
                 };
                 match call {
-                    Some(c) => out.push(c),
+                    Some(mut c) => {
+                        share_one(&mut texts, &mut c);
+                        out.push(c);
+                    }
                     None => break,
                 }
             } else if seq.next_element::<serde::de::IgnoredAny>()?.is_none() {
