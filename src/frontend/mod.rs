@@ -40,8 +40,9 @@ pub enum CallSites {
 }
 
 /// [`extract`], the call sites of the link facts left packed where the
-/// front-end packs them as it goes (pattern mode; `facts.link.calls` is
-/// then empty), as a whole-project run keeps them until the link.
+/// front-end packs them as it goes (pattern mode and Rust;
+/// `facts.link.calls` is then empty), as a whole-project run keeps them
+/// until the link.
 pub fn extract_packed(
     path: &Path,
     src: &str,
@@ -49,8 +50,14 @@ pub fn extract_packed(
     sites: CallSites,
 ) -> (FileFacts, Option<crate::project::calls::PackedCalls>) {
     let (mut facts, packed) = match language {
-        Language::Rust | Language::Lua | Language::Redis | Language::Shell => {
+        Language::Lua | Language::Redis | Language::Shell => {
             return (extract(path, src, language), None);
+        }
+        Language::Rust => {
+            let (mut facts, packed) = rust::extract_packed(src);
+            facts.ops.shrink_to_fit();
+            facts.call_sites.shrink_to_fit();
+            (facts, packed)
         }
         _ => pattern::extract_packed(path, src, language, sites),
     };

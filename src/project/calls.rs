@@ -88,6 +88,8 @@ pub struct SitePacker {
     chunks: Vec<Vec<u8>>,
     /// One site's bytes, before they go to the last chunk.
     scratch: Vec<u8>,
+    /// How many bytes the last site took.
+    scratch_len: usize,
     ids: HashMap<std::sync::Arc<str>, u32>,
     names: CallNames,
 }
@@ -123,7 +125,56 @@ impl SitePacker {
         if rmp_serde::encode::write(&mut self.scratch, site).is_err() {
             return;
         }
+        self.append(site);
+    }
+
+    /// [`SitePacker::push`] of a site whose order is not known yet (the
+    /// Rust front-end numbers its ops once the file is walked): its order
+    /// is packed in the 5 bytes of a MessagePack `uint 32` (decoded as any
+    /// other), and where they stand is returned for
+    /// [`SitePacker::set_order`]. `None` when the site is left out.
+    pub fn push_order_later(&mut self, site: &CallSite) -> Option<OrderAt> {
+        // a struct is packed as the array of its fields, in order
+        // (`CallSite`'s: callee, recv, args, scope, order, depth, span,
+        // name_span, result_key), each as alone
+        self.scratch.clear();
+        self.scratch.push(0x99);
+        let head: [&dyn erased::Field; 4] = [&site.callee, &site.recv, &site.args, &site.scope];
+        for f in head {
+            f.write(&mut self.scratch).ok()?;
+        }
+        let at = self.scratch.len();
+        self.scratch.push(0xce);
+        self.scratch.extend_from_slice(&0u32.to_be_bytes());
+        let tail: [&dyn erased::Field; 4] =
+            [&site.depth, &site.span, &site.name_span, &site.result_key];
+        for f in tail {
+            f.write(&mut self.scratch).ok()?;
+        }
+        let chunk = self.append(site);
+        let c = self.chunks.get(chunk)?;
+        let offset = c.len() - self.scratch_len + at + 1;
+        Some(OrderAt {
+            chunk: chunk as u32,
+            offset: offset as u32,
+        })
+    }
+
+    /// Writes the order of the site packed at `at`.
+    pub fn set_order(&mut self, at: OrderAt, order: u32) {
+        if let Some(b) = self
+            .chunks
+            .get_mut(at.chunk as usize)
+            .and_then(|c| c.get_mut(at.offset as usize..at.offset as usize + 4))
+        {
+            b.copy_from_slice(&order.to_be_bytes());
+        }
+    }
+
+    /// The site in `scratch` after the others; the chunk it went to.
+    fn append(&mut self, site: &CallSite) -> usize {
         let n = self.scratch.len();
+        self.scratch_len = n;
         if self
             .chunks
             .last()
@@ -147,6 +198,7 @@ impl SitePacker {
                 (names.len() - 1) as u32
             });
         self.names.calls.push((id, site.scope));
+        self.chunks.len() - 1
     }
 
     /// The packed sites; `None` when there are none.
@@ -181,6 +233,26 @@ impl SitePacker {
             bytes: PackedBytes::Own(bytes),
             functions: Vec::new(),
         })
+    }
+}
+
+/// Where a site's order stands in a [`SitePacker`]'s bytes
+/// ([`SitePacker::push_order_later`]).
+#[derive(Clone, Copy, Debug)]
+pub struct OrderAt {
+    chunk: u32,
+    offset: u32,
+}
+
+/// One field of a site packed alone ([`SitePacker::push_order_later`]).
+mod erased {
+    pub trait Field {
+        fn write(&self, out: &mut Vec<u8>) -> Result<(), rmp_serde::encode::Error>;
+    }
+    impl<T: serde::Serialize> Field for T {
+        fn write(&self, out: &mut Vec<u8>) -> Result<(), rmp_serde::encode::Error> {
+            rmp_serde::encode::write(out, self)
+        }
     }
 }
 
@@ -818,6 +890,52 @@ mod tests {
             assert_eq!(one.unpack(None, &mut functions), sites);
         }
         assert!(SitePacker::default().finish().is_none());
+    }
+
+    /// Sites packed with their order written later decode as the same
+    /// sites packed with it (receivers, arguments, keys, result keys; across
+    /// chunk boundaries), with the name list of sites packed at once; only
+    /// the orders' bytes differ (always 5).
+    #[test]
+    fn sites_packed_before_their_order_decode_as_packed_with_it() {
+        for n in [1usize, 3000] {
+            let sites: Vec<CallSite> = (0..n)
+                .map(|i| {
+                    let mut c = call(["lock", "get", "release"][i % 3], (i % 7) as ScopeId);
+                    c.recv = (i % 2 == 0).then(|| format!("self.r{i}").into());
+                    c.args.push(CallArg {
+                        key: std::sync::Arc::new(KeyExpr::lit(&format!("k{i}"))),
+                        value: crate::facts::ValueExpr::Constant("1".into()),
+                        name: Some("key".into()),
+                        keyword: None,
+                        ty: Some("string".into()),
+                    });
+                    c.order = [0, 7, 300, 70_000, u32::MAX][i % 5];
+                    c.depth = (i % 4) as u32;
+                    c.span = Span::new(i * 10, i * 10 + 9);
+                    c.name_span = Span::new(i * 10, i * 10 + 4);
+                    c.result_key = (i % 3 == 0).then(|| Box::new(KeyExpr::var("k")));
+                    c
+                })
+                .collect();
+            let mut packer = SitePacker::default();
+            let mut at = Vec::new();
+            for c in &sites {
+                let mut blank = c.clone();
+                blank.order = 12345;
+                at.push(packer.push_order_later(&blank).expect("packed"));
+            }
+            for (a, c) in at.into_iter().zip(&sites) {
+                packer.set_order(a, c.order);
+            }
+            let late = packer.finish().expect("packed");
+            let all = PackedCalls::of(&sites).expect("packed");
+            assert_eq!(
+                late.names.iter().collect::<Vec<_>>(),
+                all.names.iter().collect::<Vec<_>>()
+            );
+            assert_eq!(late.unpack(None, &mut Vec::new()), sites, "{n} sites");
+        }
     }
 
     fn scope(f: &mut FileFacts, name: &str) -> ScopeId {

@@ -16,6 +16,7 @@ pub(crate) mod visitor;
 mod tests;
 
 use crate::facts::{FileFacts, Language};
+use crate::project::calls::PackedCalls;
 
 /// Bracket nesting above which the file is not handed to syn at all.
 const MAX_NESTING: usize = 500;
@@ -75,8 +76,17 @@ pub fn has_needles(src: &[u8]) -> bool {
         .any(|n| memchr::memmem::find(src, n.as_bytes()).is_some())
 }
 
-/// Extracts the facts of one Rust source text. Never panics on any input.
+/// Extracts the facts of one Rust source text, its call sites unpacked
+/// (`facts.link.calls`). Never panics on any input.
 pub fn extract(src: &str) -> FileFacts {
+    let (mut facts, packed) = extract_packed(src);
+    unpack_into(&mut facts, packed);
+    facts
+}
+
+/// [`extract`], the call sites left packed as the walk packed them
+/// (`facts.link.calls` empty), as a whole-project run keeps them.
+pub fn extract_packed(src: &str) -> (FileFacts, Option<PackedCalls>) {
     let spawned = std::thread::scope(|s| {
         std::thread::Builder::new()
             .name("locklint-syn".into())
@@ -85,13 +95,13 @@ pub fn extract(src: &str) -> FileFacts {
             .map(|h| h.join())
     });
     match spawned {
-        Ok(Ok(facts)) => facts,
+        Ok(Ok(done)) => done,
         Ok(Err(_)) => {
             let mut facts = FileFacts::new(Language::Rust);
             facts
                 .notes
                 .push("rust front-end failed on this file; it was skipped".into());
-            facts
+            (facts, None)
         }
         // No thread could be started: a tighter nesting guard keeps the
         // caller's (smaller) stack safe.
@@ -99,40 +109,60 @@ pub fn extract(src: &str) -> FileFacts {
     }
 }
 
-fn extract_here(src: &str, max_nesting: usize) -> FileFacts {
-    extract_with(src, max_nesting, PIECEWISE_BYTES)
+/// The packed call sites decoded into `facts.link.calls`.
+fn unpack_into(facts: &mut FileFacts, packed: Option<PackedCalls>) {
+    if let Some(p) = packed {
+        facts.link.calls = p.unpack(None, &mut facts.link.functions);
+    }
+}
+
+fn extract_here(src: &str, max_nesting: usize) -> (FileFacts, Option<PackedCalls>) {
+    extract_packed_with(src, max_nesting, PIECEWISE_BYTES)
+}
+
+/// [`extract`] with a file larger than `piecewise_bytes` read item by
+/// item (the tests compare both ways).
+#[cfg(test)]
+fn extract_with(src: &str, max_nesting: usize, piecewise_bytes: usize) -> FileFacts {
+    let (mut facts, packed) = extract_packed_with(src, max_nesting, piecewise_bytes);
+    unpack_into(&mut facts, packed);
+    facts
 }
 
 /// [`extract_here`], a file larger than `piecewise_bytes` read item by item.
-fn extract_with(src: &str, max_nesting: usize, piecewise_bytes: usize) -> FileFacts {
+fn extract_packed_with(
+    src: &str,
+    max_nesting: usize,
+    piecewise_bytes: usize,
+) -> (FileFacts, Option<PackedCalls>) {
     let mut facts = FileFacts::new(Language::Rust);
     if src.len() > MAX_SYN_BYTES {
         facts.notes.push(format!(
             "file larger than {} MiB; Rust front-end skipped it",
             MAX_SYN_BYTES >> 20
         ));
-        return facts;
+        return (facts, None);
     }
     let depth = scan::max_nesting(src);
     if depth > max_nesting {
         facts.notes.push(format!(
             "brackets nested {depth} deep (more than {max_nesting}); Rust front-end skipped the file"
         ));
-        return facts;
+        return (facts, None);
     }
     let text = scan::blank_bom_and_shebang(src);
     // a large file item by item, when each piece parses alone
-    if text.len() > piecewise_bytes
-        && visitor::run_by_pieces(
+    if text.len() > piecewise_bytes {
+        if let Some(packed) = visitor::run_by_pieces(
             &text,
             &scan::top_level_items(&text),
             &mut facts,
             piecewise_bytes.min(visitor::PIECE_BYTES),
-        )
-    {
-        return facts;
+        ) {
+            return (facts, packed);
+        }
     }
-    match syn::parse_file(&text) {
+    let packed = match syn::parse_file(&text) {
         Ok(file) => {
             let units: Vec<visitor::Unit> = file
                 .items
@@ -143,7 +173,7 @@ fn extract_with(src: &str, max_nesting: usize, piecewise_bytes: usize) -> FileFa
                     owner: None,
                 })
                 .collect();
-            visitor::run(&text, &units, &mut facts);
+            visitor::run(&text, &units, &mut facts)
         }
         Err(err) => {
             let lc = err.span().start();
@@ -189,8 +219,8 @@ fn extract_with(src: &str, max_nesting: usize, piecewise_bytes: usize) -> FileFa
                     owner: owner.clone(),
                 })
                 .collect();
-            visitor::run(&text, &units, &mut facts);
+            visitor::run(&text, &units, &mut facts)
         }
-    }
-    facts
+    };
+    (facts, packed)
 }

@@ -14,6 +14,19 @@ fn kinds(src: &str) -> Vec<(OpKind, String)> {
         .collect()
 }
 
+/// [`super::visitor::run_by_pieces`] into a file's facts, its call sites
+/// unpacked; `None` when it falls back to the whole parse.
+fn by_pieces(
+    text: &str,
+    items: &[std::ops::Range<usize>],
+    piece_bytes: usize,
+) -> Option<FileFacts> {
+    let mut f = FileFacts::new(Language::Rust);
+    let packed = super::visitor::run_by_pieces(text, items, &mut f, piece_bytes)?;
+    super::unpack_into(&mut f, packed);
+    Some(f)
+}
+
 /// Every Rust fixture read item by item (`visitor::run_by_pieces`, what a
 /// large file gets) gives the facts of the whole file's parse.
 #[test]
@@ -38,14 +51,12 @@ fn a_file_read_piece_by_piece_gives_the_facts_of_the_whole() {
     for path in &files {
         let src = std::fs::read_to_string(path).unwrap();
         let whole = super::extract_with(&src, super::MAX_NESTING, usize::MAX);
-        let by_pieces = super::extract_with(&src, super::MAX_NESTING, 0);
-        assert_eq!(by_pieces, whole, "{}", path.display());
+        let item_by_item = super::extract_with(&src, super::MAX_NESTING, 0);
+        assert_eq!(item_by_item, whole, "{}", path.display());
         let text = super::scan::blank_bom_and_shebang(&src);
-        let mut f = FileFacts::new(Language::Rust);
-        if super::visitor::run_by_pieces(
+        if let Some(f) = by_pieces(
             &text,
             &super::scan::top_level_items(&text),
-            &mut f,
             super::visitor::PIECE_BYTES,
         ) {
             pieces += 1;
@@ -103,8 +114,7 @@ fn take(con: &mut redis::Connection) -> redis::RedisResult<()> {
     // (and the constant before it), nothing else
     assert_eq!(cut.len(), 2, "{cut:?}");
     assert!(cut[1].trim() == ".tuned();", "{cut:?}");
-    let mut f = FileFacts::new(Language::Rust);
-    assert!(super::visitor::run_by_pieces(&text, &items, &mut f, 0));
+    let f = by_pieces(&text, &items, 0).expect("read by pieces");
     let whole = super::extract_with(src, super::MAX_NESTING, usize::MAX);
     assert_eq!(f, whole);
     assert_eq!(whole.ops.len(), 2);
@@ -159,8 +169,7 @@ fn a_large_module_is_read_by_pieces_of_its_items() {
         pieces >= 30 && deepest == 2,
         "{pieces} pieces, {deepest} headers"
     );
-    let mut f = FileFacts::new(Language::Rust);
-    assert!(super::visitor::run_by_pieces(&text, &items, &mut f, 256));
+    let f = by_pieces(&text, &items, 256).expect("read by pieces");
     assert_eq!(f, whole);
     assert_eq!(super::extract_with(&src, super::MAX_NESTING, 0), whole);
     let test_scopes = whole.scopes.iter().filter(|s| s.is_test).count();
@@ -216,8 +225,7 @@ fn a_long_fn_is_read_part_by_part() {
     // command's `let` in one)
     let (_, parts, _) = super::visitor::cut_counts(&text, &items, 256);
     assert!(parts >= 10, "{parts} parts");
-    let mut f = FileFacts::new(Language::Rust);
-    assert!(super::visitor::run_by_pieces(&text, &items, &mut f, 256));
+    let f = by_pieces(&text, &items, 256).expect("read by pieces");
     assert_eq!(f, whole);
     assert_eq!(super::extract_with(&src, super::MAX_NESTING, 0), whole);
     let scopes: Vec<(&str, bool)> = whole
@@ -257,8 +265,7 @@ fn a_large_macro_item_is_read_part_by_part() {
         pieces >= 50 && deepest == 1,
         "{pieces} pieces, {deepest} headers"
     );
-    let mut f = FileFacts::new(Language::Rust);
-    assert!(super::visitor::run_by_pieces(&text, &items, &mut f, 256));
+    let f = by_pieces(&text, &items, 256).expect("read by pieces");
     assert_eq!(f, whole);
     assert_eq!(super::extract_with(&src, super::MAX_NESTING, 0), whole);
 }
@@ -270,12 +277,13 @@ fn a_piece_no_join_mends_falls_back_to_the_whole_parse() {
     let src = "fn a() { let x = (1; }\nfn b() {}\n";
     let text = super::scan::blank_bom_and_shebang(src);
     let mut f = FileFacts::new(Language::Rust);
-    assert!(!super::visitor::run_by_pieces(
+    assert!(super::visitor::run_by_pieces(
         &text,
         &super::scan::top_level_items(&text),
         &mut f,
         super::visitor::PIECE_BYTES
-    ));
+    )
+    .is_none());
     assert_eq!(f, FileFacts::new(Language::Rust));
 }
 

@@ -12,6 +12,7 @@ use crate::facts::{
     ScriptFact, ScriptId, Span, ValueExpr,
 };
 use crate::frontend::lua;
+use crate::project::calls::PackedCalls;
 use crate::words;
 use quote::ToTokens;
 use std::collections::HashMap;
@@ -370,7 +371,9 @@ struct Walker<'f, 'o> {
 
 mod link;
 
-pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
+/// Walks the parsed `units` into `facts`; their call sites come back
+/// packed ([`Sites`]).
+pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) -> Option<PackedCalls> {
     let mut info = FileInfo::default();
     {
         let mut c = Collect {
@@ -389,7 +392,8 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) {
         w.s.owner = u.owner.clone();
         w.visit_item(u.item);
     }
-    finish(w.facts);
+    let sites = std::mem::take(&mut w.s.sites);
+    finish(w.facts, sites)
 }
 
 /// One piece of [`run_by_pieces`]: a range of the source parsed alone, or
@@ -734,8 +738,8 @@ fn fn_statements(
 /// that does not parse alone was cut where no item ends (a brace closed
 /// inside an attribute's parentheses, `#[schema(example = json!({ … }))]`):
 /// it is joined to the pieces after it until it parses, a few at most.
-/// `false`, and `facts` untouched, when that does not mend it: the file is
-/// then parsed whole. Pieces are of at most `piece_bytes` ([`PIECE_BYTES`];
+/// `None`, and `facts` untouched, when that does not mend it: the file is
+/// then parsed whole; else the file's call sites, packed. Pieces are of at most `piece_bytes` ([`PIECE_BYTES`];
 /// the tests read a file item by item with 0) but for an item larger
 /// alone; a module or `impl` item larger than a piece is read by pieces of
 /// its items ([`module_items`]), a fn by parts of its body
@@ -745,7 +749,7 @@ pub fn run_by_pieces(
     items: &[std::ops::Range<usize>],
     facts: &mut FileFacts,
     piece_bytes: usize,
-) -> bool {
+) -> Option<Option<PackedCalls>> {
     // consecutive items in pieces of about `piece_bytes` (one parse per
     // piece: a file of 100,000 one-line items parsed item by item spent
     // 40% more time than whole, on syn's and proc-macro2's per-parse work);
@@ -789,7 +793,7 @@ pub fn run_by_pieces(
                     next += 1;
                     joins += 1;
                 }
-                _ => return false,
+                _ => return None,
             }
         };
         let mut part = FileInfo::default();
@@ -844,8 +848,7 @@ pub fn run_by_pieces(
             proc_macro2::extra::invalidate_current_thread_spans();
         }
     }
-    finish(facts);
-    true
+    Some(finish(facts, state.sites))
 }
 
 /// The pieces of [`run_by_pieces`], before any is joined.
@@ -883,9 +886,9 @@ const MAX_PIECE_JOINS: usize = 3;
 /// The size past which [`run_by_pieces`] starts a new piece.
 pub(super) const PIECE_BYTES: usize = 8 << 10;
 
-/// Ops in source order with a dense order number, guards sorted, calls
-/// ordered: the end of [`run`] and [`run_by_pieces`].
-fn finish(facts: &mut FileFacts) {
+/// Ops in source order with a dense order number, guards sorted, call
+/// sites ordered and packed: the end of [`run`] and [`run_by_pieces`].
+fn finish(facts: &mut FileFacts, sites: Sites) -> Option<PackedCalls> {
     let mut ops = std::mem::take(&mut facts.ops);
     ops.sort_by_key(|o| (o.name_span.start, o.span.start));
     for (i, o) in ops.iter_mut().enumerate() {
@@ -896,7 +899,18 @@ fn finish(facts: &mut FileFacts) {
         .absence_guards
         .sort_by_key(|g| (g.write.start, g.check.start));
     facts.absence_guards.dedup();
-    link::order_calls(facts);
+    link::order_calls(facts, sites)
+}
+
+/// The call sites of the project link, packed as the walk makes them
+/// (`project::calls::SitePacker`: unpacked, they were a tenth of a dense
+/// file's peak), each with where its order goes and where its name
+/// starts: a site's order is that of the first op at or after it, known
+/// once the file is walked ([`link::order_calls`]).
+#[derive(Default)]
+struct Sites {
+    packer: crate::project::calls::SitePacker,
+    at: Vec<(crate::project::calls::OrderAt, u32)>,
 }
 
 /// What a [`Walker`] carries from one top-level item to the next.
@@ -923,6 +937,8 @@ struct WalkState {
     deferred: std::cell::RefCell<Reparsed>,
     /// A fn whose body is walked part by part, between its parts.
     open_fn: Option<OpenFn>,
+    /// The call sites recorded so far.
+    sites: Sites,
 }
 
 /// What [`Walker::with_fn`] holds from a fn's entry to its exit when the

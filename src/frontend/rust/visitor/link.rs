@@ -154,7 +154,7 @@ impl Walker<'_, '_> {
         span: Span,
         name_span: Span,
     ) {
-        if args.is_empty() || self.facts.link.calls.len() >= MAX_CALL_SITES {
+        if args.is_empty() || self.s.sites.packer.len() >= MAX_CALL_SITES {
             return;
         }
         let args = args
@@ -172,7 +172,7 @@ impl Walker<'_, '_> {
                 }
             })
             .collect();
-        self.facts.link.calls.push(CallSite {
+        let site = CallSite {
             callee: self.s.call_texts.get(callee),
             recv: recv.map(|r| self.s.call_texts.get(&r)),
             args,
@@ -182,18 +182,28 @@ impl Walker<'_, '_> {
             span,
             name_span,
             result_key: None,
-        });
+        };
+        let sites = &mut self.s.sites;
+        if let Some(at) = sites.packer.push_order_later(&site) {
+            sites.at.push((at, name_span.start as u32));
+        }
     }
 }
 
 /// Call sites get the order of the first op at or after them (ops are
 /// numbered densely in source order): the link places its instantiated
-/// ops just before that op.
-pub(super) fn order_calls(facts: &mut crate::facts::FileFacts) {
+/// ops just before that op. Written into the packed sites, which are
+/// returned.
+pub(super) fn order_calls(
+    facts: &crate::facts::FileFacts,
+    sites: super::Sites,
+) -> Option<crate::project::calls::PackedCalls> {
+    let super::Sites { mut packer, at } = sites;
     let starts: Vec<usize> = facts.ops.iter().map(|o| o.name_span.start).collect();
-    for c in &mut facts.link.calls {
-        c.order = starts.partition_point(|&s| s < c.name_span.start) as u32;
+    for (at, name) in at {
+        packer.set_order(at, starts.partition_point(|&s| s < name as usize) as u32);
     }
+    packer.finish()
 }
 
 /// A Rust parameter type as the link compares it ([`crate::facts::type_word`]):
