@@ -458,10 +458,11 @@ fn module_items(
 }
 
 /// The parts of a macro item at `r` of more than `piece_bytes`, its body
-/// larger than [`WHOLE_MACRO_BYTES`], invoked with braces and no name (redis-rs's `implement_commands! { … }`, 150 kB
-/// of methods, was one token stream of 3 MB): where its header ends (after
-/// its `{`) and its body cut after each `,`, `;` and `=>` at its own level,
-/// where the walker cuts a large macro body into expressions
+/// larger than [`WHOLE_MACRO_BYTES`], invoked with braces and no name
+/// (redis-rs's `implement_commands! { … }`, 150 kB of methods, was one
+/// token stream of 3 MB): where its header ends (after its `{`) and its
+/// body cut after each `,`, `;` and `=>` at its own level, where the
+/// walker cuts a large macro body into expressions
 /// ([`syntax::for_each_macro_expr`]). `None` for any other item, and for
 /// `macro_rules!` and `lazy_static!` (read as a whole).
 fn macro_parts(
@@ -492,26 +493,8 @@ fn macro_parts(
         return None;
     }
     let body = open + 1..close;
-    let mut out: Vec<std::ops::Range<usize>> = Vec::new();
-    let mut start = body.start;
-    for end in scan::separators_at_level(piece, body.clone()) {
-        out.push(start..end);
-        start = end;
-    }
-    if piece.get(start..body.end)?.trim().is_empty() {
-        out.last_mut()?.end = body.end;
-    } else {
-        out.push(start..body.end);
-    }
-    if out.len() < 2 {
-        return None;
-    }
-    Some((
-        r.start + body.start,
-        out.into_iter()
-            .map(|s| r.start + s.start..r.start + s.end)
-            .collect(),
-    ))
+    let ends = scan::separators_at_level(piece, body.clone());
+    cut_body(piece, r.start, body, ends, |_| false)
 }
 
 /// An item's text before its body opens as an `impl` (`impl<T> Store for
@@ -680,9 +663,8 @@ fn add_to_pieces(
 /// The statements of a fn item at `r` of more than `piece_bytes` (a
 /// function of 44 kB held a syntax tree of 2.6 MB): where its header ends
 /// (after the `{` of its body and its inner attributes) and the body cut
-/// after each `;` at its own
-/// level, the last range to the body's `}`. `None` for any other item, or
-/// a body of one statement. The body is not cut after a `let` of a raw
+/// after each `;` at its own level, the last range to the body's `}`.
+/// `None` for any other item, or a body of one statement. The body is not cut after a `let` of a raw
 /// command (`let mut c = cmd("SET");`): the walker keeps that command's
 /// argument expressions on the local until it is sent, and they are
 /// trees of the piece they were read in.
@@ -704,13 +686,30 @@ fn fn_statements(
     // inner attributes go with the header, to stand in every part
     body.start += scan::inner_attributes_len(piece.get(body.clone())?);
     let ends = scan::semicolons_at_level(piece, body.clone());
+    cut_body(piece, r.start, body, ends, |stmt| {
+        let stmt = stmt.trim_start();
+        stmt.starts_with("let") && (stmt.contains("cmd") || stmt.contains("Cmd"))
+    })
+}
+
+/// The `body` of an item (`piece`, at `at` in the source) cut at each of
+/// `ends` until a part `last` says is the last cut one, the rest to the
+/// body's end one part (trailing blanks joined to the part before): where
+/// the header ends and the parts, in source offsets. `None` for fewer than
+/// two parts.
+fn cut_body(
+    piece: &str,
+    at: usize,
+    body: std::ops::Range<usize>,
+    ends: Vec<usize>,
+    last: impl Fn(&str) -> bool,
+) -> Option<(usize, Vec<std::ops::Range<usize>>)> {
     let mut out: Vec<std::ops::Range<usize>> = Vec::new();
     let mut start = body.start;
     for end in ends {
         out.push(start..end);
         start = end;
-        let stmt = piece.get(out.last()?.clone())?.trim_start();
-        if stmt.starts_with("let") && (stmt.contains("cmd") || stmt.contains("Cmd")) {
+        if last(piece.get(out.last()?.clone())?) {
             break;
         }
     }
@@ -723,10 +722,8 @@ fn fn_statements(
         return None;
     }
     Some((
-        r.start + body.start,
-        out.into_iter()
-            .map(|s| r.start + s.start..r.start + s.end)
-            .collect(),
+        at + body.start,
+        out.into_iter().map(|s| at + s.start..at + s.end).collect(),
     ))
 }
 
