@@ -136,7 +136,8 @@ impl SitePacker {
     pub fn push_order_later(&mut self, site: &CallSite) -> Option<OrderAt> {
         // a struct is packed as the array of its fields, in order
         // (`CallSite`'s: callee, recv, args, scope, order, depth, span,
-        // name_span, result_key), each as alone
+        // name_span, result_key), each as alone (a field more or less
+        // fails `sites_packed_before_their_order_decode_as_packed_with_it`)
         self.scratch.clear();
         self.scratch.push(0x99);
         let head: [&dyn erased::Field; 4] = [&site.callee, &site.recv, &site.args, &site.scope];
