@@ -397,20 +397,29 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) -> Option<PackedCal
 }
 
 /// One piece of [`run_by_pieces`]: a range of the source parsed alone, or
-/// a run of the items of a large module parsed inside the module's header
+/// a run of the items of a large module, statements of a large fn or
+/// parts of a large macro item parsed inside the item's header
 /// (`#[cfg(test)] mod tests {`, from the item's start to its `{`; the
-/// headers of the modules around it first, for a module in a module), at
+/// headers of the items around it first, for a module in a module), at
 /// the offsets they have in the source.
 #[derive(Clone)]
 struct Piece {
     range: std::ops::Range<usize>,
     headers: Vec<std::ops::Range<usize>>,
-    /// Statements of a large fn's body, the last header that fn's up to
-    /// its `{` ([`fn_statements`]).
-    body: bool,
+    part: Part,
+}
+
+/// What a [`Piece`] holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Part {
+    /// Whole items.
+    Items,
+    /// Statements of a large fn's body, the last header that fn's
+    /// ([`fn_statements`]).
+    FnBody,
     /// A part of a large macro item's body, the last header the macro's
-    /// up to its `{` ([`macro_parts`]).
-    macro_body: bool,
+    /// ([`macro_parts`]).
+    MacroBody,
 }
 
 /// The items inside a module or `impl` item at `r` of more than
@@ -470,11 +479,7 @@ fn macro_parts(
     r: &std::ops::Range<usize>,
     piece_bytes: usize,
 ) -> Option<(usize, Vec<std::ops::Range<usize>>)> {
-    if r.end - r.start <= piece_bytes {
-        return None;
-    }
-    let piece = src.get(r.clone())?;
-    let open = scan::first_code_byte(piece, b'{')?;
+    let (piece, open, close) = braced_item(src, r, piece_bytes)?;
     let head = past_attributes(piece.get(..open)?)?.trim_end();
     let path = head.strip_suffix('!')?.trim_end();
     let name = path.rsplit("::").next()?.trim();
@@ -483,11 +488,9 @@ fn macro_parts(
             .chars()
             .all(|c| c.is_alphanumeric() || c == '_' || c == ':' || c.is_whitespace())
         || matches!(name, "macro_rules" | "lazy_static")
-        || !piece.trim_end().ends_with('}')
     {
         return None;
     }
-    let close = piece.trim_end().len() - 1;
     // (a smaller body is parsed as one list first: its parts would not be)
     if close + 1 - open <= WHOLE_MACRO_BYTES {
         return None;
@@ -613,23 +616,18 @@ fn cut_into(
         headers.pop();
         return;
     }
-    if let Some((open, stmts)) = fn_statements(src, r, piece_bytes) {
-        headers.push(r.start..open);
-        for s in &stmts {
-            add_to_pieces(s, headers, (true, false), piece_bytes, cut);
-        }
-        headers.pop();
-        return;
-    }
-    if let Some((open, parts)) = macro_parts(src, r, piece_bytes) {
+    let body = fn_statements(src, r, piece_bytes)
+        .map(|b| (b, Part::FnBody))
+        .or_else(|| macro_parts(src, r, piece_bytes).map(|b| (b, Part::MacroBody)));
+    if let Some(((open, parts), part)) = body {
         headers.push(r.start..open);
         for s in &parts {
-            add_to_pieces(s, headers, (false, true), piece_bytes, cut);
+            add_to_pieces(s, headers, part, piece_bytes, cut);
         }
         headers.pop();
         return;
     }
-    add_to_pieces(r, headers, (false, false), piece_bytes, cut);
+    add_to_pieces(r, headers, Part::Items, piece_bytes, cut);
 }
 
 /// `r` to the last piece when that one is of the same `headers`, ends
@@ -639,7 +637,7 @@ fn cut_into(
 fn add_to_pieces(
     r: &std::ops::Range<usize>,
     headers: &[std::ops::Range<usize>],
-    (body, macro_body): (bool, bool),
+    part: Part,
     piece_bytes: usize,
     cut: &mut Vec<Piece>,
 ) {
@@ -654,8 +652,7 @@ fn add_to_pieces(
         _ => cut.push(Piece {
             range: r.clone(),
             headers: headers.to_vec(),
-            body,
-            macro_body,
+            part,
         }),
     }
 }
@@ -664,24 +661,19 @@ fn add_to_pieces(
 /// function of 44 kB held a syntax tree of 2.6 MB): where its header ends
 /// (after the `{` of its body and its inner attributes) and the body cut
 /// after each `;` at its own level, the last range to the body's `}`.
-/// `None` for any other item, or a body of one statement. The body is not cut after a `let` of a raw
-/// command (`let mut c = cmd("SET");`): the walker keeps that command's
-/// argument expressions on the local until it is sent, and they are
-/// trees of the piece they were read in.
+/// `None` for any other item, or a body of one statement. The body is
+/// not cut after a `let` of a raw command (`let mut c = cmd("SET");`):
+/// the walker keeps that command's argument expressions on the local
+/// until it is sent, and they are trees of the piece they were read in.
 fn fn_statements(
     src: &str,
     r: &std::ops::Range<usize>,
     piece_bytes: usize,
 ) -> Option<(usize, Vec<std::ops::Range<usize>>)> {
-    if r.end - r.start <= piece_bytes {
+    let (piece, open, close) = braced_item(src, r, piece_bytes)?;
+    if !is_fn_header(piece.get(..open)?) {
         return None;
     }
-    let piece = src.get(r.clone())?;
-    let open = scan::first_code_byte(piece, b'{')?;
-    if !is_fn_header(piece.get(..open)?) || !piece.trim_end().ends_with('}') {
-        return None;
-    }
-    let close = piece.trim_end().len() - 1;
     let mut body = open + 1..close;
     // inner attributes go with the header, to stand in every part
     body.start += scan::inner_attributes_len(piece.get(body.clone())?);
@@ -690,6 +682,22 @@ fn fn_statements(
         let stmt = stmt.trim_start();
         stmt.starts_with("let") && (stmt.contains("cmd") || stmt.contains("Cmd"))
     })
+}
+
+/// The text of an item at `r` of more than `piece_bytes` that ends with
+/// the `}` of a body opened by its first `{`, and where those two stand.
+fn braced_item<'s>(
+    src: &'s str,
+    r: &std::ops::Range<usize>,
+    piece_bytes: usize,
+) -> Option<(&'s str, usize, usize)> {
+    if r.end - r.start <= piece_bytes {
+        return None;
+    }
+    let piece = src.get(r.clone())?;
+    let open = scan::first_code_byte(piece, b'{')?;
+    let kept = piece.trim_end();
+    (kept.ends_with('}') && kept.len() > open + 1).then(|| (piece, open, kept.len() - 1))
 }
 
 /// The `body` of an item (`piece`, at `at` in the source) cut at each of
@@ -797,7 +805,7 @@ pub fn run_by_pieces(
         let mut c = Collect {
             info: &mut part,
             base,
-            part_of_body: p.body,
+            part_of_body: p.part == Part::FnBody,
         };
         for item in &items {
             c.visit_item(item);
@@ -813,8 +821,9 @@ pub fn run_by_pieces(
     for (k, p) in pieces.iter().enumerate() {
         // (each parsed above)
         let (items, base) = parse(p).unwrap_or_default();
-        let same_fn = |q: Option<&Piece>| q.is_some_and(|q| q.body && q.headers == p.headers);
-        let part_of_body = p.body.then(|| {
+        let same_fn =
+            |q: Option<&Piece>| q.is_some_and(|q| q.part == Part::FnBody && q.headers == p.headers);
+        let part_of_body = (p.part == Part::FnBody).then(|| {
             let first = !same_fn(k.checked_sub(1).and_then(|j| pieces.get(j)));
             let last = !same_fn(pieces.get(k + 1));
             (first, last)
@@ -823,7 +832,7 @@ pub fn run_by_pieces(
         w.base.set(base);
         w.s.owner = None;
         w.part_of_body = part_of_body;
-        w.part_of_macro = p.macro_body;
+        w.part_of_macro = p.part == Part::MacroBody;
         for item in &items {
             w.visit_item(item);
         }
@@ -867,7 +876,7 @@ pub(super) fn cut_counts(
     piece_bytes: usize,
 ) -> (usize, usize, usize) {
     let cut = cut_pieces(src, items, piece_bytes);
-    let body = cut.iter().filter(|p| p.body).count();
+    let body = cut.iter().filter(|p| p.part == Part::FnBody).count();
     let deepest = cut.iter().map(|p| p.headers.len()).max().unwrap_or(0);
     (cut.len(), body, deepest)
 }
