@@ -203,35 +203,35 @@ fn build(words: &[&str]) -> AhoCorasick {
 /// (premultiplied by it) or'ed with a column is an index of the table.
 const STRIDE: usize = 32;
 
-/// A state's number: its depth (the length of its string) from this bit
-/// on, [`MATCH`] when it ends a word, then its index among the states of
-/// that depth and kind times [`STRIDE`].
-const DEPTH_SHIFT: u32 = 12;
+/// A state: the first of its row in [`Dfa`]'s table (its index among the
+/// states times [`STRIDE`]) in the low 16 bits ([`ROW`]), [`MATCH`] when it
+/// ends a word, and its depth (the length of its string) from this bit on.
+/// The table holds the rows of the states only: a few kB, where a table
+/// indexed by every `u16` took 128 KiB.
+const DEPTH_SHIFT: u32 = 17;
 
-/// The bit of a state's number set when the state ends at least one word.
-const MATCH: u16 = 1 << 11;
+/// The bit of a state set when the state ends at least one word.
+const MATCH: u32 = 1 << 16;
 
-/// Entries of [`Dfa`]'s table: every `u16` is an index of it, so the walk
-/// needs no bounds check. Only the states' rows are ever touched (about
-/// 16 KB); the rest stays untouched zero pages.
-const TABLE: usize = 1 << 16;
+/// The row bits of a state.
+const ROW: u32 = 0xffff;
 
 /// A dense Aho-Corasick DFA over ASCII-case-folded bytes that reports every
 /// occurrence of every word (overlapping), as `find_overlapping_iter` of the
 /// `aho-corasick` crate does, with a tighter loop: per byte a class load, an
-/// `or` and a table load (no bounds check: the index is a `u16`) and one
-/// bit test (a state's number holds its depth and a match bit). It walks only the bytes near
+/// `or` and a table load, and one bit test (a state holds its depth and a
+/// match bit beside its row). It walks only the bytes near
 /// the candidates of a SIMD search ([`candidates`]), see
 /// [`Dfa::each_match`].
 struct Dfa {
     /// Byte → column of the transition table (0: a byte no word holds; an
     /// upper-case letter shares its lower-case letter's column).
     class: [u8; 256],
-    /// `state | class` → next state; states are premultiplied by [`STRIDE`].
-    next: Box<[u16; TABLE]>,
+    /// `row | class` → next state (see [`DEPTH_SHIFT`]).
+    next: Box<[u32]>,
     /// For match state `s`: its words are `words[ends[k]..ends[k + 1]]`,
-    /// `k = out[s / STRIDE]`.
-    out: Box<[u16; TABLE / STRIDE]>,
+    /// `k = out[row / STRIDE]`.
+    out: Box<[u16]>,
     ends: Vec<u32>,
     words: Vec<u16>,
     /// Length of each word.
@@ -280,7 +280,11 @@ impl Dfa {
         }
         // Failure links breadth first, turning the trie into a full DFA.
         let count = out.len();
-        assert!(count * stride <= TABLE, "at most {} states", TABLE / stride);
+        assert!(
+            count * stride <= ROW as usize + 1,
+            "at most {} states",
+            (ROW as usize + 1) / stride
+        );
         let mut delta = vec![0u32; count * stride];
         let mut fail = vec![0usize; count];
         let mut queue = std::collections::VecDeque::new();
@@ -306,36 +310,23 @@ impl Dfa {
                 }
             }
         }
-        // Renumber: a state's number tells its depth and whether it ends
-        // a word (see `DEPTH_SHIFT`, `MATCH`); the root stays 0.
-        let mut in_group = std::collections::HashMap::new();
-        let mut new_id = vec![0u16; count];
-        for u in 0..count {
-            let d = usize::from(node_depth[u]);
-            let m = !out[u].is_empty();
-            let n = in_group.entry((d, m)).or_insert(0usize);
-            assert!(
-                d < TABLE >> DEPTH_SHIFT && *n * stride < usize::from(MATCH),
-                "words of at most 15 bytes, at most 64 states of a depth"
-            );
-            new_id[u] = u16::try_from((d << DEPTH_SHIFT) + *n * stride).expect("checked above")
-                | if m { MATCH } else { 0 };
-            *n += 1;
-        }
-        let mut next: Box<[u16; TABLE]> = vec![0u16; TABLE]
-            .into_boxed_slice()
-            .try_into()
-            .expect("TABLE entries");
+        // A state's row is its number in the trie; beside it, its depth
+        // and whether it ends a word (see `DEPTH_SHIFT`, `MATCH`).
+        let state_of = |u: usize| {
+            let d = u32::from(node_depth[u]);
+            assert!(d < 1 << (32 - DEPTH_SHIFT), "words of at most 32767 bytes");
+            (u * stride) as u32 | d << DEPTH_SHIFT | if out[u].is_empty() { 0 } else { MATCH }
+        };
+        let mut next = vec![0u32; count * stride].into_boxed_slice();
         let mut ends = vec![0u32];
         let mut list = Vec::new();
-        let mut out_of = Box::new([0u16; TABLE / STRIDE]);
+        let mut out_of = vec![0u16; count].into_boxed_slice();
         for u in 0..count {
-            let id = usize::from(new_id[u]);
             for (c, &v) in delta[u * stride..(u + 1) * stride].iter().enumerate() {
-                next[id + c] = new_id[v as usize];
+                next[u * stride + c] = state_of(v as usize);
             }
             if !out[u].is_empty() {
-                out_of[id / stride] = u16::try_from(ends.len() - 1).expect("few states");
+                out_of[u] = u16::try_from(ends.len() - 1).expect("few states");
                 list.extend_from_slice(&out[u]);
                 ends.push(list.len() as u32);
             }
@@ -404,11 +395,11 @@ impl Dfa {
         mut next: impl FnMut(usize) -> Option<(usize, u32)>,
         mut f: impl FnMut(usize, usize, usize) -> bool,
     ) -> bool {
-        let table: &[u16; TABLE] = &self.next;
+        let table: &[u32] = &self.next;
         let class = &self.class;
         // the walk: it has read `bytes[..p]`, in `state`
         let mut p = 0usize;
-        let mut state = 0u16;
+        let mut state = 0u32;
         // where the walk's string starts: candidates before it are done
         let mut done = 0usize;
         let mut from = 0usize;
@@ -422,14 +413,14 @@ impl Dfa {
                     p = c;
                 }
                 // on while the string reaches back to `c`
-                while p < bytes.len() && p <= c + usize::from(state >> DEPTH_SHIFT) {
-                    state = table[usize::from(state | u16::from(class[usize::from(bytes[p])]))];
+                while p < bytes.len() && p <= c + (state >> DEPTH_SHIFT) as usize {
+                    state = table[(state & ROW | u32::from(class[usize::from(bytes[p])])) as usize];
                     p += 1;
                     if state & MATCH != 0 && self.report(state, p, &mut f) {
                         return true;
                     }
                 }
-                done = p - usize::from(state >> DEPTH_SHIFT);
+                done = p - (state >> DEPTH_SHIFT) as usize;
                 if done >= block + 32 {
                     break;
                 }
@@ -454,17 +445,17 @@ impl Dfa {
     ) -> bool {
         // The hot loop holds nothing but the walk: the matches (one in
         // about 70 bytes of code) are handled out of line.
-        let next: &[u16; TABLE] = &self.next;
+        let next: &[u32] = &self.next;
         let class = &self.class;
-        let mut state = 0u16;
+        let mut state = 0u32;
         // eight bytes a round: the loop's own count and test once per eight
         let mut rounds = bytes.chunks_exact(8);
         let mut end = 0;
         for q in rounds.by_ref() {
             for (k, &b) in q.iter().enumerate() {
-                // `state` is a multiple of STRIDE and a class is below it:
-                // `|` adds them; a `u16` index is always in the table
-                state = next[usize::from(state | u16::from(class[usize::from(b)]))];
+                // a row is a multiple of STRIDE and a class is below it:
+                // `|` adds them
+                state = next[(state & ROW | u32::from(class[usize::from(b)])) as usize];
                 if state & MATCH != 0 && self.report(state, end + k + 1, &mut f) {
                     return true;
                 }
@@ -472,7 +463,7 @@ impl Dfa {
             end += 8;
         }
         for (k, &b) in rounds.remainder().iter().enumerate() {
-            state = next[usize::from(state | u16::from(class[usize::from(b)]))];
+            state = next[(state & ROW | u32::from(class[usize::from(b)])) as usize];
             if state & MATCH != 0 && self.report(state, end + k + 1, &mut f) {
                 return true;
             }
@@ -484,11 +475,11 @@ impl Dfa {
     #[inline(never)]
     fn report(
         &self,
-        state: u16,
+        state: u32,
         end: usize,
         f: &mut impl FnMut(usize, usize, usize) -> bool,
     ) -> bool {
-        let k = usize::from(self.out[usize::from(state) / STRIDE]);
+        let k = usize::from(self.out[(state & ROW) as usize / STRIDE]);
         let (from, to) = (self.ends[k] as usize, self.ends[k + 1] as usize);
         self.words[from..to].iter().any(|&w| {
             let w = w as usize;
