@@ -315,7 +315,7 @@ pub fn record(
                         .map(|n| texts.arg_text(&values::norm_name_cow(n))),
                     ty: if typed(an.lang) && short {
                         let l = locals.get_or_insert_with(|| {
-                            LocalTypes::new(an, &facts.link.functions, &asked())
+                            LocalTypes::new(an, &facts.link.functions, asked())
                         });
                         arg_type(an, l, scope, a.start(), a.end()).map(|t| texts.arg_text(&t))
                     } else {
@@ -790,28 +790,51 @@ fn param_types(an: &Analyzer, open: usize, close: usize) -> Vec<Option<String>> 
 /// Lock(…)`, `k := "…"`, `l := &Lock{…}`). In TypeScript a named type may
 /// be an alias of a text (`type Key = string`): only `new T(…)` and the
 /// three built-in words count there.
+///
+/// Names and types are held once each (a facade of a thousand methods
+/// declares `key` in every one): the map is of ids, 12 bytes an entry.
 pub(super) struct LocalTypes {
-    map: FxHashMap<(u32, String), Option<String>>,
+    /// (scope, name id) → type id, [`UNKNOWN_TYPE`] when unknown.
+    map: FxHashMap<(u32, u32), u32>,
+    /// The names asked for, by their id.
+    names: FxHashMap<String, u32>,
+    types: Vec<Box<str>>,
 }
+
+/// [`LocalTypes`]'s type id of a name whose type is not known.
+const UNKNOWN_TYPE: u32 = u32::MAX;
 
 impl LocalTypes {
     /// The types of the names in `asked` (normalised names; no other name
     /// is looked up), from the parameters of the typed functions among
     /// `fns` and the declarations of the file.
-    pub(super) fn new(an: &Analyzer, fns: &[FnSig], asked: &FxHashSet<String>) -> Self {
+    pub(super) fn new(an: &Analyzer, fns: &[FnSig], asked: FxHashSet<String>) -> Self {
         use crate::facts::Language as L;
         let toks = an.toks;
         let st = an.st;
-        let mut map: FxHashMap<(u32, String), Option<String>> = FxHashMap::default();
+        let mut map: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+        let mut names: FxHashMap<String, u32> = FxHashMap::default();
+        names.extend(asked.into_iter().zip(0..));
+        let mut types: Vec<Box<str>> = Vec::new();
+        let mut type_ids: FxHashMap<Box<str>, u32> = FxHashMap::default();
         let ts = an.lang == L::TypeScript;
         let keep = |w: Option<String>, from_new: bool| {
             w.filter(|w| from_new || !ts || matches!(w.as_str(), "string" | "number" | "bool"))
         };
-        let put = |map: &mut FxHashMap<(u32, String), Option<String>>, k: (u32, String), v| {
+        let mut put = |map: &mut FxHashMap<(u32, u32), u32>, k: (u32, u32), v: Option<String>| {
+            let v = v.map_or(UNKNOWN_TYPE, |w| match type_ids.get(w.as_str()) {
+                Some(&id) => id,
+                None => {
+                    let id = types.len() as u32;
+                    types.push(w.as_str().into());
+                    type_ids.insert(w.into_boxed_str(), id);
+                    id
+                }
+            });
             // a name declared twice with different types in one scope: unknown
             match map.get(&k) {
-                Some(old) if *old != v => {
-                    map.insert(k, None);
+                Some(&old) if old != v => {
+                    map.insert(k, UNKNOWN_TYPE);
                 }
                 Some(_) => {}
                 None => {
@@ -821,8 +844,8 @@ impl LocalTypes {
         };
         for f in fns.iter().filter(|f| !f.param_types.is_empty()) {
             for (n, t) in f.params.iter().zip(&f.param_types) {
-                if asked.contains(&**n) {
-                    put(&mut map, (f.scope, n.to_string()), keep(t.clone(), false));
+                if let Some(&id) = names.get(&**n) {
+                    put(&mut map, (f.scope, id), keep(t.clone(), false));
                 }
             }
         }
@@ -839,7 +862,7 @@ impl LocalTypes {
             let prev = toks.at(i - 1);
             // worked out only for a declaration (one allocation); `None` for
             // a name no argument has
-            let name = || Some(values::norm_name(t.text())).filter(|n| asked.contains(n));
+            let name = || names.get(&*values::norm_name_cow(t.text())).copied();
             match an.lang {
                 L::Java | L::CSharp => {
                     // `Type name =` / `Type name;` (a statement's start before the type)
@@ -907,11 +930,15 @@ impl LocalTypes {
                 _ => {}
             }
         }
-        LocalTypes { map }
+        drop(put);
+        map.shrink_to_fit();
+        LocalTypes { map, names, types }
     }
 
     fn get(&self, scope: u32, name: &str) -> Option<String> {
-        self.map.get(&(scope, name.to_string())).cloned().flatten()
+        let id = *self.names.get(name)?;
+        let t = *self.map.get(&(scope, id))?;
+        self.types.get(t as usize).map(|t| t.to_string())
     }
 }
 
