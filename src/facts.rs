@@ -538,6 +538,23 @@ pub struct OpCall {
     args: [u32; 2],
 }
 
+/// Room for `more` entries in `v`, grown by a quarter at a time (at least
+/// `more`, at least 16): for the lists pushed one entry at a time and kept
+/// to the end of a run. Doubling left up to half their room spare and,
+/// while they grew, held the old list beside the new one (40,000
+/// redis-cli commands: 8.9 MB of ops for 5.4 MB of them).
+pub fn reserve_by_quarters<T>(v: &mut Vec<T>, more: usize) {
+    if v.capacity() - v.len() < more {
+        v.reserve_exact(more.max(v.len() / 4).max(16));
+    }
+}
+
+/// Pushes `x` onto `v`, grown as [`reserve_by_quarters`] grows it.
+pub fn push_by_quarters<T>(v: &mut Vec<T>, x: T) {
+    reserve_by_quarters(v, 1);
+    v.push(x);
+}
+
 /// A byte offset as the `u32` of the compact facts.
 fn offset32(at: usize) -> u32 {
     u32::try_from(at).unwrap_or(u32::MAX)
@@ -565,12 +582,17 @@ impl CallSites {
     /// A call at `span`, its receiver and its arguments in order.
     pub fn push(&mut self, span: Span, receiver: Span, args: impl IntoIterator<Item = Span>) {
         let from = self.args.len();
-        self.args.extend(args);
-        self.sites.push(OpCall {
-            span: [offset32(span.start), offset32(span.end)],
-            receiver: [offset32(receiver.start), offset32(receiver.end)],
-            args: [offset32(from), offset32(self.args.len() - from)],
-        });
+        for a in args {
+            push_by_quarters(&mut self.args, a);
+        }
+        push_by_quarters(
+            &mut self.sites,
+            OpCall {
+                span: [offset32(span.start), offset32(span.end)],
+                receiver: [offset32(receiver.start), offset32(receiver.end)],
+                args: [offset32(from), offset32(self.args.len() - from)],
+            },
+        );
     }
 
     /// Room for `sites` more sites of `args` arguments in all.

@@ -852,19 +852,22 @@ impl<'a> Extractor<'a> {
             }
         }
         self.order += 1;
-        self.facts.ops.push(Op {
-            kind,
-            key,
-            value,
-            scope: self.scope,
-            order: self.order,
-            depth: self.depth,
-            atomic: sess.atomic,
-            watched,
-            span,
-            name_span,
-            client: Client::RedisCli,
-        });
+        crate::facts::push_by_quarters(
+            &mut self.facts.ops,
+            Op {
+                kind,
+                key,
+                value,
+                scope: self.scope,
+                order: self.order,
+                depth: self.depth,
+                atomic: sess.atomic,
+                watched,
+                span,
+                name_span,
+                client: Client::RedisCli,
+            },
+        );
     }
 
     // ---- values ----------------------------------------------------------

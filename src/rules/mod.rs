@@ -91,12 +91,9 @@ impl Diags {
         for (_, text) in &mut d.labels {
             text.shrink_to_fit();
         }
-        if self.out.len() == self.out.capacity() {
-            // grown by quarters: doubled, a list of 12,000 (136 bytes an
-            // entry) had room for 16,384, and held both lists while it grew
-            self.out.reserve_exact((self.out.len() / 4).max(16));
-        }
-        self.out.push((self.meta, d));
+        // (doubled, a list of 12,000, 136 bytes an entry, had room for
+        // 16,384 and held both lists while it grew)
+        crate::facts::push_by_quarters(&mut self.out, (self.meta, d));
     }
 }
 

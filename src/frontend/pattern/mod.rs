@@ -203,19 +203,22 @@ pub fn extract_packed(
     for (ci, c) in all_calls.iter().enumerate() {
         for d in an.classify(c, &all_calls) {
             at.push((d.name_tok as u32, d.end_tok as u32, ci as u32));
-            facts.ops.push(Op {
-                kind: d.kind,
-                key: d.key,
-                value: d.value,
-                scope: 0,
-                order: 0,
-                depth: 0,
-                atomic: false,
-                watched: false,
-                span: Span::new(0, 0),
-                name_span: Span::new(0, 0),
-                client: d.client,
-            });
+            crate::facts::push_by_quarters(
+                &mut facts.ops,
+                Op {
+                    kind: d.kind,
+                    key: d.key,
+                    value: d.value,
+                    scope: 0,
+                    order: 0,
+                    depth: 0,
+                    atomic: false,
+                    watched: false,
+                    span: Span::new(0, 0),
+                    name_span: Span::new(0, 0),
+                    client: d.client,
+                },
+            );
         }
     }
     // the ops are kept to the end: no spare room

@@ -1678,19 +1678,22 @@ impl<'f> Walker<'f, '_> {
             Client::Unknown => Client::RedisRs,
             c => c,
         });
-        self.facts.ops.push(Op {
-            kind,
-            key: f.key,
-            value: f.value,
-            scope: self.s.scope,
-            order: 0,
-            depth: self.s.depth,
-            atomic: atomic || in_txn,
-            watched,
-            span,
-            name_span,
-            client,
-        });
+        crate::facts::push_by_quarters(
+            &mut self.facts.ops,
+            Op {
+                kind,
+                key: f.key,
+                value: f.value,
+                scope: self.s.scope,
+                order: 0,
+                depth: self.s.depth,
+                atomic: atomic || in_txn,
+                watched,
+                span,
+                name_span,
+                client,
+            },
+        );
     }
 
     fn fail_open(&mut self, span: Span, key: KeyExpr) {
