@@ -930,7 +930,6 @@ impl LocalTypes {
                 _ => {}
             }
         }
-        drop(put);
         map.shrink_to_fit();
         LocalTypes { map, names, types }
     }
