@@ -539,13 +539,14 @@ pub struct OpCall {
 }
 
 /// Room for `more` entries in `v`, grown by a quarter at a time (at least
-/// `more`, at least 16): for the lists pushed one entry at a time and kept
+/// `more`, at least 4 as `Vec` starts: most files have a handful of ops,
+/// and 16 made them larger): for the lists pushed one entry at a time and kept
 /// to the end of a run. Doubling left up to half their room spare and,
 /// while they grew, held the old list beside the new one (40,000
 /// redis-cli commands: 8.9 MB of ops for 5.4 MB of them).
 pub fn reserve_by_quarters<T>(v: &mut Vec<T>, more: usize) {
     if v.capacity() - v.len() < more {
-        v.reserve_exact(more.max(v.len() / 4).max(16));
+        v.reserve_exact(more.max(v.len() / 4).max(4));
     }
 }
 
