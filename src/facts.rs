@@ -175,16 +175,24 @@ pub struct Scope {
 }
 
 /// One piece of a normalised key expression.
+///
+/// (Encoded with a one-letter tag per variant, where `rmp_serde` writes a
+/// variant's name: a packed call site's arguments are mostly keys and
+/// values, and `"Unknown"` took 8 bytes of a site's 85.)
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum KeyPart {
     /// Literal text (a string literal, or a constant resolved to its literal).
+    #[serde(rename = "L")]
     Lit(String),
     /// A named constant, static, final field, or `self.field` / `this.field`
     /// that could not be resolved to a literal: evidence for correlation.
+    #[serde(rename = "C")]
     Const(String),
     /// A local variable or parameter.
+    #[serde(rename = "V")]
     Var(String),
     /// Something the front-end could not reduce (a call, an index, …).
+    #[serde(rename = "U")]
     Unknown,
 }
 
@@ -326,20 +334,27 @@ impl KeyExpr {
 }
 
 /// What is written as the lock's value.
+///
+/// (Encoded with a one-letter tag per variant, as [`KeyPart`] is.)
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ValueExpr {
     /// A literal, or a constant/local bound once to a literal. The text is the literal.
+    #[serde(rename = "C")]
     Constant(String),
     /// A UUID, random bytes, nanoid, … : unique per acquisition.
+    #[serde(rename = "Q")]
     Unique,
     /// Not unique across processes: thread id, pid, host name alone, time, a
     /// process-local counter, a few random digits. The text says which.
+    #[serde(rename = "W")]
     Weak(String),
     /// Serialised data (`json.dumps(result)`, `JSON.stringify(v)`,
     /// `serialize($v)`): a cache fill, not a token. The text says how.
+    #[serde(rename = "D")]
     Data(String),
     /// Anything else (a parameter, a field, a call we do not know).
     #[default]
+    #[serde(rename = "U")]
     Unknown,
 }
 
