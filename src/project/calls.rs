@@ -122,7 +122,7 @@ impl SitePacker {
     /// nothing in one can make happen, is left out whole).
     pub fn push(&mut self, site: &CallSite) {
         self.scratch.clear();
-        if rmp_serde::encode::write(&mut self.scratch, site).is_err() {
+        if rmp_serde::encode::write(&mut self.scratch, &PackedSite(site)).is_err() {
             return;
         }
         self.append(site);
@@ -134,21 +134,27 @@ impl SitePacker {
     /// other), and where they stand is returned for
     /// [`SitePacker::set_order`]. `None` when the site is left out.
     pub fn push_order_later(&mut self, site: &CallSite) -> Option<OrderAt> {
-        // a struct is packed as the array of its fields, in order
-        // (`CallSite`'s: callee, recv, args, scope, order, depth, span,
-        // name_span, result_key), each as alone (a field more or less
-        // fails `sites_packed_before_their_order_decode_as_packed_with_it`)
+        // the array of a `PackedSite`'s fields, each packed alone (a field
+        // more or less fails
+        // `sites_packed_before_their_order_decode_as_packed_with_it`)
         self.scratch.clear();
-        self.scratch.push(0x99);
-        let head: [&dyn erased::Field; 4] = [&site.callee, &site.recv, &site.args, &site.scope];
+        self.scratch.push(0x90 | PackedSite::FIELDS as u8);
+        let head: [&dyn erased::Field; 2] = [&site.recv, &site.args];
         for f in head {
             f.write(&mut self.scratch).ok()?;
         }
         let at = self.scratch.len();
         self.scratch.push(0xce);
         self.scratch.extend_from_slice(&0u32.to_be_bytes());
-        let tail: [&dyn erased::Field; 4] =
-            [&site.depth, &site.span, &site.name_span, &site.result_key];
+        let spans = PackedSite(site).spans();
+        let tail: [&dyn erased::Field; 6] = [
+            &site.depth,
+            &spans[0],
+            &spans[1],
+            &spans[2],
+            &spans[3],
+            &site.result_key,
+        ];
         for f in tail {
             f.write(&mut self.scratch).ok()?;
         }
@@ -391,7 +397,9 @@ impl PackedCalls {
         if calls.is_empty() {
             return None;
         }
-        let mut bytes = rmp_serde::to_vec(calls).ok()?;
+        let sites: Vec<PackedSite> = calls.iter().map(PackedSite).collect();
+        let mut bytes = rmp_serde::to_vec(&sites).ok()?;
+        drop(sites);
         // (the encoder grows its buffer by doubling: up to half of it
         // would wait unused until the link)
         bytes.shrink_to_fit();
@@ -482,22 +490,13 @@ impl PackedCalls {
         functions: &mut Vec<FnSig>,
     ) -> Vec<CallSite> {
         self.restore_functions(functions);
-        let Some(keep) = keep else {
-            let mut calls: Vec<CallSite> = rmp_serde::from_slice(&self.bytes).unwrap_or_default();
-            calls.shrink_to_fit();
-            if let Some((reach, file)) = reach {
-                reach.slim(file, &mut calls);
-            }
-            share(&mut calls);
-            return calls;
-        };
         // per name: kept; a call of a name not kept is stepped over in the
         // bytes, never built
         let kept: Vec<bool> = self
             .names
             .names
             .iter()
-            .map(|n| keep.contains(&**n))
+            .map(|n| keep.is_none_or(|keep| keep.contains(&**n)))
             .collect();
         let wanted = self
             .names
@@ -508,8 +507,11 @@ impl PackedCalls {
         if wanted == 0 {
             return Vec::new();
         }
+        let names = &self.names.names;
         let only = Only {
-            kept: self.names.calls.iter().map(|&(id, _)| kept[id as usize]),
+            sites: self.names.calls.iter().map(|&(id, scope)| {
+                kept[id as usize].then(|| (std::sync::Arc::clone(&names[id as usize]), scope))
+            }),
             wanted,
             reach,
         };
@@ -521,15 +523,8 @@ impl PackedCalls {
 
 /// One shared copy of each callee, receiver and argument text and key of
 /// a file's decoded calls, as the front-end shared them (decoded, each call
-/// had its own: more than the front-end's facts held).
-fn share(calls: &mut [CallSite]) {
-    let mut texts = crate::facts::CallTexts::default();
-    for c in calls.iter_mut() {
-        share_one(&mut texts, c);
-    }
-}
-
-/// [`share`] for one call, with the copies shared so far in `texts`.
+/// had its own: more than the front-end's facts held): for one call, with
+/// the copies shared so far in `texts`.
 fn share_one(texts: &mut crate::facts::CallTexts, c: &mut CallSite) {
     c.callee = texts.share_text(&c.callee);
     if let Some(r) = c.recv.as_mut() {
@@ -546,19 +541,22 @@ fn share_one(texts: &mut crate::facts::CallTexts, c: &mut CallSite) {
     }
 }
 
-/// Decodes a packed sequence of calls, building only those whose flag (in
-/// order, one per call) is set, each call's texts and keys shared with the
-/// calls before it as soon as it is built ([`share_one`]: shared at the
-/// end, a facade's 1,100 calls held every copy of `key` at once).
+/// Decodes a packed sequence of calls, building only those given their
+/// callee and scope (in order, one item per call; `None` for a call
+/// stepped over), each call's texts and keys shared with the calls before
+/// it as soon as it is built ([`share_one`]: shared at the end, a facade's
+/// 1,100 calls held every copy of `key` at once).
 struct Only<'r, I> {
-    kept: I,
+    sites: I,
     wanted: usize,
     /// Builds a call that cannot resolve from this file without its
-    /// receiver and arguments ([`SlimCall`]).
+    /// receiver and arguments ([`Reach::slim`]).
     reach: Option<(&'r Reach, usize)>,
 }
 
-impl<'de, I: Iterator<Item = bool>> serde::de::DeserializeSeed<'de> for Only<'_, I> {
+impl<'de, I: Iterator<Item = Option<(std::sync::Arc<str>, ScopeId)>>>
+    serde::de::DeserializeSeed<'de> for Only<'_, I>
+{
     type Value = Vec<CallSite>;
 
     fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
@@ -566,7 +564,9 @@ impl<'de, I: Iterator<Item = bool>> serde::de::DeserializeSeed<'de> for Only<'_,
     }
 }
 
-impl<'de, I: Iterator<Item = bool>> serde::de::Visitor<'de> for Only<'_, I> {
+impl<'de, I: Iterator<Item = Option<(std::sync::Arc<str>, ScopeId)>>> serde::de::Visitor<'de>
+    for Only<'_, I>
+{
     type Value = Vec<CallSite>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -579,13 +579,14 @@ impl<'de, I: Iterator<Item = bool>> serde::de::Visitor<'de> for Only<'_, I> {
     ) -> Result<Self::Value, A::Error> {
         let mut out = Vec::with_capacity(self.wanted);
         let mut texts = crate::facts::CallTexts::default();
-        for keep in self.kept.by_ref() {
-            if keep {
-                let call = match self.reach {
-                    Some(reach) => seq.next_element_seed(SlimCall(reach))?,
-                    None => seq.next_element::<CallSite>()?,
+        for site in self.sites.by_ref() {
+            if let Some((callee, scope)) = site {
+                let seed = SiteSeed {
+                    callee,
+                    scope,
+                    reach: self.reach,
                 };
-                match call {
+                match seq.next_element_seed(seed)? {
                     Some(mut c) => {
                         share_one(&mut texts, &mut c);
                         out.push(c);
@@ -600,45 +601,85 @@ impl<'de, I: Iterator<Item = bool>> serde::de::Visitor<'de> for Only<'_, I> {
     }
 }
 
-/// Decodes one packed [`CallSite`] (its fields in order, as the encoder
-/// writes a struct), stepping over the receiver's use and the arguments of
-/// a call the [`Reach`] says cannot resolve from its file: the
-/// [`Reach::slim`] of the decoded call, without building what it drops.
-struct SlimCall<'r>((&'r Reach, usize));
+/// A [`CallSite`] as packed: its fields but the callee and the scope (the
+/// [`CallNames`] beside the bytes hold both, call by call), its two spans
+/// as the start and three differences (small numbers, where offsets past
+/// 64 KiB took 5 bytes each):
+/// `[recv, args, order, depth, start, end - start, name start - start,
+/// name end - name start, result_key]`. A dense facade's 6,915 sites took
+/// 85 bytes each; the callee, scope and spans were 23 of them.
+struct PackedSite<'a>(&'a CallSite);
 
-impl<'de> serde::de::DeserializeSeed<'de> for SlimCall<'_> {
-    type Value = CallSite;
+impl PackedSite<'_> {
+    /// The fields of a packed site.
+    const FIELDS: usize = 9;
 
-    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<CallSite, D::Error> {
-        const FIELDS: &[&str] = &[
-            "callee",
-            "recv",
-            "args",
-            "scope",
-            "order",
-            "depth",
-            "span",
-            "name_span",
-            "result_key",
-        ];
-        d.deserialize_struct("CallSite", FIELDS, self)
+    /// The spans' start and differences, as packed.
+    fn spans(&self) -> [i64; 4] {
+        let (span, name) = (self.0.span, self.0.name_span);
+        let at = |n: usize| n as i64;
+        [
+            at(span.start),
+            at(span.end) - at(span.start),
+            at(name.start) - at(span.start),
+            at(name.end) - at(name.start),
+        ]
     }
 }
 
-impl<'de> serde::de::Visitor<'de> for SlimCall<'_> {
+impl serde::Serialize for PackedSite<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeTuple;
+        let c = self.0;
+        let [start, len, name_from, name_len] = self.spans();
+        let mut t = s.serialize_tuple(Self::FIELDS)?;
+        t.serialize_element(&c.recv)?;
+        t.serialize_element(&c.args)?;
+        t.serialize_element(&c.order)?;
+        t.serialize_element(&c.depth)?;
+        t.serialize_element(&start)?;
+        t.serialize_element(&len)?;
+        t.serialize_element(&name_from)?;
+        t.serialize_element(&name_len)?;
+        t.serialize_element(&c.result_key)?;
+        t.end()
+    }
+}
+
+/// Decodes one [`PackedSite`] into the [`CallSite`] of `callee` in
+/// `scope`. With a [`Reach`], a call it says cannot resolve from its
+/// file is built without its receiver and arguments, which are stepped
+/// over in the bytes: the [`Reach::slim`] of the decoded call, without
+/// building what it drops.
+struct SiteSeed<'r> {
+    callee: std::sync::Arc<str>,
+    scope: ScopeId,
+    reach: Option<(&'r Reach, usize)>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for SiteSeed<'_> {
+    type Value = CallSite;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<CallSite, D::Error> {
+        d.deserialize_tuple(PackedSite::FIELDS, self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for SiteSeed<'_> {
     type Value = CallSite;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a call site")
+        f.write_str("a packed call site")
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<CallSite, A::Error> {
         use serde::de::Error;
-        let (reach, file) = self.0;
         let missing = |what: &str| A::Error::custom(format!("a call site without its {what}"));
-        let callee: Box<str> = seq.next_element()?.ok_or_else(|| missing("callee"))?;
         let recv: Option<Box<str>> = seq.next_element()?.ok_or_else(|| missing("receiver"))?;
-        let (recv, args) = if reach.may_resolve_parts(file, &callee, recv.as_deref()) {
+        let resolves = self.reach.is_none_or(|(reach, file)| {
+            reach.may_resolve_parts(file, &self.callee, recv.as_deref())
+        });
+        let (recv, args) = if resolves {
             let args: Vec<CallArg> = seq.next_element()?.ok_or_else(|| missing("arguments"))?;
             (recv, args)
         } else {
@@ -646,15 +687,26 @@ impl<'de> serde::de::Visitor<'de> for SlimCall<'_> {
                 .ok_or_else(|| missing("arguments"))?;
             (None, Vec::new())
         };
+        let order = seq.next_element()?.ok_or_else(|| missing("order"))?;
+        let depth = seq.next_element()?.ok_or_else(|| missing("depth"))?;
+        let mut spans = [0i64; 4];
+        for n in &mut spans {
+            *n = seq.next_element()?.ok_or_else(|| missing("spans"))?;
+        }
+        let [start, len, name_from, name_len] = spans;
+        let offset = |n: i64| usize::try_from(n).map_err(|_| missing("spans"));
+        let span = crate::facts::Span::new(offset(start)?, offset(start + len)?);
+        let name_start = offset(start + name_from)?;
+        let name_span = crate::facts::Span::new(name_start, offset(name_start as i64 + name_len)?);
         Ok(CallSite {
-            callee: callee.into(),
+            callee: self.callee,
             recv: recv.map(Into::into),
             args,
-            scope: seq.next_element()?.ok_or_else(|| missing("scope"))?,
-            order: seq.next_element()?.ok_or_else(|| missing("order"))?,
-            depth: seq.next_element()?.ok_or_else(|| missing("depth"))?,
-            span: seq.next_element()?.ok_or_else(|| missing("span"))?,
-            name_span: seq.next_element()?.ok_or_else(|| missing("name span"))?,
+            scope: self.scope,
+            order,
+            depth,
+            span,
+            name_span,
             result_key: seq.next_element()?.unwrap_or_default(),
         })
     }
@@ -894,9 +946,9 @@ mod tests {
     }
 
     /// Sites packed with their order written later decode as the same
-    /// sites packed with it (receivers, arguments, keys, result keys; across
-    /// chunk boundaries), with the name list of sites packed at once; only
-    /// the orders' bytes differ (always 5).
+    /// sites packed with it (receivers, arguments, keys, result keys, spans
+    /// of every shape; across chunk boundaries), with the name list of
+    /// sites packed at once; only the orders' bytes differ (always 5).
     #[test]
     fn sites_packed_before_their_order_decode_as_packed_with_it() {
         for n in [1usize, 3000] {
@@ -913,8 +965,18 @@ mod tests {
                     });
                     c.order = [0, 7, 300, 70_000, u32::MAX][i % 5];
                     c.depth = (i % 4) as u32;
-                    c.span = Span::new(i * 10, i * 10 + 9);
-                    c.name_span = Span::new(i * 10, i * 10 + 4);
+                    // spans at any offset (past 4 GiB too), the name at
+                    // the span's start, inside it or before it, empty ones
+                    let at = i * [10, 100_003, 1_500_007][i % 3];
+                    (c.span, c.name_span) = match i % 4 {
+                        0 => (Span::new(at, at + 9), Span::new(at, at + 4)),
+                        1 => (
+                            Span::new(at, at + 90_000),
+                            Span::new(at + 70_000, at + 70_004),
+                        ),
+                        2 => (Span::new(at + 5, at + 9), Span::new(at, at + 3)),
+                        _ => (Span::new(at, at), Span::new(at, at)),
+                    };
                     c.result_key = (i % 3 == 0).then(|| Box::new(KeyExpr::var("k")));
                     c
                 })
@@ -1077,10 +1139,14 @@ mod tests {
             .map(String::from)
             .into_iter()
             .collect();
+        let every = PackedCalls::of(&calls).expect("calls");
         let reaching =
             packed.unpack_reaching(Some(&keep), Some((&reach, 1)), &mut b.link.functions);
         reach.slim(1, &mut calls);
         assert_eq!(reaching, calls);
+        // every call kept (no name list): the same
+        let all_reaching = every.unpack_reaching(None, Some((&reach, 1)), &mut Vec::new());
+        assert_eq!(all_reaching, calls);
         let kept: Vec<(bool, bool)> = calls
             .iter()
             .map(|c| (c.recv.is_some(), !c.args.is_empty()))
