@@ -435,9 +435,8 @@ impl Dfa {
 
     /// Calls `f(word, start, end)` for every occurrence of every word, by
     /// end; stops and answers true as soon as `f` does. The walk over
-    /// every byte, as it was before the candidate search: the tests' oracle
-    /// of [`Dfa::each_match`].
-    #[cfg(test)]
+    /// every byte, as it was before the candidate search: for short texts
+    /// ([`has_call_anchor`]), and the tests' oracle of [`Dfa::each_match`].
     fn each_match_full(
         &self,
         bytes: &[u8],
@@ -503,8 +502,9 @@ fn dfa_with_anchors() -> &'static Dfa {
     })
 }
 
-/// The same words in the `aho-corasick` crate's automaton, for
-/// [`has_call_anchor`] on short names.
+/// The same words in the `aho-corasick` crate's automaton: the tests'
+/// oracle of [`dfa_with_anchors`] and [`has_call_anchor`].
+#[cfg(test)]
 fn automaton_with_anchors() -> &'static AhoCorasick {
     static AC: OnceLock<AhoCorasick> = OnceLock::new();
     AC.get_or_init(|| {
@@ -542,13 +542,12 @@ pub const CALL_ANCHORS: &[&str] = &[
 
 /// Every word of `KEYWORDS` and `CALL_ANCHORS` that a name can hold counts as
 /// an anchor of it: `name` holds one (ASCII case-insensitive).
+///
+/// Through [`dfa_with_anchors`] walked over every byte (a name is short:
+/// no candidate search); the crate's automaton of the same words, built
+/// for this alone, took 122 kB of a run's heap.
 pub fn has_call_anchor(name: &[u8]) -> bool {
-    automaton_with_anchors()
-        .find_overlapping_iter(name)
-        .any(|m| {
-            let w = m.pattern().as_usize();
-            anchors_calls()[w]
-        })
+    dfa_with_anchors().each_match_full(name, |w, _, _| anchors_calls()[w])
 }
 
 /// The keywords that also anchor call words (whatever their class).
@@ -591,7 +590,7 @@ pub fn call_word_hash(word: &[u8]) -> u32 {
     (h ^ (h >> 32)) as u32
 }
 
-/// For each pattern of [`automaton_with_anchors`]: it anchors call words.
+/// For each word of [`dfa_with_anchors`]: it anchors call words.
 fn anchors_calls() -> &'static [bool] {
     static T: OnceLock<Vec<bool>> = OnceLock::new();
     T.get_or_init(|| {
@@ -2344,6 +2343,38 @@ mod tests {
             from = block + 32;
         }
         got
+    }
+
+    /// [`has_call_anchor`] (the DFA walked over every byte) says what the
+    /// crate's automaton of the same words says: every word upper- and
+    /// lower-case among other bytes, and generated texts, whole and cut
+    /// to name lengths.
+    #[test]
+    fn has_call_anchor_agrees_with_the_crate_automaton() {
+        let theirs = |t: &[u8]| {
+            automaton_with_anchors()
+                .find_overlapping_iter(t)
+                .any(|m| anchors_calls()[m.pattern().as_usize()])
+        };
+        let mut texts = every_word_around();
+        texts.extend(generated(500));
+        let (mut yes, mut all) = (0, 0);
+        for t in &texts {
+            for cut in [t.len(), t.len().min(24), t.len().min(7)] {
+                let name = &t[..cut];
+                let want = theirs(name);
+                assert_eq!(
+                    has_call_anchor(name),
+                    want,
+                    "{:?}",
+                    String::from_utf8_lossy(name)
+                );
+                yes += usize::from(want);
+                all += 1;
+            }
+        }
+        // both answers met many times
+        assert!(yes > 100 && all - yes > 100, "{yes} of {all}");
     }
 
     /// Every kernel finds the same candidates as the scalar one, from any
