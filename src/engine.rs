@@ -1832,7 +1832,9 @@ fn list_rest_of_project(
     threads: usize,
 ) -> Option<Vec<Entry>> {
     let root = settings.project_root.as_deref()?;
-    if crate::project::root::covered_by(root, paths) {
+    // (`LOCKLINT_NO_LINK=1`: the rest of the project is read only for the
+    // project pass)
+    if link_off() || crate::project::root::covered_by(root, paths) {
         return None;
     }
     Some(if settings.cache {
@@ -2211,7 +2213,8 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
 }
 
 /// `LOCKLINT_NO_LINK=1` (benchmarks only, see bench/run.sh): no call-name
-/// scan and no link, each file alone as before the project pass, to
+/// scan, no link and no reading of the rest of the project (for a run of
+/// named files), each file alone as before the project pass, to
 /// measure what the project pass costs. Not a user option: findings that
 /// need the project are missing.
 fn link_off() -> bool {
