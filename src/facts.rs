@@ -199,13 +199,62 @@ pub enum KeyPart {
 /// A key expression reduced to constant parts and variable names, so that
 /// `format!("lock:{}", id)`, `format!("lock:{id}")`, `"lock:" + id` and
 /// `f"lock:{id}"` are all `[Lit("lock:"), Var("id")]`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+///
+/// (Encoded as its parts and its names, the names left out, as a nil,
+/// where they are the names of its variable and constant parts in order:
+/// most keys of a call's arguments, `key`, `lockKey`, spelled twice.)
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(from = "KeyWire")]
 pub struct KeyExpr {
     pub parts: Vec<KeyPart>,
     /// Every identifier that took part in building the key, including the
     /// names of constants that were resolved to literals (`LOCK_KEY`), for
     /// the "reads like a lock" test.
     pub idents: Vec<String>,
+}
+
+/// A [`KeyExpr`] as it is decoded: `idents` is `None` where they are the
+/// names of its variable and constant parts.
+#[derive(serde::Deserialize)]
+struct KeyWire {
+    parts: Vec<KeyPart>,
+    idents: Option<Vec<String>>,
+}
+
+/// The names of a key's constant and variable parts, in order.
+fn part_names(parts: &[KeyPart]) -> impl Iterator<Item = &String> {
+    parts.iter().filter_map(|p| match p {
+        KeyPart::Const(n) | KeyPart::Var(n) => Some(n),
+        _ => None,
+    })
+}
+
+impl From<KeyWire> for KeyExpr {
+    fn from(w: KeyWire) -> KeyExpr {
+        let idents = w.idents.unwrap_or_else(|| {
+            // (at its exact length, as a list decoded whole is: collected,
+            // one name took the room of four)
+            let mut idents = Vec::with_capacity(part_names(&w.parts).count());
+            idents.extend(part_names(&w.parts).cloned());
+            idents
+        });
+        KeyExpr {
+            parts: w.parts,
+            idents,
+        }
+    }
+}
+
+impl serde::Serialize for KeyExpr {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeTuple;
+        let mut names = part_names(&self.parts);
+        let implied = self.idents.iter().all(|i| names.next() == Some(i)) && names.next().is_none();
+        let mut t = s.serialize_tuple(2)?;
+        t.serialize_element(&self.parts)?;
+        t.serialize_element(&(!implied).then_some(&self.idents))?;
+        t.end()
+    }
 }
 
 /// Longest literal part a key keeps whole: a longer one (a template, an
@@ -1198,6 +1247,50 @@ mod tests {
         // short literals are whole
         let k = "lock:".repeat(51);
         assert_eq!(KeyExpr::lit(&k).parts, vec![KeyPart::Lit(k.clone())]);
+    }
+
+    #[test]
+    fn a_key_encodes_its_names_only_where_its_parts_do_not_say_them() {
+        let mut resolved = KeyExpr::lit("lock:");
+        resolved.idents.push("LOCK_PREFIX".into());
+        let mut both = KeyExpr::default();
+        both.push(KeyPart::Const("PREFIX".into()));
+        both.push(KeyPart::Lit(":".into()));
+        both.push(KeyPart::Var("id".into()));
+        both.idents = vec!["PREFIX".into(), "id".into()];
+        let mut reordered = both.clone();
+        reordered.idents.reverse();
+        let mut fewer = both.clone();
+        fewer.idents.pop();
+        let mut more = KeyExpr::var("id");
+        more.idents.push("id".into());
+        let keys = [
+            KeyExpr::var("lockKey"),
+            KeyExpr::lit("lock:a"),
+            KeyExpr::unknown(),
+            KeyExpr::default(),
+            resolved,
+            both.clone(),
+            reordered,
+            fewer,
+            more,
+        ];
+        for k in &keys {
+            let packed = rmp_serde::to_vec(k).unwrap();
+            assert_eq!(&rmp_serde::from_slice::<KeyExpr>(&packed).unwrap(), k);
+            let json = serde_json::to_string(k).unwrap();
+            assert_eq!(
+                &serde_json::from_str::<KeyExpr>(&json).unwrap(),
+                k,
+                "{json}"
+            );
+        }
+        // the names its parts say are left out: a nil, not `["lockKey"]`
+        let with = rmp_serde::to_vec(&KeyExpr::var("lockKey")).unwrap();
+        assert_eq!(with.len(), 1 + 1 + 1 + 2 + 8 + 1, "{with:?}");
+        assert_eq!(with.last(), Some(&0xc0));
+        let json = serde_json::to_string(&both).unwrap();
+        assert!(json.ends_with(",null]"), "{json}");
     }
 
     #[test]
