@@ -975,8 +975,10 @@ pub struct FnSig {
     /// `false`): a flag or a missing value, never text of a key, so a call
     /// that leaves one out adds nothing to a key built from it
     /// (`getFinalKey(key, isCluster)` of `isCluster: Boolean? = false`).
+    /// (This and `param_types` are boxed lists: a list's capacity word
+    /// apiece, 16 bytes a signature, and a facade declares hundreds.)
     #[serde(default)]
-    pub absent_defaults: Vec<String>,
+    pub absent_defaults: Box<[String]>,
     /// The keys its `return` statements hand back (each branch of a
     /// conditional apart: `return ok ? lockKey : null`), normalised as the
     /// function's own ops normalise theirs: a function that returns the key
@@ -989,7 +991,7 @@ pub struct FnSig {
     /// it; `None` where nothing is declared or the type is not one name
     /// (a union, a function type). Empty: no types at all.
     #[serde(default)]
-    pub param_types: Vec<Option<String>>,
+    pub param_types: Box<[Option<String>]>,
 }
 
 /// A declared or known type as the link compares it: its last path

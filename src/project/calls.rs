@@ -167,6 +167,16 @@ impl SitePacker {
         })
     }
 
+    /// Gives back the spare room of the last chunk once every site is
+    /// packed (it stands while the front-end works on; up to
+    /// [`SitePacker::CHUNK`] of it was unused).
+    pub fn shrink_to_fit(&mut self) {
+        if let Some(c) = self.chunks.last_mut() {
+            c.shrink_to_fit();
+        }
+        self.names.calls.shrink_to_fit();
+    }
+
     /// Writes the order of the site packed at `at`.
     pub fn set_order(&mut self, at: OrderAt, order: u32) {
         if let Some(b) = self
@@ -1189,9 +1199,9 @@ mod tests {
             scope,
             params: params.iter().map(|p| (*p).into()).collect(),
             optional: 0,
-            absent_defaults: Vec::new(),
+            absent_defaults: Box::default(),
             returns: Vec::new(),
-            param_types: Vec::new(),
+            param_types: Box::default(),
         }
     }
 

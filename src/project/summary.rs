@@ -66,10 +66,10 @@ pub struct Summary {
     pub params: Vec<String>,
     /// Their declared types, where the language writes them
     /// ([`crate::facts::FnSig::param_types`]; empty: none known).
-    pub param_types: Vec<Option<String>>,
+    pub param_types: Box<[Option<String>]>,
     /// Those whose default is an absence (`null`, `false`): left out, they
     /// add nothing to a key.
-    pub absent_defaults: Vec<String>,
+    pub absent_defaults: Box<[String]>,
     /// The fewest arguments a call may pass (parameters with defaults left out).
     pub min_arity: usize,
     pub ops: Vec<SumOp>,

@@ -26,9 +26,9 @@ impl Walker<'_, '_> {
             scope: id,
             params: params.iter().map(|p| self.s.call_texts.get(p)).collect(),
             optional: 0,
-            absent_defaults: Vec::new(),
+            absent_defaults: Box::default(),
             returns: Vec::new(),
-            param_types,
+            param_types: param_types.into_boxed_slice(),
         });
         std::mem::replace(&mut self.s.params, params)
     }
