@@ -163,9 +163,45 @@ pub struct CallTable<'a> {
     args: Vec<Arg>,
     recv: Vec<Seg<'a>>,
     /// The texts of the `name()` receiver segments, which the source does
-    /// not hold as written: `recv` points into them (each boxed once and
-    /// never changed or dropped while the table lives).
-    owned: Vec<Box<str>>,
+    /// not hold as written: `recv` points into them.
+    owned: OwnedTexts,
+}
+
+/// Texts a [`CallTable`] writes, in chunks whose room is never grown, so
+/// a text once written never moves and is never changed or dropped while
+/// the table lives. (Each boxed alone, a Go file of method chains,
+/// `c.client.B().Get()`, held 7,353 of them: 131 kB of boxes beside
+/// 50 kB of text.)
+#[derive(Default)]
+struct OwnedTexts {
+    chunks: Vec<String>,
+}
+
+impl OwnedTexts {
+    const CHUNK: usize = 4096;
+
+    /// The segment of `name()`, written after the others.
+    fn call_of<'t>(&mut self, name: &str) -> Seg<'t> {
+        let need = name.len() + 2;
+        if self
+            .chunks
+            .last()
+            .is_none_or(|c| c.capacity() - c.len() < need)
+        {
+            self.chunks
+                .push(String::with_capacity(Self::CHUNK.max(need)));
+        }
+        match self.chunks.last_mut() {
+            Some(c) => {
+                // (within the chunk's room: its text does not move)
+                let at = c.len();
+                c.push_str(name);
+                c.push_str("()");
+                Seg::of(&c[at..])
+            }
+            None => Seg::of(""),
+        }
+    }
 }
 
 /// A receiver segment's text, read as a `str` (`Deref`): 16 bytes, where
@@ -202,7 +238,7 @@ impl std::ops::Deref for Seg<'_> {
     fn deref(&self) -> &str {
         // SAFETY: `ptr` and `len` are those of a `str` (`Seg::of`) that
         // outlives the table the segment is read through: the source, or
-        // a box of the table's `owned`, never changed or dropped before
+        // a text of the table's `owned`, never moved, changed or dropped before
         // the table; and the table is borrowed while it is read
         unsafe {
             std::str::from_utf8_unchecked(std::slice::from_raw_parts(self.ptr.as_ptr(), self.len))
@@ -2164,7 +2200,7 @@ fn receiver<'a>(
     st: &Structure,
     name_tok: usize,
     segs: &mut Vec<Seg<'a>>,
-    owned: &mut Vec<Box<str>>,
+    owned: &mut OwnedTexts,
 ) -> usize {
     let first = segs.len();
     let mut k = name_tok;
@@ -2192,9 +2228,7 @@ fn receiver<'a>(
                 break;
             }
             if t.is(")") && o >= 1 && toks.at(o - 1).is_ident() {
-                let text: Box<str> = format!("{}()", toks.at(o - 1).text()).into();
-                segs.push(Seg::of(&text));
-                owned.push(text);
+                segs.push(owned.call_of(toks.at(o - 1).text()));
                 k = o - 1;
                 continue;
             }
