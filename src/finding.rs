@@ -348,6 +348,11 @@ impl<'a> LineIndex<'a> {
         at - start + 1
     }
 
+    /// Every line's start: `0` and one past each `\n`.
+    pub fn starts(&self) -> &[usize] {
+        &self.starts
+    }
+
     /// Where a 1-based line starts (none past the last line).
     pub fn line_start(&self, line: usize) -> Option<usize> {
         self.starts.get(line.checked_sub(1)?).copied()
