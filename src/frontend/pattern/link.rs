@@ -24,19 +24,130 @@ const MAX_CALL_SITES: usize = 50_000;
 /// nesting depth times the file (quadratic on a bundle).
 const MAX_ARG_TOKENS: usize = 64;
 
+/// The calls [`record`] records: neither client calls, declarations nor
+/// keywords; the first [`MAX_CALL_SITES`] of them.
+fn recorded_calls<'c, 'x>(
+    an: &'x Analyzer,
+    all: &'c [Call],
+    client_calls: &'x super::ClientCalls,
+) -> impl Iterator<Item = (usize, &'c Call<'c>)> + 'x
+where
+    'c: 'x,
+{
+    let toks = an.toks;
+    let st = an.st;
+    all.iter()
+        .enumerate()
+        .filter(move |&(ci, c)| {
+            let name = toks.at(c.name_tok());
+            !client_calls.contains(&ci)
+                && !st.decls.is_name(c.name_tok())
+                && name.kind() == Kind::Ident
+                && !is_keyword(name.text())
+        })
+        .take(MAX_CALL_SITES)
+}
+
+/// A Go method's call through its own receiver (`s.Delete(key)` in `func
+/// (s *RedisStore) Unlock`) is a call on its own type, as
+/// `this.delete(key)` is.
+fn own_receiver(an: &Analyzer, c: &Call, scope: u32) -> bool {
+    an.lang == crate::facts::Language::Go
+        && c.recv().len() == 1
+        && an.st.receivers.get(&scope).map(|r| r.as_str()) == c.recv().first().map(|r| &**r)
+}
+
+/// The scope and span of each call [`record`] records that the link may
+/// resolve (the only calls where it can instantiate ops), in call order.
+///
+/// The link resolves a call only to a function of this file (a named,
+/// non-test scope), to one whose name says Redis, or through a receiver
+/// that may name the function's owner (`project::link::resolve`,
+/// `project::calls::Reach`). A call that fits none of these is only a
+/// name and a place to the project pass (`failure`), so `record` does not
+/// work out its arguments. Worked out before `record` and `waits` (these
+/// calls bound the critical sections `waits` looks in), so that `waits`
+/// runs before the call sites are packed: on rueidis's `adapter.go` its
+/// marks and the packed sites stood together at the front-end's peak.
+pub fn resolvable(
+    an: &Analyzer,
+    all: &[Call],
+    client_calls: &super::ClientCalls,
+) -> Vec<super::waits::CallAt> {
+    let toks = an.toks;
+    let st = an.st;
+    // (the scopes' indices sorted by name: four bytes a function, where a
+    // set of names took 17 a slot and a minified bundle declares a
+    // function every fifty bytes)
+    let mut own_fns: Vec<u32> = (0..st.scopes.len() as u32)
+        .filter(|&i| {
+            st.scopes
+                .get(i as usize)
+                .is_some_and(|s| !s.is_test && !s.name.is_empty())
+        })
+        .collect();
+    let fn_name = |i: &u32| st.scopes.name(*i as usize);
+    own_fns.sort_unstable_by(|a, b| fn_name(a).cmp(fn_name(b)));
+    own_fns.dedup_by(|a, b| fn_name(a) == fn_name(b));
+    own_fns.shrink_to_fit();
+    let own_fn = |name: &str| own_fns.binary_search_by(|i| fn_name(i).cmp(name)).is_ok();
+    let owner_word = |r: &str| crate::project::link::receiver_word_len(r) >= 3;
+    // per name: it says Redis or names a function of the file
+    let mut name_words: FxHashMap<&str, bool> = FxHashMap::default();
+    // per one-segment receiver text: whether it may name an owner
+    let mut recv_words: FxHashMap<&str, bool> = FxHashMap::default();
+    let mut out: Vec<super::waits::CallAt> = Vec::new();
+    for (_, c) in recorded_calls(an, all, client_calls) {
+        let name = toks.at(c.name_tok());
+        let scope = st.tok_scope.get(c.name_tok()).copied().unwrap_or(0);
+        let owner_recv = if own_receiver(an, c, scope) {
+            owner_word("this")
+        } else {
+            match c.recv() {
+                [] => false,
+                [one] => *recv_words
+                    .entry(&**one)
+                    .or_insert_with(|| owner_word(&values::norm_name_cow(one))),
+                _ => owner_word(&values::norm_name(&c.recv().join("."))),
+            }
+        };
+        let named = *name_words.entry(name.text()).or_insert_with(|| {
+            crate::project::link::says_redis(name.text()) || own_fn(name.text())
+        });
+        if !(named || owner_recv) {
+            continue;
+        }
+        let end = toks
+            .get(c.end().saturating_sub(1))
+            .map(|t| t.end())
+            .unwrap_or(name.end())
+            .max(name.end());
+        // (by quarters: it stands through `waits` and `record`, where
+        // doubling left up to half of it spare)
+        crate::facts::push_by_quarters(
+            &mut out,
+            super::waits::CallAt {
+                scope,
+                start: name.start() as u32,
+                end: end as u32,
+            },
+        );
+    }
+    out.shrink_to_fit();
+    out
+}
+
 /// Fills `facts.link` from the calls of the file. `client_calls` are the
-/// indices of the calls the client tables turned into ops. Returns the
-/// scope and span of each recorded call the link may resolve (the only
-/// calls where it can instantiate ops).
+/// indices of the calls the client tables turned into ops; `resolvable`
+/// what [`resolvable`] gives for them. Returns the packed call sites.
 pub fn record(
     an: &Analyzer,
     all: &[Call],
     client_calls: &super::ClientCalls,
     facts: &mut FileFacts,
     record_sites: crate::frontend::CallSites,
-) -> (Vec<super::waits::CallAt>, SitePacker) {
-    // (the calls that may resolve are still worked out without their
-    // sites: they bound the critical sections `waits` looks in)
+    resolvable: &[super::waits::CallAt],
+) -> SitePacker {
     let record_sites = record_sites == crate::frontend::CallSites::Record;
     let toks = an.toks;
     let st = an.st;
@@ -180,33 +291,10 @@ pub fn record(
     // call sites of everything that is not a client call nor a declaration
     let mut acquire_like: Vec<Op> = Vec::new();
     let mut bound = BindingRanges::new(an);
-    // What the link can use of a call is known in part here: it resolves a
-    // call only to a function of this file (a named, non-test scope), to
-    // one whose name says Redis, or through a receiver that may name the
-    // function's owner (`project::link::resolve`, `project::calls::Reach`).
-    // A call that fits none of these is only a name and a place to the
-    // project pass (`failure`), so its arguments are not worked out.
-    // (the scopes' indices sorted by name: four bytes a function, where a
-    // set of names took 17 a slot and a minified bundle declares a
-    // function every fifty bytes)
-    let mut own_fns: Vec<u32> = (0..st.scopes.len() as u32)
-        .filter(|&i| {
-            st.scopes
-                .get(i as usize)
-                .is_some_and(|s| !s.is_test && !s.name.is_empty())
-        })
-        .collect();
-    let fn_name = |i: &u32| st.scopes.name(*i as usize);
-    own_fns.sort_unstable_by(|a, b| fn_name(a).cmp(fn_name(b)));
-    own_fns.dedup_by(|a, b| fn_name(a) == fn_name(b));
-    own_fns.shrink_to_fit();
-    let own_fn = |name: &str| own_fns.binary_search_by(|i| fn_name(i).cmp(name)).is_ok();
-    // per name: (reads like an acquire, says Redis, names a function of
-    // the file)
-    let mut name_words: FxHashMap<&str, (bool, bool, bool)> = FxHashMap::default();
-    // per one-segment receiver text: its normalised name, and whether it
-    // may name an owner
-    let mut recv_words: FxHashMap<&str, (std::sync::Arc<str>, bool)> = FxHashMap::default();
+    // per name: (reads like an acquire, says Redis)
+    let mut name_words: FxHashMap<&str, (bool, bool)> = FxHashMap::default();
+    // per one-segment receiver text: its normalised name
+    let mut recv_words: FxHashMap<&str, std::sync::Arc<str>> = FxHashMap::default();
     // the declared types of locals, read once when an argument needs them,
     // and only for the names a one-identifier argument has
     let mut locals: Option<LocalTypes> = None;
@@ -219,75 +307,43 @@ pub fn record(
             .collect();
         texts.into_iter().map(values::norm_name).collect()
     };
-    let mut resolvable: Vec<super::waits::CallAt> = Vec::new();
-    // the calls recorded: neither client calls, declarations nor keywords
-    let recorded = |ci: usize, c: &Call| {
-        let name = toks.at(c.name_tok());
-        !client_calls.contains(&ci)
-            && !st.decls.is_name(c.name_tok())
-            && name.kind() == Kind::Ident
-            && !is_keyword(name.text())
-    };
     // (counted first: grown by doubling, the list of a file of dense calls
     // took up to twice its room, and a copy while it grew)
-    let count = all
-        .iter()
-        .enumerate()
-        .filter(|&(ci, c)| recorded(ci, c))
-        .take(MAX_CALL_SITES)
-        .count();
+    let count = recorded_calls(an, all, client_calls).count();
     // (packed as they are made: `SitePacker`)
     let mut sites = SitePacker::with_capacity(if record_sites { count } else { 0 });
-    // (the recorded calls met: as many as `count`, sites packed or not)
-    let mut met = 0;
-    for (ci, c) in all.iter().enumerate() {
-        if (if record_sites { sites.len() } else { met }) >= count {
-            break;
-        }
-        if !recorded(ci, c) {
-            continue;
-        }
+    for (ci, c) in recorded_calls(an, all, client_calls) {
         let name = toks.at(c.name_tok());
         let scope = st.tok_scope.get(c.name_tok()).copied().unwrap_or(0);
         let depth = st.tok_depth.get(c.name_tok()).unwrap_or(0);
-        // a Go method's call through its own receiver (`s.Delete(key)` in
-        // `func (s *RedisStore) Unlock`) is a call on its own type, as
-        // `this.delete(key)` is
-        let own_recv = an.lang == crate::facts::Language::Go
-            && c.recv().len() == 1
-            && st.receivers.get(&scope).map(|r| r.as_str()) == c.recv().first().map(|r| &**r);
-        // the receiver, and whether it may name the callee's owner
-        let owner_word = |r: &str| crate::project::link::receiver_word_len(r) >= 3;
-        let (recv, owner_recv) = if own_recv {
-            (Some(texts.get("this")), owner_word("this"))
+        // the receiver
+        let recv = if own_receiver(an, c, scope) {
+            Some(texts.get("this"))
         } else {
             match c.recv() {
-                [] => (None, false),
+                [] => None,
                 // (once per receiver text, and no joined copy)
-                [one] => {
-                    let (r, w) = recv_words.entry(&**one).or_insert_with(|| {
-                        let r = values::norm_name_cow(one);
-                        let w = owner_word(&r);
-                        (texts.get(&r), w)
-                    });
-                    (Some(std::sync::Arc::clone(r)), *w)
-                }
-                _ => {
-                    let r = values::norm_name(&c.recv().join("."));
-                    let w = owner_word(&r);
-                    (Some(texts.get(&r)), w)
-                }
+                [one] => Some(std::sync::Arc::clone(
+                    recv_words
+                        .entry(&**one)
+                        .or_insert_with(|| texts.get(&values::norm_name_cow(one))),
+                )),
+                // (not shared: a chain's receiver is mostly its own,
+                // `c.client.B().Get().Key`, and is packed at once; the
+                // texts' set held 1,343 of them on rueidis's `adapter.go`)
+                _ => Some(values::norm_name(&c.recv().join(".")).into()),
             }
         };
-        let (acquire_fn, redis_name, own_name) =
-            *name_words.entry(name.text()).or_insert_with(|| {
-                (
-                    crate::words::is_acquire_fn(name.text()),
-                    crate::project::link::says_redis(name.text()),
-                    own_fn(name.text()),
-                )
-            });
-        let may_resolve = redis_name || own_name || owner_recv;
+        let (acquire_fn, redis_name) = *name_words.entry(name.text()).or_insert_with(|| {
+            (
+                crate::words::is_acquire_fn(name.text()),
+                crate::project::link::says_redis(name.text()),
+            )
+        });
+        // (both lists in call order, so by the name's start)
+        let may_resolve = resolvable
+            .binary_search_by_key(&(name.start() as u32), |r| r.start)
+            .is_ok();
         // a slice of exactly the call's arguments (or none): collected at
         // their exact count, not from a filter's growing room
         let resolved_args = if may_resolve && record_sites {
@@ -361,19 +417,6 @@ pub fn record(
             .map(|n| an.vals.key(n, n + 1, scope))
             .filter(|k| !k.is_unknown() && !matches!(k.parts.as_slice(), [KeyPart::Var(_)]))
             .map(Box::new);
-        if may_resolve {
-            // (by quarters: it stands through `waits`, at the front-end's
-            // peak, where doubling left up to half of it spare)
-            crate::facts::push_by_quarters(
-                &mut resolvable,
-                super::waits::CallAt {
-                    scope,
-                    start: name.start() as u32,
-                    end: end as u32,
-                },
-            );
-        }
-        met += 1;
         if !record_sites {
             continue;
         }
@@ -392,7 +435,6 @@ pub fn record(
     // (the loop's tables, let go before the returned keys are worked out:
     // the declared types of a typed file's locals stood at its peak)
     sites.shrink_to_fit();
-    resolvable.shrink_to_fit();
     drop(locals);
     drop(bound);
     drop(texts);
@@ -402,7 +444,12 @@ pub fn record(
     // asked for them: those with an acquire of their own or a call the link
     // may resolve (`project::summary::summarise_called` reads `returns` only
     // against such an acquire's key)
-    let mut needed: FxHashSet<u32> = resolvable.iter().map(|c| c.scope).collect();
+    // (grown by the scopes met: collected, the set took room for every
+    // resolvable call, 41 kB for rueidis's 5,800 calls in 600 functions)
+    let mut needed: FxHashSet<u32> = FxHashSet::default();
+    for c in resolvable {
+        needed.insert(c.scope);
+    }
     needed.extend(
         facts
             .ops
@@ -433,7 +480,7 @@ pub fn record(
             });
         }
     }
-    (resolvable, sites)
+    sites
 }
 
 /// Most keys recorded as returned by one function.

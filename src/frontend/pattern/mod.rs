@@ -311,7 +311,9 @@ pub fn extract_packed(
     (facts.task_limits, facts.task_limit_names) = ttl::task_limits(&an);
     facts.int_consts = ttl::module_consts(&an);
     // project link facts (SPEC §2 "Project summaries")
-    let (resolvable, sites) = link::record(&an, &all_calls, &client_calls, &mut facts, sites);
+    // `waits` before `record`: its marks and the packed call sites do not
+    // stand together (`link::resolvable`)
+    let resolvable = link::resolvable(&an, &all_calls, &client_calls);
     // Ruby: a call without parentheses (`build`) reads as a name, so a
     // wait there cannot be told from a variable: waits unknown, never exempt
     facts.waits = (language != Language::Ruby).then(|| {
@@ -319,6 +321,15 @@ pub fn extract_packed(
         let need = waits::sections(&facts.ops, &resolvable, &facts.deferred);
         waits::find(&an, &all_calls, &client_calls, &need)
     });
+    let sites = link::record(
+        &an,
+        &all_calls,
+        &client_calls,
+        &mut facts,
+        sites,
+        &resolvable,
+    );
+    drop(resolvable);
     drop(an);
     drop(all_calls);
     drop(call_table);
