@@ -991,7 +991,7 @@ pub struct FnSig {
     /// it; `None` where nothing is declared or the type is not one name
     /// (a union, a function type). Empty: no types at all.
     #[serde(default)]
-    pub param_types: Box<[Option<String>]>,
+    pub param_types: Box<[Option<std::sync::Arc<str>>]>,
 }
 
 /// A declared or known type as the link compares it: its last path

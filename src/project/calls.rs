@@ -167,6 +167,16 @@ impl SitePacker {
         })
     }
 
+    /// The packer's copy of callee `name`, once a site of it is packed
+    /// (else a new one, which the site's packing keeps): a caller needs no
+    /// table of callee names of its own beside the packer's.
+    pub fn callee(&self, name: &str) -> std::sync::Arc<str> {
+        match self.ids.get_key_value(name) {
+            Some((known, _)) => std::sync::Arc::clone(known),
+            None => name.into(),
+        }
+    }
+
     /// Gives back the spare room of the last chunk once every site is
     /// packed (it stands while the front-end works on; up to
     /// [`SitePacker::CHUNK`] of it was unused).

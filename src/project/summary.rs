@@ -66,7 +66,7 @@ pub struct Summary {
     pub params: Vec<String>,
     /// Their declared types, where the language writes them
     /// ([`crate::facts::FnSig::param_types`]; empty: none known).
-    pub param_types: Box<[Option<String>]>,
+    pub param_types: Box<[Option<std::sync::Arc<str>>]>,
     /// Those whose default is an absence (`null`, `false`): left out, they
     /// add nothing to a key.
     pub absent_defaults: Box<[String]>,

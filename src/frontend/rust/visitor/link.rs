@@ -28,7 +28,10 @@ impl Walker<'_, '_> {
             optional: 0,
             absent_defaults: Box::default(),
             returns: Vec::new(),
-            param_types: param_types.into_boxed_slice(),
+            param_types: param_types
+                .into_iter()
+                .map(|w| w.map(|w| self.s.call_texts.get(&w)))
+                .collect(),
         });
         std::mem::replace(&mut self.s.params, params)
     }
@@ -137,10 +140,10 @@ impl Walker<'_, '_> {
                     .find(|f| f.scope == self.s.scope)?;
                 let i = f.params.iter().position(|p| **p == *n)?;
                 f.param_types
-                    .get(i)
-                    .cloned()
-                    .flatten()
-                    .filter(|w| matches!(w.as_str(), "string" | "number" | "bool"))
+                    .get(i)?
+                    .as_deref()
+                    .filter(|w| matches!(*w, "string" | "number" | "bool"))
+                    .map(str::to_string)
             }
             _ => None,
         }
