@@ -284,10 +284,16 @@ pub(crate) fn says_redis(name: &str) -> bool {
 /// segment, without `$`/`@` sigils and underscores, lower case
 /// (`this.lock_store` → `lockstore`).
 pub(crate) fn receiver_word(r: &str) -> String {
-    let last = r.rsplit(['.', ':']).next().unwrap_or(r);
-    last.trim_start_matches(['$', '@'])
+    receiver_tail(r)
+        .trim_start_matches(['$', '@'])
         .replace('_', "")
         .to_ascii_lowercase()
+}
+
+/// The last segment of a receiver's text, all [`receiver_word`] reads of
+/// it (`self.pool.lock` → `lock`): a front-end may keep only that.
+pub(crate) fn receiver_tail(r: &str) -> &str {
+    r.rsplit(['.', ':']).next().unwrap_or(r)
 }
 
 /// The length of [`receiver_word`]`(r)`, without building it.

@@ -443,6 +443,39 @@ fn values_constant_unique_weak() {
     );
 }
 
+/// A static made by a call of another module's function (`Lazy::new`) is
+/// not parsed again for a key, a value or a string: its key is the
+/// static's name, its value what the words of the call's text say, as
+/// when it was parsed again; a one-segment call (a helper the file may
+/// define) is still looked into.
+#[test]
+fn statics_made_by_calls_keep_their_keys_and_values() {
+    let pre = "use redis::Commands;\nuse std::sync::LazyLock as Lazy;\n\
+        static TOKEN: Lazy<String> = Lazy::new(|| uuid::Uuid::new_v4().to_string());\n\
+        static KEY: Lazy<String> = Lazy::new(|| format!(\"lock:{}\", 1));\n\
+        static HOST: Lazy<String> = Lazy::new(|| hostname::get().unwrap());\n\
+        const HELPER: &str = helper();\n\
+        const fn helper() -> &'static str { \"lock:h\" }\n";
+    let op = |body: &str| {
+        one(&format!(
+            "{pre}fn f(c: &mut redis::Connection) {{ {body} }}"
+        ))
+    };
+    let o = op("let _: bool = c.set_nx(&*KEY, TOKEN.clone()).unwrap();");
+    assert_eq!(o.key.parts, vec![KeyPart::Const("KEY".into())]);
+    assert_eq!(o.value, Some(ValueExpr::Unique));
+    assert!(matches!(
+        op("let _: bool = c.set_nx(\"lock:a\", HOST.as_str()).unwrap();").value,
+        Some(ValueExpr::Weak(_))
+    ));
+    assert_eq!(
+        op("let _: bool = c.set_nx(HELPER, \"1\").unwrap();")
+            .key
+            .parts,
+        vec![lit("lock:h")]
+    );
+}
+
 #[test]
 fn set_options_let_bound_bare_and_extend() {
     let op = one(

@@ -70,6 +70,15 @@ struct Deferred {
     /// It makes a `Script` ([`find_script_new`]): known without parsing it
     /// again (a method called on a constant asks).
     script: bool,
+    /// Where the expression, [`strip`]ped, is a call of a path that no
+    /// lookup of a key, a value or a string looks into (`Lazy::new(|| …)`,
+    /// `Opts::new(..)`: not a helper of the file), the bytes of that call:
+    /// all those lookups read of it ([`Walker::const_view`]). openobserve's
+    /// `metrics.rs` names 166 such statics in one function; each was parsed
+    /// again, and each parse stood in proc-macro2's map of spans until the
+    /// piece's end (0.2 MB of its 1.36 MB peak).
+    /// (`u32`s: the front-end reads files of at most 8 MiB)
+    call_text: Option<(u32, u32)>,
 }
 
 impl Deferred {
@@ -80,6 +89,7 @@ impl Deferred {
             end: base + semi.spans[0].byte_range().start,
             block: false,
             script: find_script_new(e).is_some(),
+            call_text: opaque_call(base, e),
         }
     }
     fn of_expr(base: usize, e: &Expr) -> Self {
@@ -89,8 +99,35 @@ impl Deferred {
             end: base + r.end,
             block: false,
             script: find_script_new(e).is_some(),
+            call_text: opaque_call(base, e),
         }
     }
+}
+
+/// [`Deferred::call_text`] of a constant's expression `e`: the call it is
+/// once stripped, when its path is no function of the file a lookup would
+/// follow (one segment, or `Self::f`), and it makes no script.
+fn opaque_call(base: usize, e: &Expr) -> Option<(u32, u32)> {
+    let inner = strip(e);
+    if !matches!(inner, Expr::Call(_)) || find_script_new(e).is_some() {
+        return None;
+    }
+    let path = call_path(inner).unwrap_or_default();
+    if path.len() == 1 || (path.len() == 2 && path[0] == "Self") {
+        return None;
+    }
+    let r = inner.span().byte_range();
+    let at = |o: usize| u32::try_from(base + o).ok();
+    (r.end > r.start).then_some((at(r.start)?, at(r.end)?))
+}
+
+/// A constant's expression as the lookups of keys, values and strings see
+/// it ([`Walker::const_view`]).
+enum ConstView {
+    /// Parsed again.
+    Expr(Rc<Expr>),
+    /// Not parsed: a call no lookup looks into, and its text.
+    Call(std::ops::Range<usize>),
 }
 
 #[derive(Default)]
@@ -175,6 +212,7 @@ fn helper_of(sig: &syn::Signature, block: &syn::Block, base: usize) -> Option<He
             end: base + braces.close().byte_range().end,
             block: true,
             script: false,
+            call_text: None,
         },
     })
 }
@@ -1152,6 +1190,22 @@ impl<'f> Walker<'f, '_> {
         Some((name, at.start, e))
     }
 
+    /// [`Walker::const_entry`] for the lookups of keys, values and strings,
+    /// which do not look into a call of another module's function: such a
+    /// constant is not parsed again ([`Deferred::call_text`]).
+    fn const_view(&self, path: &syn::Path) -> Option<(String, usize, ConstView)> {
+        let (name, at) = self.const_at(path)?;
+        if let Some((start, end)) = at.call_text {
+            return Some((
+                name,
+                at.start,
+                ConstView::Call(start as usize..end as usize),
+            ));
+        }
+        let e = self.deferred(at)?;
+        Some((name, at.start, ConstView::Expr(e)))
+    }
+
     /// The expression of another item at `at`, parsed again from its text
     /// (once while its spans are valid): its spans count from `at.start`.
     /// `None` when it no longer parses (it did when it was collected).
@@ -1218,8 +1272,12 @@ impl<'f> Walker<'f, '_> {
                         return l.key.clone();
                     }
                 }
-                if let Some((name, base, ce)) = self.const_entry(&p.path) {
-                    let mut k = self.at_base(base, || self.key_d(&ce, d + 1, None));
+                if let Some((name, base, view)) = self.const_view(&p.path) {
+                    let mut k = match view {
+                        ConstView::Expr(ce) => self.at_base(base, || self.key_d(&ce, d + 1, None)),
+                        // (`key_d` of such a call)
+                        ConstView::Call(_) => KeyExpr::unknown(),
+                    };
                     if k.is_unknown() {
                         k = KeyExpr {
                             parts: vec![KeyPart::Const(name.clone())],
@@ -1518,8 +1576,18 @@ impl<'f> Walker<'f, '_> {
                         return l.value.clone();
                     }
                 }
-                if let Some((name, base, ce)) = self.const_entry(&p.path) {
-                    return match self.at_base(base, || self.value_d(&ce, d + 1)) {
+                if let Some((name, base, view)) = self.const_view(&p.path) {
+                    let v = match view {
+                        ConstView::Expr(ce) => self.at_base(base, || self.value_d(&ce, d + 1)),
+                        // (`value_d` of such a call: the words of its text)
+                        ConstView::Call(r) if d < MAX_RESOLVE => self
+                            .src
+                            .get(r)
+                            .and_then(words::classify_value_words)
+                            .unwrap_or(ValueExpr::Unknown),
+                        ConstView::Call(_) => ValueExpr::Unknown,
+                    };
+                    return match v {
                         ValueExpr::Unknown => {
                             words::classify_value_words(&name).unwrap_or(ValueExpr::Unknown)
                         }
@@ -1554,8 +1622,13 @@ impl<'f> Walker<'f, '_> {
                         return l.str_val.clone();
                     }
                 }
-                let (_, base, ce) = self.const_entry(&p.path)?;
-                self.at_base(base, || self.const_str_d(&ce, d + 1))
+                match self.const_view(&p.path)? {
+                    (_, base, ConstView::Expr(ce)) => {
+                        self.at_base(base, || self.const_str_d(&ce, d + 1))
+                    }
+                    // (`const_str_d` of such a call)
+                    (_, _, ConstView::Call(_)) => None,
+                }
             }
             _ => None,
         }
