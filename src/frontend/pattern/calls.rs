@@ -180,6 +180,27 @@ struct OwnedTexts {
 impl OwnedTexts {
     const CHUNK: usize = 4096;
 
+    /// The segment `name()` of the call whose `(` and `)` are tokens
+    /// `open` and `close`, `name` the token before `open`: the source's
+    /// text where the call is written so, `b()` (a builder chain's
+    /// links, `c.B().Get()`, mostly are), else written after the others.
+    fn call_seg<'t>(&mut self, toks: Toks<'t>, open: usize, close: usize) -> Seg<'t> {
+        let name = toks.at(open - 1);
+        let (o, c) = (toks.at(open), toks.at(close));
+        let written = close == open + 1
+            && name.end() == o.start()
+            && o.end() == c.start()
+            && c.end() == name.end() + 2;
+        match toks
+            .src()
+            .get(name.start()..c.end())
+            .filter(|t| written && t.len() == name.text().len() + 2 && t.starts_with(name.text()))
+        {
+            Some(t) if t.ends_with("()") => Seg::of(t),
+            _ => self.call_of(name.text()),
+        }
+    }
+
     /// The segment of `name()`, written after the others.
     fn call_of<'t>(&mut self, name: &str) -> Seg<'t> {
         let need = name.len() + 2;
@@ -2228,7 +2249,7 @@ fn receiver<'a>(
                 break;
             }
             if t.is(")") && o >= 1 && toks.at(o - 1).is_ident() {
-                segs.push(owned.call_of(toks.at(o - 1).text()));
+                segs.push(owned.call_seg(toks, o, j));
                 k = o - 1;
                 continue;
             }
@@ -2312,7 +2333,7 @@ fn chained_receiver<'a>(
         segs.extend_from_within(prev.recv..prev.recv + nrecv);
         run
     };
-    segs.push(owned.call_of(toks.at(inner).text()));
+    segs.push(owned.call_seg(toks, o, j));
     Some((run, (prev.recv_start & IDX_MASK) as usize))
 }
 
@@ -2759,7 +2780,7 @@ mod chain_tests {
                 "r.multi.set(k, v).expire(k, 5)\nx.a(1).b 2, 3\n",
             ),
         ];
-        let mut chained = 0;
+        let (mut chained, mut borrowed) = (0, 0);
         for (lang, src) in cases {
             let lexed = lex(src, lang);
             let toks = lexed.toks();
@@ -2775,9 +2796,22 @@ mod chain_tests {
                 assert_eq!(got, walked, "{src}: {}", c.name(toks));
                 assert_eq!(c.recv_start(), first, "{src}: {}", c.name(toks));
                 chained += usize::from(got.iter().filter(|s| s.ends_with("()")).count() > 1);
+                // a link written `b()` is the source's text, any other
+                // (`b(x)`, `b ()`) a written copy
+                for s in c.recv().iter().filter(|s| s.ends_with("()")) {
+                    let in_src = src.as_bytes().as_ptr_range().contains(&s.as_ptr());
+                    let written = src.contains(&format!("{}.", &**s))
+                        || src.contains(&format!("{}!", &**s))
+                        || src.contains(&format!("{}?", &**s))
+                        || src.contains(&format!("{}-", &**s))
+                        || src.contains(&format!("{}:", &**s));
+                    assert_eq!(in_src, written, "{src}: {}", &**s);
+                    borrowed += usize::from(in_src);
+                }
             }
         }
         // (chains of two or more links were read)
         assert!(chained >= 8, "{chained}");
+        assert!(borrowed >= 8, "{borrowed}");
     }
 }
