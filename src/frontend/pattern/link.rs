@@ -876,10 +876,13 @@ fn param_types(an: &Analyzer, open: usize, close: usize) -> Vec<Option<String>> 
 /// three built-in words count there.
 ///
 /// Names and types are held once each (a facade of a thousand methods
-/// declares `key` in every one): the map is of ids, 12 bytes an entry.
+/// declares `key` in every one): the map is of ids, 12 bytes an entry,
+/// sorted (a hash map's room, twice its entries at worst, was 26.6 kB on
+/// rueidis's mock adapter, beside the call sites being packed).
 pub(super) struct LocalTypes {
-    /// (scope, name id) → type id, [`UNKNOWN_TYPE`] when unknown.
-    map: FxHashMap<(u32, u32), u32>,
+    /// (scope, name id, type id) sorted by scope and name, one entry a
+    /// pair; the type [`UNKNOWN_TYPE`] when unknown.
+    map: Vec<(u32, u32, u32)>,
     /// The names asked for, by their id.
     names: FxHashMap<String, u32>,
     types: Vec<Box<str>>,
@@ -896,7 +899,8 @@ impl LocalTypes {
         use crate::facts::Language as L;
         let toks = an.toks;
         let st = an.st;
-        let mut map: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+        // every declaration met, merged once sorted
+        let mut map: Vec<(u32, u32, u32)> = Vec::new();
         let mut names: FxHashMap<String, u32> = FxHashMap::default();
         names.extend(asked.into_iter().zip(0..));
         let mut types: Vec<Box<str>> = Vec::new();
@@ -905,7 +909,7 @@ impl LocalTypes {
         let keep = |w: Option<String>, from_new: bool| {
             w.filter(|w| from_new || !ts || matches!(w.as_str(), "string" | "number" | "bool"))
         };
-        let mut put = |map: &mut FxHashMap<(u32, u32), u32>, k: (u32, u32), v: Option<String>| {
+        let mut put = |map: &mut Vec<(u32, u32, u32)>, k: (u32, u32), v: Option<String>| {
             let v = v.map_or(UNKNOWN_TYPE, |w| match type_ids.get(w.as_str()) {
                 Some(&id) => id,
                 None => {
@@ -915,16 +919,7 @@ impl LocalTypes {
                     id
                 }
             });
-            // a name declared twice with different types in one scope: unknown
-            match map.get(&k) {
-                Some(&old) if old != v => {
-                    map.insert(k, UNKNOWN_TYPE);
-                }
-                Some(_) => {}
-                None => {
-                    map.insert(k, v);
-                }
-            }
+            map.push((k.0, k.1, v));
         };
         for f in fns.iter().filter(|f| !f.param_types.is_empty()) {
             for (n, t) in f.params.iter().zip(&f.param_types) {
@@ -1018,13 +1013,26 @@ impl LocalTypes {
                 _ => {}
             }
         }
+        // a name declared twice with different types in one scope: unknown
+        map.sort_unstable();
+        map.dedup_by(|later, kept| {
+            let same = (later.0, later.1) == (kept.0, kept.1);
+            if same && later.2 != kept.2 {
+                kept.2 = UNKNOWN_TYPE;
+            }
+            same
+        });
         map.shrink_to_fit();
         LocalTypes { map, names, types }
     }
 
     fn get(&self, scope: u32, name: &str) -> Option<String> {
         let id = *self.names.get(name)?;
-        let t = *self.map.get(&(scope, id))?;
+        let at = self
+            .map
+            .binary_search_by_key(&(scope, id), |&(s, n, _)| (s, n))
+            .ok()?;
+        let t = self.map[at].2;
         self.types.get(t as usize).map(|t| t.to_string())
     }
 }
