@@ -90,8 +90,17 @@ pub struct SitePacker {
     scratch: Vec<u8>,
     /// How many bytes the last site took.
     scratch_len: usize,
-    ids: HashMap<std::sync::Arc<str>, u32>,
+    /// Each callee's id, its place in `names.names`, found by the name's
+    /// hash: 4 bytes a name, where a map keyed by a second `Arc<str>` took
+    /// 24 (25.6 kB for the 767 callees of rueidis's mock adapter).
+    ids: hashbrown::HashTable<u32>,
     names: CallNames,
+}
+
+/// The hash of a callee name in [`SitePacker::ids`].
+fn name_hash(name: &str) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(name)
 }
 
 impl SitePacker {
@@ -171,8 +180,12 @@ impl SitePacker {
     /// (else a new one, which the site's packing keeps): a caller needs no
     /// table of callee names of its own beside the packer's.
     pub fn callee(&self, name: &str) -> std::sync::Arc<str> {
-        match self.ids.get_key_value(name) {
-            Some((known, _)) => std::sync::Arc::clone(known),
+        let names = &self.names.names;
+        match self
+            .ids
+            .find(name_hash(name), |&id| *names[id as usize] == *name)
+        {
+            Some(&id) => std::sync::Arc::clone(&names[id as usize]),
             None => name.into(),
         }
     }
@@ -217,13 +230,19 @@ impl SitePacker {
             self.scratch = Vec::new();
         }
         let names = &mut self.names.names;
-        let id = *self
-            .ids
-            .entry(std::sync::Arc::clone(&site.callee))
-            .or_insert_with(|| {
+        let id = match self.ids.entry(
+            name_hash(&site.callee),
+            |&id| names[id as usize] == site.callee,
+            |&id| name_hash(&names[id as usize]),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(e) => *e.get(),
+            hashbrown::hash_table::Entry::Vacant(e) => {
                 names.push(std::sync::Arc::clone(&site.callee));
-                (names.len() - 1) as u32
-            });
+                let id = (names.len() - 1) as u32;
+                e.insert(id);
+                id
+            }
+        };
         self.names.calls.push((id, site.scope));
         self.chunks.len() - 1
     }

@@ -386,6 +386,11 @@ fn lit_blocks(lits: &[LitEntry], len: usize) -> Vec<u32> {
 }
 
 impl<'a> Toks<'a> {
+    /// The source the tokens were lexed from.
+    #[inline]
+    pub fn src(&self) -> &'a str {
+        self.ctx.src
+    }
     #[inline]
     pub fn len(&self) -> usize {
         self.packed.len()

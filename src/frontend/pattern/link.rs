@@ -137,6 +137,16 @@ pub fn resolvable(
     out
 }
 
+/// The bits of a name's token in [`record`]'s table of names (the two
+/// above them hold its flags).
+const NAME_TOK: u32 = (1 << 30) - 1;
+
+/// The hash of a name in [`record`]'s table of names.
+fn text_hash(text: &str) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(text)
+}
+
 /// Fills `facts.link` from the calls of the file. `client_calls` are the
 /// indices of the calls the client tables turned into ops; `resolvable`
 /// what [`resolvable`] gives for them. Returns the packed call sites.
@@ -293,8 +303,12 @@ pub fn record(
     // call sites of everything that is not a client call nor a declaration
     let mut acquire_like: Vec<Op> = Vec::new();
     let mut bound = BindingRanges::new(an);
-    // per name: (reads like an acquire, says Redis)
-    let mut name_words: FxHashMap<&str, (bool, bool)> = FxHashMap::default();
+    // per name: (reads like an acquire, says Redis), as the name token of
+    // its first call with the two flags in the top bits (4 bytes a name,
+    // found by the token's text: a map keyed by the text took 24, 25.6 kB
+    // for the 767 names of rueidis's mock adapter)
+    let mut name_words: hashbrown::HashTable<u32> = hashbrown::HashTable::new();
+    let word_of = |w: &u32| toks.at((w & NAME_TOK) as usize).text();
     // per one-segment receiver text: its normalised name
     let mut recv_words: FxHashMap<&str, std::sync::Arc<str>> = FxHashMap::default();
     // the declared types of locals, read once when an argument needs them,
@@ -336,12 +350,21 @@ pub fn record(
                 _ => Some(values::norm_name(&c.recv().join(".")).into()),
             }
         };
-        let (acquire_fn, redis_name) = *name_words.entry(name.text()).or_insert_with(|| {
-            (
-                crate::words::is_acquire_fn(name.text()),
-                crate::project::link::says_redis(name.text()),
-            )
-        });
+        let word = match name_words.entry(
+            text_hash(name.text()),
+            |w| word_of(w) == name.text(),
+            |w| text_hash(word_of(w)),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(e) => *e.get(),
+            hashbrown::hash_table::Entry::Vacant(e) => {
+                // (token indices stay below 2^28: `calls::Call`)
+                let w = c.name_tok() as u32 & NAME_TOK
+                    | u32::from(crate::words::is_acquire_fn(name.text())) << 31
+                    | u32::from(crate::project::link::says_redis(name.text())) << 30;
+                *e.insert(w).get()
+            }
+        };
+        let (acquire_fn, redis_name) = (word >> 31 != 0, word >> 30 & 1 != 0);
         // (both lists in call order, so by the name's start)
         let may_resolve = resolvable
             .binary_search_by_key(&(name.start() as u32), |r| r.start)
@@ -853,10 +876,13 @@ fn param_types(an: &Analyzer, open: usize, close: usize) -> Vec<Option<String>> 
 /// three built-in words count there.
 ///
 /// Names and types are held once each (a facade of a thousand methods
-/// declares `key` in every one): the map is of ids, 12 bytes an entry.
+/// declares `key` in every one): the map is of ids, 12 bytes an entry,
+/// sorted (a hash map's room, twice its entries at worst, was 26.6 kB on
+/// rueidis's mock adapter, beside the call sites being packed).
 pub(super) struct LocalTypes {
-    /// (scope, name id) → type id, [`UNKNOWN_TYPE`] when unknown.
-    map: FxHashMap<(u32, u32), u32>,
+    /// (scope, name id, type id) sorted by scope and name, one entry a
+    /// pair; the type [`UNKNOWN_TYPE`] when unknown.
+    map: Vec<(u32, u32, u32)>,
     /// The names asked for, by their id.
     names: FxHashMap<String, u32>,
     types: Vec<Box<str>>,
@@ -873,7 +899,8 @@ impl LocalTypes {
         use crate::facts::Language as L;
         let toks = an.toks;
         let st = an.st;
-        let mut map: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+        // every declaration met, merged once sorted
+        let mut map: Vec<(u32, u32, u32)> = Vec::new();
         let mut names: FxHashMap<String, u32> = FxHashMap::default();
         names.extend(asked.into_iter().zip(0..));
         let mut types: Vec<Box<str>> = Vec::new();
@@ -882,7 +909,7 @@ impl LocalTypes {
         let keep = |w: Option<String>, from_new: bool| {
             w.filter(|w| from_new || !ts || matches!(w.as_str(), "string" | "number" | "bool"))
         };
-        let mut put = |map: &mut FxHashMap<(u32, u32), u32>, k: (u32, u32), v: Option<String>| {
+        let mut put = |map: &mut Vec<(u32, u32, u32)>, k: (u32, u32), v: Option<String>| {
             let v = v.map_or(UNKNOWN_TYPE, |w| match type_ids.get(w.as_str()) {
                 Some(&id) => id,
                 None => {
@@ -892,16 +919,7 @@ impl LocalTypes {
                     id
                 }
             });
-            // a name declared twice with different types in one scope: unknown
-            match map.get(&k) {
-                Some(&old) if old != v => {
-                    map.insert(k, UNKNOWN_TYPE);
-                }
-                Some(_) => {}
-                None => {
-                    map.insert(k, v);
-                }
-            }
+            map.push((k.0, k.1, v));
         };
         for f in fns.iter().filter(|f| !f.param_types.is_empty()) {
             for (n, t) in f.params.iter().zip(&f.param_types) {
@@ -995,13 +1013,26 @@ impl LocalTypes {
                 _ => {}
             }
         }
+        // a name declared twice with different types in one scope: unknown
+        map.sort_unstable();
+        map.dedup_by(|later, kept| {
+            let same = (later.0, later.1) == (kept.0, kept.1);
+            if same && later.2 != kept.2 {
+                kept.2 = UNKNOWN_TYPE;
+            }
+            same
+        });
         map.shrink_to_fit();
         LocalTypes { map, names, types }
     }
 
     fn get(&self, scope: u32, name: &str) -> Option<String> {
         let id = *self.names.get(name)?;
-        let t = *self.map.get(&(scope, id))?;
+        let at = self
+            .map
+            .binary_search_by_key(&(scope, id), |&(s, n, _)| (s, n))
+            .ok()?;
+        let t = self.map[at].2;
         self.types.get(t as usize).map(|t| t.to_string())
     }
 }
