@@ -614,6 +614,13 @@ pub fn reserve_by_quarters<T>(v: &mut Vec<T>, more: usize) {
     }
 }
 
+/// The Fx hash of `q`: the key of the tables that hold 4-byte ids and find
+/// their entries by hash (`hashbrown::HashTable`) instead of keeping a key.
+pub fn fx_hash<Q: std::hash::Hash + ?Sized>(q: &Q) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(q)
+}
+
 /// Pushes `x` onto `v`, grown as [`reserve_by_quarters`] grows it.
 pub fn push_by_quarters<T>(v: &mut Vec<T>, x: T) {
     reserve_by_quarters(v, 1);

@@ -99,8 +99,7 @@ pub struct SitePacker {
 
 /// The hash of a callee name in [`SitePacker::ids`].
 fn name_hash(name: &str) -> u64 {
-    use std::hash::BuildHasher;
-    rustc_hash::FxBuildHasher.hash_one(name)
+    crate::facts::fx_hash(name)
 }
 
 impl SitePacker {

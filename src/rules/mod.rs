@@ -747,10 +747,7 @@ struct Groups<'a, K> {
     key: fn(&'a Op) -> K,
 }
 
-fn hash_of<Q: std::hash::Hash + ?Sized>(q: &Q) -> u64 {
-    use std::hash::BuildHasher;
-    rustc_hash::FxBuildHasher.hash_one(q)
-}
+use crate::facts::fx_hash as hash_of;
 
 impl<'a, K: std::hash::Hash + Eq> Groups<'a, K> {
     fn new(items: impl Iterator<Item = &'a Op>, key: fn(&'a Op) -> K) -> Self {

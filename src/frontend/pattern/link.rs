@@ -143,8 +143,7 @@ const NAME_TOK: u32 = (1 << 30) - 1;
 
 /// The hash of a name in [`record`]'s table of names.
 fn text_hash(text: &str) -> u64 {
-    use std::hash::BuildHasher;
-    rustc_hash::FxBuildHasher.hash_one(text)
+    crate::facts::fx_hash(text)
 }
 
 /// Fills `facts.link` from the calls of the file. `client_calls` are the
