@@ -928,7 +928,7 @@ const MAX_SPLIT_DEPTH: usize = 32;
 const MAX_PIECE_JOINS: usize = 3;
 
 /// The size past which [`run_by_pieces`] starts a new piece.
-pub(super) const PIECE_BYTES: usize = 8 << 10;
+pub(super) const PIECE_BYTES: usize = 2 << 10;
 
 /// Ops in source order with a dense order number, guards sorted, call
 /// sites ordered and packed: the end of [`run`] and [`run_by_pieces`].
