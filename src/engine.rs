@@ -493,10 +493,10 @@ const PREFIX_MEMO: usize = 64;
 /// is let go once its file is decoded: kept, it would stand beside that
 /// file's text, tokens and facts through the analysis (one byte per source
 /// byte more at the peak of any file above this size, measured on files of
-/// 100 kB; nearly every file of real code is far smaller, so the buffer is
-/// still reused between them, and a larger file's analysis costs far more
-/// than allocating its buffer again).
-const KEEP_BUFFER_BYTES: usize = 64 << 10;
+/// 100 kB, and of 50 to 64 kB when this was 64 kB; most files of real code
+/// are smaller, so the buffer is still reused between them, and a larger
+/// file's analysis costs far more than allocating its buffer again).
+const KEEP_BUFFER_BYTES: usize = 16 << 10;
 
 thread_local! {
     static READ_BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };

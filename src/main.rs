@@ -300,6 +300,12 @@ fn usage_error(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// The report's write buffer: the report streams through it. It is part
+/// of every run's fixed cost, so it is no larger than it needs to be: 16 kB
+/// writes as fast as 64 (a 16 MB report is a thousand writes), and a run on
+/// one small file peaks 48 kB lower.
+const REPORT_BUFFER: usize = 16 << 10;
+
 fn run_check(args: CheckArgs) -> ExitCode {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
     let cfg = match load_config(&args, &cwd) {
@@ -466,10 +472,10 @@ fn run_check(args: CheckArgs) -> ExitCode {
     };
     let written = match &args.output {
         Some(path) => std::fs::File::create(path)
-            .and_then(|f| emit(&mut std::io::BufWriter::with_capacity(1 << 16, f)))
+            .and_then(|f| emit(&mut std::io::BufWriter::with_capacity(REPORT_BUFFER, f)))
             .map_err(|e| format!("{}: {e}", path.display())),
         None => match emit(&mut std::io::BufWriter::with_capacity(
-            1 << 16,
+            REPORT_BUFFER,
             std::io::stdout().lock(),
         )) {
             // the reader went away (`locklint check | head`): the rest of
