@@ -534,7 +534,12 @@ fn returned_keys<'a>(an: &Analyzer<'a>, functions: &mut [FnSig], needed: &FxHash
     if slot.is_empty() {
         return;
     }
+    // (the memo of the current function's: a key depends on the scope, so
+    // one function's returns are all it serves, and kept for the whole
+    // file it held a key per `return ret` of rueidis's 500-method
+    // pipeline, 0.2 MB)
     let mut ident_keys: IdentKeys = FxHashMap::default();
+    let mut memo_scope = None;
     for (i, t) in toks.iter().enumerate() {
         if !(t.is_ident() && t.is("return")) {
             continue;
@@ -543,6 +548,10 @@ fn returned_keys<'a>(an: &Analyzer<'a>, functions: &mut [FnSig], needed: &FxHash
         let Some(&fi) = slot.get(&scope) else {
             continue;
         };
+        if memo_scope != Some(scope) {
+            ident_keys.clear();
+            memo_scope = Some(scope);
+        }
         if functions[fi].returns.len() >= MAX_RETURNS {
             continue;
         }
