@@ -6,9 +6,19 @@ use std::ops::Range;
 
 /// Calls `f(position, byte)` for every byte of code outside comments and literals.
 fn for_each_code_byte(src: &str, mut f: impl FnMut(usize, u8)) {
+    code_bytes_while(src, 0, |i, c| {
+        f(i, c);
+        true
+    });
+}
+
+/// Calls `f(position, byte)` for the bytes of code outside comments and
+/// literals from `from` (where code, not a literal, starts) until `f`
+/// answers false.
+fn code_bytes_while(src: &str, from: usize, mut f: impl FnMut(usize, u8) -> bool) {
     let b = src.as_bytes();
     let n = b.len();
-    let mut i = 0;
+    let mut i = from;
     while i < n {
         let c = b[i];
         match c {
@@ -67,7 +77,9 @@ fn for_each_code_byte(src: &str, mut f: impl FnMut(usize, u8)) {
                     }
                     i = j;
                 } else {
-                    f(i, c);
+                    if !f(i, c) {
+                        return;
+                    }
                     i += 1;
                 }
             }
@@ -91,7 +103,9 @@ fn for_each_code_byte(src: &str, mut f: impl FnMut(usize, u8)) {
                 }
             }
             _ => {
-                f(i, c);
+                if !f(i, c) {
+                    return;
+                }
                 i += 1;
             }
         }
@@ -348,4 +362,233 @@ pub fn container_body(piece: &str) -> Option<(Option<String>, Range<usize>)> {
     }
     .map(|s| s.to_string());
     Some((owner, open + 1..close))
+}
+
+/// Where code resumes at or after `i`: past white space and comments.
+pub fn skip_blank(src: &str, mut i: usize) -> usize {
+    let b = src.as_bytes();
+    loop {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if b.get(i) != Some(&b'/') {
+            return i;
+        }
+        match b.get(i + 1) {
+            Some(b'/') => i = src[i..].find('\n').map_or(b.len(), |e| i + e),
+            Some(b'*') => {
+                let mut depth = 1usize;
+                i += 2;
+                while i < b.len() && depth > 0 {
+                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                        depth += 1;
+                        i += 2;
+                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                        depth -= 1;
+                        i += 2;
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            _ => return i,
+        }
+    }
+}
+
+/// The identifier (or keyword) that starts at `i`, empty when none does.
+fn word_at(src: &str, i: usize) -> &str {
+    let rest = src.get(i..).unwrap_or("");
+    let len = rest
+        .bytes()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        .count();
+    &rest[..len]
+}
+
+/// Where the bracket that the one at `open` opens is closed.
+fn closing(src: &str, open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut found = None;
+    code_bytes_while(src, open, |i, c| {
+        match c {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    found = Some(i);
+                    return false;
+                }
+            }
+            _ => {}
+        }
+        true
+    });
+    found
+}
+
+/// The first `{` at or after `from` outside parentheses and brackets: the
+/// body of `for … in …`, `while …`, `match …`, `if …` (none when a `;` or
+/// an unopened `}` comes first).
+fn body_brace(src: &str, from: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut found = None;
+    code_bytes_while(src, from, |i, c| match c {
+        b'(' | b'[' => {
+            depth += 1;
+            true
+        }
+        b')' | b']' => {
+            depth = depth.saturating_sub(1);
+            true
+        }
+        b'{' if depth == 0 => {
+            found = Some(i);
+            false
+        }
+        b';' | b'}' if depth == 0 => false,
+        _ => true,
+    });
+    found
+}
+
+/// What a block-like statement is ([`block_statement`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlockKind {
+    /// `for`, `while`, `loop`, `unsafe` or a bare block: a body of statements.
+    Body,
+    /// `match`: a body of arms.
+    Match,
+    /// `if … else …`: found to be stepped over, never cut.
+    If,
+}
+
+/// A statement that is a block-like expression: where its body opens
+/// (just past its `{`) and closes (at its `}`), where the statement ends
+/// (past a `;` that follows, `semi`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockStmt {
+    pub kind: BlockKind,
+    pub open: usize,
+    pub close: usize,
+    pub end: usize,
+    pub semi: bool,
+}
+
+/// The block-like expression statement of `src` whose first code byte
+/// (an outer attribute's `#`, a label's `'` or its keyword) stands at `at`
+/// and that ends before `limit`: `for`, `while`, `loop`, `unsafe`,
+/// `match`, `if` (with its `else`s) and bare blocks. Such a statement ends
+/// at its block (syn and rustc alike), unless a `.` or `?` goes on from
+/// it (`unsafe { … }.len()`): none then.
+pub fn block_statement(src: &str, at: usize, limit: usize) -> Option<BlockStmt> {
+    let text = src.get(..limit)?;
+    let b = text.as_bytes();
+    let mut i = at;
+    while b.get(i) == Some(&b'#') && b.get(i + 1) == Some(&b'[') {
+        i = skip_blank(text, closing(text, i + 1)? + 1);
+    }
+    if b.get(i) == Some(&b'\'') {
+        let name = word_at(text, i + 1);
+        let colon = i + 1 + name.len();
+        if name.is_empty() || b.get(colon) != Some(&b':') || b.get(colon + 1) == Some(&b':') {
+            return None;
+        }
+        i = skip_blank(text, colon + 1);
+    }
+    let word = word_at(text, i);
+    let after = skip_blank(text, i + word.len());
+    let (kind, open) = match word {
+        "" if b.get(i) == Some(&b'{') => (BlockKind::Body, i),
+        "loop" | "unsafe" if b.get(after) == Some(&b'{') => (BlockKind::Body, after),
+        "for" | "while" => (BlockKind::Body, body_brace(text, after)?),
+        "match" => (BlockKind::Match, body_brace(text, after)?),
+        "if" => (BlockKind::If, body_brace(text, after)?),
+        _ => return None,
+    };
+    let mut close = closing(text, open)?;
+    if kind == BlockKind::If {
+        loop {
+            let e = skip_blank(text, close + 1);
+            if word_at(text, e) != "else" {
+                break;
+            }
+            let k = skip_blank(text, e + 4);
+            let o = if word_at(text, k) == "if" {
+                body_brace(text, k + 2)?
+            } else if b.get(k) == Some(&b'{') {
+                k
+            } else {
+                return None;
+            };
+            close = closing(text, o)?;
+        }
+    }
+    let next = skip_blank(text, close + 1);
+    let (end, semi) = match b.get(next) {
+        Some(b'.' | b'?') => return None,
+        Some(b';') => (next + 1, true),
+        _ => (close + 1, false),
+    };
+    Some(BlockStmt {
+        kind,
+        open: open + 1,
+        close,
+        end,
+        semi,
+    })
+}
+
+/// Just past each arm of the `match` body at `range` of `src`: after a
+/// `,` outside any bracket, and after the `}` of an arm whose body is a
+/// block with no comma after it (`Some(x) => { … }`). An arm whose body
+/// is another block-like expression (`A => match y { … }`) with no comma
+/// goes with the next: a cut missed, never a wrong one.
+pub fn arm_ends(src: &str, range: Range<usize>) -> Vec<usize> {
+    let Some(part) = src.get(range.clone()) else {
+        return Vec::new();
+    };
+    let bytes = part.as_bytes();
+    let mut depth = 0usize;
+    let mut out = Vec::new();
+    // just past `=>`, before the arm's body; inside a block body; the end
+    // of a block body not yet known to be the arm's
+    let (mut arrow, mut block_arm, mut pending) = (false, false, None);
+    for_each_code_byte(part, |i, c| {
+        if c.is_ascii_whitespace() {
+            return;
+        }
+        if let Some(p) = pending.take() {
+            if c == b',' {
+                out.push(range.start + i + 1);
+                return;
+            }
+            if c != b'.' && c != b'?' {
+                out.push(range.start + p);
+            }
+        }
+        match c {
+            b'=' if depth == 0 && bytes.get(i + 1) == Some(&b'>') => {
+                arrow = true;
+                return;
+            }
+            b'>' if arrow && i > 0 && bytes[i - 1] == b'=' => return,
+            b'{' if depth == 0 && arrow => {
+                block_arm = true;
+                depth += 1;
+            }
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 && c == b'}' && block_arm {
+                    block_arm = false;
+                    pending = Some(i + 1);
+                }
+            }
+            b',' if depth == 0 => out.push(range.start + i + 1),
+            _ => {}
+        }
+        arrow = false;
+    });
+    out
 }

@@ -237,6 +237,72 @@ fn a_long_fn_is_read_part_by_part() {
     assert!(scopes.contains(&("checks", true)), "{scopes:?}");
 }
 
+/// A block-like statement larger than a piece (a `match` of many arms,
+/// `for`, `while`, `loop`, labelled, `unsafe`, a `#[cfg]` block, nested
+/// in each other, with and without a `;` after it, a fn whose one
+/// statement it is) is read by parts of its body under its header, entered
+/// at its first part and left at its last: the facts of the whole parse
+/// (ops and their depths, a helper whose body is one `match`, a `match`
+/// on an acquire's result that fails open in a later part, a check's exit
+/// inside a loop, a raw command inside a loop).
+#[test]
+fn a_large_block_statement_is_read_part_by_part() {
+    let arms: String = (0..40)
+        .map(|i| match i % 3 {
+            0 => format!("            Kind::K{i} => \"lock:k{i}\",\n"),
+            1 => format!("            Kind::K{i} => {{ \"lock:k{i}\" }}\n"),
+            _ => format!("            Kind::K{i} if ready => {{ \"lock:k{i}\" }},\n"),
+        })
+        .collect();
+    let ops: String = (0..25)
+        .map(|i| {
+            format!("            let _: bool = con.set_nx(format!(\"lock:{{}}:{i}\", x), 1)?;\n")
+        })
+        .collect();
+    let src = format!(
+        "use redis::Commands;\n\
+         fn key_of(k: Kind, ready: bool) -> String {{\n    \
+         match k {{\n{arms}        _ => \"lock:other\",\n    }}.to_string()\n}}\n\n\
+         fn lock_name(k: Kind) -> String {{\n    match k {{\n{arms}        _ => format!(\"lock:{{}}\", 1),\n    }}\n}}\n\n\
+         fn work(con: &mut redis::Connection, xs: &[u64], k: Kind) -> redis::RedisResult<()> {{\n    \
+         let first = con.set_nx(\"lock:first\", 1);\n    \
+         match first {{\n{arms2}            Err(_) => true,\n        }};\n    \
+         'outer: for x in xs.iter().filter(|x| {{ **x > 0 }}) {{\n        \
+         if con.exists(\"lock:guard\")? {{\n            continue 'outer;\n        }}\n{ops}        \
+         let _: () = con.set(\"lock:guard\", 1)?;\n        \
+         while let Some(y) = Some(1) {{\n{ops}            break;\n        }}\n        \
+         let mut c = redis::cmd(\"SET\");\n        c.arg(\"lock:raw\");\n{ops}        \
+         c.arg(\"v\").arg(\"NX\").query::<()>(con)?;\n    }}\n    \
+         #[cfg(feature = \"x\")]\n    {{\n{ops}    }}\n    \
+         loop {{\n        unsafe {{\n{ops}        }}\n        break;\n    }}\n    \
+         let _: bool = con.set_nx(lock_name(k), 1)?;\n    Ok(())\n}}\n",
+        arms2 = (0..30)
+            .map(|i| format!("            Ok(v) if v == {i} => {{ let _: () = con.del(\"lock:m{i}\")?; true }}\n"))
+            .collect::<String>(),
+    );
+    let text = super::scan::blank_bom_and_shebang(&src);
+    let items = super::scan::top_level_items(&text);
+    let whole = super::extract_with(&src, super::MAX_NESTING, usize::MAX);
+    assert!(whole.ops.len() >= 150, "{}", whole.ops.len());
+    assert!(!whole.fail_opens.is_empty());
+    assert!(!whole.absence_guards.is_empty());
+    for piece_bytes in [512, 256, 64] {
+        let (inside, deepest) = super::visitor::block_counts(&text, &items, piece_bytes);
+        assert!(
+            inside >= 10 && deepest >= 2,
+            "{inside} pieces, {deepest} deep"
+        );
+        let f = by_pieces(&text, &items, piece_bytes).expect("read by pieces");
+        assert_eq!(f, whole, "pieces of {piece_bytes}");
+    }
+    assert_eq!(super::extract_with(&src, super::MAX_NESTING, 0), whole);
+    // the fn whose body is one `match` cut into parts is a helper, its
+    // body where the whole parse has it
+    let helpers = super::visitor::helpers_found(&text, &items, usize::MAX);
+    assert!(helpers.iter().any(|h| h.0 == "lock_name"), "{helpers:?}");
+    assert_eq!(super::visitor::helpers_found(&text, &items, 256), helpers);
+}
+
 /// A macro item larger than a piece (`name! { … }`) is read by parts of
 /// its body cut where its expressions end (`,`, `;`, `=>` outside
 /// brackets), each under its header, with the facts of the whole parse.
@@ -1224,4 +1290,56 @@ impl Locks {
         "{:?}",
         whole.ops
     );
+}
+
+/// Every Rust file under `LL_RUST_TREE` (real code, fetched outside the
+/// repository) read by pieces, of 0 bytes (every item, fn and block-like
+/// statement cut) and as a run reads it, gives the facts of its whole
+/// parse; prints the files that do not. Run by hand:
+/// `LL_RUST_TREE=DIR cargo test --release --lib pieces_on_a_tree -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn pieces_on_a_tree_give_the_facts_of_the_whole() {
+    let Ok(root) = std::env::var("LL_RUST_TREE") else {
+        return;
+    };
+    fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                rust_files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    rust_files(std::path::Path::new(&root), &mut files);
+    files.sort();
+    let min: usize = std::env::var("LL_MIN_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let (mut same, mut differ) = (0, 0);
+    for path in &files {
+        let Ok(src) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        if src.len() < min {
+            continue;
+        }
+        let whole = super::extract_with(&src, super::MAX_NESTING, usize::MAX);
+        let pieces = super::extract_with(&src, super::MAX_NESTING, 0);
+        // (and as a run reads it: pieces of `PIECE_BYTES` past 16 kB)
+        if pieces == whole && extract(&src) == whole {
+            same += 1;
+        } else {
+            differ += 1;
+            println!("DIFFER {}", path.display());
+        }
+    }
+    println!("same {same} differ {differ}");
 }

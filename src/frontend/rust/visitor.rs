@@ -172,8 +172,11 @@ struct Collect<'i> {
     info: &'i mut FileInfo,
     base: usize,
     /// The piece is a part of a fn's body (under that fn's header): the
-    /// first fn met is that one, read only in part, so no helper.
+    /// first fn met is that one, read only in part, so no helper...
     part_of_body: bool,
+    /// ...unless its body is one block-like expression cut into parts,
+    /// and this its first piece: its body's braces ([`Piece::helper`]).
+    helper: Option<std::ops::Range<usize>>,
 }
 
 fn note_crate(info: &mut FileInfo, name: &str) {
@@ -197,6 +200,15 @@ fn single_expr_body(block: &syn::Block) -> Option<&Expr> {
 
 fn helper_of(sig: &syn::Signature, block: &syn::Block, base: usize) -> Option<Helper> {
     single_expr_body(block)?;
+    let braces = block.brace_token.span;
+    Some(helper_at(
+        sig,
+        base + braces.open().byte_range().start..base + braces.close().byte_range().end,
+    ))
+}
+
+/// A helper of signature `sig` whose body's braces stand at `body`.
+fn helper_at(sig: &syn::Signature, body: std::ops::Range<usize>) -> Helper {
     let mut params = Vec::new();
     for input in &sig.inputs {
         match input {
@@ -204,17 +216,16 @@ fn helper_of(sig: &syn::Signature, block: &syn::Block, base: usize) -> Option<He
             syn::FnArg::Typed(t) => params.push(pat_name(&t.pat).unwrap_or_default()),
         }
     }
-    let braces = block.brace_token.span;
-    Some(Helper {
+    Helper {
         params,
         body: Deferred {
-            start: base + braces.open().byte_range().start,
-            end: base + braces.close().byte_range().end,
+            start: body.start,
+            end: body.end,
             block: true,
             script: false,
             call_text: None,
         },
-    })
+    }
 }
 
 impl<'f> Visit<'f> for Collect<'_> {
@@ -238,6 +249,9 @@ impl<'f> Visit<'f> for Collect<'_> {
             if let Some(h) = helper_of(&i.sig, &i.block, self.base) {
                 self.info.helpers.insert(i.sig.ident.to_string(), h);
             }
+        } else if let Some(body) = self.helper.take() {
+            let h = helper_at(&i.sig, body);
+            self.info.helpers.insert(i.sig.ident.to_string(), h);
         }
         visit::visit_item_fn(self, i);
     }
@@ -246,6 +260,9 @@ impl<'f> Visit<'f> for Collect<'_> {
             if let Some(h) = helper_of(&i.sig, &i.block, self.base) {
                 self.info.helpers.insert(i.sig.ident.to_string(), h);
             }
+        } else if let Some(body) = self.helper.take() {
+            let h = helper_at(&i.sig, body);
+            self.info.helpers.insert(i.sig.ident.to_string(), h);
         }
         visit::visit_impl_item_fn(self, i);
     }
@@ -405,6 +422,32 @@ struct Walker<'f, 'o> {
     /// macro item met is that one, read as a large body is
     /// ([`syntax::for_each_macro_expr`]).
     part_of_macro: bool,
+    /// The block-like statements of a fn's body the piece walked is a part
+    /// of, outermost first ([`add_block`]).
+    split: Vec<SplitAt>,
+    /// How many of `split` the walk is inside.
+    split_next: usize,
+}
+
+/// A block-like statement a piece is a part of: where it starts in the
+/// piece's text (the span its expression has there), and whether the
+/// piece holds its first part and its last.
+struct SplitAt {
+    at: usize,
+    first: bool,
+    last: bool,
+}
+
+/// What the walk of a block-like statement cut into parts holds from its
+/// first part to its last ([`WalkState::open_blocks`]): for a body, how
+/// many locals stood before it and the exits found so far; for a `match`,
+/// the acquire its arms test.
+#[derive(Default)]
+struct OpenBlock {
+    locals: usize,
+    exits: Vec<(usize, usize)>,
+    acquired: Option<KeyExpr>,
+    helper: Option<usize>,
 }
 
 mod link;
@@ -418,6 +461,7 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) -> Option<PackedCal
             info: &mut info,
             base: 0,
             part_of_body: false,
+            helper: None,
         };
         for u in units {
             c.base = u.base;
@@ -443,8 +487,78 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) -> Option<PackedCal
 #[derive(Clone)]
 struct Piece {
     range: std::ops::Range<usize>,
-    headers: Vec<std::ops::Range<usize>>,
+    headers: Vec<Header>,
     part: Part,
+}
+
+/// The pieces of [`run_by_pieces`] before any is joined, and the helpers
+/// among the fns cut into parts: a fn whose one statement is a block-like
+/// expression cut into parts ([`fn_body`]) is a helper, as when read
+/// whole ([`helper_of`]); the index of its first piece and where its
+/// body's braces stand.
+#[derive(Default)]
+struct Cut {
+    pieces: Vec<Piece>,
+    helpers: Vec<(usize, std::ops::Range<usize>)>,
+}
+
+impl Cut {
+    /// The helper whose fn the piece at `k` opens.
+    fn helper_at(&self, k: usize) -> Option<std::ops::Range<usize>> {
+        self.helpers
+            .iter()
+            .find(|(i, _)| *i == k)
+            .map(|(_, r)| r.clone())
+    }
+}
+
+/// A header a [`Piece`] is parsed inside: an item's (a module's, an
+/// `impl`'s, a fn's, a macro's) text up to its body, or a block-like
+/// statement's of a fn's body (`for … {`, `match … {`) cut into parts
+/// ([`add_statements`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Header {
+    /// Where its text starts: where the item or statement starts, what
+    /// tells one header from another.
+    start: usize,
+    /// Where its text ends, past the `{` that opens the body (a header
+    /// whose body's first piece opens with a block cut into parts reaches
+    /// to that block's start, so the headers of that piece stand at their
+    /// own offsets).
+    end: usize,
+    /// A block-like statement, not an item.
+    block: bool,
+    /// A statement with a `;` after its block.
+    semi: bool,
+}
+
+impl Header {
+    fn item(r: std::ops::Range<usize>) -> Header {
+        Header {
+            start: r.start,
+            end: r.end,
+            block: false,
+            semi: false,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// What closes it after the piece.
+    fn close(&self) -> &'static str {
+        if self.semi {
+            "};"
+        } else {
+            "}"
+        }
+    }
+}
+
+/// `a` and `b` stand inside the same first `n` headers.
+fn share_headers(a: &[Header], b: &[Header], n: usize) -> bool {
+    a.len() >= n && b.len() >= n && a[..n].iter().zip(&b[..n]).all(|(x, y)| x.start == y.start)
 }
 
 /// What a [`Piece`] holds.
@@ -635,8 +749,8 @@ fn cut_into(
     src: &str,
     r: &std::ops::Range<usize>,
     piece_bytes: usize,
-    headers: &mut Vec<std::ops::Range<usize>>,
-    cut: &mut Vec<Piece>,
+    headers: &mut Vec<Header>,
+    cut: &mut Cut,
 ) {
     // (each level scans its item again: 400 nested modules around 2.3 MB
     // took 3.7 s split all the way down, 2.7 s split 32 deep, 2.2 s
@@ -647,25 +761,218 @@ fn cut_into(
         None
     };
     if let Some((open, inner)) = split {
-        headers.push(r.start..open);
+        headers.push(Header::item(r.start..open));
         for i in &inner {
             cut_into(src, i, piece_bytes, headers, cut);
         }
         headers.pop();
         return;
     }
-    let body = fn_statements(src, r, piece_bytes)
-        .map(|b| (b, Part::FnBody))
-        .or_else(|| macro_parts(src, r, piece_bytes).map(|b| (b, Part::MacroBody)));
-    if let Some(((open, parts), part)) = body {
-        headers.push(r.start..open);
+    if let Some((open, parts, helper)) = fn_body(src, r, piece_bytes) {
+        headers.push(Header::item(r.start..open));
+        let first = cut.pieces.len();
+        // (the last part, after a raw command's `let`, is not cut inside)
+        let whole_from = raw_let_at(src, &parts);
+        for (k, s) in parts.iter().enumerate() {
+            if k < whole_from {
+                add_statements(src, s.clone(), piece_bytes, headers, cut);
+            } else {
+                add_to_pieces(s, headers, Part::FnBody, piece_bytes, cut);
+            }
+        }
+        headers.pop();
+        if let Some(h) = helper.filter(|_| cut.pieces.len() > first) {
+            cut.helpers.push((first, h));
+        }
+        return;
+    }
+    if let Some((open, parts)) = macro_parts(src, r, piece_bytes) {
+        headers.push(Header::item(r.start..open));
         for s in &parts {
-            add_to_pieces(s, headers, part, piece_bytes, cut);
+            add_to_pieces(s, headers, Part::MacroBody, piece_bytes, cut);
         }
         headers.pop();
         return;
     }
     add_to_pieces(r, headers, Part::Items, piece_bytes, cut);
+}
+
+/// The index of the first of `parts` (statements of a body, in order)
+/// that follows a raw command's `let` ([`is_raw_let`]): that one and those
+/// after it are not cut inside (`parts.len()` when there is none).
+fn raw_let_at(src: &str, parts: &[std::ops::Range<usize>]) -> usize {
+    parts
+        .iter()
+        .position(|p| src.get(p.clone()).is_some_and(is_raw_let))
+        .map_or(parts.len(), |k| k + 1)
+}
+
+/// A `let` of a raw command (`let mut c = cmd("SET");`): the walker keeps
+/// that command's argument expressions on the local until it is sent, and
+/// they are trees of the piece they were read in, so the body is not cut
+/// after it.
+fn is_raw_let(stmt: &str) -> bool {
+    let stmt = stmt.trim_start();
+    stmt.starts_with("let") && (stmt.contains("cmd") || stmt.contains("Cmd"))
+}
+
+/// The statements of a large fn's body ([`fn_statements`]), or, for a
+/// body of one statement that is a block-like expression (a `match` of
+/// 600 arms, a `for` loop of 20 kB: `scan::block_statement`), that one
+/// statement, to be cut inside by [`add_statements`]; with it, the body's
+/// braces when the fn is a helper (the statement is the body's value).
+#[allow(clippy::type_complexity)]
+fn fn_body(
+    src: &str,
+    r: &std::ops::Range<usize>,
+    piece_bytes: usize,
+) -> Option<(
+    usize,
+    Vec<std::ops::Range<usize>>,
+    Option<std::ops::Range<usize>>,
+)> {
+    if let Some((open, parts)) = fn_statements(src, r, piece_bytes) {
+        return Some((open, parts, None));
+    }
+    let (piece, open, close) = braced_item(src, r, piece_bytes)?;
+    if !is_fn_header(piece.get(..open)?) {
+        return None;
+    }
+    let start = open + 1 + scan::inner_attributes_len(piece.get(open + 1..close)?);
+    let b = scan::block_statement(piece, scan::skip_blank(piece, start), close)?;
+    if b.kind == scan::BlockKind::If || scan::skip_blank(piece, b.end) < close {
+        return None;
+    }
+    let helper = (!b.semi).then(|| r.start + open..r.start + close + 1);
+    Some((
+        r.start + start,
+        std::iter::once(r.start + start..r.start + close).collect(),
+        helper,
+    ))
+}
+
+/// Adds the statements at `part` of a fn's body (or of a block cut into
+/// parts) to the pieces: whole when they fit in a piece, else one by one,
+/// where a block-like statement larger than a piece (`for`, `while`,
+/// `loop`, `unsafe`, a bare block, `match`; not `if`) is cut inside
+/// ([`add_block`]). What follows the block-like statements it opens with
+/// is one part.
+fn add_statements(
+    src: &str,
+    part: std::ops::Range<usize>,
+    piece_bytes: usize,
+    headers: &mut Vec<Header>,
+    cut: &mut Cut,
+) {
+    if part.len() <= piece_bytes || headers.len() >= MAX_SPLIT_DEPTH {
+        add_to_pieces(&part, headers, Part::FnBody, piece_bytes, cut);
+        return;
+    }
+    let mut from = part.start;
+    while from < part.end {
+        let at = scan::skip_blank(src, from);
+        let stmt = if at < part.end {
+            scan::block_statement(src, at, part.end)
+        } else {
+            None
+        };
+        let Some(b) = stmt else {
+            add_to_pieces(&(from..part.end), headers, Part::FnBody, piece_bytes, cut);
+            return;
+        };
+        // (blanks after the last statement go with it)
+        let end = if scan::skip_blank(src, b.end) >= part.end {
+            part.end
+        } else {
+            b.end
+        };
+        if b.kind != scan::BlockKind::If && b.end - at > piece_bytes {
+            add_block(src, at, b, piece_bytes, headers, cut);
+        } else {
+            add_to_pieces(&(from..end), headers, Part::FnBody, piece_bytes, cut);
+        }
+        from = end;
+    }
+}
+
+/// A block-like statement at `at` cut inside: its statements (or a
+/// `match`'s arms) in pieces of their own under its header (from `at` to
+/// past its `{`). The walker enters it at its first piece and leaves it at
+/// its last ([`WalkState::open_blocks`]).
+fn add_block(
+    src: &str,
+    at: usize,
+    b: scan::BlockStmt,
+    piece_bytes: usize,
+    headers: &mut Vec<Header>,
+    cut: &mut Cut,
+) {
+    let mut body = b.open..b.close;
+    if b.kind == scan::BlockKind::Body {
+        body.start += src.get(body.clone()).map_or(0, scan::inner_attributes_len);
+    }
+    // the header around it, when no piece of its body was made yet (this
+    // statement opens it), reaches to it: the first piece's headers are
+    // then one text, at their own offsets
+    let opens_outer = !cut
+        .pieces
+        .last()
+        .is_some_and(|p| share_headers(&p.headers, headers, headers.len()));
+    let outer_end = headers.last().map(|h| h.end);
+    if opens_outer {
+        if let Some(h) = headers.last_mut() {
+            h.end = at;
+        }
+    }
+    headers.push(Header {
+        start: at,
+        end: body.start,
+        block: true,
+        semi: b.semi,
+    });
+    let ends = match b.kind {
+        scan::BlockKind::Match => scan::arm_ends(src, body.clone()),
+        _ => scan::semicolons_at_level(src, body.clone()),
+    };
+    let mut parts: Vec<std::ops::Range<usize>> = Vec::new();
+    let mut start = body.start;
+    for end in ends {
+        parts.push(start..end);
+        start = end;
+    }
+    if parts.is_empty()
+        || !src
+            .get(start..body.end)
+            .is_some_and(|t| t.trim().is_empty())
+    {
+        parts.push(start..body.end);
+    } else if let Some(last) = parts.last_mut() {
+        last.end = body.end;
+    }
+    if b.kind == scan::BlockKind::Match {
+        for p in &parts {
+            add_to_pieces(p, headers, Part::FnBody, piece_bytes, cut);
+        }
+    } else {
+        // (the parts after a raw command's `let` are one, not cut inside)
+        let whole_from = raw_let_at(src, &parts);
+        if let Some(rest) = parts.get(whole_from..).filter(|r| !r.is_empty()) {
+            let rest = rest[0].start..body.end;
+            parts.truncate(whole_from);
+            parts.push(rest);
+        }
+        for (k, p) in parts.into_iter().enumerate() {
+            if k < whole_from {
+                add_statements(src, p, piece_bytes, headers, cut);
+            } else {
+                add_to_pieces(&p, headers, Part::FnBody, piece_bytes, cut);
+            }
+        }
+    }
+    headers.pop();
+    if let (Some(h), Some(end)) = (headers.last_mut(), outer_end) {
+        h.end = end;
+    }
 }
 
 /// `r` to the last piece when that one is of the same `headers`, ends
@@ -674,12 +981,12 @@ fn cut_into(
 /// of both).
 fn add_to_pieces(
     r: &std::ops::Range<usize>,
-    headers: &[std::ops::Range<usize>],
+    headers: &[Header],
     part: Part,
     piece_bytes: usize,
-    cut: &mut Vec<Piece>,
+    cut: &mut Cut,
 ) {
-    match cut.last_mut() {
+    match cut.pieces.last_mut() {
         Some(last)
             if last.headers == headers
                 && last.range.end == r.start
@@ -687,7 +994,7 @@ fn add_to_pieces(
         {
             last.range.end = r.end;
         }
-        _ => cut.push(Piece {
+        _ => cut.pieces.push(Piece {
             range: r.clone(),
             headers: headers.to_vec(),
             part,
@@ -716,10 +1023,7 @@ fn fn_statements(
     // inner attributes go with the header, to stand in every part
     body.start += scan::inner_attributes_len(piece.get(body.clone())?);
     let ends = scan::semicolons_at_level(piece, body.clone());
-    cut_body(piece, r.start, body, ends, |stmt| {
-        let stmt = stmt.trim_start();
-        stmt.starts_with("let") && (stmt.contains("cmd") || stmt.contains("Cmd"))
-    })
+    cut_body(piece, r.start, body, ends, is_raw_let)
 }
 
 /// The text of an item at `r` of more than `piece_bytes` that ends with
@@ -786,7 +1090,8 @@ fn cut_body(
 /// the tests read a file item by item with 0) but for an item larger
 /// alone; a module or `impl` item larger than a piece is read by pieces of
 /// its items ([`module_items`]), a fn by parts of its body
-/// ([`fn_statements`]).
+/// ([`fn_statements`]), a block-like statement of its body by parts of
+/// its own ([`add_statements`]).
 pub fn run_by_pieces(
     src: &str,
     items: &[std::ops::Range<usize>],
@@ -797,29 +1102,16 @@ pub fn run_by_pieces(
     // piece: a file of 100,000 one-line items parsed item by item spent
     // 40% more time than whole, on syn's and proc-macro2's per-parse work);
     // a large module's items in pieces of their own under its header
-    let cut = cut_pieces(src, items, piece_bytes);
-    // the items of a piece (the first may open with inner attributes) and
-    // the base of its offsets; `None` when it does not parse
-    let parse = |p: &Piece| -> Option<(Vec<syn::Item>, usize)> {
-        let body = src.get(p.range.clone())?;
-        if p.headers.is_empty() {
-            return syn::parse_file(body).ok().map(|f| (f.items, p.range.start));
-        }
-        let mut text = String::new();
-        for h in &p.headers {
-            text.push_str(src.get(h.clone())?);
-        }
-        let base = p.range.start - text.len();
-        text.push_str(body);
-        text.extend(std::iter::repeat_n('}', p.headers.len()));
-        syn::parse_file(&text).ok().map(|f| (f.items, base))
-    };
+    let whole_cut = cut_pieces(src, items, piece_bytes);
+    let cut = &whole_cut.pieces;
+    let parse = |p: &Piece| parse_piece(src, p);
     let mut info = FileInfo::default();
     let mut pieces: Vec<Piece> = Vec::with_capacity(cut.len());
     let mut next = 0;
     while next < cut.len() {
         // (each join parses the piece again: a few joins keep it linear)
         let mut p = cut[next].clone();
+        let helper = whole_cut.helper_at(next);
         next += 1;
         let mut joins = 0;
         let (items, base) = loop {
@@ -844,6 +1136,7 @@ pub fn run_by_pieces(
             info: &mut part,
             base,
             part_of_body: p.part == Part::FnBody,
+            helper,
         };
         for item in &items {
             c.visit_item(item);
@@ -859,17 +1152,37 @@ pub fn run_by_pieces(
     for (k, p) in pieces.iter().enumerate() {
         // (each parsed above)
         let (items, base) = parse(p).unwrap_or_default();
-        let same_fn =
-            |q: Option<&Piece>| q.is_some_and(|q| q.part == Part::FnBody && q.headers == p.headers);
+        // the pieces before and after it that stand inside its first `n` headers
+        let before = k.checked_sub(1).and_then(|j| pieces.get(j));
+        let shared = |q: Option<&Piece>, n: usize| {
+            q.is_some_and(|q| q.part == Part::FnBody && share_headers(&q.headers, &p.headers, n))
+        };
         let part_of_body = (p.part == Part::FnBody).then(|| {
-            let first = !same_fn(k.checked_sub(1).and_then(|j| pieces.get(j)));
-            let last = !same_fn(pieces.get(k + 1));
-            (first, last)
+            let n = p
+                .headers
+                .iter()
+                .rposition(|h| !h.block)
+                .map_or(0, |f| f + 1);
+            (!shared(before, n), !shared(pieces.get(k + 1), n))
         });
+        // where each block-like statement it is a part of starts in its text
+        let mut split = Vec::new();
+        let mut at = base;
+        for (i, h) in p.headers.iter().enumerate() {
+            if h.block {
+                split.push(SplitAt {
+                    at,
+                    first: !shared(before, i + 1),
+                    last: !shared(pieces.get(k + 1), i + 1),
+                });
+            }
+            at += h.len();
+        }
         let mut w = Walker::new(src, &info, facts, state);
         w.base.set(base);
         w.s.owner = None;
         w.part_of_body = part_of_body;
+        w.split = split;
         w.part_of_macro = p.part == Part::MacroBody;
         for item in &items {
             w.visit_item(item);
@@ -882,7 +1195,7 @@ pub fn run_by_pieces(
         // the other items' expressions the walk parsed again since took more
         // than half as much text as the pieces (they would be parsed again:
         // a large helper every piece calls keeps them).
-        walked += p.range.len() + p.headers.iter().map(|h| h.len()).sum::<usize>();
+        walked += p.range.len() + p.headers.iter().map(Header::len).sum::<usize>();
         let reparsed = state.deferred.get_mut();
         if walked >= 2 * reparsed.bytes {
             reparsed.exprs.clear();
@@ -895,9 +1208,72 @@ pub fn run_by_pieces(
     Some(finish(facts, state.sites))
 }
 
+/// The items of a piece of [`run_by_pieces`] (the first may open with
+/// inner attributes) and the base of their offsets; `None` when it does
+/// not parse.
+fn parse_piece(src: &str, p: &Piece) -> Option<(Vec<syn::Item>, usize)> {
+    let body = src.get(p.range.clone())?;
+    if p.headers.is_empty() {
+        return syn::parse_file(body).ok().map(|f| (f.items, p.range.start));
+    }
+    let mut text = String::new();
+    for h in &p.headers {
+        text.push_str(src.get(h.start..h.end)?);
+    }
+    let base = p.range.start - text.len();
+    text.push_str(body);
+    for h in p.headers.iter().rev() {
+        text.push_str(h.close());
+    }
+    syn::parse_file(&text).ok().map(|f| (f.items, base))
+}
+
+/// The helpers the pieces of [`run_by_pieces`] find (each piece parsed
+/// alone, none joined), or with `piece_bytes` `usize::MAX` the whole
+/// file: their names, parameters and where their bodies stand, sorted.
+#[cfg(test)]
+pub(super) fn helpers_found(
+    src: &str,
+    items: &[std::ops::Range<usize>],
+    piece_bytes: usize,
+) -> Vec<(String, Vec<String>, usize, usize)> {
+    let mut info = FileInfo::default();
+    let cut = if piece_bytes == usize::MAX {
+        Cut {
+            pieces: vec![Piece {
+                range: 0..src.len(),
+                headers: Vec::new(),
+                part: Part::Items,
+            }],
+            helpers: Vec::new(),
+        }
+    } else {
+        cut_pieces(src, items, piece_bytes)
+    };
+    for (k, p) in cut.pieces.iter().enumerate() {
+        let (items, base) = parse_piece(src, p).expect("a piece parses");
+        let mut c = Collect {
+            info: &mut info,
+            base,
+            part_of_body: p.part == Part::FnBody,
+            helper: cut.helper_at(k),
+        };
+        for item in &items {
+            c.visit_item(item);
+        }
+    }
+    let mut out: Vec<_> = info
+        .helpers
+        .into_iter()
+        .map(|(n, h)| (n, h.params, h.body.start, h.body.end))
+        .collect();
+    out.sort();
+    out
+}
+
 /// The pieces of [`run_by_pieces`], before any is joined.
-fn cut_pieces(src: &str, items: &[std::ops::Range<usize>], piece_bytes: usize) -> Vec<Piece> {
-    let mut cut: Vec<Piece> = Vec::new();
+fn cut_pieces(src: &str, items: &[std::ops::Range<usize>], piece_bytes: usize) -> Cut {
+    let mut cut = Cut::default();
     let mut headers = Vec::new();
     for r in items {
         cut_into(src, r, piece_bytes, &mut headers, &mut cut);
@@ -913,10 +1289,24 @@ pub(super) fn cut_counts(
     items: &[std::ops::Range<usize>],
     piece_bytes: usize,
 ) -> (usize, usize, usize) {
-    let cut = cut_pieces(src, items, piece_bytes);
+    let cut = cut_pieces(src, items, piece_bytes).pieces;
     let body = cut.iter().filter(|p| p.part == Part::FnBody).count();
     let deepest = cut.iter().map(|p| p.headers.len()).max().unwrap_or(0);
     (cut.len(), body, deepest)
+}
+
+/// How many pieces [`run_by_pieces`] cuts inside a block-like statement
+/// of a fn's body, and under how many such statements at most.
+#[cfg(test)]
+pub(super) fn block_counts(
+    src: &str,
+    items: &[std::ops::Range<usize>],
+    piece_bytes: usize,
+) -> (usize, usize) {
+    let cut = cut_pieces(src, items, piece_bytes).pieces;
+    let blocks = |p: &Piece| p.headers.iter().filter(|h| h.block).count();
+    let inside = cut.iter().filter(|p| blocks(p) > 0).count();
+    (inside, cut.iter().map(blocks).max().unwrap_or(0))
 }
 
 /// How deep in modules and impls [`cut_into`] splits items: deeper ones
@@ -981,6 +1371,9 @@ struct WalkState {
     deferred: std::cell::RefCell<Reparsed>,
     /// A fn whose body is walked part by part, between its parts.
     open_fn: Option<OpenFn>,
+    /// The block-like statements cut into parts, between their parts, by
+    /// depth ([`Walker::split`]).
+    open_blocks: Vec<OpenBlock>,
     /// The call sites recorded so far.
     sites: Sites,
 }
@@ -1039,6 +1432,8 @@ impl<'f, 'o> Walker<'f, 'o> {
             s,
             part_of_body: None,
             part_of_macro: false,
+            split: Vec::new(),
+            split_next: 0,
         }
     }
 }
@@ -2771,6 +3166,74 @@ impl Walker<'_, '_> {
         }
     }
 
+    /// The block-like statement cut into parts that `e` is, if it is the
+    /// next one the piece is a part of: its depth among them, whether
+    /// this is its first part and its last.
+    fn split_of<T: Spanned>(&self, e: &T) -> Option<(usize, bool, bool)> {
+        let s = self.split.get(self.split_next)?;
+        (self.span_of(e).start == s.at).then_some((self.split_next, s.first, s.last))
+    }
+
+    /// A `match`'s scrutinee walked: the acquire whose result it is, or
+    /// where the call of a helper that may return one starts.
+    fn match_scrutinee(&mut self, m: &syn::ExprMatch) -> (Option<KeyExpr>, Option<usize>) {
+        let before = self.facts.ops.len();
+        self.visit_expr(&m.expr);
+        let acquired = self
+            .acquire_since(before)
+            .or_else(|| self.local_of(&m.expr).and_then(|l| l.acquire.clone()));
+        let helper = acquired
+            .is_none()
+            .then(|| self.helper_acquire(&m.expr))
+            .flatten();
+        (acquired, helper)
+    }
+
+    /// What the first part of the statement at `depth` left.
+    fn take_open(&mut self, depth: usize) -> OpenBlock {
+        self.s
+            .open_blocks
+            .get_mut(depth)
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Keeps what the statement at `depth` holds for its next part.
+    fn keep_open(&mut self, depth: usize, open: OpenBlock) {
+        if self.s.open_blocks.len() <= depth {
+            self.s
+                .open_blocks
+                .resize_with(depth + 1, OpenBlock::default);
+        }
+        self.s.open_blocks[depth] = open;
+    }
+
+    /// The part of a body cut into parts that `b` holds (the body of the
+    /// statement at `depth`): walked as [`Visit::visit_block`] walks a
+    /// whole one, entered at the first part and left at the last.
+    fn visit_split_body(&mut self, b: &syn::Block, (depth, first, last): (usize, bool, bool)) {
+        let mut open = if first {
+            self.s.depth += 1;
+            OpenBlock {
+                locals: self.s.locals.len(),
+                ..OpenBlock::default()
+            }
+        } else {
+            self.take_open(depth)
+        };
+        self.split_next += 1;
+        self.visit_stmts_in(&b.stmts, &mut open.exits);
+        self.split_next -= 1;
+        if last {
+            self.guard_exits(open.exits);
+            self.s.locals.truncate(open.locals);
+            self.s.depth -= 1;
+            self.s.open_blocks.truncate(depth);
+        } else {
+            self.keep_open(depth, open);
+        }
+    }
+
     /// The `EXISTS`/`GET` op (its index) whose result `e` is: the call itself
     /// (through `?`, `.await`, `.unwrap()`, parentheses) emitted since
     /// `from`, or a local bound to one.
@@ -3144,16 +3607,59 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
         }
     }
 
+    fn visit_expr_for_loop(&mut self, f: &'ast syn::ExprForLoop) {
+        let Some(split) = self.split_of(f) else {
+            return visit::visit_expr_for_loop(self, f);
+        };
+        if split.1 {
+            self.visit_pat(&f.pat);
+            self.visit_expr(&f.expr);
+        }
+        self.visit_split_body(&f.body, split);
+    }
+
+    fn visit_expr_while(&mut self, w: &'ast syn::ExprWhile) {
+        let Some(split) = self.split_of(w) else {
+            return visit::visit_expr_while(self, w);
+        };
+        if split.1 {
+            self.visit_expr(&w.cond);
+        }
+        self.visit_split_body(&w.body, split);
+    }
+
+    fn visit_expr_loop(&mut self, l: &'ast syn::ExprLoop) {
+        match self.split_of(l) {
+            Some(split) => self.visit_split_body(&l.body, split),
+            None => visit::visit_expr_loop(self, l),
+        }
+    }
+
+    fn visit_expr_block(&mut self, b: &'ast syn::ExprBlock) {
+        match self.split_of(b) {
+            Some(split) => self.visit_split_body(&b.block, split),
+            None => visit::visit_expr_block(self, b),
+        }
+    }
+
+    fn visit_expr_unsafe(&mut self, u: &'ast syn::ExprUnsafe) {
+        match self.split_of(u) {
+            Some(split) => self.visit_split_body(&u.block, split),
+            None => visit::visit_expr_unsafe(self, u),
+        }
+    }
+
     fn visit_expr_match(&mut self, m: &'ast syn::ExprMatch) {
-        let before = self.facts.ops.len();
-        self.visit_expr(&m.expr);
-        let acquired = self
-            .acquire_since(before)
-            .or_else(|| self.local_of(&m.expr).and_then(|l| l.acquire.clone()));
-        let helper = acquired
-            .is_none()
-            .then(|| self.helper_acquire(&m.expr))
-            .flatten();
+        // (a `match` cut into parts: the scrutinee is read at its first,
+        // what it acquires kept for the arms of the others)
+        let split = self.split_of(m);
+        let (acquired, helper) = match split {
+            Some((depth, false, _)) => {
+                let open = self.take_open(depth);
+                (open.acquired, open.helper)
+            }
+            _ => self.match_scrutinee(m),
+        };
         if acquired.is_some() || helper.is_some() {
             for arm in &m.arms {
                 if is_err_pat(&arm.pat) && truthy(&arm.body, 0) {
@@ -3169,6 +3675,18 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
         }
         for arm in &m.arms {
             self.visit_arm(arm);
+        }
+        match split {
+            Some((depth, _, true)) => self.s.open_blocks.truncate(depth),
+            Some((depth, _, false)) => self.keep_open(
+                depth,
+                OpenBlock {
+                    acquired,
+                    helper,
+                    ..OpenBlock::default()
+                },
+            ),
+            None => {}
         }
     }
 
