@@ -407,7 +407,7 @@ fn word_at(src: &str, i: usize) -> &str {
 }
 
 /// Where the bracket that the one at `open` opens is closed.
-fn closing(src: &str, open: usize) -> Option<usize> {
+pub fn closing(src: &str, open: usize) -> Option<usize> {
     let mut depth = 0usize;
     let mut found = None;
     code_bytes_while(src, open, |i, c| {
@@ -459,13 +459,14 @@ pub enum BlockKind {
     Body,
     /// `match`: a body of arms.
     Match,
-    /// `if … else …`: found to be stepped over, never cut.
+    /// `if … else …`: a body of statements, then its `else`s.
     If,
 }
 
 /// A statement that is a block-like expression: where its body opens
-/// (just past its `{`) and closes (at its `}`), where the statement ends
-/// (past a `;` that follows, `semi`).
+/// (just past its `{`) and closes (at its `}`; an `if`'s first body),
+/// where the statement ends (past its `else`s and a `;` that follows,
+/// `semi`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockStmt {
     pub kind: BlockKind,
@@ -506,7 +507,8 @@ pub fn block_statement(src: &str, at: usize, limit: usize) -> Option<BlockStmt> 
         "if" => (BlockKind::If, body_brace(text, after)?),
         _ => return None,
     };
-    let mut close = closing(text, open)?;
+    let body_close = closing(text, open)?;
+    let mut close = body_close;
     if kind == BlockKind::If {
         loop {
             let e = skip_blank(text, close + 1);
@@ -533,7 +535,7 @@ pub fn block_statement(src: &str, at: usize, limit: usize) -> Option<BlockStmt> 
     Some(BlockStmt {
         kind,
         open: open + 1,
-        close,
+        close: body_close,
         end,
         semi,
     })

@@ -238,10 +238,11 @@ fn a_long_fn_is_read_part_by_part() {
 }
 
 /// A block-like statement larger than a piece (a `match` of many arms,
-/// `for`, `while`, `loop`, labelled, `unsafe`, a `#[cfg]` block, nested
-/// in each other, with and without a `;` after it, a fn whose one
-/// statement it is) is read by parts of its body under its header, entered
-/// at its first part and left at its last: the facts of the whole parse
+/// `for`, `while`, `loop`, labelled, `unsafe`, a `#[cfg]` block, an `if`
+/// with and without `else`, nested in each other, with and without a `;`
+/// after it, a fn whose one statement it is) is read by parts of its
+/// body under its header, entered at its first part and left at its
+/// last: the facts of the whole parse
 /// (ops and their depths, a helper whose body is one `match`, a `match`
 /// on an acquire's result that fails open in a later part, a check's exit
 /// inside a loop, a raw command inside a loop).
@@ -275,6 +276,10 @@ fn a_large_block_statement_is_read_part_by_part() {
          c.arg(\"v\").arg(\"NX\").query::<()>(con)?;\n    }}\n    \
          #[cfg(feature = \"x\")]\n    {{\n{ops}    }}\n    \
          loop {{\n        unsafe {{\n{ops}        }}\n        break;\n    }}\n    \
+         if con.exists(\"lock:big\")? {{\n{ops}    }} else {{\n        \
+         let _: () = con.set(\"lock:big\", 1)?;\n    }}\n    \
+         if !con.exists(\"lock:gate\")? {{\n{ops}        \
+         let _: bool = con.set_nx(\"lock:gate\", 1)?;\n    }};\n    \
          let _: bool = con.set_nx(lock_name(k), 1)?;\n    Ok(())\n}}\n",
         arms2 = (0..30)
             .map(|i| format!("            Ok(v) if v == {i} => {{ let _: () = con.del(\"lock:m{i}\")?; true }}\n"))
@@ -351,6 +356,20 @@ fn a_piece_no_join_mends_falls_back_to_the_whole_parse() {
     )
     .is_none());
     assert_eq!(f, FileFacts::new(Language::Rust));
+}
+
+/// Prints the pieces a file (`LL_PIECES`) is cut into, largest last.
+#[test]
+fn dump_pieces() {
+    let Ok(path) = std::env::var("LL_PIECES") else {
+        return;
+    };
+    let src = std::fs::read_to_string(path).unwrap();
+    let text = super::scan::blank_bom_and_shebang(&src);
+    let items = super::scan::top_level_items(&text);
+    for p in super::visitor::piece_list(&text, &items, super::visitor::PIECE_BYTES) {
+        eprintln!("{p}");
+    }
 }
 
 #[test]

@@ -441,13 +441,17 @@ struct SplitAt {
 /// What the walk of a block-like statement cut into parts holds from its
 /// first part to its last ([`WalkState::open_blocks`]): for a body, how
 /// many locals stood before it and the exits found so far; for a `match`,
-/// the acquire its arms test.
+/// the acquire its arms test; for an `if`, what its condition tests,
+/// where its branch's ops start and whether the branch exits.
 #[derive(Default)]
 struct OpenBlock {
     locals: usize,
     exits: Vec<(usize, usize)>,
     acquired: Option<KeyExpr>,
     helper: Option<usize>,
+    test: Option<(usize, bool)>,
+    then_from: usize,
+    branch_exits: bool,
 }
 
 mod link;
@@ -530,6 +534,9 @@ struct Header {
     block: bool,
     /// A statement with a `;` after its block.
     semi: bool,
+    /// An `if` whose last piece holds its own `}`, its `else`s and its
+    /// `;` (at their offsets): where the statement ends; 0 for any other.
+    tail: usize,
 }
 
 impl Header {
@@ -539,6 +546,7 @@ impl Header {
             end: r.end,
             block: false,
             semi: false,
+            tail: 0,
         }
     }
 
@@ -699,7 +707,7 @@ fn is_fn_header(header: &str) -> bool {
 }
 
 /// `header` past its leading attributes and comments; `None` when one of
-/// them does not close (or an attribute holds a string).
+/// them does not close.
 fn past_attributes(header: &str) -> Option<&str> {
     let mut rest = header;
     loop {
@@ -712,27 +720,9 @@ fn past_attributes(header: &str) -> Option<&str> {
                 None => return None,
             }
         } else if rest.starts_with("#[") {
-            // to the bracket that closes the attribute
-            let mut depth = 0usize;
-            let mut end = None;
-            for (i, c) in rest.char_indices() {
-                match c {
-                    '[' => depth += 1,
-                    ']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            end = Some(i + 1);
-                            break;
-                        }
-                    }
-                    '"' => return None,
-                    _ => {}
-                }
-            }
-            match end {
-                Some(e) => rest = &rest[e..],
-                None => return None,
-            }
+            // to the bracket that closes the attribute, past its strings
+            // (`#[cfg(feature = "x")]`, `#[doc = "a ] b"]`)
+            rest = &rest[scan::closing(rest, 1)? + 1..];
         } else {
             break;
         }
@@ -886,7 +876,7 @@ fn add_statements(
         } else {
             b.end
         };
-        if b.kind != scan::BlockKind::If && b.end - at > piece_bytes {
+        if b.close - b.open > piece_bytes && cuttable(src, at, &b) {
             add_block(src, at, b, piece_bytes, headers, cut);
         } else {
             add_to_pieces(&(from..end), headers, Part::FnBody, piece_bytes, cut);
@@ -895,10 +885,19 @@ fn add_statements(
     }
 }
 
+/// Whether the block-like statement `b` at `at` may be cut inside: any
+/// but an `if` whose condition tests an `Err` (the walker reads whether
+/// such a branch fails open over the whole branch).
+fn cuttable(src: &str, at: usize, b: &scan::BlockStmt) -> bool {
+    b.kind != scan::BlockKind::If || src.get(at..b.open).is_some_and(|h| !h.contains("Err"))
+}
+
 /// A block-like statement at `at` cut inside: its statements (or a
-/// `match`'s arms) in pieces of their own under its header (from `at` to
-/// past its `{`). The walker enters it at its first piece and leaves it at
-/// its last ([`WalkState::open_blocks`]).
+/// `match`'s arms, or an `if`'s first branch) in pieces of their own
+/// under its header (from `at` to past its `{`). The walker enters it at
+/// its first piece and leaves it at its last ([`WalkState::open_blocks`]).
+/// An `if`'s last piece holds the rest of the statement as the source
+/// has it: the branch's `}`, the `else`s (not cut) and a `;`.
 fn add_block(
     src: &str,
     at: usize,
@@ -924,11 +923,13 @@ fn add_block(
             h.end = at;
         }
     }
+    let is_if = b.kind == scan::BlockKind::If;
     headers.push(Header {
         start: at,
         end: body.start,
         block: true,
         semi: b.semi,
+        tail: if is_if { b.end } else { 0 },
     });
     let ends = match b.kind {
         scan::BlockKind::Match => scan::arm_ends(src, body.clone()),
@@ -949,15 +950,21 @@ fn add_block(
     } else if let Some(last) = parts.last_mut() {
         last.end = body.end;
     }
+    if is_if {
+        if let Some(last) = parts.last_mut() {
+            last.end = b.end;
+        }
+    }
     if b.kind == scan::BlockKind::Match {
         for p in &parts {
             add_to_pieces(p, headers, Part::FnBody, piece_bytes, cut);
         }
     } else {
-        // (the parts after a raw command's `let` are one, not cut inside)
-        let whole_from = raw_let_at(src, &parts);
+        // (the parts after a raw command's `let` are one, not cut inside;
+        // nor is an `if`'s last, which holds its `else`s)
+        let whole_from = raw_let_at(src, &parts).min(parts.len() - usize::from(is_if));
         if let Some(rest) = parts.get(whole_from..).filter(|r| !r.is_empty()) {
-            let rest = rest[0].start..body.end;
+            let rest = rest[0].start..rest[rest.len() - 1].end;
             parts.truncate(whole_from);
             parts.push(rest);
         }
@@ -1223,7 +1230,9 @@ fn parse_piece(src: &str, p: &Piece) -> Option<(Vec<syn::Item>, usize)> {
     let base = p.range.start - text.len();
     text.push_str(body);
     for h in p.headers.iter().rev() {
-        text.push_str(h.close());
+        if h.tail == 0 || p.range.end != h.tail {
+            text.push_str(h.close());
+        }
     }
     syn::parse_file(&text).ok().map(|f| (f.items, base))
 }
@@ -1293,6 +1302,28 @@ pub(super) fn cut_counts(
     let body = cut.iter().filter(|p| p.part == Part::FnBody).count();
     let deepest = cut.iter().map(|p| p.headers.len()).max().unwrap_or(0);
     (cut.len(), body, deepest)
+}
+
+/// Each piece [`run_by_pieces`] cuts (before any join): its range, its
+/// headers' starts (a block-like statement's marked `*`), its length.
+#[cfg(test)]
+pub(super) fn piece_list(
+    src: &str,
+    items: &[std::ops::Range<usize>],
+    piece_bytes: usize,
+) -> Vec<String> {
+    cut_pieces(src, items, piece_bytes)
+        .pieces
+        .iter()
+        .map(|p| {
+            let heads: Vec<String> = p
+                .headers
+                .iter()
+                .map(|h| format!("{}{}", h.start, if h.block { "*" } else { "" }))
+                .collect();
+            format!("{:?} [{}] {}", p.range, heads.join(" "), p.range.len())
+        })
+        .collect()
 }
 
 /// How many pieces [`run_by_pieces`] cuts inside a block-like statement
@@ -3174,6 +3205,61 @@ impl Walker<'_, '_> {
         (self.span_of(e).start == s.at).then_some((self.split_next, s.first, s.last))
     }
 
+    /// The part of an `if` cut into parts that `i` holds (the statement at
+    /// `depth`): walked as [`Visit::visit_expr_if`] walks a whole one, its
+    /// condition at the first part, its branch entered there and left at
+    /// the last, which holds the `else`s. (The cutter leaves an `if` whose
+    /// condition tests an `Err` whole: whether it fails open is read over
+    /// the whole branch.)
+    fn visit_split_if(&mut self, i: &syn::ExprIf, (depth, first, last): (usize, bool, bool)) {
+        let mut open = if first {
+            let before = self.facts.ops.len();
+            self.visit_expr(&i.cond);
+            let test = self.absence_test(&i.cond, before, 0);
+            self.s.depth += 1;
+            OpenBlock {
+                locals: self.s.locals.len(),
+                test,
+                then_from: self.facts.ops.len(),
+                ..OpenBlock::default()
+            }
+        } else {
+            self.take_open(depth)
+        };
+        open.branch_exits |= block_exits(&i.then_branch);
+        self.split_next += 1;
+        self.visit_stmts_in(&i.then_branch.stmts, &mut open.exits);
+        self.split_next -= 1;
+        if !last {
+            self.keep_open(depth, open);
+            return;
+        }
+        self.guard_exits(open.exits);
+        self.s.locals.truncate(open.locals);
+        self.s.depth -= 1;
+        self.s.open_blocks.truncate(depth);
+        let else_from = self.facts.ops.len();
+        if let Some((_, e)) = &i.else_branch {
+            self.visit_expr(e);
+        }
+        if let Some((check, absent)) = open.test {
+            let end = self.facts.ops.len();
+            let inner = self.s.depth + 1;
+            let plain_else =
+                matches!(&i.else_branch, Some((_, e)) if matches!(**e, Expr::Block(_)));
+            if absent {
+                self.guard_ops(check, open.then_from..else_from, inner);
+            } else {
+                if plain_else {
+                    self.guard_ops(check, else_from..end, inner);
+                }
+                if i.else_branch.is_none() && open.branch_exits {
+                    self.s.exit_guard = Some(check);
+                }
+            }
+        }
+    }
+
     /// A `match`'s scrutinee walked: the acquire whose result it is, or
     /// where the call of a helper that may return one starts.
     fn match_scrutinee(&mut self, m: &syn::ExprMatch) -> (Option<KeyExpr>, Option<usize>) {
@@ -3691,6 +3777,9 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
     }
 
     fn visit_expr_if(&mut self, i: &'ast syn::ExprIf) {
+        if let Some(split) = self.split_of(i) {
+            return self.visit_split_if(i, split);
+        }
         let before = self.facts.ops.len();
         self.visit_expr(&i.cond);
         if let Expr::Let(l) = &*i.cond {
