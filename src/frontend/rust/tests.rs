@@ -1362,3 +1362,29 @@ fn pieces_on_a_tree_give_the_facts_of_the_whole() {
     }
     println!("same {same} differ {differ}");
 }
+
+/// `matches!` is read for its scrutinee (a turbofish's commas and all);
+/// its pattern, which calls nothing, is not read as an expression.
+#[test]
+fn matches_reads_its_scrutinee_only() {
+    let src = r#"use redis::Commands;
+fn held(con: &mut redis::Connection) -> bool {
+    matches!(con.get::<_, Option<String>>("lock:held"), Ok(Some(_)))
+}
+fn kind(k: &Kind) -> bool {
+    matches!(k, Kind::A(x) | Kind::B(make_lock(x)))
+}
+"#;
+    assert_eq!(
+        kinds(src),
+        vec![(OpKind::Get, "lock:held".to_string())],
+        "{:?}",
+        ops(src)
+    );
+    let f = extract(src);
+    let callees: Vec<String> = f.link.calls.iter().map(|c| c.callee.to_string()).collect();
+    assert!(
+        !callees.iter().any(|c| c == "make_lock" || c == "B"),
+        "{callees:?}"
+    );
+}
