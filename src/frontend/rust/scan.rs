@@ -27,21 +27,7 @@ fn code_bytes_while(src: &str, from: usize, mut f: impl FnMut(usize, u8) -> bool
                     i += 1;
                 }
             }
-            b'/' if b.get(i + 1) == Some(&b'*') => {
-                let mut depth = 1usize;
-                i += 2;
-                while i < n && depth > 0 {
-                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
-                        depth += 1;
-                        i += 2;
-                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
-                        depth -= 1;
-                        i += 2;
-                    } else {
-                        i += 1;
-                    }
-                }
-            }
+            b'/' if b.get(i + 1) == Some(&b'*') => i = past_block_comment(b, i),
             b'"' => {
                 i += 1;
                 while i < n && b[i] != b'"' {
@@ -110,6 +96,25 @@ fn code_bytes_while(src: &str, from: usize, mut f: impl FnMut(usize, u8) -> bool
             }
         }
     }
+}
+
+/// Just past the block comment (nested ones within) that opens at `i`
+/// with `/*`; the end of `b` when it does not close.
+fn past_block_comment(b: &[u8], mut i: usize) -> usize {
+    let mut depth = 1usize;
+    i += 2;
+    while i < b.len() && depth > 0 {
+        if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+            depth += 1;
+            i += 2;
+        } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+            depth -= 1;
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    i
 }
 
 fn prev_is_ident(b: &[u8], i: usize) -> bool {
@@ -376,21 +381,7 @@ pub fn skip_blank(src: &str, mut i: usize) -> usize {
         }
         match b.get(i + 1) {
             Some(b'/') => i = src[i..].find('\n').map_or(b.len(), |e| i + e),
-            Some(b'*') => {
-                let mut depth = 1usize;
-                i += 2;
-                while i < b.len() && depth > 0 {
-                    if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
-                        depth += 1;
-                        i += 2;
-                    } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
-                        depth -= 1;
-                        i += 2;
-                    } else {
-                        i += 1;
-                    }
-                }
-            }
+            Some(b'*') => i = past_block_comment(b, i),
             _ => return i,
         }
     }

@@ -27,26 +27,33 @@ fn by_pieces(
     Some(f)
 }
 
-/// Every Rust fixture read item by item (`visitor::run_by_pieces`, what a
-/// large file gets) gives the facts of the whole file's parse.
-#[test]
-fn a_file_read_piece_by_piece_gives_the_facts_of_the_whole() {
-    fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(dir).unwrap().flatten() {
+/// The `.rs` files under `dir`, sorted (an unreadable folder skipped).
+fn rust_files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd.flatten() {
             let p = e.path();
             if p.is_dir() {
-                rust_files(&p, out);
+                walk(&p, out);
             } else if p.extension().is_some_and(|x| x == "rs") {
                 out.push(p);
             }
         }
     }
     let mut files = Vec::new();
-    rust_files(
-        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"),
-        &mut files,
-    );
+    walk(dir, &mut files);
     files.sort();
+    files
+}
+
+/// Every Rust fixture read item by item (`visitor::run_by_pieces`, what a
+/// large file gets) gives the facts of the whole file's parse.
+#[test]
+fn a_file_read_piece_by_piece_gives_the_facts_of_the_whole() {
+    let files =
+        rust_files_under(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"));
     let (mut pieces, mut ops) = (0, 0);
     for path in &files {
         let src = std::fs::read_to_string(path).unwrap();
@@ -1322,22 +1329,7 @@ fn pieces_on_a_tree_give_the_facts_of_the_whole() {
     let Ok(root) = std::env::var("LL_RUST_TREE") else {
         return;
     };
-    fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                rust_files(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    rust_files(std::path::Path::new(&root), &mut files);
-    files.sort();
+    let files = rust_files_under(std::path::Path::new(&root));
     let min: usize = std::env::var("LL_MIN_BYTES")
         .ok()
         .and_then(|v| v.parse().ok())

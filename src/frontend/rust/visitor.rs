@@ -175,7 +175,7 @@ struct Collect<'i> {
     /// first fn met is that one, read only in part, so no helper...
     part_of_body: bool,
     /// ...unless its body is one block-like expression cut into parts,
-    /// and this its first piece: its body's braces ([`Piece::helper`]).
+    /// and this its first piece: its body's braces ([`Cut::helpers`]).
     helper: Option<std::ops::Range<usize>>,
 }
 
@@ -3211,53 +3211,24 @@ impl Walker<'_, '_> {
     /// the last, which holds the `else`s. (The cutter leaves an `if` whose
     /// condition tests an `Err` whole: whether it fails open is read over
     /// the whole branch.)
-    fn visit_split_if(&mut self, i: &syn::ExprIf, (depth, first, last): (usize, bool, bool)) {
-        let mut open = if first {
+    fn visit_split_if(&mut self, i: &syn::ExprIf, split: (usize, bool, bool)) {
+        let mut open = OpenBlock::default();
+        if split.1 {
             let before = self.facts.ops.len();
             self.visit_expr(&i.cond);
-            let test = self.absence_test(&i.cond, before, 0);
-            self.s.depth += 1;
-            OpenBlock {
-                locals: self.s.locals.len(),
-                test,
-                then_from: self.facts.ops.len(),
-                ..OpenBlock::default()
-            }
-        } else {
-            self.take_open(depth)
-        };
-        open.branch_exits |= block_exits(&i.then_branch);
-        self.split_next += 1;
-        self.visit_stmts_in(&i.then_branch.stmts, &mut open.exits);
-        self.split_next -= 1;
-        if !last {
-            self.keep_open(depth, open);
-            return;
+            open.test = self.absence_test(&i.cond, before, 0);
+            open.then_from = self.facts.ops.len();
         }
-        self.guard_exits(open.exits);
-        self.s.locals.truncate(open.locals);
-        self.s.depth -= 1;
-        self.s.open_blocks.truncate(depth);
+        let Some(open) = self.visit_split_body(&i.then_branch, split, open) else {
+            return;
+        };
         let else_from = self.facts.ops.len();
         if let Some((_, e)) = &i.else_branch {
             self.visit_expr(e);
         }
-        if let Some((check, absent)) = open.test {
-            let end = self.facts.ops.len();
-            let inner = self.s.depth + 1;
-            let plain_else =
-                matches!(&i.else_branch, Some((_, e)) if matches!(**e, Expr::Block(_)));
-            if absent {
-                self.guard_ops(check, open.then_from..else_from, inner);
-            } else {
-                if plain_else {
-                    self.guard_ops(check, else_from..end, inner);
-                }
-                if i.else_branch.is_none() && open.branch_exits {
-                    self.s.exit_guard = Some(check);
-                }
-            }
-        }
+        self.guard_if(i, open.test, (open.then_from, else_from), || {
+            open.branch_exits
+        });
     }
 
     /// A `match`'s scrutinee walked: the acquire whose result it is, or
@@ -3297,26 +3268,64 @@ impl Walker<'_, '_> {
     /// The part of a body cut into parts that `b` holds (the body of the
     /// statement at `depth`): walked as [`Visit::visit_block`] walks a
     /// whole one, entered at the first part and left at the last.
-    fn visit_split_body(&mut self, b: &syn::Block, (depth, first, last): (usize, bool, bool)) {
+    /// `open` is what the statement's header left at its first part (an
+    /// `if`'s test); at the last, what was gathered comes back.
+    fn visit_split_body(
+        &mut self,
+        b: &syn::Block,
+        (depth, first, last): (usize, bool, bool),
+        open: OpenBlock,
+    ) -> Option<OpenBlock> {
         let mut open = if first {
             self.s.depth += 1;
             OpenBlock {
                 locals: self.s.locals.len(),
-                ..OpenBlock::default()
+                ..open
             }
         } else {
             self.take_open(depth)
         };
+        open.branch_exits |= block_exits(b);
         self.split_next += 1;
         self.visit_stmts_in(&b.stmts, &mut open.exits);
         self.split_next -= 1;
-        if last {
-            self.guard_exits(open.exits);
-            self.s.locals.truncate(open.locals);
-            self.s.depth -= 1;
-            self.s.open_blocks.truncate(depth);
-        } else {
+        if !last {
             self.keep_open(depth, open);
+            return None;
+        }
+        self.guard_exits(std::mem::take(&mut open.exits));
+        self.s.locals.truncate(open.locals);
+        self.s.depth -= 1;
+        self.s.open_blocks.truncate(depth);
+        Some(open)
+    }
+
+    /// After an `if`: the ops its condition's absence test guards (its
+    /// branch's when the test finds the key absent, else its plain
+    /// `else`'s), and an exit while the key is present for the statements
+    /// after it.
+    fn guard_if(
+        &mut self,
+        i: &syn::ExprIf,
+        test: Option<(usize, bool)>,
+        (then_from, else_from): (usize, usize),
+        branch_exits: impl FnOnce() -> bool,
+    ) {
+        let Some((check, absent)) = test else {
+            return;
+        };
+        let end = self.facts.ops.len();
+        let inner = self.s.depth + 1;
+        let plain_else = matches!(&i.else_branch, Some((_, e)) if matches!(**e, Expr::Block(_)));
+        if absent {
+            self.guard_ops(check, then_from..else_from, inner);
+        } else {
+            if plain_else {
+                self.guard_ops(check, else_from..end, inner);
+            }
+            if i.else_branch.is_none() && branch_exits() {
+                self.s.exit_guard = Some(check);
+            }
         }
     }
 
@@ -3701,7 +3710,7 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
             self.visit_pat(&f.pat);
             self.visit_expr(&f.expr);
         }
-        self.visit_split_body(&f.body, split);
+        self.visit_split_body(&f.body, split, OpenBlock::default());
     }
 
     fn visit_expr_while(&mut self, w: &'ast syn::ExprWhile) {
@@ -3711,26 +3720,32 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
         if split.1 {
             self.visit_expr(&w.cond);
         }
-        self.visit_split_body(&w.body, split);
+        self.visit_split_body(&w.body, split, OpenBlock::default());
     }
 
     fn visit_expr_loop(&mut self, l: &'ast syn::ExprLoop) {
         match self.split_of(l) {
-            Some(split) => self.visit_split_body(&l.body, split),
+            Some(split) => {
+                self.visit_split_body(&l.body, split, OpenBlock::default());
+            }
             None => visit::visit_expr_loop(self, l),
         }
     }
 
     fn visit_expr_block(&mut self, b: &'ast syn::ExprBlock) {
         match self.split_of(b) {
-            Some(split) => self.visit_split_body(&b.block, split),
+            Some(split) => {
+                self.visit_split_body(&b.block, split, OpenBlock::default());
+            }
             None => visit::visit_expr_block(self, b),
         }
     }
 
     fn visit_expr_unsafe(&mut self, u: &'ast syn::ExprUnsafe) {
         match self.split_of(u) {
-            Some(split) => self.visit_split_body(&u.block, split),
+            Some(split) => {
+                self.visit_split_body(&u.block, split, OpenBlock::default());
+            }
             None => visit::visit_expr_unsafe(self, u),
         }
     }
@@ -3801,22 +3816,9 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
         if let Some((_, e)) = &i.else_branch {
             self.visit_expr(e);
         }
-        if let Some((check, absent)) = test {
-            let end = self.facts.ops.len();
-            let inner = self.s.depth + 1;
-            let plain_else =
-                matches!(&i.else_branch, Some((_, e)) if matches!(**e, Expr::Block(_)));
-            if absent {
-                self.guard_ops(check, then_from..else_from, inner);
-            } else {
-                if plain_else {
-                    self.guard_ops(check, else_from..end, inner);
-                }
-                if i.else_branch.is_none() && block_exits(&i.then_branch) {
-                    self.s.exit_guard = Some(check);
-                }
-            }
-        }
+        self.guard_if(i, test, (then_from, else_from), || {
+            block_exits(&i.then_branch)
+        });
     }
 
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
