@@ -288,6 +288,7 @@ fn findings_for(
         let mut labels = Vec::with_capacity(d.labels.len());
         labels.extend(
             d.labels
+                .into_vec()
                 .into_iter()
                 // ops of other files (the project key index) have no span here
                 .filter(|(span, _)| *span != Span::default())
@@ -1388,7 +1389,8 @@ fn link_and_check_all(
                 text: format!(
                     "through `{}`: the Redis call is at {}:{}",
                     inst.via, root.display, line
-                ),
+                )
+                .into(),
             });
         }
     }

@@ -209,7 +209,7 @@ pub fn fix_source(
                 f.fix
                     .as_ref()
                     .is_some_and(|x| level.allows(x.applicability))
-                    && !refused_fp.contains(&f.fingerprint)
+                    && !refused_fp.contains(&*f.fingerprint)
             })
             .collect();
         if candidates.is_empty() {
@@ -233,7 +233,7 @@ pub fn fix_source(
             *out.applied.entry(first.code).or_insert(0) += 1;
             out.fixed = text;
         } else {
-            refused_fp.insert(first.fingerprint.clone());
+            refused_fp.insert(first.fingerprint.to_string());
             out.refused.push((first.line, first.code));
         }
     }

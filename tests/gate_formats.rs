@@ -28,7 +28,7 @@ fn finding(code: &str, path: &str, line: usize, column: usize, message: &str) ->
         help: "release through a compare-and-delete script".into(),
         note: Some("a lease can still expire while its holder is paused"),
         language: Language::Rust,
-        fingerprint: format!("{code}{line:013}"),
+        fingerprint: locklint::filter::baseline::fingerprint(code, path, "", line),
         span: Span::new(0, 10),
         labels: Vec::new(),
         fix: None,
@@ -190,7 +190,7 @@ fn sarif_has_what_github_code_scanning_requires() {
         .contains("help: release through"));
     assert_eq!(
         first["partialFingerprints"]["primaryLocationLineHash"],
-        "LL0020000000000002"
+        locklint::filter::baseline::fingerprint("LL002", "./src/lock.rs", "", 2).as_str()
     );
     // Secondary labels become related locations; paths are URI-encoded.
     assert_eq!(
@@ -248,7 +248,9 @@ fn gitlab_code_quality() {
         .unwrap()
         .starts_with("LL002: plain DEL"));
     assert_eq!(i["severity"], "major");
-    assert_eq!(i["fingerprint"], "LL0020000000000002");
+    let want = locklint::filter::baseline::fingerprint("LL002", "./src/lock.rs", "", 2);
+    assert_eq!(i["fingerprint"], want.as_str());
+    assert_eq!(want.len(), 16);
     assert_eq!(i["location"]["path"], "src/lock.rs");
     assert_eq!(i["location"]["lines"]["begin"], 2);
     assert_eq!(issues[2]["severity"], "minor");

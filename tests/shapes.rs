@@ -120,7 +120,9 @@ fn fingerprints_of_many_finding_lines_follow_the_baseline_formula() {
     for ((code, line), got) in groups {
         let got: HashSet<&str> = got.into_iter().collect();
         let want: HashSet<String> = (1..=got.len())
-            .map(|n| locklint::filter::baseline::fingerprint(code, "dir/many.js", line, n))
+            .map(|n| {
+                locklint::filter::baseline::fingerprint(code, "dir/many.js", line, n).to_string()
+            })
             .collect();
         assert_eq!(
             got,

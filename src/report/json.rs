@@ -34,7 +34,7 @@ struct JsonFinding<'a> {
     column: usize,
     end_line: usize,
     end_column: usize,
-    message: &'a str,
+    message: &'a crate::finding::Text,
     help: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     note: Option<&'a str>,

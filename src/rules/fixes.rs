@@ -3,7 +3,7 @@
 //! the replacement in the client's own API.
 
 use super::ll003_setnx_then_expire::following_expire;
-use super::{Context, Diagnostic};
+use super::{Context, Reported};
 use crate::advice::{self, CallParts, FixDraft};
 use crate::facts::{CallSites, Op, OpCall, OpKind, Span};
 
@@ -87,7 +87,7 @@ impl<'a> Fixer<'a> {
         &self,
         code: &str,
         cx: &Context<'a>,
-        d: &Diagnostic,
+        d: &Reported,
         src: &str,
     ) -> Option<FixDraft> {
         if matches!(code, "LL007" | "LL011") {

@@ -24,7 +24,7 @@ use crate::facts::{
     DeferredIndex, FileFacts, KeyExpr, KeyPart, Op, OpKind, OpTtl, ScopeId, Span, SpanIndex,
     ValueExpr,
 };
-use crate::finding::Severity;
+use crate::finding::{Severity, Text};
 use crate::words;
 use hashbrown::HashTable;
 use std::cell::RefCell;
@@ -74,26 +74,53 @@ pub struct Diagnostic {
     pub labels: Vec<(Span, String)>,
 }
 
-/// Where a rule puts its diagnostics: each message and label at its exact
-/// size (`format!` leaves a text room for twice its fixed words; a file of
-/// 10,000 findings held 1 MB of that room while its rule ran). Every rule
-/// of a run pushes onto one list, each with its meta (a list per rule,
-/// then copied onto the run's, stood beside it: 3.4 MB at 10,000).
+/// A [`Diagnostic`] as the run keeps it: its message and labels as
+/// [`Text`]s (one shared wording per rule, with the key cut out), so a
+/// file of a finding every 30 bytes does not hold a whole message per
+/// finding while the other rules run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reported {
+    pub span: Span,
+    /// As [`Diagnostic::own_flow`].
+    pub own_flow: bool,
+    pub message: Text,
+    pub label: Text,
+    pub help: std::sync::Arc<str>,
+    pub note: Option<&'static str>,
+    pub labels: Box<[(Span, Text)]>,
+}
+
+impl From<Diagnostic> for Reported {
+    fn from(d: Diagnostic) -> Reported {
+        Reported {
+            span: d.span,
+            own_flow: d.own_flow,
+            message: Text::new(&d.message),
+            label: Text::new(&d.label),
+            help: d.help,
+            note: d.note,
+            labels: d
+                .labels
+                .into_iter()
+                .map(|(span, text)| (span, Text::new(&text)))
+                .collect(),
+        }
+    }
+}
+
+/// Where a rule puts its diagnostics, kept as [`Reported`]. Every rule of
+/// a run pushes onto one list, each with its meta (a list per rule, then
+/// copied onto the run's, stood beside it: 3.4 MB at 10,000).
 pub struct Diags {
-    out: Vec<(&'static RuleMeta, Diagnostic)>,
+    out: Vec<(&'static RuleMeta, Reported)>,
     meta: &'static RuleMeta,
 }
 
 impl Diags {
-    pub fn push(&mut self, mut d: Diagnostic) {
-        d.message.shrink_to_fit();
-        d.label.shrink_to_fit();
-        for (_, text) in &mut d.labels {
-            text.shrink_to_fit();
-        }
+    pub fn push(&mut self, d: Diagnostic) {
         // (doubled, a list of 12,000, 136 bytes an entry, had room for
         // 16,384 and held both lists while it grew)
-        crate::facts::push_by_quarters(&mut self.out, (self.meta, d));
+        crate::facts::push_by_quarters(&mut self.out, (self.meta, d.into()));
     }
 }
 
@@ -128,10 +155,7 @@ pub fn lookup(code_or_name: &str) -> Option<&'static RuleMeta> {
 }
 
 /// Runs every enabled rule and returns its diagnostics with the rule's meta.
-pub fn run_all(
-    cx: &Context,
-    enabled: impl Fn(&str) -> bool,
-) -> Vec<(&'static RuleMeta, Diagnostic)> {
+pub fn run_all(cx: &Context, enabled: impl Fn(&str) -> bool) -> Vec<(&'static RuleMeta, Reported)> {
     let mut diags = Diags {
         out: Vec::new(),
         meta: all()[0].meta(),
@@ -718,9 +742,6 @@ struct Matches<'a> {
 }
 
 const NONE: usize = usize::MAX;
-
-/// Most advice texts [`Context::text`] keeps for sharing.
-const MAX_SHARED_TEXTS: usize = 4096;
 
 /// Key groups of at most this many ops are not cached by
 /// [`Context::matches_of`].
@@ -1341,23 +1362,10 @@ impl<'a> Context<'a> {
     /// of a few texts per rule, client and target, and a file of dense
     /// findings (or a project of many small lock files) would hold it once
     /// per finding. The set is shared by the files checked side by side and
-    /// bounded ([`MAX_SHARED_TEXTS`]: past it, a text is a copy of its own),
+    /// bounded ([`crate::finding::shared`]: past its limit, a text is a copy of its own),
     /// so a long-lived language server cannot grow it without end.
     pub fn text(&self, s: &str) -> std::sync::Arc<str> {
-        static TEXTS: std::sync::OnceLock<std::sync::Mutex<HashSet<std::sync::Arc<str>>>> =
-            std::sync::OnceLock::new();
-        let mut texts = TEXTS
-            .get_or_init(Default::default)
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(t) = texts.get(s) {
-            return std::sync::Arc::clone(t);
-        }
-        let t: std::sync::Arc<str> = s.into();
-        if texts.len() < MAX_SHARED_TEXTS {
-            texts.insert(std::sync::Arc::clone(&t));
-        }
-        t
+        crate::finding::shared(s)
     }
 
     /// The [`Matches`] of one key group for one question (built once for a
