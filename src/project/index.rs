@@ -205,9 +205,14 @@ pub fn fill_plain_writes(files: &[ProjectFile], views: &mut [FileView]) {
     let mut project: HashMap<Vec<Option<String>>, (bool, bool)> = HashMap::new();
     for (fi, f) in files.iter().enumerate() {
         let visible = visible_ops(f, &views[fi]).filter(|o| shaped(&o.key));
-        for (shape, plain) in crate::rules::shape_writes(f.facts, visible) {
+        for (op, plain) in crate::rules::shape_writes(f.facts, visible) {
             let e = project
-                .entry(shape.iter().map(|p| p.map(str::to_string)).collect())
+                .entry(
+                    crate::rules::write_shape(&op.key)
+                        .iter()
+                        .map(|p| p.map(str::to_string))
+                        .collect(),
+                )
                 .or_default();
             if plain {
                 e.0 = true;

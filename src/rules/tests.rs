@@ -819,3 +819,49 @@ fn advice_texts_are_one_copy_for_the_run() {
         &cx.text("a text of its own for this test")
     ));
 }
+
+/// A shape set finds a key by its shape (the literal parts, or what
+/// `write_shape` keeps), given as a key or part by part as a slice is.
+#[test]
+fn shape_sets_find_keys_by_their_shape() {
+    let key = |parts: Vec<KeyPart>| KeyExpr {
+        parts,
+        idents: Vec::new(),
+    };
+    let lit = |s: &str| KeyPart::Lit(s.into());
+    let var = |s: &str| KeyPart::Var(s.into());
+    let mut b = B::new();
+    let s = b.scope("f");
+    b.op(
+        s,
+        OpKind::Acquire { expiry: true },
+        key(vec![lit("lock:"), var("id")]),
+        None,
+    );
+    b.op(
+        s,
+        OpKind::Acquire { expiry: true },
+        key(vec![var("a")]),
+        None,
+    );
+    let ops: Vec<&Op> = b.facts.ops.iter().collect();
+    let mut literal = ShapeSet::new(ShapeOf::Literal);
+    let mut write = ShapeSet::new(ShapeOf::Write);
+    for op in &ops {
+        literal.insert(op);
+        literal.insert(op);
+        write.insert(op);
+    }
+    assert_eq!(literal.table.len(), 2, "one entry a shape");
+    // the variable's name is not part of either shape of a key with a literal
+    assert!(literal.contains(&key(vec![lit("lock:"), var("order")])));
+    assert!(write.contains(&key(vec![lit("lock:"), var("order")])));
+    assert!(!literal.contains(&key(vec![lit("lock:")])));
+    assert!(!literal.contains(&key(vec![lit("lock:"), var("id"), lit(":x")])));
+    // a key of variables alone keeps their names in its write shape
+    assert!(write.contains(&key(vec![var("a")])));
+    assert!(!write.contains(&key(vec![var("b")])));
+    assert!(literal.contains(&key(vec![var("b")])));
+    assert!(write.contains_parts([Some("lock:"), None].into_iter()));
+    assert!(!write.contains_parts([Some("lock:")].into_iter()));
+}
