@@ -6,7 +6,7 @@
 use crate::advice::FixDraft;
 use crate::engine::{self, Settings};
 use crate::facts::{Language, Span};
-use crate::finding::{Applicability, Edit, Finding, Fix, LineIndex};
+use crate::finding::{Applicability, Edit, Finding, Fix, LineIndex, Text};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
@@ -20,7 +20,7 @@ pub fn resolve(draft: FixDraft, index: &LineIndex) -> Fix {
             let (end_line, end_column) = index.line_col(span.end.max(span.start));
             Edit {
                 span: Span::new(span.start, span.end.max(span.start)),
-                replacement,
+                replacement: Text::code(&replacement),
                 line,
                 column,
                 end_line,
@@ -31,7 +31,7 @@ pub fn resolve(draft: FixDraft, index: &LineIndex) -> Fix {
     edits.sort_by_key(|e| (e.span.start, e.span.end));
     Fix {
         applicability: draft.applicability,
-        message: draft.message,
+        message: Text::new(&draft.message),
         edits,
     }
 }
@@ -97,7 +97,7 @@ pub fn apply(src: &str, fixes: &[&Fix]) -> (String, usize) {
     let mut at = 0;
     for e in taken {
         out.push_str(&src[at..e.span.start]);
-        out.push_str(&e.replacement);
+        e.replacement.push_to(&mut out);
         at = e.span.end;
     }
     out.push_str(&src[at..]);
@@ -132,7 +132,7 @@ pub fn preview_near(src: &str, line_starts: &[usize], fix: &Fix, path: &str) -> 
     let to = line_starts.get(to_line).copied().unwrap_or(src.len());
     let near = Fix {
         applicability: fix.applicability,
-        message: String::new(),
+        message: "".into(),
         edits: fix
             .edits
             .iter()
@@ -585,12 +585,12 @@ mod tests {
         let (a, b) = (
             Fix {
                 applicability: Applicability::Safe,
-                message: String::new(),
+                message: "".into(),
                 edits: vec![edit(5, 10, "X")],
             },
             Fix {
                 applicability: Applicability::Safe,
-                message: String::new(),
+                message: "".into(),
                 edits: vec![edit(5, 5, "y")],
             },
         );
@@ -619,7 +619,7 @@ mod tests {
                         .collect();
                     Fix {
                         applicability: Applicability::Safe,
-                        message: String::new(),
+                        message: "".into(),
                         edits,
                     }
                 })
@@ -675,7 +675,7 @@ mod tests {
                 ] {
                     let fix = Fix {
                         applicability: Applicability::Safe,
-                        message: String::new(),
+                        message: "".into(),
                         edits,
                     };
                     assert_eq!(
@@ -694,7 +694,7 @@ mod tests {
     fn edit(start: usize, end: usize, text: &str) -> Edit {
         Edit {
             span: Span::new(start, end),
-            replacement: text.into(),
+            replacement: Text::code(text),
             line: 0,
             column: 0,
             end_line: 0,
@@ -705,7 +705,7 @@ mod tests {
     fn fix(edits: Vec<Edit>) -> Fix {
         Fix {
             applicability: Applicability::Safe,
-            message: String::new(),
+            message: "".into(),
             edits,
         }
     }

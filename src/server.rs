@@ -423,7 +423,7 @@ impl State {
                 .iter()
                 .map(|e| TextEdit {
                     range: Range::new(position(&index, e.span.start), position(&index, e.span.end)),
-                    new_text: e.replacement.clone(),
+                    new_text: e.replacement.to_string(),
                 })
                 .collect();
             let title = match fix.applicability {

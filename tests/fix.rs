@@ -251,7 +251,7 @@ fn ll007_extends_only_with_the_token_and_ll011_suggests_one_set_nx() {
             .unwrap_or_else(|| panic!("{file}: no {code} fix"));
         assert_eq!(fix.applicability, Applicability::DisplayOnly, "{file}");
         assert!(
-            fix.edits.iter().any(|e| e.replacement == want),
+            fix.edits.iter().any(|e| e.replacement.to_string() == want),
             "{file}: {:?}",
             fix.edits
         );
@@ -373,7 +373,10 @@ fn display_only_fixes_are_never_applied() {
     let f = locklint::check_source("a.js", &src, Language::JavaScript, &settings);
     let fix = f[0].fix.as_ref().expect("a display-only fix");
     assert_eq!(fix.applicability, Applicability::DisplayOnly);
-    assert!(fix.edits[0].replacement.contains("'EX', 30, 'NX'"));
+    assert!(fix.edits[0]
+        .replacement
+        .to_string()
+        .contains("'EX', 30, 'NX'"));
 }
 
 /// Runs `tool args… file` on `text` written to a temporary `file`; `None` when the tool is missing.

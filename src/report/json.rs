@@ -48,7 +48,7 @@ struct JsonFinding<'a> {
 #[derive(Serialize)]
 struct JsonFix<'a> {
     applicability: crate::finding::Applicability,
-    message: &'a str,
+    message: &'a crate::finding::Text,
     edits: Vec<JsonEdit<'a>>,
 }
 
@@ -60,7 +60,7 @@ struct JsonEdit<'a> {
     end_column: usize,
     start_byte: usize,
     end_byte: usize,
-    replacement: &'a str,
+    replacement: &'a crate::finding::Text,
 }
 
 fn json_fix(fix: &crate::finding::Fix) -> JsonFix<'_> {
