@@ -25,6 +25,7 @@ pub fn extract(path: &Path, src: &str, language: Language) -> FileFacts {
     // (20,000 redis-cli commands: 6.3 MB for 3.8 MB of them).
     facts.ops.shrink_to_fit();
     facts.call_sites.shrink_to_fit();
+    facts.link.op_values.shrink_to_fit();
     facts
 }
 
@@ -62,6 +63,8 @@ pub fn extract_packed(
         _ => pattern::extract_packed(path, src, language, sites),
     };
     script_built_keys(&mut facts);
+    // (pushed one by one, kept to the end of the run)
+    facts.link.op_values.shrink_to_fit();
     (facts, packed)
 }
 

@@ -252,9 +252,10 @@ pub struct Context<'a> {
     /// [`Context::key_reads_like_lock`] by key, once asked: the same-key
     /// questions ask it of one key for every pair of a key group (word
     /// splitting each time made 4,000 copies of a lock pair take 21 s).
-    /// Keyed by the file's own op keys (borrowed, compared by content: no
-    /// copy of each key), then by copies of keys from elsewhere.
-    lock_like: RefCell<HashMap<&'a KeyExpr, bool>>,
+    /// By the index of the op whose key it is (0 not asked, 1 no, 2 yes;
+    /// one byte an op: a map of the keys took 28 at 20,000 distinct ones),
+    /// then by copies of keys from elsewhere.
+    lock_like: RefCell<Vec<u8>>,
     lock_like_other: RefCell<HashMap<KeyExpr, bool>>,
     /// `facts.failure_spans`, `deliberate_spans` and `validity_spans`,
     /// indexed: a rule asks of every op of a key group whether it lies in
@@ -849,7 +850,7 @@ struct Matches<'a> {
 const NONE: usize = usize::MAX;
 
 /// Key groups of at most this many ops are not cached by
-/// [`Context::matches_of`].
+/// [`Context::matches_of`] nor [`Context::once_only_marker`].
 const UNCACHED_GROUP: usize = 8;
 
 fn note_first(slot: &mut [usize; 2], i: usize) {
@@ -1105,7 +1106,7 @@ impl<'a> Context<'a> {
             token_takes: RefCell::new(HashMap::new()),
             group_traits: RefCell::new(HashMap::new()),
             type_takes: RefCell::new(HashMap::new()),
-            lock_like: RefCell::new(HashMap::new()),
+            lock_like: RefCell::new(Vec::new()),
             lock_like_other: RefCell::new(HashMap::new()),
             failure_at: SpanIndex::new(&facts.failure_spans),
             deliberate_at: SpanIndex::new(&facts.deliberate_spans),
@@ -1188,9 +1189,13 @@ impl<'a> Context<'a> {
     /// Lock key (b) or (c): an identifier or literal of the key reads like a
     /// lock, or the key matches a configured pattern.
     pub fn key_reads_like_lock(&self, key: &KeyExpr) -> bool {
-        let own = self.own_op_key(key);
+        let own = self.own_op_index(key);
         let known = match own {
-            Some(k) => self.lock_like.borrow().get(k).copied(),
+            Some(i) => match self.lock_like.borrow().get(i) {
+                Some(1) => Some(false),
+                Some(2) => Some(true),
+                _ => None,
+            },
             None => self.lock_like_other.borrow().get(key).copied(),
         };
         if let Some(known) = known {
@@ -1198,25 +1203,32 @@ impl<'a> Context<'a> {
         }
         let answer = self.key_reads_like_lock_now(key);
         match own {
-            Some(k) => self.lock_like.borrow_mut().insert(k, answer),
-            None => self
-                .lock_like_other
-                .borrow_mut()
-                .insert(key.clone(), answer),
-        };
+            Some(i) => {
+                let mut memo = self.lock_like.borrow_mut();
+                if memo.is_empty() {
+                    memo.resize(self.facts.ops.len(), 0);
+                }
+                memo[i] = 1 + u8::from(answer);
+            }
+            None => {
+                self.lock_like_other
+                    .borrow_mut()
+                    .insert(key.clone(), answer);
+            }
+        }
         answer
     }
 
-    /// `key` as the file's own borrow, when it is the key of one of the
-    /// file's ops (found by its address, checked by identity): nearly
-    /// every key a rule asks about.
-    fn own_op_key(&self, key: &KeyExpr) -> Option<&'a KeyExpr> {
+    /// Which of the file's ops `key` is the key of (found by its address,
+    /// checked by identity): nearly every key a rule asks about.
+    fn own_op_index(&self, key: &KeyExpr) -> Option<usize> {
         let ops: &'a [Op] = &self.facts.ops;
         let first = (ops.as_ptr() as usize).checked_add(std::mem::offset_of!(Op, key))?;
         let at = (key as *const KeyExpr as usize).checked_sub(first)?;
         let size = std::mem::size_of::<Op>();
-        let op = ops.get(at / size).filter(|_| at % size == 0)?;
-        std::ptr::eq(&op.key, key).then_some(&op.key)
+        let i = at / size;
+        let op = ops.get(i).filter(|_| at % size == 0)?;
+        std::ptr::eq(&op.key, key).then_some(i)
     }
 
     /// [`Context::key_reads_like_lock`], worked out.
@@ -1862,12 +1874,21 @@ impl<'a> Context<'a> {
         } else {
             SameKeyClass::Scope(op.scope)
         };
+        // (a group of a few ops is read again: no cheaper than its answer
+        // kept, and a file of 10,000 keys kept 10,000 answers, 1 MB)
+        let cached = list.len() > UNCACHED_GROUP;
         let memo = (list.as_ptr() as usize, class);
-        if let Some(known) = self.once_only.borrow().get(&memo).and_then(|v| {
-            v.iter()
-                .find(|(idents, _)| *idents == op.key.idents)
-                .map(|&(_, b)| b)
-        }) {
+        let known = self
+            .once_only
+            .borrow()
+            .get(&memo)
+            .filter(|_| cached)
+            .and_then(|v| {
+                v.iter()
+                    .find(|(idents, _)| *idents == op.key.idents)
+                    .map(|&(_, b)| b)
+            });
+        if let Some(known) = known {
             return known;
         }
         // Without evidence and without a lock pair or lock type to join
@@ -1890,6 +1911,9 @@ impl<'a> Context<'a> {
             self.scope_key_ops(op, None)
         };
         let answer = self.once_only_marker_of(op, list);
+        if !cached {
+            return answer;
+        }
         // (room for one: most groups are asked about one set of
         // identifiers, and a default vector took room for four on its
         // first push — 1.3 MB at 10,000 keys)
@@ -2056,9 +2080,17 @@ impl<'a> Context<'a> {
         // file of a wrapper along the op's chain may know its lock never
         // expires).
         if known != Some(true) || !of_key {
-            self.verdicts
-                .borrow_mut()
-                .push((Self::call_span(op).start, known != Some(false)));
+            let verdict = (Self::call_span(op).start, known != Some(false));
+            let mut v = self.verdicts.borrow_mut();
+            if v.last() != Some(&verdict) {
+                // (every rule asks of the same ops: a full list is made
+                // distinct before it grows, by a quarter)
+                if v.len() == v.capacity() && v.len() >= 64 {
+                    v.sort_unstable();
+                    v.dedup();
+                }
+                crate::facts::push_by_quarters(&mut v, verdict);
+            }
         }
         known.unwrap_or(true)
     }
@@ -2071,9 +2103,10 @@ impl<'a> Context<'a> {
     /// site knows nothing and the wrapper's own file found that the lock
     /// behind its op cannot expire, the wrapper's answer stands.
     pub fn expiry_verdicts(&self) -> Vec<(usize, bool)> {
-        let mut v = self.verdicts.borrow().clone();
+        let mut v = std::mem::take(&mut *self.verdicts.borrow_mut());
         v.sort_unstable();
         v.dedup();
+        v.shrink_to_fit();
         v
     }
 
