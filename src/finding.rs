@@ -115,10 +115,6 @@ impl Text {
         }
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.words.is_empty()
-    }
-
     /// Appends the text to `out`.
     pub fn push_to(&self, out: &mut String) {
         let (head, quote, tail) = self.parts();

@@ -1878,16 +1878,15 @@ impl<'a> Context<'a> {
         // kept, and a file of 10,000 keys kept 10,000 answers, 1 MB)
         let cached = list.len() > UNCACHED_GROUP;
         let memo = (list.as_ptr() as usize, class);
-        let known = self
-            .once_only
-            .borrow()
-            .get(&memo)
-            .filter(|_| cached)
-            .and_then(|v| {
+        let known = if cached {
+            self.once_only.borrow().get(&memo).and_then(|v| {
                 v.iter()
                     .find(|(idents, _)| *idents == op.key.idents)
                     .map(|&(_, b)| b)
-            });
+            })
+        } else {
+            None
+        };
         if let Some(known) = known {
             return known;
         }
