@@ -472,13 +472,17 @@ pub struct BlockStmt {
 /// and that ends before `limit`: `for`, `while`, `loop`, `unsafe`,
 /// `match`, `if` (with its `else`s) and bare blocks. Such a statement ends
 /// at its block (syn and rustc alike), unless a `.` or `?` goes on from
-/// it (`unsafe { … }.len()`): none then.
+/// it (`unsafe { … }.len()`): none then. A `let` whose value is a `match`
+/// and nothing more (`let s = match k { … };`) is one too, of arms.
 pub fn block_statement(src: &str, at: usize, limit: usize) -> Option<BlockStmt> {
     let text = src.get(..limit)?;
     let b = text.as_bytes();
     let mut i = at;
     while b.get(i) == Some(&b'#') && b.get(i + 1) == Some(&b'[') {
         i = skip_blank(text, closing(text, i + 1)? + 1);
+    }
+    if word_at(text, i) == "let" {
+        return let_match(text, i + 3);
     }
     if b.get(i) == Some(&b'\'') {
         let name = word_at(text, i + 1);
@@ -529,6 +533,57 @@ pub fn block_statement(src: &str, at: usize, limit: usize) -> Option<BlockStmt> 
         close: body_close,
         end,
         semi,
+    })
+}
+
+/// The `let` statement whose pattern starts at `from` when its value is
+/// a `match` and the statement ends with it (no `else`, nothing after the
+/// `}` but the `;`).
+fn let_match(text: &str, from: usize) -> Option<BlockStmt> {
+    let b = text.as_bytes();
+    // the `=` of the binding: outside brackets, not part of `==`, `=>`,
+    // `<=`, `>=`, `!=` (a pattern's `..=` is not one either)
+    let mut depth = 0usize;
+    let mut eq = None;
+    code_bytes_while(text, from, |i, c| match c {
+        b'(' | b'[' | b'{' => {
+            depth += 1;
+            true
+        }
+        b')' | b']' | b'}' => {
+            if depth == 0 {
+                return false;
+            }
+            depth -= 1;
+            true
+        }
+        b';' if depth == 0 => false,
+        b'=' if depth == 0 => {
+            let next = b.get(i + 1).copied();
+            let prev = i.checked_sub(1).and_then(|p| b.get(p)).copied();
+            if matches!(next, Some(b'=' | b'>'))
+                || matches!(prev, Some(b'=' | b'<' | b'>' | b'!' | b'.'))
+            {
+                return true;
+            }
+            eq = Some(i);
+            false
+        }
+        _ => true,
+    });
+    let m = skip_blank(text, eq? + 1);
+    if word_at(text, m) != "match" {
+        return None;
+    }
+    let open = body_brace(text, m + 5)?;
+    let close = closing(text, open)?;
+    let next = skip_blank(text, close + 1);
+    (b.get(next) == Some(&b';')).then_some(BlockStmt {
+        kind: BlockKind::Match,
+        open: open + 1,
+        close,
+        end: next + 1,
+        semi: true,
     })
 }
 

@@ -245,6 +245,7 @@ fn a_long_fn_is_read_part_by_part() {
 }
 
 /// A block-like statement larger than a piece (a `match` of many arms,
+/// a `let` whose value is one,
 /// `for`, `while`, `loop`, labelled, `unsafe`, a `#[cfg]` block, an `if`
 /// with and without `else`, nested in each other, with and without a `;`
 /// after it, a fn whose one statement it is) is read by parts of its
@@ -287,7 +288,13 @@ fn a_large_block_statement_is_read_part_by_part() {
          let _: () = con.set(\"lock:big\", 1)?;\n    }}\n    \
          if !con.exists(\"lock:gate\")? {{\n{ops}        \
          let _: bool = con.set_nx(\"lock:gate\", 1)?;\n    }};\n    \
-         let _: bool = con.set_nx(lock_name(k), 1)?;\n    Ok(())\n}}\n",
+         let _: bool = con.set_nx(lock_name(k), 1)?;\n    \
+         let key: &str = match k {{\n{arms}        _ => \"lock:other\",\n    }};\n    \
+         let _: bool = con.set_nx(key, 1)?;\n    \
+         let got = match con.set_nx(\"lock:let\", 1) {{\n{arms2}            Err(_) => true,\n        }};\n    \
+         if got {{ let _: () = con.del(\"lock:let\")?; }}\n    \
+         let name = match k {{\n{arms}        _ => \"lock:n\",\n    }}.to_string();\n    \
+         let _: bool = con.set_nx(name, 1)?;\n    Ok(())\n}}\n",
         arms2 = (0..30)
             .map(|i| format!("            Ok(v) if v == {i} => {{ let _: () = con.del(\"lock:m{i}\")?; true }}\n"))
             .collect::<String>(),
@@ -308,6 +315,15 @@ fn a_large_block_statement_is_read_part_by_part() {
         assert_eq!(f, whole, "pieces of {piece_bytes}");
     }
     assert_eq!(super::extract_with(&src, super::MAX_NESTING, 0), whole);
+    // the `let`s whose value is a `match` and nothing more are cut inside
+    let list = super::visitor::piece_list(&text, &items, 256);
+    let cut_at = |stmt: &str| {
+        let at = text.find(stmt).expect("in the source");
+        list.iter()
+            .any(|p| p.contains(&format!("[{at}*")) || p.contains(&format!(" {at}*")))
+    };
+    assert!(cut_at("let key") && cut_at("let got"), "{list:?}");
+    assert!(!cut_at("let name"), "{list:?}");
     // the fn whose body is one `match` cut into parts is a helper, its
     // body where the whole parse has it
     let helpers = super::visitor::helpers_found(&text, &items, usize::MAX);

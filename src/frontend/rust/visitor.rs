@@ -452,6 +452,8 @@ struct OpenBlock {
     test: Option<(usize, bool)>,
     then_from: usize,
     branch_exits: bool,
+    /// For a `let` whose value is the `match`: where its ops start.
+    let_from: usize,
 }
 
 mod link;
@@ -3231,6 +3233,93 @@ impl Walker<'_, '_> {
         });
     }
 
+    /// A `match` walked, whole or (`split`) the arms of one of its parts:
+    /// the scrutinee is read at its first part, what it acquires kept for
+    /// the arms of the others.
+    fn walk_match(&mut self, m: &syn::ExprMatch, split: Option<(usize, bool, bool)>) {
+        let (acquired, helper) = match split {
+            Some((depth, false, _)) => {
+                let open = self.take_open(depth);
+                (open.acquired, open.helper)
+            }
+            _ => self.match_scrutinee(m),
+        };
+        if acquired.is_some() || helper.is_some() {
+            for arm in &m.arms {
+                if is_err_pat(&arm.pat) && truthy(&arm.body, 0) {
+                    let s = self.span_of(&arm.pat).start;
+                    let e = self.span_of(&*arm.body).end;
+                    match (&acquired, helper) {
+                        (Some(k), _) => self.fail_open(Span::new(s, e.max(s)), k.clone()),
+                        (None, Some(at)) => self.fail_open_call(at, Span::new(s, e.max(s))),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        for arm in &m.arms {
+            self.visit_arm(arm);
+        }
+        match split {
+            Some((depth, _, true)) => self.s.open_blocks.truncate(depth),
+            Some((depth, _, false)) => self.keep_open(
+                depth,
+                OpenBlock {
+                    acquired,
+                    helper,
+                    ..OpenBlock::default()
+                },
+            ),
+            None => {}
+        }
+    }
+
+
+    /// The part of a `let` whose value is a `match` cut into parts that
+    /// `l` holds (the statement at `depth`): its arms walked as
+    /// [`Walker::walk_match`] walks them, the name bound at its last part
+    /// to what the whole `match` did (its ops from the first part on).
+    fn visit_split_let(
+        &mut self,
+        l: &syn::Local,
+        m: &syn::ExprMatch,
+        split: (usize, bool, bool),
+    ) {
+        let (depth, first, last) = split;
+        let before = if first {
+            self.facts.ops.len()
+        } else {
+            self.s.open_blocks.get(depth).map_or(0, |o| o.let_from)
+        };
+        self.walk_match(m, Some(split));
+        if !last {
+            if let Some(o) = self.s.open_blocks.get_mut(depth) {
+                o.let_from = before;
+            }
+            return;
+        }
+        let ty = match &l.pat {
+            Pat::Type(t) => Some(&*t.ty),
+            _ => None,
+        };
+        if let Some(name) = pat_name(&l.pat) {
+            self.s.checks.retain(|(n, _)| *n != name);
+            let init = Expr::Match(m.clone());
+            self.bind(name, ty, Some(&init), before);
+        }
+    }
+
+    /// The `let` cut into parts that `l` is, as [`Walker::split_of`] (its
+    /// start read from its first token, not from all of them).
+    fn split_of_let(&self, l: &syn::Local) -> Option<(usize, bool, bool)> {
+        let s = self.split.get(self.split_next)?;
+        let first = l
+            .attrs
+            .first()
+            .map_or(l.let_token.span, |a| a.pound_token.span);
+        (self.off(first).start == s.at).then_some((self.split_next, s.first, s.last))
+    }
+
     /// A `match`'s scrutinee walked: the acquire whose result it is, or
     /// where the call of a helper that may return one starts.
     fn match_scrutinee(&mut self, m: &syn::ExprMatch) -> (Option<KeyExpr>, Option<usize>) {
@@ -3622,6 +3711,11 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
     }
 
     fn visit_local(&mut self, l: &'ast syn::Local) {
+        if let (Some(split), Some(Expr::Match(m))) =
+            (self.split_of_let(l), l.init.as_ref().map(|i| &*i.expr))
+        {
+            return self.visit_split_let(l, m, split);
+        }
         let before = self.facts.ops.len();
         let init = l.init.as_ref().map(|i| &*i.expr);
         if let Some(i) = &l.init {
@@ -3751,44 +3845,8 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
     }
 
     fn visit_expr_match(&mut self, m: &'ast syn::ExprMatch) {
-        // (a `match` cut into parts: the scrutinee is read at its first,
-        // what it acquires kept for the arms of the others)
         let split = self.split_of(m);
-        let (acquired, helper) = match split {
-            Some((depth, false, _)) => {
-                let open = self.take_open(depth);
-                (open.acquired, open.helper)
-            }
-            _ => self.match_scrutinee(m),
-        };
-        if acquired.is_some() || helper.is_some() {
-            for arm in &m.arms {
-                if is_err_pat(&arm.pat) && truthy(&arm.body, 0) {
-                    let s = self.span_of(&arm.pat).start;
-                    let e = self.span_of(&*arm.body).end;
-                    match (&acquired, helper) {
-                        (Some(k), _) => self.fail_open(Span::new(s, e.max(s)), k.clone()),
-                        (None, Some(at)) => self.fail_open_call(at, Span::new(s, e.max(s))),
-                        _ => {}
-                    }
-                }
-            }
-        }
-        for arm in &m.arms {
-            self.visit_arm(arm);
-        }
-        match split {
-            Some((depth, _, true)) => self.s.open_blocks.truncate(depth),
-            Some((depth, _, false)) => self.keep_open(
-                depth,
-                OpenBlock {
-                    acquired,
-                    helper,
-                    ..OpenBlock::default()
-                },
-            ),
-            None => {}
-        }
+        self.walk_match(m, split);
     }
 
     fn visit_expr_if(&mut self, i: &'ast syn::ExprIf) {
