@@ -473,7 +473,7 @@ pub struct BlockStmt {
 /// `match`, `if` (with its `else`s) and bare blocks. Such a statement ends
 /// at its block (syn and rustc alike), unless a `.` or `?` goes on from
 /// it (`unsafe { … }.len()`): none then. A `let` whose value is a `match`
-/// and nothing more (`let s = match k { … };`) is one too, of arms.
+/// or an `if` and nothing more (`let s = match k { … };`) is one too.
 pub fn block_statement(src: &str, at: usize, limit: usize) -> Option<BlockStmt> {
     let text = src.get(..limit)?;
     let b = text.as_bytes();
@@ -481,8 +481,10 @@ pub fn block_statement(src: &str, at: usize, limit: usize) -> Option<BlockStmt> 
     while b.get(i) == Some(&b'#') && b.get(i + 1) == Some(&b'[') {
         i = skip_blank(text, closing(text, i + 1)? + 1);
     }
-    if word_at(text, i) == "let" {
-        return let_match(text, i + 3);
+    // a `let` of a `match` or an `if`: where its value starts
+    let is_let = word_at(text, i) == "let";
+    if is_let {
+        i = let_value(text, i + 3)?;
     }
     if b.get(i) == Some(&b'\'') {
         let name = word_at(text, i + 1);
@@ -502,6 +504,9 @@ pub fn block_statement(src: &str, at: usize, limit: usize) -> Option<BlockStmt> 
         "if" => (BlockKind::If, body_brace(text, after)?),
         _ => return None,
     };
+    if is_let && !matches!(kind, BlockKind::Match | BlockKind::If) {
+        return None;
+    }
     let body_close = closing(text, open)?;
     let mut close = body_close;
     if kind == BlockKind::If {
@@ -525,6 +530,7 @@ pub fn block_statement(src: &str, at: usize, limit: usize) -> Option<BlockStmt> 
     let (end, semi) = match b.get(next) {
         Some(b'.' | b'?') => return None,
         Some(b';') => (next + 1, true),
+        _ if is_let => return None,
         _ => (close + 1, false),
     };
     Some(BlockStmt {
@@ -536,10 +542,9 @@ pub fn block_statement(src: &str, at: usize, limit: usize) -> Option<BlockStmt> 
     })
 }
 
-/// The `let` statement whose pattern starts at `from` when its value is
-/// a `match` and the statement ends with it (no `else`, nothing after the
-/// `}` but the `;`).
-fn let_match(text: &str, from: usize) -> Option<BlockStmt> {
+/// Where the value of the `let` whose pattern starts at `from` starts
+/// (past the binding's `=` and blanks).
+fn let_value(text: &str, from: usize) -> Option<usize> {
     let b = text.as_bytes();
     // the `=` of the binding: outside brackets, not part of `==`, `=>`,
     // `<=`, `>=`, `!=` (a pattern's `..=` is not one either)
@@ -571,20 +576,7 @@ fn let_match(text: &str, from: usize) -> Option<BlockStmt> {
         }
         _ => true,
     });
-    let m = skip_blank(text, eq? + 1);
-    if word_at(text, m) != "match" {
-        return None;
-    }
-    let open = body_brace(text, m + 5)?;
-    let close = closing(text, open)?;
-    let next = skip_blank(text, close + 1);
-    (b.get(next) == Some(&b';')).then_some(BlockStmt {
-        kind: BlockKind::Match,
-        open: open + 1,
-        close,
-        end: next + 1,
-        semi: true,
-    })
+    Some(skip_blank(text, eq? + 1))
 }
 
 /// Just past each arm of the `match` body at `range` of `src`: after a

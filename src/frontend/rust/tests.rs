@@ -245,7 +245,7 @@ fn a_long_fn_is_read_part_by_part() {
 }
 
 /// A block-like statement larger than a piece (a `match` of many arms,
-/// a `let` whose value is one,
+/// a `let` whose value is one or an `if`,
 /// `for`, `while`, `loop`, labelled, `unsafe`, a `#[cfg]` block, an `if`
 /// with and without `else`, nested in each other, with and without a `;`
 /// after it, a fn whose one statement it is) is read by parts of its
@@ -294,7 +294,9 @@ fn a_large_block_statement_is_read_part_by_part() {
          let got = match con.set_nx(\"lock:let\", 1) {{\n{arms2}            Err(_) => true,\n        }};\n    \
          if got {{ let _: () = con.del(\"lock:let\")?; }}\n    \
          let name = match k {{\n{arms}        _ => \"lock:n\",\n    }}.to_string();\n    \
-         let _: bool = con.set_nx(name, 1)?;\n    Ok(())\n}}\n",
+         let _: bool = con.set_nx(name, 1)?;\n    \
+         let owner = if !con.exists(\"lock:own\")? {{\n{ops}        for y in xs {{\n{ops}        }}\n        \"lock:a\"\n    }} else {{\n        \"lock:b\"\n    }};\n    \
+         let _: () = con.del(owner)?;\n    Ok(())\n}}\n",
         arms2 = (0..30)
             .map(|i| format!("            Ok(v) if v == {i} => {{ let _: () = con.del(\"lock:m{i}\")?; true }}\n"))
             .collect::<String>(),
@@ -322,7 +324,12 @@ fn a_large_block_statement_is_read_part_by_part() {
         list.iter()
             .any(|p| p.contains(&format!("[{at}*")) || p.contains(&format!(" {at}*")))
     };
-    assert!(cut_at("let key") && cut_at("let got"), "{list:?}");
+    assert!(
+        cut_at("let key") && cut_at("let got") && cut_at("let owner"),
+        "{list:?}"
+    );
+    // and so is a large statement an `if`'s last part opens with
+    assert!(cut_at("for y in xs"), "{list:?}");
     assert!(!cut_at("let name"), "{list:?}");
     // the fn whose body is one `match` cut into parts is a helper, its
     // body where the whole parse has it

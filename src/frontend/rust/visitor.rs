@@ -452,8 +452,12 @@ struct OpenBlock {
     test: Option<(usize, bool)>,
     then_from: usize,
     branch_exits: bool,
-    /// For a `let` whose value is the `match`: where its ops start.
+    /// For a `let` whose value is the statement: where its ops start, the
+    /// words of its parts so far and whether their text names a type of
+    /// no Redis value ([`Walker::bind`] reads both off a whole value).
     let_from: usize,
+    let_words: Vec<String>,
+    let_non_redis: bool,
 }
 
 mod link;
@@ -963,15 +967,18 @@ fn add_block(
         }
     } else {
         // (the parts after a raw command's `let` are one, not cut inside;
-        // nor is an `if`'s last, which holds its `else`s)
-        let whole_from = raw_let_at(src, &parts).min(parts.len() - usize::from(is_if));
+        // an `if`'s last, which holds its `else`s, only where the
+        // block-like statements it opens with end)
+        let raw = raw_let_at(src, &parts);
+        let if_tail = is_if && raw == parts.len();
+        let whole_from = raw.min(parts.len() - usize::from(is_if));
         if let Some(rest) = parts.get(whole_from..).filter(|r| !r.is_empty()) {
             let rest = rest[0].start..rest[rest.len() - 1].end;
             parts.truncate(whole_from);
             parts.push(rest);
         }
         for (k, p) in parts.into_iter().enumerate() {
-            if k < whole_from {
+            if k < whole_from || (if_tail && k == whole_from) {
                 add_statements(src, p, piece_bytes, headers, cut);
             } else {
                 add_to_pieces(&p, headers, Part::FnBody, piece_bytes, cut);
@@ -2068,7 +2075,7 @@ impl<'f> Walker<'f, '_> {
             return l.words.clone();
         }
         let mut out = Vec::new();
-        let mut budget = 4096;
+        let mut budget = MAX_WORD_TOKENS as u32;
         token_words(e.to_token_stream(), &mut out, &mut budget);
         out
     }
@@ -3160,6 +3167,10 @@ impl<'f> Walker<'f, '_> {
     }
 }
 
+/// How many tokens [`Walker::words_of`] reads of an expression, and how
+/// many words a `let` cut into parts keeps of its value's parts.
+const MAX_WORD_TOKENS: usize = 4096;
+
 /// Types (and constructors) of values that are not Redis connections.
 const NON_REDIS_TYPES: &[&str] = &[
     "HashMap", "BTreeMap", "HashSet", "BTreeSet", "IndexMap", "IndexSet", "DashMap", "Vec", "vec!",
@@ -3274,27 +3285,38 @@ impl Walker<'_, '_> {
         }
     }
 
-
-    /// The part of a `let` whose value is a `match` cut into parts that
-    /// `l` holds (the statement at `depth`): its arms walked as
-    /// [`Walker::walk_match`] walks them, the name bound at its last part
-    /// to what the whole `match` did (its ops from the first part on).
-    fn visit_split_let(
-        &mut self,
-        l: &syn::Local,
-        m: &syn::ExprMatch,
-        split: (usize, bool, bool),
-    ) {
+    /// The part of a `let` whose value is a `match` or an `if` cut into
+    /// parts that `l` holds (the statement at `depth`): the value's part
+    /// walked as [`Walker::walk_match`] and [`Walker::visit_split_if`] walk
+    /// theirs, the name bound at its last part to what the whole value
+    /// did (its ops from the first part on).
+    fn visit_split_let(&mut self, l: &syn::Local, split: (usize, bool, bool)) {
         let (depth, first, last) = split;
-        let before = if first {
-            self.facts.ops.len()
-        } else {
-            self.s.open_blocks.get(depth).map_or(0, |o| o.let_from)
+        let (before, mut words, mut non_redis) = match self.s.open_blocks.get_mut(depth) {
+            Some(o) if !first => (
+                o.let_from,
+                std::mem::take(&mut o.let_words),
+                o.let_non_redis,
+            ),
+            _ => (self.facts.ops.len(), Vec::new(), false),
         };
-        self.walk_match(m, Some(split));
+        let Some(init) = l.init.as_ref().map(|i| &*i.expr) else {
+            return;
+        };
+        match init {
+            Expr::Match(m) => self.walk_match(m, Some(split)),
+            Expr::If(i) => self.visit_split_if(i, split),
+            _ => self.visit_expr(init),
+        }
         if !last {
+            words.extend(self.words_of(init));
+            words.truncate(MAX_WORD_TOKENS);
+            let text = self.text_of(init);
+            non_redis |= NON_REDIS_TYPES.iter().any(|w| text.contains(w));
             if let Some(o) = self.s.open_blocks.get_mut(depth) {
                 o.let_from = before;
+                o.let_words = words;
+                o.let_non_redis = non_redis;
             }
             return;
         }
@@ -3304,8 +3326,14 @@ impl Walker<'_, '_> {
         };
         if let Some(name) = pat_name(&l.pat) {
             self.s.checks.retain(|(n, _)| *n != name);
-            let init = Expr::Match(m.clone());
-            self.bind(name, ty, Some(&init), before);
+            self.bind(name, ty, Some(init), before);
+            // (what the earlier parts held, on the local just bound)
+            if let Some(local) = self.s.locals.last_mut() {
+                words.append(&mut local.words);
+                words.truncate(MAX_WORD_TOKENS);
+                local.words = words;
+                local.non_redis |= non_redis;
+            }
         }
     }
 
@@ -3711,10 +3739,8 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
     }
 
     fn visit_local(&mut self, l: &'ast syn::Local) {
-        if let (Some(split), Some(Expr::Match(m))) =
-            (self.split_of_let(l), l.init.as_ref().map(|i| &*i.expr))
-        {
-            return self.visit_split_let(l, m, split);
+        if let Some(split) = self.split_of_let(l) {
+            return self.visit_split_let(l, split);
         }
         let before = self.facts.ops.len();
         let init = l.init.as_ref().map(|i| &*i.expr);
