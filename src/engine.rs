@@ -1255,26 +1255,20 @@ fn link_and_check_all(
                 if !n || !load(f) {
                     return (Vec::new(), Vec::new(), Vec::new(), Vec::new());
                 }
-                // (the linked facts are the file's with ops added: its call
-                // sites, most of what it holds, move over and back rather
-                // than being copied)
-                let calls = std::mem::take(&mut f.facts.link.calls);
-                let mut linked = view.rule_facts(&f.facts);
-                match linked.as_mut() {
-                    Some(l) => l.link.calls = calls,
-                    None => f.facts.link.calls = calls,
-                }
+                // (the linked facts are the file's with ops added, made in
+                // place and undone after: the rest is not copied)
+                let undo = view.link_into(&mut f.facts);
                 let (found, verdicts, own_flow) = findings_for(
                     &f.display,
                     &f.src,
-                    linked.as_ref().unwrap_or(&f.facts),
+                    &f.facts,
                     &view.foreign,
                     &view.plain_writes,
                     &view.held_scopes,
                     settings,
                 );
-                if let Some(l) = linked {
-                    f.facts.link.calls = l.link.calls;
+                if let Some(u) = undo {
+                    u.restore(&mut f.facts);
                 }
                 let lines: Vec<(usize, usize)> = if root.is_empty() {
                     Vec::new()

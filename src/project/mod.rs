@@ -112,8 +112,13 @@ impl FileView {
             .filter(|i| !self.facades.contains(&i.op.scope))
     }
 
-    /// The facts the rules see: own ops (without facades) plus instantiated ops.
-    pub fn rule_facts(&self, facts: &FileFacts) -> Option<FileFacts> {
+    /// Turns a file's facts into the facts the rules see: own ops (without
+    /// facades) plus instantiated ops, the fail-opens and failure spans
+    /// the project adds; what it replaced comes back, for
+    /// [`Unlink::restore`] (`None` when the project adds nothing). The
+    /// rest of the facts (the link facts, scopes, scripts) stays in place:
+    /// a copy of the whole was a fifth of a facade's peak.
+    pub fn link_into(&self, facts: &mut FileFacts) -> Option<Unlink> {
         if self.insts.is_empty()
             && self.facades.is_empty()
             && self.fail_opens.is_empty()
@@ -122,45 +127,52 @@ impl FileView {
         {
             return None;
         }
-        let mut f = facts.clone();
-        f.ops.retain(|o| !self.facades.contains(&o.scope));
-        f.fail_opens.retain(|o| !self.facades.contains(&o.scope));
-        f.fail_opens.extend(
-            self.fail_opens
-                .iter()
-                .filter(|o| !self.facades.contains(&o.scope))
-                .cloned(),
-        );
+        let undo = Unlink {
+            ops: std::mem::take(&mut facts.ops),
+            fail_opens: std::mem::take(&mut facts.fail_opens),
+            failure_spans: facts.failure_spans.len(),
+        };
+        let visible = |scope: &ScopeId| !self.facades.contains(scope);
+        facts.fail_opens = undo
+            .fail_opens
+            .iter()
+            .chain(&self.fail_opens)
+            .filter(|o| visible(&o.scope))
+            .cloned()
+            .collect();
         // A call site's order is that of the token (pattern) or of the
         // first op at or after it (Rust): its ops go just before that op.
         // The ops of one call keep the wrapper's order among themselves
         // (its SETNX before its EXPIRE), all before that op.
         const SLOTS: u32 = link::MAX_PER_CALL as u32 + 1;
-        for o in &mut f.ops {
-            o.order = o.order.saturating_mul(SLOTS).saturating_add(SLOTS - 1);
-        }
-        f.ops.extend(self.visible_insts().map(|i| {
+        let own = undo.ops.iter().filter(|o| visible(&o.scope)).map(|o| {
+            let mut op = o.clone();
+            op.order = op.order.saturating_mul(SLOTS).saturating_add(SLOTS - 1);
+            op
+        });
+        let linked = self.visible_insts().map(|i| {
             let mut op = i.op.clone();
             op.order = op
                 .order
                 .saturating_mul(SLOTS)
                 .saturating_add(i.seq.min(SLOTS - 2));
             op
-        }));
+        });
+        facts.ops = own.chain(linked).collect();
         if !self.key_rewrites.is_empty() {
             let to: std::collections::HashMap<(ScopeId, &[crate::facts::KeyPart]), _> = self
                 .key_rewrites
                 .iter()
                 .map(|r| ((r.scope, r.from.as_slice()), &r.to))
                 .collect();
-            for o in f.ops.iter_mut() {
+            for o in facts.ops.iter_mut() {
                 if let Some(k) = to.get(&(o.scope, o.key.parts.as_slice())) {
                     o.key = (*k).clone();
                 }
             }
         }
         // an op of a function run only on failure paths runs on one
-        let failing: Vec<Span> = f
+        let failing: Vec<Span> = facts
             .ops
             .iter()
             .filter(|o| self.failure_scopes.contains(&o.scope))
@@ -169,8 +181,25 @@ impl FileView {
                 Span::new(start, o.span.end.max(o.name_span.end).max(start + 1))
             })
             .collect();
-        f.failure_spans.extend(failing);
-        Some(f)
+        facts.failure_spans.extend(failing);
+        Some(undo)
+    }
+}
+
+/// What [`FileView::link_into`] replaced in a file's facts.
+#[derive(Debug)]
+pub struct Unlink {
+    ops: Vec<crate::facts::Op>,
+    fail_opens: Vec<crate::facts::FailOpen>,
+    failure_spans: usize,
+}
+
+impl Unlink {
+    /// The file's own facts again, as they were before the link.
+    pub fn restore(self, facts: &mut FileFacts) {
+        facts.ops = self.ops;
+        facts.fail_opens = self.fail_opens;
+        facts.failure_spans.truncate(self.failure_spans);
     }
 }
 
