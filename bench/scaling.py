@@ -206,6 +206,41 @@ def rust_calls(n):
     return {"calls.rs": "\n".join(out)}
 
 
+def rust_chain(n):
+    """A Rust fn whose one statement is a builder chain of n calls (an
+    axum router), beside a lock function."""
+    links = "".join(f'\n        .route("/r{i}", get(h{i}).post(p{i}))' for i in range(n))
+    return {
+        "chain.rs": "use redis::Commands;\n"
+        "fn take(con: &mut redis::Connection) -> redis::RedisResult<()> {\n"
+        "    let _: bool = con.set_nx(\"lock:a\", 1)?;\n    Ok(())\n}\n"
+        "pub fn routes() -> Router {\n    let mut router = Router::new();\n"
+        f"    router = router{links};\n    router\n}}\n"
+    }
+
+
+def rust_let_match(n):
+    """A Rust fn binding a lock key from a `match` of n arms."""
+    arms = "".join(f'        Kind::K{i} => "lock:k{i}",\n' for i in range(n))
+    return {
+        "let_match.rs": "use redis::Commands;\n"
+        "fn take(con: &mut redis::Connection, k: Kind) -> redis::RedisResult<()> {\n"
+        f"    let key = match k {{\n{arms}        _ => \"lock:other\",\n    }};\n"
+        "    let _: bool = con.set_nx(key, 1)?;\n    Ok(())\n}\n"
+    }
+
+
+def rust_table(n):
+    """A Rust const table of n rows (one item), beside a lock function."""
+    rows = "".join(f'    ({i}, {i * 3}, "name{i}"),\n' for i in range(n))
+    return {
+        "table.rs": "use redis::Commands;\n"
+        "fn take(con: &mut redis::Connection) -> redis::RedisResult<()> {\n"
+        "    let _: bool = con.set_nx(\"lock:a\", 1)?;\n    Ok(())\n}\n"
+        f"pub const TABLE: &[(u32, u32, &str)] = &[\n{rows}];\n"
+    }
+
+
 def shell_lines(n):
     """A shell script with n redis-cli lock lines."""
     out = ["#!/bin/sh"]
@@ -241,6 +276,9 @@ SHAPES = {
     "braceless ifs on one line": (ifs_on_one_line, 20_000),
     "nested calls, long arguments": (nested_call_args, 10_000),
     "rust functions (syn)": (rust_calls, 2_000),
+    "rust builder chain (syn)": (rust_chain, 4_000),
+    "rust let of a match (syn)": (rust_let_match, 4_000),
+    "rust const table (syn)": (rust_table, 4_000),
     "redis-cli lines": (shell_lines, 10_000),
     "lua script lines": (lua_script, 5_000),
 }

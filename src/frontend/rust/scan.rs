@@ -579,6 +579,160 @@ fn let_value(text: &str, from: usize) -> Option<usize> {
     Some(skip_blank(text, eq? + 1))
 }
 
+/// A statement that is one long builder chain of a single method
+/// ([`chain_statement`]): where each call of it starts (its `.`) and
+/// where the statement ends (past its `;`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainStmt {
+    /// Where the receiver the calls are chained on starts.
+    pub head: usize,
+    pub links: Vec<usize>,
+    pub end: usize,
+}
+
+/// Methods whose calls the Rust front-end reads as Redis commands, as
+/// steps of a command, pipeline or script, or as tests of a result: a
+/// chain of one of them is never cut ([`chain_statement`]).
+const CHAIN_KEPT: &[&str] = &[
+    "arg",
+    "atomic",
+    "cmd",
+    "decr",
+    "del",
+    "eval",
+    "evalsha",
+    "exec",
+    "exists",
+    "expire",
+    "fcall",
+    "get",
+    "getdel",
+    "getset",
+    "hset_nx",
+    "hsetnx",
+    "ignore",
+    "incr",
+    "invoke",
+    "invoke_async",
+    "key",
+    "multi",
+    "or",
+    "or_else",
+    "pexpire",
+    "pipe",
+    "prepare_invoke",
+    "psetex",
+    "query",
+    "query_async",
+    "set",
+    "set_ex",
+    "set_nx",
+    "set_options",
+    "setex",
+    "setnx",
+    "unlink",
+    "unwrap_or",
+    "unwrap_or_else",
+    "watch",
+];
+
+/// The statement at `at` (before `limit`) when it is a builder chain of
+/// one method called again and again on a plain receiver:
+/// `[let PAT =] [place =] head .m(…) .m(…) … ;`, where `head` is a name
+/// or path (`router`, `self.app`) or a call of one without arguments
+/// (`Router::new()`), every call of the chain is of the same method `m`
+/// (not one the front-end reads: [`CHAIN_KEPT`]) and nothing else
+/// follows but the `;` (no `?`, no `.await`, no field). Such a
+/// statement can be cut between its calls: each part read on the same
+/// head is a call of `m` like any other (an axum router of 170
+/// `.route(…)` calls in one statement was a third of its file's peak).
+pub fn chain_statement(src: &str, at: usize, limit: usize) -> Option<ChainStmt> {
+    let text = src.get(..limit)?;
+    let b = text.as_bytes();
+    let mut i = at;
+    if word_at(text, i) == "let" {
+        i = let_value(text, i + 3)?;
+    } else {
+        // a place assigned (`router = …`, `self.app = …`)
+        let place_end = skip_path(text, i)?;
+        let eq = skip_blank(text, place_end);
+        if b.get(eq) == Some(&b'=') && !matches!(b.get(eq + 1), Some(b'=' | b'>')) {
+            i = skip_blank(text, eq + 1);
+        }
+    }
+    // the head: a path, then at most an empty `()`
+    let head = i;
+    let mut k = skip_path(text, i)?;
+    let after = skip_blank(text, k);
+    if b.get(after) == Some(&b'(') {
+        let close = closing(text, after)?;
+        if skip_blank(text, after + 1) != close {
+            return None;
+        }
+        k = close + 1;
+    }
+    let mut links = Vec::new();
+    let mut method: Option<&str> = None;
+    loop {
+        let d = skip_blank(text, k);
+        match b.get(d) {
+            Some(b';') => {
+                let name = method?;
+                return (links.len() >= 2 && !CHAIN_KEPT.contains(&name)).then_some(ChainStmt {
+                    head,
+                    links,
+                    end: d + 1,
+                });
+            }
+            Some(b'.') => {
+                let n = skip_blank(text, d + 1);
+                let name = word_at(text, n);
+                if name.is_empty() || method.is_some_and(|m| m != name) {
+                    return None;
+                }
+                method = Some(name);
+                let open = skip_blank(text, n + name.len());
+                if b.get(open) != Some(&b'(') {
+                    return None;
+                }
+                links.push(d);
+                k = closing(text, open)? + 1;
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// Past the path that starts at `i` (`a`, `a::b`, `self.a.b`): its
+/// names joined by `::` or by a `.` not followed by a call; `None` when
+/// no name starts there.
+fn skip_path(text: &str, i: usize) -> Option<usize> {
+    let b = text.as_bytes();
+    let first = word_at(text, i);
+    if first.is_empty() || first.as_bytes()[0].is_ascii_digit() || first == "let" {
+        return None;
+    }
+    let mut end = i + first.len();
+    loop {
+        let d = skip_blank(text, end);
+        let sep = match b.get(d..d + 2) {
+            Some(b"::") => 2,
+            _ if b.get(d) == Some(&b'.') => 1,
+            _ => return Some(end),
+        };
+        let n = skip_blank(text, d + sep);
+        let name = word_at(text, n);
+        if name.is_empty() {
+            return Some(end);
+        }
+        // (a `.name(` is the chain's first call, not part of the path)
+        if sep == 1 && b.get(skip_blank(text, n + name.len())) == Some(&b'(') {
+            return Some(end);
+        }
+        end = n + name.len();
+    }
+}
+
 /// Just past each arm of the `match` body at `range` of `src`: after a
 /// `,` outside any bracket, and after the `}` of an arm whose body is a
 /// block with no comma after it (`Some(x) => { … }`). An arm whose body

@@ -1403,3 +1403,80 @@ fn kind(k: &Kind) -> bool {
         "{callees:?}"
     );
 }
+
+/// A builder chain statement larger than a piece, of one method called
+/// again and again on a plain head (`router = router.route(…)…;`, `let
+/// app = App::new().service(…)…;`), is read by parts between its calls,
+/// with the facts of the whole parse (call sites with their spans and
+/// receivers, ops in the calls' arguments); a chain of a method the
+/// front-end reads (`arg`), of two methods, or that goes on after its
+/// calls (`?`) is not cut.
+#[test]
+fn a_long_builder_chain_is_read_part_by_part() {
+    let routes: String = (0..60)
+        .map(|i| {
+            format!(
+                "        .route(\"/r{i}\", get(h{i}).post(lock_route(con, \"lock:r{i}\")))\n        \
+                 // between calls. and: a comment\n"
+            )
+        })
+        .collect();
+    let services: String = (0..60)
+        .map(|i| {
+            format!("        .service(web::resource(\"/s{i}\").to(|| con.del(\"lock:s{i}\")))\n")
+        })
+        .collect();
+    let args: String = (0..60)
+        .map(|i| format!("        .arg(\"v{i}\")\n"))
+        .collect();
+    let mixed: String = (0..60)
+        .map(|i| format!("        .route(\"/m{i}\", get(m{i}))\n        .layer(l{i})\n"))
+        .collect();
+    let src = format!(
+        "use redis::Commands;\n\
+         fn lock_route(con: &mut redis::Connection, key: &str) -> bool {{\n    \
+         con.set_nx(key, 1).unwrap_or(false)\n}}\n\n\
+         pub fn routes(con: &mut redis::Connection) -> redis::RedisResult<Router> {{\n    \
+         let mut router = Router::new();\n    \
+         router = router\n{routes}    ;\n    \
+         let app = App::new()\n{services}    ;\n    \
+         let mut c = redis::cmd(\"SET\");\n    c.arg(\"lock:raw\");\n    \
+         let built = c\n{args}    ;\n    \
+         built.query::<()>(con)?;\n    \
+         let both = router\n{mixed}    ;\n    \
+         let tried = router\n{routes}    .into_service()?;\n    \
+         Ok(router)\n}}\n"
+    );
+    let text = super::scan::blank_bom_and_shebang(&src);
+    let items = super::scan::top_level_items(&text);
+    let whole = super::extract_with(&src, super::MAX_NESTING, usize::MAX);
+    assert!(whole.link.calls.len() >= 240, "{}", whole.link.calls.len());
+    assert!(whole.ops.len() > 60, "{}", whole.ops.len());
+    let list = super::visitor::piece_list(&text, &items, 512);
+    let cut_at = |stmt: &str| {
+        let at = text.find(stmt).expect("in the source");
+        list.iter()
+            .any(|p| p.contains(&format!("[{at}*")) || p.contains(&format!(" {at}*")))
+    };
+    assert!(cut_at("router = router\n") && cut_at("let app"), "{list:?}");
+    assert!(
+        !cut_at("let built") && !cut_at("let both") && !cut_at("let tried"),
+        "{list:?}"
+    );
+    // (the call sites of one statement are listed in the order the walk
+    // meets them: a whole chain's calls, then their arguments' calls; a
+    // part's calls, then theirs. Each is the same site, with the same
+    // order among the ops: compared in source order.)
+    let in_source_order = |f: &FileFacts| {
+        let mut f = f.clone();
+        f.link
+            .calls
+            .sort_by_key(|c| (c.name_span.start, c.span.start));
+        f
+    };
+    let whole = in_source_order(&whole);
+    for piece_bytes in [512, 256, 64] {
+        let f = by_pieces(&text, &items, piece_bytes).expect("read by pieces");
+        assert_eq!(in_source_order(&f), whole, "pieces of {piece_bytes}");
+    }
+}

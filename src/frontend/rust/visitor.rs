@@ -427,6 +427,13 @@ struct Walker<'f, 'o> {
     split: Vec<SplitAt>,
     /// How many of `split` the walk is inside.
     split_next: usize,
+    /// The piece walked is a part of a builder chain cut between its
+    /// calls: where the chain's head starts, whether this is its first
+    /// part, and where the piece's own text starts (the head before it is
+    /// a header's copy). The chain walked there is read as the whole
+    /// statement's (its span from the head, no receiver for a call after
+    /// the first).
+    cut_chain: Option<(usize, bool, usize)>,
 }
 
 /// A block-like statement a piece is a part of: where it starts in the
@@ -499,6 +506,9 @@ struct Piece {
     range: std::ops::Range<usize>,
     headers: Vec<Header>,
     part: Part,
+    /// A part of a builder chain cut between its calls ([`add_chain`]):
+    /// where its head starts, and whether the part is the first.
+    chain: Option<(usize, bool)>,
 }
 
 /// The pieces of [`run_by_pieces`] before any is joined, and the helpers
@@ -541,8 +551,12 @@ struct Header {
     /// A statement with a `;` after its block.
     semi: bool,
     /// An `if` whose last piece holds its own `}`, its `else`s and its
-    /// `;` (at their offsets): where the statement ends; 0 for any other.
+    /// `;` (at their offsets), or a builder chain whose last piece holds
+    /// its `;`: where the statement ends; 0 for any other.
     tail: usize,
+    /// A builder chain cut between its calls ([`add_chain`]): closed by
+    /// a `;`, and the walker reads each of its pieces as a statement.
+    chain: bool,
 }
 
 impl Header {
@@ -553,6 +567,7 @@ impl Header {
             block: false,
             semi: false,
             tail: 0,
+            chain: false,
         }
     }
 
@@ -562,7 +577,9 @@ impl Header {
 
     /// What closes it after the piece.
     fn close(&self) -> &'static str {
-        if self.semi {
+        if self.chain {
+            ";"
+        } else if self.semi {
             "};"
         } else {
             "}"
@@ -873,7 +890,11 @@ fn add_statements(
             None
         };
         let Some(b) = stmt else {
-            add_to_pieces(&(from..part.end), headers, Part::FnBody, piece_bytes, cut);
+            // (a builder chain is the part's last statement)
+            match scan::chain_statement(src, at, part.end) {
+                Some(c) if c.end - at > piece_bytes => add_chain(at, &c, piece_bytes, headers, cut),
+                _ => add_to_pieces(&(from..part.end), headers, Part::FnBody, piece_bytes, cut),
+            }
             return;
         };
         // (blanks after the last statement go with it)
@@ -888,6 +909,58 @@ fn add_statements(
             add_to_pieces(&(from..end), headers, Part::FnBody, piece_bytes, cut);
         }
         from = end;
+    }
+}
+
+/// A builder chain statement at `at` (`scan::chain_statement`) cut
+/// between its calls: consecutive calls in pieces of their own under a
+/// header of the statement's text before its first call (`router =
+/// router`, `let app = Router::new()`), closed by `;`; the last piece
+/// holds the statement's own. The walker reads each piece as a statement
+/// on the same head, whose calls are those of that piece.
+fn add_chain(
+    at: usize,
+    c: &scan::ChainStmt,
+    piece_bytes: usize,
+    headers: &mut Vec<Header>,
+    cut: &mut Cut,
+) {
+    // (as `add_block`: the header around it reaches to it when it opens
+    // that header's body, so the first piece's headers are one text)
+    let opens_outer = !cut
+        .pieces
+        .last()
+        .is_some_and(|p| share_headers(&p.headers, headers, headers.len()));
+    let outer_end = headers.last().map(|h| h.end);
+    if opens_outer {
+        if let Some(h) = headers.last_mut() {
+            h.end = at;
+        }
+    }
+    let Some(&first) = c.links.first() else {
+        return;
+    };
+    headers.push(Header {
+        start: at,
+        end: first,
+        block: true,
+        semi: false,
+        tail: c.end,
+        chain: true,
+    });
+    for (k, &l) in c.links.iter().enumerate() {
+        let end = c.links.get(k + 1).copied().unwrap_or(c.end);
+        let before = cut.pieces.len();
+        add_to_pieces(&(l..end), headers, Part::FnBody, piece_bytes, cut);
+        if cut.pieces.len() > before {
+            if let Some(p) = cut.pieces.last_mut() {
+                p.chain = Some((c.head, k == 0));
+            }
+        }
+    }
+    headers.pop();
+    if let (Some(h), Some(end)) = (headers.last_mut(), outer_end) {
+        h.end = end;
     }
 }
 
@@ -936,6 +1009,7 @@ fn add_block(
         block: true,
         semi: b.semi,
         tail: if is_if { b.end } else { 0 },
+        chain: false,
     });
     let ends = match b.kind {
         scan::BlockKind::Match => scan::arm_ends(src, body.clone()),
@@ -1014,6 +1088,7 @@ fn add_to_pieces(
             range: r.clone(),
             headers: headers.to_vec(),
             part,
+            chain: None,
         }),
     }
 }
@@ -1200,6 +1275,7 @@ pub fn run_by_pieces(
         w.part_of_body = part_of_body;
         w.split = split;
         w.part_of_macro = p.part == Part::MacroBody;
+        w.cut_chain = p.chain.map(|(head, first)| (head, first, p.range.start));
         for item in &items {
             w.visit_item(item);
         }
@@ -1262,6 +1338,7 @@ pub(super) fn helpers_found(
                 range: 0..src.len(),
                 headers: Vec::new(),
                 part: Part::Items,
+                chain: None,
             }],
             helpers: Vec::new(),
         }
@@ -1474,6 +1551,7 @@ impl<'f, 'o> Walker<'f, 'o> {
             part_of_macro: false,
             split: Vec::new(),
             split_next: 0,
+            cut_chain: None,
         }
     }
 }
@@ -2653,7 +2731,15 @@ impl<'f> Walker<'f, '_> {
         for l in links.iter_mut() {
             l.end += self.base.get();
         }
-        let chain_start = self.span_of(base).start;
+        // (the statement's chain in a part of one cut between its calls:
+        // its head is in the part's header, before the part's text)
+        let cut = self
+            .cut_chain
+            .filter(|&(_, _, from)| self.span_of(base).end <= from);
+        let chain_start = match cut {
+            Some((head, _, _)) => head,
+            None => self.span_of(base).start,
+        };
         let ops_before = self.facts.ops.len();
         let has_atomic = links.iter().any(|l| l.method == "atomic");
         let mut atomic = has_atomic;
@@ -2770,7 +2856,10 @@ impl<'f> Walker<'f, '_> {
         }
 
         let mut script_key: Option<(KeyExpr, Span)> = None;
-        let mut recv_for: Option<&Expr> = Some(base);
+        let mut recv_for: Option<&Expr> = match cut {
+            Some((_, false, _)) => None,
+            _ => Some(base),
+        };
         for l in &links {
             let m = l.method.to_string();
             let ns = self.off(l.method.span());
@@ -3813,7 +3902,10 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
                         let name = i.to_string();
                         let words = self.words_of(&a.right);
                         if let Some(l) = self.s.locals.iter_mut().rev().find(|l| l.name == name) {
+                            // (as many as one value's: a router assigned
+                            // 8,000 times kept every call's words)
                             l.words.extend(words);
+                            l.words.truncate(MAX_WORD_TOKENS);
                         }
                     }
                 }
