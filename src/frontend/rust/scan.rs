@@ -545,6 +545,12 @@ pub fn block_statement(src: &str, at: usize, limit: usize) -> Option<BlockStmt> 
 /// Where the value of the `let` whose pattern starts at `from` starts
 /// (past the binding's `=` and blanks).
 fn let_value(text: &str, from: usize) -> Option<usize> {
+    Some(skip_blank(text, binding_eq(text, from)? + 1))
+}
+
+/// The `=` of the binding whose pattern (or name and type) starts at
+/// `from`: the first outside brackets before a `;`.
+fn binding_eq(text: &str, from: usize) -> Option<usize> {
     let b = text.as_bytes();
     // the `=` of the binding: outside brackets, not part of `==`, `=>`,
     // `<=`, `>=`, `!=` (a pattern's `..=` is not one either)
@@ -576,7 +582,73 @@ fn let_value(text: &str, from: usize) -> Option<usize> {
         }
         _ => true,
     });
-    Some(skip_blank(text, eq? + 1))
+    eq
+}
+
+/// A `const` or `static` item whose value is an array, or a reference to
+/// one, of elements separated by commas ([`const_array`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArrayItem {
+    /// Just past the array's `[`.
+    pub open: usize,
+    /// Just past each `,` between its elements.
+    pub commas: Vec<usize>,
+    /// The value, from just past the `=` to the `;`.
+    pub value: Range<usize>,
+}
+
+/// The item at `r` of `src` when it is a `const` or `static` (outer
+/// attributes and visibility before it) whose whole value is `[…]` or
+/// `&[…]` of elements separated by commas (not `[x; n]`), nothing after
+/// the `;` but blanks: a table, which can be read a run of its elements
+/// at a time.
+pub fn const_array(src: &str, r: Range<usize>) -> Option<ArrayItem> {
+    let text = src.get(..r.end)?;
+    let b = text.as_bytes();
+    let mut i = skip_blank(text, r.start);
+    while b.get(i) == Some(&b'#') {
+        i = skip_blank(text, closing(text, i + 1)? + 1);
+    }
+    if word_at(text, i) == "pub" {
+        i = skip_blank(text, i + 3);
+        if b.get(i) == Some(&b'(') {
+            i = skip_blank(text, closing(text, i)? + 1);
+        }
+    }
+    match word_at(text, i) {
+        "const" => i += 5,
+        "static" => i += 6,
+        _ => return None,
+    }
+    let eq = binding_eq(text, i)?;
+    let mut v = skip_blank(text, eq + 1);
+    if b.get(v) == Some(&b'&') {
+        v = skip_blank(text, v + 1);
+    }
+    if b.get(v) != Some(&b'[') {
+        return None;
+    }
+    let close = closing(text, v)?;
+    let semi = skip_blank(text, close + 1);
+    if b.get(semi) != Some(&b';') || skip_blank(text, semi + 1) < r.end {
+        return None;
+    }
+    let body = v + 1..close;
+    let mut depth = 0usize;
+    let mut commas = Vec::new();
+    let mut repeat = false;
+    for_each_code_byte(text.get(body.clone())?, |k, c| match c {
+        b'(' | b'[' | b'{' => depth += 1,
+        b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+        b',' if depth == 0 => commas.push(body.start + k + 1),
+        b';' if depth == 0 => repeat = true,
+        _ => {}
+    });
+    (!repeat && !commas.is_empty()).then_some(ArrayItem {
+        open: v + 1,
+        commas,
+        value: eq + 1..semi,
+    })
 }
 
 /// A statement that is one long builder chain of a single method

@@ -1480,3 +1480,76 @@ fn a_long_builder_chain_is_read_part_by_part() {
         assert_eq!(in_source_order(&f), whole, "pieces of {piece_bytes}");
     }
 }
+
+/// A `const` or `static` table larger than a piece (`&[…]` or `[…]`, in
+/// a module or an impl too) is read by runs of its elements, each piece
+/// the item with some of them: the scripts among its strings and the
+/// ops of the file are those of the whole parse, and so is what the
+/// file's constants resolve to. A repeat array (`[[0, …]; n]`) is not cut.
+#[test]
+fn a_large_table_is_read_part_by_part() {
+    let lua = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+    let scripts: String = (0..40)
+        .map(|i| format!("    \"{lua} -- {i}\",\n    \"plain text {i}\",\n"))
+        .collect();
+    let rows: String = (0..200)
+        .map(|i| format!("    ({i}, \"lock:t{i}\"),\n"))
+        .collect();
+    let names: String = (0..100)
+        .map(|i| format!("        \"lock:n{i}\",\n"))
+        .collect();
+    let zeros = "0, ".repeat(399);
+    let src = format!(
+        "use redis::Commands;\n\n\
+         /// The release scripts.\n#[allow(dead_code)]\n\
+         pub(crate) const SCRIPTS: &[&str] = &[\n{scripts}];\n\n\
+         pub static TABLE: [(u32, &str); 200] = [\n{rows}];\n\n\
+         const ZEROS: [[u8; 400]; 4] = [[{zeros}0]; 4];\n\n\
+         const LOCK_KEY: &str = \"lock:main\";\n\n\
+         struct Locks;\n\
+         impl Locks {{\n    pub const NAMES: &'static [&'static str] = &[\n{names}    ];\n}}\n\n\
+         fn take(con: &mut redis::Connection) -> redis::RedisResult<()> {{\n    \
+         let _: bool = con.set_nx(LOCK_KEY, 1)?;\n    \
+         let _: () = con.del(TABLE[3].1)?;\n    \
+         for k in SCRIPTS {{ let _: () = con.del(*k)?; }}\n    \
+         let _: () = con.del(SCRIPTS)?;\n    let _: bool = con.set_nx(TABLE, 1)?;\n    \
+         let _: () = redis::Script::new(SCRIPTS).key(\"lock:s\").invoke(con)?;\n    \
+         Ok(())\n}}\n"
+    );
+    let text = super::scan::blank_bom_and_shebang(&src);
+    let items = super::scan::top_level_items(&text);
+    let whole = super::extract_with(&src, super::MAX_NESTING, usize::MAX);
+    assert!(whole.scripts.len() >= 40, "{}", whole.scripts.len());
+    assert!(whole.ops.len() >= 3, "{:?}", whole.ops);
+    let list = super::visitor::piece_list(&text, &items, 512);
+    // (how many pieces stand under a header that opens with `item`)
+    let cut_at = |item: &str| {
+        let under = |p: &&String| {
+            let heads = p.split('[').nth(1).and_then(|h| h.split(']').next());
+            heads.is_some_and(|h| {
+                h.split(' ')
+                    .filter_map(|n| n.parse::<usize>().ok())
+                    .any(|at| {
+                        text.get(at..)
+                            .is_some_and(|t| t.trim_start().starts_with(item))
+                    })
+            })
+        };
+        list.iter().filter(under).count() > 1
+    };
+    assert!(
+        cut_at("/// The release scripts") && cut_at("pub static TABLE"),
+        "{list:?}"
+    );
+    assert!(cut_at("pub const NAMES"), "{list:?}");
+    assert!(!cut_at("const ZEROS"), "{list:?}");
+    let consts = super::visitor::consts_found(&text, &items, usize::MAX);
+    assert_eq!(consts.len(), 5, "{consts:?}");
+    for piece_bytes in [512, 256, 64] {
+        let f = by_pieces(&text, &items, piece_bytes).expect("read by pieces");
+        assert_eq!(f, whole, "pieces of {piece_bytes}");
+        // (each constant's value where the whole parse finds it)
+        let found = super::visitor::consts_found(&text, &items, piece_bytes);
+        assert_eq!(found, consts, "pieces of {piece_bytes}");
+    }
+}

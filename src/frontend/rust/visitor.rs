@@ -177,6 +177,27 @@ struct Collect<'i> {
     /// ...unless its body is one block-like expression cut into parts,
     /// and this its first piece: its body's braces ([`Cut::helpers`]).
     helper: Option<std::ops::Range<usize>>,
+    /// The piece is a part of a table: the whole value's text, where the
+    /// first constant or static met finds its value ([`Piece::value`]).
+    value: Option<std::ops::Range<usize>>,
+}
+
+impl Collect<'_> {
+    /// Where a constant's value stands: between its `=` and its `;`, or,
+    /// in a part of a table, the whole table's (an array: no script, no
+    /// call, as [`Deferred::between`] finds of the whole).
+    fn value_of(&mut self, e: &Expr, eq: &syn::token::Eq, semi: &syn::token::Semi) -> Deferred {
+        match self.value.take() {
+            Some(v) => Deferred {
+                start: v.start,
+                end: v.end,
+                block: false,
+                script: false,
+                call_text: None,
+            },
+            None => Deferred::between(self.base, e, eq, semi),
+        }
+    }
 }
 
 fn note_crate(info: &mut FileInfo, name: &str) {
@@ -230,17 +251,17 @@ fn helper_at(sig: &syn::Signature, body: std::ops::Range<usize>) -> Helper {
 
 impl<'f> Visit<'f> for Collect<'_> {
     fn visit_item_const(&mut self, i: &'f syn::ItemConst) {
-        let at = Deferred::between(self.base, &i.expr, &i.eq_token, &i.semi_token);
+        let at = self.value_of(&i.expr, &i.eq_token, &i.semi_token);
         self.info.consts.insert(i.ident.to_string(), at);
         visit::visit_item_const(self, i);
     }
     fn visit_item_static(&mut self, i: &'f syn::ItemStatic) {
-        let at = Deferred::between(self.base, &i.expr, &i.eq_token, &i.semi_token);
+        let at = self.value_of(&i.expr, &i.eq_token, &i.semi_token);
         self.info.consts.insert(i.ident.to_string(), at);
         visit::visit_item_static(self, i);
     }
     fn visit_impl_item_const(&mut self, i: &'f syn::ImplItemConst) {
-        let at = Deferred::between(self.base, &i.expr, &i.eq_token, &i.semi_token);
+        let at = self.value_of(&i.expr, &i.eq_token, &i.semi_token);
         self.info.consts.insert(i.ident.to_string(), at);
         visit::visit_impl_item_const(self, i);
     }
@@ -479,6 +500,7 @@ pub fn run(src: &str, units: &[Unit], facts: &mut FileFacts) -> Option<PackedCal
             base: 0,
             part_of_body: false,
             helper: None,
+            value: None,
         };
         for u in units {
             c.base = u.base;
@@ -509,6 +531,9 @@ struct Piece {
     /// A part of a builder chain cut between its calls ([`add_chain`]):
     /// where its head starts, and whether the part is the first.
     chain: Option<(usize, bool)>,
+    /// A part of a table cut between its elements ([`add_array`]): the
+    /// whole value's text, what the collect pass keeps for its name.
+    value: Option<std::ops::Range<usize>>,
 }
 
 /// The pieces of [`run_by_pieces`] before any is joined, and the helpers
@@ -557,6 +582,8 @@ struct Header {
     /// A builder chain cut between its calls ([`add_chain`]): closed by
     /// a `;`, and the walker reads each of its pieces as a statement.
     chain: bool,
+    /// A table cut between its elements ([`add_array`]): closed by `];`.
+    array: bool,
 }
 
 impl Header {
@@ -568,6 +595,7 @@ impl Header {
             semi: false,
             tail: 0,
             chain: false,
+            array: false,
         }
     }
 
@@ -577,7 +605,9 @@ impl Header {
 
     /// What closes it after the piece.
     fn close(&self) -> &'static str {
-        if self.chain {
+        if self.array {
+            "];"
+        } else if self.chain {
             ";"
         } else if self.semi {
             "};"
@@ -807,7 +837,48 @@ fn cut_into(
         headers.pop();
         return;
     }
+    if r.len() > piece_bytes {
+        if let Some(a) = scan::const_array(src, r.clone()) {
+            return add_array(r, &a, piece_bytes, headers, cut);
+        }
+    }
     add_to_pieces(r, headers, Part::Items, piece_bytes, cut);
+}
+
+/// A `const` or `static` table at `r` (`scan::const_array`) cut between
+/// its elements: runs of them in pieces of their own under a header of
+/// the item's text up to its `[`, closed by `];` (the last piece holds
+/// the item's own). Each piece is the item with some of its elements,
+/// walked as such; the collect pass keeps the whole value for its name
+/// (`Piece::value`).
+fn add_array(
+    r: &std::ops::Range<usize>,
+    a: &scan::ArrayItem,
+    piece_bytes: usize,
+    headers: &mut Vec<Header>,
+    cut: &mut Cut,
+) {
+    headers.push(Header {
+        start: r.start,
+        end: a.open,
+        block: false,
+        semi: false,
+        tail: r.end,
+        chain: false,
+        array: true,
+    });
+    let mut from = a.open;
+    for &end in a.commas.iter().chain(std::iter::once(&r.end)) {
+        let before = cut.pieces.len();
+        add_to_pieces(&(from..end), headers, Part::Items, piece_bytes, cut);
+        if cut.pieces.len() > before {
+            if let Some(p) = cut.pieces.last_mut() {
+                p.value = Some(a.value.clone());
+            }
+        }
+        from = end;
+    }
+    headers.pop();
 }
 
 /// The index of the first of `parts` (statements of a body, in order)
@@ -947,6 +1018,7 @@ fn add_chain(
         semi: false,
         tail: c.end,
         chain: true,
+        array: false,
     });
     for (k, &l) in c.links.iter().enumerate() {
         let end = c.links.get(k + 1).copied().unwrap_or(c.end);
@@ -1010,6 +1082,7 @@ fn add_block(
         semi: b.semi,
         tail: if is_if { b.end } else { 0 },
         chain: false,
+        array: false,
     });
     let ends = match b.kind {
         scan::BlockKind::Match => scan::arm_ends(src, body.clone()),
@@ -1089,6 +1162,7 @@ fn add_to_pieces(
             headers: headers.to_vec(),
             part,
             chain: None,
+            value: None,
         }),
     }
 }
@@ -1228,6 +1302,7 @@ pub fn run_by_pieces(
             base,
             part_of_body: p.part == Part::FnBody,
             helper,
+            value: p.value.clone(),
         };
         for item in &items {
             c.visit_item(item);
@@ -1339,6 +1414,7 @@ pub(super) fn helpers_found(
                 headers: Vec::new(),
                 part: Part::Items,
                 chain: None,
+                value: None,
             }],
             helpers: Vec::new(),
         }
@@ -1352,6 +1428,7 @@ pub(super) fn helpers_found(
             base,
             part_of_body: p.part == Part::FnBody,
             helper: cut.helper_at(k),
+            value: p.value.clone(),
         };
         for item in &items {
             c.visit_item(item);
@@ -1361,6 +1438,49 @@ pub(super) fn helpers_found(
         .helpers
         .into_iter()
         .map(|(n, h)| (n, h.params, h.body.start, h.body.end))
+        .collect();
+    out.sort();
+    out
+}
+
+/// The constants the collect pass of [`run_by_pieces`] finds (pieces of
+/// `piece_bytes`, none joined; `usize::MAX`: the whole file): each name
+/// and where its value stands, sorted.
+#[cfg(test)]
+pub(super) fn consts_found(
+    src: &str,
+    items: &[std::ops::Range<usize>],
+    piece_bytes: usize,
+) -> Vec<(String, usize, usize)> {
+    let mut info = FileInfo::default();
+    let cut = if piece_bytes == usize::MAX {
+        vec![Piece {
+            range: 0..src.len(),
+            headers: Vec::new(),
+            part: Part::Items,
+            chain: None,
+            value: None,
+        }]
+    } else {
+        cut_pieces(src, items, piece_bytes).pieces
+    };
+    for p in &cut {
+        let (items, base) = parse_piece(src, p).expect("a piece parses");
+        let mut c = Collect {
+            info: &mut info,
+            base,
+            part_of_body: p.part == Part::FnBody,
+            helper: None,
+            value: p.value.clone(),
+        };
+        for item in &items {
+            c.visit_item(item);
+        }
+    }
+    let mut out: Vec<_> = info
+        .consts
+        .into_iter()
+        .map(|(n, d)| (n, d.start, d.end))
         .collect();
     out.sort();
     out
