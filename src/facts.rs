@@ -628,7 +628,7 @@ pub fn push_by_quarters<T>(v: &mut Vec<T>, x: T) {
 }
 
 /// A byte offset as the `u32` of the compact facts.
-fn offset32(at: usize) -> u32 {
+pub(crate) fn offset32(at: usize) -> u32 {
     u32::try_from(at).unwrap_or(u32::MAX)
 }
 

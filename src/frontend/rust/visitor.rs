@@ -528,12 +528,33 @@ struct Piece {
     range: std::ops::Range<usize>,
     headers: Vec<Header>,
     part: Part,
-    /// A part of a builder chain cut between its calls ([`add_chain`]):
-    /// where its head starts, and whether the part is the first.
-    chain: Option<(usize, bool)>,
-    /// A part of a table cut between its elements ([`add_array`]): the
-    /// whole value's text, what the collect pass keeps for its name.
-    value: Option<std::ops::Range<usize>>,
+    /// What cut statement or item the piece is a part of, if any.
+    within: Within,
+}
+
+/// The statement or item cut into parts a [`Piece`] is one of, where it
+/// matters to its walk (offsets as `u32`: a file's pieces are held for
+/// the whole walk, two lists of them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Within {
+    #[default]
+    Plain,
+    /// A builder chain cut between its calls ([`add_chain`]): where its
+    /// head starts, and whether the part is the first.
+    Chain { head: u32, first: bool },
+    /// A table cut between its elements ([`add_array`]): the whole
+    /// value's text, what the collect pass keeps for its name.
+    Table { start: u32, end: u32 },
+}
+
+impl Within {
+    /// The value's text of a table's part.
+    fn value(self) -> Option<std::ops::Range<usize>> {
+        match self {
+            Within::Table { start, end } => Some(start as usize..end as usize),
+            _ => None,
+        }
+    }
 }
 
 /// The pieces of [`run_by_pieces`] before any is joined, and the helpers
@@ -873,7 +894,10 @@ fn add_array(
         add_to_pieces(&(from..end), headers, Part::Items, piece_bytes, cut);
         if cut.pieces.len() > before {
             if let Some(p) = cut.pieces.last_mut() {
-                p.value = Some(a.value.clone());
+                p.within = Within::Table {
+                    start: crate::facts::offset32(a.value.start),
+                    end: crate::facts::offset32(a.value.end),
+                };
             }
         }
         from = end;
@@ -1026,7 +1050,10 @@ fn add_chain(
         add_to_pieces(&(l..end), headers, Part::FnBody, piece_bytes, cut);
         if cut.pieces.len() > before {
             if let Some(p) = cut.pieces.last_mut() {
-                p.chain = Some((c.head, k == 0));
+                p.within = Within::Chain {
+                    head: crate::facts::offset32(c.head),
+                    first: k == 0,
+                };
             }
         }
     }
@@ -1161,8 +1188,7 @@ fn add_to_pieces(
             range: r.clone(),
             headers: headers.to_vec(),
             part,
-            chain: None,
-            value: None,
+            within: Within::Plain,
         }),
     }
 }
@@ -1302,7 +1328,7 @@ pub fn run_by_pieces(
             base,
             part_of_body: p.part == Part::FnBody,
             helper,
-            value: p.value.clone(),
+            value: p.within.value(),
         };
         for item in &items {
             c.visit_item(item);
@@ -1350,7 +1376,10 @@ pub fn run_by_pieces(
         w.part_of_body = part_of_body;
         w.split = split;
         w.part_of_macro = p.part == Part::MacroBody;
-        w.cut_chain = p.chain.map(|(head, first)| (head, first, p.range.start));
+        w.cut_chain = match p.within {
+            Within::Chain { head, first } => Some((head as usize, first, p.range.start)),
+            _ => None,
+        };
         for item in &items {
             w.visit_item(item);
         }
@@ -1413,8 +1442,7 @@ pub(super) fn helpers_found(
                 range: 0..src.len(),
                 headers: Vec::new(),
                 part: Part::Items,
-                chain: None,
-                value: None,
+                within: Within::Plain,
             }],
             helpers: Vec::new(),
         }
@@ -1428,7 +1456,7 @@ pub(super) fn helpers_found(
             base,
             part_of_body: p.part == Part::FnBody,
             helper: cut.helper_at(k),
-            value: p.value.clone(),
+            value: p.within.value(),
         };
         for item in &items {
             c.visit_item(item);
@@ -1458,8 +1486,7 @@ pub(super) fn consts_found(
             range: 0..src.len(),
             headers: Vec::new(),
             part: Part::Items,
-            chain: None,
-            value: None,
+            within: Within::Plain,
         }]
     } else {
         cut_pieces(src, items, piece_bytes).pieces
@@ -1471,7 +1498,7 @@ pub(super) fn consts_found(
             base,
             part_of_body: p.part == Part::FnBody,
             helper: None,
-            value: p.value.clone(),
+            value: p.within.value(),
         };
         for item in &items {
             c.visit_item(item);
