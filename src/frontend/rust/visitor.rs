@@ -178,7 +178,7 @@ struct Collect<'i> {
     /// and this its first piece: its body's braces ([`Cut::helpers`]).
     helper: Option<std::ops::Range<usize>>,
     /// The piece is a part of a table: the whole value's text, where the
-    /// first constant or static met finds its value ([`Piece::value`]).
+    /// first constant or static met finds its value ([`Within::Table`]).
     value: Option<std::ops::Range<usize>>,
 }
 
@@ -871,7 +871,7 @@ fn cut_into(
 /// the item's text up to its `[`, closed by `];` (the last piece holds
 /// the item's own). Each piece is the item with some of its elements,
 /// walked as such; the collect pass keeps the whole value for its name
-/// (`Piece::value`).
+/// (`Within::Table`).
 fn add_array(
     r: &std::ops::Range<usize>,
     a: &scan::ArrayItem,
