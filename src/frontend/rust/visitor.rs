@@ -1020,6 +1020,9 @@ fn add_chain(
     headers: &mut Vec<Header>,
     cut: &mut Cut,
 ) {
+    let Some(&first) = c.links.first() else {
+        return;
+    };
     // (as `add_block`: the header around it reaches to it when it opens
     // that header's body, so the first piece's headers are one text)
     let opens_outer = !cut
@@ -1032,9 +1035,6 @@ fn add_chain(
             h.end = at;
         }
     }
-    let Some(&first) = c.links.first() else {
-        return;
-    };
     headers.push(Header {
         start: at,
         end: first,
