@@ -230,9 +230,9 @@ fn findings_for(
         // lent (a list of their own, 64 kB on a file of 8,000 lines, stood
         // beside the index and the rules' context)
         crate::advice::with_line_starts(src, index.starts(), || {
-            fixes.extend(diags.iter().map(|(meta, d)| {
+            fixes.extend(diags.iter().map(|d| {
                 fixer
-                    .fix_for(meta.code, &cx, d, src)
+                    .fix_for(d.meta().code, &cx, d, src)
                     .map(|draft| Box::new(crate::fix::resolve(draft, &index)))
             }));
         });
@@ -266,12 +266,14 @@ fn findings_for(
     // where the findings of a function's own flow start (`Diagnostic::own_flow`)
     let own_flow: Vec<(usize, &'static str)> = diags
         .iter()
-        .filter(|(_, d)| d.own_flow)
-        .map(|(meta, d)| (d.span.start, meta.code))
+        .filter(|d| d.own_flow())
+        .map(|d| (d.span().start, d.meta().code))
         .collect();
     diags.reverse();
     fixes.reverse();
-    while let Some((meta, d)) = diags.pop() {
+    while let Some(mut d) = diags.pop() {
+        let meta = d.meta();
+        let span = d.span();
         let fix = fixes.pop().flatten();
         if diags.capacity() > 64 && diags.len() <= diags.capacity() / 4 * 3 {
             diags.shrink_to_fit();
@@ -281,14 +283,14 @@ fn findings_for(
             // (at least 16, at most the rest: `diags` no longer holds this one)
             out.reserve_exact((out.len() / 4).max(16).min(diags.len() + 1));
         }
-        let (line, column) = index.line_col(d.span.start);
-        let (end_line, end_column) = index.line_col(d.span.end.max(d.span.start));
+        let (line, column) = index.line_col(span.start);
+        let (end_line, end_column) = index.line_col(span.end.max(span.start));
         // (at their exact count: collected through a filter, one label
         // took room for four — 2.7 MB for a file of 12,000 findings)
-        let mut labels = Vec::with_capacity(d.labels.len());
+        let own_labels = d.take_labels();
+        let mut labels = Vec::with_capacity(own_labels.len());
         labels.extend(
-            d.labels
-                .into_vec()
+            own_labels
                 .into_iter()
                 // ops of other files (the project key index) have no span here
                 .filter(|(span, _)| *span != Span::default())
@@ -302,6 +304,7 @@ fn findings_for(
                     }
                 }),
         );
+        let (message, label) = d.take_texts();
         let text_id = line_ids.id(line, &index);
         let n = line_ids.count(meta.code, text_id);
         if prefixes.len() >= PREFIX_MEMO && !prefixes.contains_key(&(meta.code, line)) {
@@ -324,13 +327,13 @@ fn findings_for(
             column,
             end_line,
             end_column,
-            message: d.message,
-            label: d.label,
-            help: d.help,
-            note: d.note,
+            message,
+            label,
+            help: d.help(),
+            note: d.note(),
             language,
             fingerprint,
-            span: Span::new(d.span.start, d.span.end.max(d.span.start)),
+            span: Span::new(span.start, span.end.max(span.start)),
             labels,
             fix,
         });
@@ -2210,7 +2213,13 @@ pub fn check_paths(paths: &[PathBuf], settings: &Settings) -> Report {
         if !findings.is_empty() {
             report.sources.insert(f.display, Arc::from(f.src));
         }
-        report.findings.extend(findings);
+        // (moved in whole when it is the first: extended, the list of a
+        // file of 12,000 findings stood twice, 3 MB each)
+        if report.findings.is_empty() {
+            report.findings = findings;
+        } else {
+            report.findings.extend(findings);
+        }
     }
     phases.mark("link and rules");
     report.sort();

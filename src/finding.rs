@@ -101,6 +101,17 @@ impl Text {
         }
     }
 
+    /// The shared wording and the quote cut out of it, taken apart (a
+    /// [`crate::rules::Reported`] keeps the wordings of its texts as one).
+    pub(crate) fn into_parts(self) -> (Arc<str>, Option<Box<str>>) {
+        (self.words, self.quote)
+    }
+
+    /// A text put back together from [`Text::into_parts`].
+    pub(crate) fn from_parts(words: Arc<str>, quote: Option<Box<str>>) -> Text {
+        Text { words, quote }
+    }
+
     /// The text before the quote, the quote, the text after it.
     fn parts(&self) -> (&str, &str, &str) {
         match &self.quote {

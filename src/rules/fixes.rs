@@ -91,7 +91,7 @@ impl<'a> Fixer<'a> {
         src: &str,
     ) -> Option<FixDraft> {
         if matches!(code, "LL007" | "LL011") {
-            let op = self.writes.get(&d.span)?;
+            let op = self.writes.get(&d.span())?;
             return write_fix(code, cx, op, src, |op| self.parts(op));
         }
         if !matches!(
@@ -100,7 +100,7 @@ impl<'a> Fixer<'a> {
         ) {
             return None;
         }
-        let op = self.ops.get(&d.span)?;
+        let op = self.ops.get(&d.span())?;
         fix_for(code, cx, op, src, |op| self.parts(op))
     }
 

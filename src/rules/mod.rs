@@ -74,53 +74,144 @@ pub struct Diagnostic {
     pub labels: Vec<(Span, String)>,
 }
 
-/// A [`Diagnostic`] as the run keeps it: its message and labels as
-/// [`Text`]s (one shared wording per rule, with the key cut out), so a
-/// file of a finding every 30 bytes does not hold a whole message per
-/// finding while the other rules run.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A [`Diagnostic`] as the run keeps it, 64 bytes: its rule, message,
+/// label, help and note as one [`Wording`] shared by the findings that read
+/// alike but for their quotes (each text's first quoted part, most often
+/// the key: [`Text`]), its labels behind one pointer (most findings have
+/// none). A file of a finding every 30 bytes held 144 bytes a finding
+/// while the other rules ran (its rule, two texts, help, note and labels
+/// each).
+#[derive(Clone, Debug)]
 pub struct Reported {
-    pub span: Span,
-    /// As [`Diagnostic::own_flow`].
-    pub own_flow: bool,
-    pub message: Text,
-    pub label: Text,
-    pub help: std::sync::Arc<str>,
-    pub note: Option<&'static str>,
-    pub labels: Box<[(Span, Text)]>,
+    span: [u32; 2],
+    wording: std::sync::Arc<Wording>,
+    message_quote: Option<Box<str>>,
+    /// `None` also where the label quotes what the message does
+    /// (`label_quotes_message`).
+    label_quote: Option<Box<str>>,
+    labels: Option<Box<Labels>>,
+    own_flow: bool,
+    label_quotes_message: bool,
 }
 
-impl From<Diagnostic> for Reported {
-    fn from(d: Diagnostic) -> Reported {
-        Reported {
-            span: d.span,
-            own_flow: d.own_flow,
-            message: Text::new(&d.message),
-            label: Text::new(&d.label),
-            help: d.help,
-            note: d.note,
-            labels: d
-                .labels
-                .into_iter()
-                .map(|(span, text)| (span, Text::new(&text)))
-                .collect(),
-        }
+/// A finding's labels (boxed once more in [`Reported`]: one pointer).
+type Labels = Box<[(Span, Text)]>;
+
+/// What the findings of one rule that read alike share ([`Reported`]).
+#[derive(Debug)]
+struct Wording {
+    meta: &'static RuleMeta,
+    message: std::sync::Arc<str>,
+    label: std::sync::Arc<str>,
+    help: std::sync::Arc<str>,
+    note: Option<&'static str>,
+}
+
+impl Reported {
+    pub fn meta(&self) -> &'static RuleMeta {
+        self.wording.meta
+    }
+
+    pub fn span(&self) -> Span {
+        Span::new(self.span[0] as usize, self.span[1] as usize)
+    }
+
+    /// As [`Diagnostic::own_flow`].
+    pub fn own_flow(&self) -> bool {
+        self.own_flow
+    }
+
+    pub fn help(&self) -> std::sync::Arc<str> {
+        std::sync::Arc::clone(&self.wording.help)
+    }
+
+    pub fn note(&self) -> Option<&'static str> {
+        self.wording.note
+    }
+
+    /// Its message and label, taken out (its quotes move into them).
+    pub fn take_texts(&mut self) -> (Text, Text) {
+        let message_quote = self.message_quote.take();
+        let label_quote = if self.label_quotes_message {
+            message_quote.clone()
+        } else {
+            self.label_quote.take()
+        };
+        (
+            Text::from_parts(std::sync::Arc::clone(&self.wording.message), message_quote),
+            Text::from_parts(std::sync::Arc::clone(&self.wording.label), label_quote),
+        )
+    }
+
+    /// Its labels, taken out.
+    pub fn take_labels(&mut self) -> Vec<(Span, Text)> {
+        self.labels.take().map(|l| l.into_vec()).unwrap_or_default()
     }
 }
 
 /// Where a rule puts its diagnostics, kept as [`Reported`]. Every rule of
-/// a run pushes onto one list, each with its meta (a list per rule, then
-/// copied onto the run's, stood beside it: 3.4 MB at 10,000).
+/// a run pushes onto one list (a list per rule, then copied onto the
+/// run's, stood beside it: 3.4 MB at 10,000).
 pub struct Diags {
-    out: Vec<(&'static RuleMeta, Reported)>,
+    out: Vec<Reported>,
     meta: &'static RuleMeta,
+    /// The wordings given so far, by the addresses of their texts (the
+    /// texts are the run's shared copies: equal texts, one address).
+    #[allow(clippy::type_complexity)]
+    wordings: HashMap<(usize, usize, usize, usize), std::sync::Arc<Wording>>,
 }
 
 impl Diags {
     pub fn push(&mut self, d: Diagnostic) {
-        // (doubled, a list of 12,000, 136 bytes an entry, had room for
-        // 16,384 and held both lists while it grew)
-        crate::facts::push_by_quarters(&mut self.out, (self.meta, d.into()));
+        let (message, message_quote) = Text::new(&d.message).into_parts();
+        let (label, label_quote) = Text::new(&d.label).into_parts();
+        let note_at = d.note.map_or(0, |n| n.as_ptr() as usize);
+        let addr = |t: &std::sync::Arc<str>| std::sync::Arc::as_ptr(t) as *const u8 as usize;
+        let key = (addr(&message), addr(&label), addr(&d.help), note_at);
+        let meta = self.meta;
+        let wording = self
+            .wordings
+            .entry(key)
+            .or_insert_with(|| {
+                std::sync::Arc::new(Wording {
+                    meta,
+                    message,
+                    label,
+                    help: d.help,
+                    note: d.note,
+                })
+            })
+            .clone();
+        let label_quotes_message = label_quote.is_some() && label_quote == message_quote;
+        let labels = (!d.labels.is_empty()).then(|| {
+            Box::new(
+                d.labels
+                    .into_iter()
+                    .map(|(span, text)| (span, Text::new(&text)))
+                    .collect::<Box<[_]>>(),
+            )
+        });
+        // (doubled, a list of 12,000 had room for 16,384 and held both
+        // lists while it grew)
+        crate::facts::push_by_quarters(
+            &mut self.out,
+            Reported {
+                span: [
+                    crate::facts::offset32(d.span.start),
+                    crate::facts::offset32(d.span.end),
+                ],
+                wording,
+                message_quote,
+                label_quote: if label_quotes_message {
+                    None
+                } else {
+                    label_quote
+                },
+                labels,
+                own_flow: d.own_flow,
+                label_quotes_message,
+            },
+        );
     }
 }
 
@@ -154,11 +245,12 @@ pub fn lookup(code_or_name: &str) -> Option<&'static RuleMeta> {
         .find(|m| m.code.eq_ignore_ascii_case(code_or_name) || m.name == code_or_name)
 }
 
-/// Runs every enabled rule and returns its diagnostics with the rule's meta.
-pub fn run_all(cx: &Context, enabled: impl Fn(&str) -> bool) -> Vec<(&'static RuleMeta, Reported)> {
+/// Runs every enabled rule and returns its diagnostics.
+pub fn run_all(cx: &Context, enabled: impl Fn(&str) -> bool) -> Vec<Reported> {
     let mut diags = Diags {
         out: Vec::new(),
         meta: all()[0].meta(),
+        wordings: HashMap::new(),
     };
     for rule in all() {
         let meta = rule.meta();
@@ -172,18 +264,19 @@ pub fn run_all(cx: &Context, enabled: impl Fn(&str) -> bool) -> Vec<(&'static Ru
         // One call gets at most one finding per rule. (The rules give theirs
         // in op order, most often sorted already: a stable sort takes a
         // scratch copy, 1.3 MB for a file of 10,000.)
-        if !mine.is_sorted_by_key(|(_, d)| (d.span.start, d.span.end)) {
-            mine.sort_by_key(|(_, d)| (d.span.start, d.span.end));
+        if !mine.is_sorted_by_key(|d| d.span) {
+            mine.sort_by_key(|d| d.span);
         }
         // (dedup of this rule's own: the kept ones moved to the front)
+        let list = &mut diags.out;
         let mut kept = from;
-        for i in from..diags.out.len() {
-            if i == from || diags.out[i].1.span.start != diags.out[kept - 1].1.span.start {
-                diags.out.swap(kept, i);
+        for i in from..list.len() {
+            if i == from || list[i].span[0] != list[kept - 1].span[0] {
+                list.swap(kept, i);
                 kept += 1;
             }
         }
-        diags.out.truncate(kept);
+        list.truncate(kept);
     }
     diags.out
 }

@@ -51,7 +51,7 @@ impl B {
         let cx = Context::new(&self.facts, "app", &[], Target::default());
         let mut v: Vec<_> = run_all(&cx, |_| true)
             .into_iter()
-            .map(|(m, d)| (m.code, d.span.start))
+            .map(|d| (d.meta().code, d.span().start))
             .collect();
         v.sort();
         v
@@ -798,7 +798,7 @@ fn advice_texts_are_one_copy_for_the_run() {
         let cx = Context::new(&b.facts, "app", &[], Target::default());
         run_all(&cx, |_| true)
             .into_iter()
-            .map(|(m, d)| (m.code, d.help))
+            .map(|d| (d.meta().code, d.help()))
             .collect::<Vec<_>>()
     };
     let (first, second) = (two_files(), two_files());
