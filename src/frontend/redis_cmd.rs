@@ -857,7 +857,7 @@ impl<'a> Extractor<'a> {
             Op {
                 kind,
                 key,
-                value,
+                value: value.map(Box::new),
                 scope: self.scope,
                 order: self.order,
                 depth: self.depth,

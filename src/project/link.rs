@@ -638,7 +638,7 @@ fn instantiate(file: usize, s: &Summary, cs: &CallSite, own: bool, out: &mut Vec
             op: Op {
                 kind,
                 key,
-                value,
+                value: value.map(Box::new),
                 scope: cs.scope,
                 order: cs.order,
                 depth: cs.depth,

@@ -22,7 +22,8 @@ impl Rule for ConstantLockValue {
 
     fn check(&self, cx: &Context, out: &mut Diags) {
         for op in cx.ops() {
-            let (OpKind::Acquire { .. }, Some(ValueExpr::Constant(v))) = (&op.kind, &op.value)
+            let (OpKind::Acquire { .. }, Some(ValueExpr::Constant(v))) =
+                (&op.kind, op.value.as_deref())
             else {
                 continue;
             };

@@ -24,7 +24,8 @@ impl Rule for WeakLockToken {
 
     fn check(&self, cx: &Context, out: &mut Diags) {
         for op in cx.ops() {
-            let (OpKind::Acquire { .. }, Some(ValueExpr::Weak(what))) = (&op.kind, &op.value)
+            let (OpKind::Acquire { .. }, Some(ValueExpr::Weak(what))) =
+                (&op.kind, op.value.as_deref())
             else {
                 continue;
             };

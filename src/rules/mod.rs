@@ -727,7 +727,7 @@ fn cache_write(
         return false;
     }
     if matches!(
-        (&op.kind, &op.value),
+        (&op.kind, op.value.as_deref()),
         (OpKind::Acquire { .. }, Some(ValueExpr::Data(_)))
     ) {
         return true;
@@ -1974,7 +1974,7 @@ impl<'a> Context<'a> {
         let known = if cached {
             self.once_only.borrow().get(&memo).and_then(|v| {
                 v.iter()
-                    .find(|(idents, _)| *idents == op.key.idents)
+                    .find(|(idents, _)| op.key.idents == *idents)
                     .map(|&(_, b)| b)
             })
         } else {
@@ -2013,7 +2013,7 @@ impl<'a> Context<'a> {
             .borrow_mut()
             .entry(memo)
             .or_insert_with(|| Vec::with_capacity(1))
-            .push((op.key.idents.clone(), answer));
+            .push((op.key.idents.to_vec(), answer));
         answer
     }
 
@@ -2365,7 +2365,7 @@ impl<'a> Context<'a> {
     /// forever (no LL004); it can change hands (expirable).
     pub fn deadline_value(&self, op: &Op) -> bool {
         matches!(
-            (&op.kind, &op.value),
+            (&op.kind, op.value.as_deref()),
             (OpKind::Acquire { .. }, Some(ValueExpr::Weak(w))) if w.contains("time")
         ) && self
             .any_same_key_is(op, Want::Kind(KindOnly::Get))
@@ -2483,7 +2483,7 @@ impl<'a> Context<'a> {
                 .iter()
                 .map(|&a| {
                     let takes = matches!(a.kind, OpKind::Acquire { .. })
-                        && !matches!(a.value, Some(ValueExpr::Constant(_)));
+                        && !matches!(a.value.as_deref(), Some(ValueExpr::Constant(_)));
                     if takes && first.is_none_or(|f| (a as *const Op) < (f as *const Op)) {
                         first = Some(a);
                     }
@@ -2524,7 +2524,7 @@ impl<'a> Context<'a> {
                 .filter(|a| {
                     let ta = self.traits(a.scope);
                     matches!(a.kind, OpKind::Acquire { .. })
-                        && !matches!(a.value, Some(ValueExpr::Constant(_)))
+                        && !matches!(a.value.as_deref(), Some(ValueExpr::Constant(_)))
                         && self.facts.scope(a.scope).owner.as_deref() == Some(owner)
                         && (a.key.has_constant_part()
                             || self.key_reads_like_lock(&a.key)

@@ -35,7 +35,7 @@ impl B {
         self.facts.ops.push(Op {
             kind,
             key,
-            value,
+            value: value.map(Box::new),
             scope,
             order: self.order,
             depth: 0,
@@ -62,7 +62,7 @@ impl B {
 fn counter_key() -> KeyExpr {
     KeyExpr {
         parts: vec![KeyPart::Const("this.permittedNumberKey".into())],
-        idents: vec!["permittedNumberKey".into()],
+        idents: vec!["permittedNumberKey".to_string()].into(),
     }
 }
 
@@ -763,7 +763,7 @@ fn the_token_acquire_of_a_fix_is_the_one_a_walk_of_the_group_finds() {
             let owner = &cx.facts.scope(op.scope).owner;
             let walk = cx.key_group(op).iter().copied().find(|a| {
                 matches!(a.kind, OpKind::Acquire { .. })
-                    && !matches!(a.value, Some(ValueExpr::Constant(_)))
+                    && !matches!(a.value.as_deref(), Some(ValueExpr::Constant(_)))
                     && ((a.scope == op.scope && a.order < op.order)
                         || (a.scope != op.scope
                             && owner.is_some()
@@ -826,7 +826,7 @@ fn advice_texts_are_one_copy_for_the_run() {
 fn shape_sets_find_keys_by_their_shape() {
     let key = |parts: Vec<KeyPart>| KeyExpr {
         parts,
-        idents: Vec::new(),
+        idents: Default::default(),
     };
     let lit = |s: &str| KeyPart::Lit(s.into());
     let var = |s: &str| KeyPart::Var(s.into());

@@ -252,7 +252,7 @@ pub fn record(
     // the value variable of each op: a bare parameter argument of its call
     // that is not part of the key
     for op in &facts.ops {
-        if !matches!(op.value, Some(crate::facts::ValueExpr::Unknown)) {
+        if !matches!(op.value.as_deref(), Some(crate::facts::ValueExpr::Unknown)) {
             continue;
         }
         let Some(params) = params_of

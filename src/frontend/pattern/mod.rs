@@ -208,7 +208,7 @@ pub fn extract_packed(
                 Op {
                     kind: d.kind,
                     key: d.key,
-                    value: d.value,
+                    value: d.value.map(Box::new),
                     scope: 0,
                     order: 0,
                     depth: 0,

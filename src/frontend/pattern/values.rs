@@ -1418,7 +1418,7 @@ impl<'a> Values<'a> {
             } else {
                 KeyPart::Var(name.clone())
             }],
-            idents: vec![name],
+            idents: vec![name].into(),
         }
     }
 

@@ -1941,7 +1941,7 @@ impl<'f> Walker<'f, '_> {
                     if k.is_unknown() {
                         k = KeyExpr {
                             parts: vec![KeyPart::Const(name.clone())],
-                            idents: vec![],
+                            idents: Default::default(),
                         };
                     }
                     k.idents.push(name);
@@ -1959,7 +1959,7 @@ impl<'f> Walker<'f, '_> {
                 if upper || p.path.segments.len() > 1 {
                     KeyExpr {
                         parts: vec![KeyPart::Const(full.clone())],
-                        idents: vec![full],
+                        idents: vec![full].into(),
                     }
                 } else {
                     KeyExpr::var(&full)
@@ -1971,7 +1971,7 @@ impl<'f> Walker<'f, '_> {
                 if on_self {
                     KeyExpr {
                         parts: vec![KeyPart::Const(text.clone())],
-                        idents: vec![text],
+                        idents: vec![text].into(),
                     }
                 } else {
                     KeyExpr::var(&text)
@@ -2416,7 +2416,7 @@ impl<'f> Walker<'f, '_> {
             Op {
                 kind,
                 key: f.key,
-                value: f.value,
+                value: f.value.map(Box::new),
                 scope: self.s.scope,
                 order: 0,
                 depth: self.s.depth,
