@@ -816,6 +816,10 @@ impl CallSites {
         self.sites.iter()
     }
 
+    pub fn as_slice(&self) -> &[OpCall] {
+        &self.sites
+    }
+
     pub fn len(&self) -> usize {
         self.sites.len()
     }

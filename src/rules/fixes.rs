@@ -12,42 +12,49 @@ use crate::facts::{CallSites, Op, OpCall, OpKind, Span};
 pub struct Fixer<'a> {
     /// Acquires and plain releases by the span a finding points at
     /// ([`Context::call_span`]), sorted by it.
-    ops: BySpan<&'a Op>,
+    ops: BySpan<'a, Op>,
     /// The file's call sites, sorted by their span.
-    sites: BySpan<&'a OpCall>,
+    sites: BySpan<'a, OpCall>,
     /// Where the sites' arguments are.
     call_sites: &'a CallSites,
     /// Expires and plain SETs (LL007, LL011) by the same span.
-    writes: BySpan<&'a Op>,
+    writes: BySpan<'a, Op>,
 }
 
-/// Items sorted by a span of theirs, looked up by it: a pointer an item
-/// (a hash map from span to item took about three times that, and a file
-/// of dense findings has as many entries as ops).
-struct BySpan<T> {
-    items: Vec<T>,
-    span: fn(T) -> Span,
+/// Items of a list sorted by a span of theirs, looked up by it: their
+/// indexes in the list, four bytes an item (a hash map from span to item
+/// took about six times that, and a file of dense findings has as many
+/// entries as ops).
+struct BySpan<'a, T> {
+    items: Vec<u32>,
+    all: &'a [T],
+    span: fn(&T) -> Span,
 }
 
-impl<T: Copy> BySpan<T> {
-    fn new(items: impl Iterator<Item = T>, span: fn(T) -> Span) -> Self {
-        let mut items: Vec<T> = items.collect();
+impl<'a, T> BySpan<'a, T> {
+    /// The items of `all` at `indexes`.
+    fn new(all: &'a [T], indexes: impl Iterator<Item = usize>, span: fn(&T) -> Span) -> Self {
+        let mut items: Vec<u32> = indexes
+            .filter_map(|i| u32::try_from(i).ok())
+            .filter(|&i| (i as usize) < all.len())
+            .collect();
         // stable: of equal spans the last given wins, as a map's insert would
-        items.sort_by_key(|&t| {
-            let s = span(t);
+        items.sort_by_key(|&i| {
+            let s = span(&all[i as usize]);
             (s.start, s.end)
         });
         items.shrink_to_fit();
-        BySpan { items, span }
+        BySpan { items, all, span }
     }
 
-    fn get(&self, at: &Span) -> Option<T> {
+    fn get(&self, at: &Span) -> Option<&'a T> {
         let key = (at.start, at.end);
-        let n = self.items.partition_point(|&t| {
-            let s = (self.span)(t);
+        let all = self.all;
+        let n = self.items.partition_point(|&i| {
+            let s = (self.span)(&all[i as usize]);
             (s.start, s.end) <= key
         });
-        let item = *self.items.get(n.checked_sub(1)?)?;
+        let item = &all[*self.items.get(n.checked_sub(1)?)? as usize];
         ((self.span)(item) == *at).then_some(item)
     }
 }
@@ -62,21 +69,33 @@ fn site_span(site: &OpCall) -> Span {
 
 impl<'a> Fixer<'a> {
     pub fn new(cx: &Context<'a>) -> Self {
+        let ops: &'a [Op] = &cx.facts.ops;
+        // (the rules' ops are the file's, less the cache writes: by index)
+        let index = |o: &Op| cx.op_index(o);
         Fixer {
             ops: BySpan::new(
-                cx.ops().filter(|o| {
-                    matches!(
-                        o.kind,
-                        OpKind::Acquire { .. } | OpKind::Release { checked: false }
-                    )
-                }),
+                ops,
+                cx.ops()
+                    .filter(|o| {
+                        matches!(
+                            o.kind,
+                            OpKind::Acquire { .. } | OpKind::Release { checked: false }
+                        )
+                    })
+                    .filter_map(index),
                 op_span,
             ),
-            sites: BySpan::new(cx.facts.call_sites.iter(), site_span),
+            sites: BySpan::new(
+                cx.facts.call_sites.as_slice(),
+                0..cx.facts.call_sites.len(),
+                site_span,
+            ),
             call_sites: &cx.facts.call_sites,
             writes: BySpan::new(
+                ops,
                 cx.ops()
-                    .filter(|o| matches!(o.kind, OpKind::Expire | OpKind::Set { .. })),
+                    .filter(|o| matches!(o.kind, OpKind::Expire | OpKind::Set { .. }))
+                    .filter_map(index),
                 op_span,
             ),
         }

@@ -360,7 +360,7 @@ pub struct Context<'a> {
     /// `facts.deferred`, indexed.
     deferred: DeferredIndex<'a>,
     /// [`op_starts`] of the file, for [`redis_work_between`].
-    op_starts: Vec<usize>,
+    op_starts: Vec<u32>,
     /// The TTL arguments the front-end read, by the start of the op's name.
     ttls: HashMap<usize, &'a OpTtl>,
     /// Scopes whose function the project runs after a take somewhere
@@ -386,7 +386,7 @@ pub struct Context<'a> {
     /// `true` for one counted expirable only because nothing shows how its
     /// key is taken (or only by its owner type's other locks). See
     /// [`Context::expiry_verdicts`].
-    verdicts: RefCell<Vec<(usize, bool)>>,
+    verdicts: RefCell<Vec<(u32, bool)>>,
 }
 
 const MAX_ACQUIRED_SHAPES: usize = 32;
@@ -1312,6 +1312,18 @@ impl<'a> Context<'a> {
         answer
     }
 
+    /// Where `op` stands in the file's ops, when it is one of them (found
+    /// by its address).
+    pub fn op_index(&self, op: &Op) -> Option<usize> {
+        let ops: &'a [Op] = &self.facts.ops;
+        let at = (op as *const Op as usize).checked_sub(ops.as_ptr() as usize)?;
+        let size = std::mem::size_of::<Op>();
+        let i = at / size;
+        ops.get(i)
+            .filter(|o| at % size == 0 && std::ptr::eq(*o, op))
+            .map(|_| i)
+    }
+
     /// Which of the file's ops `key` is the key of (found by its address,
     /// checked by identity): nearly every key a rule asks about.
     fn own_op_index(&self, key: &KeyExpr) -> Option<usize> {
@@ -2172,7 +2184,10 @@ impl<'a> Context<'a> {
         // file of a wrapper along the op's chain may know its lock never
         // expires).
         if known != Some(true) || !of_key {
-            let verdict = (Self::call_span(op).start, known != Some(false));
+            let verdict = (
+                crate::facts::offset32(Self::call_span(op).start),
+                known != Some(false),
+            );
             let mut v = self.verdicts.borrow_mut();
             if v.last() != Some(&verdict) {
                 // (every rule asks of the same ops: a full list is made
@@ -2194,7 +2209,7 @@ impl<'a> Context<'a> {
     /// The engine weighs a finding at a call site by them: when the call
     /// site knows nothing and the wrapper's own file found that the lock
     /// behind its op cannot expire, the wrapper's answer stands.
-    pub fn expiry_verdicts(&self) -> Vec<(usize, bool)> {
+    pub fn expiry_verdicts(&self) -> Vec<(u32, bool)> {
         let mut v = std::mem::take(&mut *self.verdicts.borrow_mut());
         v.sort_unstable();
         v.dedup();
@@ -2640,8 +2655,15 @@ pub fn quiet_between(facts: &FileFacts, start: usize, end: usize) -> bool {
 
 /// Where the name of each op of the file starts, sorted: the index
 /// [`redis_work_between`] searches.
-pub fn op_starts(facts: &FileFacts) -> Vec<usize> {
-    let mut v: Vec<usize> = facts.ops.iter().map(|o| o.name_span.start).collect();
+pub fn op_starts(facts: &FileFacts) -> Vec<u32> {
+    // (u32s: an op of a file the engine reads starts under 4 GB)
+    let mut v: Vec<u32> = Vec::with_capacity(facts.ops.len());
+    v.extend(
+        facts
+            .ops
+            .iter()
+            .map(|o| crate::facts::offset32(o.name_span.start)),
+    );
     v.sort_unstable();
     v
 }
@@ -2651,12 +2673,13 @@ pub fn op_starts(facts: &FileFacts) -> Vec<usize> {
 /// between `start` and `end`. A section with nothing in it is no short
 /// Redis-only section but a lock around work the code does not show (a
 /// stub, or work left out of the example): it stays reported.
-pub fn redis_work_between(op_starts: &[usize], release: &Op, start: usize, end: usize) -> bool {
-    let from = op_starts.partition_point(|&a| a < start);
-    let to = op_starts.partition_point(|&a| a < end);
+pub fn redis_work_between(op_starts: &[u32], release: &Op, start: usize, end: usize) -> bool {
+    let from = op_starts.partition_point(|&a| (a as usize) < start);
+    let to = op_starts.partition_point(|&a| (a as usize) < end);
     let at = release.name_span.start;
     let own = if start <= at && at < end {
-        op_starts.partition_point(|&a| a <= at) - op_starts.partition_point(|&a| a < at)
+        op_starts.partition_point(|&a| a as usize <= at)
+            - op_starts.partition_point(|&a| (a as usize) < at)
     } else {
         0
     };
