@@ -523,7 +523,7 @@ pub struct CallParts<'a> {
     pub start: usize,
     pub name: Span,
     pub end: usize,
-    pub args: &'a [Span],
+    pub args: crate::facts::Args<'a>,
 }
 
 /// The acquire's method name and where its key and value stand, when it is
@@ -537,7 +537,7 @@ fn rewritable_acquire<'s>(src: &'s str, acquire: CallParts) -> Option<(&'s str, 
         acquire.args.len(),
     )?;
     let stackexchange_expiry = acquire.client == Client::StackExchange && acquire.args.len() == 4;
-    if stackexchange_expiry && text(src, acquire.args[2]) != "null" {
+    if stackexchange_expiry && text(src, acquire.args.at(2)) != "null" {
         return None;
     }
     Some((name, ki, vi))
@@ -545,9 +545,11 @@ fn rewritable_acquire<'s>(src: &'s str, acquire: CallParts) -> Option<(&'s str, 
 
 /// The arguments before the key, as written (go-redis: the context).
 fn lead_args(src: &str, acquire: CallParts, key_index: usize) -> String {
-    acquire.args[..key_index.min(acquire.args.len())]
+    acquire
+        .args
         .iter()
-        .map(|a| text(src, *a))
+        .take(key_index)
+        .map(|a| text(src, a))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -564,9 +566,14 @@ pub fn merge_set_if_absent_and_expire(
 ) -> Option<FixDraft> {
     use crate::finding::Applicability;
     let (name, ki, vi) = rewritable_acquire(src, acquire)?;
-    let ttl = expire_ttl(src, expire.client, text(src, expire.name), expire.args)?;
-    let key = text(src, acquire.args[ki]);
-    let value = text(src, acquire.args[vi]);
+    let ttl = expire_ttl(
+        src,
+        expire.client,
+        text(src, expire.name),
+        &expire.args.to_vec(),
+    )?;
+    let key = text(src, acquire.args.at(ki));
+    let value = text(src, acquire.args.at(vi));
     let lead = lead_args(src, acquire, ki);
     let call = set_if_absent_with_ttl(acquire.client, name, &lead, key, value, ttl)?;
     let python = expire.client == Client::RedisPy;
@@ -608,8 +615,8 @@ pub fn add_ttl(src: &str, acquire: CallParts) -> Option<FixDraft> {
         acquire.client,
         name,
         &lead_args(src, acquire, ki),
-        text(src, acquire.args[ki]),
-        text(src, acquire.args[vi]),
+        text(src, acquire.args.at(ki)),
+        text(src, acquire.args.at(vi)),
         suggested_ttl(acquire.client),
     )?;
     Some(FixDraft {
@@ -639,7 +646,7 @@ fn acquire_value<'s>(src: &'s str, acquire: CallParts) -> Option<&'s str> {
         None if acquire.client == Client::GoRedis => 2,
         None => 1,
     };
-    acquire.args.get(vi).map(|s| text(src, *s))
+    acquire.args.get(vi).map(|s| text(src, s))
 }
 
 /// A token text a release can reuse: a plain name in the same function, or
@@ -1047,7 +1054,7 @@ fn release_with_token(
 ) -> Option<FixDraft> {
     let name = text(src, release.name);
     let lower = name.to_ascii_lowercase();
-    let (ctx, key) = match (release.client, release.args) {
+    let (ctx, key) = match (release.client, release.args.to_vec().as_slice()) {
         (Client::GoRedis, [ctx, key]) => (text(src, *ctx), text(src, *key)),
         (Client::GoRedis, _) => return None,
         (_, [key]) => ("", text(src, *key)),
@@ -1188,8 +1195,8 @@ pub fn checked_extend(
     use crate::finding::Applicability;
     let name = text(src, expire.name);
     let lower = name.to_ascii_lowercase();
-    let ttl = expire_ttl(src, expire.client, name, expire.args)?;
-    let (ctx, key) = match (expire.client, expire.args) {
+    let ttl = expire_ttl(src, expire.client, name, &expire.args.to_vec())?;
+    let (ctx, key) = match (expire.client, expire.args.to_vec().as_slice()) {
         (Client::GoRedis, [ctx, key, _]) => (text(src, *ctx), text(src, *key)),
         (Client::GoRedis, _) => return None,
         (_, [key, ..]) => ("", text(src, *key)),
@@ -1199,7 +1206,7 @@ pub fn checked_extend(
     let java = language == Language::Java;
     let c = extend_constant_name(language);
     // Spring: `expire(key, timeout, unit)` or `expire(key, duration)`.
-    let spring_ms = || match expire.args {
+    let spring_ms = || match expire.args.to_vec().as_slice() {
         [_, d] => Some(format!("{}.toMillis()", text(src, *d))),
         [_, n, unit] => Some(format!("{}.toMillis({})", text(src, *unit), text(src, *n))),
         _ => None,
@@ -1286,8 +1293,8 @@ pub fn checked_extend(
 pub fn set_if_absent_instead(src: &str, set: CallParts) -> Option<FixDraft> {
     let name = text(src, set.name);
     let lower = name.to_ascii_lowercase();
-    let arg = |i: usize| set.args.get(i).map(|a| text(src, *a));
-    let kwarg = |prefix: &str| set.args.iter().any(|a| text(src, *a).starts_with(prefix));
+    let arg = |i: usize| set.args.get(i).map(|a| text(src, a));
+    let kwarg = |prefix: &str| set.args.iter().any(|a| text(src, a).starts_with(prefix));
     let call = match (set.client, lower.as_str(), set.args.len()) {
         // SETEX key seconds value / PSETEX key ms value.
         (_, "setex" | "psetex", 3) => {
@@ -1310,7 +1317,7 @@ pub fn set_if_absent_instead(src: &str, set: CallParts) -> Option<FixDraft> {
             format!("SetNX({}, {}, {}, {})", arg(0)?, arg(1)?, arg(2)?, arg(3)?)
         }
         (Client::SpringData, "set", 3 | 4) => {
-            let rest: Vec<&str> = set.args.iter().map(|a| text(src, *a)).collect();
+            let rest: Vec<&str> = set.args.iter().map(|a| text(src, a)).collect();
             format!("setIfAbsent({})", rest.join(", "))
         }
         (Client::StackExchange, "stringset" | "stringsetasync", 3) => {
@@ -1322,11 +1329,11 @@ pub fn set_if_absent_instead(src: &str, set: CallParts) -> Option<FixDraft> {
             )
         }
         (Client::RedisPy, "set", _) if kwarg("ex=") || kwarg("px=") => {
-            let all: Vec<&str> = set.args.iter().map(|a| text(src, *a)).collect();
+            let all: Vec<&str> = set.args.iter().map(|a| text(src, a)).collect();
             format!("set({}, nx=True)", all.join(", "))
         }
         (Client::RedisRb, "set", _) if kwarg("ex:") || kwarg("px:") => {
-            let all: Vec<&str> = set.args.iter().map(|a| text(src, *a)).collect();
+            let all: Vec<&str> = set.args.iter().map(|a| text(src, a)).collect();
             format!("set({}, nx: true)", all.join(", "))
         }
         _ => return None,
@@ -1439,7 +1446,7 @@ pub fn fresh_token(
     target: Target,
 ) -> Option<FixDraft> {
     let value_at = match acquire_value_index(src, acquire) {
-        Some(i) => acquire.args.get(i).copied()?,
+        Some(i) => acquire.args.get(i)?,
         None => return None,
     };
     let old = text(src, value_at);
@@ -1497,7 +1504,7 @@ pub fn fresh_token(
                 edits.extend(release_with_token(src, old, r, language, target)?.edits)
             }
             FollowingRelease::Checked(r) => {
-                r.args.iter().find(|a| text(src, **a) == old)?;
+                r.args.iter().find(|a| text(src, *a) == old)?;
             }
         }
         edits.sort_by_key(|e| (e.0.start, e.0.end));
@@ -1527,8 +1534,8 @@ pub fn fresh_token(
             edits.extend(fix.edits);
         }
         FollowingRelease::Checked(r) => {
-            let at = r.args.iter().rev().find(|a| text(src, **a) == old)?;
-            edits.push((*at, arg.clone()));
+            let at = r.args.iter().rev().find(|a| text(src, *a) == old)?;
+            edits.push((at, arg.clone()));
         }
     }
     edits.sort_by_key(|e| (e.0.start, e.0.end));
@@ -1730,18 +1737,22 @@ mod tests {
         let open = call.find('(').unwrap();
         let dot = call[..open].rfind(['.', '>']).unwrap();
         let name = Span::new(at + dot + 1, at + open);
+        let mut sites = crate::facts::CallSites::default();
         let mut args = Vec::new();
         let mut start = at + open + 1;
         for piece in call[open + 1..call.len() - 1].split(", ") {
             args.push(Span::new(start, start + piece.len()));
             start += piece.len() + 2;
         }
+        sites.push(Span::new(at, at + call.len()), Span::default(), args);
+        let sites: &'static crate::facts::CallSites = Box::leak(Box::new(sites));
+        let site = sites.iter().next().expect("the site just pushed");
         CallParts {
             client,
             start: at,
             name,
             end: at + call.len(),
-            args: Box::leak(args.into_boxed_slice()),
+            args: sites.args(site),
         }
     }
 

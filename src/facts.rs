@@ -780,8 +780,44 @@ impl OpCall {
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CallSites {
     sites: Vec<OpCall>,
-    /// Each argument in order, without the commas, site after site.
-    args: Vec<Span>,
+    /// Each argument in order, without the commas, site after site (two
+    /// u32 offsets each: a `Span` took 16 bytes, two arguments a call).
+    args: Vec<[u32; 2]>,
+}
+
+/// The arguments of one call site ([`CallSites::args`]), read as spans.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Args<'a>(&'a [[u32; 2]]);
+
+fn arg_span(a: &[u32; 2]) -> Span {
+    Span::new(a[0] as usize, a[1] as usize)
+}
+
+impl<'a> Args<'a> {
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn get(&self, i: usize) -> Option<Span> {
+        self.0.get(i).map(arg_span)
+    }
+
+    /// The `i`th argument (there must be one, as for indexing a slice).
+    pub fn at(&self, i: usize) -> Span {
+        arg_span(&self.0[i])
+    }
+
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = Span> + ExactSizeIterator + 'a {
+        self.0.iter().map(arg_span)
+    }
+
+    pub fn to_vec(&self) -> Vec<Span> {
+        self.iter().collect()
+    }
 }
 
 impl CallSites {
@@ -789,7 +825,7 @@ impl CallSites {
     pub fn push(&mut self, span: Span, receiver: Span, args: impl IntoIterator<Item = Span>) {
         let from = self.args.len();
         for a in args {
-            push_by_quarters(&mut self.args, a);
+            push_by_quarters(&mut self.args, [offset32(a.start), offset32(a.end)]);
         }
         push_by_quarters(
             &mut self.sites,
@@ -829,11 +865,13 @@ impl CallSites {
     }
 
     /// The arguments of `site`, one of this list's.
-    pub fn args(&self, site: &OpCall) -> &[Span] {
+    pub fn args(&self, site: &OpCall) -> Args<'_> {
         let from = site.args[0] as usize;
-        self.args
-            .get(from..from + site.args[1] as usize)
-            .unwrap_or(&[])
+        Args(
+            self.args
+                .get(from..from + site.args[1] as usize)
+                .unwrap_or(&[]),
+        )
     }
 }
 
