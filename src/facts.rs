@@ -1148,12 +1148,14 @@ pub struct CallFailOpen {
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FnSig {
     pub scope: ScopeId,
-    /// (Shared texts: a file names the same parameters again and again.)
-    pub params: Vec<std::sync::Arc<str>>,
+    /// (Shared texts: a file names the same parameters again and again.
+    /// Boxed lists at their length, here and below: a minified bundle
+    /// declares a function every few dozen bytes.)
+    pub params: Box<[std::sync::Arc<str>]>,
     /// How many of the last parameters have a default value (`ttl = 30`):
     /// a call may leave them out.
     #[serde(default)]
-    pub optional: usize,
+    pub optional: u32,
     /// Its parameters whose default is an absence (`null`, `None`, `nil`,
     /// `false`): a flag or a missing value, never text of a key, so a call
     /// that leaves one out adds nothing to a key built from it
@@ -1168,7 +1170,7 @@ pub struct FnSig {
     /// it locked gives its caller the key to release (SPEC §2 "Project
     /// summaries").
     #[serde(default)]
-    pub returns: Vec<KeyExpr>,
+    pub returns: Box<[KeyExpr]>,
     /// Each parameter's declared type where the language writes one
     /// (Java, Kotlin, C#, Go, TypeScript, Rust), as [`type_word`] spells
     /// it; `None` where nothing is declared or the type is not one name

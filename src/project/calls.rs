@@ -1228,7 +1228,7 @@ mod tests {
             params: params.iter().map(|p| (*p).into()).collect(),
             optional: 0,
             absent_defaults: Box::default(),
-            returns: Vec::new(),
+            returns: Box::default(),
             param_types: Box::default(),
         }
     }

@@ -503,7 +503,7 @@ fn summarise_each(
             params: sig.params.iter().map(|p| p.to_string()).collect(),
             param_types: sig.param_types.clone(),
             absent_defaults: sig.absent_defaults.clone(),
-            min_arity: sig.params.len().saturating_sub(sig.optional),
+            min_arity: sig.params.len().saturating_sub(sig.optional as usize),
             ops,
             lock_fn,
             facade,

@@ -228,10 +228,10 @@ pub fn record(
         };
         facts.link.functions.push(crate::facts::FnSig {
             scope,
-            params,
-            optional,
+            params: params.into_boxed_slice(),
+            optional: u32::try_from(optional).unwrap_or(u32::MAX),
             absent_defaults,
-            returns: Vec::new(),
+            returns: Box::default(),
             param_types,
         });
     }
@@ -593,9 +593,11 @@ fn returned_keys<'a>(an: &Analyzer<'a>, functions: &mut [FnSig], needed: &FxHash
             };
             let returns = &mut functions[fi].returns;
             if !key.is_unknown() && !returns.contains(&key) {
-                // (most functions return one key: no room for four)
-                returns.reserve_exact(1);
-                returns.push(key);
+                // (at most `MAX_RETURNS`, most functions one: a list at
+                // its length)
+                let mut list = std::mem::take(returns).into_vec();
+                list.push(key);
+                *returns = list.into_boxed_slice();
             }
         }
     }

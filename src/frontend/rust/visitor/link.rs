@@ -27,7 +27,7 @@ impl Walker<'_, '_> {
             params: params.iter().map(|p| self.s.call_texts.get(p)).collect(),
             optional: 0,
             absent_defaults: Box::default(),
-            returns: Vec::new(),
+            returns: Box::default(),
             param_types: param_types
                 .into_iter()
                 .map(|w| w.map(|w| self.s.call_texts.get(&w)))
