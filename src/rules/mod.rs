@@ -155,10 +155,10 @@ impl Reported {
 pub struct Diags {
     out: Vec<Reported>,
     meta: &'static RuleMeta,
-    /// The wordings given so far, by the addresses of their texts (the
-    /// texts are the run's shared copies: equal texts, one address).
+    /// The wordings given so far, by the addresses of their rule and texts
+    /// (the texts are the run's shared copies: equal texts, one address).
     #[allow(clippy::type_complexity)]
-    wordings: HashMap<(usize, usize, usize, usize), std::sync::Arc<Wording>>,
+    wordings: HashMap<(usize, usize, usize, usize, usize), std::sync::Arc<Wording>>,
 }
 
 impl Diags {
@@ -167,8 +167,14 @@ impl Diags {
         let (label, label_quote) = Text::new(&d.label).into_parts();
         let note_at = d.note.map_or(0, |n| n.as_ptr() as usize);
         let addr = |t: &std::sync::Arc<str>| std::sync::Arc::as_ptr(t) as *const u8 as usize;
-        let key = (addr(&message), addr(&label), addr(&d.help), note_at);
         let meta = self.meta;
+        let key = (
+            meta as *const RuleMeta as usize,
+            addr(&message),
+            addr(&label),
+            addr(&d.help),
+            note_at,
+        );
         let wording = self
             .wordings
             .entry(key)
