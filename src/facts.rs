@@ -226,29 +226,6 @@ impl Idents {
         self.0.get_or_insert_with(Default::default).push(s);
     }
 
-    pub fn retain(&mut self, f: impl FnMut(&String) -> bool) {
-        if let Some(v) = &mut self.0 {
-            v.retain(f);
-        }
-        self.drop_empty();
-    }
-
-    pub fn sort(&mut self) {
-        if let Some(v) = &mut self.0 {
-            v.sort();
-        }
-    }
-
-    pub fn dedup(&mut self) {
-        if let Some(v) = &mut self.0 {
-            v.dedup();
-        }
-    }
-
-    pub fn clear(&mut self) {
-        self.0 = None;
-    }
-
     pub fn truncate(&mut self, n: usize) {
         if let Some(v) = &mut self.0 {
             v.truncate(n);
