@@ -131,7 +131,7 @@ pub struct FixDraft {
 }
 
 fn text(src: &str, span: Span) -> &str {
-    src.get(span.start..span.end).unwrap_or("").trim()
+    src.get(span.range()).unwrap_or("").trim()
 }
 
 /// The set-if-absent calls a fix knows how to rewrite, per client: the
@@ -168,7 +168,7 @@ pub fn expire_ttl<'s>(src: &'s str, client: Client, name: &str, args: &[Span]) -
             Some(Ttl::Native(text(src, args[2])))
         }
         Client::SpringData if name == "expire" && (2..=3).contains(&args.len()) => {
-            let tail = Span::new(args[1].start, args[args.len() - 1].end);
+            let tail = Span::new(args[1].start(), args[args.len() - 1].end());
             Some(Ttl::Native(text(src, tail)))
         }
         Client::StackExchange
@@ -581,7 +581,7 @@ pub fn merge_set_if_absent_and_expire(
     // on its own line (`.expire(k, 30)` in a pipeline). Otherwise its reply
     // is used, and no fix is offered.
     let removal = delete_statement(src, expire.start, expire.end, python)
-        .or_else(|| delete_chain_link(src, expire.name.start, expire.end))?;
+        .or_else(|| delete_chain_link(src, expire.name.start(), expire.end))?;
     let (_, before, after, _) = line_around(src, acquire.start, acquire.end);
     // A raw command alone on its line (a `.redis` file, a heredoc): no one reads its reply.
     let unread =
@@ -591,7 +591,7 @@ pub fn merge_set_if_absent_and_expire(
     // redis-rs: a literal TTL fits whatever integer SetExpiry takes.
     let typed = acquire.client != Client::RedisRs
         || matches!(ttl, Ttl::Seconds(t) | Ttl::Millis(t) if t.bytes().all(|b| b.is_ascii_digit()));
-    let mut edits = vec![(Span::new(acquire.name.start, acquire.end), call)];
+    let mut edits = vec![(Span::new(acquire.name.start(), acquire.end), call)];
     let follows = expire_follows_success(src, acquire, expire)
         && !compared_with_number(src, acquire, bound_name(before));
     let applicability = if adjacent && follows && boolean && !needs_import && typed {
@@ -622,7 +622,7 @@ pub fn add_ttl(src: &str, acquire: CallParts) -> Option<FixDraft> {
     Some(FixDraft {
         applicability: crate::finding::Applicability::DisplayOnly,
         message: "give the lock a TTL longer than the work it guards (30 s shown)".into(),
-        edits: vec![(Span::new(acquire.name.start, acquire.end), call)],
+        edits: vec![(Span::new(acquire.name.start(), acquire.end), call)],
     })
 }
 
@@ -1105,7 +1105,7 @@ fn release_with_token(
         Client::StackExchange => (format!("LockRelease({key}, {token})"), false),
         Client::RedisRs => {
             // The reply type a turbofish named (`del::<_, ()>`) stays the script's.
-            let between = src.get(release.name.end..release.end).unwrap_or("");
+            let between = src.get(release.name.end()..release.end).unwrap_or("");
             let fish = between
                 .split_once('(')
                 .map(|(f, _)| f.trim())
@@ -1145,7 +1145,7 @@ fn release_with_token(
         ),
         _ => return None,
     };
-    let replace = (Span::new(release.name.start, release.end), call);
+    let replace = (Span::new(release.name.start(), release.end), call);
     let decl = needs_constant.then(|| (release_constant_name(language), release_script_literal()));
     let edits = with_declaration(src, language, decl, replace)?;
     Some(FixDraft {
@@ -1268,7 +1268,7 @@ pub fn checked_extend(
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let replace = (Span::new(expire.name.start, expire.end), call);
+    let replace = (Span::new(expire.name.start(), expire.end), call);
     let edits = with_declaration(
         src,
         language,
@@ -1341,7 +1341,7 @@ pub fn set_if_absent_instead(src: &str, set: CallParts) -> Option<FixDraft> {
     Some(FixDraft {
         applicability: crate::finding::Applicability::DisplayOnly,
         message: "take the lock with one SET … NX with its TTL and test its reply instead of the separate check".into(),
-        edits: vec![(Span::new(set.name.start, set.end), call)],
+        edits: vec![(Span::new(set.name.start(), set.end), call)],
     })
 }
 
@@ -1507,8 +1507,8 @@ pub fn fresh_token(
                 r.args.iter().find(|a| text(src, *a) == old)?;
             }
         }
-        edits.sort_by_key(|e| (e.0.start, e.0.end));
-        if edits.windows(2).any(|w| w[0].0.end > w[1].0.start) {
+        edits.sort_by_key(|e| (e.0.start(), e.0.end()));
+        if edits.windows(2).any(|w| w[0].0.end() > w[1].0.start()) {
             return None;
         }
         return Some(FixDraft {
@@ -1538,9 +1538,9 @@ pub fn fresh_token(
             edits.push((at, arg.clone()));
         }
     }
-    edits.sort_by_key(|e| (e.0.start, e.0.end));
+    edits.sort_by_key(|e| (e.0.start(), e.0.end()));
     // Edits must not overlap (an import and a declaration at one point are fine).
-    if edits.windows(2).any(|w| w[0].0.end > w[1].0.start) {
+    if edits.windows(2).any(|w| w[0].0.end() > w[1].0.start()) {
         return None;
     }
     Some(FixDraft {
@@ -1656,7 +1656,10 @@ fn with_declaration(
             edits.push(d);
         }
     }
-    if edits.first().is_some_and(|e| e.0.start > replace.0.start) {
+    if edits
+        .first()
+        .is_some_and(|e| e.0.start() > replace.0.start())
+    {
         edits.insert(0, replace);
     } else {
         edits.push(replace);
@@ -1881,18 +1884,18 @@ mod tests {
         let java = "// c\nimport a.B;\n\npublic class L {\n    void f() {}\n}\n";
         let (span, text) = release_constant(java, Language::Java).unwrap().unwrap();
         assert_eq!(
-            &java[..span.start],
+            &java[..span.start()],
             "// c\nimport a.B;\n\npublic class L {\n"
         );
         assert!(text.starts_with("    private static final String LOCK_RELEASE_SCRIPT = \""));
-        let fixed = format!("{}{text}{}", &java[..span.start], &java[span.start..]);
+        let fixed = format!("{}{text}{}", &java[..span.start()], &java[span.start()..]);
         assert_eq!(release_constant(&fixed, Language::Java), Ok(None));
         let go = "package l\n\nimport (\n\t\"context\"\n)\n\nfunc f() {}\n";
         let (span, _) = release_constant(go, Language::Go).unwrap().unwrap();
-        assert_eq!(&go[span.start..], "\nfunc f() {}\n");
+        assert_eq!(&go[span.start()..], "\nfunc f() {}\n");
         let rs = "use redis::Commands;\nfn f() {}\n";
         let (span, text) = release_constant(rs, Language::Rust).unwrap().unwrap();
-        assert_eq!(span.start, rs.len());
+        assert_eq!(span.start(), rs.len());
         assert!(text.starts_with("\nconst LOCK_RELEASE_SCRIPT: &str = "));
     }
 

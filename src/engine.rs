@@ -274,7 +274,7 @@ fn findings_for(
     let own_flow: Vec<(usize, &'static str)> = diags
         .iter()
         .filter(|d| d.own_flow())
-        .map(|d| (d.span().start, d.meta().code))
+        .map(|d| (d.span().start(), d.meta().code))
         .collect();
     diags.reverse();
     fixes.reverse();
@@ -290,8 +290,8 @@ fn findings_for(
             // (at least 16, at most the rest: `diags` no longer holds this one)
             out.reserve_exact((out.len() / 4).max(16).min(diags.len() + 1));
         }
-        let (line, column) = index.line_col(span.start);
-        let (end_line, end_column) = index.line_col(span.end.max(span.start));
+        let (line, column) = index.line_col(span.start());
+        let (end_line, end_column) = index.line_col(span.end().max(span.start()));
         // (at their exact count: collected through a filter, one label
         // took room for four — 2.7 MB for a file of 12,000 findings)
         let own_labels = d.take_labels();
@@ -302,7 +302,7 @@ fn findings_for(
                 // ops of other files (the project key index) have no span here
                 .filter(|(span, _)| *span != Span::default())
                 .map(|(span, text)| {
-                    let (line, column) = index.line_col(span.start);
+                    let (line, column) = index.line_col(span.start());
                     Label {
                         span,
                         line,
@@ -340,7 +340,7 @@ fn findings_for(
             note: d.note(),
             language,
             fingerprint,
-            span: Span::new(span.start, span.end.max(span.start)),
+            span: Span::new(span.start(), span.end().max(span.start())),
             labels,
             fix,
         });
@@ -1332,7 +1332,7 @@ fn link_and_check_all(
         .iter()
         .enumerate()
         .filter(|(i, _)| chained.contains(i))
-        .flat_map(|(i, fs)| fs.iter().map(move |f| (i, f.span.start, f.code)))
+        .flat_map(|(i, fs)| fs.iter().map(move |f| (i, f.span.start(), f.code)))
         .collect();
     drop(chained);
     let mut line_index: HashMap<usize, LineIndex> = HashMap::new();
@@ -1343,7 +1343,7 @@ fn link_and_check_all(
         let mut by_call: HashMap<usize, Vec<&crate::project::Inst>> = HashMap::new();
         for inst in &views[i].insts {
             by_call
-                .entry(inst.op.name_span.start)
+                .entry(inst.op.name_span.start())
                 .or_default()
                 .push(inst);
         }
@@ -1362,13 +1362,13 @@ fn link_and_check_all(
         // wrapper's, with its fix at the call site: it stays.
         let own = &own_flow[i];
         fs.retain(|f| {
-            own.contains(&(f.span.start, f.code))
-                || by_call.get(&f.span.start).is_none_or(|insts| {
+            own.contains(&(f.span.start(), f.code))
+                || by_call.get(&f.span.start()).is_none_or(|insts| {
                     !insts.iter().any(|inst| {
                         inst.chain.iter().any(|r| {
                             at.contains(&(r.file, r.at, f.code))
                                 || (needs_expiry(f.code)
-                                    && verdict_is(i, f.span.start, true)
+                                    && verdict_is(i, f.span.start(), true)
                                     && verdict_is(r.file, r.at, false))
                         })
                     })
@@ -1376,7 +1376,7 @@ fn link_and_check_all(
         });
         for f in fs.iter_mut() {
             let Some((inst, r)) = by_call
-                .get(&f.span.start)
+                .get(&f.span.start())
                 .and_then(|v| v.first())
                 .and_then(|i| Some((i, i.chain.first()?)))
             else {
@@ -1398,7 +1398,7 @@ fn link_and_check_all(
             };
             let (cl, cc) = (f.line, f.column);
             f.labels.push(Label {
-                span: Span::new(f.span.start, f.span.start),
+                span: Span::new(f.span.start(), f.span.start()),
                 line: cl,
                 column: cc,
                 text: format!(

@@ -20,27 +20,60 @@ pub const FOREIGN_SCOPE: ScopeId = ScopeId::MAX;
 pub type ScriptId = u32;
 
 /// A byte range `[start, end)` in the source text.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-pub struct Span {
-    pub start: usize,
-    pub end: usize,
-}
+pub use span::Span;
 
-impl Span {
-    pub fn new(start: usize, end: usize) -> Self {
-        Span { start, end }
+/// Byte offsets into a source file (a module of its own so that the rest
+/// of `facts` reads them through the accessors too).
+mod span {
+    /// Files are at most `engine::MAX_FILE_BYTES` (256 MiB), so an offset
+    /// always fits in the u32 it is held as: an op holds two spans.
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        Default,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        serde::Serialize,
+        serde::Deserialize,
+    )]
+    pub struct Span {
+        start: u32,
+        end: u32,
+    }
+
+    const _: () = assert!(crate::engine::MAX_FILE_BYTES <= u32::MAX as u64);
+
+    impl Span {
+        pub fn new(start: usize, end: usize) -> Self {
+            Span {
+                start: super::offset32(start),
+                end: super::offset32(end),
+            }
+        }
+
+        pub fn start(&self) -> usize {
+            self.start as usize
+        }
+
+        pub fn end(&self) -> usize {
+            self.end as usize
+        }
+
+        pub fn range(&self) -> std::ops::Range<usize> {
+            self.start()..self.end()
+        }
+
+        pub fn set_start(&mut self, at: usize) {
+            self.start = super::offset32(at);
+        }
+
+        pub fn set_end(&mut self, at: usize) {
+            self.end = super::offset32(at);
+        }
     }
 }
 
@@ -591,6 +624,10 @@ pub struct Op {
     pub client: Client,
 }
 
+// (a file of dense calls holds tens of thousands)
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Op>() == 80);
+
 /// A place where a failed or null acquisition is treated as "acquired"
 /// (`.unwrap_or(true)`, `Err(_) => true`, `acquired == null || acquired`, …).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -704,11 +741,11 @@ impl ScriptFact {
 /// took about 120 bytes, a dense file holds one per op.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OpCall {
-    span: [u32; 2],
+    span: Span,
     /// The receiver chain before the method name (`r`, `$redis`,
     /// `template.opsForValue()`), without the `.`/`->` that joins it; empty
     /// when there is none.
-    receiver: [u32; 2],
+    receiver: Span,
     /// Its arguments: where they start in [`CallSites::args`], how many.
     args: [u32; 2],
 }
@@ -745,11 +782,11 @@ pub(crate) fn offset32(at: usize) -> u32 {
 
 impl OpCall {
     pub fn span(&self) -> Span {
-        Span::new(self.span[0] as usize, self.span[1] as usize)
+        self.span
     }
 
     pub fn receiver(&self) -> Span {
-        Span::new(self.receiver[0] as usize, self.receiver[1] as usize)
+        self.receiver
     }
 }
 
@@ -759,16 +796,12 @@ pub struct CallSites {
     sites: Vec<OpCall>,
     /// Each argument in order, without the commas, site after site (two
     /// u32 offsets each: a `Span` took 16 bytes, two arguments a call).
-    args: Vec<[u32; 2]>,
+    args: Vec<Span>,
 }
 
 /// The arguments of one call site ([`CallSites::args`]), read as spans.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Args<'a>(&'a [[u32; 2]]);
-
-fn arg_span(a: &[u32; 2]) -> Span {
-    Span::new(a[0] as usize, a[1] as usize)
-}
+pub struct Args<'a>(&'a [Span]);
 
 impl<'a> Args<'a> {
     pub fn len(&self) -> usize {
@@ -780,20 +813,20 @@ impl<'a> Args<'a> {
     }
 
     pub fn get(&self, i: usize) -> Option<Span> {
-        self.0.get(i).map(arg_span)
+        self.0.get(i).copied()
     }
 
     /// The `i`th argument (there must be one, as for indexing a slice).
     pub fn at(&self, i: usize) -> Span {
-        arg_span(&self.0[i])
+        self.0[i]
     }
 
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = Span> + ExactSizeIterator + 'a {
-        self.0.iter().map(arg_span)
+        self.0.iter().copied()
     }
 
     pub fn to_vec(&self) -> Vec<Span> {
-        self.iter().collect()
+        self.0.to_vec()
     }
 }
 
@@ -802,13 +835,13 @@ impl CallSites {
     pub fn push(&mut self, span: Span, receiver: Span, args: impl IntoIterator<Item = Span>) {
         let from = self.args.len();
         for a in args {
-            push_by_quarters(&mut self.args, [offset32(a.start), offset32(a.end)]);
+            push_by_quarters(&mut self.args, a);
         }
         push_by_quarters(
             &mut self.sites,
             OpCall {
-                span: [offset32(span.start), offset32(span.end)],
-                receiver: [offset32(receiver.start), offset32(receiver.end)],
+                span,
+                receiver,
                 args: [offset32(from), offset32(self.args.len() - from)],
             },
         );
@@ -957,7 +990,7 @@ pub struct SpanIndex {
 
 impl SpanIndex {
     pub fn new(spans: &[Span]) -> Self {
-        let mut sorted: Vec<(usize, usize)> = spans.iter().map(|s| (s.start, s.end)).collect();
+        let mut sorted: Vec<(usize, usize)> = spans.iter().map(|s| (s.start(), s.end())).collect();
         sorted.sort_unstable();
         let mut reach = Vec::with_capacity(sorted.len());
         let mut far = 0;
@@ -975,7 +1008,7 @@ impl SpanIndex {
     /// lies inside one of the spans: some span starting at or before it
     /// ends after it.
     pub fn holds(&self, op: &Op) -> bool {
-        self.contains(op.name_span.start.max(op.span.start))
+        self.contains(op.name_span.start().max(op.span.start()))
     }
 
     pub fn contains(&self, at: usize) -> bool {
@@ -995,12 +1028,14 @@ pub struct DeferredIndex<'a> {
 
 impl<'a> DeferredIndex<'a> {
     pub fn new(list: &'a [Deferred]) -> Self {
-        debug_assert!(list.windows(2).all(|w| w[0].span.start <= w[1].span.start));
+        debug_assert!(list
+            .windows(2)
+            .all(|w| w[0].span.start() <= w[1].span.start()));
         let mut far = 0;
         let reach = list
             .iter()
             .map(|d| {
-                far = far.max(d.span.end);
+                far = far.max(d.span.end());
                 far
             })
             .collect();
@@ -1011,7 +1046,7 @@ impl<'a> DeferredIndex<'a> {
     /// first whose end, the greatest so far, passes `at` holds it when it
     /// starts at or before `at`; every one before it ends at or before `at`.
     pub fn at(&self, at: usize) -> Option<&'a Deferred> {
-        let upto = self.list.partition_point(|d| d.span.start <= at);
+        let upto = self.list.partition_point(|d| d.span.start() <= at);
         let i = self.reach[..upto].partition_point(|&r| r <= at);
         (i < upto).then(|| &self.list[i])
     }

@@ -16,10 +16,10 @@ pub fn resolve(draft: FixDraft, index: &LineIndex) -> Fix {
         .edits
         .into_iter()
         .map(|(span, replacement)| {
-            let (line, column) = index.line_col(span.start);
-            let (end_line, end_column) = index.line_col(span.end.max(span.start));
+            let (line, column) = index.line_col(span.start());
+            let (end_line, end_column) = index.line_col(span.end().max(span.start()));
             Edit {
-                span: Span::new(span.start, span.end.max(span.start)),
+                span: Span::new(span.start(), span.end().max(span.start())),
                 replacement: Text::code(&replacement),
                 line,
                 column,
@@ -28,7 +28,7 @@ pub fn resolve(draft: FixDraft, index: &LineIndex) -> Fix {
             }
         })
         .collect();
-    edits.sort_by_key(|e| (e.span.start, e.span.end));
+    edits.sort_by_key(|e| (e.span.start(), e.span.end()));
     Fix {
         applicability: draft.applicability,
         message: Text::new(&draft.message),
@@ -38,17 +38,17 @@ pub fn resolve(draft: FixDraft, index: &LineIndex) -> Fix {
 
 /// The edit lies in `src` (in order, on character boundaries).
 fn edit_fits(src: &str, e: &Edit) -> bool {
-    e.span.start <= e.span.end
-        && e.span.end <= src.len()
-        && src.is_char_boundary(e.span.start)
-        && src.is_char_boundary(e.span.end)
+    e.span.start() <= e.span.end()
+        && e.span.end() <= src.len()
+        && src.is_char_boundary(e.span.start())
+        && src.is_char_boundary(e.span.end())
 }
 
 /// The fix's edits follow one another without overlapping.
 fn edits_in_order(fix: &Fix) -> bool {
     fix.edits
         .windows(2)
-        .all(|w| w[0].span.end <= w[1].span.start)
+        .all(|w| w[0].span.end() <= w[1].span.start())
 }
 
 /// Applies `fixes` to `src` in order, skipping a fix whose edits overlap
@@ -67,14 +67,14 @@ pub fn apply(src: &str, fixes: &[&Fix]) -> (String, usize) {
         // once per file) is shared, not a conflict.
         let shared = |spans: &BTreeMap<(usize, usize), Vec<&Edit>>, e: &Edit| {
             spans
-                .get(&(e.span.start, e.span.end))
+                .get(&(e.span.start(), e.span.end()))
                 .is_some_and(|v| v.iter().any(|t| t.replacement == e.replacement))
         };
         let clear = |e: &Edit| {
             spans
-                .range(..(e.span.end, 0))
+                .range(..(e.span.end(), 0))
                 .next_back()
-                .is_none_or(|(&(_, end), _)| end <= e.span.start)
+                .is_none_or(|(&(_, end), _)| end <= e.span.start())
         };
         let fits = fix
             .edits
@@ -83,7 +83,10 @@ pub fn apply(src: &str, fixes: &[&Fix]) -> (String, usize) {
         if fits && edits_in_order(fix) && !fix.edits.is_empty() {
             let new: Vec<&Edit> = fix.edits.iter().filter(|e| !shared(&spans, e)).collect();
             for &e in &new {
-                spans.entry((e.span.start, e.span.end)).or_default().push(e);
+                spans
+                    .entry((e.span.start(), e.span.end()))
+                    .or_default()
+                    .push(e);
             }
             taken.extend(new);
             applied += 1;
@@ -92,13 +95,13 @@ pub fn apply(src: &str, fixes: &[&Fix]) -> (String, usize) {
     // (by end too: an insertion where a replaced span starts goes first,
     // whichever fix took it first — by start alone the other order
     // sliced the text backwards and panicked)
-    taken.sort_by_key(|e| (e.span.start, e.span.end));
+    taken.sort_by_key(|e| (e.span.start(), e.span.end()));
     let mut out = String::with_capacity(src.len());
     let mut at = 0;
     for e in taken {
-        out.push_str(&src[at..e.span.start]);
+        out.push_str(&src[at..e.span.start()]);
         e.replacement.push_to(&mut out);
-        at = e.span.end;
+        at = e.span.end();
     }
     out.push_str(&src[at..]);
     (out, applied)
@@ -126,8 +129,8 @@ pub fn preview_near(src: &str, line_starts: &[usize], fix: &Fix, path: &str) -> 
     }
     let line_of = |at: usize| line_starts.partition_point(|&s| s <= at) - 1;
     // the hunks' three lines of context, and one more each side
-    let from_line = line_of(first.span.start).saturating_sub(DIFF_CONTEXT + 1);
-    let to_line = line_of(last.span.end) + DIFF_CONTEXT + 2;
+    let from_line = line_of(first.span.start()).saturating_sub(DIFF_CONTEXT + 1);
+    let to_line = line_of(last.span.end()) + DIFF_CONTEXT + 2;
     let from = line_starts[from_line];
     let to = line_starts.get(to_line).copied().unwrap_or(src.len());
     let near = Fix {
@@ -137,7 +140,7 @@ pub fn preview_near(src: &str, line_starts: &[usize], fix: &Fix, path: &str) -> 
             .edits
             .iter()
             .map(|e| Edit {
-                span: Span::new(e.span.start - from, e.span.end - from),
+                span: Span::new(e.span.start() - from, e.span.end() - from),
                 ..e.clone()
             })
             .collect(),
@@ -561,16 +564,16 @@ mod tests {
                         .any(|t| t.span == e.span && t.replacement == e.replacement)
                 };
                 let fits = fix.edits.iter().all(|e| {
-                    e.span.end <= src.len()
+                    e.span.end() <= src.len()
                         && (shared(&taken, e)
-                            || taken
-                                .iter()
-                                .all(|t| e.span.end <= t.span.start || t.span.end <= e.span.start))
+                            || taken.iter().all(|t| {
+                                e.span.end() <= t.span.start() || t.span.end() <= e.span.start()
+                            }))
                 });
                 let inner = fix
                     .edits
                     .windows(2)
-                    .all(|w| w[0].span.end <= w[1].span.start);
+                    .all(|w| w[0].span.end() <= w[1].span.start());
                 let ok = fits && inner && !fix.edits.is_empty();
                 if ok {
                     let new: Vec<&Edit> = fix.edits.iter().filter(|e| !shared(&taken, e)).collect();

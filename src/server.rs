@@ -422,7 +422,10 @@ impl State {
                 .edits
                 .iter()
                 .map(|e| TextEdit {
-                    range: Range::new(position(&index, e.span.start), position(&index, e.span.end)),
+                    range: Range::new(
+                        position(&index, e.span.start()),
+                        position(&index, e.span.end()),
+                    ),
                     new_text: e.replacement.to_string(),
                 })
                 .collect();
@@ -451,7 +454,7 @@ impl State {
         let at = offset(&index, pos.position);
         let f = findings
             .iter()
-            .find(|f| f.span.start <= at && at <= f.span.end.max(f.span.start + 1))?;
+            .find(|f| f.span.start() <= at && at <= f.span.end().max(f.span.start() + 1))?;
         let meta = filter::lookup(f.code)?;
         let value = format!(
             "**{} {}** ({})\n\n{}\n\n{}",
@@ -483,7 +486,10 @@ fn overlaps(a: Range, b: Range) -> bool {
 fn diagnostic(index: &LineIndex, f: &Finding) -> Diagnostic {
     let message = f.full_message(false);
     Diagnostic {
-        range: Range::new(position(index, f.span.start), position(index, f.span.end)),
+        range: Range::new(
+            position(index, f.span.start()),
+            position(index, f.span.end()),
+        ),
         severity: Some(match f.severity {
             crate::Severity::Error => DiagnosticSeverity::ERROR,
             crate::Severity::Warning => DiagnosticSeverity::WARNING,

@@ -252,8 +252,8 @@ pub fn apply(
                         a.text
                     ),
                 };
-                let (line, column) = index.line_col(s.span.start);
-                let (end_line, end_column) = index.line_col(s.span.end);
+                let (line, column) = index.line_col(s.span.start());
+                let (end_line, end_column) = index.line_col(s.span.end());
                 let text = index.line_text(line);
                 let norm = baseline::normalise_line(text);
                 let n = seen.entry(norm).or_insert(0);

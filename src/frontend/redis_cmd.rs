@@ -27,7 +27,7 @@ pub fn extract(src: &str, language: Language) -> FileFacts {
             x.top_list(&mut shell::stream(src));
             x.facts
                 .absence_guards
-                .sort_by_key(|g| (g.write.start, g.check.start));
+                .sort_by_key(|g| (g.write.start(), g.check.start()));
         }
         _ => {
             let mut sess = Session::default();
@@ -312,7 +312,7 @@ impl<'a> Extractor<'a> {
                         skip_next = true;
                     }
                     if let Some(last) = words.last() {
-                        if last.span.end == span.start
+                        if last.span.end() == span.start()
                             && last.literal().is_some_and(|s| {
                                 !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
                             })
@@ -457,7 +457,7 @@ impl<'a> Extractor<'a> {
             // the word that holds the substitution, and the test around it
             let Some(at) = words
                 .iter()
-                .position(|w| w.span.start <= op.span.start && op.span.end <= w.span.end)
+                .position(|w| w.span.start() <= op.span.start() && op.span.end() <= w.span.end())
             else {
                 continue;
             };
@@ -615,7 +615,7 @@ impl<'a> Extractor<'a> {
                         OpKind::Eval { script: None },
                         key,
                         None,
-                        Span::new(script.span.start, key.span.end),
+                        Span::new(script.span.start(), key.span.end()),
                         script.span,
                         &sess,
                     );
@@ -626,8 +626,8 @@ impl<'a> Extractor<'a> {
         if !args.is_empty() {
             self.command(args, &mut sess);
         } else if let Some((body, expand)) = heredoc {
-            let mut start = body.start;
-            let text = self.src.get(body.start..body.end).unwrap_or("");
+            let mut start = body.start();
+            let text = self.src.get(body.range()).unwrap_or("");
             for line in text.split_inclusive('\n') {
                 let end = start + line.len();
                 let words = raw_line(self.src, start, end, expand);
@@ -652,14 +652,14 @@ impl<'a> Extractor<'a> {
         let args = &words[1..];
         let name_span = first.span;
         let span = Span::new(
-            first.span.start,
-            words.last().map_or(first.span.end, |w| w.span.end),
+            first.span.start(),
+            words.last().map_or(first.span.end(), |w| w.span.end()),
         );
         // Where the command's arguments stand, for fixes (`src/fix.rs`).
         if !args.is_empty() {
             self.facts.call_sites.push(
                 span,
-                Span::new(span.start, span.start),
+                Span::new(span.start(), span.start()),
                 args.iter().map(|w| w.span),
             );
         }
@@ -810,7 +810,7 @@ impl<'a> Extractor<'a> {
     fn script(&mut self, w: &Word) -> Option<u32> {
         let text = w.literal()?.into_owned();
         let anchors = if w.anchors.is_empty() {
-            vec![(0, w.span.start)]
+            vec![(0, w.span.start())]
         } else {
             w.anchors.clone()
         };

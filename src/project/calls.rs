@@ -657,10 +657,10 @@ impl PackedSite<'_> {
         let (span, name) = (self.0.span, self.0.name_span);
         let at = |n: usize| n as i64;
         [
-            at(span.start),
-            at(span.end) - at(span.start),
-            at(name.start) - at(span.start),
-            at(name.end) - at(name.start),
+            at(span.start()),
+            at(span.end()) - at(span.start()),
+            at(name.start()) - at(span.start()),
+            at(name.end()) - at(name.start()),
         ]
     }
 }

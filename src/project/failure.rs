@@ -87,7 +87,7 @@ pub fn failure_only_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec
                             .is_some_and(|s| s.is_test)
                 })
                 .map(|cs| {
-                    let at = cs.name_span.start.max(cs.span.start);
+                    let at = cs.name_span.start().max(cs.span.start());
                     (&*cs.callee, cs.scope, at as u32)
                 })
                 .collect()

@@ -43,7 +43,7 @@ pub fn held_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec<(ScopeI
             if !s.name.is_empty() {
                 takers.insert(s.name.as_str());
             }
-            let at = o.span.start.min(o.name_span.start);
+            let at = o.span.start().min(o.name_span.start());
             let e = first_take.entry((fi, o.scope)).or_insert(at);
             *e = (*e).min(at);
         }
@@ -71,7 +71,7 @@ pub fn held_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec<(ScopeI
                 .calls
                 .iter()
                 .filter(move |cs| takers.contains(&*cs.callee) && !is_test_scope(f, cs.scope))
-                .map(move |cs| (fi, cs.scope, cs.name_span.start.max(cs.span.start)))
+                .map(move |cs| (fi, cs.scope, cs.name_span.start().max(cs.span.start())))
         })
         .collect();
     for (fi, scope, at) in taker_calls {
@@ -110,7 +110,7 @@ pub fn held_scopes(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec<(ScopeI
                 if !is_test(fi, cs.scope) {
                     called.insert(&*cs.callee);
                 }
-                let at = cs.name_span.start.max(cs.span.start);
+                let at = cs.name_span.start().max(cs.span.start());
                 if first_take.get(&(fi, cs.scope)).is_some_and(|&t| t < at)
                     && *cs.callee != *name_of(fi, cs.scope)
                     && !is_test(fi, cs.scope)

@@ -224,7 +224,7 @@ impl OwnLimits {
 fn op_scopes(f: &FileFacts) -> HashMap<usize, ScopeId> {
     let mut at = HashMap::with_capacity(f.ops.len());
     for o in &f.ops {
-        at.entry(o.name_span.start).or_insert(o.scope);
+        at.entry(o.name_span.start()).or_insert(o.scope);
     }
     at
 }
@@ -280,7 +280,7 @@ fn inherit(files: &mut [&mut FileFacts]) {
                 calls
                     .entry(&*c.callee)
                     .or_default()
-                    .push((fi, c.scope, c.name_span.start));
+                    .push((fi, c.scope, c.name_span.start()));
             }
         }
     }

@@ -202,14 +202,14 @@ fn fail_opens_at_calls(files: &[ProjectFile], fi: usize, view: &mut FileView) {
             root.facts
                 .ops
                 .iter()
-                .find(|o| o.name_span.start == r.at)
+                .find(|o| o.name_span.start() == r.at)
                 .is_some_and(|o| root.facts.fail_opens.iter().any(|x| x.scope == o.scope))
         });
         if fails_open_inside {
             continue;
         }
-        for span in at.get(&inst.op.name_span.start).into_iter().flatten() {
-            if done.insert(span.start) {
+        for span in at.get(&inst.op.name_span.start()).into_iter().flatten() {
+            if done.insert(span.start()) {
                 view.fail_opens.push(crate::facts::FailOpen {
                     span: *span,
                     key: inst.op.key.clone(),

@@ -177,8 +177,8 @@ impl FileView {
             .iter()
             .filter(|o| self.failure_scopes.contains(&o.scope))
             .map(|o| {
-                let start = o.span.start.min(o.name_span.start);
-                Span::new(start, o.span.end.max(o.name_span.end).max(start + 1))
+                let start = o.span.start().min(o.name_span.start());
+                Span::new(start, o.span.end().max(o.name_span.end()).max(start + 1))
             })
             .collect();
         facts.failure_spans.extend(failing);

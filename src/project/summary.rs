@@ -317,7 +317,7 @@ fn summarise_each(
         let needs = |at: usize| -> Vec<usize> {
             branches
                 .iter()
-                .filter(|b| b.span.start <= at && at < b.span.end)
+                .filter(|b| b.span.start() <= at && at < b.span.end())
                 .filter_map(|b| sig.params.iter().position(|p| **p == *b.param))
                 .collect()
         };
@@ -325,7 +325,7 @@ fn summarise_each(
         // delete }`) is a release by request, not one of the caller's
         let forced = |op: &Op| {
             matches!(op.kind, OpKind::Release { checked: false })
-                && deliberate_at.contains(op.name_span.start)
+                && deliberate_at.contains(op.name_span.start())
         };
         // the other path of a write that sets-if-absent on one branch and
         // returns there (`if nx { return setnx(k…) }; return set(k…)`): a
@@ -333,8 +333,8 @@ fn summarise_each(
         let other_path = |op: &Op| {
             facts
                 .exclusive_of_acquire
-                .binary_search_by_key(&(op.name_span.start, op.name_span.end), |s| {
-                    (s.start, s.end)
+                .binary_search_by_key(&(op.name_span.start(), op.name_span.end()), |s| {
+                    (s.start(), s.end())
                 })
                 .is_ok()
         };
@@ -359,7 +359,7 @@ fn summarise_each(
                 .copied()
                 .filter(|op| seen(op) && !own_business(op))
                 .any(|op| {
-                    let var = value_var(op.name_span.start);
+                    let var = value_var(op.name_span.start());
                     !own_object(op, var, params)
                 })
                 || linked_ops
@@ -378,13 +378,13 @@ fn summarise_each(
             if own_business(op) {
                 continue;
             }
-            let var = value_var(op.name_span.start);
+            let var = value_var(op.name_span.start());
             let chain = vec![Root {
                 file,
-                at: op.name_span.start,
+                at: op.name_span.start(),
             }];
             let mut s = templ(op, var, &sig.params, chain);
-            s.needs = needs(op.name_span.start);
+            s.needs = needs(op.name_span.start());
             ops.push(s);
         }
         for i in linked_ops {
@@ -394,10 +394,10 @@ fn summarise_each(
             let mut chain = i.chain.clone();
             chain.push(Root {
                 file,
-                at: i.op.name_span.start,
+                at: i.op.name_span.start(),
             });
             let mut s = templ(&i.op, i.value_var.as_deref(), &sig.params, chain);
-            s.needs = needs(i.op.name_span.start);
+            s.needs = needs(i.op.name_span.start());
             ops.push(s);
         }
         if ops.is_empty() {

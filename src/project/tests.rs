@@ -268,7 +268,7 @@ fn insts_on_line(view: &FileView, src: &str, line: usize) -> Vec<OpKind> {
     let end = start + src.lines().nth(line - 1).map_or(0, str::len);
     view.insts
         .iter()
-        .filter(|i| (start..end).contains(&i.op.name_span.start))
+        .filter(|i| (start..end).contains(&i.op.name_span.start()))
         .map(|i| i.op.kind.clone())
         .collect()
 }
@@ -362,7 +362,7 @@ fn an_argument_left_at_its_default_is_a_stable_key_part() {
         views[1]
             .insts
             .iter()
-            .find(|i| (start..end).contains(&i.op.name_span.start))
+            .find(|i| (start..end).contains(&i.op.name_span.start()))
             .map(|i| i.op.key.display())
     };
     // a flag left at `false` adds nothing

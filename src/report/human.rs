@@ -210,12 +210,12 @@ impl miette::Diagnostic for Diag<'_> {
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
         let f = self.f;
-        let (start, len) = first_line(&self.text, f.span.start, f.span.end);
+        let (start, len) = first_line(&self.text, f.span.start(), f.span.end());
         let primary = LabeledSpan::new_primary_with_span(Some(f.label.to_string()), (start, len));
         let rest = f.labels.iter().map(|l| {
             LabeledSpan::new_with_span(
                 Some(l.text.to_string()),
-                first_line(&self.text, l.span.start, l.span.end),
+                first_line(&self.text, l.span.start(), l.span.end()),
             )
         });
         Some(Box::new(std::iter::once(primary).chain(rest)))

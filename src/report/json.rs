@@ -104,8 +104,8 @@ fn json_fix(fix: &crate::finding::Fix) -> JsonFix<'_> {
                 column: e.column,
                 end_line: e.end_line,
                 end_column: e.end_column,
-                start_byte: e.span.start,
-                end_byte: e.span.end,
+                start_byte: e.span.start(),
+                end_byte: e.span.end(),
                 replacement: &e.replacement,
             })
             .collect(),

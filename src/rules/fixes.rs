@@ -41,18 +41,18 @@ impl<'a, T> BySpan<'a, T> {
         // stable: of equal spans the last given wins, as a map's insert would
         items.sort_by_key(|&i| {
             let s = span(&all[i as usize]);
-            (s.start, s.end)
+            (s.start(), s.end())
         });
         items.shrink_to_fit();
         BySpan { items, all, span }
     }
 
     fn get(&self, at: &Span) -> Option<&'a T> {
-        let key = (at.start, at.end);
+        let key = (at.start(), at.end());
         let all = self.all;
         let n = self.items.partition_point(|&i| {
             let s = (self.span)(&all[i as usize]);
-            (s.start, s.end) <= key
+            (s.start(), s.end()) <= key
         });
         let item = &all[*self.items.get(n.checked_sub(1)?)? as usize];
         ((self.span)(item) == *at).then_some(item)
@@ -126,16 +126,16 @@ impl<'a> Fixer<'a> {
     fn parts(&self, op: &Op) -> Option<CallParts<'a>> {
         let site = self.sites.get(&op.span)?;
         let receiver = site.receiver();
-        let start = if receiver.end > receiver.start {
-            receiver.start
+        let start = if receiver.end() > receiver.start() {
+            receiver.start()
         } else {
-            op.name_span.start
+            op.name_span.start()
         };
         Some(CallParts {
             client: op.client,
             start,
             name: op.name_span,
-            end: op.span.end,
+            end: op.span.end(),
             args: self.call_sites.args(site),
         })
     }

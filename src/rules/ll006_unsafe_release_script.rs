@@ -121,8 +121,8 @@ impl Rule for UnsafeReleaseScript {
                 {
                     continue;
                 }
-                let start = script.to_source(call.span.start);
-                let end = script.to_source(call.span.end.max(call.span.start));
+                let start = script.to_source(call.span.start());
+                let end = script.to_source(call.span.end().max(call.span.start()));
                 let extend = call.command != "del" && call.command != "unlink";
                 out.push(Diagnostic {
                 own_flow: false,

@@ -69,8 +69,8 @@ impl Rule for UnconditionalExtend {
             let other_path = cx
                 .facts
                 .exclusive_of_acquire
-                .binary_search_by_key(&(op.name_span.start, op.name_span.end), |s| {
-                    (s.start, s.end)
+                .binary_search_by_key(&(op.name_span.start(), op.name_span.end()), |s| {
+                    (s.start(), s.end())
                 })
                 .is_ok();
             if op.watched || !lock || other_path || cx.deliberate_release(op) {

@@ -36,7 +36,7 @@ pub(crate) fn check_then_set<'a>(cx: &Context<'a>, write: &'a Op) -> Option<&'a 
         return None;
     }
     let guards = &cx.facts.absence_guards;
-    let from = guards.partition_point(|g| g.write.start < write.name_span.start);
+    let from = guards.partition_point(|g| g.write.start() < write.name_span.start());
     let check = guards[from..]
         .iter()
         .take_while(|g| g.write == write.name_span)

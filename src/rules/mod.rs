@@ -83,7 +83,7 @@ pub struct Diagnostic {
 /// each).
 #[derive(Clone, Debug)]
 pub struct Reported {
-    span: [u32; 2],
+    span: Span,
     wording: std::sync::Arc<Wording>,
     message_quote: Option<Box<str>>,
     /// `None` also where the label quotes what the message does
@@ -113,7 +113,7 @@ impl Reported {
     }
 
     pub fn span(&self) -> Span {
-        Span::new(self.span[0] as usize, self.span[1] as usize)
+        self.span
     }
 
     /// As [`Diagnostic::own_flow`].
@@ -202,10 +202,7 @@ impl Diags {
         crate::facts::push_by_quarters(
             &mut self.out,
             Reported {
-                span: [
-                    crate::facts::offset32(d.span.start),
-                    crate::facts::offset32(d.span.end),
-                ],
+                span: d.span,
                 wording,
                 message_quote,
                 label_quote: if label_quotes_message {
@@ -277,7 +274,7 @@ pub fn run_all(cx: &Context, enabled: impl Fn(&str) -> bool) -> Vec<Reported> {
         let list = &mut diags.out;
         let mut kept = from;
         for i in from..list.len() {
-            if i == from || list[i].span[0] != list[kept - 1].span[0] {
+            if i == from || list[i].span.start() != list[kept - 1].span.start() {
                 list.swap(kept, i);
                 kept += 1;
             }
@@ -540,7 +537,7 @@ pub fn shape_writes<'o>(
     let guarded: HashSet<(usize, usize)> = facts
         .absence_guards
         .iter()
-        .map(|g| (g.write.start, g.write.end))
+        .map(|g| (g.write.start(), g.write.end()))
         .collect();
     let mut read: HashSet<(ScopeId, &'o [KeyPart])> = HashSet::new();
     let mut got: HashSet<(ScopeId, &'o [KeyPart])> = HashSet::new();
@@ -563,7 +560,7 @@ pub fn shape_writes<'o>(
                 false
             }
             OpKind::Set { .. } => {
-                !guarded.contains(&(o.name_span.start, o.name_span.end))
+                !guarded.contains(&(o.name_span.start(), o.name_span.end()))
                     && !read.contains(&(o.scope, o.key.parts.as_slice()))
             }
             OpKind::Acquire { .. }
@@ -757,7 +754,7 @@ fn cache_write(
             && a.key.parts == op.key.parts
             && a.name_span != Span::default()
             && facts.link.op_values.iter().any(|v| {
-                v.name_start == a.name_span.start && sig.params.iter().any(|p| **p == *v.var)
+                v.name_start == a.name_span.start() && sig.params.iter().any(|p| **p == *v.var)
             })
     })
 }
@@ -767,7 +764,7 @@ fn acquire_positions(list: &[&Op], same: &dyn Fn(&Op) -> bool) -> Vec<(ScopeId, 
     let mut v: Vec<(ScopeId, usize)> = list
         .iter()
         .filter(|a| matches!(a.kind, OpKind::Acquire { .. }) && same(a))
-        .map(|a| (a.scope, a.span.start))
+        .map(|a| (a.scope, a.span.start()))
         .collect();
     v.sort_unstable();
     v
@@ -838,7 +835,7 @@ fn time_windows(
                 || words::reads_like_window(&sc.name)
                 || sc.owner.as_deref().is_some_and(words::reads_like_window)
                 || ttls
-                    .get(&a.name_span.start)
+                    .get(&a.name_span.start())
                     .is_some_and(|t| t.names.iter().any(|n| words::ttl_reads_like_window(n))))
     };
     for list in groups.values() {
@@ -1183,7 +1180,12 @@ impl<'a> Context<'a> {
         drop(writes);
         Context {
             held: HashMap::new(),
-            call_starts: facts.link.calls.iter().map(|c| c.name_span.start).collect(),
+            call_starts: facts
+                .link
+                .calls
+                .iter()
+                .map(|c| c.name_span.start())
+                .collect(),
             written_only: WrittenOnly::Own(plain_shapes),
             taken_shapes,
             own,
@@ -1267,7 +1269,7 @@ impl<'a> Context<'a> {
     /// The op was instantiated by the link at a call of a project function
     /// (its name span is that call's), not written as a client call here.
     fn linked_call(&self, op: &Op) -> bool {
-        op.name_span != Span::default() && self.call_starts.contains(&op.name_span.start)
+        op.name_span != Span::default() && self.call_starts.contains(&op.name_span.start())
     }
 
     fn traits(&self, scope: ScopeId) -> ScopeTraits {
@@ -1880,16 +1882,16 @@ impl<'a> Context<'a> {
         if self.facts.late_result_tests.is_empty() || release.scope == crate::facts::FOREIGN_SCOPE {
             return None;
         }
-        let d = self.deferred.at(release.name_span.start)?;
+        let d = self.deferred.at(release.name_span.start())?;
         self.facts
             .late_result_tests
             .iter()
-            .filter(|&&(defer, _)| defer == d.span.start)
+            .filter(|&&(defer, _)| defer == d.span.start())
             .find_map(|&(_, call)| {
                 self.earlier_same_key(release).find(|o| {
                     matches!(o.kind, OpKind::Acquire { .. })
-                        && o.name_span.start == call
-                        && call < d.span.start
+                        && o.name_span.start() == call
+                        && call < d.span.start()
                 })
             })
     }
@@ -2073,8 +2075,8 @@ impl<'a> Context<'a> {
         let mut takes_at: HashMap<ScopeId, (usize, bool)> = HashMap::new();
         for a in list.iter().copied() {
             if matches!(a.kind, OpKind::Acquire { .. }) && same(a) {
-                let e = takes_at.entry(a.scope).or_insert((a.span.start, false));
-                e.0 = e.0.min(a.span.start);
+                let e = takes_at.entry(a.scope).or_insert((a.span.start(), false));
+                e.0 = e.0.min(a.span.start());
                 e.1 |= !self.linked_call(a);
             }
         }
@@ -2099,7 +2101,7 @@ impl<'a> Context<'a> {
             // or in a lock function or type. Any other delete (a reset
             // before the take, a clean-up, a job-start hook) is not.
             let t = self.traits(o.scope);
-            let at = o.span.start.min(o.name_span.start);
+            let at = o.span.start().min(o.name_span.start());
             let holder_here = takes_at
                 .get(&o.scope)
                 .is_some_and(|&(first, own)| own || first < at);
@@ -2148,21 +2150,21 @@ impl<'a> Context<'a> {
     /// delete(k)`): the lock is taken and released on that path, so the
     /// release is no rollback of a marker set before the failure.
     fn taken_on_its_path(&self, release: &Op, acquired: &[(ScopeId, usize)]) -> bool {
-        let at = release.name_span.start.max(release.span.start);
+        let at = release.name_span.start().max(release.span.start());
         let Some(path) = self
             .facts
             .failure_spans
             .iter()
-            .filter(|s| s.start <= at && at < s.end)
-            .min_by_key(|s| s.end - s.start)
+            .filter(|s| s.start() <= at && at < s.end())
+            .min_by_key(|s| s.end() - s.start())
         else {
             return false;
         };
         // the first acquire of the release's function at or after the path's start
-        let i = acquired.partition_point(|&p| p < (release.scope, path.start));
+        let i = acquired.partition_point(|&p| p < (release.scope, path.start()));
         acquired
             .get(i)
-            .is_some_and(|&(scope, pos)| scope == release.scope && pos < path.end)
+            .is_some_and(|&(scope, pos)| scope == release.scope && pos < path.end())
     }
 
     /// SPEC §2 "Expirable lock": a lock that can change hands while held.
@@ -2191,7 +2193,7 @@ impl<'a> Context<'a> {
         // expires).
         if known != Some(true) || !of_key {
             let verdict = (
-                crate::facts::offset32(Self::call_span(op).start),
+                crate::facts::offset32(Self::call_span(op).start()),
                 known != Some(false),
             );
             let mut v = self.verdicts.borrow_mut();
@@ -2272,10 +2274,10 @@ impl<'a> Context<'a> {
             return false;
         }
         let guards = &self.facts.absence_guards;
-        let from = guards.partition_point(|g| g.write.start < o.name_span.start);
+        let from = guards.partition_point(|g| g.write.start() < o.name_span.start());
         guards[from..]
             .iter()
-            .take_while(|g| g.write.start == o.name_span.start)
+            .take_while(|g| g.write.start() == o.name_span.start())
             .any(|g| g.write == o.name_span)
             || self.nearest_before(o, &OpKind::Get).is_some()
             || self.nearest_before(o, &OpKind::Exists).is_some()
@@ -2374,7 +2376,7 @@ impl<'a> Context<'a> {
             return false;
         };
         self.ttls
-            .get(&op.name_span.start)
+            .get(&op.name_span.start())
             .and_then(|t| t.ms)
             .is_some_and(|ms| ms >= limit.saturating_mul(1000))
     }
@@ -2596,11 +2598,11 @@ impl<'a> Context<'a> {
     /// The span a finding on `op` points at: from the method name to the end of the call.
     pub fn call_span(op: &Op) -> Span {
         let start = if op.name_span == Span::default() {
-            op.span.start
+            op.span.start()
         } else {
-            op.name_span.start
+            op.name_span.start()
         };
-        Span::new(start, op.span.end.max(start))
+        Span::new(start, op.span.end().max(start))
     }
 }
 
@@ -2616,9 +2618,9 @@ pub fn section_end(deferred: &DeferredIndex, release: &Op) -> Option<(ScopeId, u
     if release.scope == crate::facts::FOREIGN_SCOPE {
         return None;
     }
-    Some(match deferred.at(release.name_span.start) {
+    Some(match deferred.at(release.name_span.start()) {
         Some(d) => (d.scope, d.runs_at),
-        None => (release.scope, release.span.start),
+        None => (release.scope, release.span.start()),
     })
 }
 
@@ -2633,17 +2635,17 @@ pub fn section_start<'o>(
     for a in acquires {
         let ms = facts
             .ttls
-            .binary_search_by_key(&a.name_span.start, |t| t.name_start)
+            .binary_search_by_key(&a.name_span.start(), |t| t.name_start)
             .ok()
             .and_then(|i| facts.ttls[i].ms);
         if ms.is_none_or(|ms| ms < SHORT_MIN_TTL_MS) {
             return None;
         }
-        if first.is_none_or(|f| a.span.start < f.span.start) {
+        if first.is_none_or(|f| a.span.start() < f.span.start()) {
             first = Some(a);
         }
     }
-    first.map(|f| f.span.end)
+    first.map(|f| f.span.end())
 }
 
 /// Nothing between `start` and `end` may wait on anything but Redis
@@ -2668,7 +2670,7 @@ pub fn op_starts(facts: &FileFacts) -> Vec<u32> {
         facts
             .ops
             .iter()
-            .map(|o| crate::facts::offset32(o.name_span.start)),
+            .map(|o| crate::facts::offset32(o.name_span.start())),
     );
     v.sort_unstable();
     v
@@ -2682,7 +2684,7 @@ pub fn op_starts(facts: &FileFacts) -> Vec<u32> {
 pub fn redis_work_between(op_starts: &[u32], release: &Op, start: usize, end: usize) -> bool {
     let from = op_starts.partition_point(|&a| (a as usize) < start);
     let to = op_starts.partition_point(|&a| (a as usize) < end);
-    let at = release.name_span.start;
+    let at = release.name_span.start();
     let own = if start <= at && at < end {
         op_starts.partition_point(|&a| a as usize <= at)
             - op_starts.partition_point(|&a| (a as usize) < at)

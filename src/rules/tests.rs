@@ -51,7 +51,7 @@ impl B {
         let cx = Context::new(&self.facts, "app", &[], Target::default());
         let mut v: Vec<_> = run_all(&cx, |_| true)
             .into_iter()
-            .map(|d| (d.meta().code, d.span().start))
+            .map(|d| (d.meta().code, d.span().start()))
             .collect();
         v.sort();
         v
@@ -664,7 +664,7 @@ fn the_span_index_answers_as_a_scan_of_the_spans() {
             .collect();
         let index = SpanIndex::new(&spans);
         for at in 0..90 {
-            let scan = spans.iter().any(|s| s.start <= at && at < s.end);
+            let scan = spans.iter().any(|s| s.start() <= at && at < s.end());
             assert_eq!(index.contains(at), scan, "{spans:?} at {at}");
         }
     }
@@ -696,7 +696,7 @@ fn the_deferred_index_answers_as_a_scan_of_the_list() {
         for at in 0..90 {
             let scan = list
                 .iter()
-                .position(|d| d.span.start <= at && at < d.span.end);
+                .position(|d| d.span.start() <= at && at < d.span.end());
             let found = index.at(at).map(|d| d.scope as usize);
             assert_eq!(
                 found,

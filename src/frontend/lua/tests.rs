@@ -28,7 +28,7 @@ fn safe_release() {
     assert_eq!(c[1].args, vec![LuaArg::Keys(1)]);
     assert!(c[1].guarded);
     assert_eq!(
-        &src[c[1].span.start..c[1].span.end],
+        &src[c[1].span.start()..c[1].span.end()],
         "redis.call('del', KEYS[1])"
     );
     assert!(!analyse(src).partial);
@@ -158,7 +158,7 @@ fn aliases_and_pcall_and_case() {
     assert_eq!(c.len(), 2);
     assert_eq!(c[0].command, "del");
     assert_eq!(c[0].args, vec![LuaArg::Keys(2)]);
-    assert_eq!(&src[c[0].span.start..c[0].span.end], "rcall('DEL', k)");
+    assert_eq!(&src[c[0].span.start()..c[0].span.end()], "rcall('DEL', k)");
     assert_eq!(c[1].command, "unlink");
     assert_eq!(
         c[1].args,
@@ -532,7 +532,7 @@ fn random_token_soup_never_panics() {
         let f = analyse(&src);
         for c in &f.calls {
             assert!(
-                c.span.start <= c.span.end && c.span.end <= src.len(),
+                c.span.start() <= c.span.end() && c.span.end() <= src.len(),
                 "{src}"
             );
         }

@@ -36,7 +36,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
                 toks.at(s.min(last)).start(),
                 toks.at(e.max(s).min(last)).end(),
             );
-            if starts.insert(span.start) {
+            if starts.insert(span.start()) {
                 out.push(FailOpen {
                     span,
                     key: op.key.clone(),

@@ -100,7 +100,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<AbsenceGuard> {
             writes
                 .entry((o.scope, o.key.parts.as_slice()))
                 .or_default()
-                .push((o, tok_at(o.name_span.start)));
+                .push((o, tok_at(o.name_span.start())));
         }
     }
     if writes.is_empty() {
@@ -115,7 +115,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<AbsenceGuard> {
         let Some(list) = writes.get(&(op.scope, op.key.parts.as_slice())) else {
             continue;
         };
-        let ct = tok_at(op.name_span.start);
+        let ct = tok_at(op.name_span.start());
         let cands: Vec<&(&Op, usize)> = list
             .iter()
             .filter(|(_, wt)| *wt > ct && *wt - ct < MAX_WINDOW)
@@ -166,7 +166,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<AbsenceGuard> {
             }
         }
     }
-    out.sort_by_key(|g| (g.write.start, g.check.start));
+    out.sort_by_key(|g| (g.write.start(), g.check.start()));
     out.dedup();
     out
 }
@@ -191,7 +191,7 @@ pub fn exclusive_of_acquire(an: &Analyzer, ops: &[Op]) -> Vec<crate::facts::Span
         if !matches!(a.kind, OpKind::Acquire { .. }) || a.key.is_unknown() {
             continue;
         }
-        let at = tok_at(a.name_span.start);
+        let at = tok_at(a.name_span.start());
         let end = (a.depth > 0).then(|| an.returning_branch(at)).flatten();
         flat.push((a, at, end));
     }
@@ -213,13 +213,13 @@ pub fn exclusive_of_acquire(an: &Analyzer, ops: &[Op]) -> Vec<crate::facts::Span
         let Some(list) = acquires.get(&(o.scope, o.key.parts.as_slice())) else {
             continue;
         };
-        let ot = tok_at(o.name_span.start);
+        let ot = tok_at(o.name_span.start());
         let mut before = list.iter().filter(|(at, _)| *at < ot).peekable();
         if before.peek().is_some() && before.all(|(_, end)| end.is_some_and(|e| e <= ot)) {
             out.push(o.name_span);
         }
     }
-    out.sort_by_key(|s| (s.start, s.end));
+    out.sort_by_key(|s| (s.start(), s.end()));
     out.dedup();
     out
 }
@@ -293,7 +293,7 @@ impl Analyzer<'_> {
             {
                 continue;
             }
-            let Some(call) = call_at.get(&tok_at(op.name_span.start)) else {
+            let Some(call) = call_at.get(&tok_at(op.name_span.start())) else {
                 continue;
             };
             // a helper handing back a TTL is no yes/no answer
@@ -1279,7 +1279,12 @@ mod tests {
         let idx = crate::finding::LineIndex::new(src);
         f.absence_guards
             .iter()
-            .map(|g| (idx.line_col(g.check.start).0, idx.line_col(g.write.start).0))
+            .map(|g| {
+                (
+                    idx.line_col(g.check.start()).0,
+                    idx.line_col(g.write.start()).0,
+                )
+            })
             .collect()
     }
 

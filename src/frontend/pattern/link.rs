@@ -263,10 +263,10 @@ pub fn record(
         };
         // the call whose name starts where the op's does (calls are sorted
         // by name token, so by start)
-        let i = all.partition_point(|c| toks.at(c.name_tok()).start() < op.name_span.start);
+        let i = all.partition_point(|c| toks.at(c.name_tok()).start() < op.name_span.start());
         let Some(c) = all
             .get(i)
-            .filter(|c| toks.at(c.name_tok()).start() == op.name_span.start)
+            .filter(|c| toks.at(c.name_tok()).start() == op.name_span.start())
         else {
             continue;
         };
@@ -293,7 +293,7 @@ pub fn record(
             });
         if let Some(var) = var {
             facts.link.op_values.push(OpValueSource {
-                name_start: op.name_span.start,
+                name_start: op.name_span.start(),
                 var,
             });
         }

@@ -386,12 +386,12 @@ fn permute(ops: &mut [Op], at: &mut [(u32, u32, u32)], idx: &mut [u32]) {
 fn push_call_site(sites: &mut crate::facts::CallSites, toks: Toks, c: &Call, span: Span) {
     let byte = |i: usize, end: bool| toks.get(i).map(|t| if end { t.end() } else { t.start() });
     let receiver = if c.recv_start() < c.name_tok() {
-        let start = byte(c.recv_start(), false).unwrap_or(span.start);
+        let start = byte(c.recv_start(), false).unwrap_or(span.start());
         // The receiver ends at its last token before the joining `.`/`->`/`::`.
         let last = c.name_tok().saturating_sub(2).max(c.recv_start());
         Span::new(start, byte(last, true).unwrap_or(start).max(start))
     } else {
-        Span::new(span.start, span.start)
+        Span::new(span.start(), span.start())
     };
     let args = c
         .args()

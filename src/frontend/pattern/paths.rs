@@ -195,11 +195,11 @@ fn after_success_return(an: &Analyzer, lines: &LineEnds, ops: &[Op], i: usize) -
     );
     let redis_result = ops
         .iter()
-        .any(|o| o.scope == scope && from <= o.name_span.start && o.name_span.start < to);
+        .any(|o| o.scope == scope && from <= o.name_span.start() && o.name_span.start() < to);
     let after_acquire = ops.iter().any(|o| {
         o.scope == scope
             && matches!(o.kind, OpKind::Acquire { .. })
-            && o.name_span.start < toks.at(k).start()
+            && o.name_span.start() < toks.at(k).start()
     });
     if !calls || redis_result || !after_acquire {
         return None;
@@ -250,8 +250,8 @@ pub fn late_result_tests(
     let n = toks.len();
     let mut out = Vec::new();
     for d in deferred {
-        let kd = toks.partition_point(|t| t.start() < d.span.start);
-        let after = toks.partition_point(|t| t.start() < d.span.end);
+        let kd = toks.partition_point(|t| t.start() < d.span.start());
+        let after = toks.partition_point(|t| t.start() < d.span.end());
         let limit = after.saturating_add(REST_WINDOW).min(n);
         let mut i = after;
         while i < limit && toks.at(i).start() < d.runs_at {
@@ -283,7 +283,7 @@ pub fn late_result_tests(
                 if let Some(name) = (eq + 1..rhs_end.saturating_sub(1))
                     .find(|&k| toks.at(k).is_ident() && toks.at(k + 1).is("("))
                 {
-                    out.push((d.span.start, toks.at(name).start()));
+                    out.push((d.span.start(), toks.at(name).start()));
                 }
             }
             break;

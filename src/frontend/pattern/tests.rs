@@ -38,7 +38,7 @@ fn dump() {
         eprintln!("scope {i}: {s:?}");
     }
     for o in &f.ops {
-        let (l, c) = idx.line_col(o.name_span.start);
+        let (l, c) = idx.line_col(o.name_span.start());
         eprintln!(
             "{l}:{c} {:?} key={} val={:?} scope={} depth={} atomic={} watched={} {:?}",
             o.kind,
@@ -58,21 +58,21 @@ fn dump() {
         );
     }
     for fo in &f.fail_opens {
-        let (l, c) = idx.line_col(fo.span.start);
+        let (l, c) = idx.line_col(fo.span.start());
         eprintln!("failopen {l}:{c} key={}", fo.key.display());
     }
     for sp in &f.failure_spans {
-        let (a, _) = idx.line_col(sp.start);
-        let (b, _) = idx.line_col(sp.end);
+        let (a, _) = idx.line_col(sp.start());
+        let (b, _) = idx.line_col(sp.end());
         eprintln!("failure span {a}..{b}");
     }
     for sp in &f.validity_spans {
-        let (a, _) = idx.line_col(sp.start);
-        let (b, _) = idx.line_col(sp.end);
+        let (a, _) = idx.line_col(sp.start());
+        let (b, _) = idx.line_col(sp.end());
         eprintln!("validity span {a}..{b}");
     }
     for cs in &f.link.calls {
-        let (l, _) = idx.line_col(cs.name_span.start);
+        let (l, _) = idx.line_col(cs.name_span.start());
         eprintln!("call {l} {} scope={}", cs.callee, cs.scope);
     }
     for x in crate::check_source(&p, &src, lang, &Default::default()) {

@@ -343,9 +343,9 @@ pub fn sections(ops: &[Op], resolvable: &[CallAt], deferred: &[Deferred]) -> Vec
     let mut marks: Vec<(u32, bool, u32)> = Vec::with_capacity(own + 2 * resolvable.len());
     for o in ops {
         match o.kind {
-            OpKind::Acquire { .. } => marks.push((o.scope, false, o.span.end as u32)),
+            OpKind::Acquire { .. } => marks.push((o.scope, false, o.span.end() as u32)),
             OpKind::Release { .. } => {
-                let (s, end) = section_end(o.scope, o.name_span.start, o.span.start);
+                let (s, end) = section_end(o.scope, o.name_span.start(), o.span.start());
                 marks.push((s, true, end as u32));
             }
             _ => {}

@@ -307,7 +307,7 @@ impl<'a> Lexer<'a> {
                 self.pos += 1;
             }
             let (body, end) = self.heredoc_body(&delim, strip_tabs);
-            self.skips.push((body.start, end));
+            self.skips.push((body.start(), end));
             self.resume = end;
             out.push(STok::Heredoc {
                 body,
@@ -631,7 +631,7 @@ mod tests {
                 STok::Word(w) => w.text(),
                 STok::Op(o, _) => format!("<{o}>"),
                 STok::Newline => "<nl>".into(),
-                STok::Heredoc { body, .. } => format!("<doc {}>", &src[body.start..body.end]),
+                STok::Heredoc { body, .. } => format!("<doc {}>", &src[body.range()]),
             })
             .collect()
     }

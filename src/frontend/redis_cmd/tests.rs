@@ -13,7 +13,7 @@ fn kinds(f: &FileFacts) -> Vec<OpKind> {
 }
 
 fn at(src: &str, span: Span) -> &str {
-    &src[span.start..span.end]
+    &src[span.range()]
 }
 
 #[test]
@@ -79,7 +79,7 @@ fn eval_literal_script_is_anchored() {
     let s = &f.scripts[0];
     assert_eq!(s.text, "return redis.call('del', KEYS[1])");
     let call = &s.lua.calls[0];
-    let start = s.to_source(call.span.start);
+    let start = s.to_source(call.span.start());
     assert_eq!(&src[start..start + 10], "redis.call");
     assert_eq!(
         kinds(&f),
@@ -99,7 +99,7 @@ fn escapes_in_scripts_keep_anchors_right() {
     let s = &f.scripts[0];
     assert_eq!(s.text, "local t = \"x\"\nreturn redis.call('del', KEYS[1])");
     let call = &s.lua.calls[0];
-    let start = s.to_source(call.span.start);
+    let start = s.to_source(call.span.start());
     assert_eq!(&src[start..start + 10], "redis.call");
 }
 
@@ -233,7 +233,7 @@ fn shell_eval_with_inline_script_and_eval_file() {
     assert_eq!(f.scripts.len(), 1);
     let s = &f.scripts[0];
     assert!(s.lua.calls[1].guarded);
-    let start = s.to_source(s.lua.calls[1].span.start);
+    let start = s.to_source(s.lua.calls[1].span.start());
     assert_eq!(&src[start..start + 16], "redis.call('del'");
     assert_eq!(
         kinds(&f),
@@ -372,14 +372,14 @@ fn random_shell_soup_never_panics() {
             let f = extract(&src, lang);
             for o in &f.ops {
                 assert!(
-                    o.span.end <= src.len() && o.name_span.end <= src.len(),
+                    o.span.end() <= src.len() && o.name_span.end() <= src.len(),
                     "{src:?}"
                 );
                 assert!((o.scope as usize) < f.scopes.len());
             }
             for s in &f.scripts {
                 for c in &s.lua.calls {
-                    assert!(s.to_source(c.span.end) <= src.len(), "{src:?}");
+                    assert!(s.to_source(c.span.end()) <= src.len(), "{src:?}");
                 }
             }
         }
@@ -443,7 +443,7 @@ fn sh_whole(src: &str) -> FileFacts {
     x.list(&shell::lex(src), 0);
     x.facts
         .absence_guards
-        .sort_by_key(|g| (g.write.start, g.check.start));
+        .sort_by_key(|g| (g.write.start(), g.check.start()));
     x.facts
 }
 

@@ -414,7 +414,7 @@ fn dump() {
         eprintln!("scope {s:?}");
     }
     for o in &f.ops {
-        let at = text.get(o.name_span.start..o.span.end).unwrap_or("?");
+        let at = text.get(o.name_span.start()..o.span.end()).unwrap_or("?");
         eprintln!(
             "{:?} key={} val={:?} scope={} depth={} atomic={} watched={} {:?} `{}`",
             o.kind,
@@ -440,7 +440,7 @@ fn dump() {
         eprintln!(
             "failopen {} `{}`",
             fo.key.display(),
-            text.get(fo.span.start..fo.span.end).unwrap_or("?")
+            text.get(fo.span.range()).unwrap_or("?")
         );
     }
     eprintln!("notes {:?}", f.notes);
@@ -749,7 +749,7 @@ async fn f(a: &mut C, b: &mut C) {
             (
                 o.kind.clone(),
                 o.key.display(),
-                src[o.name_span.start..o.name_span.end].to_string(),
+                src[o.name_span.range()].to_string(),
             )
         })
         .collect();
@@ -895,11 +895,14 @@ fn fine(c: &mut redis::Connection) { let _: bool = c.set_nx("lock:x", 1).unwrap(
         ]
     );
     let del = &f.ops[0];
-    assert_eq!(&src[del.name_span.start..del.name_span.end], "del");
-    assert_eq!(&src[del.name_span.start..del.span.end], "del(\"lock:x\")");
+    assert_eq!(&src[del.name_span.range()], "del");
+    assert_eq!(
+        &src[del.name_span.start()..del.span.end()],
+        "del(\"lock:x\")"
+    );
     let acq = &f.ops[1];
     assert_eq!(
-        &src[acq.name_span.start..acq.span.end],
+        &src[acq.name_span.start()..acq.span.end()],
         "set_nx(\"lock:x\", 1)"
     );
     assert_eq!(
@@ -1134,7 +1137,7 @@ fn byte_offsets_survive_multibyte_text() {
     let f = extract(src);
     assert_eq!(f.ops.len(), 2);
     for o in &f.ops {
-        assert_eq!(src.get(o.name_span.start..o.name_span.end), Some("del"));
+        assert_eq!(src.get(o.name_span.range()), Some("del"));
     }
     let script = "const R: &str = \"--ü\\n\\u{e9}redis.call('del', KEYS[1])\";\nfn g(c: &mut C, lock_key: &str) { let _: i32 = redis::Script::new(R).key(lock_key).invoke(c).unwrap(); }\n";
     let f = extract(script);
@@ -1277,9 +1280,7 @@ fn a_large_macro_body_is_read_part_by_part() {
         assert_eq!(src.len() > 16 << 10, n == 1000);
         let ops = ops(&src);
         assert_eq!(ops.len(), n);
-        assert!(ops
-            .iter()
-            .all(|o| &src[o.name_span.start..o.name_span.end] == "del"));
+        assert!(ops.iter().all(|o| &src[o.name_span.range()] == "del"));
         assert_eq!(ops[n - 1].key.display(), format!("lock:{}", n - 1));
     }
 }
@@ -1476,7 +1477,7 @@ fn a_long_builder_chain_is_read_part_by_part() {
         let mut f = f.clone();
         f.link
             .calls
-            .sort_by_key(|c| (c.name_span.start, c.span.start));
+            .sort_by_key(|c| (c.name_span.start(), c.span.start()));
         f
     };
     let whole = in_source_order(&whole);

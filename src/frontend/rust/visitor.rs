@@ -1588,14 +1588,14 @@ pub(super) const PIECE_BYTES: usize = 2 << 10;
 /// sites ordered and packed: the end of [`run`] and [`run_by_pieces`].
 fn finish(facts: &mut FileFacts, sites: Sites) -> Option<PackedCalls> {
     let mut ops = std::mem::take(&mut facts.ops);
-    ops.sort_by_key(|o| (o.name_span.start, o.span.start));
+    ops.sort_by_key(|o| (o.name_span.start(), o.span.start()));
     for (i, o) in ops.iter_mut().enumerate() {
         o.order = i as u32;
     }
     facts.ops = ops;
     facts
         .absence_guards
-        .sort_by_key(|g| (g.write.start, g.check.start));
+        .sort_by_key(|g| (g.write.start(), g.check.start()));
     facts.absence_guards.dedup();
     link::order_calls(facts, sites)
 }
@@ -1735,7 +1735,7 @@ impl<'f> Walker<'f, '_> {
 
     fn text_of<T: Spanned + ToTokens>(&self, t: &T) -> String {
         let sp = self.span_of(t);
-        match self.src.get(sp.start..sp.end) {
+        match self.src.get(sp.range()) {
             Some(s) if !s.is_empty() => s.to_string(),
             _ => t.to_token_stream().to_string().replace(' ', ""),
         }
@@ -2356,7 +2356,7 @@ impl<'f> Walker<'f, '_> {
 
     fn register_script(&mut self, lit: &syn::LitStr, name: Option<String>) -> Option<ScriptId> {
         let sp = self.off(lit.span());
-        if let Some(&id) = self.s.script_at.get(&sp.start) {
+        if let Some(&id) = self.s.script_at.get(&sp.start()) {
             if let Some(s) = self.facts.scripts.get_mut(id as usize) {
                 if s.name.is_none() {
                     s.name = name;
@@ -2364,8 +2364,8 @@ impl<'f> Walker<'f, '_> {
             }
             return Some(id);
         }
-        let raw = self.src.get(sp.start..sp.end)?;
-        let (text, anchors) = decode_literal(raw, sp.start)?;
+        let raw = self.src.get(sp.range())?;
+        let (text, anchors) = decode_literal(raw, sp.start())?;
         let lua = lua::analyse(&text);
         let client = match self.info.client() {
             Client::Unknown => Client::RedisRs,
@@ -2379,7 +2379,7 @@ impl<'f> Walker<'f, '_> {
             client,
         });
         let id = (self.facts.scripts.len() - 1) as ScriptId;
-        self.s.script_at.insert(sp.start, id);
+        self.s.script_at.insert(sp.start(), id);
         Some(id)
     }
 
@@ -2477,7 +2477,7 @@ impl<'f> Walker<'f, '_> {
             Expr::MethodCall(m) => &m.method,
             _ => return None,
         };
-        acquire_like(&ident.to_string()).then(|| self.off(ident.span()).start)
+        acquire_like(&ident.to_string()).then(|| self.off(ident.span()).start())
     }
 
     /// The key of the first acquire among ops pushed since `from`.
@@ -2882,10 +2882,10 @@ impl<'f> Walker<'f, '_> {
         // its head is in the part's header, before the part's text)
         let cut = self
             .cut_chain
-            .filter(|&(_, _, from)| self.span_of(base).end <= from);
+            .filter(|&(_, _, from)| self.span_of(base).end() <= from);
         let chain_start = match cut {
             Some((head, _, _)) => head,
-            None => self.span_of(base).start,
+            None => self.span_of(base).start(),
         };
         let ops_before = self.facts.ops.len();
         let has_atomic = links.iter().any(|l| l.method == "atomic");
@@ -2914,7 +2914,7 @@ impl<'f> Walker<'f, '_> {
             name: r.name.clone(),
             name_span: r.name_span,
             args: prefix.iter().collect(),
-            end: self.span_of(base).end,
+            end: self.span_of(base).end(),
         });
         let chain_start = local_raw
             .as_ref()
@@ -2940,7 +2940,7 @@ impl<'f> Walker<'f, '_> {
                             name: Some(name),
                             name_span: ns,
                             args: Vec::new(),
-                            end: self.span_of(base).end,
+                            end: self.span_of(base).end(),
                         });
                     }
                 } else if prev == "Cmd" && last == "new" {
@@ -2948,7 +2948,7 @@ impl<'f> Walker<'f, '_> {
                         name: None,
                         name_span: self.span_of(base),
                         args: Vec::new(),
-                        end: self.span_of(base).end,
+                        end: self.span_of(base).end(),
                     });
                 } else if prev == "Cmd" || COMMAND_TRAITS.contains(&prev) {
                     // `Cmd::del(k)`, or `AsyncCommands::del(&mut con, k)` (the first
@@ -2961,7 +2961,7 @@ impl<'f> Walker<'f, '_> {
                         _ => None,
                     }
                     .unwrap_or_else(|| self.span_of(base));
-                    let sp = Span::new(chain_start, self.span_of(base).end);
+                    let sp = Span::new(chain_start, self.span_of(base).end());
                     for f in found {
                         self.emit(f, sp, ns, atomic, None);
                     }
@@ -3089,18 +3089,18 @@ impl<'f> Walker<'f, '_> {
             ) && l.args.first().is_some_and(|a| truthy(a, 0))
             {
                 if let Some(k) = acquired.clone().or_else(|| self.acquire_since(ops_before)) {
-                    self.fail_open(Span::new(ns.start, l.end), k);
+                    self.fail_open(Span::new(ns.start(), l.end), k);
                 } else {
                     // the result of an acquire helper (`acquire_lock(..)`, `locks.try_lock(..)`)
                     let i = links.iter().position(|x| std::ptr::eq(x, l)).unwrap_or(0);
                     let helper = match i.checked_sub(1).and_then(|p| links.get(p)) {
                         Some(prev) => Some(prev.method.to_string())
                             .filter(|n| acquire_like(n))
-                            .map(|_| self.off(prev.method.span()).start),
+                            .map(|_| self.off(prev.method.span()).start()),
                         None => self.helper_acquire(base),
                     };
                     if let Some(at) = helper {
-                        self.fail_open_call(at, Span::new(ns.start, l.end));
+                        self.fail_open_call(at, Span::new(ns.start(), l.end));
                     }
                 }
             }
@@ -3113,7 +3113,7 @@ impl<'f> Walker<'f, '_> {
             };
             if !found.is_empty() {
                 // Where the call's parts stand, for fixes (`src/fix.rs`).
-                let receiver = self.receiver_before(chain_start, ns.start);
+                let receiver = self.receiver_before(chain_start, ns.start());
                 let args: Vec<Span> = l.args.iter().map(|a| self.span_of(*a)).collect();
                 self.facts.call_sites.push(span, receiver, args);
             }
@@ -3368,14 +3368,14 @@ impl<'f> Walker<'f, '_> {
                 name: Some(self.const_str(&c.args[0])?),
                 name_span: func_span,
                 args: Vec::new(),
-                start: self.span_of(base).start,
+                start: self.span_of(base).start(),
             }
         } else if prev == "Cmd" && last == "new" {
             RawLocal {
                 name: None,
                 name_span: func_span,
                 args: Vec::new(),
-                start: self.span_of(base).start,
+                start: self.span_of(base).start(),
             }
         } else {
             return None;
@@ -3451,7 +3451,7 @@ impl Walker<'_, '_> {
     /// this is its first part and its last.
     fn split_of<T: Spanned>(&self, e: &T) -> Option<(usize, bool, bool)> {
         let s = self.split.get(self.split_next)?;
-        (self.span_of(e).start == s.at).then_some((self.split_next, s.first, s.last))
+        (self.span_of(e).start() == s.at).then_some((self.split_next, s.first, s.last))
     }
 
     /// The part of an `if` cut into parts that `i` holds (the statement at
@@ -3494,8 +3494,8 @@ impl Walker<'_, '_> {
         if acquired.is_some() || helper.is_some() {
             for arm in &m.arms {
                 if is_err_pat(&arm.pat) && truthy(&arm.body, 0) {
-                    let s = self.span_of(&arm.pat).start;
-                    let e = self.span_of(&*arm.body).end;
+                    let s = self.span_of(&arm.pat).start();
+                    let e = self.span_of(&*arm.body).end();
                     match (&acquired, helper) {
                         (Some(k), _) => self.fail_open(Span::new(s, e.max(s)), k.clone()),
                         (None, Some(at)) => self.fail_open_call(at, Span::new(s, e.max(s))),
@@ -3581,7 +3581,7 @@ impl Walker<'_, '_> {
             .attrs
             .first()
             .map_or(l.let_token.span, |a| a.pound_token.span);
-        (self.off(first).start == s.at).then_some((self.split_next, s.first, s.last))
+        (self.off(first).start() == s.at).then_some((self.split_next, s.first, s.last))
     }
 
     /// A `match`'s scrutinee walked: the acquire whose result it is, or
@@ -3704,8 +3704,8 @@ impl Walker<'_, '_> {
         let ops = &self.facts.ops;
         (from.min(ops.len())..ops.len()).rev().find(|&i| {
             matches!(ops[i].kind, OpKind::Get | OpKind::Exists)
-                && sp.start <= ops[i].name_span.start
-                && ops[i].name_span.end <= sp.end
+                && sp.start() <= ops[i].name_span.start()
+                && ops[i].name_span.end() <= sp.end()
         })
     }
 
@@ -4126,8 +4126,8 @@ impl<'ast> Visit<'ast> for Walker<'_, '_> {
                     .acquire_since(before)
                     .or_else(|| self.local_of(&l.expr).and_then(|x| x.acquire.clone()));
                 if let Some(k) = acquired {
-                    let s = self.span_of(&l.pat).start;
-                    let e = self.span_of(&i.then_branch).end;
+                    let s = self.span_of(&l.pat).start();
+                    let e = self.span_of(&i.then_branch).end();
                     self.fail_open(Span::new(s, e.max(s)), k);
                 }
             }

@@ -80,7 +80,7 @@ impl Walker<'_, '_> {
                 .find(|n| self.s.params.contains(n) && !in_key(n));
             if let Some(var) = var {
                 self.facts.link.op_values.push(OpValueSource {
-                    name_start: name_span.start,
+                    name_start: name_span.start(),
                     var,
                 });
             }
@@ -104,7 +104,10 @@ impl Walker<'_, '_> {
             return;
         };
         let name_span = self.off(last.ident.span());
-        let span = Span::new(name_span.start, self.span_of(c).end.max(name_span.end));
+        let span = Span::new(
+            name_span.start(),
+            self.span_of(c).end().max(name_span.end()),
+        );
         self.link_call(&name.clone(), &args, recv, span, name_span);
     }
 
@@ -195,7 +198,7 @@ impl Walker<'_, '_> {
         };
         let sites = &mut self.s.sites;
         if let Some(at) = sites.packer.push_order_later(&site) {
-            sites.at.push((at, name_span.start as u32));
+            sites.at.push((at, name_span.start() as u32));
         }
     }
 }
@@ -209,7 +212,7 @@ pub(super) fn order_calls(
     sites: super::Sites,
 ) -> Option<crate::project::calls::PackedCalls> {
     let super::Sites { mut packer, at } = sites;
-    let starts: Vec<usize> = facts.ops.iter().map(|o| o.name_span.start).collect();
+    let starts: Vec<usize> = facts.ops.iter().map(|o| o.name_span.start()).collect();
     for (at, name) in at {
         packer.set_order(at, starts.partition_point(|&s| s < name as usize) as u32);
     }
