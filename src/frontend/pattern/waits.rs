@@ -509,7 +509,7 @@ pub fn find(
     // its operand outside the bodies of async functions written in it; an
     // `await` of no call waits by itself, unless it is of a Redis client
     // (then it is put in `on_client`)
-    let scan_await = |a: usize, awaited: &mut Vec<usize>, on_client: &mut Vec<usize>| -> bool {
+    let scan_await = |a: usize, awaited: &mut Vec<u32>, on_client: &mut Vec<u32>| -> bool {
         let end = values::expr_end(toks, an.st, lang, a + 1).min(toks.len());
         let mut any = false;
         let mut k = a + 1;
@@ -534,7 +534,7 @@ pub fn find(
             }
             if let Some(ci) = call_index(all, k) {
                 if !NOT_CALLS.contains(&toks.at(k).text()) {
-                    awaited.push(ci);
+                    awaited.push(ci as u32);
                     any = true;
                 }
             }
@@ -549,12 +549,12 @@ pub fn find(
                     || an.redis_recvs.contains(&values::norm_name(t.text())))
         });
         if !any && on_redis {
-            on_client.push(a);
+            on_client.push(a as u32);
         }
         !any && !on_redis
     };
     // loops whose body holds a Redis round trip
-    let mut trips: Vec<usize> = client
+    let mut trips: Vec<u32> = client
         .iter()
         .filter_map(|ci| all.get(ci))
         .filter(|c| {
@@ -563,7 +563,7 @@ pub fn find(
                 .iter()
                 .any(|w| root.contains(w))
         })
-        .map(|c| c.name_tok())
+        .map(|c| c.name_tok() as u32)
         .collect();
     trips.sort_unstable();
     let loop_waits = |k: usize| -> bool {
@@ -580,16 +580,18 @@ pub fn find(
         }
     };
     // JS/TS: every `await` (what each waits for; those of no call), and the
-    // functions of this file by name
-    let mut awaited: Vec<usize> = Vec::new();
-    let mut bare_awaits: Vec<usize> = Vec::new();
+    // functions of this file by name (call and token indexes as `u32`s, as
+    // in the lists below: a line of 25,000 awaited calls held 0.6 MB of
+    // them as `usize`s)
+    let mut awaited: Vec<u32> = Vec::new();
+    let mut bare_awaits: Vec<u32> = Vec::new();
     // awaits of a Redis command the call reader did not take for a call
-    let mut client_awaits: Vec<usize> = Vec::new();
+    let mut client_awaits: Vec<u32> = Vec::new();
     let mut by_name: HashMap<&str, Vec<u32>> = HashMap::default();
     if js {
         for (a, t) in toks.iter().enumerate() {
             if t.is("await") && scan_await(a, &mut awaited, &mut client_awaits) {
-                bare_awaits.push(a);
+                bare_awaits.push(a as u32);
             }
         }
         awaited.sort_unstable();
@@ -636,7 +638,7 @@ pub fn find(
                 }
             }
         };
-        for &ci in &awaited {
+        for ci in awaited.iter().map(|&ci| ci as usize) {
             if inside(&spans, all[ci].name_tok()) && !quiet(ci, &mut is_redis) {
                 if let Some(ss) = own_fn(&all[ci]) {
                     mark(ss, &mut needed, &mut work);
@@ -673,8 +675,13 @@ pub fn find(
             calls.extend((lo..hi).filter(|&ci| !quiet(ci, &mut is_redis)));
             fixed.extend((a..=b).filter(|&k| loop_waits(k)));
         }
-        fixed.extend(bare_awaits.iter().copied().filter(|&a| inside(&whole, a)));
-        let mut redis_toks: Vec<usize> = whole
+        fixed.extend(
+            bare_awaits
+                .iter()
+                .map(|&a| a as usize)
+                .filter(|&a| inside(&whole, a)),
+        );
+        let mut redis_toks: Vec<u32> = whole
             .iter()
             .flat_map(|&(a, b)| {
                 let lo = all.partition_point(|c| c.name_tok() < a);
@@ -682,7 +689,7 @@ pub fn find(
                 lo..hi
             })
             .filter(|&ci| is_redis(ci))
-            .map(|ci| all[ci].name_tok())
+            .map(|ci| all[ci].name_tok() as u32)
             .chain(client_awaits.iter().copied())
             .collect();
         redis_toks.sort_unstable();
@@ -694,12 +701,12 @@ pub fn find(
         // the calls in those functions that are not quiet: of another
         // object or module (foreign: the function is no pure helper), or
         // of a function of this file (pure only while that one is quiet)
-        let mut foreign: Vec<usize> = Vec::new();
+        let mut foreign: Vec<u32> = Vec::new();
         let mut own_calls: Vec<(usize, &Vec<u32>)> = Vec::new();
         for &ci in &calls {
             match own_fn(&all[ci]) {
                 Some(ss) => own_calls.push((all[ci].name_tok(), ss)),
-                None => foreign.push(all[ci].name_tok()),
+                None => foreign.push(all[ci].name_tok() as u32),
             }
         }
         foreign.sort_unstable();
@@ -711,13 +718,13 @@ pub fn find(
             .filter(|&&(s, a, b)| with_redis.contains(&s) || !any_in(&foreign, a, b))
             .map(|&(s, _, _)| s)
             .collect();
-        let mut sites: Vec<usize> = Vec::new();
+        let mut sites: Vec<u32> = Vec::new();
         for round in 0..=MAX_ROUNDS {
             sites.clear();
-            sites.extend(fixed.iter().copied());
+            sites.extend(fixed.iter().map(|&k| k as u32));
             for &ci in &calls {
                 if js_call_waits(&all[ci], an.toks, &awaited, ci, &own_fn, &ok) {
-                    sites.push(all[ci].name_tok());
+                    sites.push(all[ci].name_tok() as u32);
                 }
             }
             sites.sort_unstable();
@@ -772,7 +779,7 @@ pub fn find(
                 });
                 let site = loop_waits(k)
                     || if js {
-                        bare_awaits.binary_search(&k).is_ok()
+                        bare_awaits.binary_search(&(k as u32)).is_ok()
                     } else {
                         tok.is("await") && scan_await(k, &mut Vec::new(), &mut Vec::new())
                     }
@@ -800,12 +807,12 @@ pub fn find(
 fn js_call_waits<'f>(
     c: &Call,
     toks: Toks,
-    awaited: &[usize],
+    awaited: &[u32],
     ci: usize,
     own_fn: &impl Fn(&Call) -> Option<&'f Vec<u32>>,
     ok: &HashSet<u32>,
 ) -> bool {
-    if awaited.binary_search(&ci).is_ok() {
+    if awaited.binary_search(&(ci as u32)).is_ok() {
         !own_fn(c).is_some_and(|ss| ss.iter().all(|s| ok.contains(s)))
     } else {
         c.name(toks).ends_with("Sync") || c.name(toks).eq_ignore_ascii_case("sleep")
@@ -864,9 +871,9 @@ fn quiet_call(
 }
 
 /// Some token of `sorted` lies in `a..=b`.
-fn any_in(sorted: &[usize], a: usize, b: usize) -> bool {
-    let i = sorted.partition_point(|&t| t < a);
-    sorted.get(i).is_some_and(|&t| t <= b)
+fn any_in(sorted: &[u32], a: usize, b: usize) -> bool {
+    let i = sorted.partition_point(|&t| (t as usize) < a);
+    sorted.get(i).is_some_and(|&t| t as usize <= b)
 }
 
 /// The tokens of a loop's body: `(first, last)` exclusive of its brackets;
