@@ -336,9 +336,10 @@ pub struct Context<'a> {
     short_from: RefCell<HashMap<(ScopeId, usize), Option<usize>>>,
     /// [`Context::earlier_token_acquire`]: per list of a scope's ops on one
     /// key, the first token-writing acquire (in the facts' order) among
-    /// its ops up to each.
+    /// its ops up to each; `None` for a list without one (most keys of a
+    /// file of many: one pointer each, not a list).
     #[allow(clippy::type_complexity)]
-    token_takes: RefCell<HashMap<usize, Rc<Vec<Option<&'a Op>>>>>,
+    token_takes: RefCell<HashMap<usize, Option<Rc<[Option<&'a Op>]>>>>,
     /// [`Context::type_token_acquire`]: per key group, owner type and
     /// traits of the asking scope, the candidates in group order.
     #[allow(clippy::type_complexity)]
@@ -2501,22 +2502,24 @@ impl<'a> Context<'a> {
         let id = list.as_ptr() as usize;
         let known = self.token_takes.borrow().get(&id).cloned();
         let firsts = known.unwrap_or_else(|| {
-            let mut first: Option<&'a Op> = None;
-            let firsts: Vec<Option<&'a Op>> = list
-                .iter()
-                .map(|&a| {
-                    let takes = matches!(a.kind, OpKind::Acquire { .. })
-                        && !matches!(a.value.as_deref(), Some(ValueExpr::Constant(_)));
-                    if takes && first.is_none_or(|f| (a as *const Op) < (f as *const Op)) {
-                        first = Some(a);
-                    }
-                    first
-                })
-                .collect();
-            let firsts = Rc::new(firsts);
-            self.token_takes.borrow_mut().insert(id, Rc::clone(&firsts));
+            let takes = |a: &Op| {
+                matches!(a.kind, OpKind::Acquire { .. })
+                    && !matches!(a.value.as_deref(), Some(ValueExpr::Constant(_)))
+            };
+            let firsts = list.iter().any(|a| takes(a)).then(|| {
+                let mut first: Option<&'a Op> = None;
+                list.iter()
+                    .map(|&a| {
+                        if takes(a) && first.is_none_or(|f| (a as *const Op) < (f as *const Op)) {
+                            first = Some(a);
+                        }
+                        first
+                    })
+                    .collect::<Rc<[_]>>()
+            });
+            self.token_takes.borrow_mut().insert(id, firsts.clone());
             firsts
-        });
+        })?;
         let upto = list.partition_point(|a| a.order < op.order);
         upto.checked_sub(1).and_then(|i| firsts[i])
     }
