@@ -963,9 +963,13 @@ fn note_first(slot: &mut [usize; 2], i: usize) {
 /// groups of one op in each index). A group is found by the hash of its key
 /// and told apart by the key of its first op (`key`), so the index holds no
 /// key: 8 bytes a group, where a map holding its key took 24 to 40 (the
-/// four indexes of 20,000 ops on distinct keys held 3.5 MB).
+/// four indexes of 20,000 ops on distinct keys held 3.5 MB). A group of
+/// one op is the slice of that op in the context's `own` list (every
+/// grouped op is one of them), so `ops` holds only the larger groups: in a
+/// file of distinct keys, no list at all.
 struct Groups<'a, K> {
-    /// Each group's range of `ops`: (start, length).
+    /// Each group's range: (start, length), of `own` for a group of one
+    /// op, of `ops` for the others.
     table: HashTable<(u32, u32)>,
     ops: Vec<&'a Op>,
     key: fn(&'a Op) -> K,
@@ -973,11 +977,19 @@ struct Groups<'a, K> {
 
 use crate::facts::fx_hash as hash_of;
 
+/// Where `op` stands in `own` (in the facts' order, so by address).
+fn own_position(own: &[&Op], op: &Op) -> u32 {
+    let at = own.partition_point(|o| (*o as *const Op) < (op as *const Op));
+    debug_assert!(own.get(at).is_some_and(|o| std::ptr::eq(*o, op)));
+    at as u32
+}
+
 impl<'a, K: std::hash::Hash + Eq> Groups<'a, K> {
-    fn new(items: impl Iterator<Item = &'a Op>, key: fn(&'a Op) -> K) -> Self {
+    /// Groups `items`, each one of `own`'s ops.
+    fn new(items: impl Iterator<Item = &'a Op>, own: &[&'a Op], key: fn(&'a Op) -> K) -> Self {
         // Group numbers in the order keys first come (the table holding
         // (group, size) meanwhile, each group's first op beside it), then a
-        // counting sort.
+        // counting sort of the groups of more than one op.
         let mut table: HashTable<(u32, u32)> = HashTable::new();
         let mut first: Vec<&'a Op> = Vec::new();
         let mut group_of: Vec<(u32, &'a Op)> = Vec::with_capacity(items.size_hint().0);
@@ -1002,66 +1014,85 @@ impl<'a, K: std::hash::Hash + Eq> Groups<'a, K> {
             };
             group_of.push((g, op));
         }
-        let Some(&(_, fill)) = group_of.first() else {
-            return Groups {
-                table,
-                ops: Vec::new(),
-                key,
-            };
-        };
-        drop(first);
         let mut sizes: Vec<u32> = vec![0; table.len()];
         for &(g, n) in table.iter() {
             sizes[g as usize] = n;
         }
-        // `starts[g]`: where group `g` begins, then its next free slot.
+        // `starts[g]`: where group `g` begins in `ops`, then its next free
+        // slot (a group of one op: where it stands in `own`).
         let mut starts: Vec<u32> = Vec::with_capacity(sizes.len());
         let mut next = 0;
-        for n in sizes {
-            starts.push(next);
-            next += n;
+        for (g, &n) in sizes.iter().enumerate() {
+            if n == 1 {
+                starts.push(own_position(own, first[g]));
+            } else {
+                starts.push(next);
+                next += n;
+            }
         }
+        drop(first);
         for (g, _) in table.iter_mut() {
             *g = starts[*g as usize];
         }
-        let mut ops: Vec<&'a Op> = vec![fill; group_of.len()];
-        for (g, op) in group_of {
-            let slot = &mut starts[g as usize];
-            ops[*slot as usize] = op;
-            *slot += 1;
+        let mut ops: Vec<&'a Op> = Vec::new();
+        if let Some(&(_, fill)) = group_of.iter().find(|&&(g, _)| sizes[g as usize] > 1) {
+            ops = vec![fill; next as usize];
+            for (g, op) in group_of {
+                if sizes[g as usize] > 1 {
+                    let slot = &mut starts[g as usize];
+                    ops[*slot as usize] = op;
+                    *slot += 1;
+                }
+            }
         }
         Groups { table, ops, key }
     }
 
-    fn get<Q>(&self, k: &Q) -> Option<&[&'a Op]>
+    /// The ops of group `(s, n)` ([`Groups::table`]).
+    fn slice<'s>(&'s self, own: &'s [&'a Op], (s, n): (u32, u32)) -> &'s [&'a Op] {
+        let list = if n == 1 { own } else { &self.ops };
+        &list[s as usize..(s + n) as usize]
+    }
+
+    fn get<'s, Q>(&'s self, own: &'s [&'a Op], k: &Q) -> Option<&'s [&'a Op]>
     where
         K: std::borrow::Borrow<Q>,
         Q: std::hash::Hash + Eq + ?Sized,
     {
-        self.get_key_value(k).map(|(_, group)| group)
+        self.get_key_value(own, k).map(|(_, group)| group)
     }
 
     /// The group of `k` with its key as the group's ops hold it.
-    fn get_key_value<Q>(&self, k: &Q) -> Option<(K, &[&'a Op])>
+    fn get_key_value<'s, Q>(&'s self, own: &'s [&'a Op], k: &Q) -> Option<(K, &'s [&'a Op])>
     where
         K: std::borrow::Borrow<Q>,
         Q: std::hash::Hash + Eq + ?Sized,
     {
         let mut found = None;
-        let &(s, n) = self.table.find(hash_of(k), |&(s, _)| {
-            let own = (self.key)(self.ops[s as usize]);
+        let &range = self.table.find(hash_of(k), |&range| {
+            let own = (self.key)(self.slice(own, range)[0]);
             let same = own.borrow() == k;
             if same {
                 found = Some(own);
             }
             same
         })?;
-        Some((found?, &self.ops[s as usize..(s + n) as usize]))
+        Some((found?, self.slice(own, range)))
+    }
+
+    /// Every grouped op, each group's in order (the groups of one op last).
+    fn all<'s>(&'s self, own: &'s [&'a Op]) -> impl Iterator<Item = &'a Op> + 's {
+        self.ops.iter().copied().chain(
+            self.table
+                .iter()
+                .filter(|&&(_, n)| n == 1)
+                .map(move |&(s, _)| own[s as usize]),
+        )
     }
 
     /// Sorts each group by `f` (stably).
     fn sort_each_by_key<T: Ord>(&mut self, f: impl Fn(&&'a Op) -> T) {
-        for &(s, n) in self.table.iter() {
+        for &(s, n) in self.table.iter().filter(|&&(_, n)| n > 1) {
             self.ops[s as usize..(s + n) as usize].sort_by_key(&f);
         }
     }
@@ -1112,21 +1143,18 @@ impl<'a> Context<'a> {
             own.push(op);
         }
         let known = || own.iter().copied().filter(|op| !op.key.is_unknown());
-        let by_key = Groups::new(known(), |op| op.key.parts.as_slice());
-        let mut by_scope = Groups::new(own.iter().copied(), |op| op.scope);
+        let by_key = Groups::new(known(), &own, |op| op.key.parts.as_slice());
+        let mut by_scope = Groups::new(own.iter().copied(), &own, |op| op.scope);
         by_scope.sort_each_by_key(|o| o.order);
         // Each (scope, key) group in the order of its scope's ops.
-        let in_scope_order = || {
-            by_scope
-                .ops
-                .iter()
-                .copied()
-                .filter(|op| !op.key.is_unknown())
-        };
-        let by_scope_key = Groups::new(in_scope_order(), |op| (op.scope, op.key.parts.as_slice()));
+        let in_scope_order = || by_scope.all(&own).filter(|op| !op.key.is_unknown());
+        let by_scope_key = Groups::new(in_scope_order(), &own, |op| {
+            (op.scope, op.key.parts.as_slice())
+        });
         // (only ops of a kind with a tag: `u8::MAX` is never a key's)
         let by_scope_key_kind = Groups::new(
             in_scope_order().filter(|op| kind_tag(&op.kind).is_some()),
+            &own,
             |op| {
                 (
                     op.scope,
@@ -1147,6 +1175,7 @@ impl<'a> Context<'a> {
                         |p| matches!(p, KeyPart::Lit(s) if s.chars().any(char::is_alphanumeric)),
                     )
                 }),
+            &own,
             |op| key_shape(&op.key),
         );
         for op in &own {
@@ -1449,7 +1478,7 @@ impl<'a> Context<'a> {
         if op.key.is_unknown() {
             return None;
         }
-        let group = self.by_key.get(op.key.parts.as_slice())?;
+        let group = self.by_key.get(&self.own, op.key.parts.as_slice())?;
         self.first_in_group(op, group, want)
             .or_else(|| self.project_same_key(op, want))
     }
@@ -1462,7 +1491,7 @@ impl<'a> Context<'a> {
             None
         } else {
             self.by_key
-                .get(op.key.parts.as_slice())
+                .get(&self.own, op.key.parts.as_slice())
                 .and_then(|group| self.first_in_group(op, group, want))
         };
         here.or_else(|| self.project_same_key(op, want))
@@ -1657,11 +1686,14 @@ impl<'a> Context<'a> {
 
     /// Any op of the file (other than `op` itself) matching `pred` on the same key.
     pub fn any_same_key(&self, op: &Op, pred: impl Fn(&Op) -> bool) -> Option<&'a Op> {
-        let here = self.by_key.get(op.key.parts.as_slice()).and_then(|list| {
-            list.iter()
-                .copied()
-                .find(|o| !std::ptr::eq(*o, op) && pred(o) && self.same_key(op, o))
-        });
+        let here = self
+            .by_key
+            .get(&self.own, op.key.parts.as_slice())
+            .and_then(|list| {
+                list.iter()
+                    .copied()
+                    .find(|o| !std::ptr::eq(*o, op) && pred(o) && self.same_key(op, o))
+            });
         here.or_else(|| self.project_any(op, pred))
     }
 
@@ -1674,13 +1706,16 @@ impl<'a> Context<'a> {
         kind: KindOnly,
         pred: impl Fn(&Op) -> bool,
     ) -> Option<&'a Op> {
-        let here = self.by_key.get(op.key.parts.as_slice()).and_then(|group| {
-            let m = self.matches_of(group, Want::Kind(kind));
-            m.ops
-                .iter()
-                .copied()
-                .find(|o| !std::ptr::eq(*o, op) && pred(o) && self.same_key(op, o))
-        });
+        let here = self
+            .by_key
+            .get(&self.own, op.key.parts.as_slice())
+            .and_then(|group| {
+                let m = self.matches_of(group, Want::Kind(kind));
+                m.ops
+                    .iter()
+                    .copied()
+                    .find(|o| !std::ptr::eq(*o, op) && pred(o) && self.same_key(op, o))
+            });
         here.or_else(|| self.project_any(op, pred))
     }
 
@@ -1848,7 +1883,7 @@ impl<'a> Context<'a> {
         // A collection write of the group in `op`'s own scope (`op` is none:
         // it is no collection write itself); in one scope `same_key` holds.
         self.by_key
-            .get(op.key.parts.as_slice())
+            .get(&self.own, op.key.parts.as_slice())
             .is_some_and(|group| {
                 self.matches_of(group, Want::Kind(KindOnly::Members))
                     .by_scope
@@ -1911,10 +1946,13 @@ impl<'a> Context<'a> {
         let Some((scope, end)) = section_end(&self.deferred, release) else {
             return false;
         };
-        let Some((parts, _)) = self.by_key.get_key_value(release.key.parts.as_slice()) else {
+        let Some((parts, _)) = self
+            .by_key
+            .get_key_value(&self.own, release.key.parts.as_slice())
+        else {
             return false;
         };
-        let Some(list) = self.by_scope_key_kind.get(&(scope, parts, 3)) else {
+        let Some(list) = self.by_scope_key_kind.get(&self.own, &(scope, parts, 3)) else {
             return false;
         };
         let memo = (scope, list.as_ptr() as usize);
@@ -1924,7 +1962,7 @@ impl<'a> Context<'a> {
             None => {
                 let untimed = self
                     .by_scope_key_kind
-                    .get(&(scope, parts, 2))
+                    .get(&self.own, &(scope, parts, 2))
                     .unwrap_or(&[]);
                 let v = section_start(self.facts, list.iter().chain(untimed).copied());
                 self.short_from.borrow_mut().insert(memo, v);
@@ -1961,7 +1999,7 @@ impl<'a> Context<'a> {
     /// or in a lock function or type; when no delete is, the key is no lock
     /// — provided the file shows it taken and no other file deletes it.
     pub fn once_only_marker(&self, op: &Op) -> bool {
-        let Some(list) = self.by_key.get(op.key.parts.as_slice()) else {
+        let Some(list) = self.by_key.get(&self.own, op.key.parts.as_slice()) else {
             return false;
         };
         // Every op of `list` has `op`'s key parts, so `same` below depends
@@ -2231,7 +2269,7 @@ impl<'a> Context<'a> {
     /// its shape) rather than from the other methods of its owner type
     /// ([`Context::owner_expirable`]).
     fn expirable_known(&self, op: &Op) -> (Option<bool>, bool) {
-        let group = self.by_key.get(op.key.parts.as_slice());
+        let group = self.by_key.get(&self.own, op.key.parts.as_slice());
         // "some op of the key (`op` included) answers `want`", through the
         // group's index instead of a walk over the group per op.
         let any = |want: Want| {
@@ -2342,7 +2380,7 @@ impl<'a> Context<'a> {
     /// it without that (false); none of them writes it (`None`).
     fn shape_expirable(&self, key: &KeyExpr) -> Option<bool> {
         let shape = key_shape(key);
-        let list = self.by_shape.get(&shape)?;
+        let list = self.by_shape.get(&self.own, &shape)?;
         if let Some(&known) = self.shape_expiry.borrow().get(&shape) {
             return known;
         }
@@ -2572,13 +2610,18 @@ impl<'a> Context<'a> {
             return &[];
         }
         // The group's own key slice (it lives as long as the facts).
-        let Some((parts, _)) = self.by_key.get_key_value(op.key.parts.as_slice()) else {
+        let Some((parts, _)) = self
+            .by_key
+            .get_key_value(&self.own, op.key.parts.as_slice())
+        else {
             return &[];
         };
         let list = match kind {
-            None => self.by_scope_key.get(&(op.scope, parts)),
+            None => self.by_scope_key.get(&self.own, &(op.scope, parts)),
             Some(k) => match kind_tag(k) {
-                Some(tag) => self.by_scope_key_kind.get(&(op.scope, parts, tag)),
+                Some(tag) => self
+                    .by_scope_key_kind
+                    .get(&self.own, &(op.scope, parts, tag)),
                 None => {
                     debug_assert!(false, "kind {k:?} is not indexed");
                     None
@@ -2591,11 +2634,13 @@ impl<'a> Context<'a> {
     /// The file's own ops (of [`Context::ops`], in its order) whose key has
     /// `op`'s key parts: every op `same_key` can match `op` with.
     pub fn key_group(&self, op: &Op) -> &[&'a Op] {
-        self.by_key.get(op.key.parts.as_slice()).unwrap_or(&[])
+        self.by_key
+            .get(&self.own, op.key.parts.as_slice())
+            .unwrap_or(&[])
     }
 
     fn scope_ops(&self, scope: ScopeId) -> &[&'a Op] {
-        self.by_scope.get(&scope).unwrap_or(&[])
+        self.by_scope.get(&self.own, &scope).unwrap_or(&[])
     }
 
     /// The span a finding on `op` points at: from the method name to the end of the call.
