@@ -258,7 +258,7 @@ pub fn set_if_absent_with_ttl(
 
 /// The text whose fixes are being worked out (its address and length)
 /// and its line starts (their address and count).
-type KnownStarts = (usize, usize, *const usize, usize);
+type KnownStarts = (usize, usize, *const u32, usize);
 
 thread_local! {
     /// Set by [`with_line_starts`] while its closure runs.
@@ -272,7 +272,7 @@ thread_local! {
 /// The starts are borrowed, not copied: the engine lends its
 /// [`crate::finding::LineIndex`]'s (a second list of them, 64 kB on a
 /// file of 8,000 lines, stood beside the rules' context).
-pub fn with_line_starts<R>(src: &str, starts: &[usize], f: impl FnOnce() -> R) -> R {
+pub fn with_line_starts<R>(src: &str, starts: &[u32], f: impl FnOnce() -> R) -> R {
     struct Restore(Option<KnownStarts>);
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -304,11 +304,10 @@ fn known_line_ends(src: &str, start: usize, end: usize) -> Option<(usize, usize)
     if starts.first() != Some(&0) {
         return None;
     }
-    let ls = starts[starts.partition_point(|&s| s <= start) - 1];
-    let le = starts[starts.partition_point(|&s| s <= end)..]
+    let ls = starts[starts.partition_point(|&s| s as usize <= start) - 1] as usize;
+    let le = starts[starts.partition_point(|&s| s as usize <= end)..]
         .first()
-        .copied()
-        .unwrap_or(src.len());
+        .map_or(src.len(), |&e| e as usize);
     Some((ls, le))
 }
 
@@ -1694,8 +1693,8 @@ mod tests {
                     pairs.push((a, b, line_around(src, a, b)));
                 }
             }
-            let starts: Vec<usize> = std::iter::once(0)
-                .chain(src.match_indices('\n').map(|(i, _)| i + 1))
+            let starts: Vec<u32> = std::iter::once(0)
+                .chain(src.match_indices('\n').map(|(i, _)| (i + 1) as u32))
                 .collect();
             with_line_starts(src, &starts, || {
                 for &(a, b, want) in &pairs {

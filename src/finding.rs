@@ -359,7 +359,8 @@ pub fn sort_findings(v: &mut [Finding]) {
 /// finding.
 pub struct LineIndex<'a> {
     src: &'a str,
-    starts: Vec<usize>,
+    /// (`u32`s: a file the engine reads is at most 256 MiB)
+    starts: Vec<u32>,
     /// Characters (or UTF-16 units) before byte `k * CHAR_STRIDE` (empty
     /// for ASCII text, where both are bytes).
     chars_at: Vec<usize>,
@@ -386,7 +387,9 @@ impl<'a> LineIndex<'a> {
         let lines = memchr::memchr_iter(b'\n', src.as_bytes()).count();
         let mut starts = Vec::with_capacity(lines + 1);
         starts.push(0);
-        starts.extend(memchr::memchr_iter(b'\n', src.as_bytes()).map(|i| i + 1));
+        starts.extend(
+            memchr::memchr_iter(b'\n', src.as_bytes()).map(|i| crate::facts::offset32(i + 1)),
+        );
         let mut index = LineIndex {
             src,
             starts,
@@ -433,8 +436,8 @@ impl<'a> LineIndex<'a> {
         while !self.src.is_char_boundary(offset) {
             offset -= 1;
         }
-        let line = self.starts.partition_point(|&s| s <= offset);
-        let start = self.starts[line - 1];
+        let line = self.starts.partition_point(|&s| s as usize <= offset);
+        let start = self.starts[line - 1] as usize;
         let col = if offset - start <= CHAR_STRIDE {
             self.units_in(&self.src.as_bytes()[start..offset]) + 1
         } else {
@@ -454,7 +457,7 @@ impl<'a> LineIndex<'a> {
         if text.is_empty() {
             return want + 1;
         }
-        let start = self.starts[line - 1];
+        let start = self.starts[line - 1] as usize;
         let end = start + text.len();
         let first = self.chars_before(start);
         let last = self.chars_before(end);
@@ -494,13 +497,13 @@ impl<'a> LineIndex<'a> {
     }
 
     /// Every line's start: `0` and one past each `\n`.
-    pub fn starts(&self) -> &[usize] {
+    pub fn starts(&self) -> &[u32] {
         &self.starts
     }
 
     /// Where a 1-based line starts (none past the last line).
     pub fn line_start(&self, line: usize) -> Option<usize> {
-        self.starts.get(line.checked_sub(1)?).copied()
+        self.starts.get(line.checked_sub(1)?).map(|&s| s as usize)
     }
 
     /// The length of the text in bytes.
@@ -513,8 +516,11 @@ impl<'a> LineIndex<'a> {
         if line == 0 || line > self.starts.len() {
             return "";
         }
-        let start = self.starts[line - 1];
-        let end = self.starts.get(line).copied().unwrap_or(self.src.len());
+        let start = self.starts[line - 1] as usize;
+        let end = self
+            .starts
+            .get(line)
+            .map_or(self.src.len(), |&e| e as usize);
         self.src[start..end].trim_end_matches(['\n', '\r'])
     }
 }
