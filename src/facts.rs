@@ -1414,8 +1414,10 @@ pub struct CallArg {
 /// variable `var` (a parameter of its function, when the link finds it so).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OpValueSource {
-    pub name_start: usize,
-    pub var: String,
+    /// (a `u32`, as a `Span`'s offsets: one for every acquire of a
+    /// parameter's value, a dense file holds thousands)
+    pub name_start: u32,
+    pub var: Box<str>,
 }
 
 #[cfg(test)]

@@ -755,7 +755,8 @@ fn cache_write(
             && a.key.parts == op.key.parts
             && a.name_span != Span::default()
             && facts.link.op_values.iter().any(|v| {
-                v.name_start == a.name_span.start() && sig.params.iter().any(|p| **p == *v.var)
+                v.name_start as usize == a.name_span.start()
+                    && sig.params.iter().any(|p| **p == *v.var)
             })
     })
 }

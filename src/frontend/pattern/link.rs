@@ -292,10 +292,13 @@ pub fn record(
                 (params.iter().any(|p| **p == *n) && !in_key(&n)).then_some(n)
             });
         if let Some(var) = var {
-            facts.link.op_values.push(OpValueSource {
-                name_start: op.name_span.start(),
-                var,
-            });
+            crate::facts::push_by_quarters(
+                &mut facts.link.op_values,
+                OpValueSource {
+                    name_start: crate::facts::offset32(op.name_span.start()),
+                    var: var.into(),
+                },
+            );
         }
     }
 

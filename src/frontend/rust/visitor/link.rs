@@ -80,8 +80,8 @@ impl Walker<'_, '_> {
                 .find(|n| self.s.params.contains(n) && !in_key(n));
             if let Some(var) = var {
                 self.facts.link.op_values.push(OpValueSource {
-                    name_start: name_span.start(),
-                    var,
+                    name_start: crate::facts::offset32(name_span.start()),
+                    var: var.into(),
                 });
             }
         }
