@@ -216,14 +216,14 @@ pub struct Scope {
 pub enum KeyPart {
     /// Literal text (a string literal, or a constant resolved to its literal).
     #[serde(rename = "L")]
-    Lit(String),
+    Lit(Box<str>),
     /// A named constant, static, final field, or `self.field` / `this.field`
     /// that could not be resolved to a literal: evidence for correlation.
     #[serde(rename = "C")]
-    Const(String),
+    Const(Box<str>),
     /// A local variable or parameter.
     #[serde(rename = "V")]
-    Var(String),
+    Var(Box<str>),
     /// Something the front-end could not reduce (a call, an index, …).
     #[serde(rename = "U")]
     Unknown,
@@ -366,9 +366,9 @@ struct KeyWire {
 }
 
 /// The names of a key's constant and variable parts, in order.
-fn part_names(parts: &[KeyPart]) -> impl Iterator<Item = &String> {
+fn part_names(parts: &[KeyPart]) -> impl Iterator<Item = &str> {
     parts.iter().filter_map(|p| match p {
-        KeyPart::Const(n) | KeyPart::Var(n) => Some(n),
+        KeyPart::Const(n) | KeyPart::Var(n) => Some(&**n),
         _ => None,
     })
 }
@@ -379,7 +379,7 @@ impl From<KeyWire> for KeyExpr {
             // (at its exact length, as a list decoded whole is: collected,
             // one name took the room of four)
             let mut idents = Vec::with_capacity(part_names(&w.parts).count());
-            idents.extend(part_names(&w.parts).cloned());
+            idents.extend(part_names(&w.parts).map(str::to_string));
             idents
         });
         KeyExpr {
@@ -393,7 +393,8 @@ impl serde::Serialize for KeyExpr {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeTuple;
         let mut names = part_names(&self.parts);
-        let implied = self.idents.iter().all(|i| names.next() == Some(i)) && names.next().is_none();
+        let implied =
+            self.idents.iter().all(|i| names.next() == Some(i.as_str())) && names.next().is_none();
         let mut t = s.serialize_tuple(2)?;
         t.serialize_element(&self.parts)?;
         t.serialize_element(&(!implied).then_some(&self.idents))?;
@@ -433,14 +434,14 @@ fn short_key_lit(s: &str) -> String {
 impl KeyExpr {
     pub fn lit(s: &str) -> Self {
         KeyExpr {
-            parts: vec![KeyPart::Lit(key_lit(s))],
+            parts: vec![KeyPart::Lit(key_lit(s).into())],
             idents: Idents::default(),
         }
     }
 
     pub fn var(name: &str) -> Self {
         KeyExpr {
-            parts: vec![KeyPart::Var(name.to_string())],
+            parts: vec![KeyPart::Var(name.to_string().into())],
             idents: vec![name.to_string()].into(),
         }
     }
@@ -465,14 +466,19 @@ impl KeyExpr {
                 return;
             }
             if let Some(KeyPart::Lit(prev)) = self.parts.last_mut() {
-                prev.push_str(s);
-                if prev.len() > KEY_LIT_MAX {
-                    *prev = short_key_lit(prev);
+                // (a new text: a part holds its literal at its length; the
+                // joined one is at most `KEY_LIT_MAX` and the piece)
+                let joined = [&**prev, &**s].concat();
+                *prev = if joined.len() > KEY_LIT_MAX {
+                    short_key_lit(&joined)
+                } else {
+                    joined
                 }
+                .into();
                 return;
             }
             if s.len() > KEY_LIT_MAX {
-                *s = short_key_lit(s);
+                *s = short_key_lit(s).into();
             }
         }
         if self.parts.is_empty() {
@@ -1437,17 +1443,17 @@ mod tests {
         );
         // equal literals, however built, are equal keys; others are not
         let mut built = KeyExpr::default();
-        built.push(KeyPart::Lit(sprite[..300].to_string()));
-        built.push(KeyPart::Lit(sprite[300..].to_string()));
+        built.push(KeyPart::Lit(sprite[..300].to_string().into()));
+        built.push(KeyPart::Lit(sprite[300..].to_string().into()));
         assert_eq!(KeyExpr::lit(&sprite), a);
         let mut b = KeyExpr::default();
-        b.push(KeyPart::Lit(sprite.clone()));
+        b.push(KeyPart::Lit(sprite.clone().into()));
         assert_eq!(b, a);
         assert_ne!(KeyExpr::lit(&format!("{sprite}x")), a);
         assert!(matches!(&built.parts[..], [KeyPart::Lit(s)] if s.len() < 100));
         // short literals are whole
         let k = "lock:".repeat(51);
-        assert_eq!(KeyExpr::lit(&k).parts, vec![KeyPart::Lit(k.clone())]);
+        assert_eq!(KeyExpr::lit(&k).parts, vec![KeyPart::Lit(k.clone().into())]);
     }
 
     #[test]

@@ -91,7 +91,7 @@ fn script_built_keys(facts: &mut FileFacts) {
         key.parts
             .retain(|p| !matches!(p, KeyPart::Lit(s) if s.is_empty()));
         key.append(std::mem::replace(&mut op.key, KeyExpr::unknown()));
-        key.push(KeyPart::Lit(suffix.to_string()));
+        key.push(KeyPart::Lit(suffix.to_string().into()));
         op.key = key;
     }
 }

@@ -1033,16 +1033,16 @@ fn key_expr(w: &Word) -> KeyExpr {
     let mut k = KeyExpr::default();
     for p in &w.parts {
         match p {
-            Part::Lit(s) => k.push(KeyPart::Lit(s.clone())),
+            Part::Lit(s) => k.push(KeyPart::Lit(s.clone().into())),
             Part::Var(n) => {
-                k.push(KeyPart::Var(n.clone()));
+                k.push(KeyPart::Var(n.clone().into()));
                 k.idents.push(n.clone());
             }
             Part::Subst { .. } | Part::Unknown => k.push(KeyPart::Unknown),
         }
     }
     if k.parts.is_empty() {
-        k.parts.push(KeyPart::Lit(String::new()));
+        k.parts.push(KeyPart::Lit(String::new().into()));
     }
     k
 }

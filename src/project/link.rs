@@ -537,7 +537,7 @@ fn key_at(parts: &[TPart], idents: &[String], s: &Summary, cs: &CallSite) -> Key
             TPart::Param(i) => match (arg_of(cs, &s.params, *i), s.params.get(*i)) {
                 (Some(a), _) => key.append(KeyExpr::clone(&a.key)),
                 (None, Some(name)) if s.absent_defaults.contains(name) => {}
-                (None, Some(name)) => key.push(KeyPart::Var(format!("{name}=default"))),
+                (None, Some(name)) => key.push(KeyPart::Var(format!("{name}=default").into())),
                 (None, None) => key.push(KeyPart::Unknown),
             },
         }

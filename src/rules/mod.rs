@@ -409,12 +409,10 @@ impl ShapeOf {
     fn parts(self, key: &KeyExpr) -> impl Iterator<Item = Option<&str>> + Clone + '_ {
         let any_fixed = self == ShapeOf::Write && has_fixed_part(key);
         key.parts.iter().map(move |p| match (self, p) {
-            (ShapeOf::Literal, KeyPart::Lit(s) | KeyPart::Const(s)) => Some(s.as_str()),
+            (ShapeOf::Literal, KeyPart::Lit(s) | KeyPart::Const(s)) => Some(&**s),
             (ShapeOf::Literal, _) => None,
-            (ShapeOf::Write, KeyPart::Lit(s) | KeyPart::Const(s)) if fixed_part(p) => {
-                Some(s.as_str())
-            }
-            (ShapeOf::Write, KeyPart::Var(s) | KeyPart::Const(s)) if !any_fixed => Some(s.as_str()),
+            (ShapeOf::Write, KeyPart::Lit(s) | KeyPart::Const(s)) if fixed_part(p) => Some(&**s),
+            (ShapeOf::Write, KeyPart::Var(s) | KeyPart::Const(s)) if !any_fixed => Some(&**s),
             (ShapeOf::Write, _) => None,
         })
     }
@@ -645,7 +643,7 @@ pub fn lock_type_fields(facts: &FileFacts, file_stem: &str) -> Option<FileFacts>
             let KeyPart::Const(c) = p else { continue };
             let bare = c.strip_prefix("this.").or_else(|| c.strip_prefix("self."));
             if let Some(bare) = bare.filter(|b| !b.is_empty() && !b.contains(['.', ':', '('])) {
-                fields.entry((owner, bare)).or_insert(c.as_str());
+                fields.entry((owner, bare)).or_insert(c.as_ref());
             }
         }
     }
@@ -655,7 +653,7 @@ pub fn lock_type_fields(facts: &FileFacts, file_stem: &str) -> Option<FileFacts>
     let field_of = |op: &Op, part: &KeyPart| -> Option<String> {
         let KeyPart::Var(v) = part else { return None };
         let owner = lock_owner(op.scope)?;
-        fields.get(&(owner, v.as_str())).map(|f| f.to_string())
+        fields.get(&(owner, v.as_ref())).map(|f| f.to_string())
     };
     let changes = |op: &Op| op.key.parts.iter().any(|p| field_of(op, p).is_some());
     if !facts.ops.iter().any(changes) {
@@ -668,7 +666,7 @@ pub fn lock_type_fields(facts: &FileFacts, file_stem: &str) -> Option<FileFacts>
         }
         for (p, o) in op.key.parts.iter_mut().zip(&orig.key.parts) {
             if let Some(f) = field_of(orig, o) {
-                *p = KeyPart::Const(f);
+                *p = KeyPart::Const(f.into());
             }
         }
     }

@@ -274,7 +274,7 @@ pub fn record(
             op.key
                 .parts
                 .iter()
-                .any(|p| matches!(p, KeyPart::Var(v) if v == n))
+                .any(|p| matches!(p, KeyPart::Var(v) if **v == *n))
         };
         // the value follows the key argument (`SetNX(ctx, key, val, ttl)`)
         let key_arg = c.args().iter().position(|a| {

@@ -1297,11 +1297,11 @@ impl<'a> Values<'a> {
                                 return recv;
                             }
                             // `getKey()`: the same call matches within one function only
-                            k.push(KeyPart::Var(format!("{short}()")));
+                            k.push(KeyPart::Var(format!("{short}()").into()));
                             k.idents.push(toks.at(o - 1).text().to_string());
                             return k;
                         }
-                        k.push(KeyPart::Const(format!("{short}()")));
+                        k.push(KeyPart::Const(format!("{short}()").into()));
                         k.idents.push(toks.at(o - 1).text().to_string());
                         for a in args {
                             k.append(self.key_d(a.start(), a.end(), scope, depth + 1));
@@ -1414,9 +1414,9 @@ impl<'a> Values<'a> {
                 && !name.chars().any(|c| c.is_ascii_lowercase()));
         KeyExpr {
             parts: vec![if constish {
-                KeyPart::Const(name.clone())
+                KeyPart::Const(name.clone().into())
             } else {
-                KeyPart::Var(name.clone())
+                KeyPart::Var(name.clone().into())
             }],
             idents: vec![name].into(),
         }
@@ -1429,9 +1429,9 @@ impl<'a> Values<'a> {
         let mut k = KeyExpr::default();
         for p in lit.parts() {
             match p {
-                StrPart::Lit(a, b) => {
-                    k.push(KeyPart::Lit(lit.text().get(a..b).unwrap_or("").to_string()))
-                }
+                StrPart::Lit(a, b) => k.push(KeyPart::Lit(
+                    lit.text().get(a..b).unwrap_or("").to_string().into(),
+                )),
                 StrPart::Interp(a, b) => k.append(self.snippet_key(a, b, scope, depth)),
             }
         }
@@ -1470,7 +1470,7 @@ impl<'a> Values<'a> {
         let chars: Vec<char> = fmt.chars().collect();
         let mut i = 0;
         let fill = |k: &mut KeyExpr, lit: &mut String, idx: usize| {
-            k.push(KeyPart::Lit(std::mem::take(lit)));
+            k.push(KeyPart::Lit(std::mem::take(lit).into()));
             match args.get(idx) {
                 Some(&(a, b)) => k.append(self.key_d(a, b, scope, depth + 1)),
                 None => k.push(KeyPart::Unknown),
@@ -1527,7 +1527,7 @@ impl<'a> Values<'a> {
             lit.push(c);
             i += 1;
         }
-        k.push(KeyPart::Lit(lit));
+        k.push(KeyPart::Lit(lit.into()));
         if k.parts.is_empty() {
             return KeyExpr::unknown();
         }

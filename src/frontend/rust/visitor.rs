@@ -1940,7 +1940,7 @@ impl<'f> Walker<'f, '_> {
                     };
                     if k.is_unknown() {
                         k = KeyExpr {
-                            parts: vec![KeyPart::Const(name.clone())],
+                            parts: vec![KeyPart::Const(name.clone().into())],
                             idents: Default::default(),
                         };
                     }
@@ -1958,7 +1958,7 @@ impl<'f> Walker<'f, '_> {
                     && !last.chars().any(|c| c.is_ascii_lowercase());
                 if upper || p.path.segments.len() > 1 {
                     KeyExpr {
-                        parts: vec![KeyPart::Const(full.clone())],
+                        parts: vec![KeyPart::Const(full.clone().into())],
                         idents: vec![full].into(),
                     }
                 } else {
@@ -1970,7 +1970,7 @@ impl<'f> Walker<'f, '_> {
                 let on_self = matches!(&*f.base, Expr::Path(p) if p.path.is_ident("self"));
                 if on_self {
                     KeyExpr {
-                        parts: vec![KeyPart::Const(text.clone())],
+                        parts: vec![KeyPart::Const(text.clone().into())],
                         idents: vec![text].into(),
                     }
                 } else {
@@ -2009,7 +2009,7 @@ impl<'f> Walker<'f, '_> {
                 for (i, el) in a.elems.iter().enumerate() {
                     if i > 0 {
                         if let Some(sep) = &sep {
-                            k.push(KeyPart::Lit(sep.clone()));
+                            k.push(KeyPart::Lit(sep.clone().into()));
                         }
                     }
                     k.append(self.key_d(el, d + 1, sub));
@@ -2134,7 +2134,7 @@ impl<'f> Walker<'f, '_> {
                         inner.push(c2);
                     }
                     let arg = inner.split(':').next().unwrap_or("").trim().to_string();
-                    k.push(KeyPart::Lit(std::mem::take(&mut lit)));
+                    k.push(KeyPart::Lit(std::mem::take(&mut lit).into()));
                     let part = if arg.is_empty() {
                         let e = positional.get(next).copied();
                         next += 1;
@@ -2154,7 +2154,7 @@ impl<'f> Walker<'f, '_> {
                 _ => lit.push(c),
             }
         }
-        k.push(KeyPart::Lit(lit));
+        k.push(KeyPart::Lit(lit.into()));
         if k.parts.is_empty() {
             KeyExpr::lit("")
         } else {

@@ -68,7 +68,7 @@ impl Walker<'_, '_> {
                 f.key
                     .parts
                     .iter()
-                    .any(|p| matches!(p, KeyPart::Var(v) if v == n))
+                    .any(|p| matches!(p, KeyPart::Var(v) if **v == *n))
             };
             let key_arg = args
                 .iter()
