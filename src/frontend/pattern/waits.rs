@@ -308,9 +308,9 @@ pub struct CallAt {
 /// Where a short critical section may start and end in one function.
 #[derive(Debug, Default)]
 pub struct Section {
-    /// Where the acquires of the function end (byte offsets, sorted): a
-    /// section starts at one of them.
-    pub starts: Vec<usize>,
+    /// Where the acquires of the function end (byte offsets, sorted, as
+    /// `u32`s): a section starts at one of them.
+    pub starts: Vec<u32>,
     /// The furthest a section of the function may end (a byte offset).
     pub end: usize,
 }
@@ -362,13 +362,14 @@ pub fn sections(ops: &[Op], resolvable: &[CallAt], deferred: &[Deferred]) -> Vec
         // sorted: the starts first, in order, then the ends (the last is
         // the furthest)
         let end = group.last().filter(|m| m.1).map_or(0, |m| m.2 as usize);
-        let mut starts: Vec<usize> = group
+        let mut starts: Vec<u32> = group
             .iter()
             .take_while(|m| !m.1)
-            .map(|m| m.2 as usize)
-            .filter(|&s| s < end)
+            .map(|m| m.2)
+            .filter(|&s| (s as usize) < end)
             .collect();
         starts.dedup();
+        starts.shrink_to_fit();
         if !starts.is_empty() {
             out.push(Section { starts, end });
         }
@@ -617,7 +618,7 @@ pub fn find(
         let section_toks: Vec<(usize, usize)> = sections
             .iter()
             .filter_map(|sec| {
-                let lo = tok_at(sec.starts[0]);
+                let lo = tok_at(sec.starts[0] as usize);
                 let hi = toks.partition_point(|t| t.start() < sec.end);
                 (lo < hi).then(|| (lo, hi - 1))
             })
@@ -761,7 +762,7 @@ pub fn find(
     for sec in sections {
         let bound = toks.partition_point(|t| t.start() < sec.end);
         let mut found: Option<usize> = None;
-        for (i, &s) in sec.starts.iter().enumerate() {
+        for (i, s) in sec.starts.iter().map(|&s| s as usize).enumerate() {
             if found.is_some_and(|f| toks.at(f).start() >= s) {
                 continue;
             }
