@@ -961,18 +961,26 @@ fn note_first(slot: &mut [usize; 2], i: usize) {
 /// ops were given (no vector per group: a file of 20,000 keys has 20,000
 /// groups of one op in each index). A group is found by the hash of its key
 /// and told apart by the key of its first op (`key`), so the index holds no
-/// key: 8 bytes a group, where a map holding its key took 24 to 40 (the
-/// four indexes of 20,000 ops on distinct keys held 3.5 MB). A group of
-/// one op is the slice of that op in the context's `own` list (every
-/// grouped op is one of them), so `ops` holds only the larger groups: in a
-/// file of distinct keys, no list at all.
+/// key: 4 bytes a group (and 8 more for a group of more than one op),
+/// where a map holding its key took 24 to 40 (the four indexes of 20,000
+/// ops on distinct keys held 3.5 MB). A group of one op is the slice of
+/// that op in the context's `own` list (every grouped op is one of them),
+/// so `ops` holds only the larger groups: in a file of distinct keys, no
+/// list at all.
 struct Groups<'a, K> {
-    /// Each group's range: (start, length), of `own` for a group of one
-    /// op, of `ops` for the others.
-    table: HashTable<(u32, u32)>,
+    /// Each group, as [`Groups::slice`] reads it: a group of one op is
+    /// [`ONE_OP`] and where that op stands in `own`; a larger one, its
+    /// number in `multi` (4 bytes a group: most groups of a file of
+    /// distinct keys are of one op, and the table was half of the index).
+    table: HashTable<u32>,
+    /// Each group of more than one op: its range of `ops` (start, length).
+    multi: Vec<(u32, u32)>,
     ops: Vec<&'a Op>,
     key: fn(&'a Op) -> K,
 }
+
+/// Marks a [`Groups`] entry that is a group of one op.
+const ONE_OP: u32 = 1 << 31;
 
 use crate::facts::fx_hash as hash_of;
 
@@ -980,6 +988,7 @@ use crate::facts::fx_hash as hash_of;
 fn own_position(own: &[&Op], op: &Op) -> u32 {
     let at = own.partition_point(|o| (*o as *const Op) < (op as *const Op));
     debug_assert!(own.get(at).is_some_and(|o| std::ptr::eq(*o, op)));
+    debug_assert!((at as u64) < u64::from(ONE_OP));
     at as u32
 }
 
@@ -987,70 +996,88 @@ impl<'a, K: std::hash::Hash + Eq> Groups<'a, K> {
     /// Groups `items`, each one of `own`'s ops.
     fn new(items: impl Iterator<Item = &'a Op>, own: &[&'a Op], key: fn(&'a Op) -> K) -> Self {
         // Group numbers in the order keys first come (the table holding
-        // (group, size) meanwhile, each group's first op beside it), then a
-        // counting sort of the groups of more than one op.
-        let mut table: HashTable<(u32, u32)> = HashTable::new();
+        // them meanwhile, each group's first op and size beside it), then
+        // a counting sort of the groups of more than one op.
+        let mut table: HashTable<u32> = HashTable::new();
         let mut first: Vec<&'a Op> = Vec::new();
+        let mut sizes: Vec<u32> = Vec::new();
         let mut group_of: Vec<(u32, &'a Op)> = Vec::with_capacity(items.size_hint().0);
         for op in items {
             let k = key(op);
             let entry = table.entry(
                 hash_of(&k),
-                |&(g, _)| key(first[g as usize]) == k,
-                |&(g, _)| hash_of(&key(first[g as usize])),
+                |&g| key(first[g as usize]) == k,
+                |&g| hash_of(&key(first[g as usize])),
             );
             let g = match entry {
-                hashbrown::hash_table::Entry::Occupied(mut e) => {
-                    e.get_mut().1 += 1;
-                    e.get().0
+                hashbrown::hash_table::Entry::Occupied(e) => {
+                    let g = *e.get();
+                    sizes[g as usize] += 1;
+                    g
                 }
                 hashbrown::hash_table::Entry::Vacant(e) => {
                     let g = first.len() as u32;
-                    e.insert((g, 1));
+                    e.insert(g);
                     first.push(op);
+                    sizes.push(1);
                     g
                 }
             };
             group_of.push((g, op));
         }
-        let mut sizes: Vec<u32> = vec![0; table.len()];
-        for &(g, n) in table.iter() {
-            sizes[g as usize] = n;
-        }
-        // `starts[g]`: where group `g` begins in `ops`, then its next free
-        // slot (a group of one op: where it stands in `own`).
-        let mut starts: Vec<u32> = Vec::with_capacity(sizes.len());
+        // what each group number becomes in the table
+        let mut multi: Vec<(u32, u32)> = Vec::new();
+        let mut entry_of: Vec<u32> = Vec::with_capacity(sizes.len());
         let mut next = 0;
         for (g, &n) in sizes.iter().enumerate() {
             if n == 1 {
-                starts.push(own_position(own, first[g]));
+                entry_of.push(ONE_OP | own_position(own, first[g]));
             } else {
-                starts.push(next);
+                entry_of.push(multi.len() as u32);
+                multi.push((next, n));
                 next += n;
             }
         }
         drop(first);
-        for (g, _) in table.iter_mut() {
-            *g = starts[*g as usize];
+        drop(sizes);
+        multi.shrink_to_fit();
+        for g in table.iter_mut() {
+            *g = entry_of[*g as usize];
         }
         let mut ops: Vec<&'a Op> = Vec::new();
-        if let Some(&(_, fill)) = group_of.iter().find(|&&(g, _)| sizes[g as usize] > 1) {
+        if let Some(&(_, fill)) = group_of
+            .iter()
+            .find(|&&(g, _)| entry_of[g as usize] & ONE_OP == 0)
+        {
             ops = vec![fill; next as usize];
+            // each larger group's next free slot
+            let mut cursor: Vec<u32> = multi.iter().map(|&(s, _)| s).collect();
             for (g, op) in group_of {
-                if sizes[g as usize] > 1 {
-                    let slot = &mut starts[g as usize];
+                let e = entry_of[g as usize];
+                if e & ONE_OP == 0 {
+                    let slot = &mut cursor[e as usize];
                     ops[*slot as usize] = op;
                     *slot += 1;
                 }
             }
         }
-        Groups { table, ops, key }
+        Groups {
+            table,
+            multi,
+            ops,
+            key,
+        }
     }
 
-    /// The ops of group `(s, n)` ([`Groups::table`]).
-    fn slice<'s>(&'s self, own: &'s [&'a Op], (s, n): (u32, u32)) -> &'s [&'a Op] {
-        let list = if n == 1 { own } else { &self.ops };
-        &list[s as usize..(s + n) as usize]
+    /// The ops of the group of table entry `e`.
+    fn slice<'s>(&'s self, own: &'s [&'a Op], e: u32) -> &'s [&'a Op] {
+        if e & ONE_OP != 0 {
+            let at = (e & !ONE_OP) as usize;
+            &own[at..at + 1]
+        } else {
+            let (s, n) = self.multi[e as usize];
+            &self.ops[s as usize..(s + n) as usize]
+        }
     }
 
     fn get<'s, Q>(&'s self, own: &'s [&'a Op], k: &Q) -> Option<&'s [&'a Op]>
@@ -1068,15 +1095,15 @@ impl<'a, K: std::hash::Hash + Eq> Groups<'a, K> {
         Q: std::hash::Hash + Eq + ?Sized,
     {
         let mut found = None;
-        let &range = self.table.find(hash_of(k), |&range| {
-            let own = (self.key)(self.slice(own, range)[0]);
+        let &e = self.table.find(hash_of(k), |&e| {
+            let own = (self.key)(self.slice(own, e)[0]);
             let same = own.borrow() == k;
             if same {
                 found = Some(own);
             }
             same
         })?;
-        Some((found?, self.slice(own, range)))
+        Some((found?, self.slice(own, e)))
     }
 
     /// Every grouped op, each group's in order (the groups of one op last).
@@ -1084,14 +1111,14 @@ impl<'a, K: std::hash::Hash + Eq> Groups<'a, K> {
         self.ops.iter().copied().chain(
             self.table
                 .iter()
-                .filter(|&&(_, n)| n == 1)
-                .map(move |&(s, _)| own[s as usize]),
+                .filter(|&&e| e & ONE_OP != 0)
+                .map(move |&e| own[(e & !ONE_OP) as usize]),
         )
     }
 
     /// Sorts each group by `f` (stably).
     fn sort_each_by_key<T: Ord>(&mut self, f: impl Fn(&&'a Op) -> T) {
-        for &(s, n) in self.table.iter().filter(|&&(_, n)| n > 1) {
+        for &(s, n) in &self.multi {
             self.ops[s as usize..(s + n) as usize].sort_by_key(&f);
         }
     }
