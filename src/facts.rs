@@ -539,18 +539,18 @@ impl KeyExpr {
 pub enum ValueExpr {
     /// A literal, or a constant/local bound once to a literal. The text is the literal.
     #[serde(rename = "C")]
-    Constant(String),
+    Constant(Box<str>),
     /// A UUID, random bytes, nanoid, … : unique per acquisition.
     #[serde(rename = "Q")]
     Unique,
     /// Not unique across processes: thread id, pid, host name alone, time, a
     /// process-local counter, a few random digits. The text says which.
     #[serde(rename = "W")]
-    Weak(String),
+    Weak(Box<str>),
     /// Serialised data (`json.dumps(result)`, `JSON.stringify(v)`,
     /// `serialize($v)`): a cache fill, not a token. The text says how.
     #[serde(rename = "D")]
-    Data(String),
+    Data(Box<str>),
     /// Anything else (a parameter, a field, a call we do not know).
     #[default]
     #[serde(rename = "U")]

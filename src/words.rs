@@ -586,7 +586,7 @@ const CONSTANT_HEAD: usize = 64;
 /// and a fact every call passing it along would otherwise copy whole.
 pub fn constant(text: &str) -> ValueExpr {
     if text.len() <= CONSTANT_MAX {
-        return ValueExpr::Constant(text.to_string());
+        return ValueExpr::Constant(text.into());
     }
     let mut cut = CONSTANT_HEAD;
     while !text.is_char_boundary(cut) {
@@ -600,21 +600,21 @@ pub fn constant(text: &str) -> ValueExpr {
     short.push_str(&text[..cut]);
     short.push('…');
     short.extend(close);
-    ValueExpr::Constant(short)
+    ValueExpr::Constant(short.into())
 }
 
 /// [`constant`] of `text` in double quotes, without a copy of all of a
 /// long `text` first.
 pub fn quoted_constant(text: &str) -> ValueExpr {
     if text.len() + 2 <= CONSTANT_MAX {
-        return ValueExpr::Constant(format!("\"{text}\""));
+        return ValueExpr::Constant(format!("\"{text}\"").into());
     }
     // the head `constant` keeps: the opening quote and the text's first bytes
     let mut cut = CONSTANT_HEAD - 1;
     while !text.is_char_boundary(cut) {
         cut -= 1;
     }
-    ValueExpr::Constant(format!("\"{}…\"", &text[..cut]))
+    ValueExpr::Constant(format!("\"{}…\"", &text[..cut]).into())
 }
 
 /// Test files by path convention (SPEC §1): `tests/`, `test/`, `spec/`,

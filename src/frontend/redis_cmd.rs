@@ -897,7 +897,7 @@ impl<'a> Extractor<'a> {
         }
         let mut unique = false;
         let mut unknown = false;
-        let mut weak: Vec<String> = Vec::new();
+        let mut weak: Vec<Box<str>> = Vec::new();
         for p in &w.parts {
             let class = match p {
                 Part::Lit(_) => continue,
@@ -921,7 +921,7 @@ impl<'a> Extractor<'a> {
             ValueExpr::Unique
         } else if unknown || weak.is_empty() {
             ValueExpr::Unknown
-        } else if weak.len() > 1 && weak.iter().any(|w| w == HOST) {
+        } else if weak.len() > 1 && weak.iter().any(|w| &**w == HOST) {
             // A host name with a pid or a time is not a host name alone.
             ValueExpr::Unknown
         } else {

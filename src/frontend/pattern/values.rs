@@ -388,7 +388,7 @@ fn classify_lower(text: &str, lower: &str) -> Option<ValueExpr> {
         return Some(v);
     }
     if words::is_serialised_data_found(found) {
-        return Some(ValueExpr::Data(text.trim().to_string()));
+        return Some(ValueExpr::Data(text.trim().into()));
     }
     if holds!(found, "machinename")
         || holds!(found, "getlocalhost")

@@ -227,7 +227,7 @@ fn a_long_fn_is_read_part_by_part() {
     assert!(whole
         .ops
         .iter()
-        .any(|o| matches!(o.value.as_deref(), Some(ValueExpr::Constant(v)) if v == "1")));
+        .any(|o| matches!(o.value.as_deref(), Some(ValueExpr::Constant(v)) if &**v == "1")));
     // pieces of 256 bytes: both fns in many parts (the one after the raw
     // command's `let` in one)
     let (_, parts, _) = super::visitor::cut_counts(&text, &items, 256);
