@@ -333,41 +333,47 @@ pub fn sections(ops: &[Op], resolvable: &[CallAt], deferred: &[Deferred]) -> Vec
             None => (scope, start),
         }
     };
-    // one flat list of (scope, is an end, byte offset), grouped by scope
-    // after a sort: no map with a list per function (offsets as `u32`, the
-    // list's room reserved once)
+    // one flat list of (scope, is an end and byte offset), grouped by scope
+    // after a sort: no map with a list per function (offsets as `u32`, an
+    // end marked by the top bit so that the starts of a scope sort before
+    // its ends; the list's room reserved once)
+    const END: u32 = 1 << 31;
+    const _: () = assert!(crate::engine::MAX_FILE_BYTES < END as u64);
     let own = ops
         .iter()
         .filter(|o| matches!(o.kind, OpKind::Acquire { .. } | OpKind::Release { .. }))
         .count();
-    let mut marks: Vec<(u32, bool, u32)> = Vec::with_capacity(own + 2 * resolvable.len());
+    let mut marks: Vec<(u32, u32)> = Vec::with_capacity(own + 2 * resolvable.len());
+    let end_mark = |at: usize| END | (at as u32 & !END);
     for o in ops {
         match o.kind {
-            OpKind::Acquire { .. } => marks.push((o.scope, false, o.span.end() as u32)),
+            OpKind::Acquire { .. } => marks.push((o.scope, o.span.end() as u32 & !END)),
             OpKind::Release { .. } => {
                 let (s, end) = section_end(o.scope, o.name_span.start(), o.span.start());
-                marks.push((s, true, end as u32));
+                marks.push((s, end_mark(end)));
             }
             _ => {}
         }
     }
     for c in resolvable {
-        marks.push((c.scope, false, c.end));
+        marks.push((c.scope, c.end & !END));
         let (s, end) = section_end(c.scope, c.start as usize, c.start as usize);
-        marks.push((s, true, end as u32));
+        marks.push((s, end_mark(end)));
     }
     marks.sort_unstable();
     let mut out: Vec<Section> = Vec::new();
     for group in marks.chunk_by(|a, b| a.0 == b.0) {
         // sorted: the starts first, in order, then the ends (the last is
         // the furthest)
-        let end = group.last().filter(|m| m.1).map_or(0, |m| m.2 as usize);
-        let mut starts: Vec<u32> = group
-            .iter()
-            .take_while(|m| !m.1)
-            .map(|m| m.2)
-            .filter(|&s| (s as usize) < end)
-            .collect();
+        let end = group
+            .last()
+            .filter(|m| m.1 & END != 0)
+            .map_or(0, |m| (m.1 & !END) as usize);
+        let opened = group.iter().take_while(|m| m.1 & END == 0);
+        // (at most their count: grown by doubling, a function of 12,500
+        // acquires left half its room spare beside the marks)
+        let mut starts: Vec<u32> = Vec::with_capacity(opened.clone().count());
+        starts.extend(opened.map(|m| m.1).filter(|&s| (s as usize) < end));
         starts.dedup();
         starts.shrink_to_fit();
         if !starts.is_empty() {
