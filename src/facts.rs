@@ -1131,6 +1131,11 @@ pub struct LinkFacts {
     pub functions: Vec<FnSig>,
     pub calls: Vec<CallSite>,
     pub op_values: Vec<OpValueSource>,
+    /// The names [`OpValueSource::var`] stands for, one copy of each (a
+    /// file that acquires with the same parameter thousands of times
+    /// held a copy of its name per acquire).
+    #[serde(default)]
+    pub value_names: Vec<Box<str>>,
     /// Calls of project functions whose result is treated fail-open (the
     /// shapes of LL008 around the call): an LL008 when the link finds the
     /// callee returns an acquire's result.
@@ -1423,7 +1428,44 @@ pub struct OpValueSource {
     /// (a `u32`, as a `Span`'s offsets: one for every acquire of a
     /// parameter's value, a dense file holds thousands)
     pub name_start: u32,
-    pub var: Box<str>,
+    /// The variable's name: its index in [`LinkFacts::value_names`].
+    pub var: u32,
+}
+
+impl LinkFacts {
+    /// The name of the variable `v` stands for.
+    pub fn value_name(&self, v: &OpValueSource) -> &str {
+        self.value_names.get(v.var as usize).map_or("", |n| n)
+    }
+}
+
+/// Records [`LinkFacts::op_values`], each distinct name kept once in
+/// [`LinkFacts::value_names`] (found again through a map of the names
+/// recorded so far, so a file with many distinct names stays linear).
+#[derive(Default)]
+pub struct OpValueNames(rustc_hash::FxHashMap<Box<str>, u32>);
+
+impl OpValueNames {
+    /// Records that the value of the op whose name starts at `name_start`
+    /// is the variable `var`.
+    pub fn push(&mut self, link: &mut LinkFacts, name_start: usize, var: &str) {
+        let var = match self.0.get(var) {
+            Some(&id) => id,
+            None => {
+                let id = offset32(link.value_names.len());
+                link.value_names.push(var.into());
+                self.0.insert(var.into(), id);
+                id
+            }
+        };
+        push_by_quarters(
+            &mut link.op_values,
+            OpValueSource {
+                name_start: offset32(name_start),
+                var,
+            },
+        );
+    }
 }
 
 #[cfg(test)]

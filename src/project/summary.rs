@@ -191,7 +191,7 @@ fn summarise_each(
             .link
             .op_values
             .iter()
-            .map(|v| (v.name_start as usize, &*v.var)),
+            .map(|v| (v.name_start as usize, facts.link.value_name(v))),
     );
     value_vars.sort_by_key(|&(at, _)| at);
     let value_var = |at: usize| -> Option<&str> {

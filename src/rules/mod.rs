@@ -754,7 +754,7 @@ fn cache_write(
             && a.name_span != Span::default()
             && facts.link.op_values.iter().any(|v| {
                 v.name_start as usize == a.name_span.start()
-                    && sig.params.iter().any(|p| **p == *v.var)
+                    && sig.params.iter().any(|p| **p == *facts.link.value_name(v))
             })
     })
 }

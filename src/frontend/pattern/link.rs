@@ -8,7 +8,7 @@ use super::lexer::Kind;
 use super::{failopen, paths, values, Analyzer};
 use crate::facts::{
     ArgBranch, CallArg, CallFailOpen, CallSite, FileFacts, FnSig, KeyExpr, KeyPart, Op, OpKind,
-    OpValueSource, Span, ValueExpr,
+    Span, ValueExpr,
 };
 use crate::project::calls::SitePacker;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -251,6 +251,7 @@ pub fn record(
 
     // the value variable of each op: a bare parameter argument of its call
     // that is not part of the key
+    let mut value_names = crate::facts::OpValueNames::default();
     for op in &facts.ops {
         if !matches!(op.value.as_deref(), Some(crate::facts::ValueExpr::Unknown)) {
             continue;
@@ -292,13 +293,7 @@ pub fn record(
                 (params.iter().any(|p| **p == *n) && !in_key(&n)).then_some(n)
             });
         if let Some(var) = var {
-            crate::facts::push_by_quarters(
-                &mut facts.link.op_values,
-                OpValueSource {
-                    name_start: crate::facts::offset32(op.name_span.start()),
-                    var: var.into(),
-                },
-            );
+            value_names.push(&mut facts.link, op.name_span.start(), &var);
         }
     }
 

@@ -1614,6 +1614,8 @@ struct Sites {
 /// What a [`Walker`] carries from one top-level item to the next.
 #[derive(Default)]
 struct WalkState {
+    /// The names of the op values recorded so far, one copy each.
+    value_names: crate::facts::OpValueNames,
     scope: ScopeId,
     owner: Option<String>,
     in_test: bool,

@@ -5,7 +5,7 @@
 
 use super::super::syntax::{pat_name, strip};
 use super::{Found, Walker};
-use crate::facts::{CallArg, CallSite, FnSig, KeyPart, OpValueSource, ScopeId, Span, ValueExpr};
+use crate::facts::{CallArg, CallSite, FnSig, KeyPart, ScopeId, Span, ValueExpr};
 use syn::Expr;
 
 /// Most call sites recorded per file.
@@ -79,10 +79,9 @@ impl Walker<'_, '_> {
                 .filter_map(|a| self.bare(a))
                 .find(|n| self.s.params.contains(n) && !in_key(n));
             if let Some(var) = var {
-                self.facts.link.op_values.push(OpValueSource {
-                    name_start: crate::facts::offset32(name_span.start()),
-                    var: var.into(),
-                });
+                self.s
+                    .value_names
+                    .push(&mut self.facts.link, name_span.start(), &var);
             }
         }
     }
