@@ -205,19 +205,15 @@ pub fn extract_packed(
             at.push((d.name_tok as u32, d.end_tok as u32, ci as u32));
             crate::facts::push_by_quarters(
                 &mut facts.ops,
-                Op {
-                    kind: d.kind,
-                    key: d.key,
-                    value: d.value.map(Box::new),
-                    scope: 0,
-                    order: 0,
-                    depth: 0,
-                    atomic: false,
-                    watched: false,
-                    span: Span::new(0, 0),
-                    name_span: Span::new(0, 0),
-                    client: d.client,
-                },
+                Op::new(
+                    d.kind,
+                    d.key,
+                    d.value,
+                    0,
+                    Span::new(0, 0),
+                    Span::new(0, 0),
+                    d.client,
+                ),
             );
         }
     }
@@ -359,7 +355,7 @@ impl ClientCalls {
         u32::try_from(*ci).is_ok_and(|c| self.0.binary_search(&c).is_ok())
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
         self.0.iter().map(|&c| c as usize)
     }
 }

@@ -450,18 +450,16 @@ pub fn find(
     // (token indexes as `u32`, and let go once read: 50,000 client calls
     // held 1 MB of them through the rest of the search)
     {
-        let mut spans: Vec<(u32, u32)> = client
-            .iter()
-            .filter_map(|ci| all.get(ci))
-            .filter_map(|c| {
-                // the first positional argument that is not Go's context
-                let a = c.args().iter().find(|a| {
-                    let t = an.vals.text(a.start(), a.end()).to_ascii_lowercase();
-                    !a.is_named() && !t.contains("ctx") && !t.contains("context")
-                })?;
-                Some((a.start() as u32, a.end() as u32))
-            })
-            .collect();
+        // (at most one a client call: room for them all up front)
+        let mut spans: Vec<(u32, u32)> = Vec::with_capacity(client.iter().len());
+        spans.extend(client.iter().filter_map(|ci| all.get(ci)).filter_map(|c| {
+            // the first positional argument that is not Go's context
+            let a = c.args().iter().find(|a| {
+                let t = an.vals.text(a.start(), a.end()).to_ascii_lowercase();
+                !a.is_named() && !t.contains("ctx") && !t.contains("context")
+            })?;
+            Some((a.start() as u32, a.end() as u32))
+        }));
         // sorted by start, each with the furthest end of it and those before it:
         // a token lies in some span when the last span starting at or before it
         // reaches past it (one binary search per call)
@@ -560,18 +558,22 @@ pub fn find(
         }
         !any && !on_redis
     };
-    // loops whose body holds a Redis round trip
-    let mut trips: Vec<u32> = client
-        .iter()
-        .filter_map(|ci| all.get(ci))
-        .filter(|c| {
-            let root = c.recv().join(".").to_ascii_lowercase();
-            !["pipe", "multi", "tx", "batch", "transaction"]
-                .iter()
-                .any(|w| root.contains(w))
-        })
-        .map(|c| c.name_tok() as u32)
-        .collect();
+    // loops whose body holds a Redis round trip (at most one a client
+    // call: room for them all, where growing by doubling left up to half
+    // spare at the file's peak)
+    let mut trips: Vec<u32> = Vec::with_capacity(client.iter().len());
+    trips.extend(
+        client
+            .iter()
+            .filter_map(|ci| all.get(ci))
+            .filter(|c| {
+                let root = c.recv().join(".").to_ascii_lowercase();
+                !["pipe", "multi", "tx", "batch", "transaction"]
+                    .iter()
+                    .any(|w| root.contains(w))
+            })
+            .map(|c| c.name_tok() as u32),
+    );
     trips.sort_unstable();
     let loop_waits = |k: usize| -> bool {
         let t = toks.at(k);
@@ -596,6 +598,8 @@ pub fn find(
     let mut client_awaits: Vec<u32> = Vec::new();
     let mut by_name: HashMap<&str, Vec<u32>> = HashMap::default();
     if js {
+        // most awaits wait for one call: room for that many up front
+        awaited.reserve_exact(toks.iter().filter(|t| t.is("await")).count());
         for (a, t) in toks.iter().enumerate() {
             if t.is("await") && scan_await(a, &mut awaited, &mut client_awaits) {
                 bare_awaits.push(a as u32);
