@@ -612,8 +612,10 @@ pub enum OpKind {
 pub struct Op {
     pub kind: OpKind,
     pub key: KeyExpr,
-    /// The written value, for acquires and plain sets.
-    pub value: Option<Box<ValueExpr>>,
+    /// The written value, for acquires and plain sets, other than
+    /// [`ValueExpr::Unknown`]: read and written through [`Op::value`] and
+    /// [`Op::set_value`].
+    value_box: Option<Box<ValueExpr>>,
     pub scope: ScopeId,
     /// Position in the file; orders ops inside a scope (source order).
     pub order: u32,
@@ -628,6 +630,57 @@ pub struct Op {
     /// Where the method or command name stands (first line of a split call).
     pub name_span: Span,
     pub client: Client,
+    /// The written value is [`ValueExpr::Unknown`] (a variable, the most
+    /// common value: a flag in the op's spare byte where a box took 24
+    /// bytes an acquire).
+    value_unknown: bool,
+}
+
+impl Op {
+    /// An op of `kind` on `key` writing `value`, at `span` (its name at
+    /// `name_span`) in `scope`; the position facts (`order`, `depth`,
+    /// `atomic`, `watched`) at their defaults.
+    pub fn new(
+        kind: OpKind,
+        key: KeyExpr,
+        value: Option<ValueExpr>,
+        scope: ScopeId,
+        span: Span,
+        name_span: Span,
+        client: Client,
+    ) -> Op {
+        let mut op = Op {
+            kind,
+            key,
+            value_box: None,
+            scope,
+            order: 0,
+            depth: 0,
+            atomic: false,
+            watched: false,
+            span,
+            name_span,
+            client,
+            value_unknown: false,
+        };
+        op.set_value(value);
+        op
+    }
+
+    /// The written value, for acquires and plain sets.
+    pub fn value(&self) -> Option<&ValueExpr> {
+        static UNKNOWN: ValueExpr = ValueExpr::Unknown;
+        if self.value_unknown {
+            Some(&UNKNOWN)
+        } else {
+            self.value_box.as_deref()
+        }
+    }
+
+    pub fn set_value(&mut self, value: Option<ValueExpr>) {
+        self.value_unknown = value == Some(ValueExpr::Unknown);
+        self.value_box = value.filter(|v| *v != ValueExpr::Unknown).map(Box::new);
+    }
 }
 
 // (a file of dense calls holds tens of thousands)

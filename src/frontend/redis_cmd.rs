@@ -852,22 +852,22 @@ impl<'a> Extractor<'a> {
             }
         }
         self.order += 1;
-        crate::facts::push_by_quarters(
-            &mut self.facts.ops,
-            Op {
+        crate::facts::push_by_quarters(&mut self.facts.ops, {
+            let mut op = Op::new(
                 kind,
                 key,
-                value: value.map(Box::new),
-                scope: self.scope,
-                order: self.order,
-                depth: self.depth,
-                atomic: sess.atomic,
-                watched,
+                value,
+                self.scope,
                 span,
                 name_span,
-                client: Client::RedisCli,
-            },
-        );
+                Client::RedisCli,
+            );
+            op.order = self.order;
+            op.depth = self.depth;
+            op.atomic = sess.atomic;
+            op.watched = watched;
+            op
+        });
     }
 
     // ---- values ----------------------------------------------------------

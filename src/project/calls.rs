@@ -1048,19 +1048,15 @@ mod tests {
     }
 
     fn acquire(scope: ScopeId, key: &str) -> Op {
-        Op {
-            kind: OpKind::Acquire { expiry: true },
-            key: KeyExpr::lit(key),
-            value: None,
+        Op::new(
+            OpKind::Acquire { expiry: true },
+            KeyExpr::lit(key),
+            None,
             scope,
-            order: 0,
-            depth: 0,
-            atomic: false,
-            watched: false,
-            span: Span::default(),
-            name_span: Span::default(),
-            client: Default::default(),
-        }
+            Span::default(),
+            Span::default(),
+            Default::default(),
+        )
     }
 
     #[test]

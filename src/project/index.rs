@@ -176,9 +176,10 @@ fn foreign_ops(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec<Op>> {
                     list.iter()
                         .filter(|(other, _)| *other != fi)
                         .take(MAX_PER_KEY)
-                        .map(|(_, o)| Op {
-                            scope: crate::facts::FOREIGN_SCOPE,
-                            ..o.clone()
+                        .map(|(_, o)| {
+                            let mut op = o.clone();
+                            op.scope = crate::facts::FOREIGN_SCOPE;
+                            op
                         }),
                 );
             }

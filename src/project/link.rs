@@ -635,18 +635,12 @@ fn instantiate(file: usize, s: &Summary, cs: &CallSite, own: bool, out: &mut Vec
             k => k.clone(),
         };
         out.push(Inst {
-            op: Op {
-                kind,
-                key,
-                value: value.map(Box::new),
-                scope: cs.scope,
-                order: cs.order,
-                depth: cs.depth,
-                atomic: so.atomic,
-                watched: false,
-                span: cs.span,
-                name_span: cs.name_span,
-                client: so.client,
+            op: {
+                let mut op = Op::new(kind, key, value, cs.scope, cs.span, cs.name_span, so.client);
+                op.order = cs.order;
+                op.depth = cs.depth;
+                op.atomic = so.atomic;
+                op
             },
             value_var,
             chain: so.chain.clone(),

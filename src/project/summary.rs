@@ -221,7 +221,7 @@ fn summarise_each(
             matches!(o.kind, OpKind::Acquire { .. })
                 && o.key.has_constant_part()
                 && matches!(
-                    o.value.as_deref(),
+                    o.value(),
                     Some(ValueExpr::Constant(_) | ValueExpr::Weak(_) | ValueExpr::Unique)
                 )
         })
@@ -564,7 +564,7 @@ fn own_object(op: &Op, value_var: Option<&str>, params: &[std::sync::Arc<str>]) 
         .iter()
         .any(|p| matches!(p, KeyPart::Var(v) if param(v)));
     let value_param =
-        matches!(op.value.as_deref(), Some(ValueExpr::Unknown)) && value_var.is_some_and(param);
+        matches!(op.value(), Some(ValueExpr::Unknown)) && value_var.is_some_and(param);
     !key_param && !value_param
 }
 
@@ -587,7 +587,7 @@ fn templ(
             _ => TPart::Part(p.clone()),
         })
         .collect();
-    let value = match (op.value.as_deref(), value_var.and_then(pos)) {
+    let value = match (op.value(), value_var.and_then(pos)) {
         (Some(ValueExpr::Unknown), Some(i)) => VSrc::Param(i),
         (v, _) => VSrc::Fixed(v.cloned()),
     };

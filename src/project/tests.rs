@@ -62,7 +62,7 @@ fn wrapper_ops_are_instantiated_at_the_call_site_with_the_callers_arguments() {
     assert_eq!(insts[0].op.kind, OpKind::Acquire { expiry: true });
     assert_eq!(insts[0].op.key.display(), "lock:order:{orderId}");
     assert_eq!(
-        insts[0].op.value.as_deref().cloned(),
+        insts[0].op.value().cloned(),
         Some(crate::facts::ValueExpr::Constant("\"1\"".into()))
     );
     assert_eq!(insts[1].op.kind, OpKind::Release { checked: false });

@@ -22,8 +22,7 @@ impl Rule for ConstantLockValue {
 
     fn check(&self, cx: &Context, out: &mut Diags) {
         for op in cx.ops() {
-            let (OpKind::Acquire { .. }, Some(ValueExpr::Constant(v))) =
-                (&op.kind, op.value.as_deref())
+            let (OpKind::Acquire { .. }, Some(ValueExpr::Constant(v))) = (&op.kind, op.value())
             else {
                 continue;
             };

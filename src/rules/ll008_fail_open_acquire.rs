@@ -23,19 +23,15 @@ impl Rule for FailOpenAcquire {
     fn check(&self, cx: &Context, out: &mut Diags) {
         for f in &cx.facts.fail_opens {
             // A probe op standing for the acquire, to ask the usual key questions.
-            let probe = Op {
-                kind: OpKind::Acquire { expiry: true },
-                key: f.key.clone(),
-                value: None,
-                scope: f.scope,
-                order: 0,
-                depth: 0,
-                atomic: false,
-                watched: false,
-                span: f.span,
-                name_span: f.span,
-                client: f.client,
-            };
+            let probe = Op::new(
+                OpKind::Acquire { expiry: true },
+                f.key.clone(),
+                None,
+                f.scope,
+                f.span,
+                f.span,
+                f.client,
+            );
             if !cx.used_as_lock(&probe) {
                 continue;
             }

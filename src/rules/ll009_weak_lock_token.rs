@@ -24,8 +24,7 @@ impl Rule for WeakLockToken {
 
     fn check(&self, cx: &Context, out: &mut Diags) {
         for op in cx.ops() {
-            let (OpKind::Acquire { .. }, Some(ValueExpr::Weak(what))) =
-                (&op.kind, op.value.as_deref())
+            let (OpKind::Acquire { .. }, Some(ValueExpr::Weak(what))) = (&op.kind, op.value())
             else {
                 continue;
             };

@@ -729,7 +729,7 @@ fn cache_write(
         return false;
     }
     if matches!(
-        (&op.kind, op.value.as_deref()),
+        (&op.kind, op.value()),
         (OpKind::Acquire { .. }, Some(ValueExpr::Data(_)))
     ) {
         return true;
@@ -2453,7 +2453,7 @@ impl<'a> Context<'a> {
     /// forever (no LL004); it can change hands (expirable).
     pub fn deadline_value(&self, op: &Op) -> bool {
         matches!(
-            (&op.kind, op.value.as_deref()),
+            (&op.kind, op.value()),
             (OpKind::Acquire { .. }, Some(ValueExpr::Weak(w))) if w.contains("time")
         ) && self
             .any_same_key_is(op, Want::Kind(KindOnly::Get))
@@ -2568,7 +2568,7 @@ impl<'a> Context<'a> {
         let firsts = known.unwrap_or_else(|| {
             let takes = |a: &Op| {
                 matches!(a.kind, OpKind::Acquire { .. })
-                    && !matches!(a.value.as_deref(), Some(ValueExpr::Constant(_)))
+                    && !matches!(a.value(), Some(ValueExpr::Constant(_)))
             };
             let firsts = list.iter().any(|a| takes(a)).then(|| {
                 let mut first: Option<&'a Op> = None;
@@ -2614,7 +2614,7 @@ impl<'a> Context<'a> {
                 .filter(|a| {
                     let ta = self.traits(a.scope);
                     matches!(a.kind, OpKind::Acquire { .. })
-                        && !matches!(a.value.as_deref(), Some(ValueExpr::Constant(_)))
+                        && !matches!(a.value(), Some(ValueExpr::Constant(_)))
                         && self.facts.scope(a.scope).owner.as_deref() == Some(owner)
                         && (a.key.has_constant_part()
                             || self.key_reads_like_lock(&a.key)

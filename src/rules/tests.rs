@@ -32,19 +32,17 @@ impl B {
     ) -> &mut Op {
         self.order += 1;
         let at = self.order as usize * 10;
-        self.facts.ops.push(Op {
+        let mut op = Op::new(
             kind,
             key,
-            value: value.map(Box::new),
+            value,
             scope,
-            order: self.order,
-            depth: 0,
-            atomic: false,
-            watched: false,
-            span: Span::new(at, at + 5),
-            name_span: Span::new(at, at + 3),
-            client: Client::RedisRs,
-        });
+            Span::new(at, at + 5),
+            Span::new(at, at + 3),
+            Client::RedisRs,
+        );
+        op.order = self.order;
+        self.facts.ops.push(op);
         self.facts.ops.last_mut().unwrap()
     }
     fn run(&self) -> Vec<(&'static str, usize)> {
@@ -763,7 +761,7 @@ fn the_token_acquire_of_a_fix_is_the_one_a_walk_of_the_group_finds() {
             let owner = &cx.facts.scope(op.scope).owner;
             let walk = cx.key_group(op).iter().copied().find(|a| {
                 matches!(a.kind, OpKind::Acquire { .. })
-                    && !matches!(a.value.as_deref(), Some(ValueExpr::Constant(_)))
+                    && !matches!(a.value(), Some(ValueExpr::Constant(_)))
                     && ((a.scope == op.scope && a.order < op.order)
                         || (a.scope != op.scope
                             && owner.is_some()

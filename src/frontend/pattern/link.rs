@@ -253,7 +253,7 @@ pub fn record(
     // that is not part of the key
     let mut value_names = crate::facts::OpValueNames::default();
     for op in &facts.ops {
-        if !matches!(op.value.as_deref(), Some(crate::facts::ValueExpr::Unknown)) {
+        if !matches!(op.value(), Some(crate::facts::ValueExpr::Unknown)) {
             continue;
         }
         let Some(params) = params_of
@@ -417,19 +417,20 @@ pub fn record(
             .max(name.end());
         // a call that reads like an acquire: are failures taken as success?
         if acquire_fn || redis_name {
-            acquire_like.push(Op {
-                kind: OpKind::Acquire { expiry: true },
+            acquire_like.push({
                 // the call's index, to find it again below
-                key: KeyExpr::lit(&ci.to_string()),
-                value: None,
-                scope,
-                order: c.name_tok() as u32,
-                depth,
-                atomic: false,
-                watched: false,
-                span: Span::new(name.start(), end),
-                name_span: Span::new(name.start(), name.end()),
-                client: crate::facts::Client::Unknown,
+                let mut op = Op::new(
+                    OpKind::Acquire { expiry: true },
+                    KeyExpr::lit(&ci.to_string()),
+                    None,
+                    scope,
+                    Span::new(name.start(), end),
+                    Span::new(name.start(), name.end()),
+                    crate::facts::Client::Unknown,
+                );
+                op.order = c.name_tok() as u32;
+                op.depth = depth;
+                op
             });
         }
         // the whole right-hand side of a binding: the key form its local

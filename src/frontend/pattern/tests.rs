@@ -43,7 +43,7 @@ fn dump() {
             "{l}:{c} {:?} key={} val={:?} scope={} depth={} atomic={} watched={} {:?}",
             o.kind,
             o.key.display(),
-            o.value,
+            o.value(),
             o.scope,
             o.depth,
             o.atomic,
@@ -742,18 +742,18 @@ fn own_field_tests_are_no_failure_paths() {
 
 #[test]
 fn permute_moves_ops_and_positions_alike() {
-    let op = |n: u32| Op {
-        kind: OpKind::Get,
-        key: crate::facts::KeyExpr::lit("k"),
-        value: None,
-        scope: 0,
-        order: n,
-        depth: 0,
-        atomic: false,
-        watched: false,
-        span: Span::new(0, 0),
-        name_span: Span::new(0, 0),
-        client: Client::Unknown,
+    let op = |n: u32| {
+        let mut op = Op::new(
+            OpKind::Get,
+            crate::facts::KeyExpr::lit("k"),
+            None,
+            0,
+            Span::new(0, 0),
+            Span::new(0, 0),
+            Client::Unknown,
+        );
+        op.order = n;
+        op
     };
     // name tokens out of order, two equal (kept in their first order)
     let names = [7u32, 3, 9, 3, 1, 8];

@@ -37,7 +37,7 @@ fn set_variants_map_to_op_kinds() {
     );
     assert_eq!(f.ops[0].key, KeyExpr::lit("lock:job"));
     assert_eq!(
-        f.ops[0].value.as_deref().cloned(),
+        f.ops[0].value().cloned(),
         Some(ValueExpr::Constant("1".into()))
     );
     assert_eq!(f.ops[0].client, Client::RedisCli);
@@ -121,8 +121,8 @@ fn redis_sheet_placeholders_and_random_tokens() {
         f.ops[0].key.parts,
         vec![KeyPart::Lit("lock:".into()), KeyPart::Var("JOB".into())]
     );
-    assert_eq!(f.ops[0].value.as_deref().cloned(), Some(ValueExpr::Unknown));
-    assert_eq!(f.ops[1].value.as_deref().cloned(), Some(ValueExpr::Unique));
+    assert_eq!(f.ops[0].value().cloned(), Some(ValueExpr::Unknown));
+    assert_eq!(f.ops[1].value().cloned(), Some(ValueExpr::Unique));
 }
 
 #[test]
@@ -141,7 +141,7 @@ fn shell_redis_cli_lines() {
         vec![KeyPart::Lit("lock:".into()), KeyPart::Var("JOB".into())]
     );
     assert_eq!(f.ops[0].key.idents, vec!["JOB".to_string()]);
-    assert_eq!(f.ops[0].value.as_deref().cloned(), Some(ValueExpr::Unique));
+    assert_eq!(f.ops[0].value().cloned(), Some(ValueExpr::Unique));
     assert_eq!(at(src, f.ops[0].name_span), "SET");
     assert_eq!(f.ops[1].key, f.ops[0].key);
 }
@@ -159,10 +159,10 @@ fn shell_cli_through_variables_substitutions_and_chains() {
             OpKind::Acquire { expiry: false },
         ]
     );
-    assert_eq!(f.ops[0].value.as_deref().cloned(), Some(ValueExpr::Unique));
+    assert_eq!(f.ops[0].value().cloned(), Some(ValueExpr::Unique));
     assert_eq!(f.ops[0].depth, 1);
     assert_eq!(
-        f.ops[3].value.as_deref().cloned(),
+        f.ops[3].value().cloned(),
         Some(ValueExpr::Weak("a process id".into()))
     );
 }
@@ -170,11 +170,7 @@ fn shell_cli_through_variables_substitutions_and_chains() {
 #[test]
 fn shell_values() {
     let f = sh("redis-cli SET lock:a 1 NX\nredis-cli SET lock:b $(hostname) NX\nredis-cli SET lock:c \"$(date +%s)\" NX\nredis-cli SET lock:d $(openssl rand -hex 16) NX\nV=locked\nredis-cli SET lock:e $V NX\nredis-cli SET lock:f \"$(hostname)-$$\" NX\nredis-cli SET lock:g \"$1\" NX\n");
-    let values: Vec<ValueExpr> = f
-        .ops
-        .iter()
-        .filter_map(|o| o.value.as_deref().cloned())
-        .collect();
+    let values: Vec<ValueExpr> = f.ops.iter().filter_map(|o| o.value().cloned()).collect();
     assert_eq!(
         values,
         vec![
@@ -218,9 +214,9 @@ fn heredoc_is_one_session() {
         ]
     );
     assert!(f.ops[0].atomic && f.ops[1].atomic);
-    assert_eq!(f.ops[0].value.as_deref().cloned(), Some(ValueExpr::Unique));
+    assert_eq!(f.ops[0].value().cloned(), Some(ValueExpr::Unique));
     // A `$NAME` in a raw command reads as a placeholder, not a constant.
-    assert_eq!(f.ops[2].value.as_deref().cloned(), Some(ValueExpr::Unknown));
+    assert_eq!(f.ops[2].value().cloned(), Some(ValueExpr::Unknown));
     // Separate invocations are separate connections: no transaction.
     assert!(!f.ops[3].atomic);
     assert_eq!(at(src, f.ops[1].name_span), "EXPIRE");

@@ -227,7 +227,7 @@ fn a_long_fn_is_read_part_by_part() {
     assert!(whole
         .ops
         .iter()
-        .any(|o| matches!(o.value.as_deref(), Some(ValueExpr::Constant(v)) if &**v == "1")));
+        .any(|o| matches!(o.value(), Some(ValueExpr::Constant(v)) if &**v == "1")));
     // pieces of 256 bytes: both fns in many parts (the one after the raw
     // command's `let` in one)
     let (_, parts, _) = super::visitor::cut_counts(&text, &items, 256);
@@ -419,7 +419,7 @@ fn dump() {
             "{:?} key={} val={:?} scope={} depth={} atomic={} watched={} {:?} `{}`",
             o.kind,
             o.key.display(),
-            o.value,
+            o.value(),
             o.scope,
             o.depth,
             o.atomic,
@@ -530,7 +530,7 @@ impl S {
 
 #[test]
 fn values_constant_unique_weak() {
-    let v = |s: &str| one(s).value.map(|b| *b);
+    let v = |s: &str| one(s).value().cloned();
     let pre = "use redis::Commands;\nconst HOLDER: &str = \"me\";\n";
     assert_eq!(
         v(&format!("{pre}fn f(c: &mut redis::Connection) {{ let _: bool = c.set_nx(\"lock:a\", \"1\").unwrap(); }}")),
@@ -578,11 +578,9 @@ fn statics_made_by_calls_keep_their_keys_and_values() {
     };
     let o = op("let _: bool = c.set_nx(&*KEY, TOKEN.clone()).unwrap();");
     assert_eq!(o.key.parts, vec![KeyPart::Const("KEY".into())]);
-    assert_eq!(o.value.as_deref(), Some(&ValueExpr::Unique));
+    assert_eq!(o.value(), Some(&ValueExpr::Unique));
     assert!(matches!(
-        op("let _: bool = c.set_nx(\"lock:a\", HOST.as_str()).unwrap();")
-            .value
-            .as_deref(),
+        op("let _: bool = c.set_nx(\"lock:a\", HOST.as_str()).unwrap();").value(),
         Some(ValueExpr::Weak(_))
     ));
     assert_eq!(
@@ -1095,7 +1093,7 @@ fn a(c: &mut redis::Connection, t: &str) {
     let got: Vec<_> = f
         .ops
         .iter()
-        .map(|o| (o.value.as_deref().cloned(), o.watched))
+        .map(|o| (o.value().cloned(), o.watched))
         .collect();
     assert_eq!(
         got,
@@ -1331,9 +1329,10 @@ impl Locks {
     assert!(keys.iter().any(|k| k == "lock:order:{id}"), "{keys:?}");
     assert!(keys.iter().any(|k| k.contains("fence")), "{keys:?}");
     assert!(
-        whole.ops.iter().any(
-            |o| matches!(o.value.as_deref(), Some(ValueExpr::Constant(v)) if v.contains("holder-1"))
-        ),
+        whole
+            .ops
+            .iter()
+            .any(|o| matches!(o.value(), Some(ValueExpr::Constant(v)) if v.contains("holder-1"))),
         "{:?}",
         whole.ops
     );

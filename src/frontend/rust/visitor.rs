@@ -2413,22 +2413,13 @@ impl<'f> Walker<'f, '_> {
             Client::Unknown => Client::RedisRs,
             c => c,
         });
-        crate::facts::push_by_quarters(
-            &mut self.facts.ops,
-            Op {
-                kind,
-                key: f.key,
-                value: f.value.map(Box::new),
-                scope: self.s.scope,
-                order: 0,
-                depth: self.s.depth,
-                atomic: atomic || in_txn,
-                watched,
-                span,
-                name_span,
-                client,
-            },
-        );
+        crate::facts::push_by_quarters(&mut self.facts.ops, {
+            let mut op = Op::new(kind, f.key, f.value, self.s.scope, span, name_span, client);
+            op.depth = self.s.depth;
+            op.atomic = atomic || in_txn;
+            op.watched = watched;
+            op
+        });
     }
 
     fn fail_open(&mut self, span: Span, key: KeyExpr) {
