@@ -493,7 +493,7 @@ pub fn record(
         facts.link.functions.sort_by_key(|f: &FnSig| f.scope);
     }
     facts.link.functions.dedup_by_key(|f| f.scope);
-    returned_keys(an, &mut facts.link.functions, &needed);
+    returned_keys(an, all, client_calls, &mut facts.link.functions, &needed);
     // the LL008 shapes around those calls, by the same finder as for client
     // acquires (the link decides whether the callee returns an acquire's result)
     for f in failopen::find(an, all, &acquire_like) {
@@ -521,9 +521,33 @@ const MAX_RETURNS: usize = 8;
 /// : null`, `lock_key if ok else None`, `$key ?? null`), normalised as keys.
 /// Whether one of them is the key the function locked is the link's
 /// question; a piece that is no key (`null`, a flag) normalises to nothing.
-fn returned_keys<'a>(an: &Analyzer<'a>, functions: &mut [FnSig], needed: &FxHashSet<u32>) {
+fn returned_keys<'a>(
+    an: &Analyzer<'a>,
+    all: &[Call],
+    client_calls: &super::ClientCalls,
+    functions: &mut [FnSig],
+    needed: &FxHashSet<u32>,
+) {
     let toks = an.toks;
     let st = an.st;
+    // A piece that is a client call (`return r.set(key, token, nx=True)`,
+    // `return await client.get(k)`) hands back the command's reply, never
+    // a key: read as a key, the call stood for its arguments (`key` and
+    // `token` joined), a key no acquire has.
+    let client_call = |s: usize, e: usize| -> bool {
+        if !toks.at(e - 1).is(")") {
+            return false;
+        }
+        let Some(o) = st.matching.get(&(e - 1)).filter(|&o| o > s) else {
+            return false;
+        };
+        let i = all.partition_point(|c| c.name_tok() < o - 1);
+        all.get(i).is_some_and(|c| {
+            c.name_tok() == o - 1
+                && (c.recv_start() == s || (c.recv_start() == s + 1 && toks.at(s).is("await")))
+                && client_calls.contains(&i)
+        })
+    };
     let slot: FxHashMap<u32, usize> = functions
         .iter()
         .enumerate()
@@ -582,7 +606,7 @@ fn returned_keys<'a>(an: &Analyzer<'a>, functions: &mut [FnSig], needed: &FxHash
         }
         pieces.push((from, e));
         for (s, e) in pieces {
-            if e <= s || functions[fi].returns.len() >= MAX_RETURNS {
+            if e <= s || functions[fi].returns.len() >= MAX_RETURNS || client_call(s, e) {
                 continue;
             }
             let key = if e == s + 1 && toks.at(s).kind() == Kind::Ident {

@@ -913,3 +913,33 @@ fn a_reduced_read_keeps_the_signatures_of_functions_with_ops_only() {
         format!("{:?}", reduced.link.op_values)
     );
 }
+
+#[test]
+fn a_returned_client_call_is_no_returned_key() {
+    // the reply of a command is handed back, not a key; a key built in the
+    // function and returned is one (both functions hold an acquire, so
+    // their returns are read)
+    let src = "import redis\nr = redis.Redis()\n\n\
+               def acquire(tok):\n    return r.set('jobs:refresh', tok, nx=True)\n\n\
+               async def acquire_js(tok):\n    return await r.set('jobs:a', tok, nx=True)\n\n\
+               def lock_key(job):\n    key = 'lock:' + job\n    r.set(key, 'x', nx=True, ex=5)\n    return key\n";
+    let f = extract(std::path::Path::new("a.py"), src, Language::Python);
+    let returns: Vec<String> = f
+        .link
+        .functions
+        .iter()
+        .map(|s| {
+            s.returns
+                .iter()
+                .map(|k| k.display())
+                .collect::<Vec<_>>()
+                .join("|")
+        })
+        .collect();
+    assert_eq!(
+        returns,
+        vec!["", "", "lock:{job}"],
+        "{:?}",
+        f.link.functions
+    );
+}
