@@ -174,16 +174,16 @@ pub fn record(
     // link facts.
     let busy: Option<FxHashSet<u32>> =
         (!record_sites).then(|| facts.ops.iter().map(|o| o.scope).collect());
-    let decls: Vec<(usize, u32)> = st
-        .decls
-        .scopes()
-        .filter(|(_, s)| busy.as_ref().is_none_or(|b| b.contains(s)))
-        .collect();
-    drop(busy);
+    // (read twice from the structure, counted then walked: no list of them)
+    let decls = || {
+        st.decls
+            .scopes()
+            .filter(|(_, s)| busy.as_ref().is_none_or(|b| b.contains(s)))
+    };
     // one signature a declaration, kept to the end of the run: no room
     // grown by doubling (a file of a thousand methods left half of it spare)
-    facts.link.functions.reserve_exact(decls.len());
-    for (n, scope) in decls {
+    facts.link.functions.reserve_exact(decls().count());
+    for (n, scope) in decls() {
         let parens = an
             .vals
             .param_open(n)
@@ -235,6 +235,7 @@ pub fn record(
             param_types,
         });
     }
+    drop(busy);
     if !defaults.is_empty() {
         let lines = paths::LineEnds::new(toks);
         facts.link.arg_branches = paths::arg_branches(an, &lines, &defaults)
@@ -243,11 +244,18 @@ pub fn record(
             .collect();
     }
     // (sorted by scope and deduplicated at the end; until then each
-    // function's first declaration gives its parameters)
-    let mut params_of: FxHashMap<u32, usize> = FxHashMap::default();
-    for (i, f) in facts.link.functions.iter().enumerate() {
-        params_of.entry(f.scope).or_insert(i);
-    }
+    // function's first declaration gives its parameters: (scope, index)
+    // pairs sorted, the first of a scope kept — 8 bytes a function, where a
+    // map took 28 for a file of 5,000)
+    let mut params_of: Vec<(u32, u32)> = facts
+        .link
+        .functions
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.scope, crate::facts::offset32(i)))
+        .collect();
+    params_of.sort_unstable();
+    params_of.dedup_by_key(|e| e.0);
 
     // the value variable of each op: a bare parameter argument of its call
     // that is not part of the key
@@ -257,8 +265,9 @@ pub fn record(
             continue;
         }
         let Some(params) = params_of
-            .get(&op.scope)
-            .map(|&i| &facts.link.functions[i].params)
+            .binary_search_by_key(&op.scope, |e| e.0)
+            .ok()
+            .map(|at| &facts.link.functions[params_of[at].1 as usize].params)
         else {
             continue;
         };
@@ -296,6 +305,8 @@ pub fn record(
             value_names.push(&mut facts.link, op.name_span.start(), &var);
         }
     }
+    drop(params_of);
+    drop(value_names);
 
     // call sites of everything that is not a client call nor a declaration
     let mut acquire_like: Vec<Op> = Vec::new();
@@ -548,15 +559,17 @@ fn returned_keys<'a>(
                 && client_calls.contains(&i)
         })
     };
-    let slot: FxHashMap<u32, usize> = functions
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| needed.contains(&f.scope))
-        .map(|(i, f)| (f.scope, i))
-        .collect();
-    if slot.is_empty() {
+    // the function of a needed scope (`functions` are sorted by scope, one
+    // a scope: found by a binary search, where a map of them took 40 bytes
+    // a function)
+    debug_assert!(functions.is_sorted_by_key(|f| f.scope));
+    if !functions.iter().any(|f| needed.contains(&f.scope)) {
         return;
     }
+    let slot = |functions: &[FnSig], scope: u32| -> Option<usize> {
+        let at = functions.binary_search_by_key(&scope, |f| f.scope).ok()?;
+        needed.contains(&scope).then_some(at)
+    };
     // (the memo of the current function's: a key depends on the scope, so
     // one function's returns are all it serves, and kept for the whole
     // file it held a key per `return ret` of rueidis's 500-method
@@ -568,7 +581,7 @@ fn returned_keys<'a>(
             continue;
         }
         let scope = st.tok_scope.get(i).copied().unwrap_or(0);
-        let Some(&fi) = slot.get(&scope) else {
+        let Some(fi) = slot(functions, scope) else {
             continue;
         };
         if memo_scope != Some(scope) {
