@@ -43,10 +43,9 @@ pub struct Values<'a> {
     /// The bindings of the names of both maps that are bound more than
     /// once ([`Bind::MANY`]).
     many: Vec<Vec<Bind>>,
-    /// Same-file helpers whose body returns one expression:
-    /// name → (parameter names, expression token range, its scope).
-    /// (Sorted by name, a name at most once.)
-    helpers: Vec<(&'a str, Helper)>,
+    /// Same-file helpers whose body returns one expression. (Sorted by
+    /// name, a name at most once.)
+    helpers: Vec<Helper>,
     /// (scope, normalised name) of names a function declares without a
     /// single resolvable binding: parameters, `for` targets, multi-assignment
     /// targets. They shadow file-level bindings of the same name.
@@ -271,12 +270,20 @@ fn scoped(scope: u32, name: &str) -> (u32, &str) {
     (scope, name)
 }
 
+/// A same-file helper ([`Values::helpers`]): tokens only, its names read
+/// back from them when a call of it is read (a copy of each parameter's
+/// name took 40 bytes and more a function, and most one-expression
+/// functions of a file are never called in a key).
 #[derive(Clone, Debug)]
 pub struct Helper {
-    pub params: Box<[Box<str>]>,
-    pub start: u32,
-    pub end: u32,
-    pub scope: u32,
+    /// Its name's token.
+    name: u32,
+    /// The `(` of its parameter list.
+    open: u32,
+    /// Its returned expression, as a token range.
+    start: u32,
+    end: u32,
+    scope: u32,
 }
 
 /// A set of (scope, name) pairs, per scope its names sorted: eight bytes a
@@ -875,7 +882,6 @@ impl<'a> Values<'a> {
             let Some(close) = self.st.matching.get(&open) else {
                 continue;
             };
-            let params = self.param_names(open, close);
             // the body: the first token after the header that opens it
             let mut k = close + 1;
             let limit = (k + 16).min(toks.len());
@@ -920,31 +926,31 @@ impl<'a> Values<'a> {
             };
             if ok {
                 let scope = self.st.tok_scope.get(b).copied().unwrap_or(0);
-                found.push((
-                    toks.at(n).text(),
-                    Helper {
-                        params: params.iter().map(|p| Box::from(&**p)).collect(),
-                        start: b as u32,
-                        end: e as u32,
-                        scope,
-                    },
-                ));
+                found.push(Helper {
+                    name: n as u32,
+                    open: open as u32,
+                    start: b as u32,
+                    end: e as u32,
+                    scope,
+                });
             }
         }
         // (a name declared more than once is no helper)
-        found.retain(|(name, _)| seen.get(*name) == Some(&1));
-        found.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        let name = |h: &Helper| toks.at(h.name as usize).text();
+        found.retain(|h| seen.get(name(h)) == Some(&1));
+        found.sort_unstable_by(|a, b| name(a).cmp(name(b)));
         found.shrink_to_fit();
         self.helpers = found;
     }
 
     /// The helper of that name.
     fn helper(&self, name: &str) -> Option<&Helper> {
+        let toks = self.toks;
         let i = self
             .helpers
-            .binary_search_by(|(n, _)| (*n).cmp(name))
+            .binary_search_by(|h| toks.at(h.name as usize).text().cmp(name))
             .ok()?;
-        Some(&self.helpers[i].1)
+        Some(&self.helpers[i])
     }
 
     /// The key a helper call stands for: its returned expression with the
@@ -961,10 +967,15 @@ impl<'a> Values<'a> {
         if body.is_unknown() {
             return None;
         }
+        let open = h.open as usize;
+        let params = match self.st.matching.get(&open) {
+            Some(close) => self.param_names(open, close),
+            None => Vec::new(),
+        };
         let mut out = KeyExpr::default();
         for p in body.parts {
             match &p {
-                KeyPart::Var(v) => match h.params.iter().position(|x| **x == **v) {
+                KeyPart::Var(v) => match params.iter().position(|x| **x == **v) {
                     Some(i) => match args.get(i) {
                         Some(&(a, b)) => out.append(self.key_d(a, b, scope, depth + 1)),
                         None => out.push(KeyPart::Unknown),
@@ -977,7 +988,7 @@ impl<'a> Values<'a> {
         out.idents.extend(
             body.idents
                 .into_iter()
-                .filter(|i| !h.params.iter().any(|p| **p == **i)),
+                .filter(|i| !params.iter().any(|p| **p == **i)),
         );
         out.idents.push(name.to_string());
         Some(out)
