@@ -1224,35 +1224,82 @@ pub struct CallFailOpen {
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FnSig {
     pub scope: ScopeId,
-    /// (Shared texts: a file names the same parameters again and again.
-    /// Boxed lists at their length, here and below: a minified bundle
-    /// declares a function every few dozen bytes.)
-    pub params: Box<[std::sync::Arc<str>]>,
     /// How many of the last parameters have a default value (`ttl = 30`):
     /// a call may leave them out.
     #[serde(default)]
     pub optional: u32,
-    /// Its parameters whose default is an absence (`null`, `None`, `nil`,
-    /// `false`): a flag or a missing value, never text of a key, so a call
-    /// that leaves one out adds nothing to a key built from it
-    /// (`getFinalKey(key, isCluster)` of `isCluster: Boolean? = false`).
-    /// (This and `param_types` are boxed lists: a list's capacity word
-    /// apiece, 16 bytes a signature, and a facade declares hundreds.)
-    #[serde(default)]
-    pub absent_defaults: Box<[String]>,
-    /// The keys its `return` statements hand back (each branch of a
-    /// conditional apart: `return ok ? lockKey : null`), normalised as the
-    /// function's own ops normalise theirs: a function that returns the key
-    /// it locked gives its caller the key to release (SPEC §2 "Project
-    /// summaries").
-    #[serde(default)]
-    pub returns: Box<[KeyExpr]>,
+    /// (Shared texts: a file names the same parameters again and again.
+    /// Boxed lists at their length, here and below: a minified bundle
+    /// declares a function every few dozen bytes.)
+    pub params: Box<[std::sync::Arc<str>]>,
     /// Each parameter's declared type where the language writes one
     /// (Java, Kotlin, C#, Go, TypeScript, Rust), as [`type_word`] spells
     /// it; `None` where nothing is declared or the type is not one name
     /// (a union, a function type). Empty: no types at all.
     #[serde(default)]
     pub param_types: Box<[Option<std::sync::Arc<str>>]>,
+    /// [`FnSig::absent_defaults`] and [`FnSig::returns`], where the function
+    /// has either: most have neither, and the two lists inline took 32 of
+    /// a signature's 72 bytes.
+    #[serde(default)]
+    more: Option<Box<FnSigMore>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct FnSigMore {
+    absent_defaults: Box<[String]>,
+    returns: Box<[KeyExpr]>,
+}
+
+impl FnSig {
+    pub fn new(
+        scope: ScopeId,
+        params: Box<[std::sync::Arc<str>]>,
+        optional: u32,
+        param_types: Box<[Option<std::sync::Arc<str>>]>,
+    ) -> FnSig {
+        FnSig {
+            scope,
+            optional,
+            params,
+            param_types,
+            more: None,
+        }
+    }
+
+    /// Its parameters whose default is an absence (`null`, `None`, `nil`,
+    /// `false`): a flag or a missing value, never text of a key, so a call
+    /// that leaves one out adds nothing to a key built from it
+    /// (`getFinalKey(key, isCluster)` of `isCluster: Boolean? = false`).
+    pub fn absent_defaults(&self) -> &[String] {
+        self.more.as_ref().map_or(&[], |m| &m.absent_defaults)
+    }
+
+    pub fn set_absent_defaults(&mut self, names: Box<[String]>) {
+        if !names.is_empty() || self.more.is_some() {
+            self.more
+                .get_or_insert_with(Default::default)
+                .absent_defaults = names;
+        }
+    }
+
+    /// The keys its `return` statements hand back (each branch of a
+    /// conditional apart: `return ok ? lockKey : null`), normalised as the
+    /// function's own ops normalise theirs: a function that returns the key
+    /// it locked gives its caller the key to release (SPEC §2 "Project
+    /// summaries").
+    pub fn returns(&self) -> &[KeyExpr] {
+        self.more.as_ref().map_or(&[], |m| &m.returns)
+    }
+
+    /// Adds a returned key (the list at its length: most functions return
+    /// one at most).
+    pub fn push_return(&mut self, key: KeyExpr) {
+        let more = self.more.get_or_insert_with(Default::default);
+        let mut list = std::mem::take(&mut more.returns).into_vec();
+        list.push(key);
+        more.returns = list.into_boxed_slice();
+    }
 }
 
 /// A declared or known type as the link compares it: its last path

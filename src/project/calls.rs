@@ -1219,14 +1219,12 @@ mod tests {
     }
 
     fn sig(scope: ScopeId, params: &[&str]) -> FnSig {
-        FnSig {
+        FnSig::new(
             scope,
-            params: params.iter().map(|p| (*p).into()).collect(),
-            optional: 0,
-            absent_defaults: Box::default(),
-            returns: Box::default(),
-            param_types: Box::default(),
-        }
+            params.iter().map(|p| (*p).into()).collect(),
+            0,
+            Box::default(),
+        )
     }
 
     #[test]

@@ -462,7 +462,7 @@ fn summarise_each(
                 .chain(linked_ops.iter().map(|i| &i.op))
                 .any(|o| matches!(o.kind, OpKind::Acquire { .. }) && o.key.parts == k.parts)
         };
-        let returns_own = sig.returns.iter().find(|k| acquired(k)).cloned();
+        let returns_own = sig.returns().iter().find(|k| acquired(k)).cloned();
         let returns_key = returns_own.as_ref().map(|k| {
             let pos = |v: &str| sig.params.iter().position(|p| **p == *v);
             let parts = k
@@ -502,7 +502,7 @@ fn summarise_each(
             arity: sig.params.len(),
             params: sig.params.iter().map(|p| p.to_string()).collect(),
             param_types: sig.param_types.clone(),
-            absent_defaults: sig.absent_defaults.clone(),
+            absent_defaults: sig.absent_defaults().into(),
             min_arity: sig.params.len().saturating_sub(sig.optional as usize),
             ops,
             lock_fn,

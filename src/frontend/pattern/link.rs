@@ -226,14 +226,14 @@ pub fn record(
             }
             _ => Box::default(),
         };
-        facts.link.functions.push(crate::facts::FnSig {
+        let mut sig = crate::facts::FnSig::new(
             scope,
-            params: params.into_boxed_slice(),
-            optional: u32::try_from(optional).unwrap_or(u32::MAX),
-            absent_defaults,
-            returns: Box::default(),
+            params.into_boxed_slice(),
+            u32::try_from(optional).unwrap_or(u32::MAX),
             param_types,
-        });
+        );
+        sig.set_absent_defaults(absent_defaults);
+        facts.link.functions.push(sig);
     }
     drop(busy);
     if !defaults.is_empty() {
@@ -588,7 +588,7 @@ fn returned_keys<'a>(
             ident_keys.clear();
             memo_scope = Some(scope);
         }
-        if functions[fi].returns.len() >= MAX_RETURNS {
+        if functions[fi].returns().len() >= MAX_RETURNS {
             continue;
         }
         let b = i + 1;
@@ -619,7 +619,7 @@ fn returned_keys<'a>(
         }
         pieces.push((from, e));
         for (s, e) in pieces {
-            if e <= s || functions[fi].returns.len() >= MAX_RETURNS || client_call(s, e) {
+            if e <= s || functions[fi].returns().len() >= MAX_RETURNS || client_call(s, e) {
                 continue;
             }
             let key = if e == s + 1 && toks.at(s).kind() == Kind::Ident {
@@ -627,13 +627,9 @@ fn returned_keys<'a>(
             } else {
                 an.vals.key(s, e, scope)
             };
-            let returns = &mut functions[fi].returns;
-            if !key.is_unknown() && !returns.contains(&key) {
-                // (at most `MAX_RETURNS`, most functions one: a list at
-                // its length)
-                let mut list = std::mem::take(returns).into_vec();
-                list.push(key);
-                *returns = list.into_boxed_slice();
+            if !key.is_unknown() && !functions[fi].returns().contains(&key) {
+                // (at most `MAX_RETURNS`)
+                functions[fi].push_return(key);
             }
         }
     }

@@ -929,7 +929,7 @@ fn a_returned_client_call_is_no_returned_key() {
         .functions
         .iter()
         .map(|s| {
-            s.returns
+            s.returns()
                 .iter()
                 .map(|k| k.display())
                 .collect::<Vec<_>>()

@@ -22,17 +22,16 @@ impl Walker<'_, '_> {
                 syn::FnArg::Receiver(_) => None,
             })
             .unzip();
-        self.facts.link.functions.push(FnSig {
-            scope: id,
-            params: params.iter().map(|p| self.s.call_texts.get(p)).collect(),
-            optional: 0,
-            absent_defaults: Box::default(),
-            returns: Box::default(),
-            param_types: param_types
+        let sig = FnSig::new(
+            id,
+            params.iter().map(|p| self.s.call_texts.get(p)).collect(),
+            0,
+            param_types
                 .into_iter()
                 .map(|w| w.map(|w| self.s.call_texts.get(&w)))
                 .collect(),
-        });
+        );
+        self.facts.link.functions.push(sig);
         std::mem::replace(&mut self.s.params, params)
     }
 
