@@ -216,7 +216,8 @@ fn findings_for(
     .with_project(foreign)
     .with_plain_writes(plain_writes)
     .with_held_scopes(held_scopes);
-    let diags = rules::run_all(&cx, |code| settings.rule_enabled(code));
+    let mut reports = rules::run_all(&cx, |code| settings.rule_enabled(code));
+    let diags = std::mem::take(&mut reports.list);
     let verdicts = cx.expiry_verdicts();
     let index = LineIndex::new(src);
     // The fixes first, while the rules' context stands (they ask it which
@@ -278,7 +279,7 @@ fn findings_for(
         .collect();
     diags.reverse();
     fixes.reverse();
-    while let Some(mut d) = diags.pop() {
+    while let Some(d) = diags.pop() {
         let meta = d.meta();
         let span = d.span();
         let fix = fixes.pop().flatten();
@@ -294,7 +295,7 @@ fn findings_for(
         let (end_line, end_column) = index.line_col(span.end().max(span.start()));
         // (at their exact count: collected through a filter, one label
         // took room for four — 2.7 MB for a file of 12,000 findings)
-        let own_labels = d.take_labels();
+        let own_labels = reports.labels(&d);
         let mut labels = Vec::with_capacity(own_labels.len());
         labels.extend(
             own_labels
@@ -311,7 +312,7 @@ fn findings_for(
                     }
                 }),
         );
-        let (message, label) = d.take_texts();
+        let (message, label) = reports.texts(&d);
         let text_id = line_ids.id(line, &index);
         let n = line_ids.count(meta.code, text_id);
         if prefixes.len() >= PREFIX_MEMO && !prefixes.contains_key(&(meta.code, line)) {

@@ -74,28 +74,107 @@ pub struct Diagnostic {
     pub labels: Vec<(Span, String)>,
 }
 
-/// A [`Diagnostic`] as the run keeps it, 64 bytes: its rule, message,
+/// A [`Diagnostic`] as the run keeps it, 40 bytes: its rule, message,
 /// label, help and note as one [`Wording`] shared by the findings that read
 /// alike but for their quotes (each text's first quoted part, most often
-/// the key: [`Text`]), its labels behind one pointer (most findings have
-/// none). A file of a finding every 30 bytes held 144 bytes a finding
-/// while the other rules ran (its rule, two texts, help, note and labels
-/// each).
+/// the key: [`Text`]); the quotes and the labels are in the run's lists
+/// ([`Reports`]), found by offsets. A file of a finding every 30 bytes
+/// held 144 bytes a finding while the other rules ran (its rule, two
+/// texts, help, note and labels each), then 64 and a box per quote and per
+/// list of labels.
 #[derive(Clone, Debug)]
 pub struct Reported {
     span: Span,
     wording: std::sync::Arc<Wording>,
-    message_quote: Option<Box<str>>,
-    /// `None` also where the label quotes what the message does
+    message_quote: Quote,
+    /// [`Quote::NONE`] also where the label quotes what the message does
     /// (`label_quotes_message`).
-    label_quote: Option<Box<str>>,
-    labels: Option<Box<Labels>>,
+    label_quote: Quote,
+    /// Its labels: `labels_len` of the run's labels from `labels_at`.
+    labels_at: u32,
+    labels_len: u16,
     own_flow: bool,
     label_quotes_message: bool,
 }
 
-/// A finding's labels (boxed once more in [`Reported`]: one pointer).
-type Labels = Box<[(Span, Text)]>;
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Reported>() == 40);
+
+/// Where a quote stands in the run's quotes ([`Reports`]): start and length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Quote(u32, u32);
+
+impl Quote {
+    const NONE: Quote = Quote(u32::MAX, 0);
+}
+
+/// A label as the run keeps it: its span, its wording and its quote.
+type KeptLabel = (Span, std::sync::Arc<str>, Quote);
+
+/// What the rules of one file reported: the diagnostics, and the quotes and
+/// labels they point into.
+#[derive(Default)]
+pub struct Reports {
+    pub list: Vec<Reported>,
+    quotes: String,
+    labels: Vec<KeptLabel>,
+}
+
+impl Reports {
+    fn quote(&self, q: Quote) -> Option<Box<str>> {
+        if q == Quote::NONE {
+            return None;
+        }
+        let (from, len) = (q.0 as usize, q.1 as usize);
+        self.quotes.get(from..from + len).map(Box::from)
+    }
+
+    /// The message and label of `d`.
+    pub fn texts(&self, d: &Reported) -> (Text, Text) {
+        let message_quote = self.quote(d.message_quote);
+        let label_quote = if d.label_quotes_message {
+            message_quote.clone()
+        } else {
+            self.quote(d.label_quote)
+        };
+        (
+            Text::from_parts(std::sync::Arc::clone(&d.wording.message), message_quote),
+            Text::from_parts(std::sync::Arc::clone(&d.wording.label), label_quote),
+        )
+    }
+
+    /// The labels of `d`.
+    pub fn labels(&self, d: &Reported) -> Vec<(Span, Text)> {
+        let from = d.labels_at as usize;
+        let to = from + usize::from(d.labels_len);
+        self.labels
+            .get(from..to)
+            .unwrap_or_default()
+            .iter()
+            .map(|(span, words, q)| {
+                (
+                    *span,
+                    Text::from_parts(std::sync::Arc::clone(words), self.quote(*q)),
+                )
+            })
+            .collect()
+    }
+
+    /// Keeps `quote` in the run's quotes.
+    fn keep_quote(&mut self, quote: Option<Box<str>>) -> Quote {
+        match quote {
+            Some(q) => {
+                let at = Quote(
+                    crate::facts::offset32(self.quotes.len()),
+                    crate::facts::offset32(q.len()),
+                );
+                self.quotes.push_str(&q);
+                at
+            }
+            None => Quote::NONE,
+        }
+    }
+}
 
 /// What the findings of one rule that read alike share ([`Reported`]).
 #[derive(Debug)]
@@ -128,32 +207,13 @@ impl Reported {
     pub fn note(&self) -> Option<&'static str> {
         self.wording.note
     }
-
-    /// Its message and label, taken out (its quotes move into them).
-    pub fn take_texts(&mut self) -> (Text, Text) {
-        let message_quote = self.message_quote.take();
-        let label_quote = if self.label_quotes_message {
-            message_quote.clone()
-        } else {
-            self.label_quote.take()
-        };
-        (
-            Text::from_parts(std::sync::Arc::clone(&self.wording.message), message_quote),
-            Text::from_parts(std::sync::Arc::clone(&self.wording.label), label_quote),
-        )
-    }
-
-    /// Its labels, taken out.
-    pub fn take_labels(&mut self) -> Vec<(Span, Text)> {
-        self.labels.take().map(|l| l.into_vec()).unwrap_or_default()
-    }
 }
 
 /// Where a rule puts its diagnostics, kept as [`Reported`]. Every rule of
 /// a run pushes onto one list (a list per rule, then copied onto the
 /// run's, stood beside it: 3.4 MB at 10,000).
 pub struct Diags {
-    out: Vec<Reported>,
+    out: Reports,
     meta: &'static RuleMeta,
     /// The wordings given so far, by the addresses of their rule and texts
     /// (the texts are the run's shared copies: equal texts, one address).
@@ -189,28 +249,31 @@ impl Diags {
             })
             .clone();
         let label_quotes_message = label_quote.is_some() && label_quote == message_quote;
-        let labels = (!d.labels.is_empty()).then(|| {
-            Box::new(
-                d.labels
-                    .into_iter()
-                    .map(|(span, text)| (span, Text::new(&text)))
-                    .collect::<Box<[_]>>(),
-            )
-        });
+        let out = &mut self.out;
+        let labels_at = crate::facts::offset32(out.labels.len());
+        let labels_len = u16::try_from(d.labels.len()).unwrap_or(u16::MAX);
+        for (span, text) in d.labels.into_iter().take(usize::from(labels_len)) {
+            let (words, quote) = Text::new(&text).into_parts();
+            let quote = out.keep_quote(quote);
+            crate::facts::push_by_quarters(&mut out.labels, (span, words, quote));
+        }
+        let message_quote = out.keep_quote(message_quote);
+        let label_quote = if label_quotes_message {
+            Quote::NONE
+        } else {
+            out.keep_quote(label_quote)
+        };
         // (doubled, a list of 12,000 had room for 16,384 and held both
         // lists while it grew)
         crate::facts::push_by_quarters(
-            &mut self.out,
+            &mut out.list,
             Reported {
                 span: d.span,
                 wording,
                 message_quote,
-                label_quote: if label_quotes_message {
-                    None
-                } else {
-                    label_quote
-                },
-                labels,
+                label_quote,
+                labels_at,
+                labels_len,
                 own_flow: d.own_flow,
                 label_quotes_message,
             },
@@ -249,9 +312,9 @@ pub fn lookup(code_or_name: &str) -> Option<&'static RuleMeta> {
 }
 
 /// Runs every enabled rule and returns its diagnostics.
-pub fn run_all(cx: &Context, enabled: impl Fn(&str) -> bool) -> Vec<Reported> {
+pub fn run_all(cx: &Context, enabled: impl Fn(&str) -> bool) -> Reports {
     let mut diags = Diags {
-        out: Vec::new(),
+        out: Reports::default(),
         meta: all()[0].meta(),
         wordings: HashMap::new(),
     };
@@ -260,18 +323,19 @@ pub fn run_all(cx: &Context, enabled: impl Fn(&str) -> bool) -> Vec<Reported> {
         if !enabled(meta.code) {
             continue;
         }
-        let from = diags.out.len();
+        let from = diags.out.list.len();
         diags.meta = meta;
         rule.check(cx, &mut diags);
-        let mine = &mut diags.out[from..];
+        let mine = &mut diags.out.list[from..];
         // One call gets at most one finding per rule. (The rules give theirs
         // in op order, most often sorted already: a stable sort takes a
         // scratch copy, 1.3 MB for a file of 10,000.)
         if !mine.is_sorted_by_key(|d| d.span) {
             mine.sort_by_key(|d| d.span);
         }
-        // (dedup of this rule's own: the kept ones moved to the front)
-        let list = &mut diags.out;
+        // (dedup of this rule's own: the kept ones moved to the front; the
+        // quotes and labels of those dropped stay unread in the lists)
+        let list = &mut diags.out.list;
         let mut kept = from;
         for i in from..list.len() {
             if i == from || list[i].span.start() != list[kept - 1].span.start() {

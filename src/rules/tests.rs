@@ -48,6 +48,7 @@ impl B {
     fn run(&self) -> Vec<(&'static str, usize)> {
         let cx = Context::new(&self.facts, "app", &[], Target::default());
         let mut v: Vec<_> = run_all(&cx, |_| true)
+            .list
             .into_iter()
             .map(|d| (d.meta().code, d.span().start()))
             .collect();
@@ -795,6 +796,7 @@ fn advice_texts_are_one_copy_for_the_run() {
         b.op(s, OpKind::Release { checked: false }, lockkey(), None);
         let cx = Context::new(&b.facts, "app", &[], Target::default());
         run_all(&cx, |_| true)
+            .list
             .into_iter()
             .map(|d| (d.meta().code, d.help()))
             .collect::<Vec<_>>()
