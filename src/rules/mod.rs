@@ -168,6 +168,12 @@ impl Reports {
                     crate::facts::offset32(self.quotes.len()),
                     crate::facts::offset32(q.len()),
                 );
+                // (grown by quarters, as the list is: doubled, it stood
+                // half spare at the peak of a file of many findings)
+                if self.quotes.capacity() - self.quotes.len() < q.len() {
+                    let more = q.len().max(self.quotes.len() / 4).max(64);
+                    self.quotes.reserve_exact(more);
+                }
                 self.quotes.push_str(&q);
                 at
             }
@@ -403,7 +409,11 @@ pub struct Context<'a> {
     /// its ops up to each; `None` for a list without one (most keys of a
     /// file of many: one pointer each, not a list).
     #[allow(clippy::type_complexity)]
-    token_takes: RefCell<HashMap<usize, Option<Rc<[Option<&'a Op>]>>>>,
+    token_takes: RefCell<HashMap<usize, Rc<[Option<&'a Op>]>>>,
+    /// The key lists `earlier_token_acquire` found without a token acquire
+    /// (a set of their addresses: in a file of constant-valued locks every
+    /// list is one, and a map entry holding `None` took 24 bytes).
+    no_token_takes: RefCell<HashSet<usize>>,
     /// [`Context::type_token_acquire`]: per key group, owner type and
     /// traits of the asking scope, the candidates in group order.
     #[allow(clippy::type_complexity)]
@@ -1325,6 +1335,7 @@ impl<'a> Context<'a> {
             once_only: RefCell::new(HashMap::new()),
             short_from: RefCell::new(HashMap::new()),
             token_takes: RefCell::new(HashMap::new()),
+            no_token_takes: RefCell::new(HashSet::default()),
             group_traits: RefCell::new(HashMap::new()),
             type_takes: RefCell::new(HashMap::new()),
             lock_like: RefCell::new(Vec::new()),
@@ -2628,7 +2639,10 @@ impl<'a> Context<'a> {
             return None;
         }
         let id = list.as_ptr() as usize;
-        let known = self.token_takes.borrow().get(&id).cloned();
+        if self.no_token_takes.borrow().contains(&id) {
+            return None;
+        }
+        let known = self.token_takes.borrow().get(&id).cloned().map(Some);
         let firsts = known.unwrap_or_else(|| {
             let takes = |a: &Op| {
                 matches!(a.kind, OpKind::Acquire { .. })
@@ -2645,7 +2659,14 @@ impl<'a> Context<'a> {
                     })
                     .collect::<Rc<[_]>>()
             });
-            self.token_takes.borrow_mut().insert(id, firsts.clone());
+            match &firsts {
+                Some(f) => {
+                    self.token_takes.borrow_mut().insert(id, Rc::clone(f));
+                }
+                None => {
+                    self.no_token_takes.borrow_mut().insert(id);
+                }
+            }
             firsts
         })?;
         let upto = list.partition_point(|a| a.order < op.order);
