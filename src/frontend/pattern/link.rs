@@ -552,11 +552,9 @@ fn returned_keys<'a>(
         let Some(o) = st.matching.get(&(e - 1)).filter(|&o| o > s) else {
             return false;
         };
-        let i = all.partition_point(|c| c.name_tok() < o - 1);
-        all.get(i).is_some_and(|c| {
-            c.name_tok() == o - 1
-                && (c.recv_start() == s || (c.recv_start() == s + 1 && toks.at(s).is("await")))
-                && client_calls.contains(&i)
+        super::waits::call_index(all, o - 1).is_some_and(|i| {
+            let from = all[i].recv_start();
+            (from == s || (from == s + 1 && toks.at(s).is("await"))) && client_calls.contains(&i)
         })
     };
     // the function of a needed scope (`functions` are sorted by scope, one

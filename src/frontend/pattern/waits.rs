@@ -831,7 +831,7 @@ fn js_call_waits<'f>(
 }
 
 /// The call whose name is token `k`, by index into `all` (sorted by name token).
-fn call_index(all: &[Call], k: usize) -> Option<usize> {
+pub(super) fn call_index(all: &[Call], k: usize) -> Option<usize> {
     let i = all.partition_point(|c| c.name_tok() < k);
     all.get(i).filter(|c| c.name_tok() == k).map(|_| i)
 }
