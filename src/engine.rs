@@ -306,13 +306,13 @@ fn findings_for(
                     let (line, column) = index.line_col(span.start());
                     Label {
                         span,
-                        line,
-                        column,
+                        line: crate::facts::offset32(line),
+                        column: crate::facts::offset32(column),
                         text,
                     }
                 }),
         );
-        let (message, label) = reports.texts(&d);
+        let (message_quote, label_quote, label_quotes_message) = reports.quotes(&d);
         let text_id = line_ids.id(line, &index);
         let n = line_ids.count(meta.code, text_id);
         if prefixes.len() >= PREFIX_MEMO && !prefixes.contains_key(&(meta.code, line)) {
@@ -323,22 +323,20 @@ fn findings_for(
         });
         let fingerprint = filter::baseline::fingerprint_finish(prefix, n);
         out.push(Finding {
-            code: meta.code,
-            name: meta.name,
+            wording: d.wording(),
+            message_quote,
+            label_quote,
+            label_quotes_message,
             severity: settings
                 .severity
                 .get(meta.code)
                 .copied()
                 .unwrap_or(meta.severity),
             path: std::sync::Arc::clone(&shared_path),
-            line,
-            column,
-            end_line,
-            end_column,
-            message,
-            label,
-            help: d.help(),
-            note: d.note(),
+            line: crate::facts::offset32(line),
+            column: crate::facts::offset32(column),
+            end_line: crate::facts::offset32(end_line),
+            end_column: crate::facts::offset32(end_column),
             language,
             fingerprint,
             span: Span::new(span.start(), span.end().max(span.start())),
@@ -347,7 +345,7 @@ fn findings_for(
         });
     }
     crate::finding::sort_findings(&mut out);
-    out.dedup_by(|a, b| a.code == b.code && a.line == b.line && a.column == b.column);
+    out.dedup_by(|a, b| a.code() == b.code() && a.line == b.line && a.column == b.column);
     (
         filter::suppress::apply(display_path, src, language, out, settings),
         verdicts,
@@ -1333,7 +1331,7 @@ fn link_and_check_all(
         .iter()
         .enumerate()
         .filter(|(i, _)| chained.contains(i))
-        .flat_map(|(i, fs)| fs.iter().map(move |f| (i, f.span.start(), f.code)))
+        .flat_map(|(i, fs)| fs.iter().map(move |f| (i, f.span.start(), f.code())))
         .collect();
     drop(chained);
     let mut line_index: HashMap<usize, LineIndex> = HashMap::new();
@@ -1363,12 +1361,12 @@ fn link_and_check_all(
         // wrapper's, with its fix at the call site: it stays.
         let own = &own_flow[i];
         fs.retain(|f| {
-            own.contains(&(f.span.start(), f.code))
+            own.contains(&(f.span.start(), f.code()))
                 || by_call.get(&f.span.start()).is_none_or(|insts| {
                     !insts.iter().any(|inst| {
                         inst.chain.iter().any(|r| {
-                            at.contains(&(r.file, r.at, f.code))
-                                || (needs_expiry(f.code)
+                            at.contains(&(r.file, r.at, f.code()))
+                                || (needs_expiry(f.code())
                                     && verdict_is(i, f.span.start(), true)
                                     && verdict_is(r.file, r.at, false))
                         })

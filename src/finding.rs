@@ -2,6 +2,7 @@
 //! and the whole report the reporters print.
 
 use crate::facts::{Language, Span};
+use crate::rules::RuleMeta;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -112,17 +113,47 @@ impl Text {
         Text { words, quote }
     }
 
+    /// The text as a view of its parts.
+    pub fn as_view(&self) -> TextView<'_> {
+        TextView {
+            words: &self.words,
+            quote: self.quote.as_deref(),
+        }
+    }
+
+    /// Appends the text to `out`.
+    pub fn push_to(&self, out: &mut String) {
+        self.as_view().push_to(out);
+    }
+}
+
+impl std::fmt::Display for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_view().fmt(f)
+    }
+}
+
+/// A [`Text`] as its parts lent out: a wording with [`Text::HOLE`] where
+/// the quote was cut out, and the quote (a [`Finding`] keeps its message's
+/// and label's wordings in one shared [`Wording`] and only their quotes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TextView<'a> {
+    words: &'a str,
+    quote: Option<&'a str>,
+}
+
+impl<'a> TextView<'a> {
     /// The text before the quote, the quote, the text after it.
-    fn parts(&self) -> (&str, &str, &str) {
-        match &self.quote {
+    fn parts(&self) -> (&'a str, &'a str, &'a str) {
+        match self.quote {
             Some(q) => {
                 let (head, tail) = self
                     .words
-                    .split_once(Self::HOLE)
-                    .unwrap_or((&self.words, ""));
+                    .split_once(Text::HOLE)
+                    .unwrap_or((self.words, ""));
                 (head, q, tail)
             }
-            None => (&self.words, "", ""),
+            None => (self.words, "", ""),
         }
     }
 
@@ -135,12 +166,18 @@ impl Text {
     }
 }
 
-impl std::fmt::Display for Text {
+impl std::fmt::Display for TextView<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (head, quote, tail) = self.parts();
         f.write_str(head)?;
         f.write_str(quote)?;
         f.write_str(tail)
+    }
+}
+
+impl Serialize for TextView<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
     }
 }
 
@@ -166,8 +203,8 @@ impl Serialize for Text {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Label {
     pub span: Span,
-    pub line: usize,
-    pub column: usize,
+    pub line: u32,
+    pub column: u32,
     pub text: Text,
 }
 
@@ -200,10 +237,10 @@ pub struct Edit {
     pub span: Span,
     /// ([`Text::code`]: a file of dense fixes holds one wording of each.)
     pub replacement: Text,
-    pub line: usize,
-    pub column: usize,
-    pub end_line: usize,
-    pub end_column: usize,
+    pub line: u32,
+    pub column: u32,
+    pub end_line: u32,
+    pub end_column: u32,
 }
 
 /// A fix of one finding: edits that do not overlap, sorted by position.
@@ -215,52 +252,166 @@ pub struct Fix {
     pub edits: Vec<Edit>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Finding {
-    pub code: &'static str,
-    pub name: &'static str,
-    pub severity: Severity,
-    /// Shared by the findings of one file.
-    pub path: Arc<str>,
-    pub line: usize,
-    pub column: usize,
-    pub end_line: usize,
-    pub end_column: usize,
-    pub message: Text,
-    /// The label under the primary span.
-    pub label: Text,
-    /// Shared by the findings of the run that give the same advice (a
-    /// file of dense findings holds one copy, not one per finding).
+/// What the findings that read alike share: the rule, the wordings of the
+/// message and the label with their quotes cut out ([`Text`]), the advice
+/// and the note. One copy for all of them: a file of dense findings held
+/// each finding's rule code and name, two wordings, help and note, 96
+/// bytes a finding.
+#[derive(Debug)]
+pub struct Wording {
+    pub meta: &'static RuleMeta,
+    /// ([`Text::HOLE`] where the message's quote was cut out)
+    pub message: Arc<str>,
+    /// ([`Text::HOLE`] where the label's quote was cut out)
+    pub label: Arc<str>,
     pub help: Arc<str>,
     pub note: Option<&'static str>,
-    pub language: Language,
+}
+
+impl PartialEq for Wording {
+    fn eq(&self, other: &Wording) -> bool {
+        self.meta.code == other.meta.code
+            && self.message == other.message
+            && self.label == other.label
+            && self.help == other.help
+            && self.note == other.note
+    }
+}
+
+impl Eq for Wording {}
+
+/// A finding: where, what and how to fix it. Its rule and texts are read
+/// through [`Finding::code`], [`Finding::message`] and the like (they are
+/// kept as one shared [`Wording`] and the quotes cut out of it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    pub(crate) wording: Arc<Wording>,
+    pub(crate) message_quote: Option<Box<str>>,
+    /// `None` also where the label quotes what the message does
+    /// (`label_quotes_message`).
+    pub(crate) label_quote: Option<Box<str>>,
+    /// Shared by the findings of one file.
+    pub path: Arc<str>,
     pub fingerprint: crate::filter::baseline::Fingerprint,
     pub span: Span,
+    pub line: u32,
+    pub column: u32,
+    pub end_line: u32,
+    pub end_column: u32,
     pub labels: Vec<Label>,
     /// A machine-applicable change, when the rule and the client allow one
     /// (boxed: most findings have none, and a dense file holds 10,000).
     pub fix: Option<Box<Fix>>,
+    pub severity: Severity,
+    pub language: Language,
+    pub(crate) label_quotes_message: bool,
 }
 
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<Finding>() == 136);
+
 impl Finding {
+    /// A finding of the rule `meta` in `path` with these texts, at its
+    /// rule's severity; its places (`span`, lines and columns, labels) and
+    /// fingerprint are set by the caller.
+    pub fn new(
+        meta: &'static RuleMeta,
+        path: Arc<str>,
+        language: Language,
+        message: &str,
+        label: &str,
+        help: &str,
+        note: Option<&'static str>,
+    ) -> Finding {
+        let (message, message_quote) = Text::new(message).into_parts();
+        let (label, label_quote) = Text::new(label).into_parts();
+        Finding {
+            wording: Arc::new(Wording {
+                meta,
+                message,
+                label,
+                help: shared(help),
+                note,
+            }),
+            message_quote,
+            label_quote,
+            path,
+            fingerprint: crate::filter::baseline::Fingerprint::default(),
+            span: Span::default(),
+            line: 0,
+            column: 0,
+            end_line: 0,
+            end_column: 0,
+            labels: Vec::new(),
+            fix: None,
+            severity: meta.severity,
+            language,
+            label_quotes_message: false,
+        }
+    }
+
+    /// The rule that reported it.
+    pub fn meta(&self) -> &'static RuleMeta {
+        self.wording.meta
+    }
+
+    /// The rule's code (`LL002`).
+    pub fn code(&self) -> &'static str {
+        self.wording.meta.code
+    }
+
+    /// The rule's name (`unconditional-release`).
+    pub fn name(&self) -> &'static str {
+        self.wording.meta.name
+    }
+
+    pub fn message(&self) -> TextView<'_> {
+        TextView {
+            words: &self.wording.message,
+            quote: self.message_quote.as_deref(),
+        }
+    }
+
+    /// The label under the primary span.
+    pub fn label(&self) -> TextView<'_> {
+        let quote = if self.label_quotes_message {
+            &self.message_quote
+        } else {
+            &self.label_quote
+        };
+        TextView {
+            words: &self.wording.label,
+            quote: quote.as_deref(),
+        }
+    }
+
+    /// Shared by the findings of the run that give the same advice.
+    pub fn help(&self) -> &str {
+        &self.wording.help
+    }
+
+    pub fn note(&self) -> Option<&'static str> {
+        self.wording.note
+    }
+
     /// The message with its `help:` (and, with `note`, its `note:`) on
     /// lines of their own: the one-text form of the reporters that take a
     /// single message (SARIF, GitHub, rdjson, the language server).
     pub fn full_message(&self, note: bool) -> String {
-        let mut text = self.message.to_string();
-        if !self.help.is_empty() {
+        let mut text = self.message().to_string();
+        if !self.help().is_empty() {
             text.push_str("\nhelp: ");
-            text.push_str(&self.help);
+            text.push_str(self.help());
         }
-        if let Some(n) = self.note.filter(|_| note) {
+        if let Some(n) = self.note().filter(|_| note) {
             text.push_str("\nnote: ");
             text.push_str(n);
         }
         text
     }
 
-    pub fn sort_key(&self) -> (&str, usize, usize, &str) {
-        (&self.path, self.line, self.column, self.code)
+    pub fn sort_key(&self) -> (&str, u32, u32, &str) {
+        (&self.path, self.line, self.column, self.code())
     }
 }
 
@@ -431,6 +582,13 @@ impl<'a> LineIndex<'a> {
         base + self.units_in(&self.src.as_bytes()[from..offset])
     }
 
+    /// [`LineIndex::line_col`] as the `u32`s a [`Finding`] keeps (a file
+    /// the engine reads is at most 256 MiB).
+    pub fn place(&self, offset: usize) -> (u32, u32) {
+        let (line, column) = self.line_col(offset);
+        (crate::facts::offset32(line), crate::facts::offset32(column))
+    }
+
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let mut offset = offset.min(self.src.len());
         while !self.src.is_char_boundary(offset) {
@@ -528,30 +686,27 @@ impl<'a> LineIndex<'a> {
 #[cfg(test)]
 mod tests {
     use super::{sort_findings, Finding, LineIndex, Severity, Text};
-    use crate::facts::{Language, Span};
+    use crate::facts::Language;
 
     /// The sort through indices gives the stable sort's order: findings
     /// with equal keys (told apart by their message) keep theirs.
     #[test]
     fn findings_sort_stably_through_indices() {
-        let f = |path: &str, line: usize, code: &'static str, n: usize| Finding {
-            code,
-            name: "",
-            severity: Severity::Warning,
-            path: path.into(),
-            line,
-            column: 1,
-            end_line: line,
-            end_column: 1,
-            message: n.to_string().into(),
-            label: "".into(),
-            help: "".into(),
-            note: None,
-            language: Language::Python,
-            fingerprint: crate::filter::baseline::fingerprint("", "", "", 0),
-            span: Span::default(),
-            labels: Vec::new(),
-            fix: None,
+        let f = |path: &str, line: usize, code: &'static str, n: usize| {
+            let meta = crate::rules::lookup(code).expect("a rule");
+            let mut f = Finding::new(
+                meta,
+                path.into(),
+                Language::Python,
+                &n.to_string(),
+                "",
+                "",
+                None,
+            );
+            f.severity = Severity::Warning;
+            (f.line, f.end_line) = (line as u32, line as u32);
+            (f.column, f.end_column) = (1, 1);
+            f
         };
         let mut v = Vec::new();
         for n in 0..200 {
@@ -561,7 +716,11 @@ mod tests {
         let mut want = v.clone();
         want.sort_by(|a, b| a.sort_key().cmp(&b.sort_key()));
         sort_findings(&mut v);
-        let msgs = |v: &[Finding]| v.iter().map(|f| f.message.to_string()).collect::<Vec<_>>();
+        let msgs = |v: &[Finding]| {
+            v.iter()
+                .map(|f| f.message().to_string())
+                .collect::<Vec<_>>()
+        };
         assert_eq!(msgs(&v), msgs(&want));
         // already sorted: unchanged
         sort_findings(&mut v);

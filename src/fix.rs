@@ -16,8 +16,8 @@ pub fn resolve(draft: FixDraft, index: &LineIndex) -> Fix {
         .edits
         .into_iter()
         .map(|(span, replacement)| {
-            let (line, column) = index.line_col(span.start());
-            let (end_line, end_column) = index.line_col(span.end().max(span.start()));
+            let (line, column) = index.place(span.start());
+            let (end_line, end_column) = index.place(span.end().max(span.start()));
             Edit {
                 span: Span::new(span.start(), span.end().max(span.start())),
                 replacement: Text::code(&replacement),
@@ -175,7 +175,7 @@ pub struct FileFix {
     pub applied: BTreeMap<&'static str, usize>,
     /// Fixes not applied because the result would not parse (or would
     /// raise a new finding): (line, code).
-    pub refused: Vec<(usize, &'static str)>,
+    pub refused: Vec<(u32, &'static str)>,
 }
 
 impl FileFix {
@@ -224,7 +224,7 @@ pub fn fix_source(
         let (text, _) = apply(&out.fixed, &all);
         if acceptable(display, &out.fixed, &text, language, settings, &findings) {
             for f in &candidates {
-                *out.applied.entry(f.code).or_insert(0) += 1;
+                *out.applied.entry(f.code()).or_insert(0) += 1;
             }
             out.fixed = text;
             continue;
@@ -233,11 +233,11 @@ pub fn fix_source(
         let fix = first.fix.as_deref().map(|f| vec![f]).unwrap_or_default();
         let (text, n) = apply(&out.fixed, &fix);
         if n == 1 && acceptable(display, &out.fixed, &text, language, settings, &findings) {
-            *out.applied.entry(first.code).or_insert(0) += 1;
+            *out.applied.entry(first.code()).or_insert(0) += 1;
             out.fixed = text;
         } else {
             refused_fp.insert(first.fingerprint.to_string());
-            out.refused.push((first.line, first.code));
+            out.refused.push((first.line, first.code()));
         }
     }
     out
@@ -261,7 +261,7 @@ fn acceptable(
     let count = |fs: &[Finding]| {
         let mut m: BTreeMap<&str, usize> = BTreeMap::new();
         for f in fs {
-            *m.entry(f.code).or_insert(0) += 1;
+            *m.entry(f.code()).or_insert(0) += 1;
         }
         m
     };

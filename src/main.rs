@@ -274,9 +274,9 @@ fn load_config(args: &CheckArgs, cwd: &Path) -> Result<Config, String> {
 fn stats_table(report: &Report) -> String {
     let mut counts: Vec<(usize, &str, &str, &str)> = Vec::new();
     for f in &report.findings {
-        match counts.iter_mut().find(|c| c.1 == f.code) {
+        match counts.iter_mut().find(|c| c.1 == f.code()) {
             Some(c) => c.0 += 1,
-            None => counts.push((1, f.code, f.name, f.severity.as_str())),
+            None => counts.push((1, f.code(), f.name(), f.severity.as_str())),
         }
     }
     counts.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));

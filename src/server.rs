@@ -430,8 +430,8 @@ impl State {
                 })
                 .collect();
             let title = match fix.applicability {
-                Applicability::Safe => format!("{}: {}", f.code, fix.message),
-                _ => format!("{}: {} (unsafe: review it)", f.code, fix.message),
+                Applicability::Safe => format!("{}: {}", f.code(), fix.message),
+                _ => format!("{}: {} (unsafe: review it)", f.code(), fix.message),
             };
             out.push(CodeActionOrCommand::CodeAction(CodeAction {
                 title,
@@ -455,7 +455,7 @@ impl State {
         let f = findings
             .iter()
             .find(|f| f.span.start() <= at && at <= f.span.end().max(f.span.start() + 1))?;
-        let meta = filter::lookup(f.code)?;
+        let meta = filter::lookup(f.code())?;
         let value = format!(
             "**{} {}** ({})\n\n{}\n\n{}",
             meta.code,
@@ -494,7 +494,7 @@ fn diagnostic(index: &LineIndex, f: &Finding) -> Diagnostic {
             crate::Severity::Error => DiagnosticSeverity::ERROR,
             crate::Severity::Warning => DiagnosticSeverity::WARNING,
         }),
-        code: Some(NumberOrString::String(f.code.to_string())),
+        code: Some(NumberOrString::String(f.code().to_string())),
         source: Some("locklint".into()),
         message,
         ..Diagnostic::default()

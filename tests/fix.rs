@@ -59,7 +59,7 @@ fn fixed_fixtures_at(
         let name = display(&path);
         let findings = locklint::check_source(&name, &src, language, &settings);
         let safe = findings.iter().any(|f| {
-            f.code == code
+            f.code() == code
                 && f.fix
                     .as_ref()
                     .is_some_and(|x| x.applicability == applicability)
@@ -100,7 +100,7 @@ fn safe_ll003_fixes_remove_the_finding_and_a_second_run_is_a_no_op() {
         let before = locklint::check_source(name, src, *language, &settings);
         let ll003 = |fs: &[locklint::Finding], safe_only: bool| {
             fs.iter()
-                .filter(|f| f.code == "LL003")
+                .filter(|f| f.code() == "LL003")
                 .filter(|f| {
                     !safe_only
                         || f.fix
@@ -147,7 +147,7 @@ fn unsafe_ll002_fixes_release_with_the_token_and_remove_the_finding() {
     }
     for (name, language, _, new) in &fixed {
         let after = locklint::check_source(name, new, *language, &settings);
-        assert!(after.iter().all(|f| f.code != "LL002"), "{name}:\n{new}");
+        assert!(after.iter().all(|f| f.code() != "LL002"), "{name}:\n{new}");
         // The script is declared once, and a second run changes nothing.
         assert_eq!(new.matches("ARGV[1] then").count(), 1, "{name}:\n{new}");
         let again = fix::fix_source(name, new, *language, &settings, Level::Unsafe);
@@ -188,7 +188,7 @@ fn unsafe_ll005_fixes_compare_and_delete_in_one_step() {
     assert!(!names.contains(&"fixtures/php/ll005_bad_deadline_takeover_del_setnx.php"));
     for (name, language, _, new) in &fixed {
         let after = locklint::check_source(name, new, *language, &settings);
-        assert!(after.iter().all(|f| f.code != "LL005"), "{name}:\n{new}");
+        assert!(after.iter().all(|f| f.code() != "LL005"), "{name}:\n{new}");
         let again = fix::fix_source(name, new, *language, &settings, Level::Unsafe);
         assert!(
             !again.changed(),
@@ -208,7 +208,7 @@ fn ll007_extends_only_with_the_token_and_ll011_suggests_one_set_nx() {
     );
     for (name, language, _, new) in &fixed {
         let after = locklint::check_source(name, new, *language, &settings);
-        assert!(after.iter().all(|f| f.code != "LL007"), "{name}:\n{new}");
+        assert!(after.iter().all(|f| f.code() != "LL007"), "{name}:\n{new}");
         assert!(
             new.contains("redis.call('pexpire', KEYS[1], ARGV[2])"),
             "{name}"
@@ -246,7 +246,7 @@ fn ll007_extends_only_with_the_token_and_ll011_suggests_one_set_nx() {
         let found = locklint::check_source(file, &src, language, &settings);
         let fix = found
             .iter()
-            .filter(|f| f.code == code)
+            .filter(|f| f.code() == code)
             .find_map(|f| f.fix.as_ref())
             .unwrap_or_else(|| panic!("{file}: no {code} fix"));
         assert_eq!(fix.applicability, Applicability::DisplayOnly, "{file}");
@@ -289,13 +289,15 @@ fn ll001_and_ll009_fixes_bind_a_fresh_token_used_by_the_release() {
         let before = locklint::check_source(name, old, *language, &settings);
         let after = locklint::check_source(name, new, *language, &settings);
         assert!(
-            after.iter().all(|f| f.code != "LL001" && f.code != "LL009"),
+            after
+                .iter()
+                .all(|f| f.code() != "LL001" && f.code() != "LL009"),
             "{name}: {after:?}\n{new}"
         );
         // the releases beside the acquire now use the token; a release in
         // another function (a consumer's clean-up) is left as it was
         let ll002 =
-            |fs: &[locklint::finding::Finding]| fs.iter().filter(|f| f.code == "LL002").count();
+            |fs: &[locklint::finding::Finding]| fs.iter().filter(|f| f.code() == "LL002").count();
         assert!(
             ll002(&after) == 0 || ll002(&after) < ll002(&before),
             "{name}: {after:?}\n{new}"
@@ -340,7 +342,9 @@ fn from_redis_8_4_the_release_fix_is_delex_ifeq() {
         );
         let after = locklint::check_source(file, &result.fixed, language, &settings);
         assert!(
-            after.iter().all(|f| f.code != "LL002" && f.code != "LL005"),
+            after
+                .iter()
+                .all(|f| f.code() != "LL002" && f.code() != "LL005"),
             "{file}: {after:?}"
         );
     }

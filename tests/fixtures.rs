@@ -35,7 +35,7 @@ fn every_fixture_reports_exactly_what_it_declares() {
         let lang = Language::from_path(path).unwrap();
         let got: BTreeSet<(String, usize, usize)> = check_source(&rel, &src, lang, &settings)
             .into_iter()
-            .map(|f| (f.code.to_string(), f.line, f.column))
+            .map(|f| (f.code().to_string(), f.line as usize, f.column as usize))
             .collect();
         if got != want {
             failures.push(format!("{rel}:\n  expected {want:?}\n  got      {got:?}"));

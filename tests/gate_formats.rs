@@ -12,27 +12,22 @@ use locklint::{FileError, Finding, Report, Severity};
 use serde_json::Value;
 use std::sync::Arc;
 
-fn finding(code: &str, path: &str, line: usize, column: usize, message: &str) -> Finding {
+fn finding(code: &str, path: &str, line: u32, column: u32, message: &str) -> Finding {
     let meta = locklint::filter::lookup(code).expect("known rule");
-    Finding {
-        code: meta.code,
-        name: meta.name,
-        severity: meta.severity,
-        path: path.into(),
-        line,
-        column,
-        end_line: line,
-        end_column: column + 10,
-        message: message.into(),
-        label: "here".into(),
-        help: "release through a compare-and-delete script".into(),
-        note: Some("a lease can still expire while its holder is paused"),
-        language: Language::Rust,
-        fingerprint: locklint::filter::baseline::fingerprint(code, path, "", line),
-        span: Span::new(0, 10),
-        labels: Vec::new(),
-        fix: None,
-    }
+    let mut f = Finding::new(
+        meta,
+        path.into(),
+        Language::Rust,
+        message,
+        "here",
+        "release through a compare-and-delete script",
+        Some("a lease can still expire while its holder is paused"),
+    );
+    (f.line, f.column) = (line, column);
+    (f.end_line, f.end_column) = (line, column + 10);
+    f.fingerprint = locklint::filter::baseline::fingerprint(code, path, "", line as usize);
+    f.span = Span::new(0, 10);
+    f
 }
 
 fn report() -> Report {

@@ -9,25 +9,12 @@ use locklint::{Finding, Settings, Severity};
 
 fn finding(code: &str, line: usize, end_line: usize) -> Finding {
     let meta = locklint::filter::lookup(code).expect("known rule");
-    Finding {
-        code: meta.code,
-        name: meta.name,
-        severity: meta.severity,
-        path: "src/x".into(),
-        line,
-        column: 5,
-        end_line,
-        end_column: 20,
-        message: "m".into(),
-        label: "l".into(),
-        help: "h".into(),
-        note: None,
-        language: Language::Rust,
-        fingerprint: locklint::filter::baseline::fingerprint(code, "src/x", "", line),
-        span: Span::new(0, 1),
-        labels: Vec::new(),
-        fix: None,
-    }
+    let mut f = Finding::new(meta, "src/x".into(), Language::Rust, "m", "l", "h", None);
+    (f.line, f.column) = (line as u32, 5);
+    (f.end_line, f.end_column) = (end_line as u32, 20);
+    f.fingerprint = locklint::filter::baseline::fingerprint(code, "src/x", "", line);
+    f.span = Span::new(0, 1);
+    f
 }
 
 fn run(
@@ -38,7 +25,7 @@ fn run(
 ) -> Vec<(String, usize)> {
     suppress::apply("src/x", src, lang, findings, settings)
         .into_iter()
-        .map(|f| (f.code.to_string(), f.line))
+        .map(|f| (f.code().to_string(), f.line as usize))
         .collect()
 }
 
@@ -139,12 +126,12 @@ fn only_the_named_rules_are_silenced_and_each_unused_entry_is_reported() {
     let src = "fn f() {\n    // locklint: allow(LL002, constant-lock-value)\n    con.del(&lock_key)?;\n}\n";
     let findings = vec![finding("LL002", 3, 3), finding("LL005", 3, 3)];
     let out = suppress::apply("src/x", src, Language::Rust, findings, &s);
-    let got: Vec<_> = out.iter().map(|f| (f.code, f.line)).collect();
+    let got: Vec<_> = out.iter().map(|f| (f.code(), f.line)).collect();
     assert_eq!(got, vec![("LL100", 2), ("LL005", 3)]);
     assert!(
-        out[0].message.to_string().contains("constant-lock-value"),
+        out[0].message().to_string().contains("constant-lock-value"),
         "{}",
-        out[0].message
+        out[0].message()
     );
     assert_eq!(out[0].severity, Severity::Warning);
     assert_eq!((out[0].line, out[0].column), (2, 8));
@@ -156,12 +143,15 @@ fn an_unknown_rule_is_reported_with_a_suggestion() {
     let src = "fn f() {\n    con.del(&lock_key)?; // locklint: allow(LL02)\n}\n";
     let out = suppress::apply("src/x", src, Language::Rust, ll002_at(2), &s);
     assert_eq!(out.len(), 2);
-    assert_eq!(out[0].code, "LL002");
-    assert_eq!(out[1].code, "LL100");
+    assert_eq!(out[0].code(), "LL002");
+    assert_eq!(out[1].code(), "LL100");
     assert!(
-        out[1].message.to_string().contains("did you mean `LL002`?"),
+        out[1]
+            .message()
+            .to_string()
+            .contains("did you mean `LL002`?"),
         "{}",
-        out[1].message
+        out[1].message()
     );
 }
 
@@ -201,7 +191,7 @@ fn the_pipeline_applies_suppressions_and_reports_stale_ones() {
         Language::Rust,
         &Settings::default(),
     );
-    let got: Vec<_> = out.iter().map(|f| (f.code, f.line, f.column)).collect();
+    let got: Vec<_> = out.iter().map(|f| (f.code(), f.line, f.column)).collect();
     assert_eq!(got, vec![("LL100", 2, 8)]);
     assert_eq!(out[0].fingerprint.len(), 16);
 }
@@ -221,11 +211,13 @@ fn real_findings_are_silenced_in_the_pipeline() {
         Language::Rust,
         &Settings::default(),
     );
-    assert!(before.iter().any(|f| f.code == "LL002"), "{before:?}");
+    assert!(before.iter().any(|f| f.code() == "LL002"), "{before:?}");
     let after =
         locklint::check_source("src/release.rs", &src, Language::Rust, &Settings::default());
     assert!(
-        after.iter().all(|f| f.code != "LL002" && f.code != "LL100"),
+        after
+            .iter()
+            .all(|f| f.code() != "LL002" && f.code() != "LL100"),
         "{after:?}"
     );
 }
@@ -247,7 +239,7 @@ pub fn release(con: &mut redis::Connection, token: &str) -> redis::RedisResult<(
 ";
     let s = Settings::default();
     let before = locklint::check_source("src/release.rs", src, Language::Rust, &s);
-    let got: Vec<_> = before.iter().map(|f| (f.code, f.line)).collect();
+    let got: Vec<_> = before.iter().map(|f| (f.code(), f.line)).collect();
     assert_eq!(
         got,
         vec![("LL002", 7)],

@@ -55,11 +55,11 @@ fn every_fixture_finding_can_be_suppressed_on_the_line_above() {
         let before = check_source(&display, &src, lang, &settings);
         for f in &before {
             let lines: Vec<&str> = src.split_inclusive('\n').collect();
-            let indent: String = lines[f.line - 1]
+            let indent: String = lines[f.line as usize - 1]
                 .chars()
                 .take_while(|c| c.is_whitespace())
                 .collect();
-            let mut at = f.line;
+            let mut at = f.line as usize;
             while at > 1 && lines[at - 2].trim_end().ends_with('\\') {
                 at -= 1;
             }
@@ -69,7 +69,7 @@ fn every_fixture_finding_can_be_suppressed_on_the_line_above() {
                     if i + 1 == at {
                         edited.push_str(&format!(
                             "{indent}{opener} locklint: allow({}) -- test\n",
-                            f.code
+                            f.code()
                         ));
                     }
                     edited.push_str(l);
@@ -77,13 +77,13 @@ fn every_fixture_finding_can_be_suppressed_on_the_line_above() {
                 let after = check_source(&display, &edited, lang, &settings);
                 let silenced = !after
                     .iter()
-                    .any(|g| g.code == f.code && g.line == f.line + 1);
-                let no_stale = !after.iter().any(|g| g.code == "LL100");
+                    .any(|g| g.code() == f.code() && g.line == f.line + 1);
+                let no_stale = !after.iter().any(|g| g.code() == "LL100");
                 silenced && no_stale
             });
             checked += 1;
             if !ok {
-                failures.push(format!("{display}: {}@{}:{}", f.code, f.line, f.column));
+                failures.push(format!("{display}: {}@{}:{}", f.code(), f.line, f.column));
             }
         }
     }

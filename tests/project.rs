@@ -12,7 +12,7 @@ use locklint::{check_paths, Settings};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-type Expect = BTreeSet<(String, String, usize, usize)>;
+type Expect = BTreeSet<(String, String, u32, u32)>;
 
 fn files_in(dir: &Path, out: &mut Vec<PathBuf>) {
     expect::source_files(dir, &[], out);
@@ -26,7 +26,7 @@ fn expected(case: &Path) -> Expect {
         let rel = path.strip_prefix(case).unwrap().display().to_string();
         let src = std::fs::read_to_string(&path).unwrap();
         for (code, l, c) in expect::declared(&src, &path) {
-            set.insert((rel.clone(), code, l, c));
+            set.insert((rel.clone(), code, l as u32, c as u32));
         }
     }
     set
@@ -48,7 +48,7 @@ fn got(case: &Path, paths: &[PathBuf]) -> Expect {
                 .unwrap_or(Path::new(&*f.path))
                 .display()
                 .to_string();
-            (rel, f.code.to_string(), f.line, f.column)
+            (rel, f.code().to_string(), f.line, f.column)
         })
         .collect()
 }
@@ -95,7 +95,7 @@ fn call_site_findings_need_the_other_files() {
         &Settings::default(),
     );
     assert!(
-        findings.iter().all(|f| f.code != "LL001"),
+        findings.iter().all(|f| f.code() != "LL001"),
         "LL001 needs RedisUtil.tryLock's summary: {findings:?}"
     );
 }
@@ -112,10 +112,10 @@ fn one_named_file_is_linked_against_its_project() {
         ..Settings::default()
     };
     let report = check_paths(std::slice::from_ref(&caller), &settings);
-    let got: Vec<(String, usize)> = report
+    let got: Vec<(String, u32)> = report
         .findings
         .iter()
-        .map(|f| (f.code.to_string(), f.line))
+        .map(|f| (f.code().to_string(), f.line))
         .collect();
     assert_eq!(got, [("LL001".to_string(), 8), ("LL002".to_string(), 12)]);
     assert!(report
@@ -162,7 +162,7 @@ fn each_wrapper_case_links_one_named_file_against_its_project() {
                     let rel = Path::new(&*f.path).strip_prefix(case).unwrap();
                     (
                         rel.display().to_string(),
-                        f.code.to_string(),
+                        f.code().to_string(),
                         f.line,
                         f.column,
                     )
@@ -378,7 +378,7 @@ fn vercel_json_edits_are_seen_through_a_warm_cache() {
     let codes = || {
         let report = check_paths(&[root.to_path_buf()], &settings);
         assert!(report.errors.is_empty(), "{:?}", report.errors);
-        let mut c: Vec<&str> = report.findings.iter().map(|f| f.code).collect();
+        let mut c: Vec<&str> = report.findings.iter().map(|f| f.code()).collect();
         c.sort_unstable();
         c
     };
@@ -443,7 +443,7 @@ fn a_warm_named_run_sees_a_wrapper_removed_added_or_edited_elsewhere() {
     let ll001 = || {
         let report = check_paths(std::slice::from_ref(&caller), &settings);
         assert!(report.errors.is_empty(), "{:?}", report.errors);
-        report.findings.iter().any(|f| f.code == "LL001")
+        report.findings.iter().any(|f| f.code() == "LL001")
     };
     let cache_files = || -> Vec<(PathBuf, SystemTime)> {
         let mut v: Vec<(PathBuf, SystemTime)> = walk_files(&root.join(".locklint_cache"))

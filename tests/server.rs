@@ -225,7 +225,7 @@ fn scripted_session_fixes_a_finding_and_survives_a_malformed_message() {
         &locklint::Settings::default(),
     );
     assert_eq!(
-        by_default.iter().map(|f| f.code).collect::<Vec<_>>(),
+        by_default.iter().map(|f| f.code()).collect::<Vec<_>>(),
         ["LL004"]
     );
     let take = format!("{root}/take.py");

@@ -11,7 +11,7 @@ fn check(path: &str, src: &str, lang: Language) -> Vec<Finding> {
 }
 
 fn count(findings: &[Finding], code: &str) -> usize {
-    findings.iter().filter(|f| f.code == code).count()
+    findings.iter().filter(|f| f.code() == code).count()
 }
 
 /// 1-based line and character column of byte `offset` (the slow, obvious way).
@@ -65,9 +65,9 @@ fn many_calls_on_one_long_line_are_all_found_at_their_columns() {
         .map(|o| position(&src, o + 1))
         .collect();
     for f in &found {
-        let want = if f.code == "LL004" { &sets } else { &dels };
+        let want = if f.code() == "LL004" { &sets } else { &dels };
         assert!(
-            want.contains(&(f.line, f.column)),
+            want.contains(&(f.line as usize, f.column as usize)),
             "{}:{}",
             f.line,
             f.column
@@ -112,7 +112,7 @@ fn fingerprints_of_many_finding_lines_follow_the_baseline_formula() {
     let mut groups: std::collections::HashMap<(&str, &str), Vec<&str>> = Default::default();
     for f in &found {
         groups
-            .entry((f.code, text[f.line - 1]))
+            .entry((f.code(), text[f.line as usize - 1]))
             .or_default()
             .push(f.fingerprint.as_str());
     }
@@ -181,7 +181,10 @@ fn one_call_after_a_long_line_of_other_code() {
     let found = check("long.js", &src, Language::JavaScript);
     assert_eq!(found.len(), 1);
     let at = src.find(".set(").unwrap() + 1;
-    assert_eq!((found[0].line, found[0].column), position(&src, at));
+    assert_eq!(
+        (found[0].line as usize, found[0].column as usize),
+        position(&src, at)
+    );
 }
 
 #[test]

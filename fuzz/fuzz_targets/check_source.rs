@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
     let settings = locklint::Settings::default();
     for f in locklint::check_source(name, &src, lang, &settings) {
         let lines = src.lines().count().max(1);
-        assert!(f.line >= 1 && f.line <= lines + 1, "line {} of {lines}", f.line);
+        assert!(f.line >= 1 && f.line as usize <= lines + 1, "line {} of {lines}", f.line);
         assert!(f.column >= 1);
         assert!(f.end_line >= f.line);
     }

@@ -109,7 +109,7 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 /// A finding's fingerprint: 16 lowercase hex digits, kept in place (as a
 /// `String` it cost 40 bytes more a finding, a file of dense findings
 /// holds 10,000).
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Fingerprint([u8; 16]);
 
 impl Fingerprint {
@@ -212,10 +212,10 @@ pub fn write(path: &Path, report: &Report) -> Result<(), String> {
             .iter()
             .map(|f| Entry {
                 fingerprint: f.fingerprint.to_string(),
-                code: f.code.to_string(),
+                code: f.code().to_string(),
                 path: normalise_path(&f.path),
-                line: f.line,
-                message: f.message.to_string(),
+                line: f.line as usize,
+                message: f.message().to_string(),
             })
             .collect(),
     };

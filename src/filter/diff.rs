@@ -100,9 +100,14 @@ impl ChangedLines {
     /// Keeps only the findings on changed lines; returns how many were dropped.
     pub fn filter(&self, report: &mut Report, cwd: &Path) -> usize {
         let before = report.findings.len();
-        report
-            .findings
-            .retain(|f| self.touches(Path::new(&*f.path), f.line, f.end_line, cwd));
+        report.findings.retain(|f| {
+            self.touches(
+                Path::new(&*f.path),
+                f.line as usize,
+                f.end_line as usize,
+                cwd,
+            )
+        });
         before - report.findings.len()
     }
 }

@@ -252,40 +252,33 @@ pub fn apply(
                         a.text
                     ),
                 };
-                let (line, column) = index.line_col(s.span.start());
-                let (end_line, end_column) = index.line_col(s.span.end());
+                let (line, _) = index.line_col(s.span.start());
                 let text = index.line_text(line);
                 let norm = baseline::normalise_line(text);
                 let n = seen.entry(norm).or_insert(0);
                 *n += 1;
-                unused.push(Finding {
-                    code: UNUSED_SUPPRESSION.code,
-                    name: UNUSED_SUPPRESSION.name,
-                    severity: settings
-                        .severity
-                        .get(UNUSED_SUPPRESSION.code)
-                        .copied()
-                        .unwrap_or(UNUSED_SUPPRESSION.severity),
-                    path: display_path.into(),
-                    line,
-                    column,
-                    end_line,
-                    end_column,
-                    message: message.into(),
-                    label: "silences nothing".into(),
-                    help: help.into(),
-                    note: None,
+                let mut f = Finding::new(
+                    &UNUSED_SUPPRESSION,
+                    display_path.into(),
                     language,
-                    fingerprint: baseline::fingerprint(
-                        UNUSED_SUPPRESSION.code,
-                        display_path,
-                        &format!("{text}\0{}", a.text),
-                        *n,
-                    ),
-                    span: s.span,
-                    labels: Vec::new(),
-                    fix: None,
-                });
+                    &message,
+                    "silences nothing",
+                    help,
+                    None,
+                );
+                if let Some(&severity) = settings.severity.get(UNUSED_SUPPRESSION.code) {
+                    f.severity = severity;
+                }
+                (f.line, f.column) = index.place(s.span.start());
+                (f.end_line, f.end_column) = index.place(s.span.end());
+                f.fingerprint = baseline::fingerprint(
+                    UNUSED_SUPPRESSION.code,
+                    display_path,
+                    &format!("{text}\0{}", a.text),
+                    *n,
+                );
+                f.span = s.span;
+                unused.push(f);
             }
         }
     }
@@ -314,23 +307,24 @@ fn silence(
     // Only comments from 9 lines above on can cover the finding (its line,
     // the line above, or above a statement start at most 8 lines up):
     // the comments are in line order, so the search starts there.
-    let first = sups.partition_point(|s| s.line + 9 < f.line);
+    let (line, end_line) = (f.line as usize, f.end_line as usize);
+    let first = sups.partition_point(|s| s.line + 9 < line);
     for (si, s) in sups.iter().enumerate().skip(first) {
-        if s.line > f.end_line.max(f.line) {
+        if s.line > end_line.max(line) {
             break;
         }
-        let Some(ai) = s.allowed.iter().position(|a| a.code == Some(f.code)) else {
+        let Some(ai) = s.allowed.iter().position(|a| a.code == Some(f.code())) else {
             continue;
         };
         // The statement start is looked up only when a comment could need it.
-        let direct = s.line + 1 >= f.line && s.line <= f.end_line.max(f.line);
+        let direct = s.line + 1 >= line && s.line <= end_line.max(line);
         let ok = direct || {
             let st = *stmt.get_or_insert_with(|| {
                 *starts
-                    .entry(f.line)
-                    .or_insert_with(|| statement_start(index, f.line, language))
+                    .entry(line)
+                    .or_insert_with(|| statement_start(index, line, language))
             });
-            covers(s.line, f.line, f.end_line, st)
+            covers(s.line, line, end_line, st)
         };
         if ok {
             used[si][ai] = true;
@@ -416,7 +410,7 @@ mod tests {
             for lang in [Language::Rust, Language::Python, Language::Lua] {
                 let _ = parse(src, lang);
                 let f = apply("x", src, lang, Vec::new(), &Settings::default());
-                assert!(f.iter().all(|f| f.code == "LL100"));
+                assert!(f.iter().all(|f| f.code() == "LL100"));
             }
         }
         let s = parse("/* locklint: allow(LL002, , ,) */", Language::Java);

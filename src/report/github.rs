@@ -37,7 +37,7 @@ impl Emitter for Github {
                 f.column,
                 f.end_line,
                 f.end_column,
-                escape_property(&format!("{} {}", f.code, f.name)),
+                escape_property(&format!("{} {}", f.code(), f.name())),
                 escape_data(&message)
             )?;
         }

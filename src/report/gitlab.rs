@@ -27,9 +27,9 @@ impl serde::Serialize for Issues<'_> {
             json!({
                 "type": "issue",
                 "engine_name": "locklint",
-                "check_name": format!("{} {}", f.code, f.name),
-                "description": format!("{}: {}", f.code, f.message),
-                "content": { "body": format!("help: {}", f.help) },
+                "check_name": format!("{} {}", f.code(), f.name()),
+                "description": format!("{}: {}", f.code(), f.message()),
+                "content": { "body": format!("help: {}", f.help()) },
                 "categories": ["Bug Risk"],
                 "severity": match f.severity {
                     Severity::Error => "major",

@@ -152,7 +152,7 @@ impl SourceCode for Lines {
 
 impl fmt::Debug for Diag<'_> {
     fn fmt(&self, fm: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(fm, "{}", self.f.message)
+        write!(fm, "{}", self.f.message())
     }
 }
 
@@ -163,9 +163,9 @@ impl fmt::Display for Diag<'_> {
             fm,
             "{}[{}] {}: {}",
             f.severity.as_str(),
-            f.code,
-            f.name,
-            f.message
+            f.code(),
+            f.name(),
+            f.message()
         )
     }
 }
@@ -181,7 +181,7 @@ impl miette::Diagnostic for Diag<'_> {
     }
 
     fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
-        let mut h = self.f.help.to_string();
+        let mut h = self.f.help().to_string();
         // --- fix (issue 11): the fix as a diff under `help:` ---
         if let Some(fix) = &self.f.fix {
             let how = match fix.applicability {
@@ -197,7 +197,7 @@ impl miette::Diagnostic for Diag<'_> {
             }
         }
         // --- end fix ---
-        if let Some(n) = &self.f.note {
+        if let Some(n) = &self.f.note() {
             h.push_str("\nnote: ");
             h.push_str(n);
         }
@@ -211,7 +211,7 @@ impl miette::Diagnostic for Diag<'_> {
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
         let f = self.f;
         let (start, len) = first_line(&self.text, f.span.start(), f.span.end());
-        let primary = LabeledSpan::new_primary_with_span(Some(f.label.to_string()), (start, len));
+        let primary = LabeledSpan::new_primary_with_span(Some(f.label().to_string()), (start, len));
         let rest = f.labels.iter().map(|l| {
             LabeledSpan::new_with_span(
                 Some(l.text.to_string()),
@@ -287,8 +287,8 @@ impl Emitter for Human {
                     s = format!(
                         "{}[{}] {}: {}:{}:{}\n",
                         f.severity.as_str(),
-                        f.code,
-                        f.message,
+                        f.code(),
+                        f.message(),
                         f.path,
                         f.line,
                         f.column

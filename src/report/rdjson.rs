@@ -11,10 +11,10 @@ use std::io::{self, Write};
 pub struct Rdjson;
 
 /// A 1-based character column of `line` as a 1-based byte column.
-fn byte_column(index: Option<&LineIndex>, line: usize, column: usize) -> usize {
+fn byte_column(index: Option<&LineIndex>, line: u32, column: u32) -> usize {
     match index {
-        Some(index) => index.byte_column(line, column),
-        None => column,
+        Some(index) => index.byte_column(line as usize, column as usize),
+        None => column as usize,
     }
 }
 
@@ -97,7 +97,7 @@ fn diagnostic(f: &Finding, index: Option<&LineIndex>) -> serde_json::Value {
             Severity::Warning => "WARNING",
         },
         "source": { "name": "locklint" },
-        "code": { "value": format!("{} {}", f.code, f.name) },
+        "code": { "value": format!("{} {}", f.code(), f.name()) },
     })
 }
 
@@ -136,7 +136,7 @@ mod tests {
                 let n = text.chars().count();
                 for column in (0..n + 3).filter(|c| *c < 40 || c % 97 == 0 || *c + 3 >= n) {
                     assert_eq!(
-                        byte_column(Some(&index), line, column),
+                        byte_column(Some(&index), line as u32, column as u32),
                         reference(text, column),
                         "line {line} column {column}"
                     );

@@ -144,8 +144,8 @@ impl serde::Serialize for Results<'_> {
 
 /// One finding as a SARIF result.
 fn result(f: &crate::finding::Finding, metas: &[&crate::rules::RuleMeta]) -> Value {
-    let rule_index = metas.iter().position(|m| m.code == f.code);
-    let location = |line: usize, column: usize, end: Option<(usize, usize)>| {
+    let rule_index = metas.iter().position(|m| m.code == f.code());
+    let location = |line: u32, column: u32, end: Option<(u32, u32)>| {
         let mut region = json!({ "startLine": line, "startColumn": column });
         if let Some((el, ec)) = end {
             region["endLine"] = json!(el);
@@ -161,7 +161,7 @@ fn result(f: &crate::finding::Finding, metas: &[&crate::rules::RuleMeta]) -> Val
     };
     let text = f.full_message(true);
     let mut r = json!({
-        "ruleId": f.code,
+        "ruleId": f.code(),
         "level": level(f.severity),
         "message": { "text": text },
         "locations": [location(f.line, f.column, Some((f.end_line, f.end_column.max(1))))],

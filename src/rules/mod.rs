@@ -129,17 +129,13 @@ impl Reports {
         self.quotes.get(from..from + len).map(Box::from)
     }
 
-    /// The message and label of `d`.
-    pub fn texts(&self, d: &Reported) -> (Text, Text) {
-        let message_quote = self.quote(d.message_quote);
-        let label_quote = if d.label_quotes_message {
-            message_quote.clone()
-        } else {
-            self.quote(d.label_quote)
-        };
+    /// The quotes of `d`'s message and label (`None` for the label's
+    /// where it quotes what the message does: the flag).
+    pub fn quotes(&self, d: &Reported) -> (Option<Box<str>>, Option<Box<str>>, bool) {
         (
-            Text::from_parts(std::sync::Arc::clone(&d.wording.message), message_quote),
-            Text::from_parts(std::sync::Arc::clone(&d.wording.label), label_quote),
+            self.quote(d.message_quote),
+            self.quote(d.label_quote),
+            d.label_quotes_message,
         )
     }
 
@@ -182,15 +178,7 @@ impl Reports {
     }
 }
 
-/// What the findings of one rule that read alike share ([`Reported`]).
-#[derive(Debug)]
-struct Wording {
-    meta: &'static RuleMeta,
-    message: std::sync::Arc<str>,
-    label: std::sync::Arc<str>,
-    help: std::sync::Arc<str>,
-    note: Option<&'static str>,
-}
+use crate::finding::Wording;
 
 impl Reported {
     pub fn meta(&self) -> &'static RuleMeta {
@@ -206,12 +194,9 @@ impl Reported {
         self.own_flow
     }
 
-    pub fn help(&self) -> std::sync::Arc<str> {
-        std::sync::Arc::clone(&self.wording.help)
-    }
-
-    pub fn note(&self) -> Option<&'static str> {
-        self.wording.note
+    /// Its rule, wordings, help and note.
+    pub fn wording(&self) -> std::sync::Arc<Wording> {
+        std::sync::Arc::clone(&self.wording)
     }
 }
 

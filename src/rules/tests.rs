@@ -798,7 +798,7 @@ fn advice_texts_are_one_copy_for_the_run() {
         run_all(&cx, |_| true)
             .list
             .into_iter()
-            .map(|d| (d.meta().code, d.help()))
+            .map(|d| (d.meta().code, d.wording().help.clone()))
             .collect::<Vec<_>>()
     };
     let (first, second) = (two_files(), two_files());

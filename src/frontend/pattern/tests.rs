@@ -76,7 +76,7 @@ fn dump() {
         eprintln!("call {l} {} scope={}", cs.callee, cs.scope);
     }
     for x in crate::check_source(&p, &src, lang, &Default::default()) {
-        eprintln!("FINDING {}@{}:{}", x.code, x.line, x.column);
+        eprintln!("FINDING {}@{}:{}", x.code(), x.line, x.column);
     }
 }
 
