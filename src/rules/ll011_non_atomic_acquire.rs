@@ -70,7 +70,7 @@ pub(crate) fn check_then_set<'a>(cx: &Context<'a>, write: &'a Op) -> Option<&'a 
     let released_here = cx
         .scope_key_ops(write, None)
         .iter()
-        .any(|o| !std::ptr::eq(*o, write) && releases_here(o))
+        .any(|o| !std::ptr::eq(o, write) && releases_here(o))
         || cx.project_any(write, releases_here).is_some();
     let used = lock_fn || released_here || cx.released(write).is_some();
     (lock_key && used).then_some(check)

@@ -819,7 +819,7 @@ fn cache_write(
 }
 
 /// (function, start) of the acquires of `list` that `same` keeps, sorted.
-fn acquire_positions(list: &[&Op], same: &dyn Fn(&Op) -> bool) -> Vec<(ScopeId, usize)> {
+fn acquire_positions(list: OpList<'_, '_>, same: &dyn Fn(&Op) -> bool) -> Vec<(ScopeId, usize)> {
     let mut v: Vec<(ScopeId, usize)> = list
         .iter()
         .filter(|a| matches!(a.kind, OpKind::Acquire { .. }) && same(a))
@@ -1034,8 +1034,120 @@ struct Groups<'a, K> {
     table: HashTable<u32>,
     /// Each group of more than one op: its range of `ops` (start, length).
     multi: Vec<(u32, u32)>,
-    ops: Vec<&'a Op>,
+    /// The ops of the larger groups, as their positions in `own` (4 bytes
+    /// an op where a reference took 8: the five indexes of a file of
+    /// 20,000 ops held 800 kB of references).
+    ops: Vec<u32>,
     key: fn(&'a Op) -> K,
+}
+
+/// Ops an index lends: a slice of references, or positions in the
+/// context's `own` list (a larger group of a [`Groups`]). Read as a slice
+/// is: [`OpList::len`], [`OpList::get`], [`OpList::iter`],
+/// [`OpList::partition_point`], [`OpList::range`].
+#[derive(Clone, Copy)]
+pub enum OpList<'s, 'a> {
+    Refs(&'s [&'a Op]),
+    Own(&'s [&'a Op], &'s [u32]),
+}
+
+impl<'s, 'a> OpList<'s, 'a> {
+    pub const EMPTY: OpList<'static, 'static> = OpList::Refs(&[]);
+
+    pub fn len(&self) -> usize {
+        match self {
+            OpList::Refs(r) => r.len(),
+            OpList::Own(_, at) => at.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn get(&self, i: usize) -> Option<&'a Op> {
+        match self {
+            OpList::Refs(r) => r.get(i).copied(),
+            OpList::Own(own, at) => at.get(i).map(|&k| own[k as usize]),
+        }
+    }
+
+    pub fn iter(&self) -> OpIter<'s, 'a> {
+        match *self {
+            OpList::Refs(r) => OpIter::Refs(r.iter()),
+            OpList::Own(own, at) => OpIter::Own(own, at.iter()),
+        }
+    }
+
+    /// The ops from `range.start` to `range.end`.
+    pub fn range(&self, range: std::ops::Range<usize>) -> OpList<'s, 'a> {
+        match *self {
+            OpList::Refs(r) => OpList::Refs(&r[range]),
+            OpList::Own(own, at) => OpList::Own(own, &at[range]),
+        }
+    }
+
+    /// As `slice::partition_point`.
+    pub fn partition_point(&self, mut pred: impl FnMut(&'a Op) -> bool) -> usize {
+        match *self {
+            OpList::Refs(r) => r.partition_point(|o| pred(o)),
+            OpList::Own(own, at) => at.partition_point(|&k| pred(own[k as usize])),
+        }
+    }
+
+    /// The list's name among the lists of its context (where it starts:
+    /// lists of one context never start at one address unless empty).
+    pub fn id(&self) -> usize {
+        match self {
+            OpList::Refs(r) => r.as_ptr() as usize,
+            OpList::Own(_, at) => at.as_ptr() as usize,
+        }
+    }
+}
+
+/// The ops of an [`OpList`], in order.
+#[derive(Clone)]
+pub enum OpIter<'s, 'a> {
+    Refs(std::slice::Iter<'s, &'a Op>),
+    Own(&'s [&'a Op], std::slice::Iter<'s, u32>),
+}
+
+impl<'a> Iterator for OpIter<'_, 'a> {
+    type Item = &'a Op;
+
+    fn next(&mut self) -> Option<&'a Op> {
+        match self {
+            OpIter::Refs(r) => r.next().copied(),
+            OpIter::Own(own, at) => at.next().map(|&k| own[k as usize]),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            OpIter::Refs(r) => r.size_hint(),
+            OpIter::Own(_, at) => at.size_hint(),
+        }
+    }
+}
+
+impl<'a> DoubleEndedIterator for OpIter<'_, 'a> {
+    fn next_back(&mut self) -> Option<&'a Op> {
+        match self {
+            OpIter::Refs(r) => r.next_back().copied(),
+            OpIter::Own(own, at) => at.next_back().map(|&k| own[k as usize]),
+        }
+    }
+}
+
+impl ExactSizeIterator for OpIter<'_, '_> {}
+
+impl<'s, 'a> IntoIterator for OpList<'s, 'a> {
+    type Item = &'a Op;
+    type IntoIter = OpIter<'s, 'a>;
+
+    fn into_iter(self) -> OpIter<'s, 'a> {
+        self.iter()
+    }
 }
 
 /// Marks a [`Groups`] entry that is a group of one op.
@@ -1103,19 +1215,19 @@ impl<'a, K: std::hash::Hash + Eq> Groups<'a, K> {
         for g in table.iter_mut() {
             *g = entry_of[*g as usize];
         }
-        let mut ops: Vec<&'a Op> = Vec::new();
-        if let Some(&(_, fill)) = group_of
+        let mut ops: Vec<u32> = Vec::new();
+        if group_of
             .iter()
-            .find(|&&(g, _)| entry_of[g as usize] & ONE_OP == 0)
+            .any(|&(g, _)| entry_of[g as usize] & ONE_OP == 0)
         {
-            ops = vec![fill; next as usize];
+            ops = vec![0; next as usize];
             // each larger group's next free slot
             let mut cursor: Vec<u32> = multi.iter().map(|&(s, _)| s).collect();
             for (g, op) in group_of {
                 let e = entry_of[g as usize];
                 if e & ONE_OP == 0 {
                     let slot = &mut cursor[e as usize];
-                    ops[*slot as usize] = op;
+                    ops[*slot as usize] = own_position(own, op);
                     *slot += 1;
                 }
             }
@@ -1129,17 +1241,17 @@ impl<'a, K: std::hash::Hash + Eq> Groups<'a, K> {
     }
 
     /// The ops of the group of table entry `e`.
-    fn slice<'s>(&'s self, own: &'s [&'a Op], e: u32) -> &'s [&'a Op] {
+    fn slice<'s>(&'s self, own: &'s [&'a Op], e: u32) -> OpList<'s, 'a> {
         if e & ONE_OP != 0 {
             let at = (e & !ONE_OP) as usize;
-            &own[at..at + 1]
+            OpList::Refs(&own[at..at + 1])
         } else {
             let (s, n) = self.multi[e as usize];
-            &self.ops[s as usize..(s + n) as usize]
+            OpList::Own(own, &self.ops[s as usize..(s + n) as usize])
         }
     }
 
-    fn get<'s, Q>(&'s self, own: &'s [&'a Op], k: &Q) -> Option<&'s [&'a Op]>
+    fn get<'s, Q>(&'s self, own: &'s [&'a Op], k: &Q) -> Option<OpList<'s, 'a>>
     where
         K: std::borrow::Borrow<Q>,
         Q: std::hash::Hash + Eq + ?Sized,
@@ -1148,17 +1260,20 @@ impl<'a, K: std::hash::Hash + Eq> Groups<'a, K> {
     }
 
     /// The group of `k` with its key as the group's ops hold it.
-    fn get_key_value<'s, Q>(&'s self, own: &'s [&'a Op], k: &Q) -> Option<(K, &'s [&'a Op])>
+    fn get_key_value<'s, Q>(&'s self, own: &'s [&'a Op], k: &Q) -> Option<(K, OpList<'s, 'a>)>
     where
         K: std::borrow::Borrow<Q>,
         Q: std::hash::Hash + Eq + ?Sized,
     {
         let mut found = None;
         let &e = self.table.find(hash_of(k), |&e| {
-            let own = (self.key)(self.slice(own, e)[0]);
-            let same = own.borrow() == k;
+            let first = self.slice(own, e).get(0);
+            let Some(key) = first.map(self.key) else {
+                return false;
+            };
+            let same = key.borrow() == k;
             if same {
-                found = Some(own);
+                found = Some(key);
             }
             same
         })?;
@@ -1167,7 +1282,7 @@ impl<'a, K: std::hash::Hash + Eq> Groups<'a, K> {
 
     /// Every grouped op, each group's in order (the groups of one op last).
     fn all<'s>(&'s self, own: &'s [&'a Op]) -> impl Iterator<Item = &'a Op> + 's {
-        self.ops.iter().copied().chain(
+        self.ops.iter().map(move |&k| own[k as usize]).chain(
             self.table
                 .iter()
                 .filter(|&&e| e & ONE_OP != 0)
@@ -1176,9 +1291,9 @@ impl<'a, K: std::hash::Hash + Eq> Groups<'a, K> {
     }
 
     /// Sorts each group by `f` (stably).
-    fn sort_each_by_key<T: Ord>(&mut self, f: impl Fn(&&'a Op) -> T) {
+    fn sort_each_by_key<T: Ord>(&mut self, own: &[&'a Op], f: impl Fn(&'a Op) -> T) {
         for &(s, n) in &self.multi {
-            self.ops[s as usize..(s + n) as usize].sort_by_key(&f);
+            self.ops[s as usize..(s + n) as usize].sort_by_key(|&k| f(own[k as usize]));
         }
     }
 }
@@ -1230,7 +1345,7 @@ impl<'a> Context<'a> {
         let known = || own.iter().copied().filter(|op| !op.key.is_unknown());
         let by_key = Groups::new(known(), &own, |op| op.key.parts.as_slice());
         let mut by_scope = Groups::new(own.iter().copied(), &own, |op| op.scope);
-        by_scope.sort_each_by_key(|o| o.order);
+        by_scope.sort_each_by_key(&own, |o| o.order);
         // Each (scope, key) group in the order of its scope's ops.
         let in_scope_order = || by_scope.all(&own).filter(|op| !op.key.is_unknown());
         let by_scope_key = Groups::new(in_scope_order(), &own, |op| {
@@ -1585,7 +1700,7 @@ impl<'a> Context<'a> {
 
     /// The first op of `group` (`op`'s key group), other than `op`, on the
     /// same key as `op` that answers `want`.
-    fn first_in_group(&self, op: &Op, group: &[&'a Op], want: Want) -> Option<&'a Op> {
+    fn first_in_group(&self, op: &Op, group: OpList<'_, 'a>, want: Want) -> Option<&'a Op> {
         let m = self.matches_of(group, want);
         let pick = |slot: &[usize; 2]| {
             slot.iter()
@@ -1621,10 +1736,10 @@ impl<'a> Context<'a> {
     fn in_group(&self, op: &Op) -> bool {
         let list = self.scope_key_ops(op, None);
         let from = list.partition_point(|o| o.order < op.order);
-        list[from..]
+        list.range(from..list.len())
             .iter()
             .take_while(|o| o.order == op.order)
-            .any(|o| std::ptr::eq(*o, op))
+            .any(|o| std::ptr::eq(o, op))
     }
 
     /// Another file's op on the same key that answers `want`, when the key
@@ -1727,20 +1842,16 @@ impl<'a> Context<'a> {
     /// again each time, which costs no more than the cache's lookup and
     /// keeps one entry per key group and question out of memory: most
     /// groups of a file with many keys hold one or two ops).
-    fn matches_of(&self, group: &[&'a Op], want: Want) -> Rc<Matches<'a>> {
+    fn matches_of(&self, group: OpList<'_, 'a>, want: Want) -> Rc<Matches<'a>> {
         // a group is a slice of its index's list: its start names it
-        let id = (want, group.as_ptr() as usize);
+        let id = (want, group.id());
         let cached = group.len() > UNCACHED_GROUP;
         if cached {
             if let Some(m) = self.matches.borrow().get(&id) {
                 return Rc::clone(m);
             }
         }
-        let ops: Vec<&'a Op> = group
-            .iter()
-            .copied()
-            .filter(|o| self.answers(want, o))
-            .collect();
+        let ops: Vec<&'a Op> = group.iter().filter(|o| self.answers(want, o)).collect();
         let mut m = Matches {
             any: [NONE; 2],
             by_scope: HashMap::new(),
@@ -1777,7 +1888,6 @@ impl<'a> Context<'a> {
             .get(&self.own, op.key.parts.as_slice())
             .and_then(|list| {
                 list.iter()
-                    .copied()
                     .find(|o| !std::ptr::eq(*o, op) && pred(o) && self.same_key(op, o))
             });
         here.or_else(|| self.project_any(op, pred))
@@ -2041,7 +2151,7 @@ impl<'a> Context<'a> {
         let Some(list) = self.by_scope_key_kind.get(&self.own, &(scope, parts, 3)) else {
             return false;
         };
-        let memo = (scope, list.as_ptr() as usize);
+        let memo = (scope, list.id());
         let known = self.short_from.borrow().get(&memo).copied();
         let start = match known {
             Some(v) => v,
@@ -2049,8 +2159,8 @@ impl<'a> Context<'a> {
                 let untimed = self
                     .by_scope_key_kind
                     .get(&self.own, &(scope, parts, 2))
-                    .unwrap_or(&[]);
-                let v = section_start(self.facts, list.iter().chain(untimed).copied());
+                    .unwrap_or(OpList::EMPTY);
+                let v = section_start(self.facts, list.iter().chain(untimed));
                 self.short_from.borrow_mut().insert(memo, v);
                 v
             }
@@ -2115,7 +2225,7 @@ impl<'a> Context<'a> {
         // (a group of a few ops is read again: no cheaper than its answer
         // kept, and a file of 10,000 keys kept 10,000 answers, 1 MB)
         let cached = list.len() > UNCACHED_GROUP;
-        let memo = (list.as_ptr() as usize, class);
+        let memo = (list.id(), class);
         let known = if cached {
             self.once_only.borrow().get(&memo).and_then(|v| {
                 v.iter()
@@ -2164,8 +2274,8 @@ impl<'a> Context<'a> {
 
     /// Whether some op of a key group lies in an acquire function, a
     /// release function, a lock type (worked out once per group).
-    fn group_traits(&self, group: &[&'a Op]) -> GroupTraits {
-        let id = group.as_ptr() as usize;
+    fn group_traits(&self, group: OpList<'_, 'a>) -> GroupTraits {
+        let id = group.id();
         if let Some(&known) = self.group_traits.borrow().get(&id) {
             return known;
         }
@@ -2180,7 +2290,7 @@ impl<'a> Context<'a> {
         g
     }
 
-    fn once_only_marker_of(&self, op: &Op, list: &[&'a Op]) -> bool {
+    fn once_only_marker_of(&self, op: &Op, list: OpList<'_, 'a>) -> bool {
         let evidence = op.key.has_constant_part() || self.key_reads_like_lock(&op.key);
         let same = |o: &Op| {
             std::ptr::eq(o, op)
@@ -2198,7 +2308,7 @@ impl<'a> Context<'a> {
         // it with a client call of its own (not only through a call of a
         // function that takes it)
         let mut takes_at: HashMap<ScopeId, (usize, bool)> = HashMap::new();
-        for a in list.iter().copied() {
+        for a in list.iter() {
             if matches!(a.kind, OpKind::Acquire { .. }) && same(a) {
                 let e = takes_at.entry(a.scope).or_insert((a.span.start(), false));
                 e.0 = e.0.min(a.span.start());
@@ -2210,7 +2320,7 @@ impl<'a> Context<'a> {
         let mut rollback = false;
         let mut cleared_elsewhere = false;
         let mut uncalled = false;
-        for o in list.iter().copied() {
+        for o in list.iter() {
             if !matches!(o.kind, OpKind::Release { .. }) || !same(o) {
                 continue;
             }
@@ -2259,7 +2369,7 @@ impl<'a> Context<'a> {
     }
 
     /// Some release of `op`'s key in `list` runs on a failure path.
-    fn any_failure_release(&self, op: &Op, list: &[&'a Op]) -> bool {
+    fn any_failure_release(&self, op: &Op, list: OpList<'_, 'a>) -> bool {
         let same = |o: &Op| std::ptr::eq(o, op) || self.same_key(op, o);
         let acquired = acquire_positions(list, &same);
         list.iter().any(|o| {
@@ -2452,13 +2562,13 @@ impl<'a> Context<'a> {
     }
 
     /// The ops of other files on `op`'s key, when the key carries evidence.
-    fn project_list(&self, op: &Op) -> Option<&[&'a Op]> {
+    fn project_list(&self, op: &Op) -> Option<OpList<'_, 'a>> {
         if !(op.key.has_constant_part() || self.key_reads_like_lock(&op.key)) {
             return None;
         }
         self.project_by_key
             .get(op.key.parts.as_slice())
-            .map(Vec::as_slice)
+            .map(|v| OpList::Refs(v))
     }
 
     /// [`Context::expirable`] from the file's ops on keys of `key`'s shape:
@@ -2564,14 +2674,14 @@ impl<'a> Context<'a> {
     pub fn earlier_in_scope(&self, op: &Op) -> impl Iterator<Item = &'a Op> + '_ {
         let list = self.scope_ops(op.scope);
         let end = list.partition_point(|o| o.order < op.order);
-        list[..end].iter().rev().copied()
+        list.range(0..end).iter().rev()
     }
 
     /// Ops of the same scope after `op`, nearest first.
     pub fn later_in_scope(&self, op: &Op) -> impl Iterator<Item = &'a Op> + '_ {
         let list = self.scope_ops(op.scope);
         let start = list.partition_point(|o| o.order <= op.order);
-        list[start..].iter().copied()
+        list.range(start..list.len()).iter()
     }
 
     /// Ops of the same scope and the same (known) key after `op`, in source
@@ -2579,7 +2689,7 @@ impl<'a> Context<'a> {
     pub fn later_same_key(&self, op: &Op) -> impl Iterator<Item = &'a Op> + '_ {
         let list = self.scope_key_ops(op, None);
         let start = list.partition_point(|o| o.order <= op.order);
-        list[start..].iter().copied()
+        list.range(start..list.len()).iter()
     }
 
     /// Ops of the same scope and the same (known) key before `op`, nearest
@@ -2587,7 +2697,7 @@ impl<'a> Context<'a> {
     pub fn earlier_same_key(&self, op: &Op) -> impl Iterator<Item = &'a Op> + '_ {
         let list = self.scope_key_ops(op, None);
         let end = list.partition_point(|o| o.order < op.order);
-        list[..end].iter().rev().copied()
+        list.range(0..end).iter().rev()
     }
 
     /// The nearest op of `kind` (a GET, an EXPIRE or a set-if-absent) before
@@ -2595,21 +2705,21 @@ impl<'a> Context<'a> {
     pub fn nearest_before(&self, op: &Op, kind: &OpKind) -> Option<&'a Op> {
         let list = self.scope_key_ops(op, Some(kind));
         let end = list.partition_point(|o| o.order < op.order);
-        end.checked_sub(1).map(|i| list[i])
+        end.checked_sub(1).and_then(|i| list.get(i))
     }
 
     /// The nearest op of `kind` after `op` in its scope on the same key.
     pub fn nearest_after(&self, op: &Op, kind: &OpKind) -> Option<&'a Op> {
         let list = self.scope_key_ops(op, Some(kind));
         let start = list.partition_point(|o| o.order <= op.order);
-        list.get(start).copied()
+        list.get(start)
     }
 
     /// An op of `kind` anywhere in `op`'s scope on the same key, other than `op`.
     pub fn in_scope_same_key(&self, op: &Op, kind: &OpKind) -> bool {
         self.scope_key_ops(op, Some(kind))
             .iter()
-            .any(|o| !std::ptr::eq(*o, op))
+            .any(|o| !std::ptr::eq(o, op))
     }
 
     /// The acquire of `op`'s scope and key that writes a value other than
@@ -2623,7 +2733,7 @@ impl<'a> Context<'a> {
         if list.is_empty() {
             return None;
         }
-        let id = list.as_ptr() as usize;
+        let id = list.id();
         if self.no_token_takes.borrow().contains(&id) {
             return None;
         }
@@ -2633,10 +2743,10 @@ impl<'a> Context<'a> {
                 matches!(a.kind, OpKind::Acquire { .. })
                     && !matches!(a.value(), Some(ValueExpr::Constant(_)))
             };
-            let firsts = list.iter().any(|a| takes(a)).then(|| {
+            let firsts = list.iter().any(takes).then(|| {
                 let mut first: Option<&'a Op> = None;
                 list.iter()
-                    .map(|&a| {
+                    .map(|a| {
                         if takes(a) && first.is_none_or(|f| (a as *const Op) < (f as *const Op)) {
                             first = Some(a);
                         }
@@ -2671,16 +2781,11 @@ impl<'a> Context<'a> {
             return None;
         }
         let t = self.traits(op.scope);
-        let id = (
-            group.as_ptr() as usize,
-            owner,
-            [t.acquire_fn, t.release_fn, t.lock_type],
-        );
+        let id = (group.id(), owner, [t.acquire_fn, t.release_fn, t.lock_type]);
         let known = self.type_takes.borrow().get(&id).cloned();
         let list = known.unwrap_or_else(|| {
             let list: Vec<&'a Op> = group
                 .iter()
-                .copied()
                 .filter(|a| {
                     let ta = self.traits(a.scope);
                     matches!(a.kind, OpKind::Acquire { .. })
@@ -2701,16 +2806,16 @@ impl<'a> Context<'a> {
     }
 
     /// The ops of `op`'s scope and key (of one indexed kind), in source order.
-    fn scope_key_ops(&self, op: &Op, kind: Option<&OpKind>) -> &[&'a Op] {
+    fn scope_key_ops(&self, op: &Op, kind: Option<&OpKind>) -> OpList<'_, 'a> {
         if op.key.is_unknown() {
-            return &[];
+            return OpList::EMPTY;
         }
         // The group's own key slice (it lives as long as the facts).
         let Some((parts, _)) = self
             .by_key
             .get_key_value(&self.own, op.key.parts.as_slice())
         else {
-            return &[];
+            return OpList::EMPTY;
         };
         let list = match kind {
             None => self.by_scope_key.get(&self.own, &(op.scope, parts)),
@@ -2724,19 +2829,21 @@ impl<'a> Context<'a> {
                 }
             },
         };
-        list.unwrap_or(&[])
+        list.unwrap_or(OpList::EMPTY)
     }
 
     /// The file's own ops (of [`Context::ops`], in its order) whose key has
     /// `op`'s key parts: every op `same_key` can match `op` with.
-    pub fn key_group(&self, op: &Op) -> &[&'a Op] {
+    pub fn key_group(&self, op: &Op) -> OpList<'_, 'a> {
         self.by_key
             .get(&self.own, op.key.parts.as_slice())
-            .unwrap_or(&[])
+            .unwrap_or(OpList::EMPTY)
     }
 
-    fn scope_ops(&self, scope: ScopeId) -> &[&'a Op] {
-        self.by_scope.get(&self.own, &scope).unwrap_or(&[])
+    fn scope_ops(&self, scope: ScopeId) -> OpList<'_, 'a> {
+        self.by_scope
+            .get(&self.own, &scope)
+            .unwrap_or(OpList::EMPTY)
     }
 
     /// The span a finding on `op` points at: from the method name to the end of the call.

@@ -760,7 +760,7 @@ fn the_token_acquire_of_a_fix_is_the_one_a_walk_of_the_group_finds() {
         let cx = Context::new(&b.facts, "app", &[], Target::default());
         for op in cx.ops() {
             let owner = &cx.facts.scope(op.scope).owner;
-            let walk = cx.key_group(op).iter().copied().find(|a| {
+            let walk = cx.key_group(op).iter().find(|a| {
                 matches!(a.kind, OpKind::Acquire { .. })
                     && !matches!(a.value(), Some(ValueExpr::Constant(_)))
                     && ((a.scope == op.scope && a.order < op.order)
