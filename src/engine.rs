@@ -224,17 +224,22 @@ fn findings_for(
     // ops rewrite together); then the context, its indexes of every op,
     // is let go before the findings grow (at 12,000 findings it stood
     // through them: 1.5 MB).
-    let mut fixes: Vec<Option<Box<crate::finding::Fix>>> = Vec::with_capacity(diags.len());
+    // (only the diagnostics that have one, by their place in `diags`: a
+    // slot per diagnostic took 8 bytes each, and dense findings most
+    // often have no fix)
+    let mut fixes: Vec<(u32, Box<crate::finding::Fix>)> = Vec::new();
     {
         let fixer = rules::fixes::Fixer::new(&cx);
         // the fixes read the lines of their calls: the index's line starts,
         // lent (a list of their own, 64 kB on a file of 8,000 lines, stood
         // beside the index and the rules' context)
         crate::advice::with_line_starts(src, index.starts(), || {
-            fixes.extend(diags.iter().map(|d| {
-                fixer
-                    .fix_for(d.meta().code, &cx, d, src)
-                    .map(|draft| Box::new(crate::fix::resolve(draft, &index)))
+            fixes.extend(diags.iter().enumerate().filter_map(|(i, d)| {
+                let draft = fixer.fix_for(d.meta().code, &cx, d, src)?;
+                Some((
+                    crate::facts::offset32(i),
+                    Box::new(crate::fix::resolve(draft, &index)),
+                ))
             }));
         });
     }
@@ -279,10 +284,18 @@ fn findings_for(
         .collect();
     diags.reverse();
     fixes.reverse();
+    // (the place in `diags` of the one popped: taken from the end of the
+    // reversed list, they come in their order)
+    let mut at: u32 = 0;
     while let Some(d) = diags.pop() {
         let meta = d.meta();
         let span = d.span();
-        let fix = fixes.pop().flatten();
+        let fix = if fixes.last().is_some_and(|(i, _)| *i == at) {
+            fixes.pop().map(|(_, fix)| fix)
+        } else {
+            None
+        };
+        at += 1;
         if diags.capacity() > 64 && diags.len() <= diags.capacity() / 4 * 3 {
             diags.shrink_to_fit();
             fixes.shrink_to_fit();
