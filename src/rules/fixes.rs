@@ -32,18 +32,22 @@ struct BySpan<'a, T> {
 }
 
 impl<'a, T> BySpan<'a, T> {
-    /// The items of `all` at `indexes`.
-    fn new(all: &'a [T], indexes: impl Iterator<Item = usize>, span: fn(&T) -> Span) -> Self {
-        let mut items: Vec<u32> = indexes
-            .filter_map(|i| u32::try_from(i).ok())
-            .filter(|&i| (i as usize) < all.len())
-            .collect();
+    /// The items of `all` at `indexes` (counted, then listed at that size:
+    /// grown by doubling, then shrunk, the list took up to twice its room
+    /// beside the rules' context at its peak).
+    fn new(
+        all: &'a [T],
+        indexes: impl Iterator<Item = usize> + Clone,
+        span: fn(&T) -> Span,
+    ) -> Self {
+        let fits = |&i: &usize| i < all.len() && u32::try_from(i).is_ok();
+        let mut items: Vec<u32> = Vec::with_capacity(indexes.clone().filter(fits).count());
+        items.extend(indexes.filter(fits).map(|i| i as u32));
         // stable: of equal spans the last given wins, as a map's insert would
         items.sort_by_key(|&i| {
             let s = span(&all[i as usize]);
             (s.start(), s.end())
         });
-        items.shrink_to_fit();
         BySpan { items, all, span }
     }
 

@@ -108,8 +108,19 @@ impl Quote {
     const NONE: Quote = Quote(u32::MAX, 0);
 }
 
-/// A label as the run keeps it: its span, its wording and its quote.
-type KeptLabel = (Span, std::sync::Arc<str>, Quote);
+/// A label as the run keeps it, 20 bytes: its span, its wording (a place
+/// in the run's `label_words`: a pointer to the shared text took 16
+/// bytes a label, and the labels of dense findings are few wordings
+/// many times) and its quote.
+#[derive(Clone, Copy)]
+struct KeptLabel {
+    span: Span,
+    words: u32,
+    quote: Quote,
+}
+
+#[cfg(target_pointer_width = "64")]
+const _: () = assert!(std::mem::size_of::<KeptLabel>() == 20);
 
 /// What the rules of one file reported: the diagnostics, and the quotes and
 /// labels they point into.
@@ -118,6 +129,8 @@ pub struct Reports {
     pub list: Vec<Reported>,
     quotes: String,
     labels: Vec<KeptLabel>,
+    /// The wordings of the labels, each once.
+    label_words: Vec<std::sync::Arc<str>>,
 }
 
 impl Reports {
@@ -147,11 +160,12 @@ impl Reports {
             .get(from..to)
             .unwrap_or_default()
             .iter()
-            .map(|(span, words, q)| {
-                (
-                    *span,
-                    Text::from_parts(std::sync::Arc::clone(words), self.quote(*q)),
-                )
+            .map(|l| {
+                let words = self
+                    .label_words
+                    .get(l.words as usize)
+                    .map_or_else(|| crate::finding::shared(""), std::sync::Arc::clone);
+                (l.span, Text::from_parts(words, self.quote(l.quote)))
             })
             .collect()
     }
@@ -210,6 +224,9 @@ pub struct Diags {
     /// (the texts are the run's shared copies: equal texts, one address).
     #[allow(clippy::type_complexity)]
     wordings: HashMap<(usize, usize, usize, usize, usize), std::sync::Arc<Wording>>,
+    /// The places in `out.label_words` of the label wordings given so
+    /// far, by their addresses (shared copies, as above).
+    label_words: HashMap<usize, u32>,
 }
 
 impl Diags {
@@ -246,7 +263,14 @@ impl Diags {
         for (span, text) in d.labels.into_iter().take(usize::from(labels_len)) {
             let (words, quote) = Text::new(&text).into_parts();
             let quote = out.keep_quote(quote);
-            crate::facts::push_by_quarters(&mut out.labels, (span, words, quote));
+            let words = *self
+                .label_words
+                .entry(std::sync::Arc::as_ptr(&words) as *const u8 as usize)
+                .or_insert_with(|| {
+                    out.label_words.push(words);
+                    crate::facts::offset32(out.label_words.len() - 1)
+                });
+            crate::facts::push_by_quarters(&mut out.labels, KeptLabel { span, words, quote });
         }
         let message_quote = out.keep_quote(message_quote);
         let label_quote = if label_quotes_message {
@@ -308,6 +332,7 @@ pub fn run_all(cx: &Context, enabled: impl Fn(&str) -> bool) -> Reports {
         out: Reports::default(),
         meta: all()[0].meta(),
         wordings: HashMap::new(),
+        label_words: HashMap::new(),
     };
     for rule in all() {
         let meta = rule.meta();
@@ -505,40 +530,65 @@ fn same_shape<'x, 'y>(
     }
 }
 
+/// Where `op` stands in `ops`, when it is one of them (found by its
+/// address, checked by identity).
+fn index_in(ops: &[Op], op: &Op) -> Option<usize> {
+    let at = (op as *const Op as usize).checked_sub(ops.as_ptr() as usize)?;
+    let size = std::mem::size_of::<Op>();
+    let i = at / size;
+    ops.get(i)
+        .filter(|o| at % size == 0 && std::ptr::eq(*o, op))
+        .map(|_| i)
+}
+
 /// A set of key shapes ([`ShapeOf`]) kept as one op of each shape, its
-/// shape worked out again from its key when compared: a pointer a shape,
-/// where a set of the shapes themselves (a vector each) held about 80
-/// bytes (a file of 10,000 acquires on distinct keys: 0.8 MB).
+/// shape worked out again from its key when compared: the op's place in
+/// the file's ops, 4 bytes a shape, where a set of the shapes themselves
+/// (a vector each) held about 80 bytes (a file of 10,000 acquires on
+/// distinct keys: 0.8 MB), and a reference 8.
 struct ShapeSet<'a> {
     of: ShapeOf,
-    table: HashTable<&'a Op>,
+    /// The ops the set's places are in (the file's).
+    ops: &'a [Op],
+    table: HashTable<u32>,
 }
 
 impl<'a> ShapeSet<'a> {
-    fn new(of: ShapeOf) -> Self {
+    fn new(of: ShapeOf, ops: &'a [Op]) -> Self {
         ShapeSet {
             of,
+            ops,
             table: HashTable::new(),
         }
     }
 
+    /// Adds the shape of `op`, one of the set's ops.
     fn insert(&mut self, op: &'a Op) {
-        let of = self.of;
+        let Some(at) = self.place(op) else {
+            debug_assert!(false, "an op of another list");
+            return;
+        };
+        let (of, ops) = (self.of, self.ops);
         let parts = of.parts(&op.key);
         let entry = self.table.entry(
             shape_hash(parts.clone()),
-            |o| same_shape(of.parts(&o.key), parts.clone()),
-            |o| shape_hash(of.parts(&o.key)),
+            |&o| same_shape(of.parts(&ops[o as usize].key), parts.clone()),
+            |&o| shape_hash(of.parts(&ops[o as usize].key)),
         );
         if let hashbrown::hash_table::Entry::Vacant(e) = entry {
-            e.insert(op);
+            e.insert(at);
         }
+    }
+
+    /// Where `op` stands in the set's ops.
+    fn place(&self, op: &Op) -> Option<u32> {
+        index_in(self.ops, op).map(crate::facts::offset32)
     }
 
     fn contains_parts<'s>(&self, parts: impl Iterator<Item = Option<&'s str>> + Clone) -> bool {
         self.table
-            .find(shape_hash(parts.clone()), |o| {
-                same_shape(self.of.parts(&o.key), parts.clone())
+            .find(shape_hash(parts.clone()), |&o| {
+                same_shape(self.of.parts(&self.ops[o as usize].key), parts.clone())
             })
             .is_some()
     }
@@ -1364,7 +1414,7 @@ impl<'a> Context<'a> {
             },
         );
         let mut acquired_shapes: Vec<String> = Vec::new();
-        let mut acquire_literals = ShapeSet::new(ShapeOf::Literal);
+        let mut acquire_literals = ShapeSet::new(ShapeOf::Literal, &facts.ops);
         let by_shape = Groups::new(
             own.iter()
                 .copied()
@@ -1397,11 +1447,11 @@ impl<'a> Context<'a> {
             }
         }
         let writes = shape_writes(facts, own.iter().copied());
-        let mut taken_shapes = ShapeSet::new(ShapeOf::Write);
+        let mut taken_shapes = ShapeSet::new(ShapeOf::Write, &facts.ops);
         for &(op, _) in writes.iter().filter(|(_, plain)| !plain) {
             taken_shapes.insert(op);
         }
-        let mut plain_shapes = ShapeSet::new(ShapeOf::Write);
+        let mut plain_shapes = ShapeSet::new(ShapeOf::Write, &facts.ops);
         for &(op, _) in writes.iter().filter(|(_, plain)| *plain) {
             if !taken_shapes.contains(&op.key) {
                 plain_shapes.insert(op);
@@ -1514,7 +1564,7 @@ impl<'a> Context<'a> {
 
     /// The file's ops the rules judge: all of them but the writes that
     /// fill a cache or implement a generic write API ([`cache_write`]).
-    pub fn ops(&self) -> impl Iterator<Item = &'a Op> + '_ {
+    pub fn ops(&self) -> impl Iterator<Item = &'a Op> + Clone + '_ {
         self.own.iter().copied()
     }
 
@@ -1554,13 +1604,7 @@ impl<'a> Context<'a> {
     /// Where `op` stands in the file's ops, when it is one of them (found
     /// by its address).
     pub fn op_index(&self, op: &Op) -> Option<usize> {
-        let ops: &'a [Op] = &self.facts.ops;
-        let at = (op as *const Op as usize).checked_sub(ops.as_ptr() as usize)?;
-        let size = std::mem::size_of::<Op>();
-        let i = at / size;
-        ops.get(i)
-            .filter(|o| at % size == 0 && std::ptr::eq(*o, op))
-            .map(|_| i)
+        index_in(&self.facts.ops, op)
     }
 
     /// Which of the file's ops `key` is the key of (found by its address,

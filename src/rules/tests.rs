@@ -845,8 +845,8 @@ fn shape_sets_find_keys_by_their_shape() {
         None,
     );
     let ops: Vec<&Op> = b.facts.ops.iter().collect();
-    let mut literal = ShapeSet::new(ShapeOf::Literal);
-    let mut write = ShapeSet::new(ShapeOf::Write);
+    let mut literal = ShapeSet::new(ShapeOf::Literal, &b.facts.ops);
+    let mut write = ShapeSet::new(ShapeOf::Write, &b.facts.ops);
     for op in &ops {
         literal.insert(op);
         literal.insert(op);
