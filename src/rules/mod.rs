@@ -74,22 +74,27 @@ pub struct Diagnostic {
     pub labels: Vec<(Span, String)>,
 }
 
-/// A [`Diagnostic`] as the run keeps it, 40 bytes: its rule, message,
+/// A [`Diagnostic`] as the run keeps it, 32 bytes: its rule, message,
 /// label, help and note as one [`Wording`] shared by the findings that read
 /// alike but for their quotes (each text's first quoted part, most often
 /// the key: [`Text`]); the quotes and the labels are in the run's lists
 /// ([`Reports`]), found by offsets. A file of a finding every 30 bytes
 /// held 144 bytes a finding while the other rules ran (its rule, two
 /// texts, help, note and labels each), then 64 and a box per quote and per
-/// list of labels.
+/// list of labels (40 with a start and a length per quote).
 #[derive(Clone, Debug)]
 pub struct Reported {
     span: Span,
     wording: std::sync::Arc<Wording>,
-    message_quote: Quote,
-    /// [`Quote::NONE`] also where the label quotes what the message does
-    /// (`label_quotes_message`).
-    label_quote: Quote,
+    /// Where its quotes stand in the run's quotes: the message's, then the
+    /// label's.
+    quotes_at: u32,
+    /// The length of the message's quote, [`NO_QUOTE`] for none (a quote
+    /// this long or longer is not cut out of its text: `quote_parts`).
+    message_len: u16,
+    /// The same for the label's; [`NO_QUOTE`] also where the label quotes
+    /// what the message does (`label_quotes_message`).
+    label_len: u16,
     /// Its labels: `labels_len` of the run's labels from `labels_at`.
     labels_at: u32,
     labels_len: u16,
@@ -98,7 +103,19 @@ pub struct Reported {
 }
 
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<Reported>() == 40);
+const _: () = assert!(std::mem::size_of::<Reported>() == 32);
+
+/// A [`Reported`]'s length of a quote it does not have.
+const NO_QUOTE: u16 = u16::MAX;
+
+/// `s` as [`Text::new`] takes it apart, but whole (no quote cut out) where
+/// its quote is too long for a [`Reported`] to keep the length of.
+fn quote_parts(s: &str) -> (std::sync::Arc<str>, Option<Box<str>>) {
+    match Text::new(s).into_parts() {
+        (_, Some(q)) if q.len() >= usize::from(NO_QUOTE) => (crate::finding::shared(s), None),
+        parts => parts,
+    }
+}
 
 /// Where a quote stands in the run's quotes ([`Reports`]): start and length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -145,9 +162,13 @@ impl Reports {
     /// The quotes of `d`'s message and label (`None` for the label's
     /// where it quotes what the message does: the flag).
     pub fn quotes(&self, d: &Reported) -> (Option<Box<str>>, Option<Box<str>>, bool) {
+        let at = d.quotes_at;
+        let message = (d.message_len != NO_QUOTE).then(|| Quote(at, u32::from(d.message_len)));
+        let after = at + message.map_or(0, |q| q.1);
+        let label = (d.label_len != NO_QUOTE).then(|| Quote(after, u32::from(d.label_len)));
         (
-            self.quote(d.message_quote),
-            self.quote(d.label_quote),
+            message.and_then(|q| self.quote(q)),
+            label.and_then(|q| self.quote(q)),
             d.label_quotes_message,
         )
     }
@@ -231,8 +252,8 @@ pub struct Diags {
 
 impl Diags {
     pub fn push(&mut self, d: Diagnostic) {
-        let (message, message_quote) = Text::new(&d.message).into_parts();
-        let (label, label_quote) = Text::new(&d.label).into_parts();
+        let (message, message_quote) = quote_parts(&d.message);
+        let (label, label_quote) = quote_parts(&d.label);
         let note_at = d.note.map_or(0, |n| n.as_ptr() as usize);
         let addr = |t: &std::sync::Arc<str>| std::sync::Arc::as_ptr(t) as *const u8 as usize;
         let meta = self.meta;
@@ -272,12 +293,19 @@ impl Diags {
                 });
             crate::facts::push_by_quarters(&mut out.labels, KeptLabel { span, words, quote });
         }
-        let message_quote = out.keep_quote(message_quote);
-        let label_quote = if label_quotes_message {
-            Quote::NONE
+        // the message's quote, then the label's, side by side
+        let quotes_at = crate::facts::offset32(out.quotes.len());
+        let len = |q: &Option<Box<str>>| q.as_ref().map_or(NO_QUOTE, |q| q.len() as u16);
+        let message_len = len(&message_quote);
+        let label_len = if label_quotes_message {
+            NO_QUOTE
         } else {
-            out.keep_quote(label_quote)
+            len(&label_quote)
         };
+        out.keep_quote(message_quote);
+        if !label_quotes_message {
+            out.keep_quote(label_quote);
+        }
         // (doubled, a list of 12,000 had room for 16,384 and held both
         // lists while it grew)
         crate::facts::push_by_quarters(
@@ -285,8 +313,9 @@ impl Diags {
             Reported {
                 span: d.span,
                 wording,
-                message_quote,
-                label_quote,
+                quotes_at,
+                message_len,
+                label_len,
                 labels_at,
                 labels_len,
                 own_flow: d.own_flow,

@@ -865,3 +865,61 @@ fn shape_sets_find_keys_by_their_shape() {
     assert!(write.contains_parts([Some("lock:"), None].into_iter()));
     assert!(!write.contains_parts([Some("lock:")].into_iter()));
 }
+
+/// A diagnostic keeps its quotes' lengths in 16 bits: a quote longer than
+/// that stays in its text, and every text reads back as it was given.
+#[test]
+fn diagnostics_read_back_their_texts_whatever_their_quotes() {
+    let mut diags = Diags {
+        out: Reports::default(),
+        meta: all()[0].meta(),
+        wordings: HashMap::new(),
+        label_words: HashMap::new(),
+    };
+    let long = "k".repeat(70_000);
+    let cases = [
+        (
+            format!("lock `{long}` is held"),
+            "the `lock:a` label".to_string(),
+        ),
+        (
+            "lock `lock:a` is held".to_string(),
+            format!("`{long}` here"),
+        ),
+        (
+            "lock `lock:b` is held".to_string(),
+            "key `lock:b`".to_string(),
+        ),
+        ("no quote".to_string(), "none".to_string()),
+        (
+            "lock `lock:c` is held".to_string(),
+            "other `lock:d`".to_string(),
+        ),
+    ];
+    for (message, label) in &cases {
+        diags.push(Diagnostic {
+            span: Span::new(1, 2),
+            own_flow: false,
+            message: message.clone(),
+            label: label.clone(),
+            help: crate::finding::shared("help"),
+            note: None,
+            labels: vec![(Span::new(3, 4), format!("see `{long}`"))],
+        });
+    }
+    let reports = diags.out;
+    assert_eq!(reports.list.len(), cases.len());
+    for (d, (message, label)) in reports.list.iter().zip(&cases) {
+        let (mq, lq, same) = reports.quotes(d);
+        let w = d.wording();
+        let lq = if same { mq.clone() } else { lq };
+        assert_eq!(
+            Text::from_parts(w.message.clone(), mq).to_string(),
+            *message
+        );
+        assert_eq!(Text::from_parts(w.label.clone(), lq).to_string(), *label);
+        let labels = reports.labels(d);
+        assert_eq!(labels.len(), 1);
+        assert_eq!(labels[0].1.to_string(), format!("see `{long}`"));
+    }
+}
