@@ -198,48 +198,48 @@ pub fn extract_packed(
     an.collect_redis_receivers(&all_calls);
     // Each draft becomes its op at once (its key and value moved, the
     // position facts filled in below): no list of drafts beside the ops.
-    // `at`: (name token, one past the call's last token, call index).
-    let mut at: Vec<(u32, u32, u32)> = Vec::new();
+    // Until then an op's `order`, `depth` and `scope` hold its name token,
+    // one past its call's last token and its call's index (a list of them
+    // beside the ops took 12 bytes an op at the front-end's peak).
     for (ci, c) in all_calls.iter().enumerate() {
         for d in an.classify(c, &all_calls) {
-            at.push((d.name_tok as u32, d.end_tok as u32, ci as u32));
-            crate::facts::push_by_quarters(
-                &mut facts.ops,
-                Op::new(
-                    d.kind,
-                    d.key,
-                    d.value,
-                    0,
-                    Span::new(0, 0),
-                    Span::new(0, 0),
-                    d.client,
-                ),
+            let mut op = Op::new(
+                d.kind,
+                d.key,
+                d.value,
+                ci as u32,
+                Span::new(0, 0),
+                Span::new(0, 0),
+                d.client,
             );
+            op.order = d.name_tok as u32;
+            op.depth = d.end_tok as u32;
+            crate::facts::push_by_quarters(&mut facts.ops, op);
         }
     }
     // the ops are kept to the end: no spare room
     facts.ops.shrink_to_fit();
-    at.shrink_to_fit();
-    if !at.is_sorted_by_key(|a| a.0) {
+    if !facts.ops.is_sorted_by_key(|o| o.order) {
         // stably by name token, through a permutation (no scratch copy of
         // the ops)
-        let mut idx: Vec<u32> = (0..at.len() as u32).collect();
-        idx.sort_by_key(|&i| at[i as usize].0);
-        permute(&mut facts.ops, &mut at, &mut idx);
+        let mut idx: Vec<u32> = (0..facts.ops.len() as u32).collect();
+        idx.sort_by_key(|&i| facts.ops[i as usize].order);
+        permute(&mut facts.ops, &mut idx);
     }
     let tx = an.tx_state(&all_calls);
     // project link facts need the calls that became ops
-    let client_calls = ClientCalls::new(at.iter().map(|a| a.2).collect());
+    let client_calls = ClientCalls::new(facts.ops.iter().map(|o| o.scope).collect());
     // (room for every site and argument up front: the list is kept to
     // the end of the run)
-    let args: usize = at
+    let args: usize = facts
+        .ops
         .iter()
-        .filter_map(|a| all_calls.get(a.2 as usize))
+        .filter_map(|o| all_calls.get(o.scope as usize))
         .map(|c| c.args().len())
         .sum();
-    facts.call_sites.reserve_exact(at.len(), args);
-    for (op, &(name_tok, end_tok, ci)) in facts.ops.iter_mut().zip(&at) {
-        let (name_tok, end_tok) = (name_tok as usize, end_tok as usize);
+    facts.call_sites.reserve_exact(facts.ops.len(), args);
+    for op in facts.ops.iter_mut() {
+        let (name_tok, end_tok, ci) = (op.order as usize, op.depth as usize, op.scope);
         let scope = st.tok_scope.get(name_tok).copied().unwrap_or(0);
         let depth = st.tok_depth.get(name_tok).unwrap_or(0);
         let (mut atomic, watched) = tx.at(name_tok, scope);
@@ -286,7 +286,6 @@ pub fn extract_packed(
         op.span = Span::new(name.start(), end);
         op.name_span = Span::new(name.start(), name.end());
     }
-    drop(at);
     // (kept to the end of the run, and grown by doubling: a bundle with a
     // lock every few hundred bytes left a third of their room spare)
     facts.ttls.shrink_to_fit();
@@ -360,9 +359,9 @@ impl ClientCalls {
     }
 }
 
-/// Reorders `ops` and `at` alike so that entry `i` becomes the one that
+/// Reorders `ops` so that entry `i` becomes the one that
 /// stood at `idx[i]` (`idx` is a permutation; it is used up).
-fn permute(ops: &mut [Op], at: &mut [(u32, u32, u32)], idx: &mut [u32]) {
+fn permute(ops: &mut [Op], idx: &mut [u32]) {
     for i in 0..idx.len() {
         // follow the cycle through `i`: the entry first at `i` moves along
         // it to where it belongs
@@ -371,7 +370,6 @@ fn permute(ops: &mut [Op], at: &mut [(u32, u32, u32)], idx: &mut [u32]) {
             let k = idx[j] as usize;
             idx[j] = j as u32;
             ops.swap(j, k);
-            at.swap(j, k);
             j = k;
         }
         idx[j] = j as u32;

@@ -741,13 +741,15 @@ fn own_field_tests_are_no_failure_paths() {
 }
 
 #[test]
-fn permute_moves_ops_and_positions_alike() {
-    let op = |n: u32| {
+fn permute_orders_ops_stably() {
+    // (as the front-end stashes them: the name token in `order`, the
+    // call's index in `scope`)
+    let op = |(i, n): (usize, u32)| {
         let mut op = Op::new(
             OpKind::Get,
             crate::facts::KeyExpr::lit("k"),
             None,
-            0,
+            i as u32,
             Span::new(0, 0),
             Span::new(0, 0),
             Client::Unknown,
@@ -757,25 +759,16 @@ fn permute_moves_ops_and_positions_alike() {
     };
     // name tokens out of order, two equal (kept in their first order)
     let names = [7u32, 3, 9, 3, 1, 8];
-    let mut ops: Vec<Op> = (0..names.len() as u32).map(op).collect();
-    let mut at: Vec<(u32, u32, u32)> = names
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| (n, 0, i as u32))
-        .collect();
-    let mut idx: Vec<u32> = (0..at.len() as u32).collect();
-    idx.sort_by_key(|&i| at[i as usize].0);
-    permute(&mut ops, &mut at, &mut idx);
+    let mut ops: Vec<Op> = names.iter().copied().enumerate().map(op).collect();
+    let mut idx: Vec<u32> = (0..ops.len() as u32).collect();
+    idx.sort_by_key(|&i| ops[i as usize].order);
+    permute(&mut ops, &mut idx);
     assert_eq!(
-        at.iter().map(|a| a.0).collect::<Vec<_>>(),
+        ops.iter().map(|o| o.order).collect::<Vec<_>>(),
         vec![1, 3, 3, 7, 8, 9]
     );
     assert_eq!(
-        at.iter().map(|a| a.2).collect::<Vec<_>>(),
-        vec![4, 1, 3, 0, 5, 2]
-    );
-    assert_eq!(
-        ops.iter().map(|o| o.order).collect::<Vec<_>>(),
+        ops.iter().map(|o| o.scope).collect::<Vec<_>>(),
         vec![4, 1, 3, 0, 5, 2]
     );
 }
