@@ -397,7 +397,7 @@ pub fn run_all(cx: &Context, enabled: impl Fn(&str) -> bool) -> Reports {
 pub struct Context<'a> {
     pub facts: &'a FileFacts,
     /// `facts.ops` without the cache writes (see [`cache_write`]).
-    own: Vec<&'a Op>,
+    own: OwnOps,
     /// The file's stem (`redis_lock`): a file named like a lock is a lock type.
     pub file_stem: &'a str,
     pub lock_patterns: &'a [regex::Regex],
@@ -1127,7 +1127,9 @@ struct Groups<'a, K> {
 #[derive(Clone, Copy)]
 pub enum OpList<'s, 'a> {
     Refs(&'s [&'a Op]),
-    Own(&'s [&'a Op], &'s [u32]),
+    /// Places in the file's ops.
+    Own(&'a [Op], &'s [u32]),
+    One(&'a Op),
 }
 
 impl<'s, 'a> OpList<'s, 'a> {
@@ -1137,6 +1139,7 @@ impl<'s, 'a> OpList<'s, 'a> {
         match self {
             OpList::Refs(r) => r.len(),
             OpList::Own(_, at) => at.len(),
+            OpList::One(_) => 1,
         }
     }
 
@@ -1145,16 +1148,18 @@ impl<'s, 'a> OpList<'s, 'a> {
     }
 
     pub fn get(&self, i: usize) -> Option<&'a Op> {
-        match self {
+        match *self {
             OpList::Refs(r) => r.get(i).copied(),
-            OpList::Own(own, at) => at.get(i).map(|&k| own[k as usize]),
+            OpList::Own(ops, at) => at.get(i).map(|&k| &ops[k as usize]),
+            OpList::One(op) => (i == 0).then_some(op),
         }
     }
 
     pub fn iter(&self) -> OpIter<'s, 'a> {
         match *self {
             OpList::Refs(r) => OpIter::Refs(r.iter()),
-            OpList::Own(own, at) => OpIter::Own(own, at.iter()),
+            OpList::Own(ops, at) => OpIter::Own(ops, at.iter()),
+            OpList::One(op) => OpIter::One(Some(op)),
         }
     }
 
@@ -1162,7 +1167,12 @@ impl<'s, 'a> OpList<'s, 'a> {
     pub fn range(&self, range: std::ops::Range<usize>) -> OpList<'s, 'a> {
         match *self {
             OpList::Refs(r) => OpList::Refs(&r[range]),
-            OpList::Own(own, at) => OpList::Own(own, &at[range]),
+            OpList::Own(ops, at) => OpList::Own(ops, &at[range]),
+            OpList::One(op) => match (range.start, range.end) {
+                (0, 1) => OpList::One(op),
+                (from, to) if from == to && to <= 1 => OpList::EMPTY,
+                _ => panic!("range {range:?} of a list of one op"),
+            },
         }
     }
 
@@ -1170,16 +1180,19 @@ impl<'s, 'a> OpList<'s, 'a> {
     pub fn partition_point(&self, mut pred: impl FnMut(&'a Op) -> bool) -> usize {
         match *self {
             OpList::Refs(r) => r.partition_point(|o| pred(o)),
-            OpList::Own(own, at) => at.partition_point(|&k| pred(own[k as usize])),
+            OpList::Own(ops, at) => at.partition_point(|&k| pred(&ops[k as usize])),
+            OpList::One(op) => usize::from(pred(op)),
         }
     }
 
-    /// The list's name among the lists of its context (where it starts:
-    /// lists of one context never start at one address unless empty).
+    /// The list's name among the lists of its context (where it starts,
+    /// or its op for a list of one: lists of one context never start at
+    /// one address unless empty).
     pub fn id(&self) -> usize {
         match self {
             OpList::Refs(r) => r.as_ptr() as usize,
             OpList::Own(_, at) => at.as_ptr() as usize,
+            OpList::One(op) => *op as *const Op as usize,
         }
     }
 }
@@ -1188,7 +1201,8 @@ impl<'s, 'a> OpList<'s, 'a> {
 #[derive(Clone)]
 pub enum OpIter<'s, 'a> {
     Refs(std::slice::Iter<'s, &'a Op>),
-    Own(&'s [&'a Op], std::slice::Iter<'s, u32>),
+    Own(&'a [Op], std::slice::Iter<'s, u32>),
+    One(Option<&'a Op>),
 }
 
 impl<'a> Iterator for OpIter<'_, 'a> {
@@ -1197,7 +1211,8 @@ impl<'a> Iterator for OpIter<'_, 'a> {
     fn next(&mut self) -> Option<&'a Op> {
         match self {
             OpIter::Refs(r) => r.next().copied(),
-            OpIter::Own(own, at) => at.next().map(|&k| own[k as usize]),
+            OpIter::Own(ops, at) => at.next().map(|&k| &ops[k as usize]),
+            OpIter::One(op) => op.take(),
         }
     }
 
@@ -1205,6 +1220,10 @@ impl<'a> Iterator for OpIter<'_, 'a> {
         match self {
             OpIter::Refs(r) => r.size_hint(),
             OpIter::Own(_, at) => at.size_hint(),
+            OpIter::One(op) => {
+                let n = usize::from(op.is_some());
+                (n, Some(n))
+            }
         }
     }
 }
@@ -1213,7 +1232,8 @@ impl<'a> DoubleEndedIterator for OpIter<'_, 'a> {
     fn next_back(&mut self) -> Option<&'a Op> {
         match self {
             OpIter::Refs(r) => r.next_back().copied(),
-            OpIter::Own(own, at) => at.next_back().map(|&k| own[k as usize]),
+            OpIter::Own(ops, at) => at.next_back().map(|&k| &ops[k as usize]),
+            OpIter::One(op) => op.take(),
         }
     }
 }
@@ -1234,17 +1254,40 @@ const ONE_OP: u32 = 1 << 31;
 
 use crate::facts::fx_hash as hash_of;
 
-/// Where `op` stands in `own` (in the facts' order, so by address).
-fn own_position(own: &[&Op], op: &Op) -> u32 {
-    let at = own.partition_point(|o| (*o as *const Op) < (op as *const Op));
-    debug_assert!(own.get(at).is_some_and(|o| std::ptr::eq(*o, op)));
-    debug_assert!((at as u64) < u64::from(ONE_OP));
-    at as u32
+/// Where `op` stands in the file's ops `ops` (it is one of them).
+fn position(ops: &[Op], op: &Op) -> u32 {
+    let at = index_in(ops, op);
+    debug_assert!(at.is_some_and(|at| (at as u64) < u64::from(ONE_OP)));
+    at.map_or(0, crate::facts::offset32)
+}
+
+/// The ops of the file the rules read (`Context::ops`: all less the
+/// cache writes and time windows), one bit each over the file's ops (a
+/// list of references took 8 bytes an op).
+struct OwnOps(Vec<u64>);
+
+impl OwnOps {
+    fn new(ops: &[Op], own: &[&Op]) -> Self {
+        let mut bits = vec![0u64; ops.len().div_ceil(64)];
+        for op in own {
+            if let Some(i) = index_in(ops, op) {
+                bits[i / 64] |= 1 << (i % 64);
+            }
+        }
+        OwnOps(bits)
+    }
+
+    fn iter<'s, 'a: 's>(&'s self, ops: &'a [Op]) -> impl Iterator<Item = &'a Op> + Clone + 's {
+        ops.iter()
+            .enumerate()
+            .filter(|(i, _)| self.0.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1))
+            .map(|(_, op)| op)
+    }
 }
 
 impl<'a, K: std::hash::Hash + Eq> Groups<'a, K> {
     /// Groups `items`, each one of `own`'s ops.
-    fn new(items: impl Iterator<Item = &'a Op>, own: &[&'a Op], key: fn(&'a Op) -> K) -> Self {
+    fn new(items: impl Iterator<Item = &'a Op>, ops: &'a [Op], key: fn(&'a Op) -> K) -> Self {
         // Group numbers in the order keys first come (the table holding
         // them meanwhile, each group's first op and size beside it), then
         // a counting sort of the groups of more than one op.
@@ -1281,7 +1324,7 @@ impl<'a, K: std::hash::Hash + Eq> Groups<'a, K> {
         let mut next = 0;
         for (g, &n) in sizes.iter().enumerate() {
             if n == 1 {
-                entry_of.push(ONE_OP | own_position(own, first[g]));
+                entry_of.push(ONE_OP | position(ops, first[g]));
             } else {
                 entry_of.push(multi.len() as u32);
                 multi.push((next, n));
@@ -1294,19 +1337,19 @@ impl<'a, K: std::hash::Hash + Eq> Groups<'a, K> {
         for g in table.iter_mut() {
             *g = entry_of[*g as usize];
         }
-        let mut ops: Vec<u32> = Vec::new();
+        let mut list: Vec<u32> = Vec::new();
         if group_of
             .iter()
             .any(|&(g, _)| entry_of[g as usize] & ONE_OP == 0)
         {
-            ops = vec![0; next as usize];
+            list = vec![0; next as usize];
             // each larger group's next free slot
             let mut cursor: Vec<u32> = multi.iter().map(|&(s, _)| s).collect();
             for (g, op) in group_of {
                 let e = entry_of[g as usize];
                 if e & ONE_OP == 0 {
                     let slot = &mut cursor[e as usize];
-                    ops[*slot as usize] = own_position(own, op);
+                    list[*slot as usize] = position(ops, op);
                     *slot += 1;
                 }
             }
@@ -1314,39 +1357,38 @@ impl<'a, K: std::hash::Hash + Eq> Groups<'a, K> {
         Groups {
             table,
             multi,
-            ops,
+            ops: list,
             key,
         }
     }
 
     /// The ops of the group of table entry `e`.
-    fn slice<'s>(&'s self, own: &'s [&'a Op], e: u32) -> OpList<'s, 'a> {
+    fn slice<'s>(&'s self, ops: &'a [Op], e: u32) -> OpList<'s, 'a> {
         if e & ONE_OP != 0 {
-            let at = (e & !ONE_OP) as usize;
-            OpList::Refs(&own[at..at + 1])
+            OpList::One(&ops[(e & !ONE_OP) as usize])
         } else {
             let (s, n) = self.multi[e as usize];
-            OpList::Own(own, &self.ops[s as usize..(s + n) as usize])
+            OpList::Own(ops, &self.ops[s as usize..(s + n) as usize])
         }
     }
 
-    fn get<'s, Q>(&'s self, own: &'s [&'a Op], k: &Q) -> Option<OpList<'s, 'a>>
+    fn get<'s, Q>(&'s self, ops: &'a [Op], k: &Q) -> Option<OpList<'s, 'a>>
     where
         K: std::borrow::Borrow<Q>,
         Q: std::hash::Hash + Eq + ?Sized,
     {
-        self.get_key_value(own, k).map(|(_, group)| group)
+        self.get_key_value(ops, k).map(|(_, group)| group)
     }
 
     /// The group of `k` with its key as the group's ops hold it.
-    fn get_key_value<'s, Q>(&'s self, own: &'s [&'a Op], k: &Q) -> Option<(K, OpList<'s, 'a>)>
+    fn get_key_value<'s, Q>(&'s self, ops: &'a [Op], k: &Q) -> Option<(K, OpList<'s, 'a>)>
     where
         K: std::borrow::Borrow<Q>,
         Q: std::hash::Hash + Eq + ?Sized,
     {
         let mut found = None;
         let &e = self.table.find(hash_of(k), |&e| {
-            let first = self.slice(own, e).get(0);
+            let first = self.slice(ops, e).get(0);
             let Some(key) = first.map(self.key) else {
                 return false;
             };
@@ -1356,23 +1398,26 @@ impl<'a, K: std::hash::Hash + Eq> Groups<'a, K> {
             }
             same
         })?;
-        Some((found?, self.slice(own, e)))
+        Some((found?, self.slice(ops, e)))
     }
 
     /// Every grouped op, each group's in order (the groups of one op last).
-    fn all<'s>(&'s self, own: &'s [&'a Op]) -> impl Iterator<Item = &'a Op> + 's {
-        self.ops.iter().map(move |&k| own[k as usize]).chain(
+    fn all<'s>(&'s self, ops: &'a [Op]) -> impl Iterator<Item = &'a Op> + 's
+    where
+        'a: 's,
+    {
+        self.ops.iter().map(move |&k| &ops[k as usize]).chain(
             self.table
                 .iter()
                 .filter(|&&e| e & ONE_OP != 0)
-                .map(move |&e| own[(e & !ONE_OP) as usize]),
+                .map(move |&e| &ops[(e & !ONE_OP) as usize]),
         )
     }
 
     /// Sorts each group by `f` (stably).
-    fn sort_each_by_key<T: Ord>(&mut self, own: &[&'a Op], f: impl Fn(&'a Op) -> T) {
+    fn sort_each_by_key<T: Ord>(&mut self, ops: &'a [Op], f: impl Fn(&'a Op) -> T) {
         for &(s, n) in &self.multi {
-            self.ops[s as usize..(s + n) as usize].sort_by_key(|&k| f(own[k as usize]));
+            self.ops[s as usize..(s + n) as usize].sort_by_key(|&k| f(&ops[k as usize]));
         }
     }
 }
@@ -1422,18 +1467,18 @@ impl<'a> Context<'a> {
             own.push(op);
         }
         let known = || own.iter().copied().filter(|op| !op.key.is_unknown());
-        let by_key = Groups::new(known(), &own, |op| op.key.parts.as_slice());
-        let mut by_scope = Groups::new(own.iter().copied(), &own, |op| op.scope);
-        by_scope.sort_each_by_key(&own, |o| o.order);
+        let by_key = Groups::new(known(), &facts.ops, |op| op.key.parts.as_slice());
+        let mut by_scope = Groups::new(own.iter().copied(), &facts.ops, |op| op.scope);
+        by_scope.sort_each_by_key(&facts.ops, |o| o.order);
         // Each (scope, key) group in the order of its scope's ops.
-        let in_scope_order = || by_scope.all(&own).filter(|op| !op.key.is_unknown());
-        let by_scope_key = Groups::new(in_scope_order(), &own, |op| {
+        let in_scope_order = || by_scope.all(&facts.ops).filter(|op| !op.key.is_unknown());
+        let by_scope_key = Groups::new(in_scope_order(), &facts.ops, |op| {
             (op.scope, op.key.parts.as_slice())
         });
         // (only ops of a kind with a tag: `u8::MAX` is never a key's)
         let by_scope_key_kind = Groups::new(
             in_scope_order().filter(|op| kind_tag(&op.kind).is_some()),
-            &own,
+            &facts.ops,
             |op| {
                 (
                     op.scope,
@@ -1454,7 +1499,7 @@ impl<'a> Context<'a> {
                         |p| matches!(p, KeyPart::Lit(s) if s.chars().any(char::is_alphanumeric)),
                     )
                 }),
-            &own,
+            &facts.ops,
             |op| key_shape(&op.key),
         );
         for op in &own {
@@ -1497,7 +1542,7 @@ impl<'a> Context<'a> {
                 .collect(),
             written_only: WrittenOnly::Own(plain_shapes),
             taken_shapes,
-            own,
+            own: OwnOps::new(&facts.ops, &own),
             facts,
             file_stem,
             lock_patterns,
@@ -1594,7 +1639,12 @@ impl<'a> Context<'a> {
     /// The file's ops the rules judge: all of them but the writes that
     /// fill a cache or implement a generic write API ([`cache_write`]).
     pub fn ops(&self) -> impl Iterator<Item = &'a Op> + Clone + '_ {
-        self.own.iter().copied()
+        self.own.iter(&self.facts.ops)
+    }
+
+    /// All the file's ops (those the rules read: [`Context::ops`]).
+    fn file_ops(&self) -> &'a [Op] {
+        &self.facts.ops
     }
 
     /// Lock key (b) or (c): an identifier or literal of the key reads like a
@@ -1752,7 +1802,7 @@ impl<'a> Context<'a> {
         if op.key.is_unknown() {
             return None;
         }
-        let group = self.by_key.get(&self.own, op.key.parts.as_slice())?;
+        let group = self.by_key.get(self.file_ops(), op.key.parts.as_slice())?;
         self.first_in_group(op, group, want)
             .or_else(|| self.project_same_key(op, want))
     }
@@ -1765,7 +1815,7 @@ impl<'a> Context<'a> {
             None
         } else {
             self.by_key
-                .get(&self.own, op.key.parts.as_slice())
+                .get(self.file_ops(), op.key.parts.as_slice())
                 .and_then(|group| self.first_in_group(op, group, want))
         };
         here.or_else(|| self.project_same_key(op, want))
@@ -1958,7 +2008,7 @@ impl<'a> Context<'a> {
     pub fn any_same_key(&self, op: &Op, pred: impl Fn(&Op) -> bool) -> Option<&'a Op> {
         let here = self
             .by_key
-            .get(&self.own, op.key.parts.as_slice())
+            .get(self.file_ops(), op.key.parts.as_slice())
             .and_then(|list| {
                 list.iter()
                     .find(|o| !std::ptr::eq(*o, op) && pred(o) && self.same_key(op, o))
@@ -1977,7 +2027,7 @@ impl<'a> Context<'a> {
     ) -> Option<&'a Op> {
         let here = self
             .by_key
-            .get(&self.own, op.key.parts.as_slice())
+            .get(self.file_ops(), op.key.parts.as_slice())
             .and_then(|group| {
                 let m = self.matches_of(group, Want::Kind(kind));
                 m.ops
@@ -2152,7 +2202,7 @@ impl<'a> Context<'a> {
         // A collection write of the group in `op`'s own scope (`op` is none:
         // it is no collection write itself); in one scope `same_key` holds.
         self.by_key
-            .get(&self.own, op.key.parts.as_slice())
+            .get(self.file_ops(), op.key.parts.as_slice())
             .is_some_and(|group| {
                 self.matches_of(group, Want::Kind(KindOnly::Members))
                     .by_scope
@@ -2217,11 +2267,14 @@ impl<'a> Context<'a> {
         };
         let Some((parts, _)) = self
             .by_key
-            .get_key_value(&self.own, release.key.parts.as_slice())
+            .get_key_value(self.file_ops(), release.key.parts.as_slice())
         else {
             return false;
         };
-        let Some(list) = self.by_scope_key_kind.get(&self.own, &(scope, parts, 3)) else {
+        let Some(list) = self
+            .by_scope_key_kind
+            .get(self.file_ops(), &(scope, parts, 3))
+        else {
             return false;
         };
         let memo = (scope, list.id());
@@ -2231,7 +2284,7 @@ impl<'a> Context<'a> {
             None => {
                 let untimed = self
                     .by_scope_key_kind
-                    .get(&self.own, &(scope, parts, 2))
+                    .get(self.file_ops(), &(scope, parts, 2))
                     .unwrap_or(OpList::EMPTY);
                 let v = section_start(self.facts, list.iter().chain(untimed));
                 self.short_from.borrow_mut().insert(memo, v);
@@ -2268,7 +2321,7 @@ impl<'a> Context<'a> {
     /// or in a lock function or type; when no delete is, the key is no lock
     /// — provided the file shows it taken and no other file deletes it.
     pub fn once_only_marker(&self, op: &Op) -> bool {
-        let Some(list) = self.by_key.get(&self.own, op.key.parts.as_slice()) else {
+        let Some(list) = self.by_key.get(self.file_ops(), op.key.parts.as_slice()) else {
             return false;
         };
         // Every op of `list` has `op`'s key parts, so `same` below depends
@@ -2538,7 +2591,7 @@ impl<'a> Context<'a> {
     /// its shape) rather than from the other methods of its owner type
     /// ([`Context::owner_expirable`]).
     fn expirable_known(&self, op: &Op) -> (Option<bool>, bool) {
-        let group = self.by_key.get(&self.own, op.key.parts.as_slice());
+        let group = self.by_key.get(self.file_ops(), op.key.parts.as_slice());
         // "some op of the key (`op` included) answers `want`", through the
         // group's index instead of a walk over the group per op.
         let any = |want: Want| {
@@ -2607,7 +2660,7 @@ impl<'a> Context<'a> {
         if self.type_expiry.borrow().is_none() {
             // (makes a key expire, takes a lock) per owner type, in one walk
             let mut by_owner: HashMap<Option<String>, (bool, bool)> = HashMap::new();
-            for o in self.own.iter().copied() {
+            for o in self.ops() {
                 if o.scope == crate::facts::FOREIGN_SCOPE {
                     continue;
                 }
@@ -2649,7 +2702,7 @@ impl<'a> Context<'a> {
     /// it without that (false); none of them writes it (`None`).
     fn shape_expirable(&self, key: &KeyExpr) -> Option<bool> {
         let shape = key_shape(key);
-        let list = self.by_shape.get(&self.own, &shape)?;
+        let list = self.by_shape.get(self.file_ops(), &shape)?;
         if let Some(&known) = self.shape_expiry.borrow().get(&shape) {
             return known;
         }
@@ -2886,16 +2939,16 @@ impl<'a> Context<'a> {
         // The group's own key slice (it lives as long as the facts).
         let Some((parts, _)) = self
             .by_key
-            .get_key_value(&self.own, op.key.parts.as_slice())
+            .get_key_value(self.file_ops(), op.key.parts.as_slice())
         else {
             return OpList::EMPTY;
         };
         let list = match kind {
-            None => self.by_scope_key.get(&self.own, &(op.scope, parts)),
+            None => self.by_scope_key.get(self.file_ops(), &(op.scope, parts)),
             Some(k) => match kind_tag(k) {
                 Some(tag) => self
                     .by_scope_key_kind
-                    .get(&self.own, &(op.scope, parts, tag)),
+                    .get(self.file_ops(), &(op.scope, parts, tag)),
                 None => {
                     debug_assert!(false, "kind {k:?} is not indexed");
                     None
@@ -2909,13 +2962,13 @@ impl<'a> Context<'a> {
     /// `op`'s key parts: every op `same_key` can match `op` with.
     pub fn key_group(&self, op: &Op) -> OpList<'_, 'a> {
         self.by_key
-            .get(&self.own, op.key.parts.as_slice())
+            .get(self.file_ops(), op.key.parts.as_slice())
             .unwrap_or(OpList::EMPTY)
     }
 
     fn scope_ops(&self, scope: ScopeId) -> OpList<'_, 'a> {
         self.by_scope
-            .get(&self.own, &scope)
+            .get(self.file_ops(), &scope)
             .unwrap_or(OpList::EMPTY)
     }
 
