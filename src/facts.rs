@@ -615,7 +615,8 @@ pub struct Op {
     /// The written value, for acquires and plain sets, other than
     /// [`ValueExpr::Unknown`]: read and written through [`Op::value`] and
     /// [`Op::set_value`].
-    value_box: Option<Box<ValueExpr>>,
+    #[serde(deserialize_with = "shared_value_de")]
+    value_box: Option<std::sync::Arc<ValueExpr>>,
     pub scope: ScopeId,
     /// Position in the file; orders ops inside a scope (source order).
     pub order: u32,
@@ -677,15 +678,52 @@ impl Op {
         }
     }
 
+    /// (A value equal to one of the last few this thread set is shared
+    /// with it: the constants and unique tokens of a file's locks are most
+    /// often one value written by every acquire, a box each took 24
+    /// bytes an acquire.)
     pub fn set_value(&mut self, value: Option<ValueExpr>) {
         self.value_unknown = value == Some(ValueExpr::Unknown);
-        self.value_box = value.filter(|v| *v != ValueExpr::Unknown).map(Box::new);
+        self.value_box = value.filter(|v| *v != ValueExpr::Unknown).map(shared_value);
     }
 }
 
 // (a file of dense calls holds tens of thousands)
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(std::mem::size_of::<Op>() == 80);
+
+/// A value read back from the cache, shared as [`Op::set_value`] shares.
+fn shared_value_de<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<std::sync::Arc<ValueExpr>>, D::Error> {
+    use serde::Deserialize;
+    Ok(Option::<ValueExpr>::deserialize(d)?.map(shared_value))
+}
+
+/// How many of the values set last [`shared_value`] keeps to share.
+const RECENT_VALUES: usize = 4;
+
+/// `v` as the one copy of it among the last [`RECENT_VALUES`] values this
+/// thread set, or a new one (then kept in place of the oldest).
+fn shared_value(v: ValueExpr) -> std::sync::Arc<ValueExpr> {
+    use std::cell::RefCell;
+    use std::sync::Arc;
+    thread_local! {
+        static RECENT: RefCell<([Option<Arc<ValueExpr>>; RECENT_VALUES], usize)> =
+            RefCell::new((Default::default(), 0));
+    }
+    RECENT.with(|recent| {
+        let mut recent = recent.borrow_mut();
+        let (kept, next) = &mut *recent;
+        if let Some(same) = kept.iter().flatten().find(|k| ***k == v) {
+            return Arc::clone(same);
+        }
+        let new = Arc::new(v);
+        kept[*next] = Some(Arc::clone(&new));
+        *next = (*next + 1) % RECENT_VALUES;
+        new
+    })
+}
 
 /// A place where a failed or null acquisition is treated as "acquired"
 /// (`.unwrap_or(true)`, `Err(_) => true`, `acquired == null || acquired`, …).
@@ -1686,5 +1724,52 @@ mod tests {
         assert_eq!(of("x.ŗs"), None);
         assert_eq!(of("rs"), None);
         assert_eq!(of("x."), None);
+    }
+
+    /// Ops writing one value hold one copy of it (`Op::set_value` shares the
+    /// last few values set, and so does reading ops back from the cache), and
+    /// every op reads back the value it was given.
+    #[test]
+    fn equal_op_values_are_one_copy() {
+        let op = |v: Option<ValueExpr>| {
+            Op::new(
+                OpKind::Acquire { expiry: true },
+                KeyExpr::lit("lock:a"),
+                v,
+                0,
+                Span::new(0, 1),
+                Span::new(0, 1),
+                Client::Unknown,
+            )
+        };
+        let one = || Some(ValueExpr::Constant("1".into()));
+        let (a, b) = (op(one()), op(one()));
+        let shared = |x: &Op, y: &Op| match (&x.value_box, &y.value_box) {
+            (Some(p), Some(q)) => std::sync::Arc::ptr_eq(p, q),
+            _ => false,
+        };
+        assert!(shared(&a, &b));
+        // more distinct values than are kept: each op keeps its own
+        let many: Vec<Op> = (0..3 * RECENT_VALUES)
+            .map(|i| op(Some(ValueExpr::Weak(format!("w{i}").into()))))
+            .collect();
+        for (i, o) in many.iter().enumerate() {
+            assert_eq!(o.value(), Some(&ValueExpr::Weak(format!("w{i}").into())));
+        }
+        let c = op(one());
+        assert_eq!(c.value(), a.value());
+        assert_eq!(
+            op(Some(ValueExpr::Unknown)).value(),
+            Some(&ValueExpr::Unknown)
+        );
+        assert_eq!(op(None).value(), None);
+        // read back from JSON (as the cache reads ops back): shared again
+        let text = serde_json::to_string(&b).unwrap();
+        let (d, e): (Op, Op) = (
+            serde_json::from_str(&text).unwrap(),
+            serde_json::from_str(&text).unwrap(),
+        );
+        assert_eq!(d, b);
+        assert!(shared(&d, &e));
     }
 }
