@@ -179,7 +179,7 @@ fn drop_test_code(facts: &mut FileFacts) {
 
 /// What the rules of one file found of the expiry of its ops, by the
 /// start of the op's call (`rules::Context::expiry_verdicts`).
-type Verdicts = Vec<(u32, bool)>;
+type Verdicts = Vec<u32>;
 
 fn findings_for(
     display_path: &str,
@@ -1324,10 +1324,10 @@ fn link_and_check_all(
     // (`rules::Context::expiry_verdicts`), looked up where they are (sets
     // of them all took 0.8 MB beside a file of 10,000 findings).
     let verdict_is = |file: usize, at: usize, unknown: bool| {
-        let (Some(v), Ok(at)) = (verdicts.get(file), u32::try_from(at)) else {
+        let Some(v) = verdicts.get(file) else {
             return false;
         };
-        v.binary_search(&(at, unknown)).is_ok()
+        v.binary_search(&rules::expiry_verdict(at, unknown)).is_ok()
     };
     // (file, byte offset, code) of every finding of a file along some
     // call's chain, for the once-only rule (of every finding, it took 67

@@ -503,7 +503,7 @@ pub struct Context<'a> {
     /// `true` for one counted expirable only because nothing shows how its
     /// key is taken (or only by its owner type's other locks). See
     /// [`Context::expiry_verdicts`].
-    verdicts: RefCell<Vec<(u32, bool)>>,
+    verdicts: RefCell<Vec<u32>>,
 }
 
 const MAX_ACQUIRED_SHAPES: usize = 32;
@@ -557,6 +557,14 @@ fn same_shape<'x, 'y>(
             _ => return false,
         }
     }
+}
+
+/// An expiry verdict ([`Context::expiry_verdicts`]) as one u32: the start
+/// of the op's call, doubled, and whether its expiry was only unknown (a
+/// file is at most 256 MiB; a pair of a u32 and a flag took 8 bytes an
+/// op). Ordered as the pairs are.
+pub fn expiry_verdict(at: usize, unknown: bool) -> u32 {
+    crate::facts::offset32(at).saturating_mul(2) | u32::from(unknown)
 }
 
 /// Where `op` stands in `ops`, when it is one of them (found by its
@@ -2553,10 +2561,7 @@ impl<'a> Context<'a> {
         // file of a wrapper along the op's chain may know its lock never
         // expires).
         if known != Some(true) || !of_key {
-            let verdict = (
-                crate::facts::offset32(Self::call_span(op).start()),
-                known != Some(false),
-            );
+            let verdict = expiry_verdict(Self::call_span(op).start(), known != Some(false));
             let mut v = self.verdicts.borrow_mut();
             if v.last() != Some(&verdict) {
                 // (every rule asks of the same ops: a full list is made
@@ -2572,13 +2577,14 @@ impl<'a> Context<'a> {
     }
 
     /// The ops [`Context::expirable`] judged so far, by the start of their
-    /// call: `(at, false)` where the lock cannot expire, `(at, true)` where
-    /// it counted as expirable only because nothing showed how its key is
-    /// taken (nothing at all, or only the other locks of its owner type).
-    /// The engine weighs a finding at a call site by them: when the call
-    /// site knows nothing and the wrapper's own file found that the lock
-    /// behind its op cannot expire, the wrapper's answer stands.
-    pub fn expiry_verdicts(&self) -> Vec<(u32, bool)> {
+    /// call, as [`expiry_verdict`]s, sorted: `(at, false)` where the lock
+    /// cannot expire, `(at, true)` where it counted as expirable only
+    /// because nothing showed how its key is taken (nothing at all, or
+    /// only the other locks of its owner type). The engine weighs a
+    /// finding at a call site by them: when the call site knows nothing
+    /// and the wrapper's own file found that the lock behind its op cannot
+    /// expire, the wrapper's answer stands.
+    pub fn expiry_verdicts(&self) -> Vec<u32> {
         let mut v = std::mem::take(&mut *self.verdicts.borrow_mut());
         v.sort_unstable();
         v.dedup();

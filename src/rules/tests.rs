@@ -923,3 +923,22 @@ fn diagnostics_read_back_their_texts_whatever_their_quotes() {
         assert_eq!(labels[0].1.to_string(), format!("see `{long}`"));
     }
 }
+
+/// An expiry verdict as one u32 orders as the (offset, unknown) pair did,
+/// and tells the pairs apart.
+#[test]
+fn expiry_verdicts_order_as_their_pairs() {
+    let pairs: Vec<(usize, bool)> = [0usize, 1, 2, 7, 1 << 20, (1 << 28) - 1]
+        .iter()
+        .flat_map(|&at| [(at, false), (at, true)])
+        .collect();
+    for &a in &pairs {
+        for &b in &pairs {
+            assert_eq!(
+                a.cmp(&b),
+                expiry_verdict(a.0, a.1).cmp(&expiry_verdict(b.0, b.1)),
+                "{a:?} {b:?}"
+            );
+        }
+    }
+}
