@@ -325,6 +325,9 @@ impl Finding {
     ) -> Finding {
         let (message, message_quote) = Text::new(message).into_parts();
         let (label, label_quote) = Text::new(label).into_parts();
+        // (as the engine keeps them: a label quoting what the message
+        // does holds no quote of its own, so equal texts compare equal)
+        let label_quotes_message = label_quote.is_some() && label_quote == message_quote;
         Finding {
             wording: Arc::new(Wording {
                 meta,
@@ -334,7 +337,7 @@ impl Finding {
                 note,
             }),
             message_quote,
-            label_quote,
+            label_quote: label_quote.filter(|_| !label_quotes_message),
             path,
             fingerprint: crate::filter::baseline::Fingerprint::default(),
             span: Span::default(),
@@ -346,7 +349,7 @@ impl Finding {
             fix: None,
             severity: meta.severity,
             language,
-            label_quotes_message: false,
+            label_quotes_message,
         }
     }
 
@@ -687,6 +690,40 @@ impl<'a> LineIndex<'a> {
 mod tests {
     use super::{sort_findings, Finding, LineIndex, Severity, Text};
     use crate::facts::Language;
+
+    /// A finding made from texts reads them back as given, and keeps a
+    /// label quoting what its message does as the engine keeps it.
+    #[test]
+    fn a_finding_reads_back_its_texts() {
+        let meta = crate::rules::lookup("LL002").expect("a rule");
+        let make = |message: &str, label: &str| {
+            Finding::new(
+                meta,
+                "a.py".into(),
+                Language::Python,
+                message,
+                label,
+                "h",
+                None,
+            )
+        };
+        let same = make("lock `lock:a` is released", "`lock:a` here");
+        assert_eq!(same.message().to_string(), "lock `lock:a` is released");
+        assert_eq!(same.label().to_string(), "`lock:a` here");
+        assert!(same.label_quotes_message && same.label_quote.is_none());
+        let other = make("lock `lock:a` is released", "`lock:b` here");
+        assert_eq!(other.label().to_string(), "`lock:b` here");
+        assert!(!other.label_quotes_message);
+        let plain = make("no quote", "none");
+        assert_eq!(
+            (plain.message().to_string(), plain.label().to_string()),
+            ("no quote".into(), "none".into())
+        );
+        assert_eq!(
+            (same.code(), same.name(), same.help(), same.note()),
+            ("LL002", meta.name, "h", None)
+        );
+    }
 
     /// The sort through indices gives the stable sort's order: findings
     /// with equal keys (told apart by their message) keep theirs.

@@ -109,10 +109,12 @@ const _: () = assert!(std::mem::size_of::<Reported>() == 32);
 const NO_QUOTE: u16 = u16::MAX;
 
 /// `s` as [`Text::new`] takes it apart, but whole (no quote cut out) where
-/// its quote is too long for a [`Reported`] to keep the length of.
+/// its quote is too long for a [`Reported`] to keep the length of: a copy
+/// of its own, not one of the run's shared texts (a language server keeps
+/// those, and such a text is at least 64 kB).
 fn quote_parts(s: &str) -> (std::sync::Arc<str>, Option<Box<str>>) {
     match Text::new(s).into_parts() {
-        (_, Some(q)) if q.len() >= usize::from(NO_QUOTE) => (crate::finding::shared(s), None),
+        (_, Some(q)) if q.len() >= usize::from(NO_QUOTE) => (std::sync::Arc::from(s), None),
         parts => parts,
     }
 }
