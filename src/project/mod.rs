@@ -75,7 +75,7 @@ pub struct Inst {
 #[derive(Clone, Debug)]
 pub struct KeyRewrite {
     pub scope: ScopeId,
-    pub from: Vec<crate::facts::KeyPart>,
+    pub from: crate::facts::Parts,
     pub to: crate::facts::KeyExpr,
 }
 

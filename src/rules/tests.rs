@@ -60,7 +60,7 @@ impl B {
 /// A counter's key held in a field: not named like a lock.
 fn counter_key() -> KeyExpr {
     KeyExpr {
-        parts: vec![KeyPart::Const("this.permittedNumberKey".into())],
+        parts: vec![KeyPart::Const("this.permittedNumberKey".into())].into(),
         idents: vec!["permittedNumberKey".to_string()].into(),
     }
 }
@@ -825,7 +825,7 @@ fn advice_texts_are_one_copy_for_the_run() {
 #[test]
 fn shape_sets_find_keys_by_their_shape() {
     let key = |parts: Vec<KeyPart>| KeyExpr {
-        parts,
+        parts: parts.into(),
         idents: Default::default(),
     };
     let lit = |s: &str| KeyPart::Lit(s.into());

@@ -275,7 +275,7 @@ fn key_of(src: &str, lang: Language) -> Vec<KeyPart> {
     let f = extract(std::path::Path::new("x"), src, lang);
     f.ops
         .first()
-        .map(|o| o.key.parts.clone())
+        .map(|o| o.key.parts.to_vec())
         .unwrap_or_default()
 }
 

@@ -1428,7 +1428,8 @@ impl<'a> Values<'a> {
                 KeyPart::Const(name.clone().into())
             } else {
                 KeyPart::Var(name.clone().into())
-            }],
+            }]
+            .into(),
             idents: vec![name].into(),
         }
     }

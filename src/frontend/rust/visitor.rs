@@ -1942,7 +1942,7 @@ impl<'f> Walker<'f, '_> {
                     };
                     if k.is_unknown() {
                         k = KeyExpr {
-                            parts: vec![KeyPart::Const(name.clone().into())],
+                            parts: vec![KeyPart::Const(name.clone().into())].into(),
                             idents: Default::default(),
                         };
                     }
@@ -1960,7 +1960,7 @@ impl<'f> Walker<'f, '_> {
                     && !last.chars().any(|c| c.is_ascii_lowercase());
                 if upper || p.path.segments.len() > 1 {
                     KeyExpr {
-                        parts: vec![KeyPart::Const(full.clone().into())],
+                        parts: vec![KeyPart::Const(full.clone().into())].into(),
                         idents: vec![full].into(),
                     }
                 } else {
@@ -1972,7 +1972,7 @@ impl<'f> Walker<'f, '_> {
                 let on_self = matches!(&*f.base, Expr::Path(p) if p.path.is_ident("self"));
                 if on_self {
                     KeyExpr {
-                        parts: vec![KeyPart::Const(text.clone().into())],
+                        parts: vec![KeyPart::Const(text.clone().into())].into(),
                         idents: vec![text].into(),
                     }
                 } else {
