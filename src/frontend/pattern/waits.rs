@@ -450,16 +450,23 @@ pub fn find(
     // (token indexes as `u32`, and let go once read: 50,000 client calls
     // held 1 MB of them through the rest of the search)
     {
-        // (at most one a client call: room for them all up front)
-        let mut spans: Vec<(u32, u32)> = Vec::with_capacity(client.iter().len());
-        spans.extend(client.iter().filter_map(|ci| all.get(ci)).filter_map(|c| {
-            // the first positional argument that is not Go's context
-            let a = c.args().iter().find(|a| {
-                let t = an.vals.text(a.start(), a.end()).to_ascii_lowercase();
-                !a.is_named() && !t.contains("ctx") && !t.contains("context")
-            })?;
-            Some((a.start() as u32, a.end() as u32))
-        }));
+        // (only the arguments with a call in them: most are a name or a
+        // literal, and a list of them all, 8 bytes a client call, stood at
+        // the front-end's peak)
+        let mut spans: Vec<(u32, u32)> = client
+            .iter()
+            .filter_map(|ci| all.get(ci))
+            .filter_map(|c| {
+                // the first positional argument that is not Go's context
+                let a = c.args().iter().find(|a| {
+                    let t = an.vals.text(a.start(), a.end()).to_ascii_lowercase();
+                    !a.is_named() && !t.contains("ctx") && !t.contains("context")
+                })?;
+                let first = all.partition_point(|c| c.name_tok() < a.start());
+                all.get(first).filter(|c| c.name_tok() < a.end())?;
+                Some((a.start() as u32, a.end() as u32))
+            })
+            .collect();
         // sorted by start, each with the furthest end of it and those before it:
         // a token lies in some span when the last span starting at or before it
         // reaches past it (one binary search per call)
@@ -558,23 +565,28 @@ pub fn find(
         }
         !any && !on_redis
     };
-    // loops whose body holds a Redis round trip (at most one a client
+    // loops whose body holds a Redis round trip: the client calls'
+    // tokens, listed at the first loop asked about (at most one a client
     // call: room for them all, where growing by doubling left up to half
-    // spare at the file's peak)
-    let mut trips: Vec<u32> = Vec::with_capacity(client.iter().len());
-    trips.extend(
-        client
-            .iter()
-            .filter_map(|ci| all.get(ci))
-            .filter(|c| {
-                let root = c.recv().join(".").to_ascii_lowercase();
-                !["pipe", "multi", "tx", "batch", "transaction"]
-                    .iter()
-                    .any(|w| root.contains(w))
-            })
-            .map(|c| c.name_tok() as u32),
-    );
-    trips.sort_unstable();
+    // spare at the file's peak; a file without a loop lists none)
+    let trips: std::cell::OnceCell<Vec<u32>> = std::cell::OnceCell::new();
+    let round_trips = || {
+        let mut trips: Vec<u32> = Vec::with_capacity(client.iter().len());
+        trips.extend(
+            client
+                .iter()
+                .filter_map(|ci| all.get(ci))
+                .filter(|c| {
+                    let root = c.recv().join(".").to_ascii_lowercase();
+                    !["pipe", "multi", "tx", "batch", "transaction"]
+                        .iter()
+                        .any(|w| root.contains(w))
+                })
+                .map(|c| c.name_tok() as u32),
+        );
+        trips.sort_unstable();
+        trips
+    };
     let loop_waits = |k: usize| -> bool {
         let t = toks.at(k);
         if !t.is_ident() || !matches!(t.text(), "for" | "while" | "foreach" | "until" | "loop") {
@@ -585,7 +597,7 @@ pub fn find(
         }
         match loop_body(an, k) {
             None => true,
-            Some((bs, be)) => be > bs + 1 && any_in(&trips, bs + 1, be - 1),
+            Some((bs, be)) => be > bs + 1 && any_in(trips.get_or_init(round_trips), bs + 1, be - 1),
         }
     };
     // JS/TS: every `await` (what each waits for; those of no call), and the
