@@ -16,8 +16,15 @@ pub type ScopeId = u32;
 /// The scope of an op that belongs to another file of the project (its own
 /// scope ids mean nothing here).
 pub const FOREIGN_SCOPE: ScopeId = ScopeId::MAX;
-/// Index into [`FileFacts::scripts`].
-pub type ScriptId = u32;
+/// Index into [`FileFacts::scripts`]: a file's first 65,536 scripts have
+/// one (two bytes keep [`OpKind`] at four); a script past them is left
+/// unresolved, as one the front-end could not read.
+pub type ScriptId = u16;
+
+/// The id the next script of `scripts` gets, if it gets one ([`ScriptId`]).
+pub fn next_script_id(scripts: &[ScriptFact]) -> Option<ScriptId> {
+    ScriptId::try_from(scripts.len()).ok()
+}
 
 /// A byte range `[start, end)` in the source text.
 pub use span::Span;
@@ -774,22 +781,26 @@ pub struct Op {
     pub scope: ScopeId,
     /// Position in the file; orders ops inside a scope (source order).
     pub order: u32,
-    /// Block nesting depth inside the scope (0 = the function body itself).
-    pub depth: u32,
-    /// Inside MULTI/EXEC or an atomic pipeline.
-    pub atomic: bool,
-    /// Under `WATCH` of a key (an optimistic transaction).
-    pub watched: bool,
+    /// Block nesting depth inside the scope (0 = the function body
+    /// itself), at most [`Op::MAX_DEPTH`]: set through [`Op::set_depth`].
+    depth: u16,
     /// The whole call.
     pub span: Span,
     /// Where the method or command name stands (first line of a split call).
     pub name_span: Span,
     pub client: Client,
-    /// The written value is [`ValueExpr::Unknown`] (a variable, the most
-    /// common value: a flag in the op's spare byte where a box took 24
-    /// bytes an acquire).
-    value_unknown: bool,
+    /// [`Op::atomic`], [`Op::watched`], and whether the written value is
+    /// [`ValueExpr::Unknown`] (a variable, the most common value, where
+    /// a box took 24 bytes an acquire): one byte.
+    flags: u8,
 }
+
+/// [`Op::flags`]: inside MULTI/EXEC or an atomic pipeline.
+const OP_ATOMIC: u8 = 1;
+/// [`Op::flags`]: under `WATCH` of the key.
+const OP_WATCHED: u8 = 2;
+/// [`Op::flags`]: the written value is [`ValueExpr::Unknown`].
+const OP_VALUE_UNKNOWN: u8 = 4;
 
 impl Op {
     /// An op of `kind` on `key` writing `value`, at `span` (its name at
@@ -811,12 +822,10 @@ impl Op {
             scope,
             order: 0,
             depth: 0,
-            atomic: false,
-            watched: false,
             span,
             name_span,
             client,
-            value_unknown: false,
+            flags: 0,
         };
         op.set_value(value);
         op
@@ -825,7 +834,7 @@ impl Op {
     /// The written value, for acquires and plain sets.
     pub fn value(&self) -> Option<&ValueExpr> {
         static UNKNOWN: ValueExpr = ValueExpr::Unknown;
-        if self.value_unknown {
+        if self.flags & OP_VALUE_UNKNOWN != 0 {
             Some(&UNKNOWN)
         } else {
             self.value_box.as_deref()
@@ -837,14 +846,55 @@ impl Op {
     /// often one value written by every acquire, a box each took 24
     /// bytes an acquire.)
     pub fn set_value(&mut self, value: Option<ValueExpr>) {
-        self.value_unknown = value == Some(ValueExpr::Unknown);
+        self.set_flag(OP_VALUE_UNKNOWN, value == Some(ValueExpr::Unknown));
         self.value_box = value.filter(|v| *v != ValueExpr::Unknown).map(shared_value);
+    }
+
+    /// The deepest nesting an op tells apart: deeper ops all read as this
+    /// deep (a file nested 65,535 blocks deep is no hand-written code).
+    pub const MAX_DEPTH: u32 = u16::MAX as u32;
+
+    /// Block nesting depth inside the scope (0 = the function body itself).
+    pub fn depth(&self) -> u32 {
+        u32::from(self.depth)
+    }
+
+    /// Sets [`Op::depth`], at most [`Op::MAX_DEPTH`].
+    pub fn set_depth(&mut self, depth: u32) {
+        self.depth = depth.min(Self::MAX_DEPTH) as u16;
+    }
+
+    /// Inside MULTI/EXEC or an atomic pipeline.
+    pub fn atomic(&self) -> bool {
+        self.flags & OP_ATOMIC != 0
+    }
+
+    pub fn set_atomic(&mut self, atomic: bool) {
+        self.set_flag(OP_ATOMIC, atomic);
+    }
+
+    /// Under `WATCH` of a key (an optimistic transaction).
+    pub fn watched(&self) -> bool {
+        self.flags & OP_WATCHED != 0
+    }
+
+    pub fn set_watched(&mut self, watched: bool) {
+        self.set_flag(OP_WATCHED, watched);
+    }
+
+    fn set_flag(&mut self, flag: u8, on: bool) {
+        if on {
+            self.flags |= flag;
+        } else {
+            self.flags &= !flag;
+        }
     }
 }
 
 // (a file of dense calls holds tens of thousands)
 #[cfg(target_pointer_width = "64")]
-const _: () = assert!(std::mem::size_of::<Op>() == 80);
+const _: () = assert!(std::mem::size_of::<Op>() == 72);
+const _: () = assert!(std::mem::size_of::<OpKind>() == 4);
 
 /// A value read back from the cache, shared as [`Op::set_value`] shares.
 fn shared_value_de<'de, D: serde::Deserializer<'de>>(
@@ -1788,6 +1838,52 @@ mod tests {
         // short literals are whole
         let k = "lock:".repeat(51);
         assert_eq!(KeyExpr::lit(&k).parts, vec![KeyPart::Lit(k.clone().into())]);
+    }
+
+    #[test]
+    fn an_op_keeps_its_position_flags_and_depth_apart() {
+        let mut op = Op::new(
+            OpKind::Acquire { expiry: true },
+            KeyExpr::lit("lock:a"),
+            Some(ValueExpr::Unknown),
+            0,
+            Span::new(0, 10),
+            Span::new(0, 3),
+            Client::RedisPy,
+        );
+        assert!(!op.atomic() && !op.watched());
+        assert_eq!(op.value(), Some(&ValueExpr::Unknown));
+        op.set_atomic(true);
+        op.set_watched(true);
+        assert!(op.atomic() && op.watched());
+        assert_eq!(op.value(), Some(&ValueExpr::Unknown));
+        op.set_value(Some(ValueExpr::Unique));
+        op.set_atomic(false);
+        assert!(!op.atomic() && op.watched());
+        assert_eq!(op.value(), Some(&ValueExpr::Unique));
+        op.set_watched(false);
+        op.set_value(None);
+        assert!(!op.atomic() && !op.watched() && op.value().is_none());
+        // depth: exact up to the most an op tells apart, then that
+        op.set_depth(7);
+        assert_eq!(op.depth(), 7);
+        op.set_depth(Op::MAX_DEPTH);
+        assert_eq!(op.depth(), Op::MAX_DEPTH);
+        op.set_depth(u32::MAX);
+        assert_eq!(op.depth(), Op::MAX_DEPTH);
+        // a file's first 65,536 scripts get an id, the next none
+        let script = ScriptFact {
+            name: None,
+            text: String::new(),
+            anchors: Vec::new(),
+            lua: LuaFacts::default(),
+            client: Client::RedisCli,
+        };
+        let mut scripts = vec![script; usize::from(ScriptId::MAX)];
+        assert_eq!(next_script_id(&scripts), Some(ScriptId::MAX));
+        scripts.push(scripts[0].clone());
+        assert_eq!(next_script_id(&scripts), None);
+        assert_eq!(next_script_id(&[]), Some(0));
     }
 
     #[test]

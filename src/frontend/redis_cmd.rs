@@ -807,7 +807,8 @@ impl<'a> Extractor<'a> {
     }
 
     /// A literal script argument of `EVAL`: analysed, anchored into the source.
-    fn script(&mut self, w: &Word) -> Option<u32> {
+    fn script(&mut self, w: &Word) -> Option<crate::facts::ScriptId> {
+        let id = crate::facts::next_script_id(&self.facts.scripts)?;
         let text = w.literal()?.into_owned();
         let anchors = if w.anchors.is_empty() {
             vec![(0, w.span.start())]
@@ -822,7 +823,7 @@ impl<'a> Extractor<'a> {
             lua,
             client: Client::RedisCli,
         });
-        Some((self.facts.scripts.len() - 1) as u32)
+        Some(id)
     }
 
     fn push(
@@ -863,9 +864,9 @@ impl<'a> Extractor<'a> {
                 Client::RedisCli,
             );
             op.order = self.order;
-            op.depth = self.depth;
-            op.atomic = sess.atomic;
-            op.watched = watched;
+            op.set_depth(self.depth);
+            op.set_atomic(sess.atomic);
+            op.set_watched(watched);
             op
         });
     }

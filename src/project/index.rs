@@ -156,7 +156,7 @@ fn foreign_ops(files: &[ProjectFile], views: &[FileView]) -> Vec<Vec<Op>> {
             let mut o = op.clone();
             o.scope = 0;
             o.order = 0;
-            o.depth = 0;
+            o.set_depth(0);
             o.span = Span::default();
             o.name_span = Span::default();
             if let OpKind::Eval { .. } = o.kind {

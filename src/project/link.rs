@@ -638,8 +638,8 @@ fn instantiate(file: usize, s: &Summary, cs: &CallSite, own: bool, out: &mut Vec
             op: {
                 let mut op = Op::new(kind, key, value, cs.scope, cs.span, cs.name_span, so.client);
                 op.order = cs.order;
-                op.depth = cs.depth;
-                op.atomic = so.atomic;
+                op.set_depth(cs.depth);
+                op.set_atomic(so.atomic);
                 op
             },
             value_var,

@@ -604,7 +604,7 @@ fn templ(
             .cloned()
             .collect(),
         value,
-        atomic: op.atomic,
+        atomic: op.atomic(),
         client: op.client,
         chain,
         order: op.order,

@@ -170,8 +170,8 @@ fn fix_for<'a>(
             let next = cx.later_in_scope(acquire).next();
             let adjacent = next.is_some_and(|n| std::ptr::eq(n, expire))
                 && cx.same_key(acquire, expire)
-                && !acquire.atomic
-                && !expire.atomic;
+                && !acquire.atomic()
+                && !expire.atomic();
             advice::merge_set_if_absent_and_expire(src, parts(acquire)?, parts(expire)?, adjacent)
         }
         "LL004" => advice::add_ttl(src, parts(acquire)?),

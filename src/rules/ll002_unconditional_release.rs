@@ -25,10 +25,11 @@ pub(super) fn is_rollback(cx: &Context, release: &Op) -> bool {
     for prev in cx.earlier_same_key(release) {
         match prev.kind {
             OpKind::Expire => {
-                expire_depth.get_or_insert(prev.depth);
+                expire_depth.get_or_insert(prev.depth());
             }
             OpKind::Acquire { expiry: false } => {
-                return release.depth > prev.depth && expire_depth.is_none_or(|d| release.depth > d)
+                return release.depth() > prev.depth()
+                    && expire_depth.is_none_or(|d| release.depth() > d)
             }
             _ => return false,
         }
@@ -66,7 +67,7 @@ impl Rule for UnconditionalRelease {
 
     fn check(&self, cx: &Context, out: &mut Diags) {
         for op in cx.ops() {
-            if op.kind != (OpKind::Release { checked: false }) || op.watched {
+            if op.kind != (OpKind::Release { checked: false }) || op.watched() {
                 continue;
             }
             if !cx.is_lock_key(op) || cx.deliberate_release(op) || cx.counter_or_collection(op) {

@@ -67,7 +67,7 @@ impl Rule for SetnxThenExpire {
                 continue;
             }
             let key = op.key.display();
-            let (message, label) = if op.atomic && expire.atomic {
+            let (message, label) = if op.atomic() && expire.atomic() {
                 (
                     format!(
                         "lock `{key}` is taken with SETNX and given its TTL by an EXPIRE in the same transaction: the EXPIRE runs even when SETNX failed, so every waiter refreshes the TTL of the current holder's lock, and waiters that retry keep a crashed holder's lock alive forever"

@@ -22,7 +22,7 @@ impl Rule for CheckThenDelete {
 
     fn check(&self, cx: &Context, out: &mut Diags) {
         for op in cx.ops() {
-            if op.kind != (OpKind::Release { checked: false }) || op.watched || op.atomic {
+            if op.kind != (OpKind::Release { checked: false }) || op.watched() || op.atomic() {
                 continue;
             }
             if !cx.is_lock_key(op)

@@ -27,7 +27,7 @@ fn renewed_after_read(cx: &Context, op: &Op) -> bool {
     op.kind == OpKind::Expire
         && cx.earlier_same_key(op).next().is_some_and(|get| {
             get.kind == OpKind::Get
-                && !get.watched
+                && !get.watched()
                 && [
                     OpKind::Acquire { expiry: true },
                     OpKind::Acquire { expiry: false },
@@ -73,7 +73,7 @@ impl Rule for UnconditionalExtend {
                     (s.start(), s.end())
                 })
                 .is_ok();
-            if op.watched || !lock || other_path || cx.deliberate_release(op) {
+            if op.watched() || !lock || other_path || cx.deliberate_release(op) {
                 continue;
             }
             // Part of the acquire sequence: LL003 (or the acquire itself) speaks for it.

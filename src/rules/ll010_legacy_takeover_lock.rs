@@ -42,14 +42,14 @@ pub(super) fn legacy_takeover<'a>(cx: &Context<'a>, acquire: &'a Op) -> Option<&
             // the deadline was read (`GET`), or the GETSET sits in a branch
             // below the acquire (`if deadline < now { GETSET }`) — the read
             // may go through a wrapper this file does not show as a GET
-            OpKind::GetSet if read || o.depth > acquire.depth => return Some(o),
+            OpKind::GetSet if read || o.depth() > acquire.depth() => return Some(o),
             // a takeover under WATCH (`WATCH k; GET k; MULTI; SET k …; EXEC`)
             // lets one waiter win: the optimistic transaction is the fix
-            OpKind::Release { checked: false } if read && !o.watched && deadline() => {
+            OpKind::Release { checked: false } if read && !o.watched() && deadline() => {
                 deleted = true
             }
             OpKind::Acquire { .. } if deleted => return Some(o),
-            OpKind::Set { .. } if read && !deleted && !o.watched && deadline() => return Some(o),
+            OpKind::Set { .. } if read && !deleted && !o.watched() && deadline() => return Some(o),
             OpKind::Expire | OpKind::Exists => {}
             _ => break,
         }

@@ -32,7 +32,7 @@ static META: RuleMeta = RuleMeta {
 /// lock): a semaphore class's version marker written once after a `GET`
 /// found it absent is not a lock.
 pub(crate) fn check_then_set<'a>(cx: &Context<'a>, write: &'a Op) -> Option<&'a Op> {
-    if !matches!(write.kind, OpKind::Set { .. }) || write.watched || write.key.is_unknown() {
+    if !matches!(write.kind, OpKind::Set { .. }) || write.watched() || write.key.is_unknown() {
         return None;
     }
     let guards = &cx.facts.absence_guards;
@@ -44,7 +44,7 @@ pub(crate) fn check_then_set<'a>(cx: &Context<'a>, write: &'a Op) -> Option<&'a 
             let is_check = |c: &Op| {
                 c.name_span == g.check
                     && matches!(c.kind, OpKind::Get | OpKind::Exists)
-                    && !c.watched
+                    && !c.watched()
                     && c.key.parts == write.key.parts
             };
             // in the write's function, or in a helper of the file that returns it
@@ -89,14 +89,14 @@ pub(crate) fn check_then_set<'a>(cx: &Context<'a>, write: &'a Op) -> Option<&'a 
 /// marker (`SETNX k "running"`, `GET k`, `SET k "done"`) that nothing
 /// releases, and a counter, are not.
 fn takeover_set<'a>(cx: &Context<'a>, write: &'a Op) -> Option<&'a Op> {
-    if !matches!(write.kind, OpKind::Set { .. }) || write.watched || write.key.is_unknown() {
+    if !matches!(write.kind, OpKind::Set { .. }) || write.watched() || write.key.is_unknown() {
         return None;
     }
     let get = cx.nearest_before(write, &OpKind::Get)?;
     // the write is gated on what the GET found (nested below it); a write at
     // the GET's own level (`if setnx(k) { v = get(k); set(k, next(v)) }`)
     // updates a lock already held
-    if get.watched || write.depth <= get.depth {
+    if get.watched() || write.depth() <= get.depth() {
         return None;
     }
     let acquire = [

@@ -2769,11 +2769,11 @@ impl<'a> Context<'a> {
     /// that TTL. (Consecutive ops outside a transaction may sit in different
     /// branches, `if t { expire } else { del }`: not queued together.)
     fn queued_with_release(&self, expire: &Op) -> bool {
-        expire.atomic
+        expire.atomic()
             && self.later_in_scope(expire).next().is_some_and(|n| {
                 matches!(n.kind, OpKind::Release { .. })
-                    && n.atomic
-                    && n.depth == expire.depth
+                    && n.atomic()
+                    && n.depth() == expire.depth()
                     && self.same_key(expire, n)
             })
     }

@@ -165,9 +165,9 @@ fn get_then_del_is_ll005_only() {
 fn watched_release_is_checked() {
     let mut b = B::new();
     let f = b.scope("release");
-    b.op(f, OpKind::Get, lockkey(), None).watched = true;
+    b.op(f, OpKind::Get, lockkey(), None).set_watched(true);
     b.op(f, OpKind::Release { checked: false }, lockkey(), None)
-        .watched = true;
+        .set_watched(true);
     assert_eq!(b.run(), vec![]);
 }
 
@@ -228,7 +228,7 @@ fn rollback_of_failed_expire_is_not_ll002() {
     );
     b.op(f, OpKind::Expire, lockkey(), None);
     b.op(f, OpKind::Release { checked: false }, lockkey(), None)
-        .depth = 1;
+        .set_depth(1);
     assert_eq!(b.run(), vec![("LL003", 10)]);
 }
 
@@ -377,7 +377,7 @@ fn a_configured_no_ttl_branch_beside_a_ttl_acquire_is_not_ll004() {
         lockkey(),
         Some(ValueExpr::Unknown),
     )
-    .depth = 1;
+    .set_depth(1);
     assert_eq!(b.run(), vec![]);
 }
 
@@ -415,9 +415,9 @@ fn a_release_beside_the_expire_is_not_a_rollback() {
         lockkey(),
         Some(ValueExpr::Unique),
     );
-    b.op(f, OpKind::Expire, lockkey(), None).depth = 1;
+    b.op(f, OpKind::Expire, lockkey(), None).set_depth(1);
     b.op(f, OpKind::Release { checked: false }, lockkey(), None)
-        .depth = 1;
+        .set_depth(1);
     assert_eq!(b.run(), vec![("LL002", 30), ("LL003", 10)]);
 }
 
@@ -544,9 +544,9 @@ fn lock_that_cannot_expire_is_ll003_not_ll002() {
         lockkey(),
         Some(ValueExpr::Constant("1".into())),
     );
-    b.op(f, OpKind::Expire, lockkey(), None).atomic = true;
+    b.op(f, OpKind::Expire, lockkey(), None).set_atomic(true);
     b.op(f, OpKind::Release { checked: false }, lockkey(), None)
-        .atomic = true;
+        .set_atomic(true);
     assert_eq!(b.run(), vec![("LL003", 10)]);
     // With a TTL of its own it can change hands: LL001 and LL002.
     b.facts.ops[0].kind = OpKind::Acquire { expiry: true };
@@ -632,8 +632,8 @@ fn check_then_set_is_ll011_not_ll007() {
     );
     // Under WATCH the check and the write are one optimistic transaction.
     let mut b = build(lockkey(), "tryAcquire", true);
-    b.facts.ops[0].watched = true;
-    b.facts.ops[1].watched = true;
+    b.facts.ops[0].set_watched(true);
+    b.facts.ops[1].set_watched(true);
     assert_eq!(b.run(), vec![]);
 }
 

@@ -250,7 +250,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<FailOpen> {
             }
         }
         // 4. a handler around the acquire that returns success or a handle
-        let d = op.depth;
+        let d = op.depth();
         let clike = !matches!(
             an.lang,
             crate::facts::Language::Python | crate::facts::Language::Ruby

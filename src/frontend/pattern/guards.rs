@@ -192,7 +192,7 @@ pub fn exclusive_of_acquire(an: &Analyzer, ops: &[Op]) -> Vec<crate::facts::Span
                 (
                     a,
                     at,
-                    (a.depth > 0).then(|| an.returning_branch(at)).flatten(),
+                    (a.depth() > 0).then(|| an.returning_branch(at)).flatten(),
                 )
             })
     };

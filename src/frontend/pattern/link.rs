@@ -440,7 +440,7 @@ pub fn record(
                     crate::facts::Client::Unknown,
                 );
                 op.order = c.name_tok() as u32;
-                op.depth = depth;
+                op.set_depth(depth);
                 op
             });
         }

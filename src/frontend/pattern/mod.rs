@@ -198,7 +198,7 @@ pub fn extract_packed(
     an.collect_redis_receivers(&all_calls);
     // Each draft becomes its op at once (its key and value moved, the
     // position facts filled in below): no list of drafts beside the ops.
-    // Until then an op's `order`, `depth` and `scope` hold its name token,
+    // Until then an op's `order`, `span` and `scope` hold its name token,
     // one past its call's last token and its call's index (a list of them
     // beside the ops took 12 bytes an op at the front-end's peak).
     for (ci, c) in all_calls.iter().enumerate() {
@@ -208,12 +208,11 @@ pub fn extract_packed(
                 d.key,
                 d.value,
                 ci as u32,
-                Span::new(0, 0),
+                Span::new(d.end_tok, d.end_tok),
                 Span::new(0, 0),
                 d.client,
             );
             op.order = d.name_tok as u32;
-            op.depth = d.end_tok as u32;
             crate::facts::push_by_quarters(&mut facts.ops, op);
         }
     }
@@ -239,7 +238,7 @@ pub fn extract_packed(
         .sum();
     facts.call_sites.reserve_exact(facts.ops.len(), args);
     for op in facts.ops.iter_mut() {
-        let (name_tok, end_tok, ci) = (op.order as usize, op.depth as usize, op.scope);
+        let (name_tok, end_tok, ci) = (op.order as usize, op.span.start(), op.scope);
         let scope = st.tok_scope.get(name_tok).copied().unwrap_or(0);
         let depth = st.tok_depth.get(name_tok).unwrap_or(0);
         let (mut atomic, watched) = tx.at(name_tok, scope);
@@ -280,9 +279,9 @@ pub fn extract_packed(
         }
         op.scope = scope;
         op.order = an.exec_order(name_tok) as u32;
-        op.depth = depth;
-        op.atomic = atomic;
-        op.watched = watched;
+        op.set_depth(depth);
+        op.set_atomic(atomic);
+        op.set_watched(watched);
         op.span = Span::new(name.start(), end);
         op.name_span = Span::new(name.start(), name.end());
     }
@@ -708,7 +707,9 @@ impl<'a> Analyzer<'a> {
         let firsts: Vec<usize> = found.iter().map(|f| f.0).collect();
         let names = self.script_names(&firsts);
         for ((first, text, anchors), name) in found.into_iter().zip(names) {
-            let id = self.scripts.len() as ScriptId;
+            let Some(id) = crate::facts::next_script_id(&self.scripts) else {
+                break;
+            };
             let lua = crate::frontend::lua::analyse(&text);
             self.scripts.push(ScriptFact {
                 name: name.clone(),

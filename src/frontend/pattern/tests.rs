@@ -45,9 +45,9 @@ fn dump() {
             o.key.display(),
             o.value(),
             o.scope,
-            o.depth,
-            o.atomic,
-            o.watched,
+            o.depth(),
+            o.atomic(),
+            o.watched(),
             o.client
         );
     }
@@ -646,7 +646,7 @@ fn go_plain_pipelines_are_not_atomic() {
     let atomic = |body: &str| {
         let src = format!("package x\nimport \"github.com/redis/go-redis/v9\"\nfunc f(ctx context.Context, k string) {{\n{body}\n}}\n");
         let f = extract(std::path::Path::new("x.go"), &src, Language::Go);
-        f.ops.iter().map(|o| o.atomic).collect::<Vec<_>>()
+        f.ops.iter().map(|o| o.atomic()).collect::<Vec<_>>()
     };
     let plain = "\tpipe := rdb.Pipeline()\n\tpipe.SetNX(ctx, k, \"1\", 0)\n\tpipe.Expire(ctx, k, ttl)\n\tpipe.Exec(ctx)";
     assert_eq!(atomic(plain), vec![false, false]);
@@ -659,7 +659,7 @@ fn go_plain_pipelines_are_not_atomic() {
     // a `pipe` bound to a TxPipeline in another function is another variable
     let src = format!("package x\nimport \"github.com/redis/go-redis/v9\"\nfunc f(ctx context.Context, k string) {{\n{tx}\n}}\nfunc g(ctx context.Context, k string) {{\n{plain}\n}}\n");
     let f = extract(std::path::Path::new("x.go"), &src, Language::Go);
-    let flags: Vec<bool> = f.ops.iter().map(|o| o.atomic).collect();
+    let flags: Vec<bool> = f.ops.iter().map(|o| o.atomic()).collect();
     assert_eq!(flags, vec![true, true, false, false]);
 }
 

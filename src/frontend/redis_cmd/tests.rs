@@ -107,7 +107,7 @@ fn escapes_in_scripts_keep_anchors_right() {
 fn multi_exec_and_watch() {
     let f =
         redis("WATCH lock:a\nGET lock:a\nMULTI\nDEL lock:a\nSETNX lock:b 1\nEXEC\nDEL lock:a\n");
-    let flags: Vec<(bool, bool)> = f.ops.iter().map(|o| (o.atomic, o.watched)).collect();
+    let flags: Vec<(bool, bool)> = f.ops.iter().map(|o| (o.atomic(), o.watched())).collect();
     assert_eq!(
         flags,
         vec![(false, true), (true, true), (true, false), (false, false)]
@@ -160,7 +160,7 @@ fn shell_cli_through_variables_substitutions_and_chains() {
         ]
     );
     assert_eq!(f.ops[0].value().cloned(), Some(ValueExpr::Unique));
-    assert_eq!(f.ops[0].depth, 1);
+    assert_eq!(f.ops[0].depth(), 1);
     assert_eq!(
         f.ops[3].value().cloned(),
         Some(ValueExpr::Weak("a process id".into()))
@@ -213,12 +213,12 @@ fn heredoc_is_one_session() {
             OpKind::Release { checked: false },
         ]
     );
-    assert!(f.ops[0].atomic && f.ops[1].atomic);
+    assert!(f.ops[0].atomic() && f.ops[1].atomic());
     assert_eq!(f.ops[0].value().cloned(), Some(ValueExpr::Unique));
     // A `$NAME` in a raw command reads as a placeholder, not a constant.
     assert_eq!(f.ops[2].value().cloned(), Some(ValueExpr::Unknown));
     // Separate invocations are separate connections: no transaction.
-    assert!(!f.ops[3].atomic);
+    assert!(!f.ops[3].atomic());
     assert_eq!(at(src, f.ops[1].name_span), "EXPIRE");
 }
 

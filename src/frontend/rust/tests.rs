@@ -421,9 +421,9 @@ fn dump() {
             o.key.display(),
             o.value(),
             o.scope,
-            o.depth,
-            o.atomic,
-            o.watched,
+            o.depth(),
+            o.atomic(),
+            o.watched(),
             o.client,
             at
         );
@@ -678,7 +678,7 @@ fn a(c: &mut redis::Connection) {
     let got: Vec<_> = f
         .ops
         .iter()
-        .map(|o| (o.kind.clone(), o.key.display(), o.atomic))
+        .map(|o| (o.kind.clone(), o.key.display(), o.atomic()))
         .collect();
     assert_eq!(
         got,
@@ -701,7 +701,7 @@ async fn a(c: &Client) {
 }"#,
     );
     assert!(
-        f.ops.len() == 2 && f.ops.iter().all(|o| o.atomic),
+        f.ops.len() == 2 && f.ops.iter().all(|o| o.atomic()),
         "{:#?}",
         f.ops
     );
@@ -719,7 +719,7 @@ fn r(c: &mut redis::Connection, key: &str, other: &str, t: &str) -> redis::Redis
     let got: Vec<_> = f
         .ops
         .iter()
-        .map(|o| (o.kind.clone(), o.atomic, o.watched))
+        .map(|o| (o.kind.clone(), o.atomic(), o.watched()))
         .collect();
     assert_eq!(
         got,
@@ -851,7 +851,7 @@ mod tests {
 async fn t2() { let _: () = c.del("lock:a").unwrap(); }
 "#,
     );
-    let d: Vec<(u32, u32)> = f.ops.iter().map(|o| (o.depth, o.order)).collect();
+    let d: Vec<(u32, u32)> = f.ops.iter().map(|o| (o.depth(), o.order)).collect();
     assert_eq!(d[..3], [(0, 0), (1, 1), (2, 2)]);
     let tests: Vec<bool> = f
         .ops
@@ -1093,7 +1093,7 @@ fn a(c: &mut redis::Connection, t: &str) {
     let got: Vec<_> = f
         .ops
         .iter()
-        .map(|o| (o.value().cloned(), o.watched))
+        .map(|o| (o.value().cloned(), o.watched()))
         .collect();
     assert_eq!(
         got,

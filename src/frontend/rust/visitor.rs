@@ -2368,6 +2368,7 @@ impl<'f> Walker<'f, '_> {
         }
         let raw = self.src.get(sp.range())?;
         let (text, anchors) = decode_literal(raw, sp.start())?;
+        let id = crate::facts::next_script_id(&self.facts.scripts)?;
         let lua = lua::analyse(&text);
         let client = match self.info.client() {
             Client::Unknown => Client::RedisRs,
@@ -2380,7 +2381,6 @@ impl<'f> Walker<'f, '_> {
             lua,
             client,
         });
-        let id = (self.facts.scripts.len() - 1) as ScriptId;
         self.s.script_at.insert(sp.start(), id);
         Some(id)
     }
@@ -2415,9 +2415,9 @@ impl<'f> Walker<'f, '_> {
         });
         crate::facts::push_by_quarters(&mut self.facts.ops, {
             let mut op = Op::new(kind, f.key, f.value, self.s.scope, span, name_span, client);
-            op.depth = self.s.depth;
-            op.atomic = atomic || in_txn;
-            op.watched = watched;
+            op.set_depth(self.s.depth);
+            op.set_atomic(atomic || in_txn);
+            op.set_watched(watched);
             op
         });
     }
@@ -3787,7 +3787,7 @@ impl Walker<'_, '_> {
             .filter(|o| {
                 matches!(o.kind, OpKind::Set { .. })
                     && o.scope == scope
-                    && o.depth == depth
+                    && o.depth() == depth
                     && o.key.parts == self.facts.ops[check].key.parts
             })
             .map(|o| o.name_span)
