@@ -1040,13 +1040,13 @@ impl ScriptFact {
 /// Positions are `u32` (files are capped at 256 MiB) and the arguments sit
 /// in the file's one list ([`CallSites`]): a site with a list of its own
 /// took about 120 bytes, a dense file holds one per op.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct OpCall {
     span: Span,
-    /// The receiver chain before the method name (`r`, `$redis`,
-    /// `template.opsForValue()`), without the `.`/`->` that joins it; empty
-    /// when there is none.
-    receiver: Span,
+    /// Where the receiver chain before the method name starts (`r`,
+    /// `$redis`, `template.opsForValue()`); [`NO_RECEIVER`] when there is
+    /// none. (Its end is read by nothing: a span took 4 bytes more a site.)
+    receiver_start: u32,
     /// Its arguments: where they start in [`CallSites::args`], how many.
     args: [u32; 2],
 }
@@ -1086,10 +1086,17 @@ impl OpCall {
         self.span
     }
 
-    pub fn receiver(&self) -> Span {
-        self.receiver
+    /// Where the receiver chain before the method name starts, if there
+    /// is one.
+    pub fn receiver_start(&self) -> Option<usize> {
+        (self.receiver_start != NO_RECEIVER).then_some(self.receiver_start as usize)
     }
 }
+
+/// [`OpCall::receiver_start`] of a call without a receiver.
+const NO_RECEIVER: u32 = u32::MAX;
+
+const _: () = assert!(std::mem::size_of::<OpCall>() == 20);
 
 /// The call sites of a file's ops ([`OpCall`]), their arguments in one list.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -1132,8 +1139,14 @@ impl<'a> Args<'a> {
 }
 
 impl CallSites {
-    /// A call at `span`, its receiver and its arguments in order.
+    /// A call at `span`, its receiver (empty when there is none) and its
+    /// arguments in order.
     pub fn push(&mut self, span: Span, receiver: Span, args: impl IntoIterator<Item = Span>) {
+        let receiver_start = if receiver.end() > receiver.start() {
+            offset32(receiver.start()).min(NO_RECEIVER - 1)
+        } else {
+            NO_RECEIVER
+        };
         let from = self.args.len();
         for a in args {
             push_by_quarters(&mut self.args, a);
@@ -1142,7 +1155,7 @@ impl CallSites {
             &mut self.sites,
             OpCall {
                 span,
-                receiver,
+                receiver_start,
                 args: [offset32(from), offset32(self.args.len() - from)],
             },
         );

@@ -129,12 +129,9 @@ impl<'a> Fixer<'a> {
 
     fn parts(&self, op: &Op) -> Option<CallParts<'a>> {
         let site = self.sites.get(&op.span)?;
-        let receiver = site.receiver();
-        let start = if receiver.end() > receiver.start() {
-            receiver.start()
-        } else {
-            op.name_span.start()
-        };
+        let start = site
+            .receiver_start()
+            .unwrap_or_else(|| op.name_span.start());
         Some(CallParts {
             client: op.client,
             start,
