@@ -225,17 +225,20 @@ impl OwnedTexts {
     }
 }
 
-/// A receiver segment's text, read as a `str` (`Deref`): 16 bytes, where
-/// a `Cow<str>` took 24 (a minified bundle has a segment every sixty
-/// bytes). It is a slice of the source, or of a `name()` text its
-/// [`CallTable`] owns; segments are only handed out through the table,
-/// borrowed (`Call::recv`).
+/// A receiver segment's text, read as a `str` (`Deref`): 12 bytes (its
+/// address and a u32 length, packed), where a `Cow<str>` took 24 (a
+/// minified bundle has a segment every sixty bytes). It is a slice of the
+/// source, or of a `name()` text its [`CallTable`] owns; segments are
+/// only handed out through the table, borrowed (`Call::recv`).
 #[derive(Clone, Copy)]
+#[repr(C, packed(4))]
 pub struct Seg<'a> {
     ptr: NonNull<u8>,
-    len: usize,
+    len: u32,
     _text: PhantomData<&'a str>,
 }
+
+const _: () = assert!(std::mem::size_of::<Seg>() == 12);
 
 // SAFETY: a `Seg` is a shared borrow of a `str` (see `Seg::deref`).
 unsafe impl Send for Seg<'_> {}
@@ -245,9 +248,11 @@ impl Seg<'_> {
     /// The segment of `text`: a slice of the source, or one of the table's
     /// `owned` texts.
     fn of(text: &str) -> Self {
+        // (a text is a slice of a file the engine reads, at most
+        // `MAX_FILE_BYTES`, or a shorter text written from one)
         Seg {
             ptr: NonNull::from(text.as_bytes()).cast(),
-            len: text.len(),
+            len: crate::facts::offset32(text.len()),
             _text: PhantomData,
         }
     }
@@ -261,8 +266,10 @@ impl std::ops::Deref for Seg<'_> {
         // outlives the table the segment is read through: the source, or
         // a text of the table's `owned`, never moved, changed or dropped before
         // the table; and the table is borrowed while it is read
+        // (the fields copied out: a packed field is not borrowed)
+        let (ptr, len) = (self.ptr, self.len);
         unsafe {
-            std::str::from_utf8_unchecked(std::slice::from_raw_parts(self.ptr.as_ptr(), self.len))
+            std::str::from_utf8_unchecked(std::slice::from_raw_parts(ptr.as_ptr(), len as usize))
         }
     }
 }
