@@ -306,8 +306,6 @@ fn summarise_each(
         if !one_call && called.is_some_and(|c| !c.contains(scope.name.as_str())) {
             continue;
         }
-        // at their exact count: most functions have one or two
-        let mut ops = Vec::with_capacity(own_ops.len() + linked_ops.len());
         let mut own_key_lockish = false;
         // the defaulted parameters an op at `at` needs passed
         let branches = branches_of
@@ -370,6 +368,10 @@ fn summarise_each(
             }
             continue;
         }
+        // at their exact count: most functions have one or two (and none
+        // made for the scopes alone, above: its room, a function's every op
+        // at 136 bytes, was the peak of a file of dense calls)
+        let mut ops = Vec::with_capacity(own_ops.len() + linked_ops.len());
         for op in own_ops {
             if !seen(op) {
                 continue;
