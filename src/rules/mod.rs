@@ -447,10 +447,9 @@ pub struct Context<'a> {
     short_from: RefCell<HashMap<(ScopeId, usize), Option<usize>>>,
     /// [`Context::earlier_token_acquire`]: per list of a scope's ops on one
     /// key, the first token-writing acquire (in the facts' order) among
-    /// its ops up to each; `None` for a list without one (most keys of a
-    /// file of many: one pointer each, not a list).
-    #[allow(clippy::type_complexity)]
-    token_takes: RefCell<HashMap<usize, Rc<[Option<&'a Op>]>>>,
+    /// its ops up to each, as its place in the list ([`NO_TAKE`] before
+    /// the first: 4 bytes an op, where a reference took 8).
+    token_takes: RefCell<HashMap<usize, Rc<[u32]>>>,
     /// The key lists `earlier_token_acquire` found without a token acquire
     /// (a set of their addresses: in a file of constant-valued locks every
     /// list is one, and a map entry holding `None` took 24 bytes).
@@ -1258,6 +1257,13 @@ impl<'s, 'a> IntoIterator for OpList<'s, 'a> {
         self.iter()
     }
 }
+
+/// [`Context::token_takes`]: no token-writing acquire yet.
+const NO_TAKE: u32 = u32::MAX;
+
+/// The most ops of a key list [`Context::earlier_token_acquire`] walks
+/// each time it is asked, without remembering the answer.
+const SHORT_LIST: usize = 8;
 
 /// Marks a [`Groups`] entry that is a group of one op.
 const ONE_OP: u32 = 1 << 31;
@@ -2862,10 +2868,25 @@ impl<'a> Context<'a> {
     /// the file's own ones whatever its place in the scope). From a running
     /// minimum over the scope's ops on the key, built once per list: asked
     /// for every release of a script of one scope, a walk was quadratic.
+    /// A short list ([`SHORT_LIST`] ops at most, most keys of a file) is
+    /// walked each time, not remembered (a file of 4,000 three-op keys
+    /// held a table of them at its peak).
     pub fn earlier_token_acquire(&self, op: &Op) -> Option<&'a Op> {
         let list = self.scope_key_ops(op, None);
         if list.is_empty() {
             return None;
+        }
+        let takes = |a: &Op| {
+            matches!(a.kind, OpKind::Acquire { .. })
+                && !matches!(a.value(), Some(ValueExpr::Constant(_)))
+        };
+        if list.len() <= SHORT_LIST {
+            let upto = list.partition_point(|a| a.order < op.order);
+            return list
+                .iter()
+                .take(upto)
+                .filter(|a| takes(a))
+                .min_by_key(|a| *a as *const Op);
         }
         let id = list.id();
         if self.no_token_takes.borrow().contains(&id) {
@@ -2873,18 +2894,17 @@ impl<'a> Context<'a> {
         }
         let known = self.token_takes.borrow().get(&id).cloned().map(Some);
         let firsts = known.unwrap_or_else(|| {
-            let takes = |a: &Op| {
-                matches!(a.kind, OpKind::Acquire { .. })
-                    && !matches!(a.value(), Some(ValueExpr::Constant(_)))
-            };
             let firsts = list.iter().any(takes).then(|| {
-                let mut first: Option<&'a Op> = None;
+                let mut first: Option<(&'a Op, u32)> = None;
                 list.iter()
-                    .map(|a| {
-                        if takes(a) && first.is_none_or(|f| (a as *const Op) < (f as *const Op)) {
-                            first = Some(a);
+                    .enumerate()
+                    .map(|(i, a)| {
+                        if takes(a)
+                            && first.is_none_or(|(f, _)| (a as *const Op) < (f as *const Op))
+                        {
+                            first = Some((a, crate::facts::offset32(i)));
                         }
-                        first
+                        first.map_or(NO_TAKE, |(_, at)| at)
                     })
                     .collect::<Rc<[_]>>()
             });
@@ -2899,7 +2919,8 @@ impl<'a> Context<'a> {
             firsts
         })?;
         let upto = list.partition_point(|a| a.order < op.order);
-        upto.checked_sub(1).and_then(|i| firsts[i])
+        let at = firsts[upto.checked_sub(1)?];
+        (at != NO_TAKE).then(|| list.get(at as usize)).flatten()
     }
 
     /// For `op` in a method of type `owner`: the first (in the key group's

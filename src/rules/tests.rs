@@ -942,3 +942,44 @@ fn expiry_verdicts_order_as_their_pairs() {
         }
     }
 }
+
+/// `earlier_token_acquire` gives the first token-writing acquire of the
+/// scope's ops on the key before the op, whether the list is short (walked
+/// each time) or long (remembered), asked once or again.
+#[test]
+fn earlier_token_acquire_is_the_same_for_short_and_long_key_lists() {
+    for n in [3usize, 8, 9, 24] {
+        let mut b = B::new();
+        let f = b.scope("f");
+        for i in 0..n {
+            let (kind, value) = match i % 4 {
+                0 => (OpKind::Release { checked: false }, None),
+                1 => (
+                    OpKind::Acquire { expiry: true },
+                    Some(ValueExpr::Constant("1".into())),
+                ),
+                2 => (OpKind::Acquire { expiry: true }, Some(ValueExpr::Unique)),
+                _ => (OpKind::Expire, None),
+            };
+            b.op(f, kind, KeyExpr::lit("lock:a"), value);
+        }
+        let cx = Context::new(&b.facts, "app", &[], Target::default());
+        let ops = &b.facts.ops;
+        for round in 0..2 {
+            for op in ops {
+                let want = ops.iter().find(|a| {
+                    a.order < op.order
+                        && matches!(a.kind, OpKind::Acquire { .. })
+                        && a.value() == Some(&ValueExpr::Unique)
+                });
+                let got = cx.earlier_token_acquire(op);
+                assert_eq!(
+                    got.map(|a| a.order),
+                    want.map(|a| a.order),
+                    "{n} ops, round {round}, op {}",
+                    op.order
+                );
+            }
+        }
+    }
+}
