@@ -227,16 +227,15 @@ pub fn extract_packed(
     }
     let tx = an.tx_state(&all_calls);
     // project link facts need the calls that became ops
-    let client_calls = ClientCalls::new(facts.ops.iter().map(|o| o.scope).collect());
-    // (room for every site and argument up front: the list is kept to
-    // the end of the run)
+    let client_calls = ClientCalls::new(facts.ops.iter().map(|o| o.scope), all_calls.len());
+    // (room for every site and argument, reserved once they are made, below:
+    // the list is kept to the end of the run)
     let args: usize = facts
         .ops
         .iter()
         .filter_map(|o| all_calls.get(o.scope as usize))
         .map(|c| c.args().len())
         .sum();
-    facts.call_sites.reserve_exact(facts.ops.len(), args);
     for op in facts.ops.iter_mut() {
         let (name_tok, end_tok, ci) = (op.order as usize, op.span.start(), op.scope);
         let scope = st.tok_scope.get(name_tok).copied().unwrap_or(0);
@@ -268,7 +267,6 @@ pub fn extract_packed(
             .unwrap_or(name.end())
             .max(name.end());
         if let Some(c) = call {
-            push_call_site(&mut facts.call_sites, toks, c, Span::new(name.start(), end));
             if op.kind == (OpKind::Acquire { expiry: true }) {
                 facts.ttls.extend(
                     ttl::of_call(&an, c, name.start())
@@ -315,6 +313,19 @@ pub fn extract_packed(
         let need = waits::sections(&facts.ops, &resolvable, &facts.deferred);
         waits::find(&an, &all_calls, &client_calls, &need)
     });
+    // The ops' call sites, made only now: they are kept to the end, and
+    // the searches above (sections, waits) held their lists at the
+    // front-end's peak. An op's call is the call named at its name token
+    // (`calls::call_at`: every op's draft is named by its call's name).
+    facts.call_sites.reserve_exact(facts.ops.len(), args);
+    for op in &facts.ops {
+        let name_tok = toks.partition_point(|t| t.start() < op.name_span.start());
+        let call = calls::call_at(&all_calls, name_tok);
+        debug_assert!(call.is_some(), "an op without its call");
+        if let Some(c) = call {
+            push_call_site(&mut facts.call_sites, toks, c, op.span);
+        }
+    }
     let sites = link::record(
         &an,
         &all_calls,
@@ -336,25 +347,52 @@ pub fn extract_packed(
     (facts, sites.finish())
 }
 
-/// The calls that became ops (indexes into the file's call list), sorted:
-/// 4 bytes a call where a hash set of `usize` took 16 or more (590 kB for
-/// 50,000 calls on one line).
-pub struct ClientCalls(Vec<u32>);
+/// The calls that became ops (indexes into the file's call list): one bit
+/// for each call of the file, where a sorted list took 4 bytes a client
+/// call (a hash set of `usize`, before it, 16 or more: 590 kB for 50,000
+/// calls on one line). A call is at least three bytes of source, so the
+/// bits cost at most a twenty-fourth of a byte a source byte.
+pub struct ClientCalls {
+    bits: Vec<u64>,
+    count: usize,
+}
 
 impl ClientCalls {
-    fn new(mut calls: Vec<u32>) -> Self {
-        calls.sort_unstable();
-        calls.dedup();
-        calls.shrink_to_fit();
-        ClientCalls(calls)
+    /// The calls `calls` (repeats allowed) among `all` calls.
+    fn new(calls: impl Iterator<Item = u32>, all: usize) -> Self {
+        let mut bits = vec![0u64; all.div_ceil(64)];
+        for c in calls {
+            if let Some(w) = bits.get_mut(c as usize / 64) {
+                *w |= 1 << (c % 64);
+            }
+        }
+        let count = bits.iter().map(|w| w.count_ones() as usize).sum();
+        ClientCalls { bits, count }
     }
 
     pub fn contains(&self, ci: &usize) -> bool {
-        u32::try_from(*ci).is_ok_and(|c| self.0.binary_search(&c).is_ok())
+        self.bits
+            .get(ci / 64)
+            .is_some_and(|w| w & (1 << (ci % 64)) != 0)
     }
 
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
-        self.0.iter().map(|&c| c as usize)
+    /// How many calls there are.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The calls in order.
+    pub fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.bits.iter().enumerate().flat_map(|(i, &w)| {
+            let mut w = w;
+            std::iter::from_fn(move || {
+                (w != 0).then(|| {
+                    let bit = w.trailing_zeros() as usize;
+                    w &= w - 1;
+                    i * 64 + bit
+                })
+            })
+        })
     }
 }
 

@@ -936,3 +936,16 @@ fn a_returned_client_call_is_no_returned_key() {
         f.link.functions
     );
 }
+
+#[test]
+fn client_calls_are_one_bit_each_read_in_order() {
+    // repeats count once; a call past the file's calls is none of them
+    let c = super::ClientCalls::new([130u32, 3, 64, 3, 999].into_iter(), 200);
+    assert_eq!(c.count(), 3);
+    assert_eq!(c.iter().collect::<Vec<_>>(), vec![3, 64, 130]);
+    assert!(c.contains(&3) && c.contains(&64) && c.contains(&130));
+    assert!(!c.contains(&4) && !c.contains(&199) && !c.contains(&999));
+    let none = super::ClientCalls::new(std::iter::empty(), 0);
+    assert_eq!(none.count(), 0);
+    assert!(none.iter().next().is_none() && !none.contains(&0));
+}

@@ -571,7 +571,7 @@ pub fn find(
     // spare at the file's peak; a file without a loop lists none)
     let trips: std::cell::OnceCell<Vec<u32>> = std::cell::OnceCell::new();
     let round_trips = || {
-        let mut trips: Vec<u32> = Vec::with_capacity(client.iter().len());
+        let mut trips: Vec<u32> = Vec::with_capacity(client.count());
         trips.extend(
             client
                 .iter()
