@@ -319,8 +319,12 @@ pub fn extract_packed(
     // (`calls::call_at`: every op's draft is named by its call's name).
     facts.call_sites.reserve_exact(facts.ops.len(), args);
     for op in &facts.ops {
-        let name_tok = toks.partition_point(|t| t.start() < op.name_span.start());
-        let call = calls::call_at(&all_calls, name_tok);
+        // (the first token at the name's start that names a call: an empty
+        // token may stand at the same offset before it)
+        let at = op.name_span.start();
+        let call = (toks.partition_point(|t| t.start() < at)..toks.len())
+            .take_while(|&i| toks.at(i).start() == at)
+            .find_map(|i| calls::call_at(&all_calls, i));
         debug_assert!(call.is_some(), "an op without its call");
         if let Some(c) = call {
             push_call_site(&mut facts.call_sites, toks, c, op.span);
