@@ -827,7 +827,13 @@ fn call_words_by<'a>(
             // byte of each such run, filled back to the run's start
             let white = cur.white;
             let seeds = white & paren_after;
-            let to_paren = fill_back(white, seeds);
+            // (most chunks have no such run: their three bit reversals,
+            // a fifth of this pass, are skipped)
+            let to_paren = if seeds == 0 {
+                0
+            } else {
+                fill_back(white, seeds)
+            };
             // the run that reaches this chunk's end and goes on: unknown here
             let open = if next.white & 1 == 1 {
                 fill_back(white, white & (1 << 63))
