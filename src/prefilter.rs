@@ -220,9 +220,11 @@ const ROW: u32 = 0xffff;
 /// occurrence of every word (overlapping), as `find_overlapping_iter` of the
 /// `aho-corasick` crate does, with a tighter loop: per byte a class load, an
 /// `or` and a table load, and one bit test (a state holds its depth and a
-/// match bit beside its row). It walks only the bytes near
-/// the candidates of a SIMD search ([`candidates`]), see
-/// [`Dfa::each_match`].
+/// match bit beside its row). The prefilter's scan does not walk it: it
+/// tests the candidates of a SIMD search ([`candidates`]) against the
+/// words ([`Dfa::each_match`]); the walk over every byte
+/// ([`Dfa::each_match_full`]) reads names ([`has_call_anchor`]) and is the
+/// tests' oracle.
 struct Dfa {
     /// Byte → column of the transition table (0: a byte no word holds; an
     /// upper-case letter shares its lower-case letter's column).
@@ -238,6 +240,8 @@ struct Dfa {
     lens: Vec<usize>,
     /// Where the words may start.
     finder: candidates::Finder,
+    /// Which of them start there.
+    verifier: candidates::Verifier,
 }
 
 impl Dfa {
@@ -339,24 +343,18 @@ impl Dfa {
             words: list,
             lens: words.iter().map(|w| w.len()).collect(),
             finder: candidates::Finder::new(words),
+            verifier: candidates::Verifier::new(words),
         }
     }
 
     /// Calls `f(word, start, end)` for every occurrence of every word, by
-    /// end, in the order of [`Dfa::each_match_full`] (the same calls, the
-    /// same early stop); stops and answers true as soon as `f` does.
+    /// start (those starting together in the order of the words); stops
+    /// and answers true as soon as `f` does. The same occurrences as
+    /// [`Dfa::each_match_full`], in another order.
     ///
-    /// The walk starts afresh (at the root) at a candidate `c` of the
-    /// SIMD search and goes on while its state's string still reaches
-    /// back to `c` or before: once it does not, no word starting at `c`
-    /// or earlier can end further on. A walk started at `q` reports exactly
-    /// the occurrences that start at `q` or later (a state's words are the
-    /// suffixes of its string that are words, longest first, and its
-    /// string is the longest suffix of the bytes walked that a word
-    /// begins with): every word starts at a candidate, and the walk is
-    /// never restarted while its string holds one, so every occurrence is
-    /// reported, once, by end, and those ending together longest first, as
-    /// the walk over every byte does.
+    /// Every word starts at a candidate of the SIMD search
+    /// ([`candidates::Finder`]); each candidate is tested against the
+    /// words of its first byte ([`candidates::Verifier`]).
     #[inline]
     fn each_match(&self, bytes: &[u8], f: impl FnMut(usize, usize, usize) -> bool) -> bool {
         #[cfg(target_arch = "x86_64")]
@@ -364,11 +362,11 @@ impl Dfa {
             // SAFETY: the processor runs AVX2
             return unsafe { self.each_match_avx2(bytes, f) };
         }
-        self.each_match_near(bytes, |from| self.finder.next(bytes, from), f)
+        self.each_match_by(bytes, |from| self.finder.next(bytes, from), f)
     }
 
     /// [`Dfa::each_match`] compiled for AVX2, the block search inlined
-    /// into the walk.
+    /// into the loop over the candidates.
     ///
     /// # Safety
     /// The processor runs AVX2.
@@ -379,7 +377,7 @@ impl Dfa {
         bytes: &[u8],
         f: impl FnMut(usize, usize, usize) -> bool,
     ) -> bool {
-        self.each_match_near(
+        self.each_match_by(
             bytes,
             |from| self.finder.next_with(candidates::Kernel::Avx2, bytes, from),
             f,
@@ -389,46 +387,22 @@ impl Dfa {
     /// [`Dfa::each_match`] with the candidate blocks from `next` (the
     /// tests give each SIMD kernel).
     #[inline(always)]
-    fn each_match_near(
+    fn each_match_by(
         &self,
         bytes: &[u8],
         mut next: impl FnMut(usize) -> Option<(usize, u32)>,
         mut f: impl FnMut(usize, usize, usize) -> bool,
     ) -> bool {
-        let table: &[u32] = &self.next;
-        let class = &self.class;
-        // the walk: it has read `bytes[..p]`, in `state`
-        let mut p = 0usize;
-        let mut state = 0u32;
-        // where the walk's string starts: candidates before it are done
-        let mut done = 0usize;
         let mut from = 0usize;
         while let Some((block, mut mask)) = next(from) {
             while mask != 0 {
                 let c = block + mask.trailing_zeros() as usize;
                 mask &= mask - 1;
-                if c >= p {
-                    // nothing the walk holds starts at a candidate
-                    state = 0;
-                    p = c;
-                }
-                // on while the string reaches back to `c`
-                while p < bytes.len() && p <= c + (state >> DEPTH_SHIFT) as usize {
-                    state = table[(state & ROW | u32::from(class[usize::from(bytes[p])])) as usize];
-                    p += 1;
-                    if state & MATCH != 0 && self.report(state, p, &mut f) {
-                        return true;
-                    }
-                }
-                done = p - (state >> DEPTH_SHIFT) as usize;
-                if done >= block + 32 {
-                    break;
-                }
-                if done > block {
-                    mask &= u32::MAX << (done - block);
+                if self.verifier.each_at(bytes, c, &mut f) {
+                    return true;
                 }
             }
-            from = done.max(block + 32);
+            from = block + 32;
         }
         false
     }
@@ -1462,16 +1436,16 @@ pub fn may_match_signed(
     found
 }
 
-/// How [`scan_by`] walks a file: [`Near`] in the program, [`Full`] the
+/// How [`scan_by`] walks a file: [`AtCandidates`] in the program, [`Full`] the
 /// tests' oracle.
 trait Walk {
     fn walk(dfa: &Dfa, bytes: &[u8], f: impl FnMut(usize, usize, usize) -> bool) -> bool;
 }
 
-/// The walk near the SIMD candidates ([`Dfa::each_match`]).
-struct Near;
+/// The test of the SIMD candidates ([`Dfa::each_match`]).
+struct AtCandidates;
 
-impl Walk for Near {
+impl Walk for AtCandidates {
     #[inline]
     fn walk(dfa: &Dfa, bytes: &[u8], f: impl FnMut(usize, usize, usize) -> bool) -> bool {
         dfa.each_match(bytes, f)
@@ -1484,7 +1458,7 @@ fn scan(
     dialect: Dialect,
     sig: Option<(&mut Vec<u32>, bool)>,
 ) -> bool {
-    scan_by::<Near>(bytes, custom_lock_keys, dialect, sig)
+    scan_by::<AtCandidates>(bytes, custom_lock_keys, dialect, sig)
 }
 
 fn scan_by<W: Walk>(
@@ -1847,7 +1821,7 @@ mod tests {
             near.push((end, start, w));
             false
         });
-        assert_eq!(near, got, "{}", String::from_utf8_lossy(s));
+        near.sort_unstable();
         let mut want: Vec<_> = theirs
             .find_overlapping_iter(s)
             .map(|m| (m.end(), m.start(), m.pattern().as_usize()))
@@ -1855,6 +1829,7 @@ mod tests {
         got.sort_unstable();
         want.sort_unstable();
         assert_eq!(got, want, "{}", String::from_utf8_lossy(s));
+        assert_eq!(near, want, "{}", String::from_utf8_lossy(s));
         want.len()
     }
 
@@ -2262,11 +2237,14 @@ mod tests {
         out
     }
 
+    /// What a walk answered, and the calls `f` got.
+    type Calls = (bool, Vec<(usize, usize, usize)>);
+
     /// The calls `f` gets from a walk, `f` answering true at call `stop`.
     fn calls(
         walk: impl FnOnce(&mut dyn FnMut(usize, usize, usize) -> bool) -> bool,
         stop: usize,
-    ) -> (bool, Vec<(usize, usize, usize)>) {
+    ) -> Calls {
         let mut seen = Vec::new();
         let found = walk(&mut |w, start, end| {
             seen.push((w, start, end));
@@ -2275,29 +2253,46 @@ mod tests {
         (found, seen)
     }
 
-    /// The walk near the candidates of every SIMD kernel makes exactly the
-    /// calls of the walk over every byte, in order, and stops where it does.
+    /// The candidates' test of every SIMD kernel makes the calls of the
+    /// walk over every byte, by start, and stops right after the call
+    /// that answers true.
     #[test]
-    fn walk_near_candidates_is_the_full_walk() {
+    fn candidates_tested_are_the_full_walk() {
         let kernels = candidates::Kernel::available();
         let dfas = [dfa(), dfa_with_anchors()];
         let mut texts = generated(4000);
         texts.extend(every_word_around());
         let mut checked = 0usize;
+        let by_start_and_word = |calls: &mut Vec<(usize, usize, usize)>| {
+            calls.sort_unstable_by_key(|&(w, start, _)| (start, w));
+        };
         for t in &texts {
             for d in dfas {
-                let (_, want) = calls(|f| d.each_match_full(t, f), usize::MAX);
+                let (_, mut want) = calls(|f| d.each_match_full(t, f), usize::MAX);
+                by_start_and_word(&mut want);
                 checked += want.len();
-                for stop in [usize::MAX, 1, want.len() / 2 + 1, want.len()] {
-                    let full = calls(|f| d.each_match_full(t, f), stop);
-                    for &k in &kernels {
-                        let near = calls(
-                            |f| d.each_match_near(t, |from| d.finder.next_with(k, t, from), f),
+                let mut runs: Vec<Box<dyn Fn(usize) -> Calls>> =
+                    vec![Box::new(|stop| calls(|f| d.each_match(t, f), stop))];
+                for &k in &kernels {
+                    runs.push(Box::new(move |stop| {
+                        calls(
+                            |f| d.each_match_by(t, |from| d.finder.next_with(k, t, from), f),
                             stop,
-                        );
-                        assert_eq!(near, full, "{k:?} {stop} {:?}", String::from_utf8_lossy(t));
+                        )
+                    }));
+                }
+                for run in &runs {
+                    let (found, all) = run(usize::MAX);
+                    assert!(!found);
+                    assert!(all.windows(2).all(|p| p[0].1 <= p[1].1), "by start");
+                    let mut sorted = all.clone();
+                    by_start_and_word(&mut sorted);
+                    assert_eq!(sorted, want, "{:?}", String::from_utf8_lossy(t));
+                    for stop in [1, want.len() / 2 + 1, want.len()] {
+                        if (1..=want.len()).contains(&stop) {
+                            assert_eq!(run(stop), (true, all[..stop].to_vec()));
+                        }
                     }
-                    assert_eq!(calls(|f| d.each_match(t, f), stop), full);
                 }
             }
         }
@@ -2305,8 +2300,9 @@ mod tests {
         assert!(checked > 100_000, "{checked}");
     }
 
-    /// The verdict and everything the scan gathers (the call words, in
-    /// the order they are found) are those of the full walk.
+    /// The verdict and, for a file it rejects, everything the scan
+    /// gathers (the call words, as [`may_match_signed`] keeps them: sorted,
+    /// once each) are those of the full walk.
     #[test]
     fn scan_is_the_full_scan() {
         let mut texts = generated(4000);
@@ -2316,11 +2312,21 @@ mod tests {
             let dialect = DIALECTS[i % DIALECTS.len()];
             for custom in [false, true] {
                 let want = scan_by::<Full>(t, custom, dialect, None);
-                assert_eq!(scan_by::<Near>(t, custom, dialect, None), want);
+                assert_eq!(scan_by::<AtCandidates>(t, custom, dialect, None), want);
                 let (mut sig_full, mut sig_near) = (Vec::new(), Vec::new());
                 let spaced = custom; // (both kinds of call word, on half the runs each)
                 let want = scan_by::<Full>(t, custom, dialect, Some((&mut sig_full, spaced)));
-                let got = scan_by::<Near>(t, custom, dialect, Some((&mut sig_near, spaced)));
+                let got =
+                    scan_by::<AtCandidates>(t, custom, dialect, Some((&mut sig_near, spaced)));
+                // (a signature is kept only for a file the scan rejects:
+                // once it accepts, the words seen so far depend on the order)
+                for sig in [&mut sig_full, &mut sig_near] {
+                    sig.sort_unstable();
+                    sig.dedup();
+                    if want {
+                        sig.clear();
+                    }
+                }
                 assert_eq!(
                     (got, &sig_near),
                     (want, &sig_full),

@@ -349,3 +349,180 @@ unsafe fn half_ssse3(
     let none = _mm_cmpeq_epi8(all, _mm_setzero_si128());
     !(_mm_movemask_epi8(none) as u32) & 0xffff
 }
+
+/// The exact test of a candidate: which words start there. The words are
+/// listed by their first byte; a candidate's 16 bytes, lower-cased
+/// exactly (ASCII, eight bytes at a time), are compared with each word of
+/// its first byte's list under a mask of the word's length. Where a walk
+/// of the automaton from each candidate took a dependent table load per
+/// byte and a hard-to-predict loop exit, this is two loads and a few
+/// compares (generated corpus, one thread: 80 → 40 ms beside the 45 of
+/// the block search).
+pub(super) struct Verifier {
+    /// A byte → the range of `words` whose first byte it is (ignoring
+    /// ASCII case).
+    first: [(u16, u16); 256],
+    words: Vec<Spelling>,
+}
+
+/// One word as [`Verifier`] compares it.
+struct Spelling {
+    /// Its bytes, lower-cased, zero-padded to 16, as two little-endian words.
+    bytes: [u64; 2],
+    /// `0xff` for each of its bytes.
+    mask: [u64; 2],
+    /// Its number in the list given to [`Verifier::new`].
+    id: u16,
+    len: u16,
+}
+
+/// Longest word a [`Verifier`] holds.
+pub(super) const MAX_WORD: usize = 16;
+
+impl Verifier {
+    pub(super) fn new(words: &[&str]) -> Verifier {
+        let mut first = [(0u16, 0u16); 256];
+        let mut list = Vec::new();
+        for b in 0..=255u8 {
+            let start = u16::try_from(list.len()).expect("few words");
+            for (id, w) in words.iter().enumerate() {
+                let w = w.as_bytes();
+                assert!(
+                    !w.is_empty() && w.len() <= MAX_WORD && !w.contains(&0),
+                    "a word of 1 to {MAX_WORD} bytes, none of them 0"
+                );
+                if !w[0].eq_ignore_ascii_case(&b) {
+                    continue;
+                }
+                let mut bytes = [0u8; MAX_WORD];
+                bytes[..w.len()].copy_from_slice(&w.to_ascii_lowercase());
+                let mut mask = [0u8; MAX_WORD];
+                mask[..w.len()].fill(0xff);
+                list.push(Spelling {
+                    bytes: halves(&bytes),
+                    mask: halves(&mask),
+                    id: u16::try_from(id).expect("few words"),
+                    len: w.len() as u16,
+                });
+            }
+            first[usize::from(b)] = (start, u16::try_from(list.len()).expect("few words"));
+        }
+        Verifier { first, words: list }
+    }
+
+    /// Calls `f(word, start, end)` for each word starting at `at` (in the
+    /// order of the list given to [`Verifier::new`]); stops and answers
+    /// true as soon as `f` does.
+    #[inline]
+    pub(super) fn each_at(
+        &self,
+        bytes: &[u8],
+        at: usize,
+        f: &mut impl FnMut(usize, usize, usize) -> bool,
+    ) -> bool {
+        let (from, to) = self.first[usize::from(bytes[at])];
+        if from == to {
+            return false;
+        }
+        let here = match bytes.get(at..at + MAX_WORD) {
+            Some(s) => halves(s.try_into().expect("16 bytes")),
+            // near the end: zeros, which no word holds
+            None => {
+                let mut buf = [0u8; MAX_WORD];
+                buf[..bytes.len() - at].copy_from_slice(&bytes[at..]);
+                halves(&buf)
+            }
+        };
+        let here = [lower(here[0]), lower(here[1])];
+        for w in &self.words[usize::from(from)..usize::from(to)] {
+            let differ =
+                ((here[0] ^ w.bytes[0]) & w.mask[0]) | ((here[1] ^ w.bytes[1]) & w.mask[1]);
+            if differ == 0 && f(usize::from(w.id), at, at + usize::from(w.len)) {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// 16 bytes as two little-endian words.
+#[inline]
+fn halves(b: &[u8; MAX_WORD]) -> [u64; 2] {
+    let (lo, hi) = b.split_at(8);
+    [
+        u64::from_le_bytes(lo.try_into().expect("8 bytes")),
+        u64::from_le_bytes(hi.try_into().expect("8 bytes")),
+    ]
+}
+
+/// Eight bytes with each ASCII upper-case letter lower-cased, and nothing
+/// else changed.
+#[inline]
+fn lower(x: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // each byte's low seven bits: the additions below carry into no other byte
+    let low7 = x & (0x7f * ONES);
+    let from_a = low7 + u64::from(0x80 - b'A') * ONES;
+    let past_z = low7 + u64::from(0x80 - b'Z' - 1) * ONES;
+    // the top bit of each byte in A..=Z (and below 0x80)
+    let upper = from_a & !past_z & !x & (0x80 * ONES);
+    x | (upper >> 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every byte value, at each of the eight places, lower-cased as
+    /// `to_ascii_lowercase` does, its neighbours untouched.
+    #[test]
+    fn lower_is_ascii_lowercase_bytewise() {
+        for place in 0..8 {
+            for b in 0..=255u8 {
+                for around in [0u8, b'Z', 0xff, b'@', b'['] {
+                    let mut bytes = [around; 8];
+                    bytes[place] = b;
+                    let want = bytes.map(|x| x.to_ascii_lowercase());
+                    assert_eq!(lower(u64::from_le_bytes(bytes)).to_le_bytes(), want);
+                }
+            }
+        }
+    }
+
+    /// Words of one first byte (ignoring case), a word and its
+    /// extensions, found at every start, near the end too.
+    #[test]
+    fn verifier_finds_each_word_where_it_starts() {
+        let words = ["nx", ".x", "lock", "locktake", "lockextend", "lease", "del"];
+        let v = Verifier::new(&words);
+        let text = b"NX.x\x0exLockTakeLOCKEXTENDlockLeAsEdel.X nx";
+        let mut got = Vec::new();
+        for at in 0..text.len() {
+            v.each_at(text, at, &mut |w, s, e| {
+                got.push((words[w], s, e));
+                false
+            });
+        }
+        let mut want = Vec::new();
+        for at in 0..text.len() {
+            for w in &words {
+                if text[at..].len() >= w.len()
+                    && text[at..at + w.len()].eq_ignore_ascii_case(w.as_bytes())
+                {
+                    want.push((*w, at, at + w.len()));
+                }
+            }
+        }
+        got.sort();
+        want.sort();
+        assert_eq!(got, want);
+        assert!(got.len() >= 9, "{got:?}");
+        // it stops at the first call answering true
+        let mut n = 0;
+        assert!(v.each_at(b"locktake", 0, &mut |_, _, _| {
+            n += 1;
+            true
+        }));
+        assert_eq!(n, 1);
+    }
+}
