@@ -93,7 +93,7 @@ type WriteKey<'o> = (u32, &'o [KeyPart]);
 /// Every write of a plain `SET` guarded by an `EXISTS`/`GET` of its key.
 pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<AbsenceGuard> {
     let toks = an.toks;
-    let tok_at = |start: usize| toks.partition_point(|t| t.start() < start);
+    let tok_at = |start: usize| toks.first_at(start);
     let mut writes: HashMap<WriteKey, Vec<(&Op, usize)>> = HashMap::default();
     for o in ops {
         if matches!(o.kind, OpKind::Set { .. }) && !o.key.is_unknown() {
@@ -181,7 +181,7 @@ pub fn find(an: &Analyzer, calls: &[Call], ops: &[Op]) -> Vec<AbsenceGuard> {
 /// [`FileFacts::exclusive_of_acquire`]: crate::facts::FileFacts::exclusive_of_acquire
 pub fn exclusive_of_acquire(an: &Analyzer, ops: &[Op]) -> Vec<crate::facts::Span> {
     let toks = an.toks;
-    let tok_at = |start: usize| toks.partition_point(|t| t.start() < start);
+    let tok_at = |start: usize| toks.first_at(start);
     // per scope and key: each acquire's token and the end of its returning
     // branch (None: it falls through)
     let acquires = || {
@@ -284,7 +284,7 @@ impl Analyzer<'_> {
         call_at: &HashMap<usize, &'c Call<'t>>,
     ) -> Vec<(&'c Call<'t>, &'o Op, bool)> {
         let toks = self.toks;
-        let tok_at = |start: usize| toks.partition_point(|t| t.start() < start);
+        let tok_at = |start: usize| toks.first_at(start);
         let mut per_scope: HashMap<u32, Vec<&Op>> = HashMap::default();
         for o in ops {
             per_scope.entry(o.scope).or_default().push(o);

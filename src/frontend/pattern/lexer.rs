@@ -470,6 +470,12 @@ impl<'a> Toks<'a> {
     pub fn partition_point(&self, mut pred: impl FnMut(Tok<'a>) -> bool) -> usize {
         self.packed.partition_point(|&p| pred(self.view(p)))
     }
+    /// The index of the first token starting at or after byte `offset`
+    /// (the length when none does): the tokens are in source order.
+    #[inline]
+    pub fn first_at(&self, offset: usize) -> usize {
+        self.partition_point(|t| t.start() < offset)
+    }
     /// The token a packed one stands for.
     #[inline]
     fn view(&self, p: Packed) -> Tok<'a> {

@@ -322,7 +322,7 @@ pub fn extract_packed(
         // (the first token at the name's start that names a call: an empty
         // token may stand at the same offset before it)
         let at = op.name_span.start();
-        let call = (toks.partition_point(|t| t.start() < at)..toks.len())
+        let call = (toks.first_at(at)..toks.len())
             .take_while(|&i| toks.at(i).start() == at)
             .find_map(|i| calls::call_at(&all_calls, i));
         debug_assert!(call.is_some(), "an op without its call");

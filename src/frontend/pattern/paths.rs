@@ -250,8 +250,8 @@ pub fn late_result_tests(
     let n = toks.len();
     let mut out = Vec::new();
     for d in deferred {
-        let kd = toks.partition_point(|t| t.start() < d.span.start());
-        let after = toks.partition_point(|t| t.start() < d.span.end());
+        let kd = toks.first_at(d.span.start());
+        let after = toks.first_at(d.span.end());
         let limit = after.saturating_add(REST_WINDOW).min(n);
         let mut i = after;
         while i < limit && toks.at(i).start() < d.runs_at {

@@ -444,7 +444,7 @@ pub fn find(
         return Vec::new();
     }
     // the first token at or after a byte offset
-    let tok_at = |b: usize| toks.partition_point(|t| t.start() < b);
+    let tok_at = |b: usize| toks.first_at(b);
     // receivers of the calls that build a Redis command's key: a key namespace
     let mut key_builders: HashSet<String> = HashSet::default();
     // (token indexes as `u32`, and let go once read: 50,000 client calls
@@ -641,7 +641,7 @@ pub fn find(
             .iter()
             .filter_map(|sec| {
                 let lo = tok_at(sec.starts[0] as usize);
-                let hi = toks.partition_point(|t| t.start() < sec.end);
+                let hi = toks.first_at(sec.end);
                 (lo < hi).then(|| (lo, hi - 1))
             })
             .collect();
@@ -782,7 +782,7 @@ pub fn find(
     // the first wait at or after each start of each section
     let mut out: Vec<usize> = Vec::new();
     for sec in sections {
-        let bound = toks.partition_point(|t| t.start() < sec.end);
+        let bound = toks.first_at(sec.end);
         let mut found: Option<usize> = None;
         for (i, s) in sec.starts.iter().map(|&s| s as usize).enumerate() {
             if found.is_some_and(|f| toks.at(f).start() >= s) {
