@@ -1,6 +1,6 @@
 //! Decides from the raw bytes of a file, before any decoding or parsing,
 //! whether it can hold a finding at all. Most files of a repository never
-//! talk to Redis: they are rejected here after one pass of one automaton.
+//! talk to Redis: they are rejected here after one pass over their bytes.
 //!
 //! The test is derived from what the rules need (see `rules/`): every finding
 //! needs

@@ -1,6 +1,6 @@
 //! The candidate stage of the prefilter: the positions where one of the
-//! words may start, found 32 bytes at a time with SIMD, so that the
-//! automaton ([`super::Dfa`]) only walks the bytes near them.
+//! words may start, found 32 bytes at a time with SIMD, each then tested
+//! for the words that start there ([`Verifier`]).
 //!
 //! A word's *fingerprint* is its first three bytes (all of them for a
 //! shorter word), each folded with `| 0x20`. Folding maps both cases of a
