@@ -1072,13 +1072,13 @@ fn continues_with(bytes: &[u8], i: usize, word: &str) -> bool {
         .is_some_and(|s| s.eq_ignore_ascii_case(word.as_bytes()))
 }
 
-/// Checks one raw automaton match against the word-part rules of its keyword.
+/// Checks one raw match of a word against the word-part rules of its keyword.
 #[cfg(test)]
 fn accept(bytes: &[u8], word: &str, start: usize, end: usize) -> bool {
     check(bytes, rule_of(word), start, end)
 }
 
-/// Checks one raw automaton match against a word-part rule.
+/// Checks one raw match of a word against a word-part rule.
 fn check(bytes: &[u8], rule: Rule, start: usize, end: usize) -> bool {
     match rule {
         // `NX`, `SetNX`, `set_nx`, `.Nx()`, `setnx`, `MSETNX`, `HSETNX`.
@@ -1421,7 +1421,7 @@ pub fn may_match_in(bytes: &[u8], custom_lock_keys: bool, dialect: Dialect) -> b
 /// `sig` holds its call-word signature: the sorted hashes of the
 /// identifiers holding a call anchor that stand before a call
 /// ([`stands_before_call`]; `spaced`: a language with paren-less calls, see
-/// [`CALL_ANCHORS`]). The same single pass of one automaton.
+/// [`CALL_ANCHORS`]). The same single pass over the bytes.
 pub fn may_match_signed(
     bytes: &[u8],
     custom_lock_keys: bool,
